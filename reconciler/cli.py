@@ -1,0 +1,73 @@
+"""The `reconcile` command group and the single boundary that maps errors to exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from reconciler.errors import EXIT_ERROR, EXIT_INTERRUPTED, ReconcileError
+
+
+class _LazyGroup(click.Group):
+    """Imports a verb's module only when that verb runs, so that `reconcile validate`
+    never pays for the google-cloud imports of the others."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        from reconciler.commands import COMMANDS
+
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        import importlib
+
+        from reconciler.commands import COMMANDS
+
+        module_name = COMMANDS.get(cmd_name)
+        if module_name is None:
+            return None
+        command: click.Command = importlib.import_module(module_name).command
+        return command
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="reconcile")
+def cli() -> None:
+    """Declarative reconciler for Google Cloud Pub/Sub topics."""
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: every user-caused error becomes a message and an exit code."""
+    try:
+        code = cli.main(args=argv, prog_name="reconcile", standalone_mode=False)
+    except ReconcileError as exc:
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except BrokenPipeError:
+        sys.exit(EXIT_ERROR)
+    except Exception as exc:  # noqa: BLE001 - the one place that catches everything
+        click.echo(
+            f"internal error: {type(exc).__name__}: {exc}\n"
+            "This is a bug in reconcile, not in your input; please report it "
+            "(set RECONCILE_DEBUG=1 for a traceback).",
+            err=True,
+        )
+        import os
+
+        if os.environ.get("RECONCILE_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        sys.exit(EXIT_ERROR)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,53 @@
+"""One error family; the CLI boundary (`reconciler.cli.main`) turns it into exit codes.
+
+Anything a user can cause is raised as a `ReconcileError` subclass with a message that
+names the file and line, or the topic and project, and says what to do. Anything else
+that escapes is a bug in the tool and is reported as an internal error.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_CHANGES = 2
+EXIT_INTERRUPTED = 130
+
+
+class ReconcileError(Exception):
+    """Root of every error a user can cause; carries its exit code."""
+
+    exit_code: int = EXIT_ERROR
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        if self.hint:
+            return f"{self.message}\n  hint: {self.hint}"
+        return self.message
+
+
+class UsageError(ReconcileError):
+    """The command line itself is wrong (bad option combination, missing file)."""
+
+
+class InputError(ReconcileError):
+    """An input file (spec, org-policy snapshot, plan file) cannot be used."""
+
+
+class ValidationFailed(ReconcileError):
+    """Diagnostics with at least one error were reported; nothing was changed."""
+
+
+class BackendError(ReconcileError):
+    """The Pub/Sub or Org Policy service refused or failed; names project/topic."""
+
+
+class StalePlanError(ReconcileError):
+    """A saved plan no longer matches the live state it was made against."""
+
+
+class Interrupted(ReconcileError):
+    exit_code = EXIT_INTERRUPTED
