@@ -1,1 +1,1 @@
-
+"""Org policy: the location catalog, Policy resources, hierarchy evaluation, snapshots."""

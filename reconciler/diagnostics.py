@@ -1,0 +1,81 @@
+"""Diagnostics are collected, never raised one by one: every problem in every file is
+reported in one run, each pointing at the key or value that caused it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True, order=True)
+class Diagnostic:
+    """One problem, located as precisely as the input allows (line/col are 1-based; 0 =
+    unknown, for problems that belong to a topic or project rather than a file)."""
+
+    file: str
+    line: int
+    col: int
+    severity: Severity
+    code: str
+    message: str
+    hint: str | None = field(default=None, compare=False)
+
+    def render(self) -> str:
+        where = self.file
+        if self.line:
+            where = f"{where}:{self.line}:{self.col or 1}"
+        text = f"{where}: {self.severity.value}[{self.code}]: {self.message}"
+        if self.hint:
+            text += f" ({self.hint})"
+        return text
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["severity"] = self.severity.value
+        return data
+
+
+@dataclass
+class Diagnostics:
+    """An ordered, de-duplicated collection; the one place that knows what 'failed' means."""
+
+    items: list[Diagnostic] = field(default_factory=list)
+
+    def add(self, diagnostic: Diagnostic) -> None:
+        self.items.append(diagnostic)
+
+    def error(
+        self, file: str, line: int, col: int, code: str, message: str, hint: str | None = None
+    ) -> None:
+        self.items.append(Diagnostic(file, line, col, Severity.ERROR, code, message, hint))
+
+    def warning(
+        self, file: str, line: int, col: int, code: str, message: str, hint: str | None = None
+    ) -> None:
+        self.items.append(Diagnostic(file, line, col, Severity.WARNING, code, message, hint))
+
+    def extend(self, diagnostics: Iterable[Diagnostic]) -> None:
+        self.items.extend(diagnostics)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(d.severity is Severity.ERROR for d in self.items)
+
+    def sorted(self) -> list[Diagnostic]:
+        seen: set[Diagnostic] = set()
+        unique = []
+        for d in self.items:
+            if d not in seen:
+                seen.add(d)
+                unique.append(d)
+        return sorted(unique, key=lambda d: (d.file, d.line, d.col, d.code, d.message))
+
+    def counts(self) -> tuple[int, int]:
+        errors = sum(1 for d in self.items if d.severity is Severity.ERROR)
+        return errors, len(self.items) - errors

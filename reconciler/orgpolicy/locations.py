@@ -1,0 +1,230 @@
+"""What a `gcp.resourceLocations` policy allows, in Pub/Sub region terms.
+
+Regions and value groups are data (`reconciler/data/locations.yaml`); this module only
+applies the rules: `in:`/`under:` expand a group, `is:` names one exact value, a bare
+region stands for its `R-locations` group, denied values win over allowed ones.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Literal
+
+import yaml
+
+from reconciler.orgpolicy.model import PolicySpec
+
+LocationKind = Literal[
+    "region", "zone", "multi_region", "dual_region", "group", "exclusion", "unknown"
+]
+
+_ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
+_DUAL = re.compile(r"^(nam|eur|asia)\d+$")
+_REGION_SHAPE = re.compile(r"^[a-z]+-[a-z]+\d+$")
+
+
+@dataclass(frozen=True)
+class ValueGroup:
+    name: str
+    regions: frozenset[str]
+    verified: bool
+    basis: str
+
+
+@dataclass(frozen=True)
+class LocationCatalog:
+    regions: frozenset[str]
+    restricted_regions: frozenset[str]
+    multi_regions: frozenset[str]
+    dual_regions: dict[str, tuple[str, ...] | None]
+    groups: dict[str, ValueGroup]
+
+    @property
+    def all_regions(self) -> frozenset[str]:
+        return self.regions | self.restricted_regions
+
+    def kind_of(self, value: str) -> LocationKind:
+        v = value.strip()
+        low = v.lower()
+        if v.startswith("-"):
+            return "exclusion"
+        if v.startswith(("in:", "under:")) or low.endswith("-locations"):
+            return "group"
+        if v in self.all_regions:
+            return "region"
+        if low in self.multi_regions:
+            return "multi_region"
+        if low in self.dual_regions or _DUAL.match(low):
+            return "dual_region"
+        zone = _ZONE.match(v)
+        if zone and zone.group(1) in self.all_regions:
+            return "zone"
+        return "unknown"
+
+    def group(self, name: str) -> ValueGroup | None:
+        """A value group by name (`in:`/`under:` prefix optional), per-region groups too."""
+        bare = name.split(":", 1)[1] if name.startswith(("in:", "under:")) else name
+        if bare in self.groups:
+            return self.groups[bare]
+        if bare.endswith("-locations"):
+            region = bare.removesuffix("-locations")
+            if region in self.all_regions:
+                return ValueGroup(bare, frozenset({region}), True, "per-region group")
+        return None
+
+    def suggest_region(self, value: str) -> str | None:
+        matches = difflib.get_close_matches(value, sorted(self.all_regions), n=1, cutoff=0.6)
+        return matches[0] if matches else None
+
+    def suggest_group(self, value: str) -> str | None:
+        bare = value.split(":", 1)[-1]
+        names = sorted(self.groups) + [f"{r}-locations" for r in sorted(self.regions)]
+        matches = difflib.get_close_matches(bare, names, n=1, cutoff=0.6)
+        return f"in:{matches[0]}" if matches else None
+
+    def looks_like_region(self, value: str) -> bool:
+        return bool(_REGION_SHAPE.match(value))
+
+
+@cache
+def catalog() -> LocationCatalog:
+    text = resources.files("reconciler").joinpath("data/locations.yaml").read_text("utf-8")
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    groups = {
+        name: ValueGroup(
+            name=name,
+            regions=frozenset(body.get("regions") or ()),
+            verified=bool(body.get("verified")),
+            basis=str(body.get("basis", "")),
+        )
+        for name, body in (raw.get("groups") or {}).items()
+    }
+    return LocationCatalog(
+        regions=frozenset(raw["regions"]),
+        restricted_regions=frozenset(raw.get("restricted_regions") or ()),
+        multi_regions=frozenset(raw.get("multi_regions") or ()),
+        dual_regions={
+            k: (tuple(v) if v else None) for k, v in (raw.get("dual_regions") or {}).items()
+        },
+        groups=groups,
+    )
+
+
+@dataclass(frozen=True)
+class ValueExpansion:
+    regions: frozenset[str]
+    unknown_groups: tuple[str, ...] = ()
+    unverified: tuple[ValueGroup, ...] = ()
+
+
+def expand_values(values: tuple[str, ...]) -> ValueExpansion:
+    """Regions named by policy values; zones and multi-regions name no Pub/Sub region."""
+    cat = catalog()
+    regions: set[str] = set()
+    unknown: list[str] = []
+    unverified: list[ValueGroup] = []
+    for raw in values:
+        value = raw.strip()
+        if value.startswith("is:"):
+            exact = value[3:]
+            if exact in cat.all_regions:
+                regions.add(exact)
+            continue
+        if value.startswith(("in:", "under:")) or value.endswith("-locations"):
+            group = cat.group(value)
+            if group is None:
+                unknown.append(value)
+                continue
+            regions |= group.regions
+            if not group.verified:
+                unverified.append(group)
+            continue
+        if value in cat.all_regions:
+            regions.add(value)
+    return ValueExpansion(frozenset(regions), tuple(unknown), tuple(unverified))
+
+
+@dataclass(frozen=True)
+class LocationRestriction:
+    """The regions a topic may use under one effective policy (None = every region)."""
+
+    allowed: frozenset[str] | None
+    unknown_groups: tuple[str, ...] = ()
+    unverified: tuple[ValueGroup, ...] = field(default=())
+
+    def allows(self, region: str) -> bool:
+        return self.allowed is None or region in self.allowed
+
+    def allowed_regions(self) -> tuple[str, ...]:
+        if self.allowed is None:
+            return tuple(sorted(catalog().regions))
+        return tuple(sorted(self.allowed))
+
+    @property
+    def constrained(self) -> bool:
+        return self.allowed is not None
+
+    def unverified_note(self) -> str | None:
+        if not self.unverified:
+            return None
+        parts = sorted({f"in:{g.name} ({g.basis})" for g in self.unverified})
+        return "membership not verified for " + "; ".join(parts)
+
+
+UNCONSTRAINED = LocationRestriction(allowed=None)
+
+
+def location_restriction(spec: PolicySpec | None) -> LocationRestriction:
+    """Evaluate an already hierarchy-merged spec (conditional rules are ignored: they
+    depend on tags we cannot see offline)."""
+    if spec is None or spec.reset:
+        return UNCONSTRAINED
+    rules = [r for r in spec.rules if not r.condition]
+    if not rules:
+        return UNCONSTRAINED
+    if any(r.deny_all for r in rules):
+        return LocationRestriction(allowed=frozenset())
+    allowed_values = tuple(v for r in rules for v in r.allowed_values)
+    denied_values = tuple(v for r in rules for v in r.denied_values)
+    allow_all = any(r.allow_all for r in rules) or not allowed_values
+    allowed = expand_values(allowed_values)
+    denied = expand_values(denied_values)
+    unknown = allowed.unknown_groups + denied.unknown_groups
+    unverified = allowed.unverified + denied.unverified
+    if allow_all:
+        if not denied_values:
+            return LocationRestriction(None, unknown, unverified)
+        base = catalog().all_regions
+    else:
+        base = allowed.regions
+    return LocationRestriction(frozenset(base - denied.regions), unknown, unverified)
+
+
+def enforce_in_transit(spec: PolicySpec | None) -> bool:
+    """A boolean constraint is on when an unconditional rule enforces it."""
+    if spec is None or spec.reset:
+        return False
+    return any(r.enforce for r in spec.rules if not r.condition)
+
+
+def expanded_values(values: tuple[str, ...]) -> tuple[str, ...]:
+    """The value list an effective policy shows: groups replaced by their members
+    (regions and their per-region groups), as GetEffectivePolicy prints them."""
+    cat = catalog()
+    out: set[str] = set()
+    for value in values:
+        group = cat.group(value) if value.startswith(("in:", "under:")) else None
+        if group is None and value in cat.all_regions:
+            group = cat.group(f"in:{value}-locations")
+        if group is None:
+            out.add(value)
+            continue
+        out.add(group.name)
+        for region in group.regions:
+            out.add(region)
+            out.add(f"{region}-locations")
+    return tuple(sorted(out))

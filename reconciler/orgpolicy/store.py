@@ -1,0 +1,168 @@
+"""Policies of a resource hierarchy, and the effective policy of any node in it.
+
+Org Policy v2 hierarchy evaluation: a node without a policy inherits its parent's
+effective policy; `reset` restores the constraint's default; `inheritFromParent` merges
+a list policy with the parent's (allowed and denied values both accumulate, denied
+wins); otherwise the node's policy replaces the parent's. Boolean constraints never
+merge: the nearest policy decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from reconciler.orgpolicy.locations import expanded_values
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    Policy,
+    PolicyRule,
+    PolicySpec,
+)
+
+BOOLEAN_CONSTRAINTS = frozenset({ENFORCE_IN_TRANSIT})
+MAX_HIERARCHY_DEPTH = 32
+
+
+@dataclass
+class PolicyStore:
+    policies: dict[str, Policy] = field(default_factory=dict)
+    ancestry: dict[str, str] = field(default_factory=dict)
+
+    def put(self, policy: Policy) -> None:
+        self.policies[policy.name] = policy
+
+    def chain(self, resource: str) -> list[str]:
+        """The resource and its ancestors, nearest first (cycles cut off)."""
+        nodes = [resource]
+        while nodes[-1] in self.ancestry and len(nodes) < MAX_HIERARCHY_DEPTH:
+            parent = self.ancestry[nodes[-1]]
+            if parent in nodes:
+                break
+            nodes.append(parent)
+        return nodes
+
+    def effective_spec(self, constraint: str, resource: str) -> PolicySpec | None:
+        """None means the constraint's default (no restriction, not enforced)."""
+        constraint = constraint.removeprefix("constraints/")
+        effective: PolicySpec | None = None
+        for node in reversed(self.chain(resource)):
+            policy = self.policies.get(f"{node}/policies/{constraint}")
+            if policy is None or policy.spec is None:
+                continue
+            spec = policy.spec
+            if spec.reset:
+                effective = None
+            elif (
+                spec.inherit_from_parent
+                and effective is not None
+                and constraint not in BOOLEAN_CONSTRAINTS
+            ):
+                effective = PolicySpec(rules=effective.rules + spec.rules)
+            else:
+                effective = PolicySpec(rules=spec.rules)
+        return effective
+
+    def effective_policy(self, constraint: str, resource: str) -> Policy:
+        """What GetEffectivePolicy answers: the merged spec with value groups expanded."""
+        constraint = constraint.removeprefix("constraints/")
+        name = f"{resource}/policies/{constraint}"
+        spec = self.effective_spec(constraint, resource)
+        if constraint in BOOLEAN_CONSTRAINTS:
+            enforced = bool(spec and any(r.enforce for r in spec.rules if not r.condition))
+            return Policy(name, PolicySpec(rules=(PolicyRule(enforce=enforced),)))
+        if spec is None:
+            return Policy(name, PolicySpec(rules=(PolicyRule(allow_all=True),)))
+        rules = [r for r in spec.rules if not r.condition]
+        if any(r.deny_all for r in rules):
+            return Policy(name, PolicySpec(rules=(PolicyRule(deny_all=True),)))
+        allowed = tuple(v for r in rules for v in r.allowed_values)
+        denied = tuple(v for r in rules for v in r.denied_values)
+        allow_all = any(r.allow_all for r in rules) or not allowed
+        rule = PolicyRule(
+            allowed_values=() if allow_all else expanded_values(allowed),
+            denied_values=expanded_values(denied),
+            allow_all=allow_all and not denied,
+        )
+        return Policy(name, replace(PolicySpec(), rules=(rule,)))
+
+
+def load_snapshot(path: Path) -> PolicyStore:
+    """Read a snapshot file (YAML or JSON documents: Policy resources, plus an optional
+    `ancestry:` mapping). Every problem is reported at once, with its line."""
+    from reconciler.errors import InputError
+    from reconciler.yamlio import YamlProblem, load_documents
+
+    try:
+        documents = load_documents(path)
+    except YamlProblem as exc:
+        raise InputError(
+            f"{path}:{exc.mark.line}:{exc.mark.col}: {exc.message}",
+            hint="fix the org-policy snapshot, or write a new one with `reconcile policy pull`",
+        ) from exc
+    from reconciler.orgpolicy.model import PolicyFormatError
+
+    store = PolicyStore()
+    problems: list[str] = []
+    for doc in documents:
+        items = doc.data if isinstance(doc.data, list) else [doc.data]
+        for i, item in enumerate(items):
+            base: tuple[str | int, ...] = (i,) if isinstance(doc.data, list) else ()
+            if item is None:
+                continue
+            if isinstance(item, dict) and "ancestry" in item and "name" not in item:
+                ancestry = item["ancestry"]
+                if not isinstance(ancestry, dict) or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in ancestry.items()
+                ):
+                    m = doc.mark_for((*base, "ancestry"))
+                    problems.append(
+                        f"{path}:{m.line}:{m.col}: `ancestry` must map a resource "
+                        "(projects/P, folders/F) to its parent"
+                    )
+                    continue
+                store.ancestry.update(ancestry)
+                continue
+            try:
+                policy = Policy.from_dict(item)
+            except PolicyFormatError as exc:
+                m = doc.mark_for((*base, *exc.path))
+                problems.append(f"{path}:{m.line}:{m.col}: {exc}")
+                continue
+            if policy.name in store.policies:
+                m = doc.mark_for((*base, "name"))
+                problems.append(f"{path}:{m.line}:{m.col}: policy {policy.name} appears twice")
+                continue
+            store.put(policy)
+    if problems:
+        raise InputError(
+            "the org-policy snapshot has problems:\n  " + "\n  ".join(problems),
+            hint="each document must be an Org Policy v2 Policy resource",
+        )
+    return store
+
+
+def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
+    """Write the snapshot atomically (a reader never sees half a file)."""
+    import os
+    import tempfile
+
+    import yaml
+
+    docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
+    if store.ancestry:
+        docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
+    text = yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True)
+    if header:
+        text = "".join(f"# {line}\n" for line in header.splitlines()) + text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

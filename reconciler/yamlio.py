@@ -1,0 +1,252 @@
+"""Safe, bounded YAML loading that keeps the line and column of every key and value.
+
+PyYAML's C composer builds a node graph (no Python objects are ever constructed from
+tags), and we convert nodes to plain data ourselves, so that aliases cannot expand
+without bound and every value keeps its position for diagnostics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+try:  # libyaml is much faster; the pure loader gives the same nodes.
+    from yaml import CSafeLoader as _Loader
+except ImportError:  # pragma: no cover - depends on the PyYAML build
+    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+
+MAX_FILE_BYTES = 8 * 1024 * 1024
+MAX_NODES_PER_FILE = 2_000_000
+MAX_DEPTH = 64
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Mark:
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+@dataclass
+class Document:
+    """One YAML document: plain data plus where each key and value sits in the file."""
+
+    file: str
+    index: int
+    start: Mark
+    data: Any
+    key_marks: dict[PathKey, Mark] = field(default_factory=dict)
+    value_marks: dict[PathKey, Mark] = field(default_factory=dict)
+
+    def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
+        """The best position for a problem at `path`: the value, else the key, else the
+        nearest enclosing node, else the document start."""
+        probe = tuple(path)
+        while True:
+            first, second = (
+                (self.key_marks, self.value_marks)
+                if prefer_key
+                else (self.value_marks, self.key_marks)
+            )
+            if probe in first:
+                return first[probe]
+            if probe in second:
+                return second[probe]
+            if not probe:
+                return self.start
+            probe = probe[:-1]
+            prefer_key = False
+
+    def key_mark(self, path: PathKey) -> Mark:
+        return self.mark_for(path, prefer_key=True)
+
+
+class YamlProblem(Exception):
+    """A file cannot be read as YAML; carries the position and a stable code."""
+
+    def __init__(self, code: str, message: str, mark: Mark | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.mark = mark or Mark(1, 1)
+
+
+def _mark(node: yaml.Node) -> Mark:
+    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+class _Converter:
+    def __init__(self, doc: Document) -> None:
+        self.doc = doc
+        self.budget = MAX_NODES_PER_FILE
+
+    def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        self.budget -= 1
+        if self.budget < 0:
+            raise YamlProblem(
+                "yaml-too-large",
+                f"the document expands to more than {MAX_NODES_PER_FILE:,} values "
+                "(an alias-expansion bomb?); split it or remove the aliases",
+                _mark(node),
+            )
+        if depth > MAX_DEPTH:
+            raise YamlProblem(
+                "yaml-too-deep",
+                f"the document nests deeper than {MAX_DEPTH} levels; no spec needs that",
+                _mark(node),
+            )
+        self.doc.value_marks.setdefault(path, _mark(node))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path, depth)
+        if isinstance(node, yaml.SequenceNode):
+            return [
+                self.convert(child, (*path, i), depth + 1) for i, child in enumerate(node.value)
+            ]
+        return self._scalar(node)
+
+    def _mapping(self, node: yaml.MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        for key_node, value_node in _flatten_merge(node):
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise YamlProblem(
+                    "yaml-key", "a mapping key must be a plain string", _mark(key_node)
+                )
+            key = str(self._scalar(key_node))
+            if key in result:
+                raise YamlProblem(
+                    "yaml-duplicate-key",
+                    f"key {key!r} appears twice in the same mapping; keep one",
+                    _mark(key_node),
+                )
+            child = (*path, key)
+            self.doc.key_marks[child] = _mark(key_node)
+            result[key] = self.convert(value_node, child, depth + 1)
+        return result
+
+    @staticmethod
+    def _scalar(node: yaml.Node) -> Any:
+        # Resolve plain scalars with the safe resolver's implicit tags only.
+        tag = node.tag
+        value = node.value
+        if tag == "tag:yaml.org,2002:str":
+            return value
+        if tag == "tag:yaml.org,2002:null":
+            return None
+        if tag == "tag:yaml.org,2002:bool":
+            return value.lower() in ("true", "yes", "on", "y")
+        if tag == "tag:yaml.org,2002:int":
+            try:
+                return int(value.replace("_", ""), 0)
+            except ValueError:
+                return value
+        if tag == "tag:yaml.org,2002:float":
+            try:
+                return float(value.replace("_", ""))
+            except ValueError:
+                return value
+        if tag.startswith("tag:yaml.org,2002:"):
+            return value  # timestamps, binary...: kept as text, models reject them
+        raise YamlProblem(
+            "yaml-tag",
+            f"the YAML tag {tag!r} is not allowed in a spec; remove it",
+            _mark(node),
+        )
+
+
+def _flatten_merge(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
+    """Apply `<<` merge keys (explicit keys win), as the YAML merge-key spec says."""
+    pairs: list[tuple[yaml.Node, yaml.Node]] = []
+    merged: list[tuple[yaml.Node, yaml.Node]] = []
+    for key_node, value_node in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            sources = (
+                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
+            )
+            for source in sources:
+                if not isinstance(source, yaml.MappingNode):
+                    raise YamlProblem(
+                        "yaml-merge", "a '<<' merge key needs a mapping", _mark(source)
+                    )
+                merged.extend(_flatten_merge(source))
+        else:
+            pairs.append((key_node, value_node))
+    explicit = {k.value for k, _ in pairs if isinstance(k, yaml.ScalarNode)}
+    seen: set[str] = set()
+    out = list(pairs)
+    for key_node, value_node in merged:
+        if key_node.value in explicit or key_node.value in seen:
+            continue
+        seen.add(key_node.value)
+        out.append((key_node, value_node))
+    return out
+
+
+def read_text(path: Path) -> str:
+    """Read a spec file within bounds, refusing binary and non-UTF-8 content clearly."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise YamlProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
+    if size > MAX_FILE_BYTES:
+        raise YamlProblem(
+            "file-too-large",
+            f"the file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; "
+            "split it into several files",
+        )
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise YamlProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
+    if b"\x00" in raw[:8192]:
+        raise YamlProblem(
+            "file-binary", "the file is binary, not YAML text; remove it from the spec tree"
+        )
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise YamlProblem(
+            "file-encoding",
+            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8",
+            Mark(line, col),
+        ) from exc
+
+
+def load_documents(path: Path, text: str | None = None, display: str | None = None) -> list[
+    Document
+]:
+    """All documents of one file; raises YamlProblem with a position on any defect."""
+    name = display or str(path)
+    if text is None:
+        text = read_text(path)
+    docs: list[Document] = []
+    try:
+        loader = _Loader(text)
+        try:
+            index = 0
+            while loader.check_node():
+                node = loader.get_node()
+                doc = Document(file=name, index=index, start=_mark(node), data=None)
+                doc.data = _Converter(doc).convert(node, (), 0)
+                docs.append(doc)
+                index += 1
+        finally:
+            loader.dispose()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
+        problem = exc.problem or "invalid YAML"
+        context = f" {exc.context}" if exc.context else ""
+        raise YamlProblem("yaml-syntax", f"YAML syntax error: {problem}{context}", where) from exc
+    except yaml.YAMLError as exc:
+        raise YamlProblem("yaml-syntax", f"YAML syntax error: {exc}") from exc
+    except RecursionError as exc:
+        raise YamlProblem(
+            "yaml-too-deep", f"the document nests deeper than {MAX_DEPTH} levels"
+        ) from exc
+    return docs
