@@ -1,0 +1,50 @@
+"""What plan and apply need from a Pub/Sub + Org Policy service, and nothing more.
+
+Implemented once over the real client libraries (`reconciler.backends.gcp`), which
+serve Google Cloud, the embedded local server and any emulator alike.
+Topic bodies are dicts in the plan's shape (proto field names, see plan/model.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from reconciler.orgpolicy.model import PolicySpec
+
+
+@dataclass(frozen=True)
+class ObservedTopic:
+    """A live topic: `body` is the managed shape (labels, message_storage_policy or
+    None); `raw` is every field as JSON, for fingerprints and for showing what is kept."""
+
+    name: str  # projects/P/topics/T
+    body: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class OrgInputs:
+    """The effective org policy of one project (None = constraint default)."""
+
+    resource_locations: PolicySpec | None
+    enforce_in_transit: PolicySpec | None
+    source: str  # "api", "snapshot FILE"
+
+
+class Backend(Protocol):
+    target: str  # for humans and the plan file: "local (.reconcile/local)", "gcp", ...
+
+    def list_topics(self, project: str) -> list[ObservedTopic]: ...
+
+    def get_topic(self, name: str) -> ObservedTopic | None: ...
+
+    def org_inputs(self, project: str) -> OrgInputs: ...
+
+    def create_topic(self, body: dict[str, Any]) -> ObservedTopic: ...
+
+    def update_topic(self, body: dict[str, Any], update_mask: list[str]) -> ObservedTopic: ...
+
+    def delete_topic(self, name: str) -> None: ...
+
+    def close(self) -> None: ...

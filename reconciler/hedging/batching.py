@@ -1,0 +1,54 @@
+"""Batch and retry-backoff settings, shaped like google-cloud-pubsub's own.
+
+`BatchSettings` has the field names of `google.cloud.pubsub_v1.types.BatchSettings`
+(and the same defaults) so either can be passed; `max_messages=1` gives batches of
+one, which the benchmark uses.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+# Publish's default retry in google-cloud-pubsub (transports/base.py): 0.1 s initial
+# backoff, multiplied by 4 per failure, at most 60 s.
+DEFAULT_BACKOFF_INITIAL = 0.1
+DEFAULT_BACKOFF_MULTIPLIER = 4.0
+DEFAULT_BACKOFF_MAXIMUM = 60.0
+
+# The service rejects a Publish request above 10 MB.
+MAX_REQUEST_BYTES = 10_000_000
+
+
+@dataclass(frozen=True)
+class BatchSettings:
+    max_bytes: int = 1_000_000
+    max_latency: float = 0.01  # seconds
+    max_messages: int = 100
+
+    def __post_init__(self) -> None:
+        if self.max_messages < 1:
+            raise ValueError("max_messages must be at least 1")
+        if not 0 < self.max_bytes <= MAX_REQUEST_BYTES:
+            raise ValueError(f"max_bytes must be between 1 and {MAX_REQUEST_BYTES}")
+        if self.max_latency < 0:
+            raise ValueError("max_latency must not be negative")
+
+
+@dataclass(frozen=True)
+class Backoff:
+    """Exponential backoff with full jitter, as google-api-core's Retry does."""
+
+    initial: float = DEFAULT_BACKOFF_INITIAL
+    multiplier: float = DEFAULT_BACKOFF_MULTIPLIER
+    maximum: float = DEFAULT_BACKOFF_MAXIMUM
+    jitter: bool = True
+
+    def __post_init__(self) -> None:
+        if self.initial < 0 or self.maximum < 0 or self.multiplier < 1:
+            raise ValueError("backoff needs initial, maximum >= 0 and multiplier >= 1")
+
+    def delay(self, failures: int) -> float:
+        """Wait before the retry that follows the `failures`-th failure (1-based)."""
+        ceiling = min(self.maximum, self.initial * self.multiplier ** max(0, failures - 1))
+        return random.uniform(0.0, ceiling) if self.jitter else ceiling

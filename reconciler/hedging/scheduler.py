@@ -1,0 +1,84 @@
+"""One timer thread for all of a publisher's waits.
+
+Hedge ticks, batch latency flushes, retry backoffs and total-timeout deadlines are
+entries in one heap served by one thread, so waiting costs no thread per batch.
+Callbacks must be short: they run on the scheduler thread.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+_log = logging.getLogger(__name__)
+
+
+class TimerHandle:
+    """Cancel a scheduled call; cancelling after it ran is harmless."""
+
+    __slots__ = ("cancelled", "when")
+
+    def __init__(self, when: float) -> None:
+        self.when = when
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class Scheduler:
+    def __init__(self, name: str = "hedging-scheduler") -> None:
+        self._heap: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
+        self._seq = itertools.count()
+        self._cond = threading.Condition()
+        self._stopped = False
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def call_at(self, when: float, fn: Callable[[], None]) -> TimerHandle:
+        """Run `fn` on the scheduler thread at monotonic time `when`."""
+        handle = TimerHandle(when)
+        with self._cond:
+            if self._stopped:
+                raise RuntimeError("scheduler is stopped")
+            heapq.heappush(self._heap, (when, next(self._seq), handle, fn))
+            if self._heap[0][2] is handle:
+                self._cond.notify()
+        return handle
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
+        return self.call_at(time.monotonic() + delay, fn)
+
+    def stop(self) -> None:
+        """Drop pending calls and end the thread."""
+        with self._cond:
+            self._stopped = True
+            self._heap.clear()
+            self._cond.notify()
+        if threading.current_thread() is not self._thread:
+            self._thread.join()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if self._stopped:
+                        return
+                    if not self._heap:
+                        self._cond.wait()
+                        continue
+                    wait = self._heap[0][0] - time.monotonic()
+                    if wait <= 0:
+                        _, _, handle, fn = heapq.heappop(self._heap)
+                        break
+                    self._cond.wait(wait)
+            if handle.cancelled:
+                continue
+            try:
+                fn()
+            except Exception:  # a broken callback must not stop every other timer
+                _log.exception("hedging scheduler callback failed")

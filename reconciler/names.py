@@ -1,0 +1,70 @@
+"""Google's naming rules for projects, topics and labels, as pure functions.
+
+Shared by the spec validator (as diagnostics) and the local server (as
+INVALID_ARGUMENT), so both refuse exactly the same names. Each returns None when the
+name is fine, else a sentence saying what is wrong.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TOPIC_CHARS = re.compile(r"^[A-Za-z0-9\-_.~+%]+$")
+_PROJECT = re.compile(r"^[a-z][a-z0-9-]*$")
+_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
+_LABEL_VALUE = re.compile(r"^[a-z0-9_-]*$")
+MAX_LABELS = 64
+
+
+def topic_id_problem(topic_id: str) -> str | None:
+    if not 3 <= len(topic_id) <= 255:
+        return f"topic ID {topic_id!r} must be 3 to 255 characters long (it has {len(topic_id)})"
+    if not topic_id[0].isascii() or not topic_id[0].isalpha():
+        return f"topic ID {topic_id!r} must start with a letter"
+    if not _TOPIC_CHARS.match(topic_id):
+        bad = sorted({c for c in topic_id if not _TOPIC_CHARS.match(c)})
+        return (
+            f"topic ID {topic_id!r} may contain only letters, digits and - _ . ~ + %"
+            f" (found {' '.join(repr(c) for c in bad)})"
+        )
+    if topic_id.lower().startswith("goog"):
+        return f"topic ID {topic_id!r} must not start with 'goog' (reserved by Google)"
+    return None
+
+
+def project_id_problem(project_id: str) -> str | None:
+    if not 6 <= len(project_id) <= 30:
+        return (
+            f"project ID {project_id!r} must be 6 to 30 characters long "
+            f"(it has {len(project_id)})"
+        )
+    if not _PROJECT.match(project_id):
+        return (
+            f"project ID {project_id!r} must start with a lowercase letter and contain only "
+            "lowercase letters, digits and hyphens"
+        )
+    if project_id.endswith("-"):
+        return f"project ID {project_id!r} must not end with a hyphen"
+    return None
+
+
+def label_key_problem(key: str) -> str | None:
+    if not 1 <= len(key) <= 63:
+        return f"label key {key!r} must be 1 to 63 characters long (it has {len(key)})"
+    if not _LABEL_KEY.match(key):
+        return (
+            f"label key {key!r} must start with a lowercase letter and contain only "
+            "lowercase letters, digits, '_' and '-'"
+        )
+    return None
+
+
+def label_value_problem(key: str, value: str) -> str | None:
+    if len(value) > 63:
+        return f"label {key!r} has a value of {len(value)} characters; the limit is 63"
+    if not _LABEL_VALUE.match(value):
+        return (
+            f"label {key!r} value {value!r} may contain only lowercase letters, digits, "
+            "'_' and '-'"
+        )
+    return None

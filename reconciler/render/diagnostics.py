@@ -1,0 +1,25 @@
+"""Diagnostics reporters: one line per problem for people, a JSON list for machines."""
+
+from __future__ import annotations
+
+import json
+
+from reconciler.diagnostics import Diagnostic
+
+
+def text(diagnostics: list[Diagnostic]) -> str:
+    return "".join(d.render() + "\n" for d in diagnostics)
+
+
+def summary(diagnostics: list[Diagnostic], files: int) -> str:
+    errors = sum(1 for d in diagnostics if d.severity.value == "error")
+    warnings = len(diagnostics) - errors
+    return (
+        f"{files} file{'s' if files != 1 else ''} checked: "
+        f"{errors} error{'s' if errors != 1 else ''}, "
+        f"{warnings} warning{'s' if warnings != 1 else ''}"
+    )
+
+
+def as_json(diagnostics: list[Diagnostic]) -> str:
+    return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"

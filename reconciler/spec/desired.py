@@ -1,0 +1,50 @@
+"""The desired state: what a valid spec tree asks for, one record per topic.
+
+This is the only shape that leaves the spec package; plan and apply never see YAML.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+
+StorageMode = Literal["unmanaged", "inherit", "explicit"]
+
+
+@dataclass(frozen=True)
+class StorageIntent:
+    """Omitted (unmanaged: never sent), `inherit` (recompute from the org policy), or
+    explicit regions (a sorted set) with enforceInTransit (None = omitted)."""
+
+    mode: StorageMode = "unmanaged"
+    regions: tuple[str, ...] = ()
+    enforce_in_transit: bool | None = None
+
+
+@dataclass(frozen=True)
+class DesiredTopic:
+    project: str
+    topic: str
+    labels: Mapping[str, str] = field(default_factory=dict)  # user + hedging labels
+    storage: StorageIntent = StorageIntent()
+    hedging: tuple[HedgingProfile, RetryTimeouts] | None = None
+    publisher_regions: tuple[str, ...] = ()
+    message_ordering: bool = False
+    file: str = ""
+    line: int = 0
+
+    @property
+    def address(self) -> str:
+        return f"projects/{self.project}/topics/{self.topic}"
+
+
+@dataclass
+class DesiredState:
+    topics: list[DesiredTopic] = field(default_factory=list)
+
+    @property
+    def projects(self) -> list[str]:
+        return sorted({t.project for t in self.topics})
