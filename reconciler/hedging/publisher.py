@@ -86,6 +86,7 @@ class HedgingCounters:
     """A consistent snapshot of a publisher's counters.
 
     `attempts` counts every Publish RPC sent (originals, hedges and retries);
+    `throttled_hedges` counts hedge delays that passed with no token to spend;
     `wins_by_attempt` maps the winning attempt's number within its batch (1 = the
     original) to how many batches it won; `duplicates` counts attempts that
     succeeded after their batch had already completed (the service then stored the
@@ -94,6 +95,7 @@ class HedgingCounters:
 
     attempts: int = 0
     hedged_attempts: int = 0
+    throttled_hedges: int = 0
     retried_attempts: int = 0
     wins_by_attempt: Mapping[int, int] = field(default_factory=dict)
     tokens_available: float | None = None
@@ -109,6 +111,7 @@ class _Stats:
         self.lock = threading.Lock()
         self.attempts = 0
         self.hedged = 0
+        self.throttled = 0
         self.retried = 0
         self.wins: dict[int, int] = {}
         self.cancelled = 0
@@ -309,6 +312,7 @@ class HedgedPublisher:
             return HedgingCounters(
                 attempts=s.attempts,
                 hedged_attempts=s.hedged,
+                throttled_hedges=s.throttled,
                 retried_attempts=s.retried,
                 wins_by_attempt=dict(s.wins),
                 tokens_available=self._tokens.available if self._tokens else None,
@@ -381,10 +385,14 @@ class HedgedPublisher:
             if now - batch.last_send < self._hedge_delay:
                 self._arm_hedge(batch, batch.last_send + self._hedge_delay)
                 return
-            if not self._tokens.try_acquire():
+            hedge = self._tokens.try_acquire()
+            if not hedge:
                 # Out of tokens: look again later, a success elsewhere may refill.
                 self._arm_hedge(batch, now + self._hedge_delay)
-                return
+        if not hedge:
+            with self._stats.lock:
+                self._stats.throttled += 1
+            return
         self._send(batch, kind="hedge")
 
     def _on_retry(self, batch: _Batch) -> None:
@@ -409,7 +417,7 @@ class HedgedPublisher:
                     losers = self._finish(batch)
             else:
                 if not batch.done:
-                    code = error.code() if isinstance(error, grpc.Call) else None
+                    code = _status_code(error)
                     batch.last_error = error
                     if code not in RETRYABLE_CODES:
                         fail_now = True
@@ -532,9 +540,15 @@ def _batch_settings(value: Any) -> BatchSettings:
     )
 
 
+def _status_code(error: BaseException) -> grpc.StatusCode | None:
+    code = getattr(error, "code", None)
+    result = code() if callable(code) else None
+    return result if isinstance(result, grpc.StatusCode) else None
+
+
 def _to_api_error(error: BaseException) -> BaseException:
     """google.api_core exceptions, as the standard publisher's futures carry."""
-    if isinstance(error, grpc.RpcError):
+    if _status_code(error) is not None:
         converted = api_exceptions.from_grpc_error(error)  # type: ignore[no-untyped-call]
         return cast(BaseException, converted)
     return error

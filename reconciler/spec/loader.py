@@ -220,6 +220,8 @@ def report_validation_error(
         if path is None:
             continue  # the error belongs to a union branch the input did not take
         etype = error["type"]
+        if path in (("kind",), ("apiVersion",)):
+            continue  # reported by the apiVersion/kind checks
         where = " > ".join(str(p) for p in path) or "document"
         if etype == "extra_forbidden":
             m = doc.key_mark(path)
@@ -238,8 +240,6 @@ def report_validation_error(
         elif etype == "duration":
             m = doc.mark_for(path)
             diags.error(doc.file, m.line, m.col, "bad-duration", f"{where}: {error['msg']}")
-        elif etype == "literal_error" and path and path[-1] == "kind":
-            continue  # reported by the kind check
         elif etype == "literal_error":
             m = doc.mark_for(path)
             value = _value_at(doc.data, path)

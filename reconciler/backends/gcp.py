@@ -1,0 +1,262 @@
+"""The one Backend: the real google-cloud client libraries, whatever they point at.
+
+Google Cloud (Application Default Credentials), the embedded local server and any
+emulator differ only in how the two clients are built (`reconciler.backends.target`);
+this module turns their answers into plan-shaped dicts and their failures into
+`BackendError`s that name the project or topic and the permission needed.
+
+Stable entry points (plan and apply use them):
+    GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None)
+    topic_body(topic) / topic_to_proto(body)    plan dict <-> proto
+    api_error(exc, action, resource)            google.api_core error -> BackendError
+
+Topic bodies use proto field names: {"name", "labels", "message_storage_policy":
+{"allowed_persistence_regions": [...], "enforce_in_transit": bool} | None}.
+`ObservedTopic.raw` is the full topic as REST JSON (camelCase), fingerprinted by plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from google.api_core import exceptions as gexc
+from google.protobuf.json_format import MessageToDict
+from google.pubsub_v1.types import Topic
+
+from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.errors import BackendError
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    RESOURCE_LOCATIONS,
+    Policy,
+    PolicyFormatError,
+    PolicySpec,
+)
+from reconciler.orgpolicy.store import PolicyStore
+
+T = TypeVar("T")
+
+PAGE_SIZE = 1000
+RPC_TIMEOUT = 60.0
+
+# What each call needs, for PERMISSION_DENIED messages: (permission, role).
+PERMISSIONS: dict[str, tuple[str, str]] = {
+    "list topics": ("pubsub.topics.list", "roles/pubsub.viewer"),
+    "read topic": ("pubsub.topics.get", "roles/pubsub.viewer"),
+    "create topic": ("pubsub.topics.create", "roles/pubsub.editor"),
+    "update topic": ("pubsub.topics.update", "roles/pubsub.editor"),
+    "delete topic": ("pubsub.topics.delete", "roles/pubsub.editor"),
+    "read org policy": ("orgpolicy.policy.get", "roles/orgpolicy.policyViewer"),
+}
+
+ORG_POLICY_UNSERVED_HINT = (
+    "pass --org-policy FILE (an Org Policy snapshot, e.g. written by "
+    "`reconcile policy pull` against the real project), or use --local"
+)
+
+
+def api_error(exc: Exception, action: str, resource: str) -> BackendError:
+    """A google.api_core failure as a message a person can act on (never a traceback,
+    never a credential)."""
+    detail = getattr(exc, "message", None) or str(exc)
+    perm = PERMISSIONS.get(action)
+    if isinstance(exc, gexc.PermissionDenied):
+        need = f" (needs {perm[0]}, e.g. role {perm[1]})" if perm else ""
+        return BackendError(
+            f"permission denied to {action} for {resource}{need}: {detail}",
+            hint="grant the role to the account reconcile runs as "
+            "(`gcloud auth application-default login` or a service account)",
+        )
+    if isinstance(exc, gexc.Unauthenticated):
+        need = f"; the account needs {perm[0]} ({perm[1]})" if perm else ""
+        return BackendError(
+            f"not authenticated to {action} for {resource}{need}: {detail}",
+            hint="run `gcloud auth application-default login` or set "
+            "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file",
+        )
+    if isinstance(exc, gexc.NotFound):
+        what = "project" if action in ("list topics", "read org policy") else "topic"
+        return BackendError(
+            f"{what} {resource} not found while trying to {action}: {detail}",
+            hint="check the project ID in the spec (metadata.project) and that the "
+            "Pub/Sub API is enabled in it",
+        )
+    if isinstance(exc, gexc.Unimplemented) and action == "read org policy":
+        return BackendError(
+            f"the server does not serve the Org Policy API, so the effective org policy "
+            f"of {resource} cannot be read: {detail}",
+            hint=ORG_POLICY_UNSERVED_HINT,
+        )
+    if isinstance(exc, gexc.RetryError | gexc.DeadlineExceeded | gexc.ServiceUnavailable):
+        return BackendError(
+            f"the service did not answer in time while trying to {action} for "
+            f"{resource}: {detail}",
+            hint="check the network or the --emulator address, then retry",
+        )
+    code = getattr(exc, "code", None)
+    name = getattr(code, "name", None) or type(exc).__name__
+    return BackendError(f"failed to {action} for {resource}: {name}: {detail}")
+
+
+def _call(action: str, resource: str, fn: Callable[[], T]) -> T:
+    try:
+        return fn()
+    except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+        raise api_error(exc, action, resource) from None
+
+
+def topic_body(topic: Topic) -> dict[str, Any]:
+    """The managed shape of a live topic (unmanaged fields are only in `raw`)."""
+    policy: dict[str, Any] | None = None
+    if "message_storage_policy" in topic:
+        msp = topic.message_storage_policy
+        policy = {
+            "allowed_persistence_regions": list(msp.allowed_persistence_regions),
+            "enforce_in_transit": bool(msp.enforce_in_transit),
+        }
+    return {"name": topic.name, "labels": dict(topic.labels), "message_storage_policy": policy}
+
+
+def observed(topic: Topic) -> ObservedTopic:
+    raw = MessageToDict(Topic.pb(topic))
+    return ObservedTopic(name=topic.name, body=topic_body(topic), raw=raw)
+
+
+def topic_to_proto(body: dict[str, Any]) -> Topic:
+    """A plan request body as a Topic; a missing/None storage policy is left unset."""
+    topic = Topic(name=body["name"], labels=dict(body.get("labels") or {}))
+    policy = body.get("message_storage_policy")
+    if policy is not None:
+        topic.message_storage_policy.allowed_persistence_regions = list(
+            policy.get("allowed_persistence_regions") or []
+        )
+        topic.message_storage_policy.enforce_in_transit = bool(
+            policy.get("enforce_in_transit", False)
+        )
+    return topic
+
+
+class GcpBackend:
+    """Backend over a Pub/Sub PublisherClient (GAPIC or the google.cloud wrapper) and an
+    Org Policy client. `policy_store` (from --org-policy FILE) replaces the Org Policy
+    API entirely; `orgpolicy` may then be None."""
+
+    def __init__(
+        self,
+        publisher: Any,
+        orgpolicy: Any | None,
+        target: str,
+        *,
+        policy_store: PolicyStore | None = None,
+        policy_source: str | None = None,
+        on_close: Callable[[], None] | None = None,
+    ) -> None:
+        self.publisher = publisher
+        self.orgpolicy = orgpolicy
+        self.target = target
+        self.policy_store = policy_store
+        self.policy_source = policy_source or "snapshot"
+        self._on_close = on_close
+
+    # -- topics ---------------------------------------------------------------
+    def list_topics(self, project: str) -> list[ObservedTopic]:
+        """Every topic of the project, through the pager (ListTopics, 1000 a page)."""
+        resource = f"projects/{project}"
+
+        def run() -> list[ObservedTopic]:
+            pager = self.publisher.list_topics(
+                request={"project": resource, "page_size": PAGE_SIZE}, timeout=RPC_TIMEOUT
+            )
+            return [observed(t) for t in pager]
+
+        return _call("list topics", resource, run)
+
+    def get_topic(self, name: str) -> ObservedTopic | None:
+        try:
+            topic = self.publisher.get_topic(request={"topic": name}, timeout=RPC_TIMEOUT)
+        except gexc.NotFound:
+            return None
+        except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+            raise api_error(exc, "read topic", name) from None
+        return observed(topic)
+
+    def create_topic(self, body: dict[str, Any]) -> ObservedTopic:
+        topic = topic_to_proto(body)
+        created = _call(
+            "create topic",
+            topic.name,
+            lambda: self.publisher.create_topic(request=topic, timeout=RPC_TIMEOUT),
+        )
+        return observed(created)
+
+    def update_topic(self, body: dict[str, Any], update_mask: list[str]) -> ObservedTopic:
+        topic = topic_to_proto(body)
+        request = {"topic": topic, "update_mask": {"paths": list(update_mask)}}
+        updated = _call(
+            "update topic",
+            topic.name,
+            lambda: self.publisher.update_topic(request=request, timeout=RPC_TIMEOUT),
+        )
+        return observed(updated)
+
+    def delete_topic(self, name: str) -> None:
+        _call(
+            "delete topic",
+            name,
+            lambda: self.publisher.delete_topic(request={"topic": name}, timeout=RPC_TIMEOUT),
+        )
+
+    # -- org policy -----------------------------------------------------------
+    def org_inputs(self, project: str) -> OrgInputs:
+        resource = f"projects/{project}"
+        if self.policy_store is not None:
+            return OrgInputs(
+                resource_locations=self.policy_store.effective_spec(RESOURCE_LOCATIONS, resource),
+                enforce_in_transit=self.policy_store.effective_spec(ENFORCE_IN_TRANSIT, resource),
+                source=self.policy_source,
+            )
+        if self.orgpolicy is None:
+            raise BackendError(
+                f"no Org Policy API at {self.target} to read the org policy of {resource}",
+                hint=ORG_POLICY_UNSERVED_HINT,
+            )
+        return OrgInputs(
+            resource_locations=self._effective(resource, RESOURCE_LOCATIONS),
+            enforce_in_transit=self._effective(resource, ENFORCE_IN_TRANSIT),
+            source="api",
+        )
+
+    def _effective(self, resource: str, constraint: str) -> PolicySpec | None:
+        name = f"{resource}/policies/{constraint}"
+        try:
+            policy = self.orgpolicy.get_effective_policy(
+                request={"name": name}, timeout=RPC_TIMEOUT
+            )
+        except gexc.NotFound as exc:
+            # NOT_FOUND for the project itself is an error; for the policy it is the
+            # constraint default. The service answers the former with "project" in it.
+            if "project" in (getattr(exc, "message", "") or "").lower():
+                raise api_error(exc, "read org policy", resource) from None
+            return None
+        except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+            raise api_error(exc, "read org policy", resource) from None
+        data = MessageToDict(type(policy).pb(policy))
+        data["name"] = name
+        try:
+            parsed = Policy.from_dict(data)
+        except PolicyFormatError as exc:
+            raise BackendError(f"unreadable effective policy {name}: {exc}") from None
+        return parsed.spec
+
+    def close(self) -> None:
+        for client in (self.publisher, self.orgpolicy):
+            transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
+            closer = getattr(transport, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception:  # noqa: BLE001 - closing must never mask the real error
+                    pass
+        if self._on_close is not None:
+            self._on_close()
