@@ -21,6 +21,10 @@ except ImportError:  # pragma: no cover - depends on the PyYAML build
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES_PER_FILE = 2_000_000
 MAX_DEPTH = 64
+# Aliases may repeat a node, but a document whose aliases multiply its size more than
+# this (beyond a small allowance) is an expansion bomb, not a spec.
+MAX_ALIAS_EXPANSION = 10
+ALIAS_ALLOWANCE = 10_000
 
 PathKey = tuple[str | int, ...]
 
@@ -82,15 +86,20 @@ def _mark(node: yaml.Node) -> Mark:
 class _Converter:
     def __init__(self, doc: Document) -> None:
         self.doc = doc
-        self.budget = MAX_NODES_PER_FILE
+        self.visits = 0
+        self.distinct: set[int] = set()
 
     def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
-        self.budget -= 1
-        if self.budget < 0:
+        self.visits += 1
+        self.distinct.add(id(node))
+        if self.visits > MAX_NODES_PER_FILE or self.visits > (
+            MAX_ALIAS_EXPANSION * len(self.distinct) + ALIAS_ALLOWANCE
+        ):
             raise YamlProblem(
                 "yaml-too-large",
-                f"the document expands to more than {MAX_NODES_PER_FILE:,} values "
-                "(an alias-expansion bomb?); split it or remove the aliases",
+                f"the document expands to {self.visits:,}+ values from "
+                f"{len(self.distinct):,} written ones (an alias-expansion bomb?); "
+                "remove the aliases or split the file",
                 _mark(node),
             )
         if depth > MAX_DEPTH:
@@ -100,6 +109,15 @@ class _Converter:
                 _mark(node),
             )
         self.doc.value_marks.setdefault(path, _mark(node))
+        if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in (
+            "tag:yaml.org,2002:map",
+            "tag:yaml.org,2002:seq",
+        ):
+            raise YamlProblem(
+                "yaml-tag",
+                f"the YAML tag {node.tag!r} is not allowed in a spec; remove it",
+                _mark(node),
+            )
         if isinstance(node, yaml.MappingNode):
             return self._mapping(node, path, depth)
         if isinstance(node, yaml.SequenceNode):

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from google.api_core import exceptions as gexc
+from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 from google.pubsub_v1.types import Topic
 
@@ -36,6 +37,9 @@ from reconciler.orgpolicy.model import (
 from reconciler.orgpolicy.store import PolicyStore
 
 T = TypeVar("T")
+
+# Everything a call may raise that is the service's or the credentials' doing.
+API_ERRORS = (gexc.GoogleAPIError, gexc.RetryError, auth_exc.GoogleAuthError)
 
 PAGE_SIZE = 1000
 RPC_TIMEOUT = 60.0
@@ -61,6 +65,13 @@ def api_error(exc: Exception, action: str, resource: str) -> BackendError:
     never a credential)."""
     detail = getattr(exc, "message", None) or str(exc)
     perm = PERMISSIONS.get(action)
+    if isinstance(exc, auth_exc.GoogleAuthError):
+        # Never echo the library's text: it may quote a token endpoint's answer.
+        return BackendError(
+            f"Google Cloud credentials were refused while trying to {action} for "
+            f"{resource} ({type(exc).__name__})",
+            hint="refresh them with `gcloud auth application-default login`",
+        )
     if isinstance(exc, gexc.PermissionDenied):
         need = f" (needs {perm[0]}, e.g. role {perm[1]})" if perm else ""
         return BackendError(
@@ -102,7 +113,7 @@ def api_error(exc: Exception, action: str, resource: str) -> BackendError:
 def _call(action: str, resource: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
-    except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+    except API_ERRORS as exc:
         raise api_error(exc, action, resource) from None
 
 
@@ -177,7 +188,7 @@ class GcpBackend:
             topic = self.publisher.get_topic(request={"topic": name}, timeout=RPC_TIMEOUT)
         except gexc.NotFound:
             return None
-        except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+        except API_ERRORS as exc:
             raise api_error(exc, "read topic", name) from None
         return observed(topic)
 
@@ -233,13 +244,11 @@ class GcpBackend:
             policy = self.orgpolicy.get_effective_policy(
                 request={"name": name}, timeout=RPC_TIMEOUT
             )
-        except gexc.NotFound as exc:
-            # NOT_FOUND for the project itself is an error; for the policy it is the
-            # constraint default. The service answers the former with "project" in it.
-            if "project" in (getattr(exc, "message", "") or "").lower():
-                raise api_error(exc, "read org policy", resource) from None
+        except gexc.NotFound:
+            # No policy anywhere in the hierarchy: the constraint's default. A missing
+            # project is reported by ListTopics, which plan always calls too.
             return None
-        except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+        except API_ERRORS as exc:
             raise api_error(exc, "read org policy", resource) from None
         data = MessageToDict(type(policy).pb(policy))
         data["name"] = name

@@ -1,0 +1,252 @@
+"""Runs a plan's requests: N workers, each topic independent of the others.
+
+Minimal calls: exactly the plan's request per changed topic, nothing for a no-op.
+A failing topic is recorded and the others go on. A stop request (Ctrl-C) lets calls
+in flight finish and starts no new one; whatever was not started is reported as not
+attempted. Calls are idempotent at the level of the end state, so a rerun converges:
+a create that finds the topic already there with the declared settings, or a delete
+that finds it gone, counts as done.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from reconciler.apply.guard import Guard, StopRequested
+from reconciler.apply.progress import NullReporter, Reporter
+from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message, status_code
+from reconciler.backends.base import Backend, ObservedTopic
+from reconciler.hedging.labels import OWNERSHIP_LABEL, OWNERSHIP_VALUE
+from reconciler.plan.model import ResourceChange
+
+DEFAULT_CONCURRENCY = 8
+# Read-back after CreateTopic: a briefly cached NOT_FOUND is normal; poll a little.
+READBACK = RetryPolicy(initial=0.05, maximum=1.0, multiplier=2.0, max_attempts=6, deadline=5.0)
+
+
+@dataclass
+class _Job:
+    index: int
+    change: ResourceChange
+
+
+class Executor:
+    def __init__(
+        self,
+        backend: Backend,
+        guard: Guard,
+        *,
+        concurrency: int = DEFAULT_CONCURRENCY,
+        reporter: Reporter | None = None,
+        allow_delete: bool = False,
+        readback: RetryPolicy = READBACK,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self.backend = backend
+        self.guard = guard
+        self.concurrency = concurrency
+        self.reporter = reporter or NullReporter()
+        self.allow_delete = allow_delete
+        self.readback = readback
+        self.clock = clock
+
+    @property
+    def stop(self) -> threading.Event:
+        return self.guard.stop
+
+    def run(self, changes: Sequence[ResourceChange]) -> ApplyResult:
+        work = [c for c in changes if c.action != "no-op"]
+        result = ApplyResult(unchanged=len(changes) - len(work))
+        slots: list[TopicResult | None] = [None] * len(work)
+        jobs = iter([_Job(i, c) for i, c in enumerate(work)])
+        lock = threading.Lock()
+
+        def worker() -> None:
+            while not self.stop.is_set():
+                with lock:
+                    job = next(jobs, None)
+                if job is None:
+                    return
+                outcome = self._one(job.change)
+                slots[job.index] = outcome
+                self.reporter.finished(outcome)
+
+        threads = [
+            threading.Thread(target=worker, name=f"apply-{n}", daemon=True)
+            for n in range(min(self.concurrency, len(work)))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():  # short joins keep the main thread responsive to signals
+                t.join(0.1)
+        for i, change in enumerate(work):
+            if slots[i] is None:
+                slots[i] = _not_attempted(change)
+        result.results = [s for s in slots if s is not None]
+        result.interrupted = self.stop.is_set()
+        return result
+
+    # --- one topic -----------------------------------------------------------------
+
+    def _one(self, rc: ResourceChange) -> TopicResult:
+        started = self.clock()
+        attempts = Attempts()
+        res = TopicResult(
+            address=rc.address,
+            action=rc.action,
+            status="applied",
+            method=rc.request.method if rc.request else "",
+            update_mask=list(rc.request.update_mask) if rc.request else [],
+        )
+        try:
+            if rc.request is None:
+                raise _Refused(f"the plan has no request for this {rc.action}")
+            if rc.action == "create":
+                self._create(rc, attempts, res)
+            elif rc.action == "update":
+                self._call(rc, attempts, lambda: self._update(rc))
+            elif rc.action == "delete":
+                self._delete(rc, attempts, res)
+            else:
+                raise _Refused(f"unknown action {rc.action!r}")
+        except StopRequested:
+            res.status = "not-attempted"
+        except Stopped as exc:
+            res.status = "failed"
+            res.error = f"interrupted while retrying; last error {error_message(exc.last)}"
+        except _Refused as exc:
+            res.status = "failed"
+            res.error = str(exc)
+        except Exception as exc:  # noqa: BLE001 - one topic's failure must not stop others
+            res.status = "failed"
+            res.error = error_message(exc) if status_code(exc) else _unexpected(exc)
+        res.attempts = attempts.count
+        res.seconds = round(self.clock() - started, 3)
+        return res
+
+    def _call(self, rc: ResourceChange, attempts: Attempts, fn: Callable[[], Any]) -> Any:
+        return self.guard.run(rc.project, fn, attempts)
+
+    def _update(self, rc: ResourceChange) -> ObservedTopic:
+        assert rc.request is not None
+        if not rc.request.update_mask:
+            raise _Refused("the plan's update has an empty update mask; nothing to send")
+        return self.backend.update_topic(_with_name(rc), list(rc.request.update_mask))
+
+    def _create(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
+        body = _with_name(rc)
+        try:
+            self._call(rc, attempts, lambda: self.backend.create_topic(body))
+        except StopRequested:
+            raise
+        except Exception as exc:
+            if status_code(exc) != "ALREADY_EXISTS":
+                raise
+            # An earlier attempt (or an earlier, killed run) may have created it.
+            live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
+            if live is None or not matches(body, live.body):
+                raise
+            res.notes.append("already existed with the declared settings")
+            return
+        self._confirm(rc, body, res)
+
+    def _confirm(self, rc: ResourceChange, body: dict[str, Any], res: TopicResult) -> None:
+        """Read the new topic back, tolerating a briefly cached NOT_FOUND."""
+        for n in range(self.readback.max_attempts):
+            try:
+                live = self.guard.run(rc.project, lambda: self.backend.get_topic(rc.address))
+            except StopRequested:
+                res.notes.append("read-back skipped (interrupted)")
+                return
+            except Exception as exc:
+                if status_code(exc) != "NOT_FOUND":
+                    res.notes.append(f"read-back failed: {error_message(exc)}")
+                    return
+                live = None
+            if live is not None:
+                if not matches(body, live.body):
+                    res.notes.append("read-back differs from the declared settings")
+                return
+            if self.stop.wait(self.readback.backoff(n, self.guard.rng)):
+                break
+        res.notes.append("not yet visible on read-back (eventually consistent)")
+
+    def _delete(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
+        if not self.allow_delete:
+            raise _Refused("deletion needs --prune (and a plan made with it)")
+        # Re-check ownership on the live topic right before deleting.
+        live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
+        if live is None:
+            res.notes.append("already absent")
+            return
+        labels = live.body.get("labels") or {}
+        if labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
+            raise _Refused(
+                f"refusing to delete: the live topic no longer carries the ownership label "
+                f"{OWNERSHIP_LABEL}={OWNERSHIP_VALUE}"
+            )
+        try:
+            self._call(rc, attempts, lambda: self.backend.delete_topic(rc.address))
+        except StopRequested:
+            raise
+        except Exception as exc:
+            if status_code(exc) != "NOT_FOUND":
+                raise
+            res.notes.append("already absent")
+
+
+class _Refused(Exception):
+    """Apply itself declines this topic (no call, or no further call, made)."""
+
+
+def _with_name(rc: ResourceChange) -> dict[str, Any]:
+    assert rc.request is not None
+    body = dict(rc.request.topic)
+    body.setdefault("name", rc.address)
+    return body
+
+
+def _not_attempted(rc: ResourceChange) -> TopicResult:
+    return TopicResult(
+        address=rc.address,
+        action=rc.action,
+        status="not-attempted",
+        method=rc.request.method if rc.request else "",
+        update_mask=list(rc.request.update_mask) if rc.request else [],
+    )
+
+
+def _unexpected(exc: BaseException) -> str:
+    text = getattr(exc, "message", None) or str(exc)
+    return f"{type(exc).__name__}: {text}"
+
+
+def _regions(policy: Any) -> tuple[list[str], bool] | None:
+    if not policy:
+        return None
+    return (
+        sorted(set(policy.get("allowed_persistence_regions") or [])),
+        bool(policy.get("enforce_in_transit", False)),
+    )
+
+
+def matches(declared: dict[str, Any], live: dict[str, Any]) -> bool:
+    """Does the live topic carry every managed setting of a create request? Labels are
+    a subset check (others' keys may be there); an explicit storage policy compares as
+    a set of regions plus the in-transit flag."""
+    live_labels = live.get("labels") or {}
+    for key, value in (declared.get("labels") or {}).items():
+        if live_labels.get(key) != value:
+            return False
+    want = declared.get("message_storage_policy")
+    if want:
+        return _regions(want) == _regions(live.get("message_storage_policy"))
+    return True

@@ -1,0 +1,114 @@
+"""Which service a command talks to: `--local`, `--emulator HOST:PORT` (or
+PUBSUB_EMULATOR_HOST), or Google Cloud with Application Default Credentials.
+
+    open_backend(local, emulator, org_policy, policy_store=None) -> GcpBackend
+
+`org_policy` (the --org-policy FILE) always wins over the Org Policy API. Credentials
+and tokens are never printed; a missing-credentials problem becomes a BackendError.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from reconciler.backends.gcp import GcpBackend
+from reconciler.errors import BackendError, UsageError
+from reconciler.orgpolicy.store import PolicyStore, load_snapshot
+
+LOCAL_STATE_DIR = Path(".reconcile/local")
+EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
+
+
+def emulator_address(emulator: str | None) -> str | None:
+    """--emulator, else PUBSUB_EMULATOR_HOST, else None (real Google Cloud)."""
+    address = emulator or os.environ.get(EMULATOR_ENV) or None
+    if address is not None and (":" not in address or not address.rsplit(":", 1)[1].isdigit()):
+        source = "--emulator" if emulator else EMULATOR_ENV
+        raise UsageError(f"{source} must be HOST:PORT, got {address!r}")
+    return address
+
+
+def open_backend(
+    local: bool,
+    emulator: str | None,
+    org_policy: Path | None,
+    policy_store: PolicyStore | None = None,
+) -> GcpBackend:
+    """Build the backend for the chosen target (the caller closes it)."""
+    if local and emulator:
+        raise UsageError("--local and --emulator are alternatives; pass one of them")
+    store = policy_store
+    source = None
+    if org_policy is not None:
+        if store is None:
+            if not org_policy.is_file():
+                raise UsageError(f"{org_policy}: org-policy file not found")
+            store = load_snapshot(org_policy)
+        source = f"snapshot {org_policy}"
+    if local:
+        return _local(store, source)
+    address = emulator_address(emulator)
+    if address is not None:
+        return _emulator(address, store, source)
+    return _google_cloud(store, source)
+
+
+def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
+    from reconciler.backends import clients
+
+    orgpolicy = clients.orgpolicy_client(address) if with_orgpolicy else None
+    return clients.publisher_client(address), orgpolicy
+
+
+def _local(store: PolicyStore | None, source: str | None) -> GcpBackend:
+    from reconciler.localserver import LocalServer
+
+    LOCAL_STATE_DIR.mkdir(parents=True, exist_ok=True)
+    server = LocalServer(state_dir=LOCAL_STATE_DIR, host="127.0.0.1", port=0)
+    server.start()
+    try:
+        publisher, orgpolicy = _clients(server.address, store is None)
+    except BaseException:
+        server.stop()
+        raise
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        f"local ({LOCAL_STATE_DIR})",
+        policy_store=store,
+        policy_source=source,
+        on_close=server.stop,
+    )
+
+
+def _emulator(address: str, store: PolicyStore | None, source: str | None) -> GcpBackend:
+    publisher, orgpolicy = _clients(address, store is None)
+    return GcpBackend(
+        publisher, orgpolicy, f"emulator {address}", policy_store=store, policy_source=source
+    )
+
+
+def _google_cloud(store: PolicyStore | None, source: str | None) -> GcpBackend:
+    import google.auth.exceptions
+    from google.cloud.orgpolicy_v2 import OrgPolicyClient
+    from google.pubsub_v1 import PublisherClient
+
+    try:
+        publisher = PublisherClient()
+        orgpolicy = OrgPolicyClient() if store is None else None
+    except google.auth.exceptions.DefaultCredentialsError:
+        raise BackendError(
+            "no Google Cloud credentials found (Application Default Credentials)",
+            hint="run `gcloud auth application-default login`, set "
+            "GOOGLE_APPLICATION_CREDENTIALS, or target --local / --emulator HOST:PORT",
+        ) from None
+    except google.auth.exceptions.GoogleAuthError as exc:
+        raise BackendError(
+            f"Google Cloud credentials could not be used: {type(exc).__name__}",
+            hint="refresh them with `gcloud auth application-default login`",
+        ) from None
+    return GcpBackend(
+        publisher, orgpolicy, "gcp", policy_store=store, policy_source=source
+    )

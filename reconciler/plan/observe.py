@@ -1,0 +1,156 @@
+"""Observe: read the live state a plan is made against, and fingerprint it.
+
+One ListTopics pager and one pair of GetEffectivePolicy calls per project, projects in
+parallel: never one GetTopic per topic. Also the one place that says what the org policy
+makes of a topic (`org_facts`, `computed_policy`) and how storage policies compare
+(`norm_policy`), so that the differ, drift and apply agree.
+
+Stable entry points (apply uses them to check a saved plan):
+    observe(backend, projects, policy_store=None) -> Observation
+    topic_fingerprint(ObservedTopic | None) -> str
+    org_fingerprint(OrgInputs) -> str
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
+from reconciler.errors import BackendError
+from reconciler.orgpolicy.locations import enforce_in_transit, location_restriction
+from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
+from reconciler.orgpolicy.store import PolicyStore
+from reconciler.spec.checks import OrgFacts
+
+MAX_WORKERS = 8
+
+
+@dataclass
+class Observation:
+    """Live topics by name (every topic of every named project) and org inputs."""
+
+    topics: dict[str, ObservedTopic] = field(default_factory=dict)
+    projects: dict[str, list[str]] = field(default_factory=dict)  # project -> names
+    org: dict[str, OrgInputs] = field(default_factory=dict)
+
+    def facts(self, project: str) -> OrgFacts:
+        return facts_of(self.org[project])
+
+
+def facts_of(inputs: OrgInputs) -> OrgFacts:
+    return OrgFacts(
+        restriction=location_restriction(inputs.resource_locations),
+        enforce_in_transit=enforce_in_transit(inputs.enforce_in_transit),
+    )
+
+
+def store_inputs(store: PolicyStore, project: str, source: str = "snapshot") -> OrgInputs:
+    resource = f"projects/{project}"
+    return OrgInputs(
+        resource_locations=store.effective_spec(RESOURCE_LOCATIONS, resource),
+        enforce_in_transit=store.effective_spec(ENFORCE_IN_TRANSIT, resource),
+        source=source,
+    )
+
+
+def observe(
+    backend: Backend,
+    projects: Iterable[str],
+    policy_store: PolicyStore | None = None,
+    workers: int = MAX_WORKERS,
+) -> Observation:
+    """Read every named project in parallel; all failures are reported together."""
+    names = sorted(set(projects))
+    out = Observation()
+    if not names:
+        return out
+    errors: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(workers, 2 * len(names)))) as pool:
+        listing: dict[str, Future[list[ObservedTopic]]] = {
+            p: pool.submit(backend.list_topics, p) for p in names
+        }
+        inputs: dict[str, Future[OrgInputs]] = {}
+        for p in names:
+            if policy_store is not None:
+                out.org[p] = store_inputs(policy_store, p)
+            else:
+                inputs[p] = pool.submit(backend.org_inputs, p)
+        for p in names:
+            try:
+                topics = listing[p].result()
+            except BackendError as exc:
+                errors.append(str(exc))
+                continue
+            out.projects[p] = [t.name for t in topics]
+            out.topics.update((t.name, t) for t in topics)
+        for p, fut in inputs.items():
+            try:
+                out.org[p] = fut.result()
+            except BackendError as exc:
+                errors.append(str(exc))
+    if errors:
+        unique = list(dict.fromkeys(errors))
+        raise BackendError("\n".join(unique))
+    return out
+
+
+# -- comparable shapes ---------------------------------------------------------
+
+
+def norm_policy(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """Regions as a sorted set; enforce_in_transit false == absent; an empty policy
+    (no regions, not enforced) == no policy."""
+    if not policy:
+        return None
+    regions = sorted(set(policy.get("allowed_persistence_regions") or ()))
+    eit = bool(policy.get("enforce_in_transit") or False)
+    if not regions and not eit:
+        return None
+    return {"allowed_persistence_regions": regions, "enforce_in_transit": eit}
+
+
+def computed_policy(facts: OrgFacts) -> dict[str, Any] | None:
+    """The policy the service gives a topic created without one (or recomputed): the
+    regions the org policy allows, with its in-transit enforcement. No
+    resource-location constraint = no policy (every region)."""
+    allowed = facts.restriction.allowed
+    regions = [] if allowed is None else sorted(allowed)
+    return norm_policy(
+        {"allowed_persistence_regions": regions, "enforce_in_transit": facts.enforce_in_transit}
+    )
+
+
+# -- fingerprints --------------------------------------------------------------
+
+
+def _sha(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def topic_fingerprint(topic: ObservedTopic | None) -> str:
+    """sha256 of the topic's full raw JSON (every field, managed or not), or "absent"."""
+    if topic is None:
+        return "absent"
+    return _sha(topic.raw or topic.body)
+
+
+def org_fingerprint(inputs: OrgInputs) -> str:
+    """sha256 of the effective specs of both constraints (not of where they came from)."""
+
+    def spec(constraint: str, value: Any) -> Any:
+        if value is None:
+            return None
+        return Policy(f"projects/_/policies/{constraint}", value).to_dict().get("spec", {})
+
+    return _sha(
+        {
+            RESOURCE_LOCATIONS: spec(RESOURCE_LOCATIONS, inputs.resource_locations),
+            ENFORCE_IN_TRANSIT: spec(ENFORCE_IN_TRANSIT, inputs.enforce_in_transit),
+        }
+    )
