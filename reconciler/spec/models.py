@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from reconciler.spec.durations import DurationError, parse_duration_ms
@@ -29,7 +29,19 @@ def _duration(value: Any) -> int:
         raise PydanticCustomError("duration", str(exc)) from exc
 
 
-DurationMs = Annotated[int, BeforeValidator(_duration)]
+DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
+DurationMs = Annotated[
+    int,
+    BeforeValidator(_duration),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": DURATION_PATTERN,
+            "description": "A duration with a unit: 500ms, 5s, 1m, 1m30s.",
+        }
+    ),
+]
+ApiVersion = Annotated[str, WithJsonSchema({"const": API_VERSION, "type": "string"})]
 
 
 class _Model(BaseModel):
@@ -73,7 +85,7 @@ class TopicSpec(_Model):
 
 
 class TopicDoc(_Model):
-    api_version: str = Field(alias="apiVersion")
+    api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Topic"]
     metadata: TopicMetadata
     spec: TopicSpec = Field(default_factory=TopicSpec)
@@ -84,7 +96,7 @@ class ProfileMetadata(_Model):
 
 
 class HedgingProfileDoc(_Model):
-    api_version: str = Field(alias="apiVersion")
+    api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["HedgingProfile"]
     metadata: ProfileMetadata
     spec: HedgingSettings = Field(default_factory=HedgingSettings)
@@ -106,7 +118,7 @@ class DefaultsSpec(_Model):
 
 
 class DefaultsDoc(_Model):
-    api_version: str = Field(alias="apiVersion")
+    api_version: ApiVersion = Field(alias="apiVersion")
     kind: Literal["Defaults"]
     metadata: DefaultsMetadata = Field(default_factory=DefaultsMetadata)
     spec: DefaultsSpec = Field(default_factory=DefaultsSpec)
