@@ -14,9 +14,33 @@ from typing import Any
 import yaml
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
-    from yaml import CSafeLoader as _Loader
+    from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - depends on the PyYAML build
-    from yaml import SafeLoader as _Loader  # type: ignore[assignment]
+    from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+_STR_TAG = "tag:yaml.org,2002:str"
+# Plain scalars starting with a letter resolve to something other than a string only
+# when they are one of these exact words (YAML 1.1 booleans and null).
+_TYPED_WORDS = frozenset(
+    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
+    "null Null NULL".split()
+)
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
+    """Skips the regex resolver for plain scalars that can only be strings (most of a
+    spec), which is where a large tree spends its time."""
+
+    def resolve(self, kind: type, value: Any, implicit: Any) -> str:
+        if (
+            kind is yaml.ScalarNode
+            and implicit[0]
+            and value
+            and value[0].isalpha()
+            and value not in _TYPED_WORDS
+        ):
+            return _STR_TAG
+        return str(super().resolve(kind, value, implicit))
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES_PER_FILE = 2_000_000
@@ -43,8 +67,10 @@ class Document:
     index: int
     start: Mark
     data: Any
-    key_marks: dict[PathKey, Mark] = field(default_factory=dict)
-    value_marks: dict[PathKey, Mark] = field(default_factory=dict)
+    # (line, col) pairs, made into Marks only when a diagnostic needs one: a large tree
+    # has hundreds of thousands of values and almost no problems.
+    key_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    value_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
 
     def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
         """The best position for a problem at `path`: the value, else the key, else the
@@ -57,9 +83,9 @@ class Document:
                 else (self.value_marks, self.key_marks)
             )
             if probe in first:
-                return first[probe]
+                return Mark(*first[probe])
             if probe in second:
-                return second[probe]
+                return Mark(*second[probe])
             if not probe:
                 return self.start
             probe = probe[:-1]
@@ -81,6 +107,11 @@ class YamlProblem(Exception):
 
 def _mark(node: yaml.Node) -> Mark:
     return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _pair(node: yaml.Node) -> tuple[int, int]:
+    mark = node.start_mark
+    return (mark.line + 1, mark.column + 1)
 
 
 class _Converter:
@@ -108,7 +139,8 @@ class _Converter:
                 f"the document nests deeper than {MAX_DEPTH} levels; no spec needs that",
                 _mark(node),
             )
-        self.doc.value_marks.setdefault(path, _mark(node))
+        if path not in self.doc.value_marks:
+            self.doc.value_marks[path] = _pair(node)
         if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in (
             "tag:yaml.org,2002:map",
             "tag:yaml.org,2002:seq",
@@ -141,7 +173,7 @@ class _Converter:
                     _mark(key_node),
                 )
             child = (*path, key)
-            self.doc.key_marks[child] = _mark(key_node)
+            self.doc.key_marks[child] = _pair(key_node)
             result[key] = self.convert(value_node, child, depth + 1)
         return result
 

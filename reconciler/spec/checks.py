@@ -82,9 +82,12 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
     seen: dict[tuple[str, str], Located[TopicDoc]] = {}
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()
+    chains: dict[Path, list[Located[DefaultsDoc]]] = {}
     for located in tree.topics:
+        if located.directory not in chains:
+            chains[located.directory] = _defaults_chain(located.directory, defaults)
         errors_before = diags.counts()[0]
-        topic = _check_topic(located, profiles, defaults, diags)
+        topic = _check_topic(located, profiles, chains[located.directory], diags)
         if topic is None:
             continue
         valid = diags.counts()[0] == errors_before
@@ -181,26 +184,23 @@ def _index_defaults(
 
 
 def _defaults_chain(
-    located: Located[TopicDoc], defaults: Mapping[Path, Located[DefaultsDoc]]
+    directory: Path, defaults: Mapping[Path, Located[DefaultsDoc]]
 ) -> list[Located[DefaultsDoc]]:
-    """Defaults of the topic's directory and its ancestors, nearest first."""
-    chain = []
-    directory = located.directory.resolve()
-    for d in (directory, *directory.parents):
-        if d in defaults:
-            chain.append(defaults[d])
-    return chain
+    """Defaults of a directory and its ancestors, nearest first."""
+    if not defaults:
+        return []
+    resolved = directory.resolve()
+    return [defaults[d] for d in (resolved, *resolved.parents) if d in defaults]
 
 
 def _check_topic(
     located: Located[TopicDoc],
     profiles: Mapping[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]],
-    defaults: Mapping[Path, Located[DefaultsDoc]],
+    chain: list[Located[DefaultsDoc]],
     diags: Diagnostics,
 ) -> DesiredTopic | None:
     doc = located.model
     rep = _Reporter(located.doc, diags)
-    chain = _defaults_chain(located, defaults)
 
     project = doc.metadata.project
     project_rep, project_path = rep, ("metadata", "project")

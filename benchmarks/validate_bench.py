@@ -1,0 +1,137 @@
+"""Benchmark for `reconcile validate` (issue 2), figures recorded in benchmarks/README.md.
+
+1. Cold start on a small tree, side by side with check-jsonschema using the generated
+   schema on the same files (runs interleaved, medians and their ratio).
+2. Scale: 10,000 topics in 100 files; wall time and peak RSS of the whole process.
+
+    python benchmarks/validate_bench.py [--runs 15] [--scale-runs 3]
+
+Prints a human summary and, on its last line, one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+TOPIC = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata:
+  project: {project}
+  name: {name}
+spec:
+  labels:
+    team: team-{team}
+    tier: standard
+  messageStoragePolicy:
+    allowedPersistenceRegions: [us-central1, us-east1]
+    enforceInTransit: true
+  publishers:
+    regions: [us-east1]
+    retry: {{initialRpcTimeout: 5s, totalTimeout: 60s}}
+    hedging: low-latency
+"""
+PROFILE = """\
+apiVersion: reconcile.pubsub/v1
+kind: HedgingProfile
+metadata: {name: low-latency}
+spec: {hedgeDelay: 500ms, maxTokens: 100, refillRatio: 0.05}
+"""
+
+
+def run(cmd: list[str]) -> tuple[float, int, int]:
+    """Wall seconds, exit code and peak RSS (KiB) of one child process."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss
+
+
+def small_tree(directory: Path) -> list[Path]:
+    """Ten single-document files (check-jsonschema reads one instance per file)."""
+    files = [directory / "profile.yaml"]
+    files[0].write_text(PROFILE)
+    for i in range(9):
+        path = directory / f"topic-{i}.yaml"
+        path.write_text(TOPIC.format(project="acme-payments", name=f"orders-{i}", team=i))
+        files.append(path)
+    return files
+
+
+def big_tree(directory: Path, files: int = 100, per_file: int = 100) -> int:
+    (directory / "profiles.yaml").write_text(PROFILE)
+    for f in range(files):
+        docs = [
+            TOPIC.format(project=f"acme-project-{f % 10:02d}", name=f"topic-{f:03d}-{t:03d}",
+                         team=t % 7)
+            for t in range(per_file)
+        ]
+        (directory / f"topics-{f:03d}.yaml").write_text("---\n".join(docs))
+    return files * per_file
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--scale-runs", type=int, default=3)
+    args = parser.parse_args()
+    reconcile = str(BIN / "reconcile")
+    check_jsonschema = shutil.which("check-jsonschema", path=str(BIN)) or "check-jsonschema"
+    schema = str(ROOT / "specs" / "schema.json")
+    figures: dict[str, object] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        small = Path(tmp) / "small"
+        small.mkdir()
+        files = [str(p) for p in small_tree(small)]
+        ours, theirs = [], []
+        for _ in range(args.runs):  # interleaved, so both see the same machine noise
+            wall, code, _ = run([reconcile, "validate", str(small)])
+            assert code == 0, "reconcile validate failed on the small tree"
+            ours.append(wall)
+            wall, code, _ = run([check_jsonschema, "--schemafile", schema, *files])
+            assert code == 0, "check-jsonschema failed on the small tree"
+            theirs.append(wall)
+        figures["cold_start_reconcile_median_s"] = round(statistics.median(ours), 3)
+        figures["cold_start_check_jsonschema_median_s"] = round(statistics.median(theirs), 3)
+        figures["cold_start_ratio"] = round(statistics.median(ours) / statistics.median(theirs), 2)
+
+        big = Path(tmp) / "big"
+        big.mkdir()
+        topics = big_tree(big)
+        walls, rss = [], []
+        for _ in range(args.scale_runs):
+            wall, code, maxrss = run([reconcile, "validate", str(big)])
+            assert code == 0, "reconcile validate failed on the big tree"
+            walls.append(wall)
+            rss.append(maxrss)
+        figures["scale_topics"] = topics
+        figures["scale_files"] = 101
+        figures["scale_wall_median_s"] = round(statistics.median(walls), 2)
+        figures["scale_peak_rss_mib"] = round(max(rss) / 1024, 1)
+    print(
+        f"cold start (10 files): reconcile {figures['cold_start_reconcile_median_s']} s, "
+        f"check-jsonschema {figures['cold_start_check_jsonschema_median_s']} s "
+        f"(ratio {figures['cold_start_ratio']}), medians of {args.runs}"
+    )
+    print(
+        f"scale: {topics} topics in 101 files: {figures['scale_wall_median_s']} s median of "
+        f"{args.scale_runs}, peak RSS {figures['scale_peak_rss_mib']} MiB"
+    )
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,65 @@
+"""The `reconcile-validate` hook through the real pre-commit framework (try-repo),
+in a throwaway git repository holding one good and then one bad spec."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).parents[1]
+GOOD = (ROOT / "examples" / "specs" / "minimal.yaml").read_text()
+BAD = GOOD.replace("name: hello", "name: goog-hello")
+
+
+def _git_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        GIT_AUTHOR_NAME="test",
+        GIT_AUTHOR_EMAIL="test@example.invalid",
+        GIT_COMMITTER_NAME="test",
+        GIT_COMMITTER_EMAIL="test@example.invalid",
+        PRE_COMMIT_HOME=str(home),
+    )
+    env.pop("PUBSUB_EMULATOR_HOST", None)
+    return env
+
+
+def _pre_commit(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable, "-m", "pre_commit", "try-repo", str(ROOT),
+            "reconcile-validate", "--all-files",
+        ],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+    )
+
+
+@pytest.mark.slow
+def test_hook_passes_good_specs_and_fails_bad_ones(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.fail("git is required for the pre-commit test")
+    repo = tmp_path / "specs-repo"
+    (repo / "specs").mkdir(parents=True)
+    env = _git_env(tmp_path / "pre-commit-home")
+    subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    (repo / "specs" / "good.yaml").write_text(GOOD)
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+
+    passed = _pre_commit(repo, env)
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "reconcile validate" in passed.stdout and "Passed" in passed.stdout
+
+    (repo / "specs" / "bad.yaml").write_text(BAD)
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+    failed = _pre_commit(repo, env)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert "Failed" in failed.stdout
+    assert (
+        "specs/bad.yaml:6:9: error[topic-id]: topic ID 'goog-hello' must not start with "
+        "'goog' (reserved by Google)"
+    ) in failed.stdout
