@@ -84,7 +84,7 @@ class HedgingProfile:
 
     @property
     def refill_ppm(self) -> int:
-        return round(self.refill_ratio * 10**REFILL_RATIO_DECIMALS)
+        return int(round(self.refill_ratio * 10**REFILL_RATIO_DECIMALS))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,164 @@
+"""Live topics -> spec documents (plain dicts in the spec format), for `reconcile import`.
+
+Pure: no I/O, no clients. The documents reproduce what `plan` compares, so that a
+fresh import plans as "no changes" apart from adopting the ownership label:
+user labels (reserved `reconcile-` keys left out, they are derived), the storage
+policy as explicit regions and enforceInTransit (omitted when the topic has none),
+and a `publishers:` block decoded from the hedging labels.
+
+A profile recorded under a name is emitted as a `kind: HedgingProfile` document and
+referenced by name (an inline profile would change the `reconcile-hedge-profile`
+label); one already defined with the same settings in the output tree is reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.backends.base import ObservedTopic
+from reconciler.hedging import labels as hl
+from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
+from reconciler.spec.models import API_VERSION
+
+Doc = dict[str, Any]
+
+
+def settings_key(profile: HedgingProfile) -> tuple[int, int, int]:
+    """What makes two profiles the same on a topic (the label encoding's precision)."""
+    return profile.hedge_delay_ms, profile.max_tokens, profile.refill_ppm
+
+
+def hedging_settings(profile: HedgingProfile) -> Doc:
+    return {
+        "hedgeDelay": format_ms(profile.hedge_delay_ms),
+        "maxTokens": profile.max_tokens,
+        "refillRatio": profile.refill_ppm / 1_000_000,
+    }
+
+
+def profile_doc(profile: HedgingProfile) -> Doc:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "HedgingProfile",
+        "metadata": {"name": profile.name},
+        "spec": hedging_settings(profile),
+    }
+
+
+def storage_policy(body: Mapping[str, Any]) -> Doc | None:
+    """Explicit regions (a sorted set) and enforceInTransit; None when the topic has no
+    policy, or one without regions (the spec cannot state an empty region list)."""
+    policy = body.get("message_storage_policy")
+    if not policy:
+        return None
+    regions = sorted(set(policy.get("allowed_persistence_regions") or ()))
+    if not regions:
+        return None
+    return {
+        "allowedPersistenceRegions": regions,
+        "enforceInTransit": bool(policy.get("enforce_in_transit", False)),
+    }
+
+
+@dataclass
+class ImportResult:
+    """Documents per project (profiles first, then topics) and warnings for humans."""
+
+    documents: dict[str, list[Doc]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Profiles:
+    """Named profiles: those already in the output tree, and those this import defines."""
+
+    existing: Mapping[str, tuple[int, int, int]]
+    defined: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+    new_docs: dict[str, list[Doc]] = field(default_factory=dict)
+
+    def reference(self, profile: HedgingProfile, project: str) -> bool:
+        """True when the topic may refer to the profile by name (defining it if new)."""
+        assert profile.name is not None
+        key = settings_key(profile)
+        known = self.existing.get(profile.name) or self.defined.get(profile.name)
+        if known is not None:
+            return known == key
+        self.defined[profile.name] = key
+        self.new_docs.setdefault(project, []).append(profile_doc(profile))
+        return True
+
+
+def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings: list[str]) -> Doc:
+    labels = topic.body.get("labels") or {}
+    spec: Doc = {}
+    user = {k: v for k, v in sorted(labels.items()) if not hl.is_reserved(k)}
+    if user:
+        spec["labels"] = user
+    policy = storage_policy(topic.body)
+    if policy is not None:
+        spec["messageStoragePolicy"] = policy
+    elif topic.body.get("message_storage_policy"):
+        warnings.append(
+            f"{topic.name}: its storage policy lists no region; left unmanaged in the spec"
+        )
+    try:
+        decoded = hl.decode(labels)
+    except hl.LabelDecodeError as exc:
+        warnings.append(
+            f"{topic.name}: {exc}; no publishers block written (plan will remove the "
+            "partial labels)"
+        )
+        decoded = None
+    if decoded is not None:
+        spec["publishers"] = publishers_block(project, topic.name, *decoded, profiles, warnings)
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Topic",
+        "metadata": {"project": project, "name": topic.name.rsplit("/", 1)[-1]},
+        "spec": spec,
+    }
+
+
+def publishers_block(
+    project: str,
+    name: str,
+    profile: HedgingProfile,
+    retry: RetryTimeouts,
+    profiles: _Profiles,
+    warnings: list[str],
+) -> Doc:
+    hedging: str | Doc = hedging_settings(profile)
+    if profile.name is not None:
+        if profiles.reference(profile, project):
+            hedging = profile.name
+        else:
+            warnings.append(
+                f"{name}: hedging profile {profile.name!r} has other settings elsewhere; "
+                "written inline (plan will relabel the profile name as 'inline')"
+            )
+    return {
+        "retry": {
+            "initialRpcTimeout": format_ms(retry.initial_rpc_timeout_ms),
+            "totalTimeout": format_ms(retry.total_timeout_ms),
+        },
+        "hedging": hedging,
+    }
+
+
+def build_documents(
+    topics: Mapping[str, Iterable[ObservedTopic]],
+    existing_profiles: Mapping[str, tuple[int, int, int]] | None = None,
+) -> ImportResult:
+    """Spec documents per project, topics in name order; profiles used by several
+    projects are defined once, in the first project's file (projects sorted)."""
+    result = ImportResult()
+    profiles = _Profiles(existing_profiles or {})
+    topic_docs: dict[str, list[Doc]] = {}
+    for project in sorted(topics):
+        ordered = sorted(topics[project], key=lambda t: t.name)
+        topic_docs[project] = [topic_doc(project, t, profiles, result.warnings) for t in ordered]
+    for project, docs in topic_docs.items():
+        result.documents[project] = profiles.new_docs.get(project, []) + docs
+    return result
