@@ -22,7 +22,9 @@ from reconciler.apply.result import ApplyResult, TopicResult
 from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message, status_code
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.hedging.labels import OWNERSHIP_LABEL, OWNERSHIP_VALUE
+from reconciler.plan.differ import is_owned
 from reconciler.plan.model import ResourceChange
+from reconciler.plan.observe import norm_policy
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a briefly cached NOT_FOUND is normal; poll a little.
@@ -125,7 +127,7 @@ class Executor:
         except _Refused as exc:
             res.status = "failed"
             res.error = str(exc)
-        except Exception as exc:  # noqa: BLE001 - one topic's failure must not stop others
+        except Exception as exc:  # one topic failing must not stop the others
             res.status = "failed"
             res.error = error_message(exc) if status_code(exc) else _unexpected(exc)
         res.attempts = attempts.count
@@ -187,8 +189,7 @@ class Executor:
         if live is None:
             res.notes.append("already absent")
             return
-        labels = live.body.get("labels") or {}
-        if labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
+        if not is_owned(live):
             raise _Refused(
                 f"refusing to delete: the live topic no longer carries the ownership label "
                 f"{OWNERSHIP_LABEL}={OWNERSHIP_VALUE}"
@@ -229,15 +230,6 @@ def _unexpected(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}"
 
 
-def _regions(policy: Any) -> tuple[list[str], bool] | None:
-    if not policy:
-        return None
-    return (
-        sorted(set(policy.get("allowed_persistence_regions") or [])),
-        bool(policy.get("enforce_in_transit", False)),
-    )
-
-
 def matches(declared: dict[str, Any], live: dict[str, Any]) -> bool:
     """Does the live topic carry every managed setting of a create request? Labels are
     a subset check (others' keys may be there); an explicit storage policy compares as
@@ -248,5 +240,5 @@ def matches(declared: dict[str, Any], live: dict[str, Any]) -> bool:
             return False
     want = declared.get("message_storage_policy")
     if want:
-        return _regions(want) == _regions(live.get("message_storage_policy"))
+        return norm_policy(want) == norm_policy(live.get("message_storage_policy"))
     return True

@@ -7,13 +7,13 @@ usage attribution").
 
 The figure: the current quotas table, as we know it, gives a default of 6,000
 operations per minute (100 ops/s) per project. Caveat, unverified: the only copy of the
-table we could retrieve while writing this is an older edition of the same page, which lists "Administrative
-operations" at a default of 1,000 per 100 seconds (10 ops/s), maximum 10,000 per 100 s
-(= 100 ops/s). We size for 100 ops/s and keep 20% headroom for other admin traffic in
-the project (consoles, other pipelines); a RESOURCE_EXHAUSTED answer is retried with
-backoff anyway. `--rate-limit` changes it: lower it for projects still on the older
-default or when one credential applies to several projects (they share its quota),
-raise it for projects granted more.
+table we could retrieve while writing this is an older edition of the same page, which
+lists "Administrative operations" at a default of 1,000 per 100 seconds (10 ops/s),
+maximum 10,000 per 100 s (= 100 ops/s). We size for 100 ops/s and keep 20% headroom
+for other admin traffic in the project (consoles, other pipelines); a
+RESOURCE_EXHAUSTED answer is retried with backoff anyway. `--rate-limit` changes it:
+lower it for projects still on the older default, or when one credential applies to
+several projects (they share its quota); raise it for projects granted more.
 """
 
 from __future__ import annotations

@@ -60,7 +60,9 @@ def summary_text(result: ApplyResult) -> str:
     not attempted (so that a rerun's scope is obvious)."""
     counts = result.counts()
     applied = result.by_status("applied")
-    per_action = {a: sum(1 for r in applied if r.action == a) for a in ("create", "update", "delete")}
+    per_action = {
+        a: sum(1 for r in applied if r.action == a) for a in ("create", "update", "delete")
+    }
     head = "Apply interrupted" if result.interrupted else "Apply complete"
     lines = [
         f"{head}: {counts['applied']} applied ({per_action['create']} created, "

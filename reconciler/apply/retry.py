@@ -71,7 +71,7 @@ def _code_name(exc: BaseException) -> str | None:
     if callable(code):
         try:
             value = code()
-        except Exception:  # noqa: BLE001 - a broken code() just means "unknown"
+        except Exception:  # a broken code() just means "unknown"
             return None
         if hasattr(value, "name"):
             return str(value.name)
@@ -100,7 +100,7 @@ def _service_text(exc: BaseException) -> str:
     if callable(details):
         try:
             value = details()
-        except Exception:  # noqa: BLE001
+        except Exception:
             value = None
         if isinstance(value, str) and value:
             return value

@@ -1,0 +1,71 @@
+"""Is a saved plan still true? Re-read what it was made against and compare fingerprints.
+
+A plan is a promise about specific live states; applying it after any of them moved
+could undo someone's change or act on a policy that no longer holds. So every topic
+the plan fingerprinted and every project's org policy inputs are read again (the same
+`observe` that planning uses: one ListTopics pager per project) and any difference
+refuses the whole apply, before any mutating call.
+"""
+
+from __future__ import annotations
+
+from reconciler.backends.base import Backend
+from reconciler.errors import StalePlanError
+from reconciler.orgpolicy.store import PolicyStore
+from reconciler.plan.model import Plan
+from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+
+
+def project_of_address(address: str) -> str:
+    return address.split("/")[1]
+
+
+def stale_reasons(
+    plan: Plan, backend: Backend, policy_store: PolicyStore | None = None
+) -> list[str]:
+    """Every way the live state differs from the plan's fingerprints ([] = fresh)."""
+    fps = plan.fingerprints
+    reasons: list[str] = []
+    for rc in plan.resource_changes:
+        if rc.action != "no-op" and rc.address not in fps.topics:
+            reasons.append(f"{rc.address}: the plan has no fingerprint for it")
+    projects = {project_of_address(a) for a in fps.topics} | set(fps.org_policy)
+    if not projects:
+        return reasons
+    seen = observe(backend, projects, policy_store)
+    for address, expected in sorted(fps.topics.items()):
+        live = seen.topics.get(address)
+        now = topic_fingerprint(live)
+        if now == expected:
+            continue
+        if expected == "absent":
+            reasons.append(f"{address}: created since the plan")
+        elif live is None:
+            reasons.append(f"{address}: deleted since the plan")
+        else:
+            reasons.append(f"{address}: modified since the plan")
+    for project, expected in sorted(fps.org_policy.items()):
+        inputs = seen.org.get(project)
+        if inputs is None or org_fingerprint(inputs) != expected:
+            reasons.append(
+                f"projects/{project}: effective org policy changed since the plan "
+                "(constraints/gcp.resourceLocations or in-transit enforcement)"
+            )
+    return reasons
+
+
+def check_fresh(plan: Plan, backend: Backend, policy_store: PolicyStore | None = None) -> None:
+    """Raise StalePlanError naming every change; return quietly when the plan holds."""
+    if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
+        raise StalePlanError(
+            "the plan file records no fingerprints, so it cannot be checked against the "
+            "live state; nothing was applied",
+            hint="write the plan with `reconcile plan --out PLANFILE`",
+        )
+    reasons = stale_reasons(plan, backend, policy_store)
+    if reasons:
+        listed = "\n".join(f"  - {r}" for r in reasons)
+        raise StalePlanError(
+            f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}",
+            hint="make a new plan (`reconcile plan --out PLANFILE`), review it, and apply that",
+        )

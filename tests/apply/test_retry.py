@@ -1,0 +1,188 @@
+"""The retry classifier and backoff, pure: fake clock, fake sleep, seeded randomness."""
+
+from __future__ import annotations
+
+import random
+
+import grpc
+import pytest
+from google.api_core import exceptions as gexc
+
+from reconciler.apply.retry import (
+    Attempts,
+    RetryPolicy,
+    Stopped,
+    call_with_retry,
+    classify,
+    error_message,
+    status_code,
+)
+from reconciler.errors import BackendError
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.waits: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    def wait(self, seconds: float) -> bool:
+        self.waits.append(seconds)
+        self.now += seconds
+        return False
+
+
+class Coded(Exception):
+    def __init__(self, code: str, message: str = "boom") -> None:
+        super().__init__(message)
+        self.status = code
+
+
+class RpcError(grpc.RpcError):  # type: ignore[misc]
+    def __init__(self, code: grpc.StatusCode) -> None:
+        self._code = code
+
+    def code(self) -> grpc.StatusCode:
+        return self._code
+
+    def details(self) -> str:
+        return "from grpc"
+
+
+@pytest.mark.parametrize(
+    "code", ["UNAVAILABLE", "DEADLINE_EXCEEDED", "ABORTED", "RESOURCE_EXHAUSTED", "INTERNAL"]
+)
+def test_transient_codes(code: str) -> None:
+    assert classify(Coded(code)) == "transient"
+
+
+@pytest.mark.parametrize(
+    "code",
+    ["INVALID_ARGUMENT", "FAILED_PRECONDITION", "PERMISSION_DENIED", "NOT_FOUND", "ALREADY_EXISTS"],
+)
+def test_permanent_codes(code: str) -> None:
+    assert classify(Coded(code)) == "permanent"
+
+
+def test_unknown_errors_are_permanent() -> None:
+    assert classify(ValueError("x")) == "permanent"
+
+
+def test_codes_are_read_from_api_core_grpc_and_wrapped_errors() -> None:
+    unavailable = gexc.ServiceUnavailable("down")  # type: ignore[no-untyped-call]
+    assert status_code(unavailable) == "UNAVAILABLE"
+    assert status_code(RpcError(grpc.StatusCode.ABORTED)) == "ABORTED"
+    # The backend raises BackendError `from None`: the context still carries the code.
+    try:
+        try:
+            raise gexc.PermissionDenied("no update for you")  # type: ignore[no-untyped-call]
+        except gexc.PermissionDenied:
+            raise BackendError("permission denied to update topic") from None
+    except BackendError as exc:
+        wrapped = exc
+    assert status_code(wrapped) == "PERMISSION_DENIED"
+    assert error_message(wrapped) == "PERMISSION_DENIED: permission denied to update topic"
+
+
+def test_backoff_is_capped_and_jittered() -> None:
+    policy = RetryPolicy(initial=0.5, maximum=4.0, multiplier=2.0)
+    rng = random.Random(7)
+    for n in range(12):
+        cap = min(4.0, 0.5 * 2**n)
+        samples = [policy.backoff(n, rng) for _ in range(50)]
+        assert all(0.0 <= s <= cap for s in samples)
+        assert len(set(samples)) > 1  # jitter: never a fixed lock-step delay
+
+
+def test_transient_errors_are_retried_until_success() -> None:
+    clock = FakeClock()
+    outcomes: list[Exception | None] = [Coded("UNAVAILABLE"), Coded("INTERNAL"), None]
+    stats = Attempts()
+
+    def fn() -> str:
+        err = outcomes.pop(0)
+        if err:
+            raise err
+        return "ok"
+
+    got = call_with_retry(
+        fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(1), attempts=stats
+    )
+    assert got == "ok"
+    assert stats.count == 3 and stats.transient_errors == 2
+    assert len(clock.waits) == 2
+
+
+def test_permanent_error_is_not_retried() -> None:
+    clock = FakeClock()
+    calls = 0
+
+    def fn() -> None:
+        nonlocal calls
+        calls += 1
+        raise Coded("PERMISSION_DENIED", "denied on projects/p/topics/t")
+
+    with pytest.raises(Coded, match="denied"):
+        call_with_retry(fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(1))
+    assert calls == 1 and clock.waits == []
+
+
+def test_attempts_are_bounded() -> None:
+    clock = FakeClock()
+    stats = Attempts()
+
+    def fn() -> None:
+        raise Coded("UNAVAILABLE")
+
+    policy = RetryPolicy(max_attempts=4, deadline=1e9)
+    with pytest.raises(Coded):
+        call_with_retry(
+            fn, policy, clock=clock, wait=clock.wait, rng=random.Random(2), attempts=stats
+        )
+    assert stats.count == 4
+
+
+def test_time_is_bounded() -> None:
+    clock = FakeClock()
+
+    def fn() -> None:
+        clock.now += 3.0  # each attempt takes 3 s
+        raise Coded("DEADLINE_EXCEEDED")
+
+    policy = RetryPolicy(initial=1.0, maximum=1.0, max_attempts=1000, deadline=10.0)
+    with pytest.raises(Coded):
+        call_with_retry(fn, policy, clock=clock, wait=clock.wait, rng=random.Random(3))
+    assert clock.now <= 10.0 + 3.0  # no attempt starts after the deadline
+
+
+def test_stop_during_backoff_ends_retrying() -> None:
+    def fn() -> None:
+        raise Coded("UNAVAILABLE", "try later")
+
+    with pytest.raises(Stopped, match="try later"):
+        call_with_retry(
+            fn, RetryPolicy(), clock=lambda: 0.0, wait=lambda s: True, rng=random.Random(4)
+        )
+
+
+def test_before_attempt_runs_for_every_attempt() -> None:
+    clock = FakeClock()
+    hooks = 0
+    outcomes: list[Exception | None] = [Coded("ABORTED"), None]
+
+    def hook() -> None:
+        nonlocal hooks
+        hooks += 1
+
+    def fn() -> int:
+        err = outcomes.pop(0)
+        if err:
+            raise err
+        return 1
+
+    call_with_retry(
+        fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(5), before_attempt=hook
+    )
+    assert hooks == 2
