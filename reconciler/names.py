@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 
-_TOPIC_CHARS = re.compile(r"^[A-Za-z0-9\-_.~+%]+$")
-_PROJECT = re.compile(r"^[a-z][a-z0-9-]*$")
-_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]*$")
-_LABEL_VALUE = re.compile(r"^[a-z0-9_-]*$")
+_TOPIC_CHARS = re.compile(r"[A-Za-z0-9\-_.~+%]+")
+_PROJECT = re.compile(r"[a-z][a-z0-9-]*")
+_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]*")
+_LABEL_VALUE = re.compile(r"[a-z0-9_-]*")
 MAX_LABELS = 64
 
 
@@ -21,8 +21,8 @@ def topic_id_problem(topic_id: str) -> str | None:
         return f"topic ID {topic_id!r} must be 3 to 255 characters long (it has {len(topic_id)})"
     if not topic_id[0].isascii() or not topic_id[0].isalpha():
         return f"topic ID {topic_id!r} must start with a letter"
-    if not _TOPIC_CHARS.match(topic_id):
-        bad = sorted({c for c in topic_id if not _TOPIC_CHARS.match(c)})
+    if not _TOPIC_CHARS.fullmatch(topic_id):
+        bad = sorted({c for c in topic_id if not _TOPIC_CHARS.fullmatch(c)})
         return (
             f"topic ID {topic_id!r} may contain only letters, digits and - _ . ~ + %"
             f" (found {' '.join(repr(c) for c in bad)})"
@@ -38,7 +38,7 @@ def project_id_problem(project_id: str) -> str | None:
             f"project ID {project_id!r} must be 6 to 30 characters long "
             f"(it has {len(project_id)})"
         )
-    if not _PROJECT.match(project_id):
+    if not _PROJECT.fullmatch(project_id):
         return (
             f"project ID {project_id!r} must start with a lowercase letter and contain only "
             "lowercase letters, digits and hyphens"
@@ -51,7 +51,7 @@ def project_id_problem(project_id: str) -> str | None:
 def label_key_problem(key: str) -> str | None:
     if not 1 <= len(key) <= 63:
         return f"label key {key!r} must be 1 to 63 characters long (it has {len(key)})"
-    if not _LABEL_KEY.match(key):
+    if not _LABEL_KEY.fullmatch(key):
         return (
             f"label key {key!r} must start with a lowercase letter and contain only "
             "lowercase letters, digits, '_' and '-'"
@@ -62,7 +62,7 @@ def label_key_problem(key: str) -> str | None:
 def label_value_problem(key: str, value: str) -> str | None:
     if len(value) > 63:
         return f"label {key!r} has a value of {len(value)} characters; the limit is 63"
-    if not _LABEL_VALUE.match(value):
+    if not _LABEL_VALUE.fullmatch(value):
         return (
             f"label {key!r} value {value!r} may contain only lowercase letters, digits, "
             "'_' and '-'"

@@ -1,1 +1,22 @@
+"""Loopback gRPC Pub/Sub + Org Policy server: the product's embedded backend and the
+test bed. See `LocalServer`."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from reconciler.localserver.server import LocalServer
+
+__all__ = ["CLIENT_REGION_KEY", "LocalServer"]
+
+CLIENT_REGION_KEY = "x-reconcile-client-region"
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: importing the package (e.g. for CLIENT_REGION_KEY) must not load grpc.
+    if name == "LocalServer":
+        from reconciler.localserver.server import LocalServer
+
+        return LocalServer
+    raise AttributeError(name)

@@ -1,0 +1,220 @@
+"""Latency and error injection per RPC method, so tests and benchmarks can play a slow
+or failing Google backend (latency tails for hedging, transient UNAVAILABLE for retries,
+PERMISSION_DENIED on one topic for partial-apply handling).
+
+A rule matches a method (short name, or "*") and optionally one resource name. For each
+call every matching rule contributes its delay; the first matching rule that fires an
+error decides the status. Delays sleep on the handler's own worker thread, so a slow
+call never blocks the others.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+
+import grpc
+
+from reconciler.localserver.status import ServiceError, status_code
+
+
+@dataclass
+class FaultRule:
+    """One injected behaviour; see `Faults.add` for the meaning of each field."""
+
+    method: str = "*"
+    delay: float = 0.0
+    delay_max: float | None = None
+    tail_fraction: float = 0.0
+    tail_delay: float = 0.0
+    error: grpc.StatusCode | None = None
+    error_fraction: float | None = None
+    error_next: int | None = None
+    resource: str | None = None
+    message: str | None = None
+    fired: int = field(default=0)
+
+    def matches(self, method: str, resource: str | None) -> bool:
+        if self.method not in ("*", method):
+            return False
+        return self.resource is None or self.resource == resource
+
+
+class Faults:
+    """The rule set of one server; safe to change while requests are in flight."""
+
+    def __init__(self, seed: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._rules: list[FaultRule] = []
+        self._random = random.Random(seed)
+
+    def add(
+        self,
+        method: str = "*",
+        *,
+        delay: float = 0.0,
+        delay_max: float | None = None,
+        tail_fraction: float = 0.0,
+        tail_delay: float = 0.0,
+        error: str | grpc.StatusCode | None = None,
+        error_fraction: float | None = None,
+        error_next: int | None = None,
+        resource: str | None = None,
+        message: str | None = None,
+    ) -> FaultRule:
+        """Add a rule.
+
+        delay: seconds every matching call waits (uniform in [delay, delay_max] when
+        delay_max is given). tail_fraction/tail_delay: that fraction of calls waits
+        tail_delay more. error: status code name; with error_fraction only that
+        fraction of calls fails, with error_next only the next N calls fail, with
+        neither every call fails. resource: only calls on that topic/policy/project.
+        """
+        code = status_code(error) if isinstance(error, str) else error
+        if code is grpc.StatusCode.OK:
+            raise ValueError("error=OK injects nothing; leave error unset")
+        for label, value in (("delay", delay), ("tail_delay", tail_delay)):
+            if value < 0:
+                raise ValueError(f"{label} must not be negative")
+        if delay_max is not None and delay_max < delay:
+            raise ValueError("delay_max must be at least delay")
+        for label, frac in (("tail_fraction", tail_fraction), ("error_fraction", error_fraction)):
+            if frac is not None and not 0.0 <= frac <= 1.0:
+                raise ValueError(f"{label} must be between 0 and 1")
+        if error_next is not None and error_next < 0:
+            raise ValueError("error_next must not be negative")
+        if (error_fraction is not None or error_next is not None) and code is None:
+            raise ValueError("error_fraction and error_next need error=CODE")
+        rule = FaultRule(
+            method=method,
+            delay=delay,
+            delay_max=delay_max,
+            tail_fraction=tail_fraction,
+            tail_delay=tail_delay,
+            error=code,
+            error_fraction=error_fraction,
+            error_next=error_next,
+            resource=resource,
+            message=message,
+        )
+        with self._lock:
+            self._rules.append(rule)
+        return rule
+
+    def remove(self, rule: FaultRule) -> None:
+        with self._lock:
+            self._rules = [r for r in self._rules if r is not rule]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._rules.clear()
+
+    def rules(self) -> list[FaultRule]:
+        with self._lock:
+            return list(self._rules)
+
+    def decide(self, method: str, resource: str | None) -> tuple[float, ServiceError | None]:
+        """The delay and the error (if any) for one call; consumes error_next budgets."""
+        total = 0.0
+        failure: ServiceError | None = None
+        with self._lock:
+            for rule in self._rules:
+                if not rule.matches(method, resource):
+                    continue
+                if rule.delay_max is not None:
+                    total += self._random.uniform(rule.delay, rule.delay_max)
+                else:
+                    total += rule.delay
+                if rule.tail_fraction and self._random.random() < rule.tail_fraction:
+                    total += rule.tail_delay
+                if failure is None and rule.error is not None and self._fires(rule):
+                    rule.fired += 1
+                    text = rule.message or f"injected fault: {method} fails with {rule.error.name}"
+                    failure = ServiceError(rule.error, text)
+        return total, failure
+
+    def _fires(self, rule: FaultRule) -> bool:
+        if rule.error_next is not None:
+            if rule.error_next <= 0:
+                return False
+            rule.error_next -= 1
+            return True
+        if rule.error_fraction is not None:
+            return self._random.random() < rule.error_fraction
+        return True
+
+    def apply(self, method: str, resource: str | None) -> None:
+        """Sleep and/or raise as the rules say; called before the real handler runs."""
+        delay, failure = self.decide(method, resource)
+        if delay > 0:
+            time.sleep(delay)
+        if failure is not None:
+            raise failure
+
+
+_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
+
+
+def parse_duration(text: str) -> float:
+    """Seconds from "0.5", "500ms", "2s"."""
+    m = _DURATION.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a duration (use e.g. 2s, 500ms or 0.5)")
+    value = float(m.group(1))
+    unit = m.group(2) or "s"
+    return value / {"s": 1.0, "ms": 1000.0, "us": 1_000_000.0}[unit]
+
+
+_SPEC_KEYS = {
+    "delay",
+    "delay_max",
+    "tail_fraction",
+    "tail_delay",
+    "error",
+    "error_fraction",
+    "error_next",
+    "resource",
+    "message",
+}
+
+
+def parse_fault_spec(spec: str) -> dict[str, object]:
+    """Keyword arguments for `Faults.add` from the command-line form
+
+        METHOD[:key=value,key=value...]
+
+    e.g. "Publish:delay=5ms,tail_fraction=0.02,tail_delay=2s",
+    "UpdateTopic:error=PERMISSION_DENIED,resource=projects/p/topics/t",
+    "*:delay=20ms", "GetTopic:error=NOT_FOUND,error_next=1".
+    """
+    method, _, rest = spec.partition(":")
+    method = method.strip()
+    if not method:
+        raise ValueError(f"fault {spec!r} needs a method name before ':' (or '*')")
+    kwargs: dict[str, object] = {"method": method}
+    for item in filter(None, (p.strip() for p in rest.split(","))):
+        key, sep, value = item.partition("=")
+        key = key.strip().replace("-", "_")
+        if not sep or key not in _SPEC_KEYS:
+            raise ValueError(
+                f"fault {spec!r}: {item!r} is not key=value with key one of "
+                + ", ".join(sorted(_SPEC_KEYS))
+            )
+        value = value.strip()
+        if key in ("delay", "delay_max", "tail_delay"):
+            kwargs[key] = parse_duration(value)
+        elif key in ("tail_fraction", "error_fraction"):
+            try:
+                kwargs[key] = float(value)
+            except ValueError:
+                raise ValueError(f"fault {spec!r}: {key} must be a number") from None
+        elif key == "error_next":
+            if not value.isdigit():
+                raise ValueError(f"fault {spec!r}: error_next must be a whole number")
+            kwargs[key] = int(value)
+        else:
+            kwargs[key] = value
+    return kwargs

@@ -1,0 +1,36 @@
+"""The raw protobuf classes behind the proto-plus wrappers of the client libraries.
+
+No grpcio-tools here: the generated `_pb2` modules are not shipped, but every proto-plus
+type exposes its protobuf class through `.pb()`, which is all a server needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.cloud.orgpolicy_v2.types import orgpolicy as _op
+from google.protobuf import empty_pb2
+from google.pubsub_v1.types import pubsub as _ps
+
+# Typed as Any: the classes are built at run time from descriptors (no stubs).
+Topic: Any = _ps.Topic.pb()
+MessageStoragePolicy: Any = _ps.MessageStoragePolicy.pb()
+PubsubMessage: Any = _ps.PubsubMessage.pb()
+GetTopicRequest: Any = _ps.GetTopicRequest.pb()
+UpdateTopicRequest: Any = _ps.UpdateTopicRequest.pb()
+ListTopicsRequest: Any = _ps.ListTopicsRequest.pb()
+ListTopicsResponse: Any = _ps.ListTopicsResponse.pb()
+DeleteTopicRequest: Any = _ps.DeleteTopicRequest.pb()
+PublishRequest: Any = _ps.PublishRequest.pb()
+PublishResponse: Any = _ps.PublishResponse.pb()
+
+Policy: Any = _op.Policy.pb()
+GetPolicyRequest: Any = _op.GetPolicyRequest.pb()
+GetEffectivePolicyRequest: Any = _op.GetEffectivePolicyRequest.pb()
+ListPoliciesRequest: Any = _op.ListPoliciesRequest.pb()
+ListPoliciesResponse: Any = _op.ListPoliciesResponse.pb()
+CreatePolicyRequest: Any = _op.CreatePolicyRequest.pb()
+UpdatePolicyRequest: Any = _op.UpdatePolicyRequest.pb()
+DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
+
+Empty: Any = empty_pb2.Empty

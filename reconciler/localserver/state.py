@@ -1,0 +1,270 @@
+"""Server state: topics, published messages, org policies and the resource ancestry.
+
+One lock orders every mutation; a mutation is applied in memory and appended to the
+journal under that lock (so the journal order is the memory order), then made durable
+with a shared fsync *after* the lock is released and before the reply is sent. Stored
+protos are never mutated in place, so a handler may serialize what it read after
+letting go of the lock. Published messages live in memory only.
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+
+from reconciler.localserver import journal as j
+from reconciler.localserver import protos
+from reconciler.orgpolicy.model import Policy
+from reconciler.orgpolicy.store import PolicyStore
+
+
+def policy_from_proto(pb: Any) -> Policy:
+    """The evaluator's dataclass for a stored `google.cloud.orgpolicy.v2.Policy`."""
+    return Policy.from_dict(json_format.MessageToDict(pb))
+
+
+def policy_to_proto(policy: Policy) -> Any:
+    """A `google.cloud.orgpolicy.v2.Policy` proto for the evaluator's dataclass."""
+    return json_format.ParseDict(policy.to_dict(), protos.Policy(), ignore_unknown_fields=True)
+
+
+class ServerState:
+    """In memory when `state_dir` is None; otherwise journaled under `state_dir`."""
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        fsync: bool = True,
+        compact_after_bytes: int = 4 * 1024 * 1024,
+    ) -> None:
+        self._lock = threading.RLock()
+        self._topics: dict[str, Any] = {}
+        self._by_project: dict[str, list[str]] = {}
+        self._messages: dict[str, list[Any]] = {}
+        self._message_ids = itertools.count(1)
+        self._policies: dict[str, Any] = {}
+        self.policy_store = PolicyStore()
+        self._journal: j.Journal | None = None
+        if state_dir is not None:
+            self._journal = j.Journal(
+                Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
+            )
+            for record in self._journal.replay():
+                self._apply(record)
+
+    # ----------------------------------------------------------------- journal plumbing
+
+    def _apply(self, record: j.Record) -> None:
+        kind, key, value = record
+        if kind == j.PUT_TOPIC:
+            self._put_topic(protos.Topic.FromString(value))
+        elif kind == j.DELETE_TOPIC:
+            self._drop_topic(key)
+        elif kind == j.PUT_POLICY:
+            self._put_policy(protos.Policy.FromString(value))
+        elif kind == j.DELETE_POLICY:
+            self._drop_policy(key)
+        elif kind == j.SET_ANCESTRY:
+            self.policy_store.ancestry[key] = value.decode("utf-8")
+        elif kind == j.DELETE_ANCESTRY:
+            self.policy_store.ancestry.pop(key, None)
+
+    def _log(self, frames: bytes, count: int = 1) -> int:
+        """Append under the state lock; compacts when the journal has grown enough."""
+        if self._journal is None:
+            return 0
+        ticket = self._journal.write(frames, count)
+        if self._journal.should_compact():
+            self._journal.compact(self._all_frames())
+        return ticket
+
+    def _durable(self, ticket: int) -> None:
+        if self._journal is not None and ticket:
+            self._journal.sync(ticket)
+
+    def _all_frames(self) -> Iterator[bytes]:
+        for child, parent in self.policy_store.ancestry.items():
+            yield j.encode(j.SET_ANCESTRY, child, parent.encode("utf-8"))
+        for name, policy in self._policies.items():
+            yield j.encode(j.PUT_POLICY, name, policy.SerializeToString())
+        for name, topic in self._topics.items():
+            yield j.encode(j.PUT_TOPIC, name, topic.SerializeToString())
+
+    def compact(self) -> None:
+        """Fold the journal into the snapshot now (also done automatically)."""
+        with self._lock:
+            if self._journal is not None:
+                self._journal.compact(self._all_frames())
+
+    def close(self, *, compact: bool = True) -> None:
+        """Release the state directory; `compact=False` leaves the journal exactly as
+        a crash would."""
+        with self._lock:
+            if self._journal is not None:
+                if compact:
+                    self._journal.compact(self._all_frames())
+                self._journal.close()
+                self._journal = None
+
+    # ------------------------------------------------------------------------ topics
+
+    def _put_topic(self, topic: Any) -> None:
+        name = topic.name
+        if name not in self._topics:
+            project = name.split("/")[1]
+            bisect.insort(self._by_project.setdefault(project, []), name)
+        self._topics[name] = topic
+
+    def _drop_topic(self, name: str) -> bool:
+        if self._topics.pop(name, None) is None:
+            return False
+        names = self._by_project.get(name.split("/")[1], [])
+        i = bisect.bisect_left(names, name)
+        if i < len(names) and names[i] == name:
+            del names[i]
+        self._messages.pop(name, None)
+        return True
+
+    def get_topic(self, name: str) -> Any | None:
+        with self._lock:
+            return self._topics.get(name)
+
+    def topic_count(self) -> int:
+        with self._lock:
+            return len(self._topics)
+
+    def create_topic(self, name: str, build: Callable[[], Any]) -> Any | None:
+        """Store what `build()` returns unless `name` exists (then None). `build` runs
+        under the lock so that validation sees the same org policy as the insert."""
+        with self._lock:
+            if name in self._topics:
+                return None
+            topic = build()
+            self._put_topic(topic)
+            ticket = self._log(j.encode(j.PUT_TOPIC, name, topic.SerializeToString()))
+        self._durable(ticket)
+        return topic
+
+    def create_topics(self, topics: Iterable[Any]) -> int:
+        """Bulk seeding (tests, benchmarks): one journal write for all; skips existing."""
+        frames = []
+        with self._lock:
+            for topic in topics:
+                if topic.name in self._topics:
+                    continue
+                self._put_topic(topic)
+                frames.append(j.encode(j.PUT_TOPIC, topic.name, topic.SerializeToString()))
+            ticket = self._log(b"".join(frames), len(frames)) if frames else 0
+        self._durable(ticket)
+        return len(frames)
+
+    def update_topic(self, name: str, change: Callable[[Any], Any]) -> Any | None:
+        """Replace the topic with `change(current)` (a new proto); None if missing."""
+        with self._lock:
+            current = self._topics.get(name)
+            if current is None:
+                return None
+            topic = change(current)
+            self._topics[name] = topic
+            ticket = self._log(j.encode(j.PUT_TOPIC, name, topic.SerializeToString()))
+        self._durable(ticket)
+        return topic
+
+    def delete_topic(self, name: str) -> bool:
+        with self._lock:
+            if not self._drop_topic(name):
+                return False
+            ticket = self._log(j.encode(j.DELETE_TOPIC, name))
+        self._durable(ticket)
+        return True
+
+    def list_topics(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
+        """Up to `limit` topics of `project` named after `after`, in name order, and the
+        last name returned when more follow (else "")."""
+        with self._lock:
+            names = self._by_project.get(project, [])
+            start = bisect.bisect_right(names, after) if after else 0
+            page = names[start : start + limit]
+            more = start + limit < len(names)
+            return [self._topics[n] for n in page], (page[-1] if more and page else "")
+
+    def add_messages(self, name: str, messages: list[Any]) -> list[str] | None:
+        """Keep published messages; their IDs, or None when the topic is gone."""
+        with self._lock:
+            if name not in self._topics:
+                return None
+            kept = self._messages.setdefault(name, [])
+            ids = []
+            now = time.time_ns()
+            for message in messages:
+                stored = protos.PubsubMessage()
+                stored.CopyFrom(message)
+                stored.message_id = str(next(self._message_ids))
+                stored.publish_time.FromNanoseconds(now)
+                kept.append(stored)
+                ids.append(stored.message_id)
+            return ids
+
+    def messages(self, name: str) -> list[Any]:
+        with self._lock:
+            return list(self._messages.get(name, []))
+
+    # ---------------------------------------------------------------------- policies
+
+    def _put_policy(self, pb: Any) -> None:
+        self._policies[pb.name] = pb
+        self.policy_store.policies[pb.name] = policy_from_proto(pb)
+
+    def _drop_policy(self, name: str) -> bool:
+        self.policy_store.policies.pop(name, None)
+        return self._policies.pop(name, None) is not None
+
+    def get_policy(self, name: str) -> Any | None:
+        with self._lock:
+            return self._policies.get(name)
+
+    def list_policies(self, parent: str) -> list[Any]:
+        prefix = parent + "/policies/"
+        with self._lock:
+            return [p for n, p in sorted(self._policies.items()) if n.startswith(prefix)]
+
+    def write_policy(
+        self, name: str, change: Callable[[Any | None], Any | None]
+    ) -> tuple[Any | None, Any | None]:
+        """Atomically replace policy `name` by `change(current)` (None deletes it);
+        returns (before, after)."""
+        with self._lock:
+            before = self._policies.get(name)
+            after = change(before)
+            if after is None:
+                if before is None:
+                    return None, None
+                self._drop_policy(name)
+                ticket = self._log(j.encode(j.DELETE_POLICY, name))
+            else:
+                self._put_policy(after)
+                ticket = self._log(j.encode(j.PUT_POLICY, name, after.SerializeToString()))
+        self._durable(ticket)
+        return before, after
+
+    def set_ancestry(self, child: str, parent: str | None) -> None:
+        with self._lock:
+            if parent is None:
+                self.policy_store.ancestry.pop(child, None)
+                ticket = self._log(j.encode(j.DELETE_ANCESTRY, child))
+            else:
+                self.policy_store.ancestry[child] = parent
+                ticket = self._log(j.encode(j.SET_ANCESTRY, child, parent.encode("utf-8")))
+        self._durable(ticket)
+
+    def locked(self) -> threading.RLock:
+        """The state lock, for evaluating the org policy consistently with a write."""
+        return self._lock
