@@ -17,6 +17,7 @@ Topic bodies use proto field names: {"name", "labels", "message_storage_policy":
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -93,7 +94,7 @@ def api_error(exc: Exception, action: str, resource: str) -> BackendError:
             hint="check the project ID in the spec (metadata.project) and that the "
             "Pub/Sub API is enabled in it",
         )
-    if isinstance(exc, gexc.Unimplemented) and action == "read org policy":
+    if isinstance(exc, gexc.MethodNotImplemented) and action == "read org policy":
         return BackendError(
             f"the server does not serve the Org Policy API, so the effective org policy "
             f"of {resource} cannot be read: {detail}",
@@ -240,6 +241,7 @@ class GcpBackend:
 
     def _effective(self, resource: str, constraint: str) -> PolicySpec | None:
         name = f"{resource}/policies/{constraint}"
+        assert self.orgpolicy is not None
         try:
             policy = self.orgpolicy.get_effective_policy(
                 request={"name": name}, timeout=RPC_TIMEOUT
@@ -263,9 +265,7 @@ class GcpBackend:
             transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
             closer = getattr(transport, "close", None)
             if callable(closer):
-                try:
+                with contextlib.suppress(Exception):  # closing must not mask the real error
                     closer()
-                except Exception:  # noqa: BLE001 - closing must never mask the real error
-                    pass
         if self._on_close is not None:
             self._on_close()

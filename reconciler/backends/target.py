@@ -56,10 +56,10 @@ def open_backend(
 
 
 def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
-    from reconciler.backends import clients
+    from reconciler.backends.clients import orgpolicy_client, publisher_client
 
-    orgpolicy = clients.orgpolicy_client(address) if with_orgpolicy else None
-    return clients.publisher_client(address), orgpolicy
+    orgpolicy = orgpolicy_client(address) if with_orgpolicy else None
+    return publisher_client(address), orgpolicy
 
 
 def _local(store: PolicyStore | None, source: str | None) -> GcpBackend:
@@ -83,7 +83,29 @@ def _local(store: PolicyStore | None, source: str | None) -> GcpBackend:
     )
 
 
+CONNECT_TIMEOUT = 5.0
+
+
+def _reachable(address: str) -> None:
+    """Fail in seconds, not after the clients' 60 s of retries, when nothing listens."""
+    import grpc
+
+    channel = grpc.insecure_channel(address)
+    try:
+        grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT)
+    except grpc.FutureTimeoutError:
+        raise BackendError(
+            f"cannot connect to the emulator at {address} (no answer within "
+            f"{CONNECT_TIMEOUT:.0f} s)",
+            hint="start it (e.g. `reconcile local-server --port PORT`), or fix --emulator "
+            "/ PUBSUB_EMULATOR_HOST",
+        ) from None
+    finally:
+        channel.close()
+
+
 def _emulator(address: str, store: PolicyStore | None, source: str | None) -> GcpBackend:
+    _reachable(address)
     publisher, orgpolicy = _clients(address, store is None)
     return GcpBackend(
         publisher, orgpolicy, f"emulator {address}", policy_store=store, policy_source=source

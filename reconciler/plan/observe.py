@@ -70,7 +70,8 @@ def observe(
     if not names:
         return out
     errors: list[str] = []
-    with ThreadPoolExecutor(max_workers=max(1, min(workers, 2 * len(names)))) as pool:
+    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, 2 * len(names))))
+    try:
         listing: dict[str, Future[list[ObservedTopic]]] = {
             p: pool.submit(backend.list_topics, p) for p in names
         }
@@ -93,6 +94,9 @@ def observe(
                 out.org[p] = fut.result()
             except BackendError as exc:
                 errors.append(str(exc))
+    finally:
+        # On Ctrl-C or an unexpected error, do not wait for the other projects' calls.
+        pool.shutdown(wait=False, cancel_futures=True)
     if errors:
         unique = list(dict.fromkeys(errors))
         raise BackendError("\n".join(unique))
@@ -117,11 +121,15 @@ def norm_policy(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
 def computed_policy(facts: OrgFacts) -> dict[str, Any] | None:
     """The policy the service gives a topic created without one (or recomputed): the
     regions the org policy allows, with its in-transit enforcement. No
-    resource-location constraint = no policy (every region)."""
+    resource-location constraint = no policy at all (every region), as DESIGN.md says."""
     allowed = facts.restriction.allowed
-    regions = [] if allowed is None else sorted(allowed)
+    if allowed is None:
+        return None
     return norm_policy(
-        {"allowed_persistence_regions": regions, "enforce_in_transit": facts.enforce_in_transit}
+        {
+            "allowed_persistence_regions": sorted(allowed),
+            "enforce_in_transit": facts.enforce_in_transit,
+        }
     )
 
 

@@ -1,0 +1,70 @@
+"""Make a plan: observe the named projects, check against the live org policy, diff.
+
+    make_plan(desired, backend, policy_store=None, prune=False) -> Plan
+
+Shared by `plan` and `apply PATH...`. The caller validated the tree first. A plan whose
+`diagnostics` hold an error (an explicit policy the org policy no longer allows) must
+not be applied; `has_errors(plan)` says so.
+
+Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
+every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
+`org_policy` has each named project's `observe.org_fingerprint(OrgInputs)`.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from reconciler.backends.base import Backend
+from reconciler.orgpolicy.store import PolicyStore
+from reconciler.plan import differ
+from reconciler.plan.model import Fingerprints, Plan
+from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.spec.desired import DesiredState
+
+
+def make_plan(
+    desired: DesiredState,
+    backend: Backend,
+    policy_store: PolicyStore | None = None,
+    prune: bool = False,
+) -> Plan:
+    """One plan over every project the specs name (the store, when given, wins over
+    the Org Policy API)."""
+    observation = observe(backend, desired.projects, policy_store)
+    plan = Plan(
+        target=backend.target,
+        prune=prune,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+    fingerprints = Fingerprints()
+    declared = set()
+    for topic in sorted(desired.topics, key=lambda t: t.address):
+        declared.add(topic.address)
+        facts = observation.facts(topic.project)
+        live = observation.topics.get(topic.address)
+        fingerprints.topics[topic.address] = topic_fingerprint(live)
+        problems = differ.org_violations(topic, facts)
+        if problems:
+            plan.diagnostics.extend(d.to_json() for d in problems)
+            continue
+        plan.resource_changes.append(differ.diff_topic(topic, live, facts))
+        if live is not None and topic.storage.mode == "unmanaged":
+            drift = differ.unmanaged_drift(topic, live, facts)
+            if drift is not None:
+                plan.drift.append(drift)
+    if prune:
+        for project in desired.projects:
+            for name in sorted(observation.projects.get(project, [])):
+                live = observation.topics[name]
+                if name not in declared and differ.is_owned(live):
+                    fingerprints.topics[name] = topic_fingerprint(live)
+                    plan.resource_changes.append(differ.delete_change(live))
+    for project, inputs in sorted(observation.org.items()):
+        fingerprints.org_policy[project] = org_fingerprint(inputs)
+    plan.fingerprints = fingerprints
+    return plan
+
+
+def has_errors(plan: Plan) -> bool:
+    return any(d.get("severity") == "error" for d in plan.diagnostics)

@@ -1,0 +1,10 @@
+"""The plan for machines: `--format json` prints the plan object itself (the same
+document `--out` saves), keys as DESIGN.md's CLI contract lists them."""
+
+from __future__ import annotations
+
+from reconciler.plan.model import Plan
+
+
+def render(plan: Plan) -> str:
+    return plan.dumps()

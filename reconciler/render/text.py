@@ -1,0 +1,165 @@
+"""The plan for people, modelled on `terraform plan`: one block per changed topic with
+`+` / `~` / `-`, field-level before -> after, regions as a set change, then drift,
+warnings and the summary line. Colour only when asked (the CLI decides: a TTY and no
+NO_COLOR)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
+
+SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
+COLOUR = {"+": "green", "~": "yellow", "-": "red", "!": "magenta"}
+VERB = {
+    "create": "will be created",
+    "update": "will be updated in-place",
+    "delete": "will be destroyed",
+}
+
+Style = Callable[[str, str], str]
+
+
+def _styler(color: bool) -> Style:
+    def style(symbol: str, text: str) -> str:
+        if not color or symbol not in COLOUR:
+            return text
+        return click.style(text, fg=COLOUR[symbol])
+
+    return style
+
+
+def _q(value: Any) -> str:
+    return json.dumps(value)
+
+
+def summary_line(plan: Plan) -> str:
+    counts = plan.counts()
+    if not plan.has_changes:
+        return "No changes. The live topics match the specs."
+    return (
+        f"Plan: {counts['create']} to create, {counts['update']} to update, "
+        f"{counts['delete']} to delete."
+    )
+
+
+def render(plan: Plan, color: bool = False) -> str:
+    style = _styler(color)
+    lines: list[str] = []
+    changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
+    if plan.target:
+        lines.append(f"Target: {plan.target}")
+        lines.append("")
+    if changes:
+        lines.append("reconcile will perform the following actions:")
+        lines.append("")
+        for rc in changes:
+            lines.extend(_block(rc, style))
+            lines.append("")
+    if plan.drift:
+        lines.append("Drift (warnings, not changes; not counted in the exit code):")
+        lines.append("")
+        for d in plan.drift:
+            lines.extend(_drift(d, style))
+        lines.append("")
+    notes = [d for d in plan.diagnostics if d.get("severity") == "warning"]
+    if notes:
+        lines.append("Warnings:")
+        for note in notes:
+            lines.append(
+                f"  {note.get('file')}:{note.get('line')}: warning[{note.get('code')}]: "
+                f"{note.get('message')}"
+            )
+        lines.append("")
+    lines.append(summary_line(plan))
+    return "\n".join(lines) + "\n"
+
+
+def _block(rc: ResourceChange, style: Style) -> list[str]:
+    sym = SYMBOL[rc.action]
+    head = f"  # {rc.address} {VERB[rc.action]}"
+    if rc.reasons:
+        head += f" ({', '.join(rc.reasons)})"
+    out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
+    if rc.action == "delete":
+        before = rc.change.before or {}
+        for key in ("labels", "message_storage_policy"):
+            out.append(style("-", f"      - {key} = {_q(before.get(key))}"))
+    for fc in rc.change.fields:
+        if fc.path == "labels":
+            out.extend(_labels(fc, sym, style))
+        else:
+            out.extend(_policy(fc, sym, style))
+    for warning in rc.warnings:
+        out.append(style("!", f"      # warning: {warning}"))
+    out.append(style(sym, "    }"))
+    return out
+
+
+def _labels(fc: FieldChange, sym: str, style: Style) -> list[str]:
+    before: dict[str, str] = fc.before or {}
+    after: dict[str, str] = fc.after or {}
+    keys = sorted(set(before) | set(after))
+    width = max((len(_q(k)) for k in keys), default=0)
+    out = [style(sym, f"      {sym} labels = {{")]
+    for k in keys:
+        name = _q(k).ljust(width)
+        if k not in before:
+            out.append(style("+", f"          + {name} = {_q(after[k])}"))
+        elif k not in after:
+            out.append(style("-", f"          - {name} = {_q(before[k])}"))
+        elif before[k] != after[k]:
+            out.append(style("~", f"          ~ {name} = {_q(before[k])} -> {_q(after[k])}"))
+    out.append("        }")
+    return out
+
+
+def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
+    before: dict[str, Any] | None = fc.before
+    after: dict[str, Any] | None = fc.after
+    out = [style(sym, f"      {sym} message_storage_policy = {{")]
+    if fc.note:
+        out.append(f"          # {fc.note}")
+    if after is None:
+        out.append("          # no policy after this: every region allowed")
+    regions_before = (before or {}).get("allowed_persistence_regions") or []
+    regions_after = (after or {}).get("allowed_persistence_regions") or []
+    if before is None and after is not None and sym == "+":
+        out.append(style("+", f"          + allowed_persistence_regions = {_q(regions_after)}"))
+    elif not regions_before or not regions_after:
+        if regions_before != regions_after:
+            was = _q(regions_before) if regions_before else "(every region)"
+            now = _q(regions_after) if regions_after else "(every region)"
+            out.append(style("~", f"          ~ allowed_persistence_regions = {was} -> {now}"))
+    elif fc.added or fc.removed:
+        out.append(style("~", "          ~ allowed_persistence_regions = ["))
+        for r in fc.added:
+            out.append(style("+", f"              + {_q(r)},"))
+        for r in fc.removed:
+            out.append(style("-", f"              - {_q(r)},"))
+        kept = sorted(set(regions_before) & set(regions_after))
+        if kept:
+            out.append(f"                # unchanged: {', '.join(kept)}")
+        out.append("            ]")
+    eit_before = bool((before or {}).get("enforce_in_transit"))
+    eit_after = bool((after or {}).get("enforce_in_transit"))
+    if before is None and after is not None and sym == "+":
+        out.append(style("+", f"          + enforce_in_transit = {_q(eit_after)}"))
+    elif eit_before != eit_after:
+        out.append(
+            style("~", f"          ~ enforce_in_transit = {_q(eit_before)} -> {_q(eit_after)}")
+        )
+    out.append("        }")
+    return out
+
+
+def _drift(d: Drift, style: Style) -> list[str]:
+    return [
+        style("!", f"  ! {d.address} [{d.category}]"),
+        f"      {d.message}",
+        f"      fix: {d.fix}",
+    ]
