@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
-    except Exception as exc:  # noqa: BLE001 - the one place that catches everything
+    except Exception as exc:  # the one place that catches everything
         click.echo(
             f"internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug in reconcile, not in your input; please report it "

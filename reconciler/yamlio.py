@@ -22,8 +22,9 @@ _STR_TAG = "tag:yaml.org,2002:str"
 # Plain scalars starting with a letter resolve to something other than a string only
 # when they are one of these exact words (YAML 1.1 booleans and null).
 _TYPED_WORDS = frozenset(
-    "yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF "
-    "null Null NULL".split()
+    word
+    for base in ("yes", "no", "true", "false", "on", "off", "null")
+    for word in (base, base.capitalize(), base.upper())
 )
 
 

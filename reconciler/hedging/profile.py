@@ -13,6 +13,7 @@ HEDGE_DELAY_MS = (100, 10_000)
 MAX_TOKENS = (1, 250)
 REFILL_RATIO = (0.001, 0.2)
 REFILL_RATIO_DECIMALS = 6  # recorded on the topic as parts per million
+PARTS_PER_MILLION = 1_000_000
 
 DEFAULT_HEDGE_DELAY_MS = 1_000
 DEFAULT_MAX_TOKENS = 50
@@ -70,7 +71,7 @@ class HedgingProfile:
                     f"{flo:g} to {fhi:g} (inclusive)",
                 )
             )
-        elif abs(self.refill_ratio * 10**REFILL_RATIO_DECIMALS - self.refill_ppm) > 1e-6:
+        elif abs(self.refill_ratio * PARTS_PER_MILLION - self.refill_ppm) > 1e-6:
             out.append(
                 Problem(
                     "refillRatio",
@@ -84,7 +85,7 @@ class HedgingProfile:
 
     @property
     def refill_ppm(self) -> int:
-        return int(round(self.refill_ratio * 10**REFILL_RATIO_DECIMALS))
+        return round(self.refill_ratio * PARTS_PER_MILLION)
 
 
 @dataclass(frozen=True)

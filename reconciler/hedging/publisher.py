@@ -220,7 +220,7 @@ class HedgedPublisher:
         A topic without hedging labels means hedging off (with default retry
         timeouts); damaged labels raise `LabelDecodeError`.
         """
-        live = _gapic(client).get_topic(request={"topic": topic})
+        live = client.get_topic(request={"topic": topic})
         decoded = hedging_labels.decode(dict(live.labels))
         profile, retry = decoded if decoded is not None else (None, None)
         return cls(client, topic, profile, retry, message_ordering=message_ordering, **kwargs)
@@ -343,30 +343,53 @@ class HedgedPublisher:
         self._send(batch, kind="original")
 
     def _send(self, batch: _Batch, kind: str) -> None:
-        """Send one attempt (original, hedge or retry) unless the batch is over."""
+        """Send one attempt (original or retry) unless the batch is over."""
         with batch.lock:
-            now = time.monotonic()
-            remaining = batch.deadline - now
-            if batch.done or remaining <= 0:
-                return
-            batch.sent += 1
-            number = batch.sent
+            started = self._start_attempt(batch)
+        self._after_start(batch, kind, started)
+
+    def _start_attempt(self, batch: _Batch) -> tuple[int, _Call] | BaseException | None:
+        """Caller holds batch.lock. None when the batch is over or out of time."""
+        now = time.monotonic()
+        remaining = batch.deadline - now
+        if batch.done or remaining <= 0:
+            return None
+        try:
             call = self._rpc.future(
                 batch.request,
                 timeout=min(self._initial_timeout, remaining),
                 metadata=self._metadata,
             )
-            batch.inflight[number] = call
-            batch.last_send = now
-            if self._hedge_delay is not None:
-                self._arm_hedge(batch, now + self._hedge_delay)
+        except Exception as exc:  # e.g. the client's channel was closed
+            return exc
+        batch.sent += 1
+        batch.inflight[batch.sent] = call
+        batch.last_send = now
+        if self._hedge_delay is not None:
+            self._arm_hedge(batch, now + self._hedge_delay)
+        return batch.sent, call
+
+    def _after_start(
+        self, batch: _Batch, kind: str, started: tuple[int, _Call] | BaseException | None
+    ) -> None:
+        """Count the attempt and watch it; outside batch.lock, because an already
+        finished call runs its callback right here."""
+        if started is None:
+            return
+        if isinstance(started, BaseException):
+            with batch.lock:
+                if batch.done:
+                    return
+                losers = self._finish(batch)
+            self._fail(batch, started, losers)
+            return
+        number, call = started
         with self._stats.lock:
             self._stats.attempts += 1
             if kind == "hedge":
                 self._stats.hedged += 1
             elif kind == "retry":
                 self._stats.retried += 1
-        # Outside the lock: an already finished call runs the callback right here.
         call.add_done_callback(lambda c: self._on_attempt_done(batch, number, c))
 
     def _arm_hedge(self, batch: _Batch, when: float) -> None:
@@ -377,6 +400,7 @@ class HedgedPublisher:
 
     def _on_hedge_tick(self, batch: _Batch) -> None:
         assert self._hedge_delay is not None and self._tokens is not None
+        started: tuple[int, _Call] | BaseException | None = None
         with batch.lock:
             now = time.monotonic()
             if batch.done or now >= batch.deadline or not batch.inflight:
@@ -385,20 +409,25 @@ class HedgedPublisher:
             if now - batch.last_send < self._hedge_delay:
                 self._arm_hedge(batch, batch.last_send + self._hedge_delay)
                 return
-            hedge = self._tokens.try_acquire()
-            if not hedge:
+            # Token and attempt under one lock: no token is spent on a batch that
+            # completed in between.
+            throttled = not self._tokens.try_acquire()
+            if throttled:
                 # Out of tokens: look again later, a success elsewhere may refill.
                 self._arm_hedge(batch, now + self._hedge_delay)
-        if not hedge:
+            else:
+                started = self._start_attempt(batch)
+        if throttled:
             with self._stats.lock:
                 self._stats.throttled += 1
             return
-        self._send(batch, kind="hedge")
+        self._after_start(batch, "hedge", started)
 
     def _on_retry(self, batch: _Batch) -> None:
         with batch.lock:
             batch.retry_pending = False
-        self._send(batch, kind="retry")
+            started = self._start_attempt(batch)
+        self._after_start(batch, "retry", started)
 
     def _on_attempt_done(self, batch: _Batch, number: int, call: _Call) -> None:
         if call.cancelled():
@@ -513,14 +542,10 @@ class HedgedPublisher:
                 self._idle.notify_all()
 
 
-def _gapic(client: Any) -> Any:
-    """The GAPIC client behind either flavour of PublisherClient."""
-    return getattr(client, "api", client)
-
-
 def _publish_rpc(client: Any) -> _PublishRpc:
     """The transport's Publish stub, which can be called asynchronously."""
-    transport = getattr(client, "transport", None) or _gapic(client).transport
+    # google.cloud.pubsub_v1.PublisherClient subclasses the GAPIC client: both have it.
+    transport = getattr(client, "transport", None)
     rpc = getattr(transport, "publish", None)
     if rpc is None or not callable(getattr(rpc, "future", None)):
         raise TypeError(

@@ -15,37 +15,52 @@ import time
 from collections.abc import Callable
 
 _log = logging.getLogger(__name__)
+_COMPACT_AT = 4096
 
 
 class TimerHandle:
-    """Cancel a scheduled call; cancelling after it ran is harmless."""
+    """Cancel a scheduled call; cancelling after it ran is harmless.
 
-    __slots__ = ("cancelled", "when")
+    Cancelling drops the callback at once, so a long timer (a 60 s total-timeout
+    deadline) does not keep its finished batch alive until it would have fired.
+    """
 
-    def __init__(self, when: float) -> None:
+    __slots__ = ("fn", "when")
+
+    def __init__(self, when: float, fn: Callable[[], None]) -> None:
         self.when = when
-        self.cancelled = False
+        self.fn: Callable[[], None] | None = fn
+
+    @property
+    def cancelled(self) -> bool:
+        return self.fn is None
 
     def cancel(self) -> None:
-        self.cancelled = True
+        self.fn = None
 
 
 class Scheduler:
     def __init__(self, name: str = "hedging-scheduler") -> None:
-        self._heap: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
+        self._heap: list[tuple[float, int, TimerHandle]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
         self._stopped = False
+        self._compacted = _COMPACT_AT // 2  # heap size after the last compaction
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
     def call_at(self, when: float, fn: Callable[[], None]) -> TimerHandle:
         """Run `fn` on the scheduler thread at monotonic time `when`."""
-        handle = TimerHandle(when)
+        handle = TimerHandle(when, fn)
         with self._cond:
             if self._stopped:
                 raise RuntimeError("scheduler is stopped")
-            heapq.heappush(self._heap, (when, next(self._seq), handle, fn))
+            if len(self._heap) >= _COMPACT_AT and len(self._heap) >= 2 * self._compacted:
+                # Mostly cancelled entries (finished batches' deadlines): drop them.
+                self._heap = [e for e in self._heap if not e[2].cancelled]
+                heapq.heapify(self._heap)
+                self._compacted = max(len(self._heap), _COMPACT_AT // 2)
+            heapq.heappush(self._heap, (when, next(self._seq), handle))
             if self._heap[0][2] is handle:
                 self._cond.notify()
         return handle
@@ -73,10 +88,12 @@ class Scheduler:
                         continue
                     wait = self._heap[0][0] - time.monotonic()
                     if wait <= 0:
-                        _, _, handle, fn = heapq.heappop(self._heap)
+                        handle = heapq.heappop(self._heap)[2]
+                        fn = handle.fn
+                        handle.fn = None
                         break
                     self._cond.wait(wait)
-            if handle.cancelled:
+            if fn is None:
                 continue
             try:
                 fn()

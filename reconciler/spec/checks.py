@@ -26,8 +26,8 @@ from reconciler.names import (
     topic_id_problem,
 )
 from reconciler.orgpolicy.locations import LocationRestriction, catalog, location_restriction
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.locations import enforce_in_transit as spec_enforces
+from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 from reconciler.spec.loader import Located, SpecTree
@@ -40,6 +40,7 @@ from reconciler.spec.models import (
     TopicDoc,
 )
 from reconciler.yamlio import Document, PathKey
+
 
 @dataclass(frozen=True)
 class OrgFacts:

@@ -220,17 +220,28 @@ def test_hedging_off_sends_one_attempt(fake_client: Any, fake_rpc: Any, wait_unt
     assert (c.attempts, c.hedged_attempts) == (1, 0)
 
 
-def test_batches_by_count_and_latency(fake_client: Any, fake_rpc: Any, wait_until: Wait) -> None:
-    settings = BatchSettings(max_messages=3, max_latency=0.05)
+def test_batches_by_count(fake_client: Any, fake_rpc: Any) -> None:
+    settings = BatchSettings(max_messages=3, max_latency=60.0)
     with make(fake_client, None, batch_settings=settings) as pub:
         futures = [pub.publish(str(i).encode()) for i in range(7)]
-        wait_until(lambda: len(fake_rpc.calls) == 3)  # 3 + 3 + 1 after the latency
-        sizes = [len(c.request.messages) for c in fake_rpc.calls]
-        for call in fake_rpc.calls:
+        calls = fake_rpc.wait_calls(2)
+        pub.flush()  # the seventh message's batch is not full
+        calls = fake_rpc.wait_calls(3)
+        sizes = [len(c.request.messages) for c in calls]
+        for call in calls:
             call.succeed()
         ids = [f.result(timeout=5) for f in futures]
     assert sizes == [3, 3, 1]
     assert ids == ["id-0", "id-1", "id-2", "id-0", "id-1", "id-2", "id-0"]
+
+
+def test_partial_batch_is_sent_after_max_latency(fake_client: Any, fake_rpc: Any) -> None:
+    settings = BatchSettings(max_messages=100, max_latency=0.05)
+    with make(fake_client, None, batch_settings=settings) as pub:
+        future = pub.publish(b"x")
+        (call,) = fake_rpc.wait_calls(1)  # no flush, no close: the latency timer sent it
+        call.succeed()
+        assert future.result(timeout=5) == "id-0"
 
 
 def test_batches_by_bytes(fake_client: Any, fake_rpc: Any) -> None:
@@ -311,3 +322,16 @@ def test_every_problem_is_reported_at_once(fake_client: Any) -> None:
     codes = sorted(p.code for p in info.value.problems)
     assert codes.count("hedging-range") == 3
     assert "hedging-ordering" in codes
+
+
+def test_a_send_that_raises_fails_the_batch(fake_client: Any, fake_rpc: Any) -> None:
+    def closed(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("Cannot invoke RPC on closed channel!")
+
+    fake_rpc.future = closed
+    with make(fake_client) as pub:
+        future = pub.publish(b"x")
+        with pytest.raises(ValueError, match="closed channel"):
+            future.result(timeout=5)
+        c = pub.counters()
+    assert (c.attempts, c.batches_failed) == (0, 1)
