@@ -3,7 +3,8 @@ clients talking to it over gRPC."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -40,3 +41,31 @@ def orgpolicy_client(local_server: Any) -> Iterator[Any]:
     client = orgpolicy_client(local_server.address)
     yield client
     client.transport.close()
+
+
+@dataclass
+class CliResult:
+    exit_code: int
+    stdout: str
+    stderr: str
+
+
+@pytest.fixture
+def run_cli(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> Callable[..., CliResult]:
+    """`reconcile ARGS...` in-process through the real entry point and its error
+    boundary, returning what a user would see (no PUBSUB_EMULATOR_HOST leaking in)."""
+    from reconciler.cli import main
+
+    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return CliResult(code if isinstance(code, int) else 1, out, err)
+
+    return run

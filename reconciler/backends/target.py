@@ -1,9 +1,12 @@
 """Which service a command talks to: `--local`, `--emulator HOST:PORT` (or
 PUBSUB_EMULATOR_HOST), or Google Cloud with Application Default Credentials.
 
-    open_backend(local, emulator, org_policy, policy_store=None) -> GcpBackend
+    open_backend(local, emulator, org_policy, policy_store=None, local_seed=None)
 
-`org_policy` (the --org-policy FILE) always wins over the Org Policy API. Credentials
+`org_policy` (the --org-policy FILE) always wins over the Org Policy API. `local_seed`
+(the spec tree's org-policy snapshot) gives a brand-new embedded server the same org
+policy the specs were validated against, so a first `--local` run behaves like the
+organisation it models; an existing local state is never overwritten. Credentials
 and tokens are never printed; a missing-credentials problem becomes a BackendError.
 """
 
@@ -35,6 +38,7 @@ def open_backend(
     emulator: str | None,
     org_policy: Path | None,
     policy_store: PolicyStore | None = None,
+    local_seed: PolicyStore | None = None,
 ) -> GcpBackend:
     """Build the backend for the chosen target (the caller closes it)."""
     if local and emulator:
@@ -48,7 +52,7 @@ def open_backend(
             store = load_snapshot(org_policy)
         source = f"snapshot {org_policy}"
     if local:
-        return _local(store, source)
+        return _local(store, source, local_seed)
     address = emulator_address(emulator)
     if address is not None:
         return _emulator(address, store, source)
@@ -62,12 +66,17 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
     return publisher_client(address), orgpolicy
 
 
-def _local(store: PolicyStore | None, source: str | None) -> GcpBackend:
+def _local(
+    store: PolicyStore | None, source: str | None, seed: PolicyStore | None
+) -> GcpBackend:
     from reconciler.localserver import LocalServer
 
     LOCAL_STATE_DIR.mkdir(parents=True, exist_ok=True)
+    fresh = not any(LOCAL_STATE_DIR.iterdir())
     server = LocalServer(state_dir=LOCAL_STATE_DIR, host="127.0.0.1", port=0)
     server.start()
+    if fresh and seed is not None:
+        server.seed_policies(seed)
     try:
         publisher, orgpolicy = _clients(server.address, store is None)
     except BaseException:

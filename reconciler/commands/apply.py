@@ -37,6 +37,7 @@ from reconciler.errors import (
     UsageError,
     ValidationFailed,
 )
+from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan.model import Plan
 
 CONFIRM_WORD = "yes"
@@ -136,7 +137,7 @@ def command(
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
     store = result.policy_store if org_policy is not None else None
-    backend = _open(local, emulator, org_policy, guard, store)
+    backend = _open(local, emulator, org_policy, guard, store, seed=result.policy_store)
     try:
         plan = make_plan(result.desired, backend, store, prune=prune)
         _show(plan, out)
@@ -157,11 +158,16 @@ def command(
 
 
 def _open(
-    local: bool, emulator: str | None, org_policy: Path | None, guard: Guard, store: object = None
+    local: bool,
+    emulator: str | None,
+    org_policy: Path | None,
+    guard: Guard,
+    store: PolicyStore | None = None,
+    seed: PolicyStore | None = None,
 ) -> GuardedBackend:
     from reconciler.backends.target import open_backend
 
-    inner = open_backend(local, emulator, org_policy, store)  # type: ignore[arg-type]
+    inner = open_backend(local, emulator, org_policy, store, local_seed=seed)
     disable_client_retry(inner)
     return GuardedBackend(inner, guard)
 

@@ -69,7 +69,9 @@ def command(
     from reconciler.plan.make import has_errors, make_plan
 
     store = result.policy_store if org_policy is not None else None
-    backend = open_backend(local, emulator, org_policy, policy_store=store)
+    backend = open_backend(
+        local, emulator, org_policy, policy_store=store, local_seed=result.policy_store
+    )
     try:
         plan = make_plan(result.desired, backend, store, prune=prune)
     finally:

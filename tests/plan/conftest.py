@@ -4,38 +4,10 @@ snapshots, seed live topics through the real PublisherClient."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-
-from reconciler.cli import main
-
-
-@dataclass
-class CliResult:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
-@pytest.fixture
-def run_cli(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., CliResult]:
-    """`reconcile ARGS...` through the real entry point and its error boundary."""
-    monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        code = exited.value.code
-        return CliResult(code if isinstance(code, int) else 1, out, err)
-
-    return run
 
 
 @pytest.fixture
