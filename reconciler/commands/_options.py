@@ -1,6 +1,7 @@
 """CLI options shared by `plan`, `show` and `apply`: the target (--local, --emulator,
 --org-policy), the output format, and how a plan is printed.
 
+    @server_options            adds local, emulator (import, policy pull)
     @target_options            adds local, emulator, org_policy
     @format_option(choices)    adds fmt
     emit_plan(plan, fmt)       prints a Plan in the chosen format (colour on a TTY only)
@@ -26,15 +27,8 @@ F = TypeVar("F", bound=Callable[..., Any])
 FORMATS = ("text", "json", "markdown")
 
 
-def target_options(fn: F) -> F:
-    """--local | --emulator HOST:PORT, and --org-policy FILE (always wins)."""
-    fn = click.option(
-        "--org-policy",
-        "org_policy",
-        type=click.Path(path_type=Path),
-        help="Org-policy snapshot to check against instead of the Org Policy API "
-        "(required with Google's Pub/Sub emulator).",
-    )(fn)
+def server_options(fn: F) -> F:
+    """--local | --emulator HOST:PORT (default: $PUBSUB_EMULATOR_HOST, else Google Cloud)."""
     fn = click.option(
         "--emulator",
         "emulator",
@@ -49,6 +43,18 @@ def target_options(fn: F) -> F:
         help="The embedded local server, state kept under .reconcile/local/.",
     )(fn)
     return fn
+
+
+def target_options(fn: F) -> F:
+    """The server options, and --org-policy FILE (always wins over the Org Policy API)."""
+    fn = click.option(
+        "--org-policy",
+        "org_policy",
+        type=click.Path(path_type=Path),
+        help="Org-policy snapshot to check against instead of the Org Policy API "
+        "(required with Google's Pub/Sub emulator).",
+    )(fn)
+    return server_options(fn)
 
 
 def format_option(choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:

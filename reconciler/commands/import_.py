@@ -19,7 +19,7 @@ import yaml
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.commands._import_docs import Doc, build_documents, settings_key
-from reconciler.commands._target import server_options
+from reconciler.commands._options import server_options
 from reconciler.errors import BackendError, InputError, UsageError
 
 

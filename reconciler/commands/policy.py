@@ -15,7 +15,7 @@ from typing import Any
 
 import click
 
-from reconciler.commands._target import server_options
+from reconciler.commands._options import server_options
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import KNOWN_CONSTRAINTS, Policy, PolicyFormatError
 from reconciler.orgpolicy.store import PolicyStore, dump_snapshot
