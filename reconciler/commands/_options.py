@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -20,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from reconciler.errors import InputError
+from reconciler.fileio import write_atomically
 from reconciler.plan.model import Plan
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -91,22 +91,7 @@ def emit_plan(plan: Plan, fmt: str) -> None:
 
 def write_plan(plan: Plan, path: Path) -> None:
     """Write the plan file atomically: a reader never sees half a plan."""
-    path = path.expanduser()
-    directory = path.parent if str(path.parent) else Path(".")
-    try:
-        directory.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the plan file: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(plan.dumps())
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write the plan file: {exc.strerror}") from None
+    write_atomically(path, plan.dumps(), "plan file")
 
 
 def read_plan(path: Path) -> Plan:

@@ -7,8 +7,6 @@ file is new (or `--force`), so a refusal never leaves half an import behind.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,7 +18,8 @@ import yaml
 from reconciler.backends.base import ObservedTopic
 from reconciler.commands._import_docs import Doc, build_documents, settings_key
 from reconciler.commands._options import server_options
-from reconciler.errors import BackendError, InputError, UsageError
+from reconciler.errors import BackendError, UsageError
+from reconciler.fileio import write_atomically
 
 
 def select(
@@ -81,23 +80,6 @@ def render(docs: list[Doc], header: str) -> str:
         docs, sort_keys=False, explicit_start=True, default_flow_style=False, width=100
     )
     return "".join(f"# {line}\n" for line in header.splitlines()) + body
-
-
-def write_atomically(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the spec file: {exc.strerror}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise InputError(f"{path}: cannot write the spec file: {exc.strerror}") from None
 
 
 def read_live(
@@ -181,5 +163,5 @@ def command(
             f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
             "(expect only the ownership label to be added)."
         )
-        write_atomically(targets[project], render(docs, header))
+        write_atomically(targets[project], render(docs, header), "spec file")
         click.echo(f"wrote {targets[project]} ({count} topic(s))", err=True)

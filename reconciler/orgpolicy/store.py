@@ -144,10 +144,9 @@ def load_snapshot(path: Path) -> PolicyStore:
 
 def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
     """Write the snapshot atomically (a reader never sees half a file)."""
-    import os
-    import tempfile
-
     import yaml
+
+    from reconciler.fileio import write_atomically
 
     docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
     if store.ancestry:
@@ -155,14 +154,4 @@ def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
     text = yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True)
     if header:
         text = "".join(f"# {line}\n" for line in header.splitlines()) + text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomically(path, text, "org-policy snapshot")
