@@ -42,7 +42,14 @@ class ValidationFailed(ReconcileError):
 
 
 class BackendError(ReconcileError):
-    """The Pub/Sub or Org Policy service refused or failed; names project/topic."""
+    """The Pub/Sub or Org Policy service refused or failed; names project/topic.
+
+    `status` is the gRPC status name (e.g. "UNAVAILABLE") when the service gave one,
+    so that apply can tell transient failures from permanent ones."""
+
+    def __init__(self, message: str, *, hint: str | None = None, status: str | None = None):
+        super().__init__(message, hint=hint)
+        self.status = status
 
 
 class StalePlanError(ReconcileError):

@@ -63,7 +63,14 @@ ORG_POLICY_UNSERVED_HINT = (
 
 def api_error(exc: Exception, action: str, resource: str) -> BackendError:
     """A google.api_core failure as a message a person can act on (never a traceback,
-    never a credential)."""
+    never a credential), carrying the gRPC status name."""
+    error = _api_error(exc, action, resource)
+    code = getattr(exc, "grpc_status_code", None)
+    error.status = getattr(code, "name", None)
+    return error
+
+
+def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
     detail = getattr(exc, "message", None) or str(exc)
     perm = PERMISSIONS.get(action)
     if isinstance(exc, auth_exc.GoogleAuthError):
@@ -100,7 +107,13 @@ def api_error(exc: Exception, action: str, resource: str) -> BackendError:
             f"of {resource} cannot be read: {detail}",
             hint=ORG_POLICY_UNSERVED_HINT,
         )
-    if isinstance(exc, gexc.RetryError | gexc.DeadlineExceeded | gexc.ServiceUnavailable):
+    if isinstance(exc, gexc.ServiceUnavailable):
+        return BackendError(
+            f"the service is unavailable while trying to {action} for {resource}: {detail}",
+            hint="this is usually transient: retry; if it persists, check the network or "
+            "the --emulator address",
+        )
+    if isinstance(exc, gexc.RetryError | gexc.DeadlineExceeded):
         return BackendError(
             f"the service did not answer in time while trying to {action} for "
             f"{resource}: {detail}",
