@@ -48,18 +48,20 @@ def profile_doc(profile: HedgingProfile) -> Doc:
 
 
 def storage_policy(body: Mapping[str, Any]) -> Doc | None:
-    """Explicit regions (a sorted set) and enforceInTransit; None when the topic has no
-    policy, or one without regions (the spec cannot state an empty region list)."""
+    """Explicit regions (a sorted set) and enforceInTransit when it is on (false and
+    absent are equal, and an omitted value lets an org policy that enforces in-transit
+    regions decide); None when the topic has no policy, or one without regions (the
+    spec cannot state an empty region list)."""
     policy = body.get("message_storage_policy")
     if not policy:
         return None
     regions = sorted(set(policy.get("allowed_persistence_regions") or ()))
     if not regions:
         return None
-    return {
-        "allowedPersistenceRegions": regions,
-        "enforceInTransit": bool(policy.get("enforce_in_transit", False)),
-    }
+    out: Doc = {"allowedPersistenceRegions": regions}
+    if policy.get("enforce_in_transit"):
+        out["enforceInTransit"] = True
+    return out
 
 
 @dataclass

@@ -80,6 +80,8 @@ def test_import_validates_and_plans_only_the_adoption(
     assert "publishers" not in orders
     assert by_name["plain"]["spec"] == {}  # no policy, no labels: nothing managed
     hedged = by_name["hedged"]["spec"]
+    # enforceInTransit false is the proto default: written as absent, never `false`.
+    assert hedged["messageStoragePolicy"] == {"allowedPersistenceRegions": ["europe-west1"]}
     assert not any(k.startswith("reconcile-") for k in hedged["labels"])
     assert hedged["publishers"] == {
         "retry": {"initialRpcTimeout": "3s", "totalTimeout": "1m30s"},
