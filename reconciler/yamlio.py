@@ -268,6 +268,39 @@ def read_text(path: Path) -> str:
         ) from exc
 
 
+_BRACKETS_ONLY = str.maketrans(
+    "", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}")
+)
+
+
+def _check_flow_depth(text: str) -> None:
+    """Refuse deep flow nesting before libyaml sees it: some libyaml builds recurse
+    without a limit and crash the interpreter on `[[[[...`. Brackets inside quoted
+    strings count too, and closers never take the depth below zero, so the estimate
+    can only be too high (a spec never has 64 open brackets in its strings)."""
+    brackets = text.translate(_BRACKETS_ONLY)
+    if len(brackets) <= MAX_DEPTH:
+        return
+    depth = 0
+    for index, char in enumerate(brackets):
+        depth = depth + 1 if char in "[{" else max(depth - 1, 0)
+        if depth > MAX_DEPTH:
+            # Locate the offending bracket in the text for the diagnostic.
+            position = -1
+            for _ in range(index + 1):
+                position = min(
+                    (p for p in (text.find(b, position + 1) for b in "[]{}") if p >= 0),
+                    default=len(text),
+                )
+            line = text.count("\n", 0, position) + 1
+            col = position - (text.rfind("\n", 0, position) + 1) + 1
+            raise YamlProblem(
+                "yaml-too-deep",
+                f"the document nests deeper than {MAX_DEPTH} levels; no spec needs that",
+                Mark(line, col),
+            )
+
+
 def load_documents(path: Path, text: str | None = None, display: str | None = None) -> list[
     Document
 ]:
@@ -275,6 +308,7 @@ def load_documents(path: Path, text: str | None = None, display: str | None = No
     name = display or str(path)
     if text is None:
         text = read_text(path)
+    _check_flow_depth(text)
     docs: list[Document] = []
     try:
         loader = _Loader(text)
