@@ -139,7 +139,7 @@ def command(
     store = result.policy_store if org_policy is not None else None
     backend = _open(local, emulator, org_policy, guard, store, seed=result.policy_store)
     try:
-        plan = make_plan(result.desired, backend, store, prune=prune)
+        plan = make_plan(result.desired, backend, store, prune=prune, reported=diagnostics)
         _show(plan, out)
         _refuse_plan_with_errors(plan)
         if not plan.has_changes:

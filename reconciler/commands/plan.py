@@ -73,7 +73,7 @@ def command(
         local, emulator, org_policy, policy_store=store, local_seed=result.policy_store
     )
     try:
-        plan = make_plan(result.desired, backend, store, prune=prune)
+        plan = make_plan(result.desired, backend, store, prune=prune, reported=diagnostics)
     finally:
         backend.close()
     if has_errors(plan):

@@ -11,7 +11,8 @@ Stable entry points (make_plan and apply use them):
     diff_topic(desired, live, facts) -> ResourceChange      create / update / no-op
     delete_change(live) -> ResourceChange                   --prune
     unmanaged_drift(desired, live, facts) -> Drift | None   warnings only
-    org_violations(desired, facts) -> list[Diagnostic]      errors before any call
+    org_diagnostics(desired, facts) -> list[Diagnostic]     spec/orgrules.py's rules, on
+                                                            the live org policy
 """
 
 from __future__ import annotations
@@ -22,10 +23,9 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.diagnostics import Diagnostic
 from reconciler.hedging.labels import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_reserved
 from reconciler.orgpolicy.locations import catalog
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     DRIFT_BOTH,
@@ -37,8 +37,8 @@ from reconciler.plan.model import (
     ResourceChange,
 )
 from reconciler.plan.observe import computed_policy, norm_policy
-from reconciler.spec.checks import OrgFacts
 from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.orgrules import OrgFacts, org_problems
 
 LABELS = "labels"
 POLICY = "message_storage_policy"
@@ -349,46 +349,12 @@ def is_owned(live: ObservedTopic) -> bool:
     return (live.body.get(LABELS) or {}).get(OWNERSHIP_LABEL) == OWNERSHIP_VALUE
 
 
-def org_violations(desired: DesiredTopic, facts: OrgFacts) -> list[Diagnostic]:
-    """An explicit policy the live org policy no longer allows: an error before any call
-    (the service would answer FAILED_PRECONDITION)."""
-    restriction = facts.restriction
-    if desired.storage.mode == "inherit" and restriction.allowed == frozenset():
-        return [
-            Diagnostic(
-                desired.file or desired.address, desired.line, 1 if desired.line else 0,
-                Severity.ERROR, "org-deny-all",
-                f"{desired.address}: the effective constraints/gcp.resourceLocations of "
-                f"project {desired.project} allows no region, so `inherit` has no storage "
-                "policy to follow; the service would answer FAILED_PRECONDITION",
-                "fix the org policy, or declare the regions explicitly",
-            )
-        ]
-    if desired.storage.mode != "explicit":
-        return []
-    out = []
-    denied = [r for r in desired.storage.regions if not restriction.allows(r)]
-    if denied:
-        out.append(
-            Diagnostic(
-                desired.file or desired.address, desired.line, 1 if desired.line else 0,
-                Severity.ERROR, "org-location-denied",
-                f"{desired.address}: region(s) {', '.join(denied)} not allowed by the "
-                f"effective constraints/gcp.resourceLocations of project {desired.project} "
-                f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}); the "
-                "service would reject the change with FAILED_PRECONDITION",
-                "remove those regions from allowedPersistenceRegions, or use "
-                "`messageStoragePolicy: inherit`",
-            )
-        )
-    if facts.enforce_in_transit and desired.storage.enforce_in_transit is False:
-        out.append(
-            Diagnostic(
-                desired.file or desired.address, desired.line, 1 if desired.line else 0,
-                Severity.ERROR, "org-in-transit",
-                f"{desired.address}: constraints/{ENFORCE_IN_TRANSIT} is enforced for "
-                f"project {desired.project}, so enforceInTransit cannot be false",
-                "set it to true or omit it",
-            )
-        )
-    return out
+def org_diagnostics(desired: DesiredTopic, facts: OrgFacts) -> list[Diagnostic]:
+    """The org-policy rules `validate` applies to the snapshot, applied to the live org
+    policy (errors stop the topic before any call; warnings are reported)."""
+    where = desired.file or desired.address
+    col = 1 if desired.line else 0
+    return [
+        Diagnostic(where, desired.line, col, p.severity, p.code, p.message)
+        for p in org_problems(desired, facts)
+    ]

@@ -3,8 +3,9 @@
     make_plan(desired, backend, policy_store=None, prune=False) -> Plan
 
 Shared by `plan` and `apply PATH...`. The caller validated the tree first. A plan whose
-`diagnostics` hold an error (an explicit policy the org policy no longer allows) must
-not be applied; `has_errors(plan)` says so.
+`diagnostics` hold an error (the specs break the live org policy: spec/orgrules.py)
+must not be applied; `has_errors(plan)` says so. Warnings (publishers rerouted) are
+kept in the plan.
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
 every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
@@ -13,9 +14,11 @@ every topic planned for deletion, each `observe.topic_fingerprint(live or None)`
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from reconciler.backends.base import Backend
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan import differ
 from reconciler.plan.model import Fingerprints, Plan
@@ -28,9 +31,11 @@ def make_plan(
     backend: Backend,
     policy_store: PolicyStore | None = None,
     prune: bool = False,
+    reported: Iterable[Diagnostic] = (),
 ) -> Plan:
     """One plan over every project the specs name (the store, when given, wins over
-    the Org Policy API)."""
+    the Org Policy API). `reported`: what validation already said, not said again."""
+    already = {(d.file, d.code, d.message) for d in reported}
     observation = observe(backend, desired.projects, policy_store)
     plan = Plan(
         target=backend.target,
@@ -44,9 +49,11 @@ def make_plan(
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
         fingerprints.topics[topic.address] = topic_fingerprint(live)
-        problems = differ.org_violations(topic, facts)
-        if problems:
-            plan.diagnostics.extend(d.to_json() for d in problems)
+        problems = differ.org_diagnostics(topic, facts)
+        plan.diagnostics.extend(
+            d.to_json() for d in problems if (d.file, d.code, d.message) not in already
+        )
+        if any(d.severity is Severity.ERROR for d in problems):
             continue
         plan.resource_changes.append(differ.diff_topic(topic, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":

@@ -22,10 +22,9 @@ from typing import Any
 
 from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
 from reconciler.errors import BackendError
-from reconciler.orgpolicy.locations import enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
 from reconciler.orgpolicy.store import PolicyStore
-from reconciler.spec.checks import OrgFacts
+from reconciler.spec.orgrules import OrgFacts, facts_from_specs
 
 MAX_WORKERS = 8
 
@@ -43,10 +42,7 @@ class Observation:
 
 
 def facts_of(inputs: OrgInputs) -> OrgFacts:
-    return OrgFacts(
-        restriction=location_restriction(inputs.resource_locations),
-        enforce_in_transit=enforce_in_transit(inputs.enforce_in_transit),
-    )
+    return facts_from_specs(inputs.resource_locations, inputs.enforce_in_transit)
 
 
 def store_inputs(store: PolicyStore, project: str, source: str = "snapshot") -> OrgInputs:

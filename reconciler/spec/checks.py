@@ -7,10 +7,9 @@ reported at the key or value that breaks it, all of them in one pass.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
-from reconciler.diagnostics import Diagnostics
+from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import (
     HedgingProfile,
@@ -25,9 +24,7 @@ from reconciler.names import (
     project_id_problem,
     topic_id_problem,
 )
-from reconciler.orgpolicy.locations import LocationRestriction, catalog, location_restriction
-from reconciler.orgpolicy.locations import enforce_in_transit as spec_enforces
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
+from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 from reconciler.spec.loader import Located, SpecTree
@@ -39,25 +36,8 @@ from reconciler.spec.models import (
     StoragePolicy,
     TopicDoc,
 )
+from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
 from reconciler.yamlio import Document, PathKey
-
-
-@dataclass(frozen=True)
-class OrgFacts:
-    """What the effective org policy says for one project."""
-
-    restriction: LocationRestriction
-    enforce_in_transit: bool
-
-
-def org_facts(store: PolicyStore | None, project: str) -> OrgFacts | None:
-    if store is None:
-        return None
-    resource = f"projects/{project}"
-    return OrgFacts(
-        restriction=location_restriction(store.effective_spec(RESOURCE_LOCATIONS, resource)),
-        enforce_in_transit=spec_enforces(store.effective_spec(ENFORCE_IN_TRANSIT, resource)),
-    )
 
 
 class _Reporter:
@@ -432,81 +412,31 @@ def _check_against_org(
     diags: Diagnostics,
     reported_groups: set[tuple[str, str]],
 ) -> None:
-    rep = _Reporter(located.doc, diags)
-    restriction = facts.restriction
-    note = restriction.unverified_note()
-    suffix = f" [{note}]" if note else ""
-    for group in restriction.unknown_groups:
-        if (topic.project, group) in reported_groups:
-            continue
-        reported_groups.add((topic.project, group))
-        suggestion = catalog().suggest_group(group)
-        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-        rep.error(
-            ("metadata", "project"), "org-unknown-group",
-            f"the org policy of project {topic.project} uses the value group {group!r}, "
-            f"which reconcile does not know.{hint} Fix the policy value, or, if Google "
-            "added the group, add it with its regions to reconciler/data/locations.yaml",
+    problems = [
+        p
+        for p in unknown_group_problems(topic.project, facts)
+        if (topic.project, p.message) not in reported_groups
+    ]
+    reported_groups.update((topic.project, p.message) for p in problems)
+    for problem in problems + org_problems(topic, facts):
+        m = located.doc.mark_for(_locate(located.doc, problem.path, problem.value))
+        diags.add(
+            Diagnostic(
+                located.doc.file, m.line, m.col, problem.severity, problem.code, problem.message
+            )
         )
-    storage = topic.storage
-    policy_path: PathKey = ("spec", "messageStoragePolicy")
-    if storage.mode == "explicit":
-        model = located.model.spec.message_storage_policy
-        raw = model.allowed_persistence_regions if isinstance(model, StoragePolicy) else []
-        for i, region in enumerate(raw):
-            if region in storage.regions and not restriction.allows(region):
-                rep.error(
-                    (*policy_path, "allowedPersistenceRegions", i), "org-location-denied",
-                    f"region {region!r} is not allowed by the effective "
-                    f"constraints/gcp.resourceLocations of project {topic.project} "
-                    f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}); "
-                    f"the service would reject it with FAILED_PRECONDITION{suffix}",
-                )
-        if facts.enforce_in_transit and storage.enforce_in_transit is False:
-            rep.error(
-                (*policy_path, "enforceInTransit"), "org-in-transit",
-                f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project {topic.project}, "
-                "so enforceInTransit cannot be false; set it to true or omit it",
-            )
-    # Where do publishers' messages go? Only decidable when the policy is managed.
-    if storage.mode == "unmanaged" or not topic.publisher_regions:
-        return
-    if storage.mode == "explicit":
-        allowed: frozenset[str] | None = frozenset(storage.regions)
-        enforce = (
-            storage.enforce_in_transit
-            if storage.enforce_in_transit is not None
-            else facts.enforce_in_transit
-        )
-    else:
-        allowed = restriction.allowed
-        enforce = facts.enforce_in_transit
-    if allowed is None:
-        return
-    publishers = located.model.spec.publishers
-    raw_regions = publishers.regions if publishers else list(topic.publisher_regions)
-    for i, region in enumerate(raw_regions):
-        if region in allowed:
-            continue
-        path: PathKey = ("spec", "publishers", "regions", i)
-        allowed_text = ", ".join(sorted(allowed)) or "none"
-        if topic.message_ordering:
-            rep.error(
-                path, "publisher-ordering-region",
-                f"publishers in {region!r} use ordering keys, but the storage policy "
-                f"excludes their nearest region (allowed: {allowed_text}); publishing "
-                f"with an ordering key will fail{suffix if storage.mode == 'inherit' else ''}",
-            )
-        elif enforce:
-            rep.error(
-                path, "publisher-region-denied",
-                f"publishers in {region!r} will get FAILED_PRECONDITION: enforceInTransit "
-                f"is on and the policy allows only {allowed_text}; add the region or "
-                f"move the publishers{suffix if storage.mode == 'inherit' else ''}",
-            )
-        else:
-            rep.warning(
-                path, "publisher-region-rerouted",
-                f"publishers in {region!r} are outside the allowed regions ({allowed_text}); "
-                "their messages are rerouted to the nearest allowed region (added latency)",
-            )
+
+
+def _locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
+    """The path of `value` inside the list at `path` in this document (a region may be
+    declared here or come from a Defaults document: then the topic itself is blamed)."""
+    node = doc.data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return ("metadata", "name")
+        node = node[part]
+    if value is None:
+        return path
+    if isinstance(node, list) and value in node:
+        return (*path, node.index(value))
+    return path

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from reconciler.backends.base import ObservedTopic
 from reconciler.hedging.labels import OWNERSHIP_LABEL, RESERVED_PREFIX
 from reconciler.orgpolicy.locations import LocationRestriction
-from reconciler.plan.differ import MASK_PATHS, diff_topic, is_managed_key, org_violations
+from reconciler.plan.differ import MASK_PATHS, diff_topic, is_managed_key, org_diagnostics
 from reconciler.plan.model import Request
 from reconciler.plan.observe import computed_policy
 from reconciler.spec.checks import OrgFacts
@@ -75,7 +75,7 @@ def case_st(draw: Any) -> tuple[DesiredTopic, OrgFacts]:
             StorageIntent("explicit", regions, draw(st.sampled_from(eits))),
             file=desired.file, line=desired.line,
         )
-    assert not org_violations(desired, facts)
+    assert not org_diagnostics(desired, facts)
     return desired, facts
 
 

@@ -194,6 +194,56 @@ def test_unmanaged_drift_all_three_categories_are_warnings_not_changes(
     assert all(rc["change"]["actions"] == ["no-op"] for rc in data["resource_changes"])
 
 
+PUBLISHERS = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {{project: proj-a, name: {name}}}
+spec:
+  messageStoragePolicy: {policy}
+  publishers: {{regions: [{regions}], messageOrdering: {ordering}}}
+"""
+
+
+def test_publishers_are_checked_against_the_live_org_policy(
+    run_cli: Any, local_server: Any, specs: Any
+) -> None:
+    """No snapshot at all: the org-policy rules for publishers come from the live
+    effective policy, the same rules `validate` applies to a snapshot."""
+    from reconciler.orgpolicy.model import Policy
+
+    local_server.put_policy(
+        Policy.from_dict(
+            {
+                "name": "projects/proj-a/policies/gcp.resourceLocations",
+                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
+            }
+        )
+    )
+    rerouted = PUBLISHERS.format(
+        name="rerouted", policy="{allowedPersistenceRegions: [us-central1]}",
+        regions="us-east1", ordering="false",
+    )
+    root = specs(rerouted)
+    data = as_json(run_cli, local_server, root)
+    assert change(data, "rerouted")["change"]["actions"] == ["create"]
+    (warning,) = data["diagnostics"]
+    assert (warning["severity"], warning["code"]) == ("warning", "publisher-region-rerouted")
+    assert warning["file"].endswith("topics.yaml") and warning["line"] == 1
+
+    ordered = PUBLISHERS.format(
+        name="ordered", policy="inherit", regions="europe-west1", ordering="true"
+    )
+    local_server.counters.reset()
+    result = plan(run_cli, local_server, specs(rerouted, ordered))
+    assert result.exit_code == 1
+    assert "error[publisher-ordering-region]: publishers in 'europe-west1' use ordering " in (
+        result.stderr
+    )
+    assert "membership not verified for in:us-locations" in result.stderr
+    assert result.stdout == ""
+    assert local_server.counters.get("CreateTopic") == 0
+
+
 def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
     run_cli: Any, local_server: Any, specs: Any
 ) -> None:
@@ -212,9 +262,10 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
     result = plan(run_cli, local_server, root)
     assert result.exit_code == 1
     assert "error[org-location-denied]" in result.stderr
-    assert "europe-west1 not allowed by the effective constraints/gcp.resourceLocations" in (
-        result.stderr
-    )
+    assert (
+        "region 'europe-west1' is not allowed by the effective "
+        "constraints/gcp.resourceLocations"
+    ) in result.stderr
     assert "no plan made, nothing changed" in result.stderr
     assert result.stdout == ""
     counts = local_server.counters.snapshot()
