@@ -7,82 +7,79 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from google.api_core import exceptions as gexc
 from plan_helpers import topic_doc
 
-from reconciler.backends.gcp import GcpBackend
-from reconciler.errors import BackendError
-from reconciler.plan.observe import observe
+
+def failing_plan(
+    run_cli: Any, server: Any, specs: Any, method: str, error: str, message: str,
+    projects: tuple[str, ...] = ("proj-a",),
+) -> Any:
+    """`reconcile plan` against the local server while `method` answers `error`."""
+    server.faults.add(method=method, error=error, message=message)
+    root = specs(*(topic_doc("orders", project=p) for p in projects))
+    result = run_cli("plan", str(root), "--emulator", server.address)
+    assert result.exit_code == 1
+    assert "Traceback" not in result.stderr
+    return result
 
 
-class Raising:
-    """A client whose every call raises `exc`."""
-
-    def __init__(self, exc: Exception) -> None:
-        self.exc = exc
-
-    def __getattr__(self, name: str) -> Any:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            raise self.exc
-
-        return call
+def test_permission_denied_on_list_names_project_permission_and_role(
+    run_cli: Any, local_server: Any, specs: Any
+) -> None:
+    result = failing_plan(
+        run_cli, local_server, specs, "ListTopics", "PERMISSION_DENIED", "caller lacks permission"
+    )
+    assert "permission denied to list topics for projects/proj-a" in result.stderr
+    assert "pubsub.topics.list" in result.stderr and "roles/pubsub.viewer" in result.stderr
 
 
-def backend(pub_exc: Exception | None = None, org_exc: Exception | None = None) -> GcpBackend:
-    class Empty:
-        def list_topics(self, *a: Any, **k: Any) -> list[Any]:
-            return []
-
-    class NoPolicy:
-        def get_effective_policy(self, *a: Any, **k: Any) -> Any:
-            raise gexc.NotFound("no policy")
-
-    pub = Raising(pub_exc) if pub_exc else Empty()
-    org = Raising(org_exc) if org_exc else NoPolicy()
-    return GcpBackend(pub, org, "test")
+def test_permission_denied_on_org_policy_names_its_role(
+    run_cli: Any, local_server: Any, specs: Any
+) -> None:
+    result = failing_plan(
+        run_cli, local_server, specs, "GetEffectivePolicy", "PERMISSION_DENIED", "denied"
+    )
+    assert "orgpolicy.policy.get" in result.stderr
+    assert "roles/orgpolicy.policyViewer" in result.stderr
 
 
-def test_permission_denied_on_list_names_project_permission_and_role() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(pub_exc=gexc.PermissionDenied("caller lacks permission")), ["proj-a"])
-    text = str(err.value)
-    assert "permission denied to list topics for projects/proj-a" in text
-    assert "pubsub.topics.list" in text and "roles/pubsub.viewer" in text
-
-
-def test_permission_denied_on_org_policy_names_its_role() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(org_exc=gexc.PermissionDenied("denied")), ["proj-a"])
-    assert "orgpolicy.policy.get" in str(err.value)
-    assert "roles/orgpolicy.policyViewer" in str(err.value)
-
-
-def test_missing_project_is_named() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(pub_exc=gexc.NotFound("Resource not found")), ["ghost-project"])
-    assert "project projects/ghost-project not found while trying to list topics" in str(
-        err.value
+def test_missing_project_is_named(run_cli: Any, local_server: Any, specs: Any) -> None:
+    result = failing_plan(
+        run_cli, local_server, specs, "ListTopics", "NOT_FOUND", "Resource not found",
+        projects=("ghost-project",),
+    )
+    assert "project projects/ghost-project not found while trying to list topics" in (
+        result.stderr
     )
 
 
-def test_unauthenticated_says_how_to_log_in() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(pub_exc=gexc.Unauthenticated("bad token")), ["proj-a"])
-    assert "not authenticated" in str(err.value)
-    assert "gcloud auth application-default login" in str(err.value)
+def test_unauthenticated_says_how_to_log_in(run_cli: Any, local_server: Any, specs: Any) -> None:
+    result = failing_plan(
+        run_cli, local_server, specs, "ListTopics", "UNAUTHENTICATED", "bad token"
+    )
+    assert "not authenticated" in result.stderr
+    assert "gcloud auth application-default login" in result.stderr
 
 
-def test_emulator_without_org_policy_api_asks_for_a_snapshot() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(org_exc=gexc.MethodNotImplemented("Method not found")), ["proj-a"])
-    assert "does not serve the Org Policy API" in str(err.value)
-    assert "--org-policy FILE" in str(err.value)
+def test_emulator_without_org_policy_api_asks_for_a_snapshot(
+    run_cli: Any, local_server: Any, specs: Any
+) -> None:
+    # What Google's Pub/Sub emulator answers to the Org Policy API.
+    result = failing_plan(
+        run_cli, local_server, specs, "GetEffectivePolicy", "UNIMPLEMENTED", "Method not found"
+    )
+    assert "does not serve the Org Policy API" in result.stderr
+    assert "--org-policy FILE" in result.stderr
 
 
-def test_every_failing_project_is_reported_once() -> None:
-    with pytest.raises(BackendError) as err:
-        observe(backend(pub_exc=gexc.PermissionDenied("no")), ["proj-a", "proj-b"])
-    lines = str(err.value).splitlines()
+def test_every_failing_project_is_reported_once(
+    run_cli: Any, local_server: Any, specs: Any
+) -> None:
+    result = failing_plan(
+        run_cli, local_server, specs, "ListTopics", "PERMISSION_DENIED", "no",
+        projects=("proj-a", "proj-b"),
+    )
+    lines = result.stderr.splitlines()
     assert sum("projects/proj-a" in line for line in lines) == 1
     assert sum("projects/proj-b" in line for line in lines) == 1
 
