@@ -1,6 +1,6 @@
-"""Helpers for apply's end-to-end tests: a spec tree in the test's cwd, and the CLI
-run through the real `reconcile` entry point, in-process or as a process (exit codes
-included)."""
+"""Helpers for apply's tests: a spec tree in the test's cwd, the CLI run through the
+real `reconcile` entry point (in-process or as a process, exit codes included), and the
+backend, guard and plans that `reconcile apply` builds, pointed at the local server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ from typing import Any
 import yaml
 from click.testing import CliRunner
 
+from reconciler.apply.guard import Guard, GuardedBackend
+from reconciler.apply.retry import RetryPolicy
 from reconciler.cli import main
+from reconciler.commands.apply import _open
+from reconciler.plan.make import make_plan
+from reconciler.plan.model import Plan
+from reconciler.spec.desired import DesiredState, DesiredTopic
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
 
@@ -98,3 +104,35 @@ class Tree:
 
 def mutating_calls(server: Any) -> dict[str, int]:
     return {m: server.counters.get(m) for m in MUTATING}
+
+
+# --- the executor and the freshness check over the real clients ---------------------
+
+PROJECT = "apply-unit"  # the server checks project IDs like Pub/Sub does (6-30 chars)
+
+
+def quick_guard() -> Guard:
+    """No rate limit, tiny backoffs: transient faults are retried without real waits.
+    The deadline only bounds a retry loop that keeps failing; it is no test timeout."""
+    policy = RetryPolicy(initial=0.001, maximum=0.002, max_attempts=5, deadline=60.0)
+    return Guard(None, policy)
+
+
+def apply_backend(address: str, guard: Guard) -> GuardedBackend:
+    """The backend `reconcile apply --emulator ADDRESS` runs with: the real Pub/Sub and
+    Org Policy clients (their own retry disabled) behind the apply guard."""
+    return _open(False, address, None, guard)
+
+
+def make(
+    backend: GuardedBackend,
+    topics: dict[str, dict[str, str]],
+    *,
+    prune: bool = False,
+    project: str = PROJECT,
+) -> Plan:
+    """A real plan for `topics` ({name: labels}, storage unmanaged) in `project`."""
+    desired = DesiredState(
+        [DesiredTopic(project, name, labels=labels) for name, labels in topics.items()]
+    )
+    return make_plan(desired, backend, prune=prune)

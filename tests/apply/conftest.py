@@ -1,5 +1,6 @@
-"""End-to-end fixtures for apply: a fresh local server per test (faults and counters
-never leak between tests) and a spec tree in a temporary cwd."""
+"""Fixtures for apply: a fresh local server per test (faults and counters never leak
+between tests), a real client and apply's own backend pointed at it, and a spec tree
+in a temporary cwd."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree
+from apply_support import Tree, apply_backend, quick_guard
 
 
 @pytest.fixture
@@ -35,3 +36,12 @@ def client(server: Any) -> Iterator[Any]:
     transport = getattr(pub, "transport", None)
     if transport is not None:
         transport.close()
+
+
+@pytest.fixture
+def backend(server: Any) -> Iterator[Any]:
+    """What `reconcile apply --emulator` runs with (real clients, client retry off,
+    the guard in front), with a quick retry policy; `backend.guard.stop` is Ctrl-C."""
+    guarded = apply_backend(server.address, quick_guard())
+    yield guarded
+    guarded.close()

@@ -1,148 +1,256 @@
-"""The executor against an in-memory backend: minimal calls, isolation, stop, prune."""
+"""The executor over the real clients and the local server: minimal calls, isolation,
+stop, prune. Plans are made by `make_plan`; faults on the server play the service's
+transient and permanent errors; results are read from the executor, the live topics
+and the server's RPC counters."""
 
 from __future__ import annotations
 
 import threading
 from typing import Any
 
-from apply_fakes import CodedError, FakeBackend, change, quick_guard
+from apply_support import PROJECT, make
+from google.api_core import exceptions as gexc
+from google.protobuf import duration_pb2, field_mask_pb2
+from google.pubsub_v1.types import MessageStoragePolicy, Topic
 
 from reconciler.apply.executor import Executor, matches
+from reconciler.apply.guard import GuardedBackend
 from reconciler.apply.result import ApplyResult
 from reconciler.apply.retry import RetryPolicy
-from reconciler.plan.model import ResourceChange
+from reconciler.plan.model import Plan
 
 OWNED = {"reconcile-managed": "true"}
 QUICK_READBACK = RetryPolicy(initial=0.001, maximum=0.002, max_attempts=3, deadline=1.0)
 
 
-def run(backend: FakeBackend, changes: list[ResourceChange], **kw: Any) -> ApplyResult:
+def name(topic: str) -> str:
+    return f"projects/{PROJECT}/topics/{topic}"
+
+
+def seed(client: Any, topic: str, labels: dict[str, str], **fields: Any) -> None:
+    client.create_topic(request=Topic(name=name(topic), labels=labels, **fields))
+
+
+def live(client: Any, topic: str) -> Topic | None:
+    try:
+        found: Topic = client.get_topic(request={"topic": name(topic)})
+    except gexc.NotFound:
+        return None
+    return found
+
+
+def labels_of(client: Any, topic: str) -> dict[str, str]:
+    found = live(client, topic)
+    assert found is not None, f"{topic} is not live"
+    return dict(found.labels)
+
+
+def run(backend: GuardedBackend, plan: Plan, **kw: Any) -> ApplyResult:
+    """Execute `plan` the way `reconcile apply` does (the guarded backend's inner
+    backend and its guard), with a quick read-back."""
     kw.setdefault("readback", QUICK_READBACK)
-    return Executor(backend, kw.pop("guard", quick_guard()), **kw).run(changes)
+    kw.setdefault("allow_delete", plan.prune)
+    return Executor(backend.inner, backend.guard, **kw).run(plan.resource_changes)
 
 
-def test_no_op_makes_no_call() -> None:
-    backend = FakeBackend({"projects/p/topics/a": {"labels": {}}})
-    result = run(backend, [change("no-op", "projects/p/topics/a")])
-    assert sum(backend.calls.values()) == 0
+def test_no_op_makes_no_call(server: Any, client: Any, backend: GuardedBackend) -> None:
+    seed(client, "orders", OWNED)
+    plan = make(backend, {"orders": {}})
+    assert [rc.action for rc in plan.resource_changes] == ["no-op"]
+    server.counters.reset()
+    result = run(backend, plan)
+    assert server.counters.total() == 0
     assert result.unchanged == 1 and result.results == []
 
 
-def test_update_sends_the_plan_mask_only() -> None:
-    backend = FakeBackend({"projects/p/topics/a": {"labels": {"x": "1"}, "retention": "1d"}})
-    result = run(backend, [change("update", "projects/p/topics/a", labels={"x": "2"})])
-    assert backend.calls == {"UpdateTopic": 1}
-    assert backend.topics["projects/p/topics/a"] == {"labels": {"x": "2"}, "retention": "1d"}
+def test_update_sends_the_plan_mask_only(server: Any, client: Any, backend: GuardedBackend) -> None:
+    day = duration_pb2.Duration(seconds=86400)
+    seed(client, "orders", {"x": "1", **OWNED}, message_retention_duration=day)
+    plan = make(backend, {"orders": {"x": "2"}})
+    assert plan.resource_changes[0].request is not None
+    assert plan.resource_changes[0].request.update_mask == ["labels"]
+    server.counters.reset()
+    result = run(backend, plan)
+    assert server.counters.snapshot() == {"UpdateTopic": 1}
+    topic = live(client, "orders")
+    assert topic is not None
+    assert dict(topic.labels) == {"x": "2", **OWNED}
+    assert topic.message_retention_duration.total_seconds() == 86400  # not in the mask
     assert [r.status for r in result.results] == ["applied"]
 
 
-def test_create_reads_back_and_tolerates_a_cached_not_found() -> None:
-    backend = FakeBackend()
-    hidden = {"n": 2}
-
-    original = backend.get_topic
-
-    def flaky_get(name: str):  # type: ignore[no-untyped-def]
-        if hidden["n"]:
-            hidden["n"] -= 1
-            backend.calls["GetTopic"] += 1
-            return None
-        return original(name)
-
-    backend.get_topic = flaky_get  # type: ignore[method-assign]
-    result = run(backend, [change("create", "projects/p/topics/new", labels=OWNED)])
+def test_create_reads_back_and_tolerates_a_cached_not_found(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    plan = make(backend, {"new": {}})
+    assert [rc.action for rc in plan.resource_changes] == ["create"]
+    # The first two read-backs answer a (cached) NOT_FOUND, as Pub/Sub briefly may.
+    server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=2, resource=name("new"))
+    server.counters.reset()
+    result = run(backend, plan)
     assert result.results[0].status == "applied"
     assert result.results[0].notes == []
-    assert backend.calls["CreateTopic"] == 1 and backend.calls["GetTopic"] == 3
+    assert server.counters.get("CreateTopic") == 1 and server.counters.get("GetTopic") == 3
+    assert labels_of(client, "new") == OWNED
 
 
-def test_transient_errors_are_retried_permanent_ones_isolated() -> None:
-    names = [f"projects/p/topics/t{i}" for i in range(6)]
-    backend = FakeBackend({n: {"labels": {}} for n in names})
-    backend.fail("UpdateTopic", names[0], CodedError("UNAVAILABLE", "blip"))
-    backend.fail("UpdateTopic", names[1], CodedError("PERMISSION_DENIED", "denied here"))
-    result = run(backend, [change("update", n, labels={"k": "v"}) for n in names], concurrency=3)
+def test_transient_errors_are_retried_permanent_ones_isolated(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    topics = [f"topic-{i}" for i in range(6)]
+    for t in topics:
+        seed(client, t, OWNED)
+    plan = make(backend, {t: {"k": "v"} for t in topics})
+    server.faults.add(
+        method="UpdateTopic", error="UNAVAILABLE", error_next=1, resource=name("topic-0")
+    )
+    server.faults.add(
+        method="UpdateTopic",
+        error="PERMISSION_DENIED",
+        resource=name("topic-1"),
+        message="denied here",
+    )
+    server.counters.reset()
+    result = run(backend, plan, concurrency=3)
     status = {r.address: r for r in result.results}
-    assert status[names[0]].status == "applied" and status[names[0]].attempts == 2
-    assert status[names[1]].status == "failed"
-    assert status[names[1]].attempts == 1
-    assert "PERMISSION_DENIED" in (status[names[1]].error or "")
-    assert "denied here" in (status[names[1]].error or "")
-    assert all(status[n].status == "applied" for n in names[2:])
+    t0, t1 = status[name("topic-0")], status[name("topic-1")]
+    assert t0.status == "applied" and t0.attempts == 2
+    assert t1.status == "failed"
+    assert t1.attempts == 1
+    assert "PERMISSION_DENIED" in (t1.error or "")
+    assert "denied here" in (t1.error or "")
+    assert all(status[name(t)].status == "applied" for t in topics[2:])
     assert result.failed
+    # 6 updates + the one retry of t0; the client library retried nothing by itself.
+    assert server.counters.get("UpdateTopic") == 7
+    assert labels_of(client, "topic-1") == OWNED
+    assert all(labels_of(client, t) == {"k": "v", **OWNED} for t in topics if t != "topic-1")
 
 
-def test_create_already_existing_with_declared_settings_counts_as_done() -> None:
-    backend = FakeBackend({"projects/p/topics/a": {"labels": {**OWNED, "other": "x"}}})
-    result = run(backend, [change("create", "projects/p/topics/a", labels=OWNED)])
+def test_create_already_existing_with_declared_settings_counts_as_done(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    plan = make(backend, {"orders": {}})
+    seed(client, "orders", {**OWNED, "other": "x"})  # an earlier, killed run got this far
+    server.counters.reset()
+    result = run(backend, plan)
     assert result.results[0].status == "applied"
     assert "already existed" in result.results[0].notes[0]
+    assert server.counters.get("CreateTopic") == 1 and server.counters.get("UpdateTopic") == 0
+    assert labels_of(client, "orders") == {**OWNED, "other": "x"}
 
 
-def test_create_already_existing_with_other_settings_fails() -> None:
-    backend = FakeBackend({"projects/p/topics/a": {"labels": {"team": "other"}}})
-    result = run(backend, [change("create", "projects/p/topics/a", labels=OWNED)])
+def test_create_already_existing_with_other_settings_fails(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    plan = make(backend, {"orders": {}})
+    seed(client, "orders", {"team": "other"})  # someone else's topic, created since the plan
+    result = run(backend, plan)
     assert result.results[0].status == "failed"
     assert "ALREADY_EXISTS" in (result.results[0].error or "")
+    assert labels_of(client, "orders") == {"team": "other"}
 
 
-def test_delete_rechecks_the_ownership_label_on_the_live_topic() -> None:
-    backend = FakeBackend(
-        {"projects/p/topics/owned": {"labels": OWNED}, "projects/p/topics/foreign": {"labels": {}}}
+def test_delete_rechecks_the_ownership_label_on_the_live_topic(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    for t in ("kept", "owned", "foreign"):
+        seed(client, t, OWNED)
+    plan = make(backend, {"kept": {}}, prune=True)
+    assert {rc.address: rc.action for rc in plan.resource_changes} == {
+        name("kept"): "no-op",
+        name("owned"): "delete",
+        name("foreign"): "delete",
+    }
+    # Between plan and apply, someone takes "foreign" out of reconcile's hands.
+    client.update_topic(
+        request={
+            "topic": Topic(name=name("foreign"), labels={}),
+            "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
+        }
     )
-    changes = [
-        change("delete", "projects/p/topics/owned"),
-        change("delete", "projects/p/topics/foreign"),
-    ]
-    result = run(backend, changes, allow_delete=True)
+    server.counters.reset()
+    result = run(backend, plan)
     by = {r.address: r for r in result.results}
-    assert by["projects/p/topics/owned"].status == "applied"
-    assert by["projects/p/topics/foreign"].status == "failed"
-    assert "ownership label" in (by["projects/p/topics/foreign"].error or "")
-    assert "projects/p/topics/foreign" in backend.topics
-    assert backend.calls["DeleteTopic"] == 1
+    assert by[name("owned")].status == "applied"
+    assert by[name("foreign")].status == "failed"
+    assert "ownership label" in (by[name("foreign")].error or "")
+    assert live(client, "foreign") is not None
+    assert live(client, "owned") is None
+    assert server.counters.get("DeleteTopic") == 1
 
 
-def test_delete_needs_prune() -> None:
-    backend = FakeBackend({"projects/p/topics/owned": {"labels": OWNED}})
-    result = run(backend, [change("delete", "projects/p/topics/owned")])
-    assert result.results[0].status == "failed"
-    assert backend.calls["DeleteTopic"] == 0
+def test_delete_needs_prune(server: Any, client: Any, backend: GuardedBackend) -> None:
+    seed(client, "kept", OWNED)
+    seed(client, "owned", OWNED)
+    plan = make(backend, {"kept": {}}, prune=True)
+    server.counters.reset()
+    result = run(backend, plan, allow_delete=False)
+    assert [r.status for r in result.results] == ["failed"]
+    assert "--prune" in (result.results[0].error or "")
+    assert server.counters.total() == 0
+    assert live(client, "owned") is not None
 
 
-def test_stop_lets_in_flight_calls_finish_and_starts_no_new_one() -> None:
-    names = [f"projects/p/topics/t{i}" for i in range(10)]
-    backend = FakeBackend({n: {"labels": {}} for n in names})
-    stop = threading.Event()
+def test_stop_lets_in_flight_calls_finish_and_starts_no_new_one(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    topics = [f"topic-{i}" for i in range(10)]
+    for t in topics:
+        seed(client, t, OWNED)
+    plan = make(backend, {t: {"k": "v"} for t in topics})
+    # The third update is slow; Ctrl-C arrives while it is in flight.
+    server.faults.add(method="UpdateTopic", delay=1.0, resource=name("topic-2"))
+    server.counters.reset()
+    stop, done = backend.guard.stop, threading.Event()
 
-    def on_call(method: str, name: str) -> None:
-        if name == names[2]:
-            stop.set()  # Ctrl-C arrives while this call is in flight
+    def ctrl_c_once_the_third_call_arrived() -> None:
+        while not done.is_set():
+            if server.counters.get("UpdateTopic") >= 3:
+                stop.set()
+                return
+            done.wait(0.005)
 
-    backend.on_call = on_call
-    guard = quick_guard(stop=stop)
-    result = run(
-        backend, [change("update", n, labels={"k": "v"}) for n in names], guard=guard, concurrency=1
-    )
+    watcher = threading.Thread(target=ctrl_c_once_the_third_call_arrived, daemon=True)
+    watcher.start()
+    try:
+        result = run(backend, plan, concurrency=1)
+    finally:
+        done.set()
+        watcher.join()
     statuses = [r.status for r in result.results]
     assert statuses[:3] == ["applied"] * 3  # the in-flight one completed
     assert statuses[3:] == ["not-attempted"] * 7
-    assert backend.calls["UpdateTopic"] == 3
+    assert server.counters.get("UpdateTopic") == 3
     assert result.interrupted
+    assert labels_of(client, "topic-2") == {"k": "v", **OWNED}
+    assert labels_of(client, "topic-3") == OWNED
 
 
-def test_matches_is_a_subset_check_on_labels_and_a_set_check_on_regions() -> None:
+def test_matches_is_a_subset_check_on_labels_and_a_set_check_on_regions(
+    client: Any, backend: GuardedBackend
+) -> None:
+    seed(
+        client,
+        "orders",
+        {"a": "1", "b": "2"},
+        message_storage_policy=MessageStoragePolicy(
+            allowed_persistence_regions=["us-central1", "us-east1"], enforce_in_transit=False
+        ),
+    )
     declared = {
         "labels": {"a": "1"},
         "message_storage_policy": {"allowed_persistence_regions": ["us-east1", "us-central1"]},
     }
-    live = {
-        "labels": {"a": "1", "b": "2"},
-        "message_storage_policy": {
-            "allowed_persistence_regions": ["us-central1", "us-east1"],
-            "enforce_in_transit": False,
-        },
-    }
-    assert matches(declared, live)
-    live["labels"] = {"a": "2"}
-    assert not matches(declared, live)
+    observed = backend.get_topic(name("orders"))
+    assert observed is not None
+    assert matches(declared, observed.body)
+    client.update_topic(
+        request={
+            "topic": Topic(name=name("orders"), labels={"a": "2"}),
+            "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
+        }
+    )
+    observed = backend.get_topic(name("orders"))
+    assert observed is not None
+    assert not matches(declared, observed.body)

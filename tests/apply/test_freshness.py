@@ -1,41 +1,61 @@
-"""The saved-plan check against an in-memory backend: every kind of change is named."""
+"""The saved-plan check over the real clients and the local server: every kind of
+change made to the live state after the plan is named, and nothing is applied."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from apply_fakes import FakeBackend, change
+from apply_support import PROJECT, make
+from google.protobuf import field_mask_pb2
+from google.pubsub_v1.types import Topic
 
 from reconciler.apply.freshness import check_fresh, stale_reasons
-from reconciler.backends.base import OrgInputs
+from reconciler.apply.guard import GuardedBackend
 from reconciler.errors import StalePlanError
-from reconciler.plan.model import Fingerprints, Plan
-from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.orgpolicy.model import Policy
+from reconciler.plan.model import Plan
 
-A, B, C = (f"projects/p/topics/{n}" for n in "abc")
-
-
-def snapshot_plan(backend: FakeBackend) -> Plan:
-    seen = observe(backend, ["p"])
-    fps = Fingerprints(
-        topics={n: topic_fingerprint(seen.topics.get(n)) for n in (A, B, C)},
-        org_policy={"p": org_fingerprint(seen.org["p"])},
-    )
-    return Plan(resource_changes=[change("update", A, labels={"k": "v"})], fingerprints=fps)
+A, B, C = (f"projects/{PROJECT}/topics/{n}" for n in ("alpha", "bravo", "charlie"))
+OWNED = {"reconcile-managed": "true"}
 
 
-def test_an_unchanged_world_is_fresh() -> None:
-    backend = FakeBackend({A: {"labels": {}}, B: {"labels": {}}})
+def snapshot_plan(backend: GuardedBackend) -> Plan:
+    """A real plan over A, B and C (an update of A's labels among its changes), with
+    the fingerprints of all three and of the project's org policy."""
+    plan = make(backend, {"alpha": {"k": "v"}, "bravo": {}, "charlie": {}})
+    assert set(plan.fingerprints.topics) == {A, B, C}
+    assert set(plan.fingerprints.org_policy) == {PROJECT}
+    assert plan.resource_changes[0].address == A
+    assert plan.resource_changes[0].action == "update"
+    return plan
+
+
+def seed(client: Any, name: str, labels: dict[str, str] | None = None) -> None:
+    client.create_topic(request=Topic(name=name, labels=labels or OWNED))
+
+
+def test_an_unchanged_world_is_fresh(server: Any, client: Any, backend: GuardedBackend) -> None:
+    seed(client, A)
+    seed(client, B)
     plan = snapshot_plan(backend)
     assert stale_reasons(plan, backend) == []
     check_fresh(plan, backend)
 
 
-def test_every_topic_change_is_named() -> None:
-    backend = FakeBackend({A: {"labels": {}}, B: {"labels": {}}})
+def test_every_topic_change_is_named(server: Any, client: Any, backend: GuardedBackend) -> None:
+    seed(client, A)
+    seed(client, B)
     plan = snapshot_plan(backend)
-    backend.topics[A] = {"labels": {"x": "1"}}  # modified
-    del backend.topics[B]  # deleted
-    backend.topics[C] = {"labels": {}}  # created
+    client.update_topic(  # modified
+        request={
+            "topic": Topic(name=A, labels={"x": "1"}),
+            "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
+        }
+    )
+    client.delete_topic(request={"topic": B})  # deleted
+    seed(client, C, {})  # created
+    server.counters.reset()
     assert stale_reasons(plan, backend) == [
         f"{A}: modified since the plan",
         f"{B}: deleted since the plan",
@@ -43,22 +63,39 @@ def test_every_topic_change_is_named() -> None:
     ]
     with pytest.raises(StalePlanError, match="nothing was applied"):
         check_fresh(plan, backend)
-    assert backend.calls["UpdateTopic"] == 0
+    assert server.counters.get("UpdateTopic") == 0
+    assert server.counters.get("CreateTopic") == 0
+    assert server.counters.get("DeleteTopic") == 0
 
 
-def test_an_org_policy_change_is_named() -> None:
-    backend = FakeBackend({A: {"labels": {}}})
+def test_an_org_policy_change_is_named(server: Any, client: Any, backend: GuardedBackend) -> None:
+    seed(client, A)
     plan = snapshot_plan(backend)
-    plan.fingerprints.org_policy["p"] = org_fingerprint(OrgInputs(None, None, "old"))[::-1]
+    # The organisation restricts resource locations after the plan was made.
+    server.put_policy(
+        Policy.from_dict(
+            {
+                "name": f"projects/{PROJECT}/policies/gcp.resourceLocations",
+                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
+            }
+        )
+    )
     reasons = stale_reasons(plan, backend)
     assert reasons == [
-        "projects/p: effective org policy changed since the plan "
+        f"projects/{PROJECT}: effective org policy changed since the plan "
         "(constraints/gcp.resourceLocations or in-transit enforcement)"
     ]
 
 
-def test_a_plan_without_fingerprints_is_refused() -> None:
-    backend = FakeBackend({A: {"labels": {}}})
-    plan = Plan(resource_changes=[change("update", A, labels={"k": "v"})])
+def test_a_plan_without_fingerprints_is_refused(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    seed(client, A)
+    saved = snapshot_plan(backend).to_json()
+    del saved["fingerprints"]  # a plan file written without them
+    plan = Plan.from_json(saved)
+    assert plan.has_changes
+    server.counters.reset()
     with pytest.raises(StalePlanError, match="no fingerprints"):
         check_fresh(plan, backend)
+    assert server.counters.total() == 0
