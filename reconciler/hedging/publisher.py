@@ -435,7 +435,7 @@ class HedgedPublisher:
                 batch.inflight.pop(number, None)
             return  # counted when cancelled
         error = call.exception()
-        duplicate = fail_now = False
+        duplicate = fail_now = out_of_time = False
         losers: list[_Call] = []
         with batch.lock:
             batch.inflight.pop(number, None)
@@ -461,7 +461,9 @@ class HedgedPublisher:
                                 self._scheduler.call_later(delay, lambda: self._on_retry(batch))
                             )
                         elif not batch.inflight:
-                            fail_now = True  # no time for a retry, nothing else in flight
+                            # No time for a retry, nothing else in flight: the total
+                            # timeout is what ended the batch, whatever the last error.
+                            fail_now = out_of_time = True
                     if fail_now:
                         losers = self._finish(batch)
         if error is None:
@@ -475,7 +477,8 @@ class HedgedPublisher:
         with self._stats.lock:
             self._stats.failed += 1
         if fail_now:
-            self._fail(batch, _to_api_error(error), losers)
+            failure = self._timeout_error(error) if out_of_time else _to_api_error(error)
+            self._fail(batch, failure, losers)
 
     def _on_deadline(self, batch: _Batch) -> None:
         with batch.lock:
@@ -483,14 +486,15 @@ class HedgedPublisher:
                 return
             last = batch.last_error
             losers = self._finish(batch)
+        self._fail(batch, self._timeout_error(last), losers)
+
+    def _timeout_error(self, last: BaseException | None) -> Exception:
+        """One error for a batch the total timeout ended, however the race between the
+        deadline timer and the last attempt's own deadline went."""
         detail = f"; last error: {last}" if last is not None else ""
-        self._fail(
-            batch,
-            api_exceptions.DeadlineExceeded(  # type: ignore[no-untyped-call]
-                f"publish did not complete within the total timeout of "
-                f"{self.retry.total_timeout_ms} ms{detail}"
-            ),
-            losers,
+        return api_exceptions.DeadlineExceeded(  # type: ignore[no-untyped-call, no-any-return]
+            f"publish did not complete within the total timeout of "
+            f"{self.retry.total_timeout_ms} ms{detail}"
         )
 
     def _finish(self, batch: _Batch) -> list[_Call]:

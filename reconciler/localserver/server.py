@@ -110,7 +110,10 @@ class LocalServer:
         return self
 
     def stop(self, grace: float | None = 1.0) -> None:
-        """Stop serving, then close the state (compacting the journal)."""
+        """Stop serving, then close the state (compacting the journal). Calls parked
+        by a fault hold are answered UNAVAILABLE first: none is left waiting, and no
+        handler runs against the closing state."""
+        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
@@ -123,6 +126,7 @@ class LocalServer:
     def crash(self) -> None:
         """Stop at once without the clean-shutdown compaction, leaving the state
         directory as a kill -9 would (for crash-recovery tests)."""
+        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
         if self._server is not None:
             self._server.stop(None).wait()
             self._server = None

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -177,3 +179,158 @@ def test_add_rejects_bad_rules(local_server: Any) -> None:
     with pytest.raises(ValueError, match="need error"):
         local_server.faults.add(method="Publish", error_next=1)
     assert parse_duration("1.5s") == 1.5 and parse_duration("250ms") == 0.25
+
+
+# -- holds: calls parked until the test answers them ----------------------------------
+
+
+@pytest.fixture
+def background() -> Iterator[ThreadPoolExecutor]:
+    """Threads for client calls that the server holds."""
+    with ThreadPoolExecutor(max_workers=4, thread_name_prefix="client") as pool:
+        yield pool
+
+
+def test_held_call_does_not_return_until_released(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    publisher_client.create_topic(name=OTHER)
+    held = local_server.faults.hold(method="GetTopic", resource=T)
+    slow = background.submit(publisher_client.get_topic, topic=T, retry=NO_RETRY)
+    (call,) = held.wait_arrived(1)
+    assert (call.method, call.resource, call.outcome) == ("GetTopic", T, None)
+    # Other topics, and the next call on T (the hold caught only one), go through.
+    assert publisher_client.get_topic(topic=OTHER).name == OTHER
+    assert publisher_client.get_topic(topic=T).name == T
+    assert not slow.done()
+    assert call.release() is True
+    assert slow.result(timeout=30).name == T
+    assert call.outcome == "released"
+    assert call.release() is False and call.fail("INTERNAL") is False  # answered once
+    assert held.arrived() == [call] and not held.active
+    assert local_server.counters.get("GetTopic") == 3
+
+
+def test_held_calls_arrive_in_order_and_each_is_answered_on_its_own(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="Publish", count=2, resource=T)
+    first = background.submit(
+        publisher_client.publish, topic=T, messages=[{"data": b"one"}], retry=NO_RETRY
+    )
+    calls = held.wait_arrived(1)
+    second = background.submit(
+        publisher_client.publish, topic=T, messages=[{"data": b"two"}], retry=NO_RETRY
+    )
+    calls = held.wait_arrived(2)
+    assert [c.number for c in calls] == [1, 2]
+    calls[1].release()
+    (two_id,) = second.result(timeout=30).message_ids
+    assert not first.done()
+    assert [(m.data, m.message_id) for m in local_server.messages(T)] == [(b"two", two_id)]
+    calls[0].release()
+    (one_id,) = first.result(timeout=30).message_ids
+    assert [m.message_id for m in local_server.messages(T)] == [two_id, one_id]
+
+
+def test_fail_answers_with_the_code_and_message(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="Publish")
+    pending = background.submit(
+        publisher_client.publish, topic=T, messages=[{"data": b"x"}], retry=NO_RETRY
+    )
+    (call,) = held.wait_arrived(1)
+    call.fail("PERMISSION_DENIED", "User not authorized to publish")
+    with pytest.raises(exceptions.PermissionDenied, match="User not authorized to publish"):
+        pending.result(timeout=30)
+    assert call.outcome == "PERMISSION_DENIED"
+    assert local_server.messages(T) == []  # the handler never ran
+
+
+def test_a_failed_held_call_is_retried_by_the_client_like_a_real_error(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="GetTopic")
+    pending = background.submit(publisher_client.get_topic, topic=T)  # default retry
+    held.wait_arrived(1)[0].fail("UNAVAILABLE", "try again")
+    assert pending.result(timeout=30).name == T
+    assert local_server.counters.get("GetTopic") == 2
+
+
+def test_release_all_ends_the_hold(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="GetTopic", count=5)
+    pending = background.submit(publisher_client.get_topic, topic=T, retry=NO_RETRY)
+    held.wait_arrived(1)
+    assert held.release_all() == 1
+    assert pending.result(timeout=30).name == T
+    # The four calls the hold had left pass untouched.
+    for _ in range(4):
+        publisher_client.get_topic(topic=T, retry=NO_RETRY)
+    assert len(held.arrived()) == 1 and local_server.faults.holds() == []
+
+
+def test_clear_releases_held_calls_to_the_handler(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="Publish", count=3)
+    pending = background.submit(
+        publisher_client.publish, topic=T, messages=[{"data": b"x"}], retry=NO_RETRY
+    )
+    (call,) = held.wait_arrived(1)
+    local_server.faults.clear()
+    (message_id,) = pending.result(timeout=30).message_ids
+    assert call.outcome == "released"
+    assert [m.message_id for m in local_server.messages(T)] == [message_id]
+    publisher_client.publish(topic=T, messages=[{"data": b"y"}], retry=NO_RETRY)
+    assert len(held.arrived()) == 1
+
+
+def test_stop_answers_every_held_call(
+    publisher_client: Any, local_server: Any, background: ThreadPoolExecutor
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="GetTopic", count=2)
+    pending = [
+        background.submit(publisher_client.get_topic, topic=T, retry=NO_RETRY) for _ in range(2)
+    ]
+    calls = held.wait_arrived(2)
+    publisher_client.get_topic(topic=T, retry=NO_RETRY)  # the full hold lets it pass
+    assert local_server.faults.holds() == [held]  # and still answers for its calls
+    local_server.stop(grace=None)
+    for future in pending:
+        # UNAVAILABLE from the hold, or the shutdown's own status if it got there first.
+        with pytest.raises((exceptions.ServiceUnavailable, exceptions.Cancelled)):
+            future.result(timeout=30)
+    assert [c.outcome for c in calls] == ["UNAVAILABLE", "UNAVAILABLE"]
+
+
+def test_a_forgotten_hold_lets_the_call_through_after_its_cap(
+    publisher_client: Any, local_server: Any
+) -> None:
+    publisher_client.create_topic(name=T)
+    held = local_server.faults.hold(method="GetTopic", max_hold=0.2)
+    assert publisher_client.get_topic(topic=T, retry=NO_RETRY).name == T
+    assert [c.outcome for c in held.arrived()] == ["expired"]
+
+
+def test_hold_checks_its_arguments(local_server: Any) -> None:
+    with pytest.raises(ValueError, match="count"):
+        local_server.faults.hold(method="Publish", count=0)
+    with pytest.raises(ValueError, match="max_hold"):
+        local_server.faults.hold(method="Publish", max_hold=0)
+    held = local_server.faults.hold(method="Publish", count=2)
+    with pytest.raises(ValueError, match="cannot catch 3"):
+        held.wait_arrived(3)
+    with pytest.raises(TimeoutError, match="only 0 of 1 held Publish calls"):
+        held.wait_arrived(1, timeout=0.01)
+    with pytest.raises(ValueError, match="unknown gRPC status code"):
+        held.fail_all("NOPE")
