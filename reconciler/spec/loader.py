@@ -160,7 +160,7 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
             f"the document has no kind; add one of: {', '.join(KINDS)}",
         )
         return
-    if kind not in MODEL_BY_KIND:
+    if not isinstance(kind, str) or kind not in MODEL_BY_KIND:
         m = doc.mark_for(("kind",))
         hint = _did_you_mean(str(kind), KINDS)
         diags.error(
