@@ -29,7 +29,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from reconciler.apply.clientretry import disable_client_retry
 from reconciler.apply.executor import Executor
 from reconciler.apply.guard import Guard
 from reconciler.apply.ratelimit import ProjectRateLimiter
@@ -119,7 +118,7 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
     }
     with server_at(mode, LATENCY) as (address, server):
         backend = GcpBackend(publisher_client(address), None, "bench")
-        disable_client_retry(backend)
+        backend.client_retry = False
         guard = Guard(ProjectRateLimiter(None))
         creates = []
         for rc in update_changes(updates, "0"):

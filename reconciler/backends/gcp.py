@@ -165,7 +165,12 @@ def topic_to_proto(body: dict[str, Any]) -> Topic:
 class GcpBackend:
     """Backend over a Pub/Sub PublisherClient (GAPIC or the google.cloud wrapper) and an
     Org Policy client. `policy_store` (from --org-policy FILE) replaces the Org Policy
-    API entirely; `orgpolicy` may then be None."""
+    API entirely; `orgpolicy` may then be None.
+
+    `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
+    UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
+    bounded retry of all transient codes is the only one and every attempt is counted.
+    """
 
     def __init__(
         self,
@@ -176,13 +181,23 @@ class GcpBackend:
         policy_store: PolicyStore | None = None,
         policy_source: str | None = None,
         on_close: Callable[[], None] | None = None,
+        client_retry: bool = True,
     ) -> None:
+        self.client_retry = client_retry
         self.publisher = publisher
         self.orgpolicy = orgpolicy
         self.target = target
         self.policy_store = policy_store
         self.policy_source = policy_source or "snapshot"
         self._on_close = on_close
+
+    @property
+    def _rpc(self) -> dict[str, Any]:
+        """Per-call options: the timeout, and no library retry when turned off."""
+        options: dict[str, Any] = {"timeout": RPC_TIMEOUT}
+        if not self.client_retry:
+            options["retry"] = None
+        return options
 
     # -- topics ---------------------------------------------------------------
     def list_topics(self, project: str) -> list[ObservedTopic]:
@@ -191,7 +206,7 @@ class GcpBackend:
 
         def run() -> list[ObservedTopic]:
             pager = self.publisher.list_topics(
-                request={"project": resource, "page_size": PAGE_SIZE}, timeout=RPC_TIMEOUT
+                request={"project": resource, "page_size": PAGE_SIZE}, **self._rpc
             )
             return [observed(t) for t in pager]
 
@@ -199,7 +214,7 @@ class GcpBackend:
 
     def get_topic(self, name: str) -> ObservedTopic | None:
         try:
-            topic = self.publisher.get_topic(request={"topic": name}, timeout=RPC_TIMEOUT)
+            topic = self.publisher.get_topic(request={"topic": name}, **self._rpc)
         except gexc.NotFound:
             return None
         except API_ERRORS as exc:
@@ -211,7 +226,7 @@ class GcpBackend:
         created = _call(
             "create topic",
             topic.name,
-            lambda: self.publisher.create_topic(request=topic, timeout=RPC_TIMEOUT),
+            lambda: self.publisher.create_topic(request=topic, **self._rpc),
         )
         return observed(created)
 
@@ -221,7 +236,7 @@ class GcpBackend:
         updated = _call(
             "update topic",
             topic.name,
-            lambda: self.publisher.update_topic(request=request, timeout=RPC_TIMEOUT),
+            lambda: self.publisher.update_topic(request=request, **self._rpc),
         )
         return observed(updated)
 
@@ -229,7 +244,7 @@ class GcpBackend:
         _call(
             "delete topic",
             name,
-            lambda: self.publisher.delete_topic(request={"topic": name}, timeout=RPC_TIMEOUT),
+            lambda: self.publisher.delete_topic(request={"topic": name}, **self._rpc),
         )
 
     # -- org policy -----------------------------------------------------------
@@ -257,7 +272,7 @@ class GcpBackend:
         assert self.orgpolicy is not None
         try:
             policy = self.orgpolicy.get_effective_policy(
-                request={"name": name}, timeout=RPC_TIMEOUT
+                request={"name": name}, **self._rpc
             )
         except gexc.NotFound:
             # No policy anywhere in the hierarchy: the constraint's default. A missing

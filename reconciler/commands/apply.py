@@ -21,7 +21,6 @@ from typing import TextIO
 
 import click
 
-from reconciler.apply.clientretry import disable_client_retry
 from reconciler.apply.executor import DEFAULT_CONCURRENCY, Executor
 from reconciler.apply.freshness import check_fresh
 from reconciler.apply.guard import Guard, GuardedBackend
@@ -168,7 +167,7 @@ def _open(
     from reconciler.backends.target import open_backend
 
     inner = open_backend(local, emulator, org_policy, store, local_seed=seed)
-    disable_client_retry(inner)
+    inner.client_retry = False  # apply.retry is the only, bounded, counted retry
     return GuardedBackend(inner, guard)
 
 
