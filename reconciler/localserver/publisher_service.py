@@ -80,6 +80,18 @@ class PublisherService:
             enforce_in_transit=self._enforce_in_transit(project),
         )
 
+    def set_storage_policy(self, project: str, topic: Any, given: Any) -> None:
+        """The policy `given` asks for (validated against the org policy), or, when it
+        has none, the one the org policy computes (none without a location policy)."""
+        if given.HasField("message_storage_policy"):
+            policy = self.checked_storage_policy(project, given.message_storage_policy)
+        else:
+            policy = self.computed_storage_policy(project)
+        if policy is None:
+            topic.ClearField("message_storage_policy")
+        else:
+            topic.message_storage_policy.CopyFrom(policy)
+
     def checked_storage_policy(self, project: str, given: Any) -> Any:
         """An explicit storage policy, validated; enforce_in_transit is forced on when
         the org policy enforces in-transit regions."""
@@ -152,14 +164,7 @@ class PublisherService:
             topic.CopyFrom(request)
             topic.ClearField("state")
             topic.ClearField("satisfies_pzs")
-            if request.HasField("message_storage_policy"):
-                policy = self.checked_storage_policy(project, request.message_storage_policy)
-            else:
-                policy = self.computed_storage_policy(project)
-            if policy is None:
-                topic.ClearField("message_storage_policy")
-            else:
-                topic.message_storage_policy.CopyFrom(policy)
+            self.set_storage_policy(project, topic, request)
             return topic
 
         created = self.state.create_topic(request.name, build)
@@ -213,14 +218,7 @@ class PublisherService:
                     del topic.message_transforms[:]
                     topic.message_transforms.extend(given.message_transforms)
                 elif field == "message_storage_policy":
-                    if given.HasField("message_storage_policy"):
-                        policy = self.checked_storage_policy(project, given.message_storage_policy)
-                    else:
-                        policy = self.computed_storage_policy(project)
-                    if policy is None:
-                        topic.ClearField("message_storage_policy")
-                    else:
-                        topic.message_storage_policy.CopyFrom(policy)
+                    self.set_storage_policy(project, topic, given)
                 elif given.HasField(field):
                     getattr(topic, field).CopyFrom(getattr(given, field))
                 else:
