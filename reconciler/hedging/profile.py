@@ -7,7 +7,9 @@ publishers accept. Pure Python: the validate path imports it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 HEDGE_DELAY_MS = (100, 10_000)
 MAX_TOKENS = (1, 250)
@@ -41,37 +43,23 @@ class HedgingProfile:
 
     def problems(self) -> list[Problem]:
         out: list[Problem] = []
-        lo, hi = HEDGE_DELAY_MS
-        if not lo <= self.hedge_delay_ms <= hi:
-            out.append(
-                Problem(
-                    "hedgeDelay",
-                    "hedging-range",
-                    f"hedgeDelay {format_ms(self.hedge_delay_ms)} is outside the allowed "
-                    f"range {format_ms(lo)} to {format_ms(hi)} (inclusive)",
+        ranges: tuple[tuple[str, float, tuple[float, float], Callable[[Any], str]], ...] = (
+            ("hedgeDelay", self.hedge_delay_ms, HEDGE_DELAY_MS, format_ms),
+            ("maxTokens", self.max_tokens, MAX_TOKENS, str),
+            ("refillRatio", self.refill_ratio, REFILL_RATIO, lambda v: f"{v:g}"),
+        )
+        for field, value, (lo, hi), show in ranges:
+            if not lo <= value <= hi:
+                out.append(
+                    Problem(
+                        field,
+                        "hedging-range",
+                        f"{field} {show(value)} is outside the allowed range "
+                        f"{show(lo)} to {show(hi)} (inclusive)",
+                    )
                 )
-            )
-        lo, hi = MAX_TOKENS
-        if not lo <= self.max_tokens <= hi:
-            out.append(
-                Problem(
-                    "maxTokens",
-                    "hedging-range",
-                    f"maxTokens {self.max_tokens} is outside the allowed range "
-                    f"{lo} to {hi} (inclusive)",
-                )
-            )
-        flo, fhi = REFILL_RATIO
-        if not flo <= self.refill_ratio <= fhi:
-            out.append(
-                Problem(
-                    "refillRatio",
-                    "hedging-range",
-                    f"refillRatio {self.refill_ratio:g} is outside the allowed range "
-                    f"{flo:g} to {fhi:g} (inclusive)",
-                )
-            )
-        elif abs(self.refill_ratio * PARTS_PER_MILLION - self.refill_ppm) > 1e-6:
+        in_range = REFILL_RATIO[0] <= self.refill_ratio <= REFILL_RATIO[1]
+        if in_range and abs(self.refill_ratio * PARTS_PER_MILLION - self.refill_ppm) > 1e-6:
             out.append(
                 Problem(
                     "refillRatio",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import time
 from typing import Any
 
@@ -209,19 +210,20 @@ def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:
     raise AssertionError(f"never saw {needle!r}; got {seen!r}")
 
 
-def test_sigint_midway_reports_and_a_rerun_converges(server: Any, tree: Tree) -> None:
+def _apply_under_way(server: Any, tree: Tree) -> subprocess.Popen[str]:
+    """An apply of 16 slow creates, as a process, once its first topic is created."""
     tree.write(many(16, "a"))
     server.faults.add(method="CreateTopic", delay=0.25)
     proc = reconcile_process(
-        "apply",
-        "specs",
-        *target(server, tree),
-        "--auto-approve",
-        "--concurrency",
-        "2",
+        "apply", "specs", *target(server, tree), "--auto-approve", "--concurrency", "2",
         cwd=tree.root,
     )
     _wait_for_line(proc, ": created")
+    return proc
+
+
+def test_sigint_midway_reports_and_a_rerun_converges(server: Any, tree: Tree) -> None:
+    proc = _apply_under_way(server, tree)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, out + err
@@ -235,18 +237,7 @@ def test_sigint_midway_reports_and_a_rerun_converges(server: Any, tree: Tree) ->
 
 
 def test_sigkill_midway_then_a_rerun_converges(server: Any, tree: Tree) -> None:
-    tree.write(many(16, "a"))
-    server.faults.add(method="CreateTopic", delay=0.25)
-    proc = reconcile_process(
-        "apply",
-        "specs",
-        *target(server, tree),
-        "--auto-approve",
-        "--concurrency",
-        "2",
-        cwd=tree.root,
-    )
-    _wait_for_line(proc, ": created")
+    proc = _apply_under_way(server, tree)
     proc.kill()
     proc.communicate(timeout=30)
     assert proc.returncode == -signal.SIGKILL

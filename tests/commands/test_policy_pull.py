@@ -103,21 +103,18 @@ def test_pulled_snapshot_loads_and_drives_validate(
     assert free.exit_code == 0, free.stdout + free.stderr
 
 
+def _pull(run_cli: Any, server: Any, out: Path) -> Any:
+    return run_cli(
+        "policy", "pull", "--project", PROJECT, "--out", str(out), "--emulator", server.address
+    )
+
+
 def test_unimplemented_org_policy_api_is_named(
     run_cli: Any, local_server: Any, tmp_path: Path
 ) -> None:
     local_server.faults.add(method="GetEffectivePolicy", error="UNIMPLEMENTED")
     out = tmp_path / "snap.yaml"
-    result = run_cli(
-        "policy",
-        "pull",
-        "--project",
-        PROJECT,
-        "--out",
-        str(out),
-        "--emulator",
-        local_server.address,
-    )
+    result = _pull(run_cli, local_server, out)
     assert result.exit_code == 1
     assert "does not implement the Org Policy API" in result.stderr
     assert "Traceback" not in result.stderr
@@ -129,16 +126,7 @@ def test_permission_denied_names_the_permission_and_role(
 ) -> None:
     local_server.faults.add(method="GetEffectivePolicy", error="PERMISSION_DENIED")
     out = tmp_path / "snap.yaml"
-    result = run_cli(
-        "policy",
-        "pull",
-        "--project",
-        PROJECT,
-        "--out",
-        str(out),
-        "--emulator",
-        local_server.address,
-    )
+    result = _pull(run_cli, local_server, out)
     assert result.exit_code == 1
     assert "orgpolicy.policy.get" in result.stderr
     assert "roles/orgpolicy.policyViewer" in result.stderr
