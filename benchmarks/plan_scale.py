@@ -84,8 +84,8 @@ class TerraformStyle:
         found = self.pool.map(self.inner.get_topic, self.by_project.get(project, []))
         return [t for t in found if t is not None]
 
-    def org_inputs(self, project: str) -> Any:
-        return self.inner.org_inputs(project)
+    def effective_policy(self, project: str) -> Any:
+        return self.inner.effective_policy(project)
 
     def close(self) -> None:
         self.pool.shutdown()

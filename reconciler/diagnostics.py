@@ -40,6 +40,25 @@ class Diagnostic:
         data["severity"] = self.severity.value
         return data
 
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> Diagnostic:
+        """Inverse of to_json (a plan file's `diagnostics[]`); tolerant of missing keys,
+        ValueError on an unknown severity."""
+        hint = data.get("hint")
+        return cls(
+            str(data.get("file", "")),
+            int(str(data.get("line") or 0)),
+            int(str(data.get("col") or 0)),
+            Severity(str(data.get("severity", "error"))),
+            str(data.get("code", "")),
+            str(data.get("message", "")),
+            hint if isinstance(hint, str) else None,
+        )
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
 
 @dataclass
 class Diagnostics:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from reconciler.backends.base import Backend
 from reconciler.errors import StalePlanError
-from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan.model import Plan
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 
@@ -20,9 +19,7 @@ def project_of_address(address: str) -> str:
     return address.split("/")[1]
 
 
-def stale_reasons(
-    plan: Plan, backend: Backend, policy_store: PolicyStore | None = None
-) -> list[str]:
+def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
     """Every way the live state differs from the plan's fingerprints ([] = fresh)."""
     fps = plan.fingerprints
     reasons: list[str] = []
@@ -32,7 +29,7 @@ def stale_reasons(
     projects = {project_of_address(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return reasons
-    seen = observe(backend, projects, policy_store)
+    seen = observe(backend, projects)
     for address, expected in sorted(fps.topics.items()):
         live = seen.topics.get(address)
         now = topic_fingerprint(live)
@@ -54,7 +51,7 @@ def stale_reasons(
     return reasons
 
 
-def check_fresh(plan: Plan, backend: Backend, policy_store: PolicyStore | None = None) -> None:
+def check_fresh(plan: Plan, backend: Backend) -> None:
     """Raise StalePlanError naming every change; return quietly when the plan holds."""
     if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
         raise StalePlanError(
@@ -62,7 +59,7 @@ def check_fresh(plan: Plan, backend: Backend, policy_store: PolicyStore | None =
             "live state; nothing was applied",
             hint="write the plan with `reconcile plan --out PLANFILE`",
         )
-    reasons = stale_reasons(plan, backend, policy_store)
+    reasons = stale_reasons(plan, backend)
     if reasons:
         listed = "\n".join(f"  - {r}" for r in reasons)
         raise StalePlanError(

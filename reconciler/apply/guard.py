@@ -74,9 +74,9 @@ class GuardedBackend:
     def get_topic(self, name: str) -> ObservedTopic | None:
         return self.guard.run(project_of(name), lambda: self.inner.get_topic(name))
 
-    def org_inputs(self, project: str) -> OrgInputs:
+    def effective_policy(self, project: str) -> OrgInputs:
         return call_with_retry(
-            lambda: self.inner.org_inputs(project),
+            lambda: self.inner.effective_policy(project),
             self.guard.policy,
             clock=self.guard.clock,
             wait=self.guard.stop.wait,

@@ -6,7 +6,8 @@ this module turns their answers into plan-shaped dicts and their failures into
 `BackendError`s that name the project or topic and the permission needed.
 
 Stable entry points (plan and apply use them):
-    GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None)
+    GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None,
+               client_retry=True)
     topic_body(topic) / topic_to_proto(body)    plan dict <-> proto
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -122,6 +123,10 @@ def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
     code = getattr(exc, "code", None)
     name = getattr(code, "name", None) or type(exc).__name__
     return BackendError(f"failed to {action} for {resource}: {name}: {detail}")
+
+
+def _spec(policy: Policy | None) -> PolicySpec | None:
+    return policy.spec if policy is not None else None
 
 
 def _call(action: str, resource: str, fn: Callable[[], T]) -> T:
@@ -248,7 +253,9 @@ class GcpBackend:
         )
 
     # -- org policy -----------------------------------------------------------
-    def org_inputs(self, project: str) -> OrgInputs:
+    def effective_policy(self, project: str) -> OrgInputs:
+        """The project's effective org policy, from the snapshot or the API: which one
+        was decided when the target was opened (backends/target.py)."""
         resource = f"projects/{project}"
         if self.policy_store is not None:
             return OrgInputs(
@@ -262,31 +269,35 @@ class GcpBackend:
                 hint=ORG_POLICY_UNSERVED_HINT,
             )
         return OrgInputs(
-            resource_locations=self._effective(resource, RESOURCE_LOCATIONS),
-            enforce_in_transit=self._effective(resource, ENFORCE_IN_TRANSIT),
+            resource_locations=_spec(self.read_effective_policy(project, RESOURCE_LOCATIONS)),
+            enforce_in_transit=_spec(self.read_effective_policy(project, ENFORCE_IN_TRANSIT)),
             source="api",
         )
 
-    def _effective(self, resource: str, constraint: str) -> PolicySpec | None:
+    def read_effective_policy(self, project: str, constraint: str) -> Policy | None:
+        """GetEffectivePolicy for one constraint, named as the project's own policy;
+        None on NOT_FOUND (no policy in the hierarchy: the constraint's default. A
+        missing project is reported by ListTopics, which plan always calls too)."""
+        resource = f"projects/{project}"
         name = f"{resource}/policies/{constraint}"
-        assert self.orgpolicy is not None
-        try:
-            policy = self.orgpolicy.get_effective_policy(
-                request={"name": name}, **self._rpc
+        if self.orgpolicy is None:
+            raise BackendError(
+                f"no Org Policy API at {self.target} to read {name}",
+                hint=ORG_POLICY_UNSERVED_HINT,
             )
+        try:
+            policy = self.orgpolicy.get_effective_policy(request={"name": name}, **self._rpc)
         except gexc.NotFound:
-            # No policy anywhere in the hierarchy: the constraint's default. A missing
-            # project is reported by ListTopics, which plan always calls too.
             return None
         except API_ERRORS as exc:
             raise api_error(exc, "read org policy", resource) from None
         data = MessageToDict(type(policy).pb(policy))
-        data["name"] = name
+        data["name"] = name  # the service may answer with the project number
+        data.pop("etag", None)
         try:
-            parsed = Policy.from_dict(data)
+            return Policy.from_dict(data)
         except PolicyFormatError as exc:
             raise BackendError(f"unreadable effective policy {name}: {exc}") from None
-        return parsed.spec
 
     def close(self) -> None:
         for client in (self.publisher, self.orgpolicy):

@@ -1,9 +1,13 @@
 """Which service a command talks to: `--local`, `--emulator HOST:PORT` (or
 PUBSUB_EMULATOR_HOST), or Google Cloud with Application Default Credentials.
 
-    open_backend(local, emulator, org_policy, policy_store=None, local_seed=None)
+    open_backend(local, emulator, org_policy, policy_store=None, local_seed=None,
+                 client_retry=True)
 
-`org_policy` (the --org-policy FILE) always wins over the Org Policy API. `local_seed`
+`org_policy` (the --org-policy FILE) always wins over the Org Policy API: the source of
+the org policy (snapshot or API) is decided here, once, and the backend's
+`effective_policy(project)` answers from it. `client_retry=False` (apply) turns off the
+client library's own retry, so that apply's bounded, counted retry is the only one. `local_seed`
 (the spec tree's org-policy snapshot) gives a brand-new embedded server the same org
 policy the specs were validated against, so a first `--local` run behaves like the
 organisation it models; an existing local state is never overwritten. Credentials
@@ -39,6 +43,7 @@ def open_backend(
     org_policy: Path | None,
     policy_store: PolicyStore | None = None,
     local_seed: PolicyStore | None = None,
+    client_retry: bool = True,
 ) -> GcpBackend:
     """Build the backend for the chosen target (the caller closes it)."""
     if local and emulator:
@@ -51,12 +56,17 @@ def open_backend(
                 raise UsageError(f"{org_policy}: org-policy file not found")
             store = load_snapshot(org_policy)
         source = f"snapshot {org_policy}"
+    options: dict[str, Any] = {
+        "policy_store": store,
+        "policy_source": source,
+        "client_retry": client_retry,
+    }
     if local:
-        return _local(store, source, local_seed)
+        return _local(options, local_seed)
     address = emulator_address(emulator)
     if address is not None:
-        return _emulator(address, store, source)
-    return _google_cloud(store, source)
+        return _emulator(address, options)
+    return _google_cloud(options)
 
 
 def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
@@ -66,9 +76,7 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
     return publisher_client(address), orgpolicy
 
 
-def _local(
-    store: PolicyStore | None, source: str | None, seed: PolicyStore | None
-) -> GcpBackend:
+def _local(options: dict[str, Any], seed: PolicyStore | None) -> GcpBackend:
     from reconciler.localserver import LocalServer
 
     LOCAL_STATE_DIR.mkdir(parents=True, exist_ok=True)
@@ -78,7 +86,7 @@ def _local(
     if fresh and seed is not None:
         server.seed_policies(seed)
     try:
-        publisher, orgpolicy = _clients(server.address, store is None)
+        publisher, orgpolicy = _clients(server.address, options["policy_store"] is None)
     except BaseException:
         server.stop()
         raise
@@ -86,9 +94,8 @@ def _local(
         publisher,
         orgpolicy,
         f"local ({LOCAL_STATE_DIR})",
-        policy_store=store,
-        policy_source=source,
         on_close=server.stop,
+        **options,
     )
 
 
@@ -113,22 +120,20 @@ def _reachable(address: str) -> None:
         channel.close()
 
 
-def _emulator(address: str, store: PolicyStore | None, source: str | None) -> GcpBackend:
+def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
     _reachable(address)
-    publisher, orgpolicy = _clients(address, store is None)
-    return GcpBackend(
-        publisher, orgpolicy, f"emulator {address}", policy_store=store, policy_source=source
-    )
+    publisher, orgpolicy = _clients(address, options["policy_store"] is None)
+    return GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
 
 
-def _google_cloud(store: PolicyStore | None, source: str | None) -> GcpBackend:
+def _google_cloud(options: dict[str, Any]) -> GcpBackend:
     import google.auth.exceptions
     from google.cloud.orgpolicy_v2 import OrgPolicyClient
     from google.pubsub_v1 import PublisherClient
 
     try:
         publisher = PublisherClient()
-        orgpolicy = OrgPolicyClient() if store is None else None
+        orgpolicy = OrgPolicyClient() if options["policy_store"] is None else None
     except google.auth.exceptions.DefaultCredentialsError:
         raise BackendError(
             "no Google Cloud credentials found (Application Default Credentials)",
@@ -140,6 +145,4 @@ def _google_cloud(store: PolicyStore | None, source: str | None) -> GcpBackend:
             f"Google Cloud credentials could not be used: {type(exc).__name__}",
             hint="refresh them with `gcloud auth application-default login`",
         ) from None
-    return GcpBackend(
-        publisher, orgpolicy, "gcp", policy_store=store, policy_source=source
-    )
+    return GcpBackend(publisher, orgpolicy, "gcp", **options)

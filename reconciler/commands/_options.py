@@ -4,8 +4,9 @@
     @server_options            adds local, emulator (import, policy pull)
     @target_options            adds local, emulator, org_policy
     @format_option(choices)    adds fmt
-    emit_plan(plan, fmt)       prints a Plan in the chosen format (colour on a TTY only)
-    write_plan(plan, path)     saves a plan file atomically
+    use_colour()               colour on a terminal only, never with NO_COLOR
+
+Rendering is reconciler.render.render; the plan file is reconciler.plan.planfile.
 """
 
 from __future__ import annotations
@@ -18,13 +19,9 @@ from typing import Any, TypeVar
 
 import click
 
-from reconciler.errors import InputError
-from reconciler.fileio import write_atomically
-from reconciler.plan.model import Plan
+from reconciler.render import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-FORMATS = ("text", "json", "markdown")
 
 
 def server_options(fn: F) -> F:
@@ -68,60 +65,3 @@ def use_colour() -> bool:
     if os.environ.get("NO_COLOR"):
         return False
     return sys.stdout.isatty()
-
-
-def render_plan(plan: Plan, fmt: str, color: bool | None = None) -> str:
-    if fmt == "json":
-        from reconciler.render import json as render_json
-
-        return render_json.render(plan)
-    if fmt == "markdown":
-        from reconciler.render import markdown
-
-        return markdown.render(plan)
-    from reconciler.render import text
-
-    return text.render(plan, color=use_colour() if color is None else color)
-
-
-def emit_plan(plan: Plan, fmt: str) -> None:
-    color = use_colour()
-    click.echo(render_plan(plan, fmt, color), nl=False, color=color)
-
-
-def write_plan(plan: Plan, path: Path) -> None:
-    """Write the plan file atomically: a reader never sees half a plan."""
-    write_atomically(path, plan.dumps(), "plan file")
-
-
-def read_plan(path: Path) -> Plan:
-    """A saved plan, or an InputError naming the file and what is wrong with it."""
-    import json
-
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: plan file not found") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: cannot read the plan file: {exc}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})",
-            hint="make a new one with `reconcile plan --out PLANFILE`",
-        ) from None
-    if not isinstance(data, dict) or "format_version" not in data:
-        raise InputError(
-            f"{path}: not a reconcile plan file (no format_version)",
-            hint="make a new one with `reconcile plan --out PLANFILE`",
-        )
-    try:
-        return Plan.from_json(data)
-    except ValueError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise InputError(
-            f"{path}: the plan file is damaged or incomplete ({type(exc).__name__}: {exc})",
-            hint="make a new one with `reconcile plan --out PLANFILE`",
-        ) from None

@@ -6,12 +6,18 @@ from pathlib import Path
 
 import click
 
-from reconciler.commands._options import emit_plan, format_option, read_plan
+from reconciler.commands._options import format_option, use_colour
+from reconciler.errors import EXIT_OK
 
 
 @click.command("show")
 @click.argument("planfile", type=click.Path(path_type=Path))
 @format_option()
-def command(planfile: Path, fmt: str) -> None:
+def command(planfile: Path, fmt: str) -> int:
     """Print the plan saved in PLANFILE (by `reconcile plan --out`)."""
-    emit_plan(read_plan(planfile), fmt)
+    from reconciler.plan.planfile import read_plan
+    from reconciler.render import render
+
+    color = use_colour() and fmt == "text"
+    click.echo(render(read_plan(planfile), fmt, color), nl=False, color=color)
+    return EXIT_OK

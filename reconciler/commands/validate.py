@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
 
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
-from reconciler.spec.validate import validate_paths
+from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
 
 @click.command("validate")
@@ -21,13 +20,13 @@ from reconciler.spec.validate import validate_paths
     help="Org-policy snapshot (default: org-policy.yaml at the spec root, if any).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def command(paths: tuple[Path, ...], org_policy: Path | None, fmt: str) -> None:
+def command(paths: tuple[Path, ...], org_policy: Path | None, fmt: str) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
-    result = validate_paths(list(paths) or [Path("specs")], org_policy)
+    result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy)
     diagnostics = result.diagnostics.sorted()
     if fmt == "json":
         click.echo(report.as_json(diagnostics), nl=False)
     else:
         click.echo(report.text(diagnostics), nl=False)
         click.echo(report.summary(diagnostics, result.files), err=True)
-    sys.exit(EXIT_ERROR if result.diagnostics.has_errors else EXIT_OK)
+    return EXIT_ERROR if result.diagnostics.has_errors else EXIT_OK

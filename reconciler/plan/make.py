@@ -1,11 +1,13 @@
 """Make a plan: observe the named projects, check against the live org policy, diff.
 
-    make_plan(desired, backend, policy_store=None, prune=False) -> Plan
+    make_plan(desired, backend, prune=False, validation=()) -> Plan
 
-Shared by `plan` and `apply PATH...`. The caller validated the tree first. A plan whose
-`diagnostics` hold an error (the specs break the live org policy: spec/orgrules.py)
-must not be applied; `has_errors(plan)` says so. Warnings (publishers rerouted) are
-kept in the plan.
+Shared by `plan` and `apply PATH...`. The caller validated the tree first and passes
+what validation reported (`validation`, warnings only: a tree with errors is never
+planned); the plan's `diagnostics` are those, then what the live org policy adds (not
+said twice). A plan with an error there (the specs break the live org policy:
+spec/orgrules.py) must not be applied: `Plan.has_errors`. The org policy is whatever
+the backend was opened with (`Backend.effective_policy`: snapshot or API).
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
 every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
@@ -18,8 +20,7 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from reconciler.backends.base import Backend
-from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.orgpolicy.store import PolicyStore
+from reconciler.diagnostics import Diagnostic
 from reconciler.plan import differ
 from reconciler.plan.model import Fingerprints, Plan
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
@@ -29,18 +30,19 @@ from reconciler.spec.desired import DesiredState
 def make_plan(
     desired: DesiredState,
     backend: Backend,
-    policy_store: PolicyStore | None = None,
     prune: bool = False,
-    reported: Iterable[Diagnostic] = (),
+    validation: Iterable[Diagnostic] = (),
 ) -> Plan:
-    """One plan over every project the specs name (the store, when given, wins over
-    the Org Policy API). `reported`: what validation already said, not said again."""
+    """One plan over every project the specs name; `validation`: what validation
+    already reported, kept first in the plan's diagnostics and not repeated."""
+    reported = list(validation)
     already = {(d.file, d.code, d.message) for d in reported}
-    observation = observe(backend, desired.projects, policy_store)
+    observation = observe(backend, desired.projects)
     plan = Plan(
         target=backend.target,
         prune=prune,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        diagnostics=reported,
     )
     fingerprints = Fingerprints()
     declared = set()
@@ -51,9 +53,9 @@ def make_plan(
         fingerprints.topics[topic.address] = topic_fingerprint(live)
         problems = differ.org_diagnostics(topic, facts)
         plan.diagnostics.extend(
-            d.to_json() for d in problems if (d.file, d.code, d.message) not in already
+            d for d in problems if (d.file, d.code, d.message) not in already
         )
-        if any(d.severity is Severity.ERROR for d in problems):
+        if any(d.is_error for d in problems):
             continue
         plan.resource_changes.append(differ.diff_topic(topic, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":
@@ -71,7 +73,3 @@ def make_plan(
         fingerprints.org_policy[project] = org_fingerprint(inputs)
     plan.fingerprints = fingerprints
     return plan
-
-
-def has_errors(plan: Plan) -> bool:
-    return any(d.get("severity") == "error" for d in plan.diagnostics)

@@ -15,6 +15,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from reconciler.diagnostics import Diagnostic
+
 FORMAT_VERSION = "1.0"
 
 Action = Literal["create", "update", "delete", "no-op"]
@@ -96,7 +98,7 @@ class Fingerprints:
 @dataclass
 class Plan:
     resource_changes: list[ResourceChange] = field(default_factory=list)
-    diagnostics: list[dict[str, Any]] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
     fingerprints: Fingerprints = field(default_factory=Fingerprints)
     target: str = ""
@@ -114,8 +116,18 @@ class Plan:
     def has_changes(self) -> bool:
         return any(rc.action != "no-op" for rc in self.resource_changes)
 
+    @property
+    def errors(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if d.is_error]
+
+    @property
+    def has_errors(self) -> bool:
+        """An error (the specs break the live org policy) forbids applying the plan."""
+        return any(d.is_error for d in self.diagnostics)
+
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
+        data["diagnostics"] = [d.to_json() for d in self.diagnostics]
         return {"format_version": data.pop("format_version"), **data}
 
     def dumps(self) -> str:
@@ -155,7 +167,7 @@ class Plan:
         fp = data.get("fingerprints") or {}
         return cls(
             resource_changes=changes,
-            diagnostics=list(data.get("diagnostics", [])),
+            diagnostics=[Diagnostic.from_json(d) for d in data.get("diagnostics", [])],
             drift=[Drift(**d) for d in data.get("drift", [])],
             fingerprints=Fingerprints(
                 topics=dict(fp.get("topics", {})), org_policy=dict(fp.get("org_policy", {}))

@@ -6,7 +6,7 @@ makes of a topic (`org_facts`, `computed_policy`) and how storage policies compa
 (`norm_policy`), so that the differ, drift and apply agree.
 
 Stable entry points (apply uses them to check a saved plan):
-    observe(backend, projects, policy_store=None) -> Observation
+    observe(backend, projects) -> Observation   (org policy: backend.effective_policy)
     topic_fingerprint(ObservedTopic | None) -> str
     org_fingerprint(OrgInputs) -> str
 """
@@ -23,7 +23,6 @@ from typing import Any
 from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
-from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.orgrules import OrgFacts, facts_from_specs
 
 MAX_WORKERS = 8
@@ -45,19 +44,9 @@ def facts_of(inputs: OrgInputs) -> OrgFacts:
     return facts_from_specs(inputs.resource_locations, inputs.enforce_in_transit)
 
 
-def store_inputs(store: PolicyStore, project: str, source: str = "snapshot") -> OrgInputs:
-    resource = f"projects/{project}"
-    return OrgInputs(
-        resource_locations=store.effective_spec(RESOURCE_LOCATIONS, resource),
-        enforce_in_transit=store.effective_spec(ENFORCE_IN_TRANSIT, resource),
-        source=source,
-    )
-
-
 def observe(
     backend: Backend,
     projects: Iterable[str],
-    policy_store: PolicyStore | None = None,
     workers: int = MAX_WORKERS,
 ) -> Observation:
     """Read every named project in parallel; all failures are reported together."""
@@ -71,12 +60,9 @@ def observe(
         listing: dict[str, Future[list[ObservedTopic]]] = {
             p: pool.submit(backend.list_topics, p) for p in names
         }
-        inputs: dict[str, Future[OrgInputs]] = {}
-        for p in names:
-            if policy_store is not None:
-                out.org[p] = store_inputs(policy_store, p)
-            else:
-                inputs[p] = pool.submit(backend.org_inputs, p)
+        inputs: dict[str, Future[OrgInputs]] = {
+            p: pool.submit(backend.effective_policy, p) for p in names
+        }
         for p in names:
             try:
                 topics = listing[p].result()

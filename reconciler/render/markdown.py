@@ -34,9 +34,8 @@ def render(plan: Plan) -> str:
         for d in plan.drift:
             lines.append(f"- `{d.address}` ({d.category}): {_cell(d.message)}")
         lines.append("")
-    errors = [d for d in plan.diagnostics if d.get("severity") == "error"]
-    if errors:
-        lines.append(f"**{len(errors)} error(s)**: this plan cannot be applied.")
+    if plan.has_errors:
+        lines.append(f"**{len(plan.errors)} error(s)**: this plan cannot be applied.")
         lines.append("")
     lines += [
         "<details><summary>Full plan</summary>",

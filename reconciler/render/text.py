@@ -66,14 +66,11 @@ def render(plan: Plan, color: bool = False) -> str:
         for d in plan.drift:
             lines.extend(_drift(d, style))
         lines.append("")
-    notes = [d for d in plan.diagnostics if d.get("severity") == "warning"]
+    notes = [d for d in plan.diagnostics if not d.is_error]
     if notes:
         lines.append("Warnings:")
         for note in notes:
-            lines.append(
-                f"  {note.get('file')}:{note.get('line')}: warning[{note.get('code')}]: "
-                f"{note.get('message')}"
-            )
+            lines.append(f"  {note.file}:{note.line}: warning[{note.code}]: {note.message}")
         lines.append("")
     lines.append(summary_line(plan))
     return "\n".join(lines) + "\n"

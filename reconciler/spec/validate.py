@@ -17,6 +17,8 @@ from reconciler.spec.checks import check_tree
 from reconciler.spec.desired import DesiredState
 from reconciler.spec.loader import load_tree
 
+DEFAULT_PATH = Path("specs")  # PATH when none is given (validate, plan, apply)
+
 
 @dataclass
 class ValidationResult:

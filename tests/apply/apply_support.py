@@ -16,10 +16,11 @@ from click.testing import CliRunner
 
 from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.retry import RetryPolicy
+from reconciler.apply.run import open_guarded
 from reconciler.cli import main
-from reconciler.commands.apply import _open
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
+from reconciler.plan.run import Target
 from reconciler.spec.desired import DesiredState, DesiredTopic
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
@@ -121,7 +122,7 @@ def quick_guard() -> Guard:
 def apply_backend(address: str, guard: Guard) -> GuardedBackend:
     """The backend `reconcile apply --emulator ADDRESS` runs with: the real Pub/Sub and
     Org Policy clients (their own retry disabled) behind the apply guard."""
-    return _open(False, address, None, guard)
+    return open_guarded(Target(emulator=address), guard)
 
 
 def make(

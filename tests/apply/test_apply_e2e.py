@@ -252,7 +252,7 @@ def test_sigkill_midway_then_a_rerun_converges(server: Any, tree: Tree) -> None:
 def test_on_a_terminal_apply_asks_and_only_yes_applies(
     server: Any, tree: Tree, monkeypatch: Any
 ) -> None:
-    import reconciler.commands.apply as apply_command
+    import reconciler.apply.run as apply_command
 
     monkeypatch.setattr(apply_command, "_interactive", lambda: True)
     tree.write(three_topics())

@@ -1,0 +1,185 @@
+"""`reconcile apply [PATH... | PLANFILE]` from end to end: make (or load and re-check)
+a plan, then execute it with the fewest calls, concurrently, within the admin quota.
+
+    apply_planfile(path, target, settings) -> exit code
+    apply_specs(paths, target, settings) -> exit code
+
+Output: the plan and per-topic lines/bar go to stdout with `--format text`; with
+`--format json` stdout carries only the results JSON and everything else goes to
+stderr. Exit codes: 0 applied (or nothing to do), 1 any failure or refusal, 130
+interrupted (after the summary).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+import click
+
+from reconciler.apply.executor import DEFAULT_CONCURRENCY, Executor
+from reconciler.apply.freshness import check_fresh
+from reconciler.apply.guard import Guard, GuardedBackend
+from reconciler.apply.interrupt import stop_on_sigint
+from reconciler.apply.progress import make_reporter
+from reconciler.apply.ratelimit import DEFAULT_RATE, ProjectRateLimiter
+from reconciler.apply.result import ApplyResult, summary_text
+from reconciler.errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    StalePlanError,
+    UsageError,
+    ValidationFailed,
+)
+from reconciler.plan.model import Plan
+from reconciler.plan.run import Target, open_target, validate_specs
+from reconciler.spec.validate import ValidationResult
+
+CONFIRM_WORD = "yes"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How to apply: the CLI's apply options."""
+
+    auto_approve: bool = False
+    prune: bool = False
+    concurrency: int = DEFAULT_CONCURRENCY
+    rate_limit: float = DEFAULT_RATE  # admin calls per second per project; 0 = no limit
+    fmt: str = "text"
+    color: bool = False
+
+    @property
+    def out(self) -> TextIO:
+        return sys.stdout if self.fmt == "text" else sys.stderr
+
+
+def open_guarded(
+    target: Target, guard: Guard, result: ValidationResult | None = None
+) -> GuardedBackend:
+    """The target with the client library's retry off (apply.retry is the only,
+    bounded, counted retry), rate limited and retried by `guard`."""
+    if result is None:
+        from reconciler.backends.target import open_backend
+
+        inner = open_backend(target.local, target.emulator, target.org_policy, client_retry=False)
+    else:
+        inner = open_target(target, result, client_retry=False)
+    return GuardedBackend(inner, guard)
+
+
+def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
+    """Apply a saved plan after re-checking every fingerprint it was made against."""
+    from reconciler.plan.planfile import read_plan
+
+    if settings.prune:
+        raise UsageError(
+            "--prune is decided when the plan is made; it cannot be added to a saved plan",
+            hint="make the plan with `reconcile plan --prune --out PLANFILE`",
+        )
+    plan = read_plan(path)
+    refuse_plan_with_errors(plan)
+    guard = Guard(ProjectRateLimiter(settings.rate_limit or None))
+    backend = open_guarded(target, guard)
+    try:
+        if plan.target and plan.target != backend.target:
+            raise StalePlanError(
+                f"the plan was made against {plan.target}, not {backend.target}; "
+                "nothing was applied",
+                hint="apply it with the same --local/--emulator target it was made for",
+            )
+        check_fresh(plan, backend)
+        return execute(plan, backend, guard, settings)
+    finally:
+        backend.close()
+
+
+def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> int:
+    """Validate, plan, show, confirm (unless --auto-approve), execute."""
+    from reconciler.plan.make import make_plan
+
+    if not settings.auto_approve and not _interactive():
+        raise UsageError(
+            "refusing to apply without confirmation: there is no terminal to ask on, "
+            "and --auto-approve was not given; nothing was changed",
+            hint="review `reconcile plan` and rerun with --auto-approve, or apply a "
+            "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
+        )
+    result = validate_specs(paths, target.org_policy)
+    if result.diagnostics.has_errors:
+        raise ValidationFailed("the specs have errors; nothing was applied")
+    guard = Guard(ProjectRateLimiter(settings.rate_limit or None))
+    backend = open_guarded(target, guard, result)
+    try:
+        validation = result.diagnostics.sorted()
+        plan = make_plan(result.desired, backend, prune=settings.prune, validation=validation)
+        _show(plan, settings)
+        refuse_plan_with_errors(plan)
+        text = settings.fmt == "text"
+        if not plan.has_changes:
+            click.echo(
+                "No changes. The live topics match the specs; nothing to apply.", err=not text
+            )
+            if not text:
+                click.echo(ApplyResult(unchanged=len(plan.resource_changes)).dumps(), nl=False)
+            return EXIT_OK
+        if not settings.auto_approve and not _confirm():
+            click.echo("Apply cancelled; nothing was changed.", err=True)
+            return EXIT_ERROR
+        return execute(plan, backend, guard, settings)
+    finally:
+        backend.close()
+
+
+def _show(plan: Plan, settings: Settings) -> None:
+    from reconciler.render import render
+
+    color = settings.color and settings.out is sys.stdout
+    click.echo(render(plan, "text", color), nl=False, color=color, file=settings.out)
+
+
+def refuse_plan_with_errors(plan: Plan) -> None:
+    """A plan whose specs break the live org policy is never applied."""
+    if plan.has_errors:
+        for d in plan.errors:
+            where = ":".join(str(v) for v in (d.file, d.line, d.col) if v)
+            click.echo(f"{where}: error[{d.code}]: {d.message}", err=True)
+        raise ValidationFailed("the specs conflict with the live org policy; nothing was applied")
+
+
+def _interactive() -> bool:
+    """A person can answer the confirmation prompt."""
+    return sys.stdin.isatty()
+
+
+def _confirm() -> bool:
+    click.echo("Only 'yes' will be accepted to approve.")
+    answer = click.prompt("Do you want to perform these actions?", default="", show_default=False)
+    return bool(answer.strip() == CONFIRM_WORD)
+
+
+def execute(plan: Plan, backend: GuardedBackend, guard: Guard, settings: Settings) -> int:
+    """Run the plan's changes; Ctrl-C stops starting new calls. Returns the exit code."""
+    work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
+    reporter = make_reporter(settings.out, work)
+    executor = Executor(
+        backend.inner,
+        guard,
+        concurrency=settings.concurrency,
+        reporter=reporter,
+        allow_delete=plan.prune,
+    )
+    with stop_on_sigint(guard.stop, reporter):
+        result = executor.run(plan.resource_changes)
+    reporter.close()
+    text = settings.fmt == "text"
+    click.echo(summary_text(result), nl=False, err=not text)
+    if not text:
+        click.echo(result.dumps(), nl=False)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR if result.failed else EXIT_OK
