@@ -117,8 +117,7 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         "runs": [],
     }
     with server_at(mode, LATENCY) as (address, server):
-        backend = GcpBackend(publisher_client(address), None, "bench")
-        backend.client_retry = False
+        backend = GcpBackend(publisher_client(address), None, "bench", client_retry=False)
         guard = Guard(ProjectRateLimiter(None))
         creates = []
         for rc in update_changes(updates, "0"):

@@ -137,3 +137,21 @@ def test_project_is_required(run_cli: Any, tmp_path: Path) -> None:
     result = run_cli("policy", "pull", "--out", str(tmp_path / "x.yaml"))
     assert result.exit_code == 2
     assert "--project" in result.stderr
+
+
+def test_out_directory_is_a_usage_error_before_any_call(run_cli: Any, tmp_path: Path) -> None:
+    """Nothing listens at the emulator address: had the command called out first, it
+    would report the connection, not the bad --out."""
+    result = run_cli(
+        "policy",
+        "pull",
+        "--project",
+        PROJECT,
+        "--out",
+        str(tmp_path),
+        "--emulator",
+        "127.0.0.1:9",
+    )
+    assert result.exit_code == 2
+    assert f"--out {tmp_path} is a directory; name a file" in result.stderr
+    assert "cannot connect" not in result.stderr
