@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from reconciler.localserver import protos
+from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.names import parse_project, parse_topic
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
@@ -51,6 +52,9 @@ class PublisherService:
 
     def __init__(self, state: ServerState) -> None:
         self.state = state
+        # Messages accepted from a region the topic's storage policy excludes (no
+        # in-transit enforcement): the service reroutes them to an allowed region.
+        self.rerouted = RpcCounters()  # keyed by topic name
 
     # ------------------------------------------------------------------ org policy view
 
@@ -265,6 +269,7 @@ class PublisherService:
         if topic is None:
             raise not_found("Topic not found")
         region = call.client_region
+        rerouted = False
         if region and topic.HasField("message_storage_policy"):
             policy = topic.message_storage_policy
             allowed = list(policy.allowed_persistence_regions)
@@ -281,9 +286,12 @@ class PublisherService:
                         f"the message storage policy of {request.topic} does not allow it "
                         f"(allowed regions: {', '.join(allowed)})."
                     )
+                rerouted = True
         ids = self.state.add_messages(request.topic, list(request.messages))
         if ids is None:
             raise not_found("Topic not found")
+        for _ in ids if rerouted else ():
+            self.rerouted.incr(request.topic)
         return protos.PublishResponse(message_ids=ids)
 
     def rpcs(self) -> list[Rpc]:

@@ -199,6 +199,11 @@ class LocalServer:
         """Published `PubsubMessage` protos of a topic, in publish order."""
         return self.state.messages(topic)
 
+    def rerouted(self, topic: str) -> int:
+        """Messages of `topic` published from a region its storage policy excludes and
+        stored elsewhere (rerouted, as the service does without in-transit enforcement)."""
+        return self.publisher.rerouted.get(topic)
+
     def set_ancestry(self, child: str, parent: str | None) -> None:
         """Place "projects/p" under "folders/f" or "organizations/o" (None detaches)."""
         self.state.set_ancestry(child, parent)

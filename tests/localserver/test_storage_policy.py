@@ -158,13 +158,23 @@ def test_enforce_in_transit_rejects_publish_from_other_region(
 
 
 def test_without_enforcement_publish_from_elsewhere_is_rerouted(
-    publisher_client: Any,
+    publisher_client: Any, local_server: Any
 ) -> None:
     _create(publisher_client, ["us-central1"], enforce=False)
     response = publisher_client.publish(
-        topic=T, messages=[{"data": b"x"}], metadata=[(CLIENT_REGION_KEY, "us-east1")]
+        topic=T,
+        messages=[{"data": b"x"}, {"data": b"y"}],
+        metadata=[(CLIENT_REGION_KEY, "us-east1")],
     )
-    assert len(response.message_ids) == 1
+    assert len(response.message_ids) == 2
+    assert [m.data for m in local_server.messages(T)] == [b"x", b"y"]
+    assert local_server.rerouted(T) == 2
+    # From an allowed region nothing is rerouted.
+    publisher_client.publish(
+        topic=T, messages=[{"data": b"z"}], metadata=[(CLIENT_REGION_KEY, "us-central1")]
+    )
+    assert local_server.rerouted(T) == 2
+    assert len(local_server.messages(T)) == 3
 
 
 def test_ordering_key_from_excluded_region_fails(publisher_client: Any) -> None:

@@ -80,9 +80,14 @@ def test_json_format_lists_the_same_diagnostics(run_cli, tmp_path: Path) -> None
 
 
 def test_default_path_is_specs_directory(run_cli, tmp_path: Path, monkeypatch) -> None:
+    """Only specs/ is read: a broken spec beside it (which `.` would pick up) is not."""
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "specs/a.yaml", GOOD)
-    assert run_cli("validate").exit_code == 0
+    write(tmp_path, "elsewhere/broken.yaml", "kind: Topik\n")
+    result = run_cli("validate")
+    assert result.exit_code == 0, result.stdout
+    assert "1 file checked: 0 errors, 0 warnings" in result.stderr
+    assert "broken.yaml" not in result.stdout + result.stderr
 
 
 def test_directory_without_specs_is_an_error(run_cli, tmp_path: Path) -> None:
