@@ -12,7 +12,7 @@ def text(diagnostics: list[Diagnostic]) -> str:
 
 
 def summary(diagnostics: list[Diagnostic], files: int) -> str:
-    errors = sum(1 for d in diagnostics if d.severity.value == "error")
+    errors = sum(1 for d in diagnostics if d.is_error)
     warnings = len(diagnostics) - errors
     return (
         f"{files} file{'s' if files != 1 else ''} checked: "
