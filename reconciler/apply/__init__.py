@@ -1,3 +1,4 @@
 """Executing a plan: the fewest calls, concurrently, within the admin quota, through
 faults and interruptions (`executor`, `guard`, `retry`, `ratelimit`, `freshness`,
-`progress`, `result`; the CLI verb is `reconciler.commands.apply`)."""
+`interrupt`, `progress`, `result`); `run` is the whole `reconcile apply` flow that the
+thin CLI verb `reconciler.commands.apply` calls."""

@@ -298,3 +298,23 @@ def test_saved_plan_is_refused_after_the_org_policy_changed_through_the_api(
     assert run.code == 1, run.text
     assert f"projects/{tree.project}: effective org policy changed" in run.err
     assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
+
+
+def test_apply_shows_validation_warnings_in_its_plan(server: Any, tree: Tree) -> None:
+    """`apply PATH` makes its plan like `plan` does: validation's warnings are part of
+    the plan it shows (once, not again from the live policy), and it still applies."""
+    tree.write(
+        {
+            "rerouted": {
+                "messageStoragePolicy": {"allowedPersistenceRegions": ["us-central1"]},
+                "publishers": {"regions": ["us-east1"], "messageOrdering": False},
+            }
+        }
+    )
+    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
+    assert run.code == 0, run.text
+    assert "warning[publisher-region-rerouted]" in run.err  # validation, as it runs
+    plan_part = run.out.split("Warnings:", 1)
+    assert len(plan_part) == 2, run.out
+    assert plan_part[1].count("warning[publisher-region-rerouted]") == 1
+    assert "1 applied (1 created" in run.text
