@@ -104,7 +104,7 @@ def child(mode: str, address: str, projects: int, topics: int) -> None:
         backend = TerraformStyle(backend, desired)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    plan = make_plan(desired, backend, None)
+    plan = make_plan(desired, backend)
     wall = time.perf_counter() - start
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     backend.close()

@@ -37,7 +37,9 @@ def cli() -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point: every user-caused error becomes a message and an exit code."""
+    """Entry point, and the only place that exits: a verb returns its exit code (0 ok,
+    2 changes with --detailed-exitcode); every user-caused error becomes a message and
+    1 (click usage errors 2), Ctrl-C 130."""
     try:
         code = cli.main(args=argv, prog_name="reconcile", standalone_mode=False)
     except ReconcileError as exc:

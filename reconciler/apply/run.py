@@ -1,6 +1,7 @@
 """`reconcile apply [PATH... | PLANFILE]` from end to end: make (or load and re-check)
 a plan, then execute it with the fewest calls, concurrently, within the admin quota.
 
+    run_apply(paths, target, settings) -> exit code   (a saved PLANFILE, or specs)
     apply_planfile(path, target, settings) -> exit code
     apply_specs(paths, target, settings) -> exit code
 
@@ -70,6 +71,15 @@ def open_guarded(
     else:
         inner = open_target(target, result, client_retry=False)
     return GuardedBackend(inner, guard)
+
+
+def run_apply(paths: Sequence[Path], target: Target, settings: Settings) -> int:
+    """One argument naming a saved plan applies that plan; otherwise PATH... specs."""
+    from reconciler.plan.planfile import looks_like_plan_file
+
+    if looks_like_plan_file(paths):
+        return apply_planfile(paths[0], target, settings)
+    return apply_specs(paths, target, settings)
 
 
 def apply_planfile(path: Path, target: Target, settings: Settings) -> int:

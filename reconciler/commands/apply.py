@@ -48,12 +48,8 @@ def command(
     fmt: str,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE."""
-    from reconciler.apply.run import Settings, apply_planfile, apply_specs
-    from reconciler.plan.planfile import looks_like_plan_file
+    from reconciler.apply.run import Settings, run_apply
     from reconciler.plan.run import Target
 
-    target = Target(local, emulator, org_policy)
     settings = Settings(auto_approve, prune, concurrency, rate_limit, fmt, use_colour())
-    if looks_like_plan_file(paths):
-        return apply_planfile(paths[0], target, settings)
-    return apply_specs(paths, target, settings)
+    return run_apply(paths, Target(local, emulator, org_policy), settings)

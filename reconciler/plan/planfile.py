@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 
 from reconciler.errors import InputError
@@ -49,7 +50,7 @@ def read_plan(path: Path) -> Plan:
         ) from None
 
 
-def looks_like_plan_file(paths: tuple[Path, ...] | list[Path]) -> bool:
+def looks_like_plan_file(paths: Sequence[Path]) -> bool:
     """One argument naming a file whose JSON has `format_version`: a saved plan."""
     if len(paths) != 1 or not paths[0].is_file():
         return False
