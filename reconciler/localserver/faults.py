@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from reconciler.localserver.status import ServiceError, status_code
+from reconciler.localserver.status import ServiceError, grpc_status_from_name
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class HeldCall:
     def fail(self, code: str | grpc.StatusCode, message: str | None = None) -> bool:
         """Answer the call with `code` (a status name or `grpc.StatusCode`) and
         `message`. False if it was already answered."""
-        status = status_code(code) if isinstance(code, str) else code
+        status = grpc_status_from_name(code) if isinstance(code, str) else code
         if status is grpc.StatusCode.OK:
             raise ValueError("fail(OK) is not a failure; use release()")
         text = message or f"injected fault: {self.method} fails with {status.name}"
@@ -181,7 +181,7 @@ class Hold:
     def fail_all(self, code: str | grpc.StatusCode, message: str | None = None) -> int:
         """End the hold, answering every call still waiting with `code`."""
         if isinstance(code, str):
-            code = status_code(code)  # check before ending anything
+            code = grpc_status_from_name(code)  # check before ending anything
         status = code
         return self._end(lambda call: call.fail(status, message))
 
@@ -236,7 +236,7 @@ class Faults:
         fraction of calls fails, with error_next only the next N calls fail, with
         neither every call fails. resource: only calls on that topic/policy/project.
         """
-        code = status_code(error) if isinstance(error, str) else error
+        code = grpc_status_from_name(error) if isinstance(error, str) else error
         if code is grpc.StatusCode.OK:
             raise ValueError("error=OK injects nothing; leave error unset")
         for label, value in (("delay", delay), ("tail_delay", tail_delay)):

@@ -31,7 +31,6 @@ from reconciler.spec.loader import Located, SpecTree
 from reconciler.spec.models import (
     DefaultsDoc,
     HedgingProfileDoc,
-    HedgingSettings,
     Publishers,
     StoragePolicy,
     TopicDoc,
@@ -125,25 +124,11 @@ def _index_profiles(
                 "keep one",
             )
             continue
-        profile = _profile_from(located.model.spec, name)
+        profile = located.model.spec.profile(name)
         for p in profile.problems():
             rep.error(("spec", p.field), p.code, p.message)
         out[name] = (profile, located)
     return out
-
-
-def _profile_from(settings: HedgingSettings, name: str | None) -> HedgingProfile:
-    base = HedgingProfile()
-    return HedgingProfile(
-        hedge_delay_ms=settings.hedge_delay
-        if settings.hedge_delay is not None
-        else base.hedge_delay_ms,
-        max_tokens=settings.max_tokens if settings.max_tokens is not None else base.max_tokens,
-        refill_ratio=float(settings.refill_ratio)
-        if settings.refill_ratio is not None
-        else base.refill_ratio,
-        name=name,
-    )
 
 
 def _index_defaults(
@@ -344,13 +329,13 @@ def _check_storage(model: str | StoragePolicy | None, rep: _Reporter) -> Storage
         return StorageIntent("inherit")
     assert isinstance(model, StoragePolicy)
     base: PathKey = ("spec", "messageStoragePolicy", "allowedPersistenceRegions")
-    if not model.allowed_persistence_regions:
+    if not model.regions:
         rep.error(
             base, "storage-empty-regions",
             "allowedPersistenceRegions is empty, which allows no region at all; list at "
             "least one region, write `messageStoragePolicy: inherit`, or omit the policy",
         )
-    good = _check_regions(model.allowed_persistence_regions, rep, base)
+    good = _check_regions(model.regions, rep, base)
     return StorageIntent("explicit", tuple(sorted(set(good))), model.enforce_in_transit)
 
 
@@ -393,7 +378,7 @@ def _check_publishers(
             return None
         profile = profiles[hedging][0]
     else:
-        profile = _profile_from(hedging, None)
+        profile = hedging.profile()
         for p in profile.problems():
             rep.error((*base, "hedging", p.field), p.code, p.message)
     problems: list[Problem] = combination_problems(profile, retry, publishers.message_ordering)

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from reconciler.hedging.profile import HedgingProfile
 from reconciler.spec.durations import DurationError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
@@ -49,7 +50,7 @@ class _Model(BaseModel):
 
 
 class StoragePolicy(_Model):
-    allowed_persistence_regions: list[str] = Field(alias="allowedPersistenceRegions")
+    regions: list[str] = Field(alias="allowedPersistenceRegions")
     enforce_in_transit: bool | None = Field(default=None, alias="enforceInTransit")
 
 
@@ -57,6 +58,18 @@ class HedgingSettings(_Model):
     hedge_delay: DurationMs | None = Field(default=None, alias="hedgeDelay")
     max_tokens: int | None = Field(default=None, alias="maxTokens")
     refill_ratio: float | None = Field(default=None, alias="refillRatio")
+
+    def profile(self, name: str | None = None) -> HedgingProfile:
+        """The profile these settings give, each omitted value at its default (used by
+        validation and by `import` to compare with profiles already written)."""
+        base = HedgingProfile()
+        delay, tokens, ratio = self.hedge_delay, self.max_tokens, self.refill_ratio
+        return HedgingProfile(
+            hedge_delay_ms=base.hedge_delay_ms if delay is None else delay,
+            max_tokens=base.max_tokens if tokens is None else tokens,
+            refill_ratio=base.refill_ratio if ratio is None else float(ratio),
+            name=name,
+        )
 
 
 class Retry(_Model):
