@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from reconciler.hedging.profile import HedgingProfile
+from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.spec.durations import DurationError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
@@ -75,6 +75,15 @@ class HedgingSettings(_Model):
 class Retry(_Model):
     initial_rpc_timeout: DurationMs | None = Field(default=None, alias="initialRpcTimeout")
     total_timeout: DurationMs | None = Field(default=None, alias="totalTimeout")
+
+    def timeouts(self) -> RetryTimeouts:
+        """The publishers' retry timeouts, each omitted value at its default."""
+        base = RetryTimeouts()
+        initial, total = self.initial_rpc_timeout, self.total_timeout
+        return RetryTimeouts(
+            initial_rpc_timeout_ms=base.initial_rpc_timeout_ms if initial is None else initial,
+            total_timeout_ms=base.total_timeout_ms if total is None else total,
+        )
 
 
 class Publishers(_Model):
