@@ -167,5 +167,6 @@ def build_documents(
 
 
 def _topic_id(name: str) -> str:
+    """The topic ID of a listed topic (the service lists only well-formed names)."""
     split = split_topic_name(name)
-    return name.rsplit("/", 1)[-1] if split is None else split[1]
+    return name if split is None else split[1]
