@@ -44,7 +44,7 @@ from reconciler.hedging.profile import (
     check,
 )
 from reconciler.hedging.scheduler import Scheduler, TimerHandle
-from reconciler.hedging.tokens import HedgeTokenBucket
+from reconciler.hedging.tokens import TokenBucket
 
 _log = logging.getLogger(__name__)
 
@@ -187,7 +187,7 @@ class HedgedPublisher:
         self._hedge_delay = profile.hedge_delay_ms / 1000 if profile else None
         self._initial_timeout = retry.initial_rpc_timeout_ms / 1000
         self._total_timeout = retry.total_timeout_ms / 1000
-        self._tokens = HedgeTokenBucket(profile.max_tokens, profile.refill_ppm) if profile else None
+        self._tokens = TokenBucket(profile.max_tokens, profile.refill_ppm) if profile else None
         self._stats = _Stats()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)

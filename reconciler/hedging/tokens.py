@@ -12,7 +12,7 @@ import threading
 _UNIT = 1_000_000  # one token in parts per million
 
 
-class HedgeTokenBucket:
+class TokenBucket:
     """Thread-safe: one bucket is shared by every batch of a publisher."""
 
     def __init__(self, max_tokens: int, refill_ppm: int) -> None:

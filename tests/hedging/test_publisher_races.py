@@ -24,7 +24,7 @@ from reconciler.backends.clients import publisher_client
 from reconciler.hedging import HedgedPublisher
 from reconciler.hedging.batching import Backoff, BatchSettings
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts
-from reconciler.hedging.tokens import HedgeTokenBucket
+from reconciler.hedging.tokens import TokenBucket
 
 TOPIC = "projects/hedge-races/topics/orders"
 OTHER = "projects/hedge-races/topics/clock"
@@ -177,7 +177,7 @@ def test_tokens_throttle_hedging_to_the_refill_ratio(
 
 
 def test_token_bucket_is_exact() -> None:
-    bucket = HedgeTokenBucket(max_tokens=2, refill_ppm=100_000)
+    bucket = TokenBucket(max_tokens=2, refill_ppm=100_000)
     assert bucket.try_acquire() and bucket.try_acquire()
     assert not bucket.try_acquire()
     for _ in range(10):
