@@ -68,3 +68,33 @@ def label_value_problem(key: str, value: str) -> str | None:
             "'_' and '-'"
         )
     return None
+
+
+# -- resource names ---------------------------------------------------------------
+
+
+def topic_name(project: str, topic_id: str) -> str:
+    """`projects/P/topics/T`."""
+    return f"projects/{project}/topics/{topic_id}"
+
+
+def topics_prefix(project: str) -> str:
+    """What every topic name of the project starts with."""
+    return f"projects/{project}/topics/"
+
+
+def split_topic_name(name: str) -> tuple[str, str] | None:
+    """(project, topic ID) of `projects/P/topics/T` (shape only, not the naming rules);
+    None for anything else."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "topics":
+        return None
+    if not parts[1] or not parts[3]:
+        return None
+    return parts[1], parts[3]
+
+
+def project_of(name: str) -> str:
+    """`projects/P/...` -> `P`; anything else is returned as it is."""
+    parts = name.split("/")
+    return parts[1] if len(parts) > 1 and parts[0] == "projects" else name

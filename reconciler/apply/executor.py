@@ -19,12 +19,11 @@ from typing import Any
 from reconciler.apply.guard import Guard, StopRequested
 from reconciler.apply.progress import NullReporter, Reporter
 from reconciler.apply.result import ApplyResult, TopicResult
-from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message, status_code
+from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message, error_status_name
 from reconciler.backends.base import Backend, ObservedTopic
-from reconciler.hedging.labels import OWNERSHIP_LABEL, OWNERSHIP_VALUE
-from reconciler.plan.differ import is_owned
+from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_owned
 from reconciler.plan.model import ResourceChange
-from reconciler.plan.observe import norm_policy
+from reconciler.topic import TopicShape, norm_policy, request_shape
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a briefly cached NOT_FOUND is normal; poll a little.
@@ -129,7 +128,7 @@ class Executor:
             res.error = str(exc)
         except Exception as exc:  # one topic failing must not stop the others
             res.status = "failed"
-            res.error = error_message(exc) if status_code(exc) else _unexpected(exc)
+            res.error = error_message(exc) if error_status_name(exc) else _unexpected(exc)
         res.attempts = attempts.count
         res.seconds = round(self.clock() - started, 3)
         return res
@@ -150,7 +149,7 @@ class Executor:
         except StopRequested:
             raise
         except Exception as exc:
-            if status_code(exc) != "ALREADY_EXISTS":
+            if error_status_name(exc) != "ALREADY_EXISTS":
                 raise
             # An earlier attempt (or an earlier, killed run) may have created it.
             live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
@@ -169,7 +168,7 @@ class Executor:
                 res.notes.append("read-back skipped (interrupted)")
                 return
             except Exception as exc:
-                if status_code(exc) != "NOT_FOUND":
+                if error_status_name(exc) != "NOT_FOUND":
                     res.notes.append(f"read-back failed: {error_message(exc)}")
                     return
                 live = None
@@ -189,7 +188,7 @@ class Executor:
         if live is None:
             res.notes.append("already absent")
             return
-        if not is_owned(live):
+        if not is_owned(live.shape.labels):
             raise _Refused(
                 f"refusing to delete: the live topic no longer carries the ownership label "
                 f"{OWNERSHIP_LABEL}={OWNERSHIP_VALUE}"
@@ -199,7 +198,7 @@ class Executor:
         except StopRequested:
             raise
         except Exception as exc:
-            if status_code(exc) != "NOT_FOUND":
+            if error_status_name(exc) != "NOT_FOUND":
                 raise
             res.notes.append("already absent")
 
@@ -234,11 +233,10 @@ def matches(declared: dict[str, Any], live: dict[str, Any]) -> bool:
     """Does the live topic carry every managed setting of a create request? Labels are
     a subset check (others' keys may be there); an explicit storage policy compares as
     a set of regions plus the in-transit flag."""
-    live_labels = live.get("labels") or {}
-    for key, value in (declared.get("labels") or {}).items():
-        if live_labels.get(key) != value:
-            return False
-    want = declared.get("message_storage_policy")
-    if want:
-        return norm_policy(want) == norm_policy(live.get("message_storage_policy"))
+    labels, want = request_shape(declared)
+    now = TopicShape.from_json(live)
+    if any(now.labels.get(k) != v for k, v in (labels or {}).items()):
+        return False
+    if want is not None:
+        return norm_policy(want) == norm_policy(now.policy)
     return True

@@ -11,12 +11,9 @@ from __future__ import annotations
 
 from reconciler.backends.base import Backend
 from reconciler.errors import StalePlanError
+from reconciler.names import project_of
 from reconciler.plan.model import Plan
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
-
-
-def project_of_address(address: str) -> str:
-    return address.split("/")[1]
 
 
 def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
@@ -26,7 +23,7 @@ def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
     for rc in plan.resource_changes:
         if rc.action != "no-op" and rc.address not in fps.topics:
             reasons.append(f"{rc.address}: the plan has no fingerprint for it")
-    projects = {project_of_address(a) for a in fps.topics} | set(fps.org_policy)
+    projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return reasons
     seen = observe(backend, projects)

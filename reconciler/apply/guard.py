@@ -12,9 +12,10 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from reconciler.apply.ratelimit import ProjectRateLimiter, project_of
+from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.apply.retry import Attempts, RetryPolicy, call_with_retry
 from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
+from reconciler.names import project_of
 
 T = TypeVar("T")
 

@@ -27,7 +27,7 @@ DEFAULT_HEADROOM = 0.8
 DEFAULT_RATE = DEFAULT_HEADROOM * ADMIN_OPS_QUOTA_PER_SECOND
 
 
-class TokenBucket:
+class RateLimiter:
     """Tokens refill at `rate` per second up to `burst`; a call takes one.
 
     `reserve()` takes a token even when none is left (the balance goes negative) and
@@ -71,16 +71,16 @@ class ProjectRateLimiter:
         self.burst = burst if burst is not None else max(1.0, rate or 1.0)
         self._clock = clock
         self._sleep = sleep
-        self._buckets: dict[str, TokenBucket] = {}
+        self._buckets: dict[str, RateLimiter] = {}
         self._lock = threading.Lock()
 
-    def bucket(self, project: str) -> TokenBucket | None:
+    def bucket(self, project: str) -> RateLimiter | None:
         if self.rate is None:
             return None
         with self._lock:
             found = self._buckets.get(project)
             if found is None:
-                found = TokenBucket(self.rate, self.burst, self._clock)
+                found = RateLimiter(self.rate, self.burst, self._clock)
                 self._buckets[project] = found
             return found
 
@@ -93,9 +93,3 @@ class ProjectRateLimiter:
         if delay > 0:
             self._sleep(delay)
         return delay
-
-
-def project_of(name: str) -> str:
-    """`projects/P/topics/T` -> `P` (the bucket key)."""
-    parts = name.split("/")
-    return parts[1] if len(parts) > 1 and parts[0] == "projects" else name

@@ -42,7 +42,7 @@ PERMANENT_CODES = frozenset(
 Kind = Literal["transient", "permanent"]
 
 
-def status_code(exc: BaseException) -> str | None:
+def error_status_name(exc: BaseException) -> str | None:
     """The gRPC status name behind an error, following `raise ... from` chains.
 
     Understands google-api-core errors (`grpc_status_code`), grpc.RpcError (`code()`)
@@ -80,12 +80,12 @@ def _code_name(exc: BaseException) -> str | None:
 
 def classify(exc: BaseException) -> Kind:
     """Transient errors are worth another attempt; anything else fails the topic now."""
-    return "transient" if status_code(exc) in TRANSIENT_CODES else "permanent"
+    return "transient" if error_status_name(exc) in TRANSIENT_CODES else "permanent"
 
 
 def error_message(exc: BaseException) -> str:
     """The service's own message, prefixed by its status code when known."""
-    code = status_code(exc)
+    code = error_status_name(exc)
     text = _service_text(exc)
     if code and not text.startswith(code):
         return f"{code}: {text}" if text else code

@@ -2,25 +2,31 @@
 
 Implemented once over the real client libraries (`reconciler.backends.gcp`), which
 serve Google Cloud, the embedded local server and any emulator alike.
-Topic bodies are dicts in the plan's shape (proto field names, see plan/model.py).
+Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSON).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 from reconciler.orgpolicy.model import PolicySpec
+from reconciler.topic import TopicShape
 
 
 @dataclass(frozen=True)
 class ObservedTopic:
-    """A live topic: `body` is the managed shape (labels, message_storage_policy or
-    None); `raw` is every field as JSON, for fingerprints and for showing what is kept."""
+    """A live topic: `body` is the managed shape as JSON (`shape` reads it); `raw` is
+    every field as JSON, for fingerprints and for showing what is kept."""
 
     name: str  # projects/P/topics/T
     body: dict[str, Any]
     raw: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def shape(self) -> TopicShape:
+        return TopicShape.from_json(self.body)
 
 
 @dataclass(frozen=True)

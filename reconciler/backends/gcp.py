@@ -8,11 +8,10 @@ this module turns their answers into plan-shaped dicts and their failures into
 Stable entry points (plan and apply use them):
     GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None,
                client_retry=True)
-    topic_body(topic) / topic_to_proto(body)    plan dict <-> proto
+    topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
-Topic bodies use proto field names: {"name", "labels", "message_storage_policy":
-{"allowed_persistence_regions": [...], "enforce_in_transit": bool} | None}.
+Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto.py).
 `ObservedTopic.raw` is the full topic as REST JSON (camelCase), fingerprinted by plan.
 """
 
@@ -25,9 +24,9 @@ from typing import Any, TypeVar
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
-from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.topicproto import observed, topic_to_proto
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
@@ -134,37 +133,6 @@ def _call(action: str, resource: str, fn: Callable[[], T]) -> T:
         return fn()
     except API_ERRORS as exc:
         raise api_error(exc, action, resource) from None
-
-
-def topic_body(topic: Topic) -> dict[str, Any]:
-    """The managed shape of a live topic (unmanaged fields are only in `raw`)."""
-    policy: dict[str, Any] | None = None
-    if "message_storage_policy" in topic:
-        msp = topic.message_storage_policy
-        policy = {
-            "allowed_persistence_regions": list(msp.allowed_persistence_regions),
-            "enforce_in_transit": bool(msp.enforce_in_transit),
-        }
-    return {"name": topic.name, "labels": dict(topic.labels), "message_storage_policy": policy}
-
-
-def observed(topic: Topic) -> ObservedTopic:
-    raw = MessageToDict(Topic.pb(topic))
-    return ObservedTopic(name=topic.name, body=topic_body(topic), raw=raw)
-
-
-def topic_to_proto(body: dict[str, Any]) -> Topic:
-    """A plan request body as a Topic; a missing/None storage policy is left unset."""
-    topic = Topic(name=body["name"], labels=dict(body.get("labels") or {}))
-    policy = body.get("message_storage_policy")
-    if policy is not None:
-        topic.message_storage_policy.allowed_persistence_regions = list(
-            policy.get("allowed_persistence_regions") or []
-        )
-        topic.message_storage_policy.enforce_in_transit = bool(
-            policy.get("enforce_in_transit", False)
-        )
-    return topic
 
 
 class GcpBackend:

@@ -1,4 +1,4 @@
-"""`reconcile import`: options in, one call to reconciler.spec.importer, exit code out
+"""`reconcile import`: options in, one call to reconciler.importer, exit code out
 (what is written, and when nothing is, is documented there)."""
 
 from __future__ import annotations
@@ -45,6 +45,6 @@ def command(
     emulator: str | None,
 ) -> int:
     """Write specs that reproduce the live topics of --project P into DIR."""
-    from reconciler.spec.importer import run_import
+    from reconciler.importer import run_import
 
     return run_import(projects, topics, out_dir, force, local, emulator)

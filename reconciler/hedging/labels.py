@@ -18,10 +18,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE, RESERVED_PREFIX, is_reserved
 
-RESERVED_PREFIX = "reconcile-"
-OWNERSHIP_LABEL = "reconcile-managed"
-OWNERSHIP_VALUE = "true"
+__all__ = [
+    "OWNERSHIP_LABEL",
+    "OWNERSHIP_VALUE",
+    "RESERVED_PREFIX",
+    "LabelDecodeError",
+    "decode",
+    "encode",
+    "is_reserved",
+]
 
 PROFILE = "reconcile-hedge-profile"
 DELAY = "reconcile-hedge-delay-ms"
@@ -36,10 +43,6 @@ INLINE_NAME = "inline"
 
 class LabelDecodeError(ValueError):
     """The topic's hedging labels are missing, partial or malformed."""
-
-
-def is_reserved(key: str) -> bool:
-    return key.startswith(RESERVED_PREFIX)
 
 
 def encode(profile: HedgingProfile, retry: RetryTimeouts) -> dict[str, str]:

@@ -4,20 +4,20 @@ with the emulator's wording (`Invalid [topics] name: (name=...)`) plus the reaso
 from __future__ import annotations
 
 from reconciler.localserver.status import invalid
-from reconciler.names import project_id_problem, topic_id_problem
+from reconciler.names import project_id_problem, split_topic_name, topic_id_problem
 
 
 def parse_topic(name: str) -> tuple[str, str]:
     """(project_id, topic_id) of a valid "projects/P/topics/T"; else INVALID_ARGUMENT."""
-    parts = name.split("/")
-    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "topics":
+    split = split_topic_name(name)
+    if split is None:
         raise invalid(
             f"Invalid [topics] name: (name={name}). Expected projects/PROJECT_ID/topics/TOPIC_ID."
         )
-    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
+    problem = project_id_problem(split[0]) or topic_id_problem(split[1])
     if problem or "\n" in name:
         raise invalid(f"Invalid [topics] name: (name={name}). {problem or 'bad character'}.")
-    return parts[1], parts[3]
+    return split
 
 
 def parse_project(name: str) -> str:

@@ -18,7 +18,7 @@ from reconciler.localserver.names import parse_project, parse_topic
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
 from reconciler.localserver.status import already_exists, failed_precondition, invalid, not_found
-from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem
+from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 
@@ -245,7 +245,7 @@ class PublisherService:
                 after = base64.urlsafe_b64decode(request.page_token.encode("ascii")).decode()
             except (binascii.Error, UnicodeError, ValueError):
                 raise invalid(f"Invalid page token {request.page_token!r}.") from None
-            if not after.startswith(f"projects/{project}/topics/"):
+            if not after.startswith(topics_prefix(project)):
                 raise invalid(f"Invalid page token {request.page_token!r}.")
         topics, last = self.state.list_topics(project, after, size)
         response = protos.ListTopicsResponse(topics=topics)

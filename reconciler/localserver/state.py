@@ -21,6 +21,7 @@ from google.protobuf import json_format
 
 from reconciler.localserver import journal as j
 from reconciler.localserver import protos
+from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -119,14 +120,14 @@ class ServerState:
     def _put_topic(self, topic: Any) -> None:
         name = topic.name
         if name not in self._topics:
-            project = name.split("/")[1]
+            project = project_of(name)
             bisect.insort(self._by_project.setdefault(project, []), name)
         self._topics[name] = topic
 
     def _drop_topic(self, name: str) -> bool:
         if self._topics.pop(name, None) is None:
             return False
-        names = self._by_project.get(name.split("/")[1], [])
+        names = self._by_project.get(project_of(name), [])
         i = bisect.bisect_left(names, name)
         if i < len(names) and names[i] == name:
             del names[i]

@@ -14,7 +14,7 @@ class ServiceError(Exception):
         self.message = message
 
 
-def status_code(name: str) -> grpc.StatusCode:
+def grpc_status_from_name(name: str) -> grpc.StatusCode:
     """`grpc.StatusCode` from its name ("PERMISSION_DENIED"); ValueError if unknown."""
     key = name.strip().upper()
     try:

@@ -1,8 +1,8 @@
 """Diff: desired vs observed topic, in one comparable shape, into ResourceChanges.
 
-Both sides are normalised to {"labels": managed keys only, "message_storage_policy":
-sorted-set regions, enforce_in_transit false == absent} (the policy key is left out
-when the spec does not manage it), compared with deepdiff, and every difference is
+Both sides are normalised to one comparable shape (managed label keys only, the storage
+policy as a `reconciler.topic.StoragePolicy`, left out when the spec does not manage
+it), compared with deepdiff, and every difference is
 mapped to its top-level update-mask path. Requests keep foreign labels (an update of
 `labels` sends the live map with the managed keys set or removed) and never name an
 unmanaged field.
@@ -24,8 +24,9 @@ from deepdiff import DeepDiff
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic
-from reconciler.hedging.labels import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_reserved
-from reconciler.orgpolicy.locations import catalog
+from reconciler.names import split_topic_name
+from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
+from reconciler.ownership import is_owned as owned_labels
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     DRIFT_BOTH,
@@ -36,13 +37,26 @@ from reconciler.plan.model import (
     Request,
     ResourceChange,
 )
-from reconciler.plan.observe import computed_policy, norm_policy
+from reconciler.plan.policy import (
+    computed_policy,
+    drift_category,
+    expected_policy,
+    explicit_request_policy,
+    narrowing_warning,
+)
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts, org_problems
-
-LABELS = "labels"
-POLICY = "message_storage_policy"
-MASK_PATHS = (LABELS, POLICY)  # the only paths a plan ever masks (top level)
+from reconciler.topic import (
+    LABELS,
+    MASK_PATHS,
+    STORAGE_POLICY,
+    StoragePolicy,
+    TopicShape,
+    norm_policy,
+    policy_json,
+    region_set,
+    request_body,
+)
 
 REASON_ADOPT = "adopt"
 REASON_IN_TRANSIT = "in-transit-differs-from-org-policy"
@@ -67,52 +81,17 @@ def desired_labels(desired: DesiredTopic) -> dict[str, str]:
     return {**desired.labels, OWNERSHIP_LABEL: OWNERSHIP_VALUE}
 
 
-def is_managed_key(key: str, desired_keys: Mapping[str, str]) -> bool:
-    return key in desired_keys or is_reserved(key)
-
-
-def managed_view(labels: Mapping[str, str], desired_keys: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in labels.items() if is_managed_key(k, desired_keys)}
-
-
-def merged_labels(live: Mapping[str, str], desired_keys: Mapping[str, str]) -> dict[str, str]:
+def merged_labels(live: TopicShape, desired_keys: Mapping[str, str]) -> dict[str, str]:
     """Live labels with every managed key set (declared) or removed (reserved, undeclared);
     foreign keys stay as they are."""
-    kept = {k: v for k, v in live.items() if not is_managed_key(k, desired_keys)}
-    return dict(sorted({**kept, **desired_keys}.items()))
+    return dict(sorted({**live.foreign_labels(desired_keys), **desired_keys}.items()))
 
 
-def expected_policy(desired: DesiredTopic, facts: OrgFacts) -> dict[str, Any] | None:
-    """What the topic's storage policy should be once applied (managed modes only).
-    An omitted enforceInTransit is what the org policy decides."""
-    if desired.storage.mode == "inherit":
-        return computed_policy(facts)
-    eit = desired.storage.enforce_in_transit
-    return norm_policy(
-        {
-            "allowed_persistence_regions": list(desired.storage.regions),
-            "enforce_in_transit": facts.enforce_in_transit if eit is None else eit,
-        }
-    )
-
-
-def explicit_request_policy(desired: DesiredTopic, facts: OrgFacts) -> dict[str, Any]:
-    """The whole object an explicit intent sends (regions and enforce_in_transit)."""
-    eit = desired.storage.enforce_in_transit
-    return {
-        "allowed_persistence_regions": list(desired.storage.regions),
-        "enforce_in_transit": facts.enforce_in_transit if eit is None else bool(eit),
-    }
-
-
-def comparable(
-    labels: Mapping[str, str], policy: Mapping[str, Any] | None, desired: DesiredTopic
-) -> dict[str, Any]:
-    """The one shape both sides are compared in."""
-    keys = desired_labels(desired)
-    shape: dict[str, Any] = {LABELS: dict(sorted(managed_view(labels, keys).items()))}
+def comparable(topic: TopicShape, desired: DesiredTopic) -> dict[str, Any]:
+    """The one shape both sides are compared in (keys are update-mask paths)."""
+    shape: dict[str, Any] = {LABELS: topic.managed_labels(desired_labels(desired))}
     if desired.storage.mode != "unmanaged":
-        shape[POLICY] = norm_policy(policy)
+        shape[STORAGE_POLICY] = policy_json(norm_policy(topic.policy))
     return shape
 
 
@@ -131,36 +110,6 @@ def mask_of(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
 # -- drift categories ----------------------------------------------------------------
 
 
-def _regions(policy: Mapping[str, Any] | None) -> frozenset[str] | None:
-    """A policy's regions; None = every region (no policy, or no region list)."""
-    norm = norm_policy(policy)
-    if norm is None or not norm["allowed_persistence_regions"]:
-        return None
-    return frozenset(norm["allowed_persistence_regions"])
-
-
-def drift_category(
-    live: Mapping[str, Any] | None, facts: OrgFacts
-) -> tuple[str, list[str], list[str]] | None:
-    """(category, disallowed-but-allowed-by-topic, allowed-but-missing) or None."""
-    allowed = facts.restriction.allowed
-    topic = _regions(live)
-    if allowed is None and topic is None:
-        return None
-    every = frozenset(catalog().regions)
-    topic_set = every if topic is None else topic
-    policy_set = every if allowed is None else allowed
-    disallowed = sorted(topic_set - policy_set)
-    missing = sorted(policy_set - topic_set)
-    if disallowed and missing:
-        return DRIFT_BOTH, disallowed, missing
-    if disallowed:
-        return DRIFT_ALLOWS_DISALLOWED, disallowed, missing
-    if missing:
-        return DRIFT_MISSES_ALLOWED, disallowed, missing
-    return None
-
-
 def _describe(regions: frozenset[str] | None) -> str:
     return "every region" if regions is None else ", ".join(sorted(regions)) or "no region"
 
@@ -168,12 +117,12 @@ def _describe(regions: frozenset[str] | None) -> str:
 def unmanaged_drift(desired: DesiredTopic, live: ObservedTopic, facts: OrgFacts) -> Drift | None:
     """An unmanaged-policy topic out of step with the org policy: a warning, never a
     change."""
-    policy = live.body.get(POLICY)
+    policy = live.shape.policy
     found = drift_category(policy, facts)
     if found is None:
         return None
     category, disallowed, missing = found
-    topic_regions = _regions(policy)
+    topic_regions = region_set(policy)
     org_regions = facts.restriction.allowed
     parts = []
     if disallowed:
@@ -210,14 +159,17 @@ def _source(desired: DesiredTopic) -> dict[str, Any] | None:
 
 
 def _policy_field(
-    before: dict[str, Any] | None, after: dict[str, Any] | None, note: str | None
+    before: StoragePolicy | None, after: StoragePolicy | None, note: str | None
 ) -> FieldChange:
     """Regions as a set change; when one side allows every region (no list), the
     renderer shows the whole list instead of dozens of regions."""
-    b, a = _regions(before), _regions(after)
+    b, a = region_set(before), region_set(after)
     added = sorted(a - b) if a is not None and b is not None else []
     removed = sorted(b - a) if a is not None and b is not None else []
-    return FieldChange(POLICY, before, after, added=added, removed=removed, note=note)
+    return FieldChange(
+        STORAGE_POLICY, policy_json(before), policy_json(after),
+        added=added, removed=removed, note=note,
+    )
 
 
 def _labels_field(before: dict[str, str], after: dict[str, str]) -> FieldChange:
@@ -230,24 +182,6 @@ def _labels_field(before: dict[str, str], after: dict[str, str]) -> FieldChange:
     )
 
 
-def _narrowing_warning(before: dict[str, Any] | None, after: dict[str, Any] | None) -> str | None:
-    b, a = _regions(before), _regions(after)
-    if a is None:
-        return None
-    removed = (frozenset(catalog().regions) if b is None else b) - a
-    if not removed:
-        return None
-    what = (
-        f"from every region to {', '.join(sorted(a))}"
-        if b is None
-        else f"no longer allowed: {', '.join(sorted(removed))}"
-    )
-    return (
-        f"narrows the storage regions ({what}); messages already stored elsewhere are "
-        "not moved: the change applies only to messages published after it"
-    )
-
-
 def diff_topic(
     desired: DesiredTopic, live: ObservedTopic | None, facts: OrgFacts
 ) -> ResourceChange:
@@ -255,16 +189,17 @@ def diff_topic(
     if live is None:
         return _create(desired, facts)
     keys = desired_labels(desired)
-    live_labels: dict[str, str] = dict(live.body.get(LABELS) or {})
-    live_policy = norm_policy(live.body.get(POLICY))
+    live_shape = live.shape
+    live_policy = norm_policy(live_shape.policy)
     mode = desired.storage.mode
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
-    before_shape = comparable(live_labels, live_policy, desired)
-    after_shape = comparable(keys, want_policy, desired)
+    before_shape = comparable(live_shape, desired)
+    after_shape = comparable(TopicShape(keys, want_policy), desired)
     mask = mask_of(before_shape, after_shape)
-    after_labels = merged_labels(live_labels, keys) if LABELS in mask else dict(live_labels)
-    before = {LABELS: dict(sorted(live_labels.items())), POLICY: live_policy}
-    after = {LABELS: after_labels, POLICY: want_policy}
+    live_labels = dict(live_shape.labels)
+    after_labels = merged_labels(live_shape, keys) if LABELS in mask else live_labels
+    before = TopicShape(dict(sorted(live_labels.items())), live_policy).to_json()
+    after = TopicShape(after_labels, want_policy).to_json()
     rc = ResourceChange(
         address=desired.address,
         project=desired.project,
@@ -276,23 +211,24 @@ def diff_topic(
         return rc
     rc.change.actions = ["update"]
     rc.update_mask = mask
-    body: dict[str, Any] = {"name": desired.address}
+    request_policy = None
     if LABELS in mask:
-        body[LABELS] = after_labels
         rc.change.fields.append(_labels_field(before_shape[LABELS], after_shape[LABELS]))
         if live_labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
             rc.reasons.append(REASON_ADOPT)
-    if POLICY in mask:
+    if STORAGE_POLICY in mask:
         note = None
         if mode == "inherit":
             note = "recomputed from the effective org policy"
             found = drift_category(live_policy, facts)
             rc.reasons.append(found[0] if found else REASON_IN_TRANSIT)
         else:
-            body[POLICY] = explicit_request_policy(desired, facts)
+            request_policy = explicit_request_policy(desired, facts)
         rc.change.fields.append(_policy_field(live_policy, want_policy, note))
-        if warning := _narrowing_warning(live_policy, want_policy):
+        if warning := narrowing_warning(live_policy, want_policy):
             rc.warnings.append(warning)
+    labels = after_labels if LABELS in mask else None
+    body = request_body(desired.address, labels, request_policy)
     rc.request = Request("UpdateTopic", body, list(mask))
     return rc
 
@@ -301,15 +237,16 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
     """CreateTopic carries the full declared topic; without an explicit policy the
     service computes one from the org policy, which is what `after` shows."""
     labels = dict(sorted(desired_labels(desired).items()))
-    body: dict[str, Any] = {"name": desired.address, LABELS: labels}
     mode = desired.storage.mode
+    request_policy = None
     if mode == "explicit":
-        body[POLICY] = explicit_request_policy(desired, facts)
+        request_policy = explicit_request_policy(desired, facts)
         after_policy = expected_policy(desired, facts)
         note = None
     else:
         after_policy = computed_policy(facts)
         note = "computed by the service from the effective org policy"
+    body = request_body(desired.address, labels, request_policy)
     fields = [_labels_field({}, labels)]
     if after_policy is not None or mode != "unmanaged":
         fields.append(_policy_field(None, after_policy, note))
@@ -318,7 +255,7 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
         project=desired.project,
         topic=desired.topic,
         change=Change(
-            actions=["create"], before=None, after={LABELS: labels, POLICY: after_policy},
+            actions=["create"], before=None, after=TopicShape(labels, after_policy).to_json(),
             fields=fields,
         ),
         request=Request("CreateTopic", body),
@@ -328,12 +265,11 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
 
 def delete_change(live: ObservedTopic) -> ResourceChange:
     """--prune: a live, undeclared topic that carries the ownership label."""
-    project = live.name.split("/")[1]
-    topic = live.name.rsplit("/", 1)[-1]
-    before = {
-        LABELS: dict(sorted((live.body.get(LABELS) or {}).items())),
-        POLICY: norm_policy(live.body.get(POLICY)),
-    }
+    split = split_topic_name(live.name)
+    assert split is not None, live.name  # the service only lists well-formed names
+    project, topic = split
+    shape = live.shape
+    before = TopicShape(dict(sorted(shape.labels.items())), shape.policy).to_json()
     return ResourceChange(
         address=live.name,
         project=project,
@@ -346,7 +282,7 @@ def delete_change(live: ObservedTopic) -> ResourceChange:
 
 
 def is_owned(live: ObservedTopic) -> bool:
-    return (live.body.get(LABELS) or {}).get(OWNERSHIP_LABEL) == OWNERSHIP_VALUE
+    return owned_labels(live.shape.labels)
 
 
 def org_diagnostics(desired: DesiredTopic, facts: OrgFacts) -> list[Diagnostic]:

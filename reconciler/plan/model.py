@@ -3,10 +3,8 @@
 Renderers read it, `--format json` prints it, the plan file stores it and apply
 executes its `request`s. Nothing else decides what will change.
 
-Topic shapes (`before`, `after`, `request.topic`) use the proto field names, the same
-names that appear in update masks:
-    {"labels": {...}, "message_storage_policy": {"allowed_persistence_regions": [...],
-     "enforce_in_transit": bool}}
+Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
+JSON: the proto field names, the same names that appear in update masks.
 """
 
 from __future__ import annotations

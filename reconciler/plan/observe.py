@@ -1,9 +1,8 @@
 """Observe: read the live state a plan is made against, and fingerprint it.
 
 One ListTopics pager and one pair of GetEffectivePolicy calls per project, projects in
-parallel: never one GetTopic per topic. Also the one place that says what the org policy
-makes of a topic (`org_facts`, `computed_policy`) and how storage policies compare
-(`norm_policy`), so that the differ, drift and apply agree.
+parallel: never one GetTopic per topic. What the org policy makes of a topic is
+plan/policy.py's; how topics compare is reconciler/topic.py's.
 
 Stable entry points (apply uses them to check a saved plan):
     observe(backend, projects) -> Observation   (org policy: backend.effective_policy)
@@ -15,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -83,36 +82,6 @@ def observe(
         unique = list(dict.fromkeys(errors))
         raise BackendError("\n".join(unique))
     return out
-
-
-# -- comparable shapes ---------------------------------------------------------
-
-
-def norm_policy(policy: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """Regions as a sorted set; enforce_in_transit false == absent; an empty policy
-    (no regions, not enforced) == no policy."""
-    if not policy:
-        return None
-    regions = sorted(set(policy.get("allowed_persistence_regions") or ()))
-    eit = bool(policy.get("enforce_in_transit") or False)
-    if not regions and not eit:
-        return None
-    return {"allowed_persistence_regions": regions, "enforce_in_transit": eit}
-
-
-def computed_policy(facts: OrgFacts) -> dict[str, Any] | None:
-    """The policy the service gives a topic created without one (or recomputed): the
-    regions the org policy allows, with its in-transit enforcement. No
-    resource-location constraint = no policy at all (every region), as DESIGN.md says."""
-    allowed = facts.restriction.allowed
-    if allowed is None:
-        return None
-    return norm_policy(
-        {
-            "allowed_persistence_regions": sorted(allowed),
-            "enforce_in_transit": facts.enforce_in_transit,
-        }
-    )
 
 
 # -- fingerprints --------------------------------------------------------------

@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
+from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
 COLOUR = {"+": "green", "~": "yellow", "-": "red", "!": "magenta"}
@@ -84,10 +85,10 @@ def _block(rc: ResourceChange, style: Style) -> list[str]:
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}
-        for key in ("labels", "message_storage_policy"):
+        for key in (LABELS, STORAGE_POLICY):
             out.append(style("-", f"      - {key} = {_q(before.get(key))}"))
     for fc in rc.change.fields:
-        if fc.path == "labels":
+        if fc.path == LABELS:
             out.extend(_labels(fc, sym, style))
         else:
             out.extend(_policy(fc, sym, style))
@@ -118,22 +119,23 @@ def _labels(fc: FieldChange, sym: str, style: Style) -> list[str]:
 def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
     before: dict[str, Any] | None = fc.before
     after: dict[str, Any] | None = fc.after
-    out = [style(sym, f"      {sym} message_storage_policy = {{")]
+    out = [style(sym, f"      {sym} {STORAGE_POLICY} = {{")]
     if fc.note:
         out.append(f"          # {fc.note}")
     if after is None:
         out.append("          # no policy after this: every region allowed")
-    regions_before = (before or {}).get("allowed_persistence_regions") or []
-    regions_after = (after or {}).get("allowed_persistence_regions") or []
+    was_policy, now_policy = StoragePolicy.from_json(before), StoragePolicy.from_json(after)
+    regions_before = list(was_policy.regions) if was_policy else []
+    regions_after = list(now_policy.regions) if now_policy else []
     if before is None and after is not None and sym == "+":
-        out.append(style("+", f"          + allowed_persistence_regions = {_q(regions_after)}"))
+        out.append(style("+", f"          + {REGIONS} = {_q(regions_after)}"))
     elif not regions_before or not regions_after:
         if regions_before != regions_after:
             was = _q(regions_before) if regions_before else "(every region)"
             now = _q(regions_after) if regions_after else "(every region)"
-            out.append(style("~", f"          ~ allowed_persistence_regions = {was} -> {now}"))
+            out.append(style("~", f"          ~ {REGIONS} = {was} -> {now}"))
     elif fc.added or fc.removed:
-        out.append(style("~", "          ~ allowed_persistence_regions = ["))
+        out.append(style("~", f"          ~ {REGIONS} = ["))
         for r in fc.added:
             out.append(style("+", f"              + {_q(r)},"))
         for r in fc.removed:
@@ -142,13 +144,13 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
         if kept:
             out.append(f"                # unchanged: {', '.join(kept)}")
         out.append("            ]")
-    eit_before = bool((before or {}).get("enforce_in_transit"))
-    eit_after = bool((after or {}).get("enforce_in_transit"))
+    eit_before = bool(was_policy and was_policy.enforce_in_transit)
+    eit_after = bool(now_policy and now_policy.enforce_in_transit)
     if before is None and after is not None and sym == "+":
-        out.append(style("+", f"          + enforce_in_transit = {_q(eit_after)}"))
+        out.append(style("+", f"          + {IN_TRANSIT} = {_q(eit_after)}"))
     elif eit_before != eit_after:
         out.append(
-            style("~", f"          ~ enforce_in_transit = {_q(eit_before)} -> {_q(eit_after)}")
+            style("~", f"          ~ {IN_TRANSIT} = {_q(eit_before)} -> {_q(eit_after)}")
         )
     out.append("        }")
     return out

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+from reconciler.names import topic_name
 
 StorageMode = Literal["unmanaged", "inherit", "explicit"]
 
@@ -38,7 +39,7 @@ class DesiredTopic:
 
     @property
     def address(self) -> str:
-        return f"projects/{self.project}/topics/{self.topic}"
+        return topic_name(self.project, self.topic)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
+from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.spec.durations import DurationError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
@@ -49,7 +50,7 @@ class _Model(BaseModel):
 
 
 class StoragePolicy(_Model):
-    allowed_persistence_regions: list[str] = Field(alias="allowedPersistenceRegions")
+    regions: list[str] = Field(alias="allowedPersistenceRegions")
     enforce_in_transit: bool | None = Field(default=None, alias="enforceInTransit")
 
 
@@ -58,10 +59,31 @@ class HedgingSettings(_Model):
     max_tokens: int | None = Field(default=None, alias="maxTokens")
     refill_ratio: float | None = Field(default=None, alias="refillRatio")
 
+    def profile(self, name: str | None = None) -> HedgingProfile:
+        """The profile these settings give, each omitted value at its default (used by
+        validation and by `import` to compare with profiles already written)."""
+        base = HedgingProfile()
+        delay, tokens, ratio = self.hedge_delay, self.max_tokens, self.refill_ratio
+        return HedgingProfile(
+            hedge_delay_ms=base.hedge_delay_ms if delay is None else delay,
+            max_tokens=base.max_tokens if tokens is None else tokens,
+            refill_ratio=base.refill_ratio if ratio is None else float(ratio),
+            name=name,
+        )
+
 
 class Retry(_Model):
     initial_rpc_timeout: DurationMs | None = Field(default=None, alias="initialRpcTimeout")
     total_timeout: DurationMs | None = Field(default=None, alias="totalTimeout")
+
+    def timeouts(self) -> RetryTimeouts:
+        """The publishers' retry timeouts, each omitted value at its default."""
+        base = RetryTimeouts()
+        initial, total = self.initial_rpc_timeout, self.total_timeout
+        return RetryTimeouts(
+            initial_rpc_timeout_ms=base.initial_rpc_timeout_ms if initial is None else initial,
+            total_timeout_ms=base.total_timeout_ms if total is None else total,
+        )
 
 
 class Publishers(_Model):

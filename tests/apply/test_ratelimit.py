@@ -8,9 +8,9 @@ from reconciler.apply.ratelimit import (
     ADMIN_OPS_QUOTA_PER_SECOND,
     DEFAULT_RATE,
     ProjectRateLimiter,
-    TokenBucket,
-    project_of,
+    RateLimiter,
 )
+from reconciler.names import project_of
 
 
 class FakeClock:
@@ -28,7 +28,7 @@ class FakeClock:
 
 def test_burst_is_free_then_calls_are_spaced_by_the_rate() -> None:
     clock = FakeClock()
-    bucket = TokenBucket(rate=10.0, burst=3, clock=clock)
+    bucket = RateLimiter(rate=10.0, burst=3, clock=clock)
     assert [bucket.reserve() for _ in range(3)] == [0.0, 0.0, 0.0]
     waits = [bucket.reserve() for _ in range(3)]
     assert waits == pytest.approx([0.1, 0.2, 0.3])  # queued in arrival order
@@ -36,7 +36,7 @@ def test_burst_is_free_then_calls_are_spaced_by_the_rate() -> None:
 
 def test_tokens_refill_with_time_up_to_the_burst() -> None:
     clock = FakeClock()
-    bucket = TokenBucket(rate=2.0, burst=2, clock=clock)
+    bucket = RateLimiter(rate=2.0, burst=2, clock=clock)
     bucket.reserve()
     bucket.reserve()
     clock.now += 100.0  # long idle: refills to the burst, not beyond
@@ -89,6 +89,6 @@ def test_project_of_topic_names() -> None:
 
 def test_invalid_settings_are_refused() -> None:
     with pytest.raises(ValueError):
-        TokenBucket(rate=0, burst=1, clock=lambda: 0.0)
+        RateLimiter(rate=0, burst=1, clock=lambda: 0.0)
     with pytest.raises(ValueError):
-        TokenBucket(rate=1, burst=0.5, clock=lambda: 0.0)
+        RateLimiter(rate=1, burst=0.5, clock=lambda: 0.0)

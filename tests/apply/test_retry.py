@@ -15,7 +15,7 @@ from reconciler.apply.retry import (
     call_with_retry,
     classify,
     error_message,
-    status_code,
+    error_status_name,
 )
 from reconciler.errors import BackendError
 
@@ -72,8 +72,8 @@ def test_unknown_errors_are_permanent() -> None:
 
 def test_codes_are_read_from_api_core_grpc_and_wrapped_errors() -> None:
     unavailable = gexc.ServiceUnavailable("down")  # type: ignore[no-untyped-call]
-    assert status_code(unavailable) == "UNAVAILABLE"
-    assert status_code(RpcError(grpc.StatusCode.ABORTED)) == "ABORTED"
+    assert error_status_name(unavailable) == "UNAVAILABLE"
+    assert error_status_name(RpcError(grpc.StatusCode.ABORTED)) == "ABORTED"
     # The backend raises BackendError `from None`: the context still carries the code.
     try:
         try:
@@ -82,7 +82,7 @@ def test_codes_are_read_from_api_core_grpc_and_wrapped_errors() -> None:
             raise BackendError("permission denied to update topic") from None
     except BackendError as exc:
         wrapped = exc
-    assert status_code(wrapped) == "PERMISSION_DENIED"
+    assert error_status_name(wrapped) == "PERMISSION_DENIED"
     assert error_message(wrapped) == "PERMISSION_DENIED: permission denied to update topic"
 
 

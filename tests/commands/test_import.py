@@ -213,7 +213,7 @@ def test_empty_project_writes_nothing(run_cli: Any, local_server: Any, tmp_path:
 
 def test_a_profile_name_with_other_settings_is_written_inline_with_a_warning() -> None:
     from reconciler.backends.base import ObservedTopic
-    from reconciler.commands._import_docs import build_documents
+    from reconciler.spec.export import build_documents
 
     def topic(name: str, delay: int) -> ObservedTopic:
         labels = hl.encode(HedgingProfile(delay, 10, 0.1, name="fast"), RetryTimeouts())

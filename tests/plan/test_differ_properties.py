@@ -13,13 +13,14 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.hedging.labels import OWNERSHIP_LABEL, RESERVED_PREFIX
 from reconciler.orgpolicy.locations import LocationRestriction
-from reconciler.plan.differ import MASK_PATHS, diff_topic, is_managed_key, org_diagnostics
+from reconciler.ownership import OWNERSHIP_LABEL, RESERVED_PREFIX
+from reconciler.plan.differ import diff_topic, org_diagnostics
 from reconciler.plan.model import Request
-from reconciler.plan.observe import computed_policy
+from reconciler.plan.policy import computed_policy
 from reconciler.spec.checks import OrgFacts
 from reconciler.spec.desired import DesiredTopic, StorageIntent
+from reconciler.topic import MASK_PATHS, is_managed_key, policy_json
 
 REGIONS = ["us-central1", "us-east1", "europe-west1", "asia-east1", "europe-west4"]
 USER_KEYS = ["team", "env", "cost-center"]
@@ -111,7 +112,7 @@ def simulate(request: Request | None, live: ObservedTopic | None, facts: OrgFact
         return live
     body = request.topic
     if request.method == "CreateTopic":
-        policy = body.get("message_storage_policy") or computed_policy(facts)
+        policy = body.get("message_storage_policy") or policy_json(computed_policy(facts))
         return ObservedTopic(
             NAME, {"name": NAME, "labels": dict(body["labels"]), "message_storage_policy": policy}
         )
@@ -121,7 +122,7 @@ def simulate(request: Request | None, live: ObservedTopic | None, facts: OrgFact
         if path == "labels":
             new["labels"] = dict(body.get("labels") or {})
         elif path == "message_storage_policy":
-            new[path] = body.get(path) or computed_policy(facts)
+            new[path] = body.get(path) or policy_json(computed_policy(facts))
     return ObservedTopic(NAME, new, live.raw)
 
 

@@ -19,9 +19,10 @@ import click
 import yaml
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.commands._import_docs import Doc, build_documents, settings_key
 from reconciler.errors import EXIT_OK, BackendError, UsageError
 from reconciler.fileio import write_atomically
+from reconciler.names import topic_name, topics_prefix
+from reconciler.spec.export import Doc, build_documents, settings_key
 
 
 def select(
@@ -30,8 +31,7 @@ def select(
     """The topics named by --topic (ID or full name; all when none named)."""
     if not wanted:
         return list(topics)
-    prefix = f"projects/{project}/topics/"
-    names = {w if w.startswith("projects/") else prefix + w for w in wanted}
+    names = {w if w.startswith("projects/") else topics_prefix(project) + w for w in wanted}
     return [t for t in topics if t.name in names]
 
 
@@ -42,7 +42,7 @@ def missing_topics(
     names = {t.name for ts in found.values() for t in ts}
     out = []
     for w in wanted:
-        full = [w] if w.startswith("projects/") else [f"projects/{p}/topics/{w}" for p in projects]
+        full = [w] if w.startswith("projects/") else [topic_name(p, w) for p in projects]
         if not names.intersection(full):
             out.append(w)
     return out
@@ -55,7 +55,6 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     if not out_dir.is_dir():
         return {}
     from reconciler.diagnostics import Diagnostics
-    from reconciler.hedging.profile import HedgingProfile
     from reconciler.spec.loader import discover, load_tree
 
     scratch = Diagnostics()
@@ -64,15 +63,9 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     if not files:
         return {}
     tree = load_tree(files, scratch)
-    base = HedgingProfile()
     out: dict[str, tuple[int, int, int]] = {}
     for located in tree.profiles:
-        s = located.model.spec
-        profile = HedgingProfile(
-            hedge_delay_ms=s.hedge_delay if s.hedge_delay is not None else base.hedge_delay_ms,
-            max_tokens=s.max_tokens if s.max_tokens is not None else base.max_tokens,
-            refill_ratio=float(s.refill_ratio) if s.refill_ratio is not None else base.refill_ratio,
-        )
+        profile = located.model.spec.profile()
         out.setdefault(located.model.metadata.name, settings_key(profile))
     return out
 

@@ -20,7 +20,10 @@ from typing import Any
 from reconciler.backends.base import ObservedTopic
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
+from reconciler.names import split_topic_name
+from reconciler.ownership import is_reserved
 from reconciler.spec.models import API_VERSION
+from reconciler.topic import StoragePolicy, TopicShape
 
 Doc = dict[str, Any]
 
@@ -47,19 +50,15 @@ def profile_doc(profile: HedgingProfile) -> Doc:
     }
 
 
-def storage_policy(body: Mapping[str, Any]) -> Doc | None:
+def storage_policy(policy: StoragePolicy | None) -> Doc | None:
     """Explicit regions (a sorted set) and enforceInTransit when it is on (false and
     absent are equal, and an omitted value lets an org policy that enforces in-transit
     regions decide); None when the topic has no policy, or one without regions (the
     spec cannot state an empty region list)."""
-    policy = body.get("message_storage_policy")
-    if not policy:
+    if policy is None or not policy.regions:
         return None
-    regions = sorted(set(policy.get("allowed_persistence_regions") or ()))
-    if not regions:
-        return None
-    out: Doc = {"allowedPersistenceRegions": regions}
-    if policy.get("enforce_in_transit"):
+    out: Doc = {"allowedPersistenceRegions": list(policy.regions)}
+    if policy.enforce_in_transit:
         out["enforceInTransit"] = True
     return out
 
@@ -93,15 +92,16 @@ class _Profiles:
 
 
 def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings: list[str]) -> Doc:
-    labels = topic.body.get("labels") or {}
+    shape: TopicShape = topic.shape
+    labels = shape.labels
     spec: Doc = {}
-    user = {k: v for k, v in sorted(labels.items()) if not hl.is_reserved(k)}
+    user = {k: v for k, v in sorted(labels.items()) if not is_reserved(k)}
     if user:
         spec["labels"] = user
-    policy = storage_policy(topic.body)
+    policy = storage_policy(shape.policy)
     if policy is not None:
         spec["messageStoragePolicy"] = policy
-    elif topic.body.get("message_storage_policy"):
+    elif shape.policy is not None:
         warnings.append(
             f"{topic.name}: its storage policy lists no region; left unmanaged in the spec"
         )
@@ -118,7 +118,7 @@ def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings:
     return {
         "apiVersion": API_VERSION,
         "kind": "Topic",
-        "metadata": {"project": project, "name": topic.name.rsplit("/", 1)[-1]},
+        "metadata": {"project": project, "name": _topic_id(topic.name)},
         "spec": spec,
     }
 
@@ -164,3 +164,9 @@ def build_documents(
     for project, docs in topic_docs.items():
         result.documents[project] = profiles.new_docs.get(project, []) + docs
     return result
+
+
+def _topic_id(name: str) -> str:
+    """The topic ID of a listed topic (the service lists only well-formed names)."""
+    split = split_topic_name(name)
+    return name if split is None else split[1]

@@ -1,0 +1,126 @@
+"""A topic's managed shape: its labels and its storage policy, as one immutable value.
+
+Plan, apply and import compare topics only through this type, so they agree on what
+"the same" means: regions are a sorted set, `enforce_in_transit` false equals absent,
+and `policy is None` means the topic carries no storage policy at all. The protobuf
+`Topic` is converted to and from it only in `reconciler.backends`; the field names
+below are also the plan's JSON keys and the update-mask paths (plan/model.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.ownership import is_reserved
+
+LABELS = "labels"
+STORAGE_POLICY = "message_storage_policy"
+REGIONS = "allowed_persistence_regions"
+IN_TRANSIT = "enforce_in_transit"
+MASK_PATHS = (LABELS, STORAGE_POLICY)  # the only paths a plan ever masks (top level)
+
+
+@dataclass(frozen=True)
+class StoragePolicy:
+    """Allowed persistence regions (sorted, no duplicates) and in-transit enforcement."""
+
+    regions: tuple[str, ...] = ()
+    enforce_in_transit: bool = False
+
+    @classmethod
+    def of(cls, regions: Iterable[str], enforce_in_transit: bool | None = False) -> StoragePolicy:
+        return cls(tuple(sorted(set(regions))), bool(enforce_in_transit))
+
+    @property
+    def is_empty(self) -> bool:
+        """No region and not enforced: the same as no policy for every comparison."""
+        return not self.regions and not self.enforce_in_transit
+
+    @property
+    def region_set(self) -> frozenset[str] | None:
+        """The regions; None = every region (no region list)."""
+        return frozenset(self.regions) if self.regions else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {REGIONS: list(self.regions), IN_TRANSIT: self.enforce_in_transit}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> StoragePolicy | None:
+        """A plan/request policy object as read; None when absent, null or `{}`."""
+        if not data:
+            return None
+        return cls.of(data.get(REGIONS) or (), data.get(IN_TRANSIT) or False)
+
+
+def norm_policy(policy: StoragePolicy | None) -> StoragePolicy | None:
+    """The comparable form: an empty policy (no regions, not enforced) == no policy."""
+    return None if policy is None or policy.is_empty else policy
+
+
+def policy_json(policy: StoragePolicy | None) -> dict[str, Any] | None:
+    return None if policy is None else policy.to_json()
+
+
+def region_set(policy: StoragePolicy | None) -> frozenset[str] | None:
+    """A policy's regions; None = every region (no policy, or no region list)."""
+    return None if policy is None else policy.region_set
+
+
+@dataclass(frozen=True)
+class TopicShape:
+    """Labels (all keys, managed and foreign) and the storage policy (None = unset)."""
+
+    labels: Mapping[str, str] = field(default_factory=dict)
+    policy: StoragePolicy | None = None
+
+    def managed_labels(self, declared: Mapping[str, str]) -> dict[str, str]:
+        """Keys reconcile manages on this topic: the declared ones and every reserved key."""
+        return {k: v for k, v in sorted(self.labels.items()) if is_managed_key(k, declared)}
+
+    def foreign_labels(self, declared: Mapping[str, str]) -> dict[str, str]:
+        return {k: v for k, v in self.labels.items() if not is_managed_key(k, declared)}
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan's `before`/`after` form (labels in the given order, the policy
+        normalised)."""
+        return {
+            LABELS: dict(self.labels),
+            STORAGE_POLICY: policy_json(norm_policy(self.policy)),
+        }
+
+    def body(self, name: str) -> dict[str, Any]:
+        """An observed topic's body: the policy exactly as set (None = unset)."""
+        return {"name": name, LABELS: dict(self.labels), STORAGE_POLICY: policy_json(self.policy)}
+
+    @classmethod
+    def from_json(cls, body: Mapping[str, Any]) -> TopicShape:
+        """A topic body (plan `before`/`after`, a request, an observed topic)."""
+        return cls(
+            dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY))
+        )
+
+
+def is_managed_key(key: str, declared: Mapping[str, str]) -> bool:
+    return key in declared or is_reserved(key)
+
+
+def request_body(
+    name: str, labels: Mapping[str, str] | None, policy: StoragePolicy | None
+) -> dict[str, Any]:
+    """A CreateTopic/UpdateTopic body: only the fields given (None = not sent)."""
+    body: dict[str, Any] = {"name": name}
+    if labels is not None:
+        body[LABELS] = dict(labels)
+    if policy is not None:
+        body[STORAGE_POLICY] = policy.to_json()
+    return body
+
+
+def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, StoragePolicy | None]:
+    """Inverse of request_body: (labels or None when not sent, policy or None)."""
+    labels = body.get(LABELS)
+    return (None if labels is None else dict(labels)), StoragePolicy.from_json(
+        body.get(STORAGE_POLICY)
+    )
