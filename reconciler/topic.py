@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from reconciler.ownership import is_reserved
@@ -124,3 +125,17 @@ def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, Stora
     return (None if labels is None else dict(labels)), StoragePolicy.from_json(
         body.get(STORAGE_POLICY)
     )
+
+
+@dataclass(frozen=True)
+class ObservedTopic:
+    """A live topic: `body` is the managed shape as JSON (`shape` reads it); `raw` is
+    every field as JSON, for fingerprints and for showing what is kept."""
+
+    name: str  # projects/P/topics/T
+    body: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    @cached_property
+    def shape(self) -> TopicShape:
+        return TopicShape.from_json(self.body)

@@ -7,26 +7,13 @@ Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSO
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import cached_property
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from reconciler.orgpolicy.model import PolicySpec
-from reconciler.topic import TopicShape
+from reconciler.topic import ObservedTopic
 
-
-@dataclass(frozen=True)
-class ObservedTopic:
-    """A live topic: `body` is the managed shape as JSON (`shape` reads it); `raw` is
-    every field as JSON, for fingerprints and for showing what is kept."""
-
-    name: str  # projects/P/topics/T
-    body: dict[str, Any]
-    raw: dict[str, Any] = field(default_factory=dict)
-
-    @cached_property
-    def shape(self) -> TopicShape:
-        return TopicShape.from_json(self.body)
+__all__ = ["Backend", "ObservedTopic", "OrgInputs"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""`reconcile policy pull`: options in, one call to reconciler.orgpolicy.pull, exit
+"""`reconcile policy pull`: options in, one call to reconciler.policy_pull, exit
 code out (what the snapshot holds is documented there)."""
 
 from __future__ import annotations
@@ -35,6 +35,6 @@ def command() -> None:
 @server_options
 def pull_command(projects: tuple[str, ...], out: Path, local: bool, emulator: str | None) -> int:
     """Write the effective org policy of each --project P to FILE."""
-    from reconciler.orgpolicy.pull import pull_snapshot
+    from reconciler.policy_pull import pull_snapshot
 
     return pull_snapshot(projects, out, local, emulator)

@@ -11,20 +11,48 @@ from pathlib import Path
 
 from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.hedging import labels as hedging_labels
-from reconciler.hedging.profile import HedgingProfile
+from reconciler.hedging.profile import (
+    HedgingProfile,
+    Problem,
+    RetryTimeouts,
+    combination_problems,
+)
 from reconciler.names import (
     MAX_LABELS,
+    label_key_problem,
     label_value_problem,
     project_id_problem,
     topic_id_problem,
 )
+from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.store import PolicyStore
-from reconciler.spec.desired import DesiredState, DesiredTopic
-from reconciler.spec.fields import Profiles, Reporter, check_labels, check_publishers, check_storage
+from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 from reconciler.spec.loader import Located, SpecTree
-from reconciler.spec.models import DefaultsDoc, HedgingProfileDoc, TopicDoc
+from reconciler.spec.models import (
+    DefaultsDoc,
+    HedgingProfileDoc,
+    Publishers,
+    StoragePolicy,
+    TopicDoc,
+)
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
 from reconciler.yamlio import Document, PathKey
+
+
+class _Reporter:
+    """Positions diagnostics inside one document."""
+
+    def __init__(self, doc: Document, diags: Diagnostics) -> None:
+        self.doc = doc
+        self.diags = diags
+
+    def error(self, path: PathKey, code: str, message: str, *, key: bool = False) -> None:
+        m = self.doc.key_mark(path) if key else self.doc.mark_for(path)
+        self.diags.error(self.doc.file, m.line, m.col, code, message)
+
+    def warning(self, path: PathKey, code: str, message: str, *, key: bool = False) -> None:
+        m = self.doc.key_mark(path) if key else self.doc.mark_for(path)
+        self.diags.warning(self.doc.file, m.line, m.col, code, message)
 
 
 def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
@@ -75,7 +103,7 @@ def _index_profiles(
 ) -> dict[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]]:
     out: dict[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]] = {}
     for located in profiles:
-        rep = Reporter(located.doc, diags)
+        rep = _Reporter(located.doc, diags)
         name = located.model.metadata.name
         problem = label_value_problem(hedging_labels.PROFILE, name) or (
             None if name else "a profile name must not be empty"
@@ -111,7 +139,7 @@ def _index_defaults(
         directory = located.directory.resolve()
         if directory in out:
             first = out[directory]
-            Reporter(located.doc, diags).error(
+            _Reporter(located.doc, diags).error(
                 ("kind",), "duplicate-defaults",
                 f"this directory already has a Defaults document at {first.doc.file}:"
                 f"{first.doc.start.line}; merge them",
@@ -133,12 +161,12 @@ def _defaults_chain(
 
 def _check_topic(
     located: Located[TopicDoc],
-    profiles: Profiles,
+    profiles: Mapping[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]],
     chain: list[Located[DefaultsDoc]],
     diags: Diagnostics,
 ) -> DesiredTopic | None:
     doc = located.model
-    rep = Reporter(located.doc, diags)
+    rep = _Reporter(located.doc, diags)
 
     project = doc.metadata.project
     project_rep, project_path = rep, ("metadata", "project")
@@ -146,7 +174,7 @@ def _check_topic(
         for d in chain:
             if d.model.spec.project:
                 project = d.model.spec.project
-                project_rep, project_path = Reporter(d.doc, diags), ("spec", "project")
+                project_rep, project_path = _Reporter(d.doc, diags), ("spec", "project")
                 break
     if project is None:
         rep.error(
@@ -164,9 +192,9 @@ def _check_topic(
     # Labels: defaults (outermost first) then the topic's own.
     labels: dict[str, str] = {}
     for d in reversed(chain):
-        check_labels(d.model.spec.labels, Reporter(d.doc, diags), ("spec", "labels"))
+        _check_labels(d.model.spec.labels, _Reporter(d.doc, diags), ("spec", "labels"))
         labels.update(d.model.spec.labels)
-    check_labels(doc.spec.labels, rep, ("spec", "labels"))
+    _check_labels(doc.spec.labels, rep, ("spec", "labels"))
     labels.update(doc.spec.labels)
 
     storage_model = doc.spec.message_storage_policy
@@ -175,22 +203,22 @@ def _check_topic(
         for d in chain:
             if d.model.spec.message_storage_policy is not None:
                 storage_model = d.model.spec.message_storage_policy
-                storage_rep = Reporter(d.doc, diags)
+                storage_rep = _Reporter(d.doc, diags)
                 break
-    storage = check_storage(storage_model, storage_rep)
+    storage = _check_storage(storage_model, storage_rep)
 
     publishers = doc.spec.publishers
     publishers_rep = rep
     if publishers is None:
         for d in chain:
             if d.model.spec.publishers is not None:
-                publishers, publishers_rep = d.model.spec.publishers, Reporter(d.doc, diags)
+                publishers, publishers_rep = d.model.spec.publishers, _Reporter(d.doc, diags)
                 break
     hedging = None
     publisher_regions: tuple[str, ...] = ()
     ordering = False
     if publishers is not None:
-        hedging = check_publishers(publishers, publishers_rep, profiles)
+        hedging = _check_publishers(publishers, publishers_rep, profiles)
         publisher_regions = tuple(sorted(set(publishers.regions)))
         ordering = publishers.message_ordering
     if hedging is not None:
@@ -214,6 +242,152 @@ def _check_topic(
         file=located.doc.file,
         line=located.doc.start.line,
     )
+
+
+def _check_labels(labels: Mapping[str, str], rep: _Reporter, base: PathKey) -> None:
+    for key, value in labels.items():
+        if problem := label_key_problem(key):
+            rep.error((*base, key), "label-key", problem, key=True)
+        elif hedging_labels.is_reserved(key):
+            rep.error(
+                (*base, key), "label-reserved",
+                f"label key {key!r} uses the prefix {hedging_labels.RESERVED_PREFIX!r}, "
+                "reserved for the labels reconcile manages (hedging profile, ownership); "
+                "rename it",
+                key=True,
+            )
+        if problem := label_value_problem(key, value):
+            rep.error((*base, key), "label-value", problem)
+    if len(labels) > MAX_LABELS:
+        rep.error(
+            base, "label-count",
+            f"{len(labels)} labels declared; a topic may carry at most {MAX_LABELS}",
+            key=True,
+        )
+
+
+def _region_problem(value: str) -> tuple[str, str] | None:
+    """(code, message) when `value` is not a plain region name Pub/Sub accepts."""
+    cat = catalog()
+    kind = cat.kind_of(value)
+    if kind == "region":
+        return None
+    if kind == "zone":
+        region = value.rsplit("-", 1)[0]
+        return "region-zone", f"{value!r} is a zone; use its region {region!r}"
+    if kind == "multi_region":
+        return (
+            "region-multi-region",
+            f"{value!r} is a multi-region location; list the individual regions instead",
+        )
+    if kind == "dual_region":
+        pair = cat.dual_regions.get(value.lower())
+        spelled = f" ({' and '.join(pair)})" if pair else ""
+        return (
+            "region-dual-region",
+            f"{value!r} is a dual-region location; list its two regions{spelled} instead",
+        )
+    if kind == "exclusion":
+        return (
+            "region-exclusion",
+            f"{value!r} is an exclusion; a storage policy lists only the regions it allows",
+        )
+    if kind == "group":
+        group = cat.group(value)
+        members = f" ({', '.join(sorted(group.regions))})" if group else ""
+        return (
+            "region-value-group",
+            f"{value!r} is an org-policy value group; list its regions{members} instead",
+        )
+    suggestion = cat.suggest_region(value)
+    hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+    return "region-unknown", f"{value!r} is not a known Google Cloud region{hint}"
+
+
+def _check_regions(regions: list[str], rep: _Reporter, base: PathKey) -> list[str]:
+    good = []
+    restricted = catalog().restricted_regions
+    for i, region in enumerate(regions):
+        problem = _region_problem(region)
+        if problem:
+            rep.error((*base, i), problem[0], problem[1])
+            continue
+        if region in restricted:
+            rep.warning(
+                (*base, i), "region-restricted",
+                f"{region!r} is not a publicly listed region (restricted or not generally "
+                "available); make sure your projects can use it",
+            )
+        good.append(region)
+    return good
+
+
+def _check_storage(model: str | StoragePolicy | None, rep: _Reporter) -> StorageIntent:
+    if model is None:
+        return StorageIntent("unmanaged")
+    if model == "inherit":
+        return StorageIntent("inherit")
+    assert isinstance(model, StoragePolicy)
+    base: PathKey = ("spec", "messageStoragePolicy", "allowedPersistenceRegions")
+    if not model.regions:
+        rep.error(
+            base, "storage-empty-regions",
+            "allowedPersistenceRegions is empty, which allows no region at all; list at "
+            "least one region, write `messageStoragePolicy: inherit`, or omit the policy",
+        )
+    good = _check_regions(model.regions, rep, base)
+    return StorageIntent("explicit", tuple(sorted(set(good))), model.enforce_in_transit)
+
+
+def _check_publishers(
+    publishers: Publishers,
+    rep: _Reporter,
+    profiles: Mapping[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]],
+) -> tuple[HedgingProfile, RetryTimeouts] | None:
+    base: PathKey = ("spec", "publishers")
+    _check_regions(publishers.regions, rep, (*base, "regions"))
+    retry_model = publishers.retry
+    defaults = RetryTimeouts()
+    retry = RetryTimeouts(
+        initial_rpc_timeout_ms=retry_model.initial_rpc_timeout
+        if retry_model and retry_model.initial_rpc_timeout is not None
+        else defaults.initial_rpc_timeout_ms,
+        total_timeout_ms=retry_model.total_timeout
+        if retry_model and retry_model.total_timeout is not None
+        else defaults.total_timeout_ms,
+    )
+    for p in retry.problems():
+        rep.error((*base, "retry", p.field), p.code, p.message)
+    hedging = publishers.hedging
+    if hedging is None:
+        return None
+    if isinstance(hedging, str):
+        if hedging not in profiles:
+            import difflib
+
+            match = difflib.get_close_matches(hedging, list(profiles), n=1, cutoff=0.5)
+            hint = (
+                f"; did you mean {match[0]!r}?"
+                if match
+                else "; define it in a `kind: HedgingProfile` document"
+            )
+            rep.error(
+                (*base, "hedging"), "hedging-unknown-profile",
+                f"unknown hedging profile {hedging!r}{hint}",
+            )
+            return None
+        profile = profiles[hedging][0]
+    else:
+        profile = hedging.profile()
+        for p in profile.problems():
+            rep.error((*base, "hedging", p.field), p.code, p.message)
+    problems: list[Problem] = combination_problems(profile, retry, publishers.message_ordering)
+    for p in problems:
+        if p.code == "hedging-ordering":
+            rep.error((*base, "messageOrdering"), p.code, p.message)
+        else:
+            rep.error((*base, "retry", p.field), p.code, p.message)
+    return profile, retry
 
 
 def _check_against_org(

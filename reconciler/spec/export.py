@@ -17,13 +17,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.backends.base import ObservedTopic
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
 from reconciler.spec.models import API_VERSION
-from reconciler.topic import StoragePolicy, TopicShape
+from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape
 
 Doc = dict[str, Any]
 
