@@ -30,8 +30,22 @@ class _LazyGroup(click.Group):
         return command
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own when run from a source
+    tree that is not installed (e.g. `python -m reconciler` from a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("reconcile")
+    except PackageNotFoundError:
+        from reconciler import __version__
+
+        return __version__
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="reconcile")
+@click.version_option(version=version(), prog_name="reconcile", message="%(prog)s %(version)s")
 def cli() -> None:
     """Declarative reconciler for Google Cloud Pub/Sub topics."""
 
