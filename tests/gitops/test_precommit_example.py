@@ -6,7 +6,6 @@ clean one can; a tree without a snapshot is refused by --require-org-policy."""
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -15,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE, ROOT
+from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
+from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE
 
 SNAPSHOT = """\
 name: projects/acme-analytics/policies/gcp.resourceLocations
@@ -34,40 +34,6 @@ spec:
 """
 
 
-def _env(home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        GIT_AUTHOR_NAME="test", GIT_AUTHOR_EMAIL="test@example.invalid",
-        GIT_COMMITTER_NAME="test", GIT_COMMITTER_EMAIL="test@example.invalid",
-        PRE_COMMIT_HOME=str(home), GIT_CONFIG_NOSYSTEM="1", HOME=str(home),
-    )
-    env.pop("PUBSUB_EMULATOR_HOST", None)
-    # `git commit` runs the hook script, which finds pre-commit next to this Python.
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-    return env
-
-
-def _git(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        ["git", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
-    )
-
-
-def _snapshot_of_working_tree(dest: Path, env: dict[str, str]) -> str:
-    """A one-commit repository holding the working tree as it is now (tracked and
-    untracked, ignored files left out); returns its HEAD."""
-    listed = _git(ROOT, env, "ls-files", "-z", "--cached", "--others", "--exclude-standard")
-    assert listed.returncode == 0, listed.stderr
-    for rel in filter(None, listed.stdout.split("\0")):
-        src = ROOT / rel
-        if src.is_file():
-            (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / rel)
-    for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "snapshot")):
-        assert _git(dest, env, *args).returncode == 0
-    return _git(dest, env, "rev-parse", "HEAD").stdout.strip()
-
-
 def _config_from_example(source: Path, rev: str) -> str:
     """The example with only its two placeholders filled in."""
     text = PRE_COMMIT_EXAMPLE.read_text()
@@ -83,15 +49,15 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
 ) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
-    env = _env(tmp_path / "home")
+    env = git_env(tmp_path / "home")
     (tmp_path / "home").mkdir()
     source = tmp_path / "reconcile-src"
     source.mkdir()
-    rev = _snapshot_of_working_tree(source, env)
+    rev = snapshot_of_working_tree(source, env)
 
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
-    assert _git(repo, env, "init", "-q").returncode == 0
+    assert run_git(repo, env, "init", "-q").returncode == 0
     (repo / ".pre-commit-config.yaml").write_text(_config_from_example(source, rev))
     (repo / "specs" / "org-policy.yaml").write_text(SNAPSHOT)
     (repo / "specs" / "topics.yaml").write_text(
@@ -103,16 +69,16 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
     )
     assert installed.returncode == 0, installed.stdout + installed.stderr
 
-    _git(repo, env, "add", "-A")
-    clean = _git(repo, env, "commit", "-m", "clean specs")
+    run_git(repo, env, "add", "-A")
+    clean = run_git(repo, env, "commit", "-m", "clean specs")
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert re.search(r"reconcile validate\.+Passed", clean.stdout + clean.stderr)
 
     (repo / "specs" / "exports.yaml").write_text(
         TOPIC.replace("NAME", "exports").replace("REGION", "us-east1")
     )
-    _git(repo, env, "add", "-A")
-    blocked = _git(repo, env, "commit", "-m", "a topic in a forbidden region")
+    run_git(repo, env, "add", "-A")
+    blocked = run_git(repo, env, "commit", "-m", "a topic in a forbidden region")
     output = blocked.stdout + blocked.stderr
     assert blocked.returncode != 0, output
     assert re.search(r"reconcile validate\.+Failed", output), output
@@ -120,12 +86,12 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
         "specs/exports.yaml:6:33: error[org-location-denied]: region 'us-east1' is not "
         "allowed by the effective constraints/gcp.resourceLocations of project acme-analytics"
     ) in output
-    assert _git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
 
     # No snapshot at all: --require-org-policy refuses rather than check less.
-    _git(repo, env, "rm", "-q", "-f", "specs/exports.yaml", "specs/org-policy.yaml")
-    unchecked = _git(repo, env, "commit", "-m", "drop the snapshot")
+    run_git(repo, env, "rm", "-q", "-f", "specs/exports.yaml", "specs/org-policy.yaml")
+    unchecked = run_git(repo, env, "commit", "-m", "drop the snapshot")
     output = unchecked.stdout + unchecked.stderr
     assert unchecked.returncode != 0, output
     assert "org-policy" in output.split("Failed", 1)[-1], output
-    assert _git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
