@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -158,7 +159,7 @@ def _cell(text: str) -> str:
 
 def _ranges() -> list[str]:
     ms = hedging.format_ms
-    table = [
+    table: list[tuple[str, str, tuple[float, float], Callable[[Any], str]]] = [
         ("hedgeDelay", ms(hedging.DEFAULT_HEDGE_DELAY_MS), hedging.HEDGE_DELAY_MS, ms),
         ("maxTokens", str(hedging.DEFAULT_MAX_TOKENS), hedging.MAX_TOKENS, str),
         ("refillRatio", f"{hedging.DEFAULT_REFILL_RATIO:g}", hedging.REFILL_RATIO,
