@@ -27,11 +27,14 @@ LINES += list(pre_commit_hook_lines())
 @pytest.mark.parametrize("line", LINES, ids=[line.where for line in LINES])
 def test_reconcile_line_parses_with_the_real_cli(line: CommandLine) -> None:
     args = argv(line.text)
+    problem = None
     try:
         ctx = parse(args)
     except click.UsageError as exc:
+        problem = describe(exc)
+    if problem is not None:
         pytest.fail(
-            f"{line.where}: `reconcile {' '.join(args)}` does not parse: {describe(exc)}"
+            f"{line.where}: `reconcile {' '.join(args)}` does not parse: {problem}"
             f"\n  line: {line.text}",
             pytrace=False,
         )
