@@ -44,8 +44,22 @@ def version() -> str:
         return __version__
 
 
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Looked up only when asked for, not on every start of every command."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"reconcile {version()}")
+        ctx.exit()
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(version=version(), prog_name="reconcile", message="%(prog)s %(version)s")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Declarative reconciler for Google Cloud Pub/Sub topics."""
 
