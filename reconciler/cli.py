@@ -30,8 +30,36 @@ class _LazyGroup(click.Group):
         return command
 
 
+def version() -> str:
+    """The installed distribution's version; the package's own when run from a source
+    tree that is not installed (e.g. `python -m reconciler` from a checkout)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("reconcile")
+    except PackageNotFoundError:
+        from reconciler import __version__
+
+        return __version__
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """Looked up only when asked for, not on every start of every command."""
+    if value and not ctx.resilient_parsing:
+        click.echo(f"reconcile {version()}")
+        ctx.exit()
+
+
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="reconcile")
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_print_version,
+    help="Show the version and exit.",
+)
 def cli() -> None:
     """Declarative reconciler for Google Cloud Pub/Sub topics."""
 

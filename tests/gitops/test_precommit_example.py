@@ -1,0 +1,97 @@
+"""examples/pre-commit-config.yaml works as written once `repo:` and `rev:` are set:
+real `pre-commit install` and `git commit` in a throwaway spec repository, with the
+hook taken from a commit of this working tree (uncommitted changes included). A tree
+whose topic asks for a region the org-policy snapshot forbids cannot be committed; a
+clean one can; a tree without a snapshot is refused by --require-org-policy."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
+from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE
+
+SNAPSHOT = """\
+name: projects/acme-analytics/policies/gcp.resourceLocations
+spec:
+  rules:
+    - values:
+        allowedValues: [in:eu-locations]
+"""
+TOPIC = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: acme-analytics, name: NAME}
+spec:
+  messageStoragePolicy:
+    allowedPersistenceRegions: [REGION]
+"""
+
+
+def _config_from_example(source: Path, rev: str) -> str:
+    """The example with only its two placeholders filled in."""
+    text = PRE_COMMIT_EXAMPLE.read_text()
+    text, repos = re.subn(r"(?m)^(\s*- repo: ).*$", rf"\g<1>{source}", text)
+    text, revs = re.subn(r"(?m)^(\s*rev: ).*$", rf"\g<1>{rev}", text)
+    assert (repos, revs) == (1, 1), "the example has one repo with one rev to pin"
+    return text
+
+
+@pytest.mark.slow
+def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
+    tmp_path: Path,
+) -> None:
+    if shutil.which("git") is None:
+        pytest.fail("git is required for the pre-commit test")
+    env = git_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    source = tmp_path / "reconcile-src"
+    source.mkdir()
+    rev = snapshot_of_working_tree(source, env)
+
+    repo = tmp_path / "specs-repo"
+    (repo / "specs").mkdir(parents=True)
+    assert run_git(repo, env, "init", "-q").returncode == 0
+    (repo / ".pre-commit-config.yaml").write_text(_config_from_example(source, rev))
+    (repo / "specs" / "org-policy.yaml").write_text(SNAPSHOT)
+    (repo / "specs" / "topics.yaml").write_text(
+        TOPIC.replace("NAME", "clickstream").replace("REGION", "europe-west1")
+    )
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+
+    run_git(repo, env, "add", "-A")
+    clean = run_git(repo, env, "commit", "-m", "clean specs")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert re.search(r"reconcile validate\.+Passed", clean.stdout + clean.stderr)
+
+    (repo / "specs" / "exports.yaml").write_text(
+        TOPIC.replace("NAME", "exports").replace("REGION", "us-east1")
+    )
+    run_git(repo, env, "add", "-A")
+    blocked = run_git(repo, env, "commit", "-m", "a topic in a forbidden region")
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert re.search(r"reconcile validate\.+Failed", output), output
+    assert (
+        "specs/exports.yaml:6:33: error[org-location-denied]: region 'us-east1' is not "
+        "allowed by the effective constraints/gcp.resourceLocations of project acme-analytics"
+    ) in output
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
+
+    # No snapshot at all: --require-org-policy refuses rather than check less.
+    run_git(repo, env, "rm", "-q", "-f", "specs/exports.yaml", "specs/org-policy.yaml")
+    unchecked = run_git(repo, env, "commit", "-m", "drop the snapshot")
+    output = unchecked.stdout + unchecked.stderr
+    assert unchecked.returncode != 0, output
+    assert "org-policy" in output.split("Failed", 1)[-1], output
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
