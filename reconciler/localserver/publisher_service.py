@@ -281,7 +281,7 @@ class PublisherService:
                         f"the message storage policy of {request.topic} does not allow it "
                         f"(allowed regions: {', '.join(allowed)})."
                     )
-        ids = self.state.add_messages(request.topic, list(request.messages))
+        ids = self.state.add_messages(request.topic, request.messages)
         if ids is None:
             raise not_found("Topic not found")
         return protos.PublishResponse(message_ids=ids)

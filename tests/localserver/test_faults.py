@@ -11,7 +11,7 @@ import pytest
 from google.api_core import exceptions
 from google.api_core import retry as retries
 
-from reconciler.localserver.faults import parse_duration, parse_fault_spec
+from reconciler.localserver.faultspec import parse_duration, parse_fault_spec
 
 T = "projects/proj-alpha/topics/orders"
 OTHER = "projects/proj-alpha/topics/other"
