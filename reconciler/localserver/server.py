@@ -101,7 +101,7 @@ class LocalServer:
         self._server: grpc.Server | None = None
         if policy_store is not None:
             try:
-                self.seed_policies(policy_store, reset=reset_org_policy)
+                self.seed_org_policy(policy_store, reset=reset_org_policy)
             except BaseException:
                 self.state.close(compact=False)
                 raise
@@ -253,7 +253,16 @@ class LocalServer:
         pb = stamp(policy_to_proto(policy))
         self.state.write_policy(pb.name, lambda _current: pb)
 
-    def seed_policies(self, store: PolicyStore, *, reset: bool = False) -> int:
+    def seed_policies(self, store: PolicyStore) -> None:
+        """Test-bed helper: store every policy and ancestry link of `store`, replacing
+        what is there (a test that changes its snapshot re-seeds with it). The
+        command's `--org-policy` seeds with `seed_org_policy`, which never overwrites."""
+        for child, parent in store.ancestry.items():
+            self.set_ancestry(child, parent)
+        for policy in store.policies.values():
+            self.put_policy(policy)
+
+    def seed_org_policy(self, store: PolicyStore, *, reset: bool = False) -> int:
         """Seed the org policy from `store` (e.g. a snapshot file): policies and
         ancestry links the state lacks are added; one the state holds with other
         content (written through the API and acknowledged, or an earlier seed) is
