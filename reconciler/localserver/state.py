@@ -228,7 +228,7 @@ class ServerState:
             first = self._next_message_id
             self._next_message_id += len(messages)
             log.add(first, time.time_ns(), messages)
-        return [str(i) for i in range(first, first + len(messages))]
+        return list(map(str, range(first, first + len(messages))))
 
     def messages(self, name: str) -> list[Any]:
         """The last `keep_messages` messages of a topic, as stored `PubsubMessage`s."""

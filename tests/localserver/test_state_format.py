@@ -179,3 +179,26 @@ def test_header_is_checksummed() -> None:
 
     assert read_header(good) is not None
     assert read_header(good[:-1] + bytes([good[-1] ^ 1])) is None
+
+
+def test_local_target_refuses_a_damaged_state_with_the_recover_command(
+    tmp_path: Path, run_cli: Any, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topics.yaml").write_text(
+        "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
+        "metadata: {project: proj-alpha, name: orders}\nspec: {labels: {team: payments}}\n"
+    )
+    applied = run_cli("apply", "specs", "--local", "--auto-approve")
+    assert applied.exit_code == 0, applied.stderr
+    snap = tmp_path / ".reconcile" / "local" / Journal.SNAPSHOT
+    data = bytearray(snap.read_bytes())
+    data[len(data) // 2] ^= 0x10
+    snap.write_bytes(bytes(data))
+    planned = run_cli("plan", "specs", "--local")
+    assert planned.exit_code == 1
+    assert "snapshot.bin: damaged state at byte offset" in planned.stderr
+    assert "reconcile local-server --state .reconcile/local --recover" in planned.stderr
+    assert "Traceback" not in planned.stderr
