@@ -273,6 +273,8 @@ class Faults:
     def apply(self, method: str, resource: str | None) -> None:
         """Wait while held, then sleep and/or raise as the rules say; called on the
         handler's thread before the real handler runs."""
+        if not self._rules and not self._holds:
+            return  # the common case, without taking the lock
         caught = self._catch(method, resource)
         if caught is not None:
             call, cap = caught
