@@ -132,9 +132,9 @@ def command(
         raise UsageError(f"--org-policy {org_policy}: {exc.message}", hint=exc.hint) from None
     except OSError as exc:
         raise InputError(f"cannot use state directory {state_dir}: {exc}") from None
-    loaded = server.state.loaded
+    loaded = server.state.loaded  # its notes (torn tail, migration) are logged as warnings
     if loaded is not None:
-        for line in [*loaded.notes, *loaded.report()]:
+        for line in loaded.report():
             click.echo(line, err=True)
     try:
         for kwargs in fault_kwargs:

@@ -10,6 +10,7 @@ letting go of the lock. Published messages live in memory only, bounded (`messag
 from __future__ import annotations
 
 import bisect
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -23,6 +24,8 @@ from reconciler.localserver import protos
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, MessageLog
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
+
+log = logging.getLogger(__name__)
 
 
 def policy_from_proto(pb: Any) -> Policy:
@@ -70,6 +73,8 @@ class ServerState:
             )
             try:
                 self.loaded = journal.load(recover=recover)
+                for note in self.loaded.notes:
+                    log.warning("local server: %s", note)
                 for record in self.loaded.records:
                     self._apply(record)
                 self.loaded.records = []  # applied; do not keep a second copy
