@@ -115,6 +115,16 @@ def _bad_header(data: bytes, what: str, *, torn_is_damage: bool) -> tuple[f.Scan
     return scan, problems
 
 
+def _refuse_newer(path: Path, head: f.Header | None, magic: bytes) -> None:
+    """A file written by a newer format is neither read nor "recovered"."""
+    if head is not None and head.magic == magic and head.version > f.FORMAT_VERSION:
+        raise InputError(
+            f"{path}: state format {head.version} is newer than this version of "
+            f"reconcile understands ({f.FORMAT_VERSION})",
+            hint="use the newer reconcile with this state directory",
+        )
+
+
 def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
     """Adds the snapshot's records; True when it is in format 1."""
     if not path.exists():
@@ -131,12 +141,7 @@ def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
         out.kept[path.name] = len(scan.records)
         return True
     head = f.read_header(data)
-    if head is not None and head.magic == f.SNAPSHOT_MAGIC and head.version > f.FORMAT_VERSION:
-        raise InputError(
-            f"{path}: state format {head.version} is newer than this version of "
-            f"reconcile understands ({f.FORMAT_VERSION})",
-            hint="use the newer reconcile with this state directory",
-        )
+    _refuse_newer(path, head, f.SNAPSHOT_MAGIC)
     if head is None or head.magic != f.SNAPSHOT_MAGIC or head.version != f.FORMAT_VERSION:
         scan, problems = _bad_header(data, "snapshot", torn_is_damage=True)
     else:
@@ -148,10 +153,10 @@ def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
                 f.Damage(scan.end, len(data), f"holds {len(scan.records)} records of "
                          f"{head.count}", max(lost, 0))
             ]
-        elif problems and lost > 0:
-            # Exact loss from the header's count, spread over the damaged ranges.
+        elif problems and lost >= 0:
+            # The header's count makes the loss exact (a tail's count is an estimate).
             counted = sum(p.records for p in problems)
-            problems[-1].records += lost - counted
+            problems[-1].records = max(0, problems[-1].records + lost - counted)
     _settle(path, out, recover, problems)
     out.records.extend(scan.records)
     out.kept[path.name] = len(scan.records)
@@ -163,6 +168,7 @@ def _load_journal(path: Path, out: Loaded, recover: bool, v1_snapshot: bool) -> 
         return
     data = path.read_bytes()
     head = f.read_header(data)
+    _refuse_newer(path, head, f.JOURNAL_MAGIC)
     fresh_header = f.header(f.JOURNAL_MAGIC)
     if head is not None and head.magic == f.JOURNAL_MAGIC and head.version == f.FORMAT_VERSION:
         scan = f.scan(data, f.HEADER_SIZE)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler.backends.clients import orgpolicy_client, publisher_client
 
 P = "projects/proj-alpha"
@@ -90,3 +92,21 @@ def test_reset_needs_a_file(refused_start: Any, tmp_path: Path) -> None:
 def test_recover_needs_a_state(refused_start: Any) -> None:
     code, err = refused_start("--recover")
     assert code == 1 and "--recover needs --state DIR" in err
+
+
+def test_a_differing_ancestry_link_is_a_conflict_too(tmp_path: Path) -> None:
+    from reconciler.localserver import LocalServer
+    from reconciler.localserver.server import SeedConflict
+    from reconciler.orgpolicy.store import PolicyStore
+
+    with LocalServer(state_dir=tmp_path) as server:
+        server.set_ancestry(P, "folders/1")
+    moved = PolicyStore(ancestry={P: "folders/2"})
+    expected = f"ancestry of {P} \\(stored: folders/1, seed: folders/2\\)"
+    with pytest.raises(SeedConflict, match=expected):
+        LocalServer(state_dir=tmp_path, policy_store=moved)
+    # The refused start released the directory and changed nothing.
+    with LocalServer(state_dir=tmp_path) as server:
+        assert server.state.policy_store.ancestry == {P: "folders/1"}
+    with LocalServer(state_dir=tmp_path, policy_store=moved, reset_org_policy=True) as server:
+        assert server.state.policy_store.ancestry == {P: "folders/2"}
