@@ -1,5 +1,7 @@
 """Local server throughput: RPCs per second for GetTopic and UpdateTopic from 8
-concurrent clients against 10,000 topics (issue 3).
+concurrent clients against 10,000 topics (issue 3); with --publish-cpu, the server
+CPU per 100-message Publish beside Google's emulator, and with --publish-soak, the
+server's RSS over a sustained publish of 1M messages (issue 12).
 
 The server runs in its own process (as `reconcile local-server` does), seeded with
 10,000 topics; the clients are threads in this process, each with its own channel and
@@ -9,6 +11,8 @@ once with --state (journal + fsync per acknowledged UpdateTopic, shared by concu
 writers). The last line printed is one JSON object.
 
     python benchmarks/localserver_rps.py [--seconds 5] [--clients 8] [--topics 10000]
+    python benchmarks/localserver_rps.py --publish-cpu [--batches 2000] [--rounds 5]
+    python benchmarks/localserver_rps.py --publish-soak [--messages 1000000]
 """
 
 from __future__ import annotations
@@ -16,12 +20,17 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing as mp
+import os
 import platform
 import random
+import signal
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 PROJECT = "projects/bench-project"
@@ -102,12 +111,272 @@ def _phase(address: str, method: str, clients: int, seconds: float, topics: int)
     }
 
 
+# ------------------------------------------------------------- Publish (issue 12)
+
+BATCH = 100
+MESSAGE_BYTES = 1024
+TICKS = os.sysconf("SC_CLK_TCK")
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and its descendants (the emulator's JVM runs under gcloud's wrapper)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(children.get(p, []))
+    return out
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes (all their threads), from /proc/<pid>/stat."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / TICKS
+
+
+def _rss_mb(pids: list[int]) -> float:
+    kib = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                kib += int(line.split()[1])
+    return kib / 1024
+
+
+class _Child:
+    """A server process this benchmark started (own session, so that it can stop the
+    emulator's whole process group) and the address it serves on."""
+
+    def __init__(self, argv: list[str], address: str, name: str) -> None:
+        self.name = name
+        self.address = address
+        self.proc = subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            text=True,
+        )
+
+    def ready(self, timeout: float) -> None:
+        import grpc
+
+        channel = grpc.insecure_channel(self.address)
+        try:
+            grpc.channel_ready_future(channel).result(timeout=timeout)
+        finally:
+            channel.close()
+
+    def pids(self) -> list[int]:
+        return _tree(self.proc.pid)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _ours(extra: list[str] | None = None) -> _Child:
+    port = _free_port()
+    argv = [sys.executable, "-m", "reconciler", "local-server", "--port", str(port), *(extra or [])]
+    child = _Child(argv, f"127.0.0.1:{port}", "reconcile local-server")
+    child.ready(60)
+    return child
+
+
+def _emulator() -> tuple[_Child | None, str]:
+    """Google's emulator when gcloud and its pubsub-emulator component are installed;
+    otherwise None and why."""
+    import shutil
+
+    if shutil.which("gcloud") is None:
+        return None, "gcloud is not installed"
+    port = _free_port()
+    argv = ["gcloud", "beta", "emulators", "pubsub", "start", f"--host-port=127.0.0.1:{port}"]
+    child = _Child(argv, f"127.0.0.1:{port}", "Google's Pub/Sub emulator")
+    try:
+        child.ready(90)
+    except Exception as exc:
+        child.stop()
+        return None, f"the emulator did not start ({type(exc).__name__})"
+    return child, ""
+
+
+def _request(topic: str) -> Any:
+    from google.pubsub_v1.types import PublishRequest, PubsubMessage
+
+    messages = [PubsubMessage(data=bytes([i % 251]) * MESSAGE_BYTES) for i in range(BATCH)]
+    return PublishRequest(topic=topic, messages=messages)
+
+
+def _publisher(child: _Child, topic: str) -> Any:
+    from reconciler.backends.clients import publisher_client
+
+    client = publisher_client(child.address)
+    client.create_topic(name=topic)
+    return client
+
+
+def publish_cpu(batches: int, rounds: int, warmup: int) -> None:
+    """Server CPU (utime + stime of the server process tree) per 100-message Publish,
+    ours and the emulator's, rounds interleaved, same client, same requests."""
+    topic = f"{PROJECT}/topics/publish-cpu"
+    servers = [_ours()]
+    emulator, why = _emulator()
+    if emulator is None:
+        print(f"Google's emulator not measured: {why}", flush=True)
+    else:
+        servers.append(emulator)
+    try:
+        clients = {s.name: _publisher(s, topic) for s in servers}
+        request = _request(topic)
+        for s in servers:  # warm-up: JIT for the JVM, allocator pools for both
+            for _ in range(warmup):
+                clients[s.name].publish(request=request, retry=None, timeout=30)
+        cpu: dict[str, list[float]] = {s.name: [] for s in servers}
+        wall: dict[str, list[float]] = {s.name: [] for s in servers}
+        for r in range(rounds):
+            for s in servers:
+                pids = s.pids()
+                c0, t0 = _cpu_seconds(pids), time.perf_counter()
+                for _ in range(batches):
+                    clients[s.name].publish(request=request, retry=None, timeout=30)
+                cpu[s.name].append((_cpu_seconds(pids) - c0) / batches * 1000)
+                wall[s.name].append((time.perf_counter() - t0) / batches * 1000)
+                print(
+                    f"round {r + 1}: {s.name:26} server CPU {cpu[s.name][-1]:.3f} ms/batch, "
+                    f"wall {wall[s.name][-1]:.3f} ms/batch",
+                    flush=True,
+                )
+    finally:
+        for s in servers:
+            s.stop()
+    summary = {
+        name: {
+            "cpu_ms_median": round(statistics.median(v), 3),
+            "wall_ms_median": round(statistics.median(wall[name]), 3),
+            "cpu_ms_min": round(min(v), 3),
+            "cpu_ms_rounds": [round(x, 3) for x in v],
+        }
+        for name, v in cpu.items()
+    }
+    ours = summary[servers[0].name]["cpu_ms_median"]
+    if emulator is not None:
+        ratio = ours / summary[emulator.name]["cpu_ms_median"]
+        best = summary[servers[0].name]["cpu_ms_min"] / summary[emulator.name]["cpu_ms_min"]
+        print(
+            f"server CPU ratio (ours / emulator): medians {ratio:.2f}x, best rounds {best:.2f}x",
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "publish_cpu",
+                "batch": BATCH,
+                "message_bytes": MESSAGE_BYTES,
+                "batches_per_round": batches,
+                "warmup_batches": warmup,
+                "rounds": rounds,
+                "summary": summary,
+                "emulator": why or "measured",
+                "cpus": mp.cpu_count(),
+                "python": platform.python_version(),
+            }
+        )
+    )
+
+
+def publish_soak(messages: int) -> None:
+    """RSS of `reconcile local-server` (default --keep-messages) while one client
+    publishes `messages` 1 KiB messages to one topic in 100-message batches."""
+    topic = f"{PROJECT}/topics/publish-soak"
+    server = _ours()
+    samples: list[tuple[int, float]] = []
+    try:
+        client = _publisher(server, topic)
+        request = _request(topic)
+        total = messages // BATCH
+        marks = {0, total // 10, total // 2, total}
+        marks |= {total * k // 10 for k in range(1, 10)}
+        t0 = time.perf_counter()
+        for i in range(total + 1):
+            if i in marks:
+                samples.append((i * BATCH, _rss_mb(server.pids())))
+                print(f"{i * BATCH:>9,} messages: server RSS {samples[-1][1]:.1f} MB", flush=True)
+            if i < total:
+                client.publish(request=request, retry=None, timeout=30)
+        elapsed = time.perf_counter() - t0
+    finally:
+        server.stop()
+    start, middle, end = samples[0][1], samples[len(samples) // 2][1], samples[-1][1]
+    print(
+        f"start {start:.1f} MB, middle {middle:.1f} MB, end {end:.1f} MB "
+        f"({messages:,} messages in {elapsed:.0f} s)",
+        flush=True,
+    )
+    print(
+        json.dumps(
+            {
+                "benchmark": "publish_soak",
+                "messages": messages,
+                "rss_mb": [[n, round(mb, 1)] for n, mb in samples],
+                "seconds": round(elapsed, 1),
+                "python": platform.python_version(),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--publish-cpu", action="store_true", help="Publish CPU vs emulator")
+    parser.add_argument("--publish-soak", action="store_true", help="RSS over a long publish")
+    parser.add_argument("--batches", type=int, default=2000, help="measured batches per round")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--warmup", type=int, default=15_000, help="batches before measuring (the JVM's JIT)"
+    )
+    parser.add_argument("--messages", type=int, default=1_000_000, help="soak length")
     args = parser.parse_args()
+    if args.publish_cpu or args.publish_soak:
+        if args.publish_cpu:
+            publish_cpu(args.batches, args.rounds, args.warmup)
+        if args.publish_soak:
+            publish_soak(args.messages)
+        return
 
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:

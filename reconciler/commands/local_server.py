@@ -11,6 +11,7 @@ from types import FrameType
 import click
 
 from reconciler.errors import InputError, UsageError
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -34,7 +35,27 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     "--org-policy",
     "org_policy",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Seed the Org Policy service from this snapshot file.",
+    help="Seed the Org Policy service from this snapshot file: adds only the policies "
+    "the state lacks; one the state holds with other content is refused.",
+)
+@click.option(
+    "--reset-org-policy",
+    is_flag=True,
+    help="With --org-policy: replace stored policies that differ from the file's.",
+)
+@click.option(
+    "--recover",
+    is_flag=True,
+    help="Open a damaged --state: keep every intact record, report what is dropped, "
+    "keep the damaged files aside and write a fresh snapshot.",
+)
+@click.option(
+    "--keep-messages",
+    default=DEFAULT_KEEP_MESSAGES,
+    show_default=True,
+    type=click.IntRange(0, 10_000_000),
+    metavar="N",
+    help="Published messages kept per topic (the last N; all are counted).",
 )
 @click.option(
     "--client-region",
@@ -62,17 +83,26 @@ def command(
     port: int,
     state_dir: Path | None,
     org_policy: Path | None,
+    reset_org_policy: bool,
+    recover: bool,
+    keep_messages: int,
     client_region: str | None,
     faults: tuple[str, ...],
     no_fsync: bool,
 ) -> None:
     """Run a local Google Pub/Sub + Org Policy server for `--emulator` / PUBSUB_EMULATOR_HOST."""
-    from reconciler.localserver.faults import parse_fault_spec
+    from reconciler.localserver.faultspec import parse_fault_spec
+    from reconciler.localserver.server import method_names
 
+    if reset_org_policy and org_policy is None:
+        raise UsageError("--reset-org-policy needs --org-policy FILE")
+    if recover and state_dir is None:
+        raise UsageError("--recover needs --state DIR (an in-memory server has nothing to recover)")
+    methods = method_names()
     fault_kwargs = []
     for spec in faults:
         try:
-            fault_kwargs.append(parse_fault_spec(spec))
+            fault_kwargs.append(parse_fault_spec(spec, methods))
         except ValueError as exc:
             raise UsageError(f"--fault: {exc}") from None
 
@@ -84,7 +114,7 @@ def command(
 
         store = load_snapshot(org_policy)
 
-    from reconciler.localserver.server import LocalServer
+    from reconciler.localserver.server import LocalServer, SeedConflict
 
     try:
         server = LocalServer(
@@ -94,9 +124,18 @@ def command(
             client_region=client_region,
             policy_store=store,
             fsync=not no_fsync,
+            recover=recover,
+            keep_messages=keep_messages,
+            reset_org_policy=reset_org_policy,
         )
+    except SeedConflict as exc:
+        raise UsageError(f"--org-policy {org_policy}: {exc.message}", hint=exc.hint) from None
     except OSError as exc:
         raise InputError(f"cannot use state directory {state_dir}: {exc}") from None
+    loaded = server.state.loaded  # its notes (torn tail, migration) are logged as warnings
+    if loaded is not None:
+        for line in loaded.report():
+            click.echo(line, err=True)
     try:
         for kwargs in fault_kwargs:
             server.faults.add(**kwargs)  # type: ignore[arg-type]

@@ -7,31 +7,25 @@ call every matching rule contributes its delay; the first matching rule that fir
 error decides the status. Delays sleep on the handler's own worker thread, so a slow
 call never blocks the others.
 
-A hold (`Faults.hold`) parks the next N matching calls until the test releases each
-one (it then runs the real handler) or answers it with a status. Delays can only
-make a race likely; holds decide it, so attempt races of the hedged publisher are
-exercised through real gRPC and the real client library without depending on timing.
+Holds (`Faults.hold`, see `holds`) park calls until a test answers them. Rules name
+methods the server answers; a misspelt one is refused with the valid names (the
+command-line form is parsed by `faultspec`).
 """
 
 from __future__ import annotations
 
-import logging
 import random
-import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import grpc
 
-from reconciler.localserver.status import ServiceError, grpc_status_from_name
+from reconciler.localserver.holds import MAX_HOLD_SECONDS, HeldCall, Hold
+from reconciler.localserver.status import ServiceError, grpc_status_from_name, suggestion
 
-log = logging.getLogger(__name__)
-
-# How long a held call waits for the test at most before it runs anyway, so that a
-# forgotten hold slows a server down but never wedges it.
-MAX_HOLD_SECONDS = 60.0
+__all__ = ["MAX_HOLD_SECONDS", "FaultRule", "Faults", "HeldCall", "Hold"]
 
 
 @dataclass
@@ -56,159 +50,82 @@ class FaultRule:
         return self.resource is None or self.resource == resource
 
 
-class HeldCall:
-    """One call parked by a `Hold`: its handler thread waits until the test answers it.
+MAX_DELAY_SECONDS = 3600.0
+RESOURCE_PREFIXES = ("projects/", "folders/", "organizations/")
 
-    `release()` lets it go on (through the fault rules) to the real handler, so the
-    message is stored and the IDs returned; `fail(code, message)` answers it with
-    that status instead. The first answer counts; later ones return False.
-    """
 
-    def __init__(self, method: str, resource: str | None, number: int) -> None:
-        self.method = method
-        self.resource = resource
-        self.number = number  # arrival order within its hold, from 1
-        self._lock = threading.Lock()
-        self._answered = threading.Event()
-        self._outcome: str | None = None
-        self._failure: ServiceError | None = None
+def check_method(method: str, methods: Iterable[str] | None) -> None:
+    """ValueError unless `method` is "*" or one of `methods` (any when None)."""
+    if methods is None or method == "*" or method in methods:
+        return
+    known = sorted(methods)
+    raise ValueError(
+        f"unknown method {method!r}{suggestion(method, known)} (the local server "
+        f"answers: {', '.join(known)}; or '*' for all)"
+    )
 
-    def __repr__(self) -> str:
-        return (
-            f"HeldCall({self.method} #{self.number}, resource={self.resource!r}, "
-            f"outcome={self.outcome!r})"
+
+def make_rule(
+    method: str = "*",
+    *,
+    delay: float = 0.0,
+    delay_max: float | None = None,
+    tail_fraction: float = 0.0,
+    tail_delay: float = 0.0,
+    error: str | grpc.StatusCode | None = None,
+    error_fraction: float | None = None,
+    error_next: int | None = None,
+    resource: str | None = None,
+    message: str | None = None,
+    methods: Iterable[str] | None = None,
+) -> FaultRule:
+    """A checked rule (see `Faults.add`); ValueError for anything that could never
+    fire as written, so that a typo is refused instead of silently doing nothing."""
+    check_method(method, methods)
+    code = grpc_status_from_name(error) if isinstance(error, str) else error
+    if code is grpc.StatusCode.OK:
+        raise ValueError("error=OK injects nothing; leave error unset")
+    for label, value in (("delay", delay), ("tail_delay", tail_delay), ("delay_max", delay_max)):
+        if value is not None and not 0 <= value <= MAX_DELAY_SECONDS:
+            raise ValueError(f"{label} must be between 0 and {MAX_DELAY_SECONDS:g} s")
+    if delay_max is not None and delay_max < delay:
+        raise ValueError("delay_max must be at least delay")
+    for label, frac in (("tail_fraction", tail_fraction), ("error_fraction", error_fraction)):
+        if frac is not None and not 0.0 <= frac <= 1.0:
+            raise ValueError(f"{label} must be between 0 and 1")
+    if bool(tail_fraction) != bool(tail_delay):
+        raise ValueError("tail_fraction and tail_delay go together (one alone adds no delay)")
+    if error_next is not None and error_next < 1:
+        raise ValueError("error_next must be at least 1 (the number of calls to fail)")
+    if error_fraction is not None and error_next is not None:
+        raise ValueError("give error_fraction or error_next, not both")
+    if (error_fraction is not None or error_next is not None or message) and code is None:
+        raise ValueError("error_fraction, error_next and message need error=CODE")
+    if resource is not None and not resource.startswith(RESOURCE_PREFIXES):
+        raise ValueError(
+            f"resource {resource!r} is not a resource name (projects/P/topics/T, "
+            "projects/P, folders/F or organizations/O, or their policies)"
         )
-
-    @property
-    def outcome(self) -> str | None:
-        """None while held; then "released", "expired" (the safety cap passed) or the
-        name of the status it was failed with."""
-        with self._lock:
-            return self._outcome
-
-    def release(self) -> bool:
-        """Let the call run the real handler. False if it was already answered."""
-        return self._answer("released", None)
-
-    def fail(self, code: str | grpc.StatusCode, message: str | None = None) -> bool:
-        """Answer the call with `code` (a status name or `grpc.StatusCode`) and
-        `message`. False if it was already answered."""
-        status = grpc_status_from_name(code) if isinstance(code, str) else code
-        if status is grpc.StatusCode.OK:
-            raise ValueError("fail(OK) is not a failure; use release()")
-        text = message or f"injected fault: {self.method} fails with {status.name}"
-        return self._answer(status.name, ServiceError(status, text))
-
-    def _answer(self, outcome: str, failure: ServiceError | None) -> bool:
-        with self._lock:
-            if self._outcome is not None:
-                return False
-            self._outcome = outcome
-            self._failure = failure
-        self._answered.set()
-        return True
-
-    def _wait(self, cap: float) -> ServiceError | None:
-        """On the handler's thread: block until answered or `cap` seconds passed; the
-        error to answer with, None to go on."""
-        if not self._answered.wait(cap) and self._answer("expired", None):
-            log.warning(
-                "local server: held %s call #%d was never answered; running it after %.0f s",
-                self.method,
-                self.number,
-                cap,
-            )
-        with self._lock:
-            return self._failure
-
-
-class Hold:
-    """Parks the next `count` calls matching a method (and optionally a resource);
-    made by `Faults.hold`. Thread-safe."""
-
-    def __init__(self, method: str, resource: str | None, count: int, max_hold: float) -> None:
-        self.method = method
-        self.resource = resource
-        self.count = count
-        self.max_hold = max_hold
-        self._cond = threading.Condition()
-        self._arrived: list[HeldCall] = []
-        self._ended = False
-
-    def __repr__(self) -> str:
-        return (
-            f"Hold({self.method}, resource={self.resource!r}, "
-            f"{len(self.arrived())}/{self.count} arrived)"
-        )
-
-    @property
-    def active(self) -> bool:
-        """True while the hold may still catch calls."""
-        with self._cond:
-            return not self._ended and len(self._arrived) < self.count
-
-    @property
-    def spent(self) -> bool:
-        """True once the hold can catch no more calls and none is left waiting."""
-        with self._cond:
-            full = self._ended or len(self._arrived) >= self.count
-            return full and all(call.outcome is not None for call in self._arrived)
-
-    def arrived(self) -> list[HeldCall]:
-        """The calls caught so far, in arrival order (answered ones included)."""
-        with self._cond:
-            return list(self._arrived)
-
-    def wait_arrived(self, n: int, timeout: float = 10.0) -> list[HeldCall]:
-        """Block until at least `n` calls have been caught; all caught so far, in
-        arrival order. `timeout` is a safety net against a test that waits for a call
-        that never comes (TimeoutError), not a latency expectation."""
-        if not 1 <= n <= self.count:
-            raise ValueError(f"a hold of {self.count} calls cannot catch {n}")
-        with self._cond:
-            if not self._cond.wait_for(lambda: len(self._arrived) >= n, timeout):
-                raise TimeoutError(
-                    f"only {len(self._arrived)} of {n} held {self.method} calls "
-                    f"arrived within {timeout:g} s"
-                )
-            return list(self._arrived)
-
-    def release_all(self) -> int:
-        """End the hold: later calls pass untouched and every call still waiting is
-        released to the real handler. How many were released."""
-        return self._end(lambda call: call.release())
-
-    def fail_all(self, code: str | grpc.StatusCode, message: str | None = None) -> int:
-        """End the hold, answering every call still waiting with `code`."""
-        if isinstance(code, str):
-            code = grpc_status_from_name(code)  # check before ending anything
-        status = code
-        return self._end(lambda call: call.fail(status, message))
-
-    def _end(self, answer: Callable[[HeldCall], bool]) -> int:
-        with self._cond:
-            self._ended = True
-            waiting = list(self._arrived)
-        return sum(1 for call in waiting if answer(call))
-
-    def _catch(self, method: str, resource: str | None) -> HeldCall | None:
-        if self.method not in ("*", method):
-            return None
-        if self.resource is not None and self.resource != resource:
-            return None
-        with self._cond:
-            if self._ended or len(self._arrived) >= self.count:
-                return None
-            call = HeldCall(method, resource, len(self._arrived) + 1)
-            self._arrived.append(call)
-            self._cond.notify_all()
-            return call
+    return FaultRule(
+        method=method,
+        delay=delay,
+        delay_max=delay_max,
+        tail_fraction=tail_fraction,
+        tail_delay=tail_delay,
+        error=code,
+        error_fraction=error_fraction,
+        error_next=error_next,
+        resource=resource,
+        message=message,
+    )
 
 
 class Faults:
     """The rule set of one server; safe to change while requests are in flight."""
 
-    def __init__(self, seed: int | None = None) -> None:
+    def __init__(self, seed: int | None = None, methods: Iterable[str] | None = None) -> None:
+        # The methods rules may name (None: any, for a Faults used on its own).
+        self.methods = tuple(methods) if methods is not None else None
         self._lock = threading.Lock()
         self._rules: list[FaultRule] = []
         self._holds: list[Hold] = []
@@ -236,32 +153,18 @@ class Faults:
         fraction of calls fails, with error_next only the next N calls fail, with
         neither every call fails. resource: only calls on that topic/policy/project.
         """
-        code = grpc_status_from_name(error) if isinstance(error, str) else error
-        if code is grpc.StatusCode.OK:
-            raise ValueError("error=OK injects nothing; leave error unset")
-        for label, value in (("delay", delay), ("tail_delay", tail_delay)):
-            if value < 0:
-                raise ValueError(f"{label} must not be negative")
-        if delay_max is not None and delay_max < delay:
-            raise ValueError("delay_max must be at least delay")
-        for label, frac in (("tail_fraction", tail_fraction), ("error_fraction", error_fraction)):
-            if frac is not None and not 0.0 <= frac <= 1.0:
-                raise ValueError(f"{label} must be between 0 and 1")
-        if error_next is not None and error_next < 0:
-            raise ValueError("error_next must not be negative")
-        if (error_fraction is not None or error_next is not None) and code is None:
-            raise ValueError("error_fraction and error_next need error=CODE")
-        rule = FaultRule(
-            method=method,
+        rule = make_rule(
+            method,
             delay=delay,
             delay_max=delay_max,
             tail_fraction=tail_fraction,
             tail_delay=tail_delay,
-            error=code,
+            error=error,
             error_fraction=error_fraction,
             error_next=error_next,
             resource=resource,
             message=message,
+            methods=self.methods,
         )
         with self._lock:
             self._rules.append(rule)
@@ -295,6 +198,7 @@ class Faults:
         through both. A call left unanswered runs anyway after `max_hold` seconds,
         so a forgotten hold never wedges the server.
         """
+        check_method(method, self.methods)
         if count < 1:
             raise ValueError("count must be at least 1")
         if max_hold <= 0:
@@ -369,6 +273,8 @@ class Faults:
     def apply(self, method: str, resource: str | None) -> None:
         """Wait while held, then sleep and/or raise as the rules say; called on the
         handler's thread before the real handler runs."""
+        if not self._rules and not self._holds:
+            return  # the common case, without taking the lock
         caught = self._catch(method, resource)
         if caught is not None:
             call, cap = caught
@@ -380,68 +286,3 @@ class Faults:
             time.sleep(delay)
         if failure is not None:
             raise failure
-
-
-_DURATION = re.compile(r"^\s*([0-9]*\.?[0-9]+)\s*(ms|s|us)?\s*$")
-
-
-def parse_duration(text: str) -> float:
-    """Seconds from "0.5", "500ms", "2s"."""
-    m = _DURATION.match(text)
-    if not m:
-        raise ValueError(f"{text!r} is not a duration (use e.g. 2s, 500ms or 0.5)")
-    value = float(m.group(1))
-    unit = m.group(2) or "s"
-    return value / {"s": 1.0, "ms": 1000.0, "us": 1_000_000.0}[unit]
-
-
-_SPEC_KEYS = {
-    "delay",
-    "delay_max",
-    "tail_fraction",
-    "tail_delay",
-    "error",
-    "error_fraction",
-    "error_next",
-    "resource",
-    "message",
-}
-
-
-def parse_fault_spec(spec: str) -> dict[str, object]:
-    """Keyword arguments for `Faults.add` from the command-line form
-
-        METHOD[:key=value,key=value...]
-
-    e.g. "Publish:delay=5ms,tail_fraction=0.02,tail_delay=2s",
-    "UpdateTopic:error=PERMISSION_DENIED,resource=projects/p/topics/t",
-    "*:delay=20ms", "GetTopic:error=NOT_FOUND,error_next=1".
-    """
-    method, _, rest = spec.partition(":")
-    method = method.strip()
-    if not method:
-        raise ValueError(f"fault {spec!r} needs a method name before ':' (or '*')")
-    kwargs: dict[str, object] = {"method": method}
-    for item in filter(None, (p.strip() for p in rest.split(","))):
-        key, sep, value = item.partition("=")
-        key = key.strip().replace("-", "_")
-        if not sep or key not in _SPEC_KEYS:
-            raise ValueError(
-                f"fault {spec!r}: {item!r} is not key=value with key one of "
-                + ", ".join(sorted(_SPEC_KEYS))
-            )
-        value = value.strip()
-        if key in ("delay", "delay_max", "tail_delay"):
-            kwargs[key] = parse_duration(value)
-        elif key in ("tail_fraction", "error_fraction"):
-            try:
-                kwargs[key] = float(value)
-            except ValueError:
-                raise ValueError(f"fault {spec!r}: {key} must be a number") from None
-        elif key == "error_next":
-            if not value.isdigit():
-                raise ValueError(f"fault {spec!r}: error_next must be a whole number")
-            kwargs[key] = int(value)
-        else:
-            kwargs[key] = value
-    return kwargs

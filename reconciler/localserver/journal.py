@@ -1,29 +1,31 @@
-"""Crash-safe persistence: a snapshot file plus an append-only journal of records.
+"""Crash-safe persistence: a snapshot file plus an append-only journal of records
+(format in `frames`).
 
-Every record is framed as `length (u32) | crc32 (u32) | payload`. A write is
-acknowledged only after write + flush + fsync, so a restart sees every acknowledged
-change; a torn last record (killed mid-write) fails its length or CRC check and is cut
-off on open. Compaction writes the whole state to a temp file, fsyncs it, renames it
-over the snapshot (atomic), fsyncs the directory, then empties the journal; replaying
-records already contained in the snapshot is harmless because every record is a full
-put or delete. Concurrent writers share one fsync (group commit).
+A write is acknowledged only after write + flush + fsync, so a restart sees every
+acknowledged change. On open every byte is checked: an incomplete last journal record
+(a crash mid-write) is dropped and reported; any other damage refuses the open
+(`StateDamaged`, naming file and offset) rather than serve, truncate or compact a
+state known to be incomplete. `load(recover=True)` keeps every intact record instead
+and says what it dropped; the caller then writes a fresh snapshot with `compact`,
+which first moves the damaged files aside (never deleting them). Compaction writes
+the whole state to a temp file, fsyncs it, renames it over the snapshot, fsyncs the
+directory, then empties the journal; replaying records already in the snapshot is
+harmless because every record is a full put or delete. Concurrent writers share one
+fsync (group commit).
 """
 
 from __future__ import annotations
 
 import os
-import struct
 import threading
-import zlib
-from collections.abc import Iterable, Iterator
+import time
+from collections.abc import Iterable
 from pathlib import Path
+from typing import BinaryIO
 
 from reconciler.errors import UsageError
-
-_FRAME = struct.Struct("<II")
-_RECORD = struct.Struct("<BH")
-MAGIC = b"RCLSNAP1"
-MAX_RECORD = 64 * 1024 * 1024
+from reconciler.localserver import frames as f
+from reconciler.localserver.loading import Loaded, StateDamaged, load_state
 
 # Record kinds.
 PUT_TOPIC = 1
@@ -33,41 +35,13 @@ DELETE_POLICY = 4
 SET_ANCESTRY = 5
 DELETE_ANCESTRY = 6
 
-Record = tuple[int, str, bytes]
+Record = f.Record
+__all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse"]
 
 
 class StateInUse(UsageError):
     """Another local server (e.g. `reconcile local-server --state` or a running
     `--local` command) holds the state directory."""
-
-
-def encode(kind: int, key: str, value: bytes = b"") -> bytes:
-    """One framed record."""
-    k = key.encode("utf-8")
-    payload = _RECORD.pack(kind, len(k)) + k + value
-    return _FRAME.pack(len(payload), zlib.crc32(payload)) + payload
-
-
-def decode_stream(data: bytes, start: int = 0) -> tuple[list[Record], int]:
-    """Records up to the first damaged one, and the offset where the good part ends."""
-    records: list[Record] = []
-    pos = start
-    end = len(data)
-    while pos + _FRAME.size <= end:
-        length, crc = _FRAME.unpack_from(data, pos)
-        body = pos + _FRAME.size
-        if length < _RECORD.size or length > MAX_RECORD or body + length > end:
-            break
-        payload = data[body : body + length]
-        if zlib.crc32(payload) != crc:
-            break
-        kind, klen = _RECORD.unpack_from(payload, 0)
-        if _RECORD.size + klen > length:
-            break
-        key = payload[_RECORD.size : _RECORD.size + klen].decode("utf-8", "replace")
-        records.append((kind, key, payload[_RECORD.size + klen :]))
-        pos = body + length
-    return records, pos
 
 
 def _fsync_dir(path: Path) -> None:
@@ -80,7 +54,7 @@ def _fsync_dir(path: Path) -> None:
 
 class Journal:
     """Owns `snapshot.bin` and `journal.log` in one directory (locked against a second
-    server on the same directory)."""
+    server on the same directory). `load` first, then `write` / `sync` / `compact`."""
 
     SNAPSHOT = "snapshot.bin"
     LOG = "journal.log"
@@ -97,13 +71,12 @@ class Journal:
         self._sync_lock = threading.Lock()
         self._written = 0
         self._synced = 0
+        self._seq = 0
         self.records_since_compaction = 0
         self.bytes_since_compaction = 0
         self.snapshot_bytes = 0
-        created = not (directory / self.LOG).exists()
-        self._fh = open(directory / self.LOG, "ab")  # noqa: SIM115 - lives with the journal
-        if created and fsync:
-            _fsync_dir(directory)  # the new file's directory entry must survive a crash
+        self._fh: BinaryIO | None = None
+        self.loaded: Loaded | None = None
 
     def _take_lock(self) -> int:
         import fcntl
@@ -119,37 +92,69 @@ class Journal:
             ) from None
         return fd
 
-    def replay(self) -> Iterator[Record]:
-        """Snapshot records, then journal records; cuts a torn journal tail off."""
-        snap = self.directory / self.SNAPSHOT
-        if snap.exists():
-            data = snap.read_bytes()
-            self.snapshot_bytes = len(data)
-            if data[: len(MAGIC)] == MAGIC:
-                # A snapshot is renamed into place only when complete; stop at damage anyway.
-                records, _ = decode_stream(data, len(MAGIC))
-                yield from records
-        log = self.directory / self.LOG
-        data = log.read_bytes() if log.exists() else b""
-        records, good = decode_stream(data)
-        if good < len(data):
-            self._fh.flush()
-            os.truncate(log, good)
-            if self.fsync:
-                os.fsync(self._fh.fileno())
-        self.records_since_compaction = len(records)
-        self.bytes_since_compaction = good
-        yield from records
+    @property
+    def snapshot_path(self) -> Path:
+        return self.directory / self.SNAPSHOT
 
-    def write(self, frames: bytes, count: int = 1) -> int:
-        """Append framed records (not yet durable); returns a ticket for `sync`."""
+    @property
+    def log_path(self) -> Path:
+        return self.directory / self.LOG
+
+    def load(self, *, recover: bool = False) -> Loaded:
+        """Read and check both files (raises `StateDamaged` unless `recover`); opens
+        the journal for appending unless the caller must rewrite the state first
+        (`Loaded.rewrite`: a recovery or a format-1 migration, done by `compact`)."""
+        loaded = load_state(self.snapshot_path, self.log_path, recover=recover)
+        self.loaded = loaded
+        self.snapshot_bytes = loaded.snapshot_bytes
+        if loaded.rewrite:
+            return loaded
+        if loaded.journal_end is None:  # missing, empty or a header cut short
+            self._new_journal(self.log_path)
+        else:
+            if loaded.journal_end < self.log_path.stat().st_size:
+                os.truncate(self.log_path, loaded.journal_end)  # the torn tail only
+            self._open_journal()
+            self._seq = loaded.journal_seq
+            self.records_since_compaction = loaded.journal_records
+            self.bytes_since_compaction = loaded.journal_end - f.HEADER_SIZE
+        return loaded
+
+    def _new_journal(self, path: Path) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        with open(tmp, "wb") as fh:
+            fh.write(f.header(f.JOURNAL_MAGIC))
+            fh.flush()
+            if self.fsync:
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+        if self.fsync:
+            _fsync_dir(self.directory)
+        self._open_journal()
+        self._seq = 0
+        self.records_since_compaction = 0
+        self.bytes_since_compaction = 0
+
+    def _open_journal(self) -> None:
+        self._fh = open(self.log_path, "ab")  # noqa: SIM115 - lives with the journal
+
+    def write(self, records: list[Record]) -> int:
+        """Append records (not yet durable); returns a ticket for `sync`."""
         with self._write_lock:
-            self._fh.write(frames)
-            self._fh.flush()
+            data, count = f.encode_all(records, self._seq + 1)
+            fh = self._handle()
+            fh.write(data)
+            fh.flush()
+            self._seq += count
             self._written += 1
             self.records_since_compaction += count
-            self.bytes_since_compaction += len(frames)
+            self.bytes_since_compaction += len(data)
             return self._written
+
+    def _handle(self) -> BinaryIO:
+        if self._fh is None:
+            raise RuntimeError("journal is not open (load it first)")
+        return self._fh
 
     def sync(self, ticket: int) -> None:
         """Return once the write with this ticket is on disk (one fsync serves many)."""
@@ -160,7 +165,8 @@ class Journal:
                 return
             with self._write_lock:
                 target = self._written
-            os.fsync(self._fh.fileno())
+                fileno = self._handle().fileno()
+            os.fsync(fileno)
             self._synced = target
 
     def should_compact(self) -> bool:
@@ -168,38 +174,76 @@ class Journal:
         fixed size plus twice the snapshot: amortised O(1) per mutation."""
         return self.bytes_since_compaction > self.compact_after_bytes + 2 * self.snapshot_bytes
 
-    def compact(self, records: Iterable[bytes]) -> None:
+    def compact(self, records: Iterable[Record]) -> None:
         """Replace the snapshot with `records` (the whole state) and empty the journal.
-        The caller holds the state lock so that no write happens meanwhile."""
+        The caller holds the state lock so that no write happens meanwhile. After a
+        recovery or migration, the files it replaces are first kept aside."""
         tmp = self.directory / (self.SNAPSHOT + ".tmp")
-        size = 0
+        count = 0
+        size = f.HEADER_SIZE
         with open(tmp, "wb") as fh:
-            fh.write(MAGIC)
-            size += len(MAGIC)
-            for frame in records:
+            fh.write(f.header(f.SNAPSHOT_MAGIC))
+            for count, record in enumerate(records, 1):
+                frame = f.encode(count, record)
                 fh.write(frame)
                 size += len(frame)
+            fh.seek(0)
+            fh.write(f.header(f.SNAPSHOT_MAGIC, count, size - f.HEADER_SIZE))
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, self.directory / self.SNAPSHOT)
+        aside = self._aside_names()
+        if self.SNAPSHOT in aside and self.snapshot_path.exists():
+            os.link(self.snapshot_path, self.directory / aside[self.SNAPSHOT])
+        os.replace(tmp, self.snapshot_path)
         _fsync_dir(self.directory)
-        with self._write_lock:
-            self._fh.flush()
-            self._fh.truncate(0)
-            self._fh.seek(0)
-            os.fsync(self._fh.fileno())
-            self._synced = self._written
-            self.records_since_compaction = 0
-            self.bytes_since_compaction = 0
-            self.snapshot_bytes = size
+        if self._fh is None:  # recovery / migration: the old journal goes aside whole
+            if self.LOG in aside and self.log_path.exists():
+                os.rename(self.log_path, self.directory / aside[self.LOG])
+            self._new_journal(self.log_path)
+            if self.loaded is not None:
+                self.loaded.rewrite = False
+        else:
+            with self._write_lock:
+                log = self._handle()
+                log.flush()
+                log.truncate(f.HEADER_SIZE)
+                os.fsync(log.fileno())
+                self._synced = self._written
+                self._seq = 0
+                self.records_since_compaction = 0
+                self.bytes_since_compaction = 0
+        self.snapshot_bytes = size
+
+    def _aside_names(self) -> dict[str, str]:
+        """File name -> the name it is kept under, for the files a rewrite replaces."""
+        loaded = self.loaded
+        if loaded is None or not loaded.rewrite:
+            return {}
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        out = {}
+        for name in (self.SNAPSHOT, self.LOG):
+            suffix = loaded.aside.get(name)
+            if suffix is None:
+                continue
+            target = f"{name}.{suffix}-{stamp}"
+            n = 1
+            while (self.directory / target).exists():
+                n += 1
+                target = f"{name}.{suffix}-{stamp}.{n}"
+            out[name] = target
+        loaded.kept_aside = [out[n] for n in sorted(out)]
+        return out
 
     def close(self) -> None:
         with self._write_lock:
-            if not self._fh.closed:
-                self._fh.flush()
-                if self.fsync:
-                    os.fsync(self._fh.fileno())
-                self._fh.close()
+            if self._fh is not None:
+                fh = self._handle()
+                if not fh.closed:
+                    fh.flush()
+                    if self.fsync:
+                        os.fsync(fh.fileno())
+                    fh.close()
+                self._fh = None
         if self._lock_fd >= 0:
             os.close(self._lock_fd)
             self._lock_fd = -1

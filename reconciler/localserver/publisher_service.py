@@ -287,7 +287,7 @@ class PublisherService:
                         f"(allowed regions: {', '.join(allowed)})."
                     )
                 rerouted = True
-        ids = self.state.add_messages(request.topic, list(request.messages))
+        ids = self.state.add_messages(request.topic, request.messages)
         if ids is None:
             raise not_found("Topic not found")
         for _ in ids if rerouted else ():

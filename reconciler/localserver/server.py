@@ -12,9 +12,11 @@ from typing import Any
 
 import grpc
 
+from reconciler.errors import UsageError
 from reconciler.localserver import protos
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.faults import Faults
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.publisher_service import PublisherService
@@ -30,6 +32,31 @@ PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MAX_WORKERS = 64
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
+
+
+def _method_names(publisher: PublisherService, orgpolicy: OrgPolicyService) -> list[str]:
+    return [rpc.name for rpc in (*publisher.rpcs(), *orgpolicy.rpcs())]
+
+
+def method_names() -> list[str]:
+    """Every RPC method a local server answers, without opening any state (for
+    checking `--fault` specs before the server starts)."""
+    state = ServerState()
+    return _method_names(PublisherService(state), OrgPolicyService(state))
+
+
+class SeedConflict(UsageError):
+    """An org-policy seed names a policy the state already holds with other content."""
+
+    def __init__(self, conflicts: list[str]) -> None:
+        super().__init__(
+            "the org-policy seed differs from what the state already holds for "
+            + "; ".join(conflicts)
+            + ": refusing to overwrite acknowledged policies",
+            hint="seeding only adds what the state lacks: drop those from the file, or "
+            "pass --reset-org-policy to replace them with the file's",
+        )
+        self.conflicts = conflicts
 
 
 class LocalServer:
@@ -52,23 +79,36 @@ class LocalServer:
         fsync: bool = True,
         fault_seed: int | None = None,
         compact_after_bytes: int = 4 * 1024 * 1024,
+        recover: bool = False,
+        keep_messages: int = DEFAULT_KEEP_MESSAGES,
+        reset_org_policy: bool = False,
     ) -> None:
         self.host = host
         self.port = port
         self.client_region = client_region
         self.max_workers = max(max_workers, 1)
         self.counters = RpcCounters()
-        self.faults = Faults(seed=fault_seed)
         self.state = ServerState(
             Path(state_dir) if state_dir is not None else None,
             fsync=fsync,
             compact_after_bytes=compact_after_bytes,
+            recover=recover,
+            keep_messages=keep_messages,
         )
         self.publisher = PublisherService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
+        self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self._server: grpc.Server | None = None
         if policy_store is not None:
-            self.seed_policies(policy_store)
+            try:
+                self.seed_org_policy(policy_store, reset=reset_org_policy)
+            except BaseException:
+                self.state.close(compact=False)
+                raise
+
+    def method_names(self) -> list[str]:
+        """Every RPC method this server answers (what a fault rule may name)."""
+        return _method_names(self.publisher, self.orgpolicy)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -196,13 +236,18 @@ class LocalServer:
     # --------------------------------------------------------------- test helpers
 
     def messages(self, topic: str) -> list[Any]:
-        """Published `PubsubMessage` protos of a topic, in publish order."""
+        """The last `keep_messages` published `PubsubMessage` protos of a topic, in
+        publish order."""
         return self.state.messages(topic)
 
     def rerouted(self, topic: str) -> int:
         """Messages of `topic` published from a region its storage policy excludes and
         stored elsewhere (rerouted, as the service does without in-transit enforcement)."""
         return self.publisher.rerouted.get(topic)
+
+    def message_count(self, topic: str) -> int:
+        """How many messages were ever published to the topic."""
+        return self.state.message_count(topic)
 
     def set_ancestry(self, child: str, parent: str | None) -> None:
         """Place "projects/p" under "folders/f" or "organizations/o" (None detaches)."""
@@ -214,11 +259,45 @@ class LocalServer:
         self.state.write_policy(pb.name, lambda _current: pb)
 
     def seed_policies(self, store: PolicyStore) -> None:
-        """Load every policy and ancestry link of `store` (e.g. a snapshot file)."""
+        """Test-bed helper: store every policy and ancestry link of `store`, replacing
+        what is there (a test that changes its snapshot re-seeds with it). The
+        command's `--org-policy` seeds with `seed_org_policy`, which never overwrites."""
         for child, parent in store.ancestry.items():
             self.set_ancestry(child, parent)
         for policy in store.policies.values():
             self.put_policy(policy)
+
+    def seed_org_policy(self, store: PolicyStore, *, reset: bool = False) -> int:
+        """Seed the org policy from `store` (e.g. a snapshot file): policies and
+        ancestry links the state lacks are added; one the state holds with other
+        content (written through the API and acknowledged, or an earlier seed) is
+        refused with `SeedConflict` naming it, unless `reset`, which replaces it.
+        Returns how many policies and links were written."""
+        with self.state.locked():
+            have = self.state.policy_store
+            conflicts = [
+                f"ancestry of {child} (stored: {have.ancestry[child]}, seed: {parent})"
+                for child, parent in sorted(store.ancestry.items())
+                if have.ancestry.get(child, parent) != parent
+            ]
+            conflicts += [
+                f"policy {name}"
+                for name, policy in sorted(store.policies.items())
+                if name in have.policies and have.policies[name].spec != policy.spec
+            ]
+            if conflicts and not reset:
+                raise SeedConflict(conflicts)
+            written = 0
+            for child, parent in store.ancestry.items():
+                if have.ancestry.get(child) != parent:
+                    self.set_ancestry(child, parent)
+                    written += 1
+            for name, policy in store.policies.items():
+                current = have.policies.get(name)
+                if current is None or current.spec != policy.spec:
+                    self.put_policy(policy)
+                    written += 1
+        return written
 
     def seed_topics(self, names: Iterable[str], labels: dict[str, str] | None = None) -> int:
         """Create many topics at once (benchmarks, paging tests), bypassing the API but

@@ -4,13 +4,13 @@ One lock orders every mutation; a mutation is applied in memory and appended to 
 journal under that lock (so the journal order is the memory order), then made durable
 with a shared fsync *after* the lock is released and before the reply is sent. Stored
 protos are never mutated in place, so a handler may serialize what it read after
-letting go of the lock. Published messages live in memory only.
+letting go of the lock. Published messages live in memory only, bounded (`messages`).
 """
 
 from __future__ import annotations
 
 import bisect
-import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -21,9 +21,12 @@ from google.protobuf import json_format
 
 from reconciler.localserver import journal as j
 from reconciler.localserver import protos
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, MessageLog
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
+
+log = logging.getLogger(__name__)
 
 
 def policy_from_proto(pb: Any) -> Policy:
@@ -37,7 +40,12 @@ def policy_to_proto(policy: Policy) -> Any:
 
 
 class ServerState:
-    """In memory when `state_dir` is None; otherwise journaled under `state_dir`."""
+    """In memory when `state_dir` is None; otherwise journaled under `state_dir`.
+
+    Opening a damaged state raises `StateDamaged` unless `recover`; `loaded` then
+    says what was found (torn tail dropped, migration, what a recovery dropped).
+    Published messages: a count per topic and the last `keep_messages` of them.
+    """
 
     def __init__(
         self,
@@ -45,21 +53,38 @@ class ServerState:
         *,
         fsync: bool = True,
         compact_after_bytes: int = 4 * 1024 * 1024,
+        recover: bool = False,
+        keep_messages: int = DEFAULT_KEEP_MESSAGES,
     ) -> None:
+        if keep_messages < 0:
+            raise ValueError("keep_messages must not be negative")
         self._lock = threading.RLock()
         self._topics: dict[str, Any] = {}
         self._by_project: dict[str, list[str]] = {}
-        self._messages: dict[str, list[Any]] = {}
-        self._message_ids = itertools.count(1)
+        self._messages: dict[str, MessageLog] = {}
+        self.keep_messages = keep_messages
+        self._next_message_id = 1
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
         self._journal: j.Journal | None = None
+        self.loaded: j.Loaded | None = None
         if state_dir is not None:
-            self._journal = j.Journal(
+            journal = j.Journal(
                 Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
             )
-            for record in self._journal.replay():
-                self._apply(record)
+            try:
+                self.loaded = journal.load(recover=recover)
+                for note in self.loaded.notes:
+                    log.warning("local server: %s", note)
+                for record in self.loaded.records:
+                    self._apply(record)
+                self.loaded.records = []  # applied; do not keep a second copy
+                if self.loaded.rewrite:  # recovery or migration: a fresh snapshot now
+                    journal.compact(self._all_records())
+            except BaseException:
+                journal.close()
+                raise
+            self._journal = journal
 
     # ----------------------------------------------------------------- journal plumbing
 
@@ -78,32 +103,32 @@ class ServerState:
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
 
-    def _log(self, frames: bytes, count: int = 1) -> int:
+    def _log(self, *records: j.Record) -> int:
         """Append under the state lock; compacts when the journal has grown enough."""
-        if self._journal is None:
+        if self._journal is None or not records:
             return 0
-        ticket = self._journal.write(frames, count)
+        ticket = self._journal.write(list(records))
         if self._journal.should_compact():
-            self._journal.compact(self._all_frames())
+            self._journal.compact(self._all_records())
         return ticket
 
     def _durable(self, ticket: int) -> None:
         if self._journal is not None and ticket:
             self._journal.sync(ticket)
 
-    def _all_frames(self) -> Iterator[bytes]:
+    def _all_records(self) -> Iterator[j.Record]:
         for child, parent in self.policy_store.ancestry.items():
-            yield j.encode(j.SET_ANCESTRY, child, parent.encode("utf-8"))
+            yield j.SET_ANCESTRY, child, parent.encode("utf-8")
         for name, policy in self._policies.items():
-            yield j.encode(j.PUT_POLICY, name, policy.SerializeToString())
+            yield j.PUT_POLICY, name, policy.SerializeToString()
         for name, topic in self._topics.items():
-            yield j.encode(j.PUT_TOPIC, name, topic.SerializeToString())
+            yield j.PUT_TOPIC, name, topic.SerializeToString()
 
     def compact(self) -> None:
         """Fold the journal into the snapshot now (also done automatically)."""
         with self._lock:
             if self._journal is not None:
-                self._journal.compact(self._all_frames())
+                self._journal.compact(self._all_records())
 
     def close(self, *, compact: bool = True) -> None:
         """Release the state directory; `compact=False` leaves the journal exactly as
@@ -111,7 +136,7 @@ class ServerState:
         with self._lock:
             if self._journal is not None:
                 if compact:
-                    self._journal.compact(self._all_frames())
+                    self._journal.compact(self._all_records())
                 self._journal.close()
                 self._journal = None
 
@@ -150,22 +175,22 @@ class ServerState:
                 return None
             topic = build()
             self._put_topic(topic)
-            ticket = self._log(j.encode(j.PUT_TOPIC, name, topic.SerializeToString()))
+            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
         self._durable(ticket)
         return topic
 
     def create_topics(self, topics: Iterable[Any]) -> int:
         """Bulk seeding (tests, benchmarks): one journal write for all; skips existing."""
-        frames = []
+        records: list[j.Record] = []
         with self._lock:
             for topic in topics:
                 if topic.name in self._topics:
                     continue
                 self._put_topic(topic)
-                frames.append(j.encode(j.PUT_TOPIC, topic.name, topic.SerializeToString()))
-            ticket = self._log(b"".join(frames), len(frames)) if frames else 0
+                records.append((j.PUT_TOPIC, topic.name, topic.SerializeToString()))
+            ticket = self._log(*records)
         self._durable(ticket)
-        return len(frames)
+        return len(records)
 
     def update_topic(self, name: str, change: Callable[[Any], Any]) -> Any | None:
         """Replace the topic with `change(current)` (a new proto); None if missing."""
@@ -175,7 +200,7 @@ class ServerState:
                 return None
             topic = change(current)
             self._topics[name] = topic
-            ticket = self._log(j.encode(j.PUT_TOPIC, name, topic.SerializeToString()))
+            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
         self._durable(ticket)
         return topic
 
@@ -183,7 +208,7 @@ class ServerState:
         with self._lock:
             if not self._drop_topic(name):
                 return False
-            ticket = self._log(j.encode(j.DELETE_TOPIC, name))
+            ticket = self._log((j.DELETE_TOPIC, name, b""))
         self._durable(ticket)
         return True
 
@@ -197,26 +222,31 @@ class ServerState:
             more = start + limit < len(names)
             return [self._topics[n] for n in page], (page[-1] if more and page else "")
 
-    def add_messages(self, name: str, messages: list[Any]) -> list[str] | None:
-        """Keep published messages; their IDs, or None when the topic is gone."""
+    def add_messages(self, name: str, messages: Any) -> list[str] | None:
+        """Count and keep published messages (the request's own repeated field, not a
+        copy: the cheap path); their IDs, or None when the topic is gone."""
         with self._lock:
             if name not in self._topics:
                 return None
-            kept = self._messages.setdefault(name, [])
-            ids = []
-            now = time.time_ns()
-            for message in messages:
-                stored = protos.PubsubMessage()
-                stored.CopyFrom(message)
-                stored.message_id = str(next(self._message_ids))
-                stored.publish_time.FromNanoseconds(now)
-                kept.append(stored)
-                ids.append(stored.message_id)
-            return ids
+            log = self._messages.get(name)
+            if log is None:
+                log = self._messages[name] = MessageLog(self.keep_messages)
+            first = self._next_message_id
+            self._next_message_id += len(messages)
+            log.add(first, time.time_ns(), messages)
+        return list(map(str, range(first, first + len(messages))))
 
     def messages(self, name: str) -> list[Any]:
+        """The last `keep_messages` messages of a topic, as stored `PubsubMessage`s."""
         with self._lock:
-            return list(self._messages.get(name, []))
+            log = self._messages.get(name)
+            return log.stored() if log is not None else []
+
+    def message_count(self, name: str) -> int:
+        """How many messages were ever published to the topic (kept or not)."""
+        with self._lock:
+            log = self._messages.get(name)
+            return log.count if log is not None else 0
 
     # ---------------------------------------------------------------------- policies
 
@@ -249,10 +279,10 @@ class ServerState:
                 if before is None:
                     return None, None
                 self._drop_policy(name)
-                ticket = self._log(j.encode(j.DELETE_POLICY, name))
+                ticket = self._log((j.DELETE_POLICY, name, b""))
             else:
                 self._put_policy(after)
-                ticket = self._log(j.encode(j.PUT_POLICY, name, after.SerializeToString()))
+                ticket = self._log((j.PUT_POLICY, name, after.SerializeToString()))
         self._durable(ticket)
         return before, after
 
@@ -260,10 +290,10 @@ class ServerState:
         with self._lock:
             if parent is None:
                 self.policy_store.ancestry.pop(child, None)
-                ticket = self._log(j.encode(j.DELETE_ANCESTRY, child))
+                ticket = self._log((j.DELETE_ANCESTRY, child, b""))
             else:
                 self.policy_store.ancestry[child] = parent
-                ticket = self._log(j.encode(j.SET_ANCESTRY, child, parent.encode("utf-8")))
+                ticket = self._log((j.SET_ANCESTRY, child, parent.encode("utf-8")))
         self._durable(ticket)
 
     def locked(self) -> threading.RLock:

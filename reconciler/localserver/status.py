@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 import grpc
 
 
@@ -14,14 +17,24 @@ class ServiceError(Exception):
         self.message = message
 
 
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """"; did you mean 'X'?" for the nearest of `choices`, or ""."""
+    by_upper = {c.upper(): c for c in choices}
+    match = difflib.get_close_matches(word.upper(), list(by_upper), n=1, cutoff=0.6)
+    return f"; did you mean {by_upper[match[0]]!r}?" if match else ""
+
+
 def grpc_status_from_name(name: str) -> grpc.StatusCode:
     """`grpc.StatusCode` from its name ("PERMISSION_DENIED"); ValueError if unknown."""
     key = name.strip().upper()
     try:
         return grpc.StatusCode[key]
     except KeyError:
-        known = ", ".join(c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK)
-        raise ValueError(f"unknown gRPC status code {name!r}; use one of {known}") from None
+        names = [c.name for c in grpc.StatusCode if c is not grpc.StatusCode.OK]
+        raise ValueError(
+            f"unknown gRPC status code {name!r}{suggestion(key, names)} (use one of "
+            f"{', '.join(names)})"
+        ) from None
 
 
 def invalid(message: str) -> ServiceError:

@@ -92,3 +92,52 @@ def test_state_directory_in_use_is_reported(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 1
     assert "in use by another local server" in err and "hint:" in err
+
+
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("Pubish:error=UNAVAILABLE", "unknown method 'Pubish'; did you mean 'Publish'?"),
+        ("Publish:error=UNAVAILABL", "unknown gRPC status code 'UNAVAILABL'; did you mean"),
+        ("Publish:eror=UNAVAILABLE", "did you mean 'error'?"),
+        ("Publish:error=INTERNAL,error_fraction=1.5", "error_fraction must be between 0 and 1"),
+        ("Publish:error=INTERNAL,error_next=0", "error_next must be at least 1"),
+        ("Publish:error_next=2", "need error=CODE"),
+        ("Publish:tail_fraction=0.1", "tail_fraction and tail_delay go together"),
+        ("Publish:delay=5ms,delay=6ms", "delay is given twice"),
+        ("Publish:delay=20ms,delay_max=10ms", "delay_max must be at least delay"),
+        ("Publish:error=INTERNAL,resource=orders", "is not a resource name"),
+        ("Publish:error=OK", "error=OK injects nothing"),
+    ],
+)
+def test_fault_specs_that_could_never_fire_are_refused(spec: str, expected: str) -> None:
+    proc = _run("--port", "0", "--fault", spec)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1, err
+    assert "--fault" in err and expected in err
+    assert "Traceback" not in err
+
+
+def test_unknown_method_lists_the_valid_ones() -> None:
+    proc = _run("--port", "0", "--fault", "Frobnicate:delay=1s")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1
+    for method in ("CreateTopic", "Publish", "GetEffectivePolicy", "UpdatePolicy"):
+        assert method in err
+    assert "did you mean" not in err  # nothing is near
+
+
+def test_a_valid_spec_fires_through_the_client() -> None:
+    proc = _run("--port", "0", "--fault", "Publish:error=UNAVAILABLE,error_next=1")
+    try:
+        assert proc.stdout is not None
+        address = proc.stdout.readline().strip().split("=", 1)[1]
+        client = publisher_client(address)
+        client.create_topic(name="projects/proj-alpha/topics/orders")
+        topic = "projects/proj-alpha/topics/orders"
+        with pytest.raises(exceptions.ServiceUnavailable):
+            client.publish(topic=topic, messages=[{"data": b"x"}], retry=None)
+        assert client.publish(topic=topic, messages=[{"data": b"x"}], retry=None).message_ids
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=30)

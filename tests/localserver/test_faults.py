@@ -11,7 +11,7 @@ import pytest
 from google.api_core import exceptions
 from google.api_core import retry as retries
 
-from reconciler.localserver.faults import parse_duration, parse_fault_spec
+from reconciler.localserver.faultspec import parse_duration, parse_fault_spec
 
 T = "projects/proj-alpha/topics/orders"
 OTHER = "projects/proj-alpha/topics/other"
@@ -334,3 +334,17 @@ def test_hold_checks_its_arguments(local_server: Any) -> None:
         held.wait_arrived(1, timeout=0.01)
     with pytest.raises(ValueError, match="unknown gRPC status code"):
         held.fail_all("NOPE")
+
+
+def test_add_and_hold_refuse_methods_the_server_does_not_answer(local_server: Any) -> None:
+    with pytest.raises(ValueError, match="did you mean 'UpdateTopic'"):
+        local_server.faults.add(method="UpdateTopics", error="INTERNAL")
+    with pytest.raises(ValueError, match="unknown method 'Pubish'"):
+        local_server.faults.hold(method="Pubish")
+    assert local_server.faults.rules() == [] and local_server.faults.holds() == []
+
+
+def test_parse_checks_methods_only_when_given_them() -> None:
+    assert parse_fault_spec("Anything:delay=1ms")["method"] == "Anything"
+    with pytest.raises(ValueError, match="unknown method 'Anything'"):
+        parse_fault_spec("Anything:delay=1ms", ["Publish"])
