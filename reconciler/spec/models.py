@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from reconciler.spec.durations import DurationError, parse_duration_ms
+from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
 KINDS = ("Topic", "HedgingProfile", "Defaults")
@@ -27,6 +27,19 @@ def _duration(value: Any) -> int:
         return parse_duration_ms(value)
     except DurationError as exc:
         raise PydanticCustomError("duration", str(exc)) from exc
+    except DurationRangeError as exc:
+        raise PydanticCustomError("duration_range", str(exc)) from exc
+
+
+def _number(value: Any) -> Any:
+    """A whole number too large for a float is out of range (infinite), not a type
+    error: the range check then reports it as written."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
 
 
 DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
@@ -41,6 +54,7 @@ DurationMs = Annotated[
         }
     ),
 ]
+Number = Annotated[float, BeforeValidator(_number)]
 ApiVersion = Annotated[str, WithJsonSchema({"const": API_VERSION, "type": "string"})]
 
 
@@ -56,7 +70,7 @@ class StoragePolicy(_Model):
 class HedgingSettings(_Model):
     hedge_delay: DurationMs | None = Field(default=None, alias="hedgeDelay")
     max_tokens: int | None = Field(default=None, alias="maxTokens")
-    refill_ratio: float | None = Field(default=None, alias="refillRatio")
+    refill_ratio: Number | None = Field(default=None, alias="refillRatio")
 
 
 class Retry(_Model):
