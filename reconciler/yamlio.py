@@ -16,7 +16,7 @@ import yaml
 
 from reconciler.fileio import FileProblem
 from reconciler.fileio import read_text as _read_text
-from reconciler.yamltext import check_flow_depth, tab_at
+from reconciler.yamltext import MergeError, check_flow_depth, merge_pairs, tab_at
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
     from yaml import CSafeLoader as _BaseLoader
@@ -236,7 +236,10 @@ class _Converter:
                     f"merge keys nest deeper than {MAX_DEPTH} levels; no spec needs that",
                     _mark(node),
                 )
-            known = _merge_pairs(node, lambda source: self._flatten_merge(source, depth + 1))
+            try:
+                known = merge_pairs(node, lambda source: self._flatten_merge(source, depth + 1))
+            except MergeError as exc:
+                raise YamlProblem("yaml-merge", str(exc), _mark(exc.node)) from None
             self.merged[id(node)] = known
         copied = len(known) - len(node.value)  # pairs brought in by `<<`
         if copied > 0 or len(known) != len(node.value):
@@ -273,37 +276,6 @@ class _Converter:
         )
 
 
-def _merge_pairs(
-    node: yaml.MappingNode, flatten: Any
-) -> list[tuple[yaml.Node, yaml.Node]]:
-    """The pairs of `node` with its `<<` sources' (already flattened) pairs after them,
-    keys written in `node` winning, then earlier sources."""
-    pairs: list[tuple[yaml.Node, yaml.Node]] = []
-    merged: list[tuple[yaml.Node, yaml.Node]] = []
-    for key_node, value_node in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            sources = (
-                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-            )
-            for source in sources:
-                if not isinstance(source, yaml.MappingNode):
-                    raise YamlProblem(
-                        "yaml-merge", "a '<<' merge key needs a mapping", _mark(source)
-                    )
-                merged.extend(flatten(source))
-        else:
-            pairs.append((key_node, value_node))
-    explicit = {k.value for k, _ in pairs if isinstance(k, yaml.ScalarNode)}
-    seen: set[str] = set()
-    out = list(pairs)
-    for key_node, value_node in merged:
-        if key_node.value in explicit or key_node.value in seen:
-            continue
-        seen.add(key_node.value)
-        out.append((key_node, value_node))
-    return out
-
-
 def read_text(path: Path) -> str:
     """Read a spec file within bounds, refusing binary and non-UTF-8 content clearly."""
     try:
@@ -321,9 +293,9 @@ def load_documents(
     budget = budget if budget is not None else Budget()
     if text is None:
         text = read_text(path)
-    problem = check_flow_depth(text, MAX_DEPTH)
-    if problem:
-        raise YamlProblem("yaml-too-deep", problem[0], Mark(problem[1], problem[2]))
+    too_deep = check_flow_depth(text, MAX_DEPTH)
+    if too_deep:
+        raise YamlProblem("yaml-too-deep", too_deep[0], Mark(too_deep[1], too_deep[2]))
     docs: list[Document] = []
     try:
         loader = _Loader(text)
