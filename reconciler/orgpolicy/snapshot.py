@@ -267,7 +267,7 @@ def _rule(checker: _Checker, value: Any, path: PathKey, constraint: str | None) 
             f"a rule sets one of {', '.join(RULE_KINDS)}; this one sets {' and '.join(kinds)} "
             "(split it into several rules)",
         )
-    elif not kinds and isinstance(value, dict):
+    elif not kinds and isinstance(value, dict) and len(fields) == len(value):
         checker.error(path, "policy-rule", f"a rule needs one of {', '.join(RULE_KINDS)}")
     if constraint in BOOLEAN_CONSTRAINTS:
         for key in ("values", "allowAll", "denyAll"):
