@@ -224,10 +224,11 @@ class _Converter:
         return node.value if node.tag != _STR_TAG else str(value)
 
     def _flatten_merge(
-        self, node: yaml.MappingNode, depth: int
+        self, node: yaml.MappingNode, depth: int, *, source: bool = False
     ) -> list[tuple[yaml.Node, yaml.Node]]:
         """Apply `<<` merge keys (explicit keys win), as the YAML merge-key spec says.
-        Each mapping is flattened once; every pair copied is charged to the budget."""
+        Each mapping is flattened once; every pair a merge copies from a `source`
+        mapping is charged to the budget, as an alias's nodes are."""
         known = self.merged.get(id(node))
         if known is None:
             if depth > MAX_DEPTH:
@@ -237,13 +238,14 @@ class _Converter:
                     _mark(node),
                 )
             try:
-                known = merge_pairs(node, lambda source: self._flatten_merge(source, depth + 1))
+                known = merge_pairs(
+                    node, lambda src: self._flatten_merge(src, depth + 1, source=True)
+                )
             except MergeError as exc:
                 raise YamlProblem("yaml-merge", str(exc), _mark(exc.node)) from None
             self.merged[id(node)] = known
-        copied = len(known) - len(node.value)  # pairs brought in by `<<`
-        if copied > 0 or len(known) != len(node.value):
-            self.budget.charge(node, max(copied, 0) + 1)
+        if source:
+            self.budget.charge(node, len(known) + 1)
         return known
 
     @staticmethod

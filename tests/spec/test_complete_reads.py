@@ -116,7 +116,7 @@ def test_prune_deletes_nothing_when_a_folder_cannot_be_read(nobody_tree: Path) -
     validated = _as_nobody(nobody_tree, "validate", "specs")
     assert validated.returncode == 1
     assert (
-        f"specs/team-b: error[path-unreadable]: cannot read this folder (Permission denied)"
+        "specs/team-b: error[path-unreadable]: cannot read this folder (Permission denied)"
     ) in validated.stdout
 
     pruned = _as_nobody(
