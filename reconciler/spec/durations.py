@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-_PART = re.compile(r"(\d+)(?:\.(\d+))?(ms|s|m|h)")
+_PART = re.compile(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 MAX_MS = 24 * 3_600_000
 # More digits than any duration up to 24h needs in milliseconds, with room for zeros.

@@ -42,7 +42,7 @@ def _number(value: Any) -> Any:
     return value
 
 
-DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DurationMs = Annotated[
     int,
     BeforeValidator(_duration),
