@@ -34,6 +34,7 @@ _TYPED_WORDS = frozenset(
 
 
 _FLOAT_TAG = "tag:yaml.org,2002:float"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
 # JSON / YAML 1.2 numbers that YAML 1.1 reads as text (`1e-3` has no dot): the JSON
 # Schema calls them numbers, so the loader does too.
 _JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
@@ -44,12 +45,19 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     spec), which is where a large tree spends its time."""
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        if kind is yaml.ScalarNode and implicit[0] and value:
-            if value[0].isalpha() and value not in _TYPED_WORDS:
-                return _STR_TAG
-            if _JSON_FLOAT.fullmatch(value):
-                return _FLOAT_TAG
-        return str(super().resolve(kind, value, implicit))
+        if (
+            kind is yaml.ScalarNode
+            and implicit[0]
+            and value
+            and value[0].isalpha()
+            and value not in _TYPED_WORDS
+        ):
+            return _STR_TAG
+        tag = str(super().resolve(kind, value, implicit))
+        exponent = kind is yaml.ScalarNode and ("e" in value or "E" in value)
+        if tag == _STR_TAG and implicit[0] and exponent and _JSON_FLOAT.fullmatch(value):
+            return _FLOAT_TAG
+        return tag
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES_PER_FILE = 2_000_000
@@ -158,7 +166,11 @@ class _Converter:
         self.merged: dict[int, list[tuple[yaml.Node, yaml.Node]]] = {}
 
     def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
-        self.budget.charge(node)
+        budget = self.budget
+        budget.spent += 1
+        budget.distinct.add(id(node))
+        if budget.spent > ALIAS_ALLOWANCE:
+            budget.charge(node, 0)  # checks the limits (cheap below the allowance)
         if depth > MAX_DEPTH:
             raise YamlProblem(
                 "yaml-too-deep",
@@ -229,6 +241,8 @@ class _Converter:
         """Apply `<<` merge keys (explicit keys win), as the YAML merge-key spec says.
         Each mapping is flattened once; every pair a merge copies from a `source`
         mapping is charged to the budget, as an alias's nodes are."""
+        if not source and not any(k.tag == _MERGE_TAG for k, _ in node.value):
+            return list(node.value)  # the common case: no `<<` in this mapping
         known = self.merged.get(id(node))
         if known is None:
             if depth > MAX_DEPTH:

@@ -7,7 +7,6 @@ error like any other long one, not an overflow.
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 
 _PART = re.compile(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -31,35 +30,35 @@ def parse_duration_ms(text: str) -> int:
     if not s:
         raise DurationError("empty duration; write e.g. 500ms, 5s or 1m")
     pos = 0
-    total = Fraction(0)
+    # Exact integer arithmetic: total = numerator / 10**scale milliseconds.
+    numerator, scale = 0, 0
     too_long = False
     for match in _PART.finditer(s):
         if match.start() != pos:
             break
         whole, frac, unit = match.groups()
         pos = match.end()
-        if len(whole.lstrip("0")) > _MAX_DIGITS:
-            too_long = True
-            continue
-        digits = (frac or "")[:_MAX_DIGITS]
-        number = Fraction(int(whole)) + (
-            Fraction(int(digits), 10 ** len(digits)) if digits else 0
-        )
-        total += number * _UNITS_MS[unit]
+        frac = (frac or "").rstrip("0")
+        if len(whole.lstrip("0")) > _MAX_DIGITS or len(frac) > _MAX_DIGITS:
+            too_long = too_long or len(whole.lstrip("0")) > _MAX_DIGITS
+            if len(frac) > _MAX_DIGITS:
+                frac = frac[:_MAX_DIGITS] + "1"  # keeps it not whole, stays bounded
+            if too_long:
+                continue
+        part_scale = len(frac)
+        value = (int(whole) * 10**part_scale + (int(frac) if frac else 0)) * _UNITS_MS[unit]
+        if part_scale > scale:
+            numerator *= 10 ** (part_scale - scale)
+            scale = part_scale
+        numerator += value * 10 ** (scale - part_scale)
     if pos != len(s) or pos == 0:
         raise DurationError(f"{text!r} is not a duration; write e.g. 500ms, 5s, 1m or 1m30s")
-    if too_long or total > MAX_MS:
+    if too_long or numerator > MAX_MS * 10**scale:
         raise DurationRangeError(f"{_short(text)} is longer than 24h")
-    if total.denominator != 1 or (frac_digits_lost(s)):
+    whole_ms, rest = divmod(numerator, 10**scale)
+    if rest:
         raise DurationRangeError(f"{_short(text)} is not a whole number of milliseconds")
-    return int(total)
-
-
-def frac_digits_lost(text: str) -> bool:
-    """True when a fraction has non-zero digits beyond what was parsed exactly."""
-    return any(
-        (m.group(2) or "")[_MAX_DIGITS:].strip("0") for m in _PART.finditer(text)
-    )
+    return int(whole_ms)
 
 
 def _short(text: str) -> str:

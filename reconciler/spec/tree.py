@@ -38,10 +38,14 @@ class Located(Generic[M]):
 
     def is_invalid(self, path: PathKey) -> bool:
         """True when the value at `path`, or one enclosing it, failed the shape check."""
+        if not self.invalid:
+            return False
         return any(path[: len(bad)] == bad for bad in self.invalid)
 
     def invalid_within(self, path: PathKey) -> bool:
         """True when the value at `path` or anything inside it failed the shape check."""
+        if not self.invalid:
+            return False
         return any(bad[: len(path)] == path for bad in self.invalid) or self.is_invalid(path)
 
 
