@@ -7,6 +7,7 @@ its position; the models only make sure the shapes are right.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -54,7 +55,19 @@ DurationMs = Annotated[
         }
     ),
 ]
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer is any number without a fractional part (`100.0`, `1e2`);
+    one too large for a float (`1e400`) is out of range, not of another type."""
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        if math.isinf(value):
+            return 10**309 if value > 0 else -(10**309)
+    return value
+
+
 Number = Annotated[float, BeforeValidator(_number)]
+Whole = Annotated[int, BeforeValidator(_whole)]
 ApiVersion = Annotated[str, WithJsonSchema({"const": API_VERSION, "type": "string"})]
 
 
@@ -69,7 +82,7 @@ class StoragePolicy(_Model):
 
 class HedgingSettings(_Model):
     hedge_delay: DurationMs | None = Field(default=None, alias="hedgeDelay")
-    max_tokens: int | None = Field(default=None, alias="maxTokens")
+    max_tokens: Whole | None = Field(default=None, alias="maxTokens")
     refill_ratio: Number | None = Field(default=None, alias="refillRatio")
 
 

@@ -56,7 +56,12 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None) -> A
             return st.from_regex(schema["pattern"])
         return st.text(max_size=80)
     if kind == "integer":
-        return st.integers() | st.integers(-(10**30), 10**30)
+        # JSON Schema's integer includes numbers written with a zero fraction (1e2).
+        return (
+            st.integers()
+            | st.integers(-(10**30), 10**30)
+            | st.integers(-(10**15), 10**15).map(float)
+        )
     if kind == "number":
         return st.integers() | st.floats(allow_nan=False, allow_infinity=False)
     if kind == "boolean":
