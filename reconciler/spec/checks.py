@@ -18,12 +18,11 @@ from reconciler.spec.models import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
-from reconciler.spec.tree import Located
+from reconciler.spec.tree import Located, SpecTree
 from reconciler.yamlio import Document, PathKey
 
 __all__ = ["OrgFacts", "check_tree"]
 
-from reconciler.spec.tree import SpecTree
 
 
 def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
