@@ -24,7 +24,6 @@ from reconciler.yamlio import Document, PathKey
 __all__ = ["OrgFacts", "check_tree"]
 
 
-
 def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
     profiles = index_profiles(tree.profiles, diags)
     defaults = index_defaults(tree.defaults, diags)
