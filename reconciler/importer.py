@@ -56,6 +56,7 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
         return {}
     from reconciler.diagnostics import Diagnostics
     from reconciler.spec.loader import discover, load_tree
+    from reconciler.spec.profiles import profile_from_settings
 
     scratch = Diagnostics()
     files, _ = discover([out_dir], scratch)
@@ -65,7 +66,7 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     tree = load_tree(files, scratch)
     out: dict[str, tuple[int, int, int]] = {}
     for located in tree.profiles:
-        profile = located.model.spec.profile()
+        profile = profile_from_settings(located.model.spec, None)
         out.setdefault(located.model.metadata.name, settings_key(profile))
     return out
 

@@ -8,12 +8,37 @@ name is fine, else a sentence saying what is wrong.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _TOPIC_CHARS = re.compile(r"[A-Za-z0-9\-_.~+%]+")
 _PROJECT = re.compile(r"[a-z][a-z0-9-]*")
-_LABEL_KEY = re.compile(r"[a-z][a-z0-9_-]*")
-_LABEL_VALUE = re.compile(r"[a-z0-9_-]*")
 MAX_LABELS = 64
+MAX_LABEL_CHARS = 63
+MAX_LABEL_BYTES = 128  # UTF-8
+
+
+def _label_start(char: str) -> bool:
+    """Google's `[\\p{Ll}\\p{Lo}]`: a lowercase letter, international ones included, or
+    a letter without case (e.g. CJK)."""
+    return unicodedata.category(char) in ("Ll", "Lo")
+
+
+def _label_char(char: str) -> bool:
+    """Google's `[\\p{Ll}\\p{Lo}\\p{N}_-]`."""
+    return char in "_-" or unicodedata.category(char) in ("Ll", "Lo", "Nd", "Nl", "No")
+
+
+def _bad_chars(text: str) -> str:
+    bad = sorted({c for c in text if not _label_char(c)})
+    return " ".join(repr(c) for c in bad[:5])
+
+
+def _too_many_bytes(text: str) -> int | None:
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        return -1
+    return size if size > MAX_LABEL_BYTES else None
 
 
 def topic_id_problem(topic_id: str) -> str | None:
@@ -49,23 +74,39 @@ def project_id_problem(project_id: str) -> str | None:
 
 
 def label_key_problem(key: str) -> str | None:
-    if not 1 <= len(key) <= 63:
+    """Google's label rules: 1 to 63 characters, starting with a lowercase letter
+    (international ones allowed), then lowercase letters, digits, '_' and '-'; at most
+    128 bytes in UTF-8."""
+    if not 1 <= len(key) <= MAX_LABEL_CHARS:
         return f"label key {key!r} must be 1 to 63 characters long (it has {len(key)})"
-    if not _LABEL_KEY.fullmatch(key):
+    if not _label_start(key[0]):
+        return (
+            f"label key {key!r} must start with a lowercase letter (international letters "
+            "allowed) and contain only lowercase letters, digits, '_' and '-'"
+        )
+    if not all(_label_char(c) for c in key):
         return (
             f"label key {key!r} must start with a lowercase letter and contain only "
-            "lowercase letters, digits, '_' and '-'"
+            f"lowercase letters, digits, '_' and '-' (found {_bad_chars(key)})"
         )
+    if size := _too_many_bytes(key):
+        return f"label key {key!r} is not valid UTF-8 text of at most 128 bytes ({size})"
     return None
 
 
 def label_value_problem(key: str, value: str) -> str | None:
-    if len(value) > 63:
+    """0 to 63 characters of the key's character classes, at most 128 bytes in UTF-8."""
+    if len(value) > MAX_LABEL_CHARS:
         return f"label {key!r} has a value of {len(value)} characters; the limit is 63"
-    if not _LABEL_VALUE.fullmatch(value):
+    if not all(_label_char(c) for c in value):
         return (
             f"label {key!r} value {value!r} may contain only lowercase letters, digits, "
-            "'_' and '-'"
+            f"'_' and '-' (found {_bad_chars(value)})"
+        )
+    if size := _too_many_bytes(value):
+        return (
+            f"label {key!r} value {value!r} is not valid UTF-8 text of at most 128 bytes "
+            f"({size})"
         )
     return None
 

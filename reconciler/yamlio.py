@@ -7,11 +7,16 @@ without bound and every value keeps its position for diagnostics.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from reconciler.fileio import FileProblem
+from reconciler.fileio import read_text as _read_text
+from reconciler.yamltext import MergeError, check_flow_depth, merge_pairs, tab_at
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
     from yaml import CSafeLoader as _BaseLoader
@@ -28,6 +33,13 @@ _TYPED_WORDS = frozenset(
 )
 
 
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+# JSON / YAML 1.2 numbers that YAML 1.1 reads as text (`1e-3` has no dot): the JSON
+# Schema calls them numbers, so the loader does too.
+_JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
+
+
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
     """Skips the regex resolver for plain scalars that can only be strings (most of a
     spec), which is where a large tree spends its time."""
@@ -41,7 +53,11 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
             and value not in _TYPED_WORDS
         ):
             return _STR_TAG
-        return str(super().resolve(kind, value, implicit))
+        tag = str(super().resolve(kind, value, implicit))
+        exponent = kind is yaml.ScalarNode and ("e" in value or "E" in value)
+        if tag == _STR_TAG and implicit[0] and exponent and _JSON_FLOAT.fullmatch(value):
+            return _FLOAT_TAG
+        return tag
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES_PER_FILE = 2_000_000
@@ -72,6 +88,10 @@ class Document:
     # has hundreds of thousands of values and almost no problems.
     key_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
     value_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    # Non-string scalars as written (`0.2000001`, `on`), for messages that quote them.
+    raw: dict[PathKey, str] = field(default_factory=dict)
+    # Problems that do not stop reading the document: (code, message, line, col).
+    problems: list[tuple[str, str, int, int]] = field(default_factory=list)
 
     def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
         """The best position for a problem at `path`: the value, else the key, else the
@@ -115,25 +135,42 @@ def _pair(node: yaml.Node) -> tuple[int, int]:
     return (mark.line + 1, mark.column + 1)
 
 
-class _Converter:
-    def __init__(self, doc: Document) -> None:
-        self.doc = doc
-        self.visits = 0
-        self.distinct: set[int] = set()
+@dataclass
+class Budget:
+    """Work spent on one file: every node converted and every key a `<<` merge copies
+    counts, against a budget proportional to the nodes written (aliases and merges may
+    repeat a node, not multiply the file)."""
 
-    def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
-        self.visits += 1
+    spent: int = 0
+    distinct: set[int] = field(default_factory=set)
+
+    def charge(self, node: yaml.Node, units: int = 1) -> None:
+        self.spent += units
         self.distinct.add(id(node))
-        if self.visits > MAX_NODES_PER_FILE or self.visits > (
+        if self.spent > MAX_NODES_PER_FILE or self.spent > (
             MAX_ALIAS_EXPANSION * len(self.distinct) + ALIAS_ALLOWANCE
         ):
             raise YamlProblem(
                 "yaml-too-large",
-                f"the document expands to {self.visits:,}+ values from "
-                f"{len(self.distinct):,} written ones (an alias-expansion bomb?); "
-                "remove the aliases or split the file",
+                f"the document expands to {self.spent:,}+ values from "
+                f"{len(self.distinct):,} written ones (an alias-expansion bomb, or a "
+                "merge-key one?); remove the aliases and `<<` merges or split the file",
                 _mark(node),
             )
+
+
+class _Converter:
+    def __init__(self, doc: Document, budget: Budget) -> None:
+        self.doc = doc
+        self.budget = budget
+        self.merged: dict[int, list[tuple[yaml.Node, yaml.Node]]] = {}
+
+    def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        budget = self.budget
+        budget.spent += 1
+        budget.distinct.add(id(node))
+        if budget.spent > ALIAS_ALLOWANCE:
+            budget.charge(node, 0)  # checks the limits (cheap below the allowance)
         if depth > MAX_DEPTH:
             raise YamlProblem(
                 "yaml-too-deep",
@@ -161,12 +198,12 @@ class _Converter:
 
     def _mapping(self, node: yaml.MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
         result: dict[str, Any] = {}
-        for key_node, value_node in _flatten_merge(node):
+        for key_node, value_node in self._flatten_merge(node, depth):
             if not isinstance(key_node, yaml.ScalarNode):
                 raise YamlProblem(
                     "yaml-key", "a mapping key must be a plain string", _mark(key_node)
                 )
-            key = str(self._scalar(key_node))
+            key = self._key(key_node)
             if key in result:
                 raise YamlProblem(
                     "yaml-duplicate-key",
@@ -176,7 +213,54 @@ class _Converter:
             child = (*path, key)
             self.doc.key_marks[child] = _pair(key_node)
             result[key] = self.convert(value_node, child, depth + 1)
+            if value_node.tag not in (_STR_TAG, "tag:yaml.org,2002:null") and isinstance(
+                value_node, yaml.ScalarNode
+            ):
+                self.doc.raw[child] = value_node.value
         return result
+
+    def _key(self, node: yaml.ScalarNode) -> str:
+        """A key as written; a YAML 1.1 boolean or null used as a key is named, since
+        other YAML readers turn `on:` into true."""
+        value = self._scalar(node)
+        if isinstance(value, bool) or (value is None and node.value not in ("", "~")):
+            what = "the boolean " + str(value).lower() if isinstance(value, bool) else "null"
+            self.doc.problems.append(
+                (
+                    "yaml-key-quote",
+                    f"the key {node.value} is read by YAML 1.1 as {what}, not as text; "
+                    f"quote it: '{node.value}'",
+                    *_pair(node),
+                )
+            )
+        return node.value if node.tag != _STR_TAG else str(value)
+
+    def _flatten_merge(
+        self, node: yaml.MappingNode, depth: int, *, source: bool = False
+    ) -> list[tuple[yaml.Node, yaml.Node]]:
+        """Apply `<<` merge keys (explicit keys win), as the YAML merge-key spec says.
+        Each mapping is flattened once; every pair a merge copies from a `source`
+        mapping is charged to the budget, as an alias's nodes are."""
+        if not source and not any(k.tag == _MERGE_TAG for k, _ in node.value):
+            return list(node.value)  # the common case: no `<<` in this mapping
+        known = self.merged.get(id(node))
+        if known is None:
+            if depth > MAX_DEPTH:
+                raise YamlProblem(
+                    "yaml-too-deep",
+                    f"merge keys nest deeper than {MAX_DEPTH} levels; no spec needs that",
+                    _mark(node),
+                )
+            try:
+                known = merge_pairs(
+                    node, lambda src: self._flatten_merge(src, depth + 1, source=True)
+                )
+            except MergeError as exc:
+                raise YamlProblem("yaml-merge", str(exc), _mark(exc.node)) from None
+            self.merged[id(node)] = known
+        if source:
+            self.budget.charge(node, len(known) + 1)
+        return known
 
     @staticmethod
     def _scalar(node: yaml.Node) -> Any:
@@ -208,107 +292,26 @@ class _Converter:
         )
 
 
-def _flatten_merge(node: yaml.MappingNode) -> list[tuple[yaml.Node, yaml.Node]]:
-    """Apply `<<` merge keys (explicit keys win), as the YAML merge-key spec says."""
-    pairs: list[tuple[yaml.Node, yaml.Node]] = []
-    merged: list[tuple[yaml.Node, yaml.Node]] = []
-    for key_node, value_node in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            sources = (
-                value_node.value if isinstance(value_node, yaml.SequenceNode) else [value_node]
-            )
-            for source in sources:
-                if not isinstance(source, yaml.MappingNode):
-                    raise YamlProblem(
-                        "yaml-merge", "a '<<' merge key needs a mapping", _mark(source)
-                    )
-                merged.extend(_flatten_merge(source))
-        else:
-            pairs.append((key_node, value_node))
-    explicit = {k.value for k, _ in pairs if isinstance(k, yaml.ScalarNode)}
-    seen: set[str] = set()
-    out = list(pairs)
-    for key_node, value_node in merged:
-        if key_node.value in explicit or key_node.value in seen:
-            continue
-        seen.add(key_node.value)
-        out.append((key_node, value_node))
-    return out
-
-
 def read_text(path: Path) -> str:
     """Read a spec file within bounds, refusing binary and non-UTF-8 content clearly."""
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise YamlProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
-    if size > MAX_FILE_BYTES:
-        raise YamlProblem(
-            "file-too-large",
-            f"the file is {size:,} bytes, over the {MAX_FILE_BYTES:,}-byte limit; "
-            "split it into several files",
-        )
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise YamlProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
-    if b"\x00" in raw[:8192]:
-        raise YamlProblem(
-            "file-binary", "the file is binary, not YAML text; remove it from the spec tree"
-        )
-    try:
-        return raw.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = raw[: exc.start].count(b"\n") + 1
-        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise YamlProblem(
-            "file-encoding",
-            f"the file is not valid UTF-8 (byte 0x{raw[exc.start]:02x}); save it as UTF-8",
-            Mark(line, col),
-        ) from exc
+        return _read_text(path, MAX_FILE_BYTES)
+    except FileProblem as exc:
+        raise YamlProblem(exc.code, exc.message, Mark(exc.line, exc.col)) from exc
 
 
-_BRACKETS_ONLY = str.maketrans(
-    "", "", "".join(chr(c) for c in range(128) if chr(c) not in "[]{}")
-)
-
-
-def _check_flow_depth(text: str) -> None:
-    """Refuse deep flow nesting before libyaml sees it: some libyaml builds recurse
-    without a limit and crash the interpreter on `[[[[...`. Brackets inside quoted
-    strings count too, and closers never take the depth below zero, so the estimate
-    can only be too high (a spec never has 64 open brackets in its strings)."""
-    brackets = text.translate(_BRACKETS_ONLY)
-    if len(brackets) <= MAX_DEPTH:
-        return
-    depth = 0
-    for index, char in enumerate(brackets):
-        depth = depth + 1 if char in "[{" else max(depth - 1, 0)
-        if depth > MAX_DEPTH:
-            # Locate the offending bracket in the text for the diagnostic.
-            position = -1
-            for _ in range(index + 1):
-                position = min(
-                    (p for p in (text.find(b, position + 1) for b in "[]{}") if p >= 0),
-                    default=len(text),
-                )
-            line = text.count("\n", 0, position) + 1
-            col = position - (text.rfind("\n", 0, position) + 1) + 1
-            raise YamlProblem(
-                "yaml-too-deep",
-                f"the document nests deeper than {MAX_DEPTH} levels; no spec needs that",
-                Mark(line, col),
-            )
-
-
-def load_documents(path: Path, text: str | None = None, display: str | None = None) -> list[
-    Document
-]:
-    """All documents of one file; raises YamlProblem with a position on any defect."""
+def load_documents(
+    path: Path, text: str | None = None, display: str | None = None, budget: Budget | None = None
+) -> list[Document]:
+    """All documents of one file; raises YamlProblem with a position on any defect.
+    `budget` (one per file by default) records the work spent converting it."""
     name = display or str(path)
+    budget = budget if budget is not None else Budget()
     if text is None:
         text = read_text(path)
-    _check_flow_depth(text)
+    too_deep = check_flow_depth(text, MAX_DEPTH)
+    if too_deep:
+        raise YamlProblem("yaml-too-deep", too_deep[0], Mark(too_deep[1], too_deep[2]))
     docs: list[Document] = []
     try:
         loader = _Loader(text)
@@ -317,7 +320,7 @@ def load_documents(path: Path, text: str | None = None, display: str | None = No
             while loader.check_node():
                 node = loader.get_node()
                 doc = Document(file=name, index=index, start=_mark(node), data=None)
-                doc.data = _Converter(doc).convert(node, (), 0)
+                doc.data = _Converter(doc, budget).convert(node, (), 0)
                 docs.append(doc)
                 index += 1
         finally:
@@ -327,6 +330,12 @@ def load_documents(path: Path, text: str | None = None, display: str | None = No
         where = Mark(mark.line + 1, mark.column + 1) if mark else Mark(1, 1)
         problem = exc.problem or "invalid YAML"
         context = f" {exc.context}" if exc.context else ""
+        if "'\\t'" in problem or tab_at(text, where.line, where.col):
+            problem = (
+                "a tab character where YAML expects indentation or a value; YAML "
+                "indents with spaces only: replace the tab with spaces"
+            )
+            context = ""
         raise YamlProblem("yaml-syntax", f"YAML syntax error: {problem}{context}", where) from exc
     except yaml.YAMLError as exc:
         raise YamlProblem("yaml-syntax", f"YAML syntax error: {exc}") from exc
@@ -335,3 +344,4 @@ def load_documents(path: Path, text: str | None = None, display: str | None = No
             "yaml-too-deep", f"the document nests deeper than {MAX_DEPTH} levels"
         ) from exc
     return docs
+

@@ -19,10 +19,23 @@ from reconciler.spec.validate import DEFAULT_PATH, validate_paths
     type=click.Path(path_type=Path),
     help="Org-policy snapshot (default: org-policy.yaml at the spec root, if any).",
 )
+@click.option(
+    "--require-org-policy",
+    "require_org_policy",
+    is_flag=True,
+    help="Fail when no org-policy snapshot is found (default: a warning that the "
+    "org-policy checks did not run).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def command(paths: tuple[Path, ...], org_policy: Path | None, fmt: str) -> int:
+def command(
+    paths: tuple[Path, ...], org_policy: Path | None, require_org_policy: bool, fmt: str
+) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
-    result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy)
+    result = validate_paths(
+        list(paths) or [DEFAULT_PATH],
+        org_policy,
+        missing_snapshot="require" if require_org_policy else "warn",
+    )
     diagnostics = result.diagnostics.sorted()
     if fmt == "json":
         click.echo(report.as_json(diagnostics), nl=False)

@@ -89,55 +89,20 @@ class PolicyStore:
 
 def load_snapshot(path: Path) -> PolicyStore:
     """Read a snapshot file (YAML or JSON documents: Policy resources, plus an optional
-    `ancestry:` mapping). Every problem is reported at once, with its line."""
+    `ancestry:` mapping) for a server or a backend: any error is an InputError listing
+    every problem with its line (validate reports them as diagnostics instead)."""
+    from reconciler.diagnostics import Diagnostics, Severity
     from reconciler.errors import InputError
-    from reconciler.yamlio import YamlProblem, load_documents
+    from reconciler.orgpolicy.snapshot import read_snapshot
 
-    try:
-        documents = load_documents(path)
-    except YamlProblem as exc:
+    diags = Diagnostics()
+    store = read_snapshot(path, diags)
+    errors = [d for d in diags.sorted() if d.severity is Severity.ERROR]
+    if errors:
         raise InputError(
-            f"{path}:{exc.mark.line}:{exc.mark.col}: {exc.message}",
+            "the org-policy snapshot has problems:\n  "
+            + "\n  ".join(d.render() for d in errors),
             hint="fix the org-policy snapshot, or write a new one with `reconcile policy pull`",
-        ) from exc
-    from reconciler.orgpolicy.model import PolicyFormatError
-
-    store = PolicyStore()
-    problems: list[str] = []
-    for doc in documents:
-        items = doc.data if isinstance(doc.data, list) else [doc.data]
-        for i, item in enumerate(items):
-            base: tuple[str | int, ...] = (i,) if isinstance(doc.data, list) else ()
-            if item is None:
-                continue
-            if isinstance(item, dict) and "ancestry" in item and "name" not in item:
-                ancestry = item["ancestry"]
-                if not isinstance(ancestry, dict) or not all(
-                    isinstance(k, str) and isinstance(v, str) for k, v in ancestry.items()
-                ):
-                    m = doc.mark_for((*base, "ancestry"))
-                    problems.append(
-                        f"{path}:{m.line}:{m.col}: `ancestry` must map a resource "
-                        "(projects/P, folders/F) to its parent"
-                    )
-                    continue
-                store.ancestry.update(ancestry)
-                continue
-            try:
-                policy = Policy.from_dict(item)
-            except PolicyFormatError as exc:
-                m = doc.mark_for((*base, *exc.path))
-                problems.append(f"{path}:{m.line}:{m.col}: {exc}")
-                continue
-            if policy.name in store.policies:
-                m = doc.mark_for((*base, "name"))
-                problems.append(f"{path}:{m.line}:{m.col}: policy {policy.name} appears twice")
-                continue
-            store.put(policy)
-    if problems:
-        raise InputError(
-            "the org-policy snapshot has problems:\n  " + "\n  ".join(problems),
-            hint="each document must be an Org Policy v2 Policy resource",
         )
     return store
 

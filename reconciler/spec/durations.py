@@ -1,34 +1,66 @@
-"""Durations as the specs write them: `500ms`, `5s`, `1m`, `1m30s`, `1.5s`."""
+"""Durations as the specs write them: `500ms`, `5s`, `1m`, `1m30s`, `1.5s`.
+
+Parsed exactly (decimal fractions, never floats), so a 309-digit duration is a range
+error like any other long one, not an overflow.
+"""
 
 from __future__ import annotations
 
 import re
 
-_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
+_PART = re.compile(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 MAX_MS = 24 * 3_600_000
+# More digits than any duration up to 24h needs in milliseconds, with room for zeros.
+_MAX_DIGITS = 40
 
 
 class DurationError(ValueError):
-    pass
+    """The text is not a duration at all (its shape is wrong)."""
+
+
+class DurationRangeError(ValueError):
+    """The text is a duration, but not whole milliseconds or longer than 24h."""
 
 
 def parse_duration_ms(text: str) -> int:
-    """Whole milliseconds; anything else (no unit, sub-millisecond) is an error."""
+    """Whole milliseconds; no unit is a DurationError, sub-millisecond or over 24h a
+    DurationRangeError (both say what to write instead)."""
     s = text.strip()
     if not s:
         raise DurationError("empty duration; write e.g. 500ms, 5s or 1m")
     pos = 0
-    total = 0.0
+    # Exact integer arithmetic: total = numerator / 10**scale milliseconds.
+    numerator, scale = 0, 0
+    too_long = False
     for match in _PART.finditer(s):
         if match.start() != pos:
             break
-        total += float(match.group(1)) * _UNITS_MS[match.group(2)]
+        whole, frac, unit = match.groups()
         pos = match.end()
+        frac = (frac or "").rstrip("0")
+        if len(whole.lstrip("0")) > _MAX_DIGITS or len(frac) > _MAX_DIGITS:
+            too_long = too_long or len(whole.lstrip("0")) > _MAX_DIGITS
+            if len(frac) > _MAX_DIGITS:
+                frac = frac[:_MAX_DIGITS] + "1"  # keeps it not whole, stays bounded
+            if too_long:
+                continue
+        part_scale = len(frac)
+        value = (int(whole) * 10**part_scale + (int(frac) if frac else 0)) * _UNITS_MS[unit]
+        if part_scale > scale:
+            numerator *= 10 ** (part_scale - scale)
+            scale = part_scale
+        numerator += value * 10 ** (scale - part_scale)
     if pos != len(s) or pos == 0:
         raise DurationError(f"{text!r} is not a duration; write e.g. 500ms, 5s, 1m or 1m30s")
-    if abs(total - round(total)) > 1e-9:
-        raise DurationError(f"{text!r} is not a whole number of milliseconds")
-    if total > MAX_MS:
-        raise DurationError(f"{text!r} is longer than 24h")
-    return round(total)
+    if too_long or numerator > MAX_MS * 10**scale:
+        raise DurationRangeError(f"{_short(text)} is longer than 24h")
+    whole_ms, rest = divmod(numerator, 10**scale)
+    if rest:
+        raise DurationRangeError(f"{_short(text)} is not a whole number of milliseconds")
+    return int(whole_ms)
+
+
+def _short(text: str) -> str:
+    """The value as written, shortened when it is absurdly long."""
+    return repr(text) if len(text) <= 40 else repr(text[:20] + "..." + text[-8:])

@@ -7,13 +7,13 @@ its position; the models only make sure the shapes are right.
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
-from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
-from reconciler.spec.durations import DurationError, parse_duration_ms
+from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
 KINDS = ("Topic", "HedgingProfile", "Defaults")
@@ -28,9 +28,22 @@ def _duration(value: Any) -> int:
         return parse_duration_ms(value)
     except DurationError as exc:
         raise PydanticCustomError("duration", str(exc)) from exc
+    except DurationRangeError as exc:
+        raise PydanticCustomError("duration_range", str(exc)) from exc
 
 
-DURATION_PATTERN = r"^(\d+(\.\d+)?(ms|s|m|h))+$"
+def _number(value: Any) -> Any:
+    """A whole number too large for a float is out of range (infinite), not a type
+    error: the range check then reports it as written."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return float(value)
+        except OverflowError:
+            return float("inf") if value > 0 else float("-inf")
+    return value
+
+
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
 DurationMs = Annotated[
     int,
     BeforeValidator(_duration),
@@ -42,6 +55,19 @@ DurationMs = Annotated[
         }
     ),
 ]
+def _whole(value: Any) -> Any:
+    """JSON Schema's integer is any number without a fractional part (`100.0`, `1e2`);
+    one too large for a float (`1e400`) is out of range, not of another type."""
+    if isinstance(value, float):
+        if value.is_integer():
+            return int(value)
+        if math.isinf(value):
+            return 10**309 if value > 0 else -(10**309)
+    return value
+
+
+Number = Annotated[float, BeforeValidator(_number)]
+Whole = Annotated[int, BeforeValidator(_whole)]
 ApiVersion = Annotated[str, WithJsonSchema({"const": API_VERSION, "type": "string"})]
 
 
@@ -50,40 +76,19 @@ class _Model(BaseModel):
 
 
 class StoragePolicy(_Model):
-    regions: list[str] = Field(alias="allowedPersistenceRegions")
+    allowed_persistence_regions: list[str] = Field(alias="allowedPersistenceRegions")
     enforce_in_transit: bool | None = Field(default=None, alias="enforceInTransit")
 
 
 class HedgingSettings(_Model):
     hedge_delay: DurationMs | None = Field(default=None, alias="hedgeDelay")
-    max_tokens: int | None = Field(default=None, alias="maxTokens")
-    refill_ratio: float | None = Field(default=None, alias="refillRatio")
-
-    def profile(self, name: str | None = None) -> HedgingProfile:
-        """The profile these settings give, each omitted value at its default (used by
-        validation and by `import` to compare with profiles already written)."""
-        base = HedgingProfile()
-        delay, tokens, ratio = self.hedge_delay, self.max_tokens, self.refill_ratio
-        return HedgingProfile(
-            hedge_delay_ms=base.hedge_delay_ms if delay is None else delay,
-            max_tokens=base.max_tokens if tokens is None else tokens,
-            refill_ratio=base.refill_ratio if ratio is None else float(ratio),
-            name=name,
-        )
+    max_tokens: Whole | None = Field(default=None, alias="maxTokens")
+    refill_ratio: Number | None = Field(default=None, alias="refillRatio")
 
 
 class Retry(_Model):
     initial_rpc_timeout: DurationMs | None = Field(default=None, alias="initialRpcTimeout")
     total_timeout: DurationMs | None = Field(default=None, alias="totalTimeout")
-
-    def timeouts(self) -> RetryTimeouts:
-        """The publishers' retry timeouts, each omitted value at its default."""
-        base = RetryTimeouts()
-        initial, total = self.initial_rpc_timeout, self.total_timeout
-        return RetryTimeouts(
-            initial_rpc_timeout_ms=base.initial_rpc_timeout_ms if initial is None else initial,
-            total_timeout_ms=base.total_timeout_ms if total is None else total,
-        )
 
 
 class Publishers(_Model):

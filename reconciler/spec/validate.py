@@ -1,7 +1,8 @@
 """The validate pipeline: files -> documents -> models -> checks -> desired state.
 
 `plan` and `apply` call the same function first, so a plan is never made from a tree
-that `validate` would reject.
+that `validate` would reject (an unreadable folder included: `--prune` never acts on
+a partial tree).
 """
 
 from __future__ import annotations
@@ -9,13 +10,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
-from reconciler.orgpolicy.store import PolicyStore, load_snapshot
+from reconciler.orgpolicy.snapshot import read_snapshot
+from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.checks import check_tree
 from reconciler.spec.desired import DesiredState
 from reconciler.spec.loader import load_tree
+from reconciler.spec.tree import SpecTree
+
+# What a missing snapshot is: nothing (plan/apply check the live org policy), a
+# warning (validate), or an error (validate --require-org-policy).
+MissingSnapshot = Literal["ignore", "warn", "require"]
 
 DEFAULT_PATH = Path("specs")  # PATH when none is given (validate, plan, apply)
 
@@ -29,9 +37,14 @@ class ValidationResult:
     files: int
 
 
-def validate_paths(paths: Sequence[Path], org_policy: Path | None = None) -> ValidationResult:
+def validate_paths(
+    paths: Sequence[Path],
+    org_policy: Path | None = None,
+    missing_snapshot: MissingSnapshot = "ignore",
+) -> ValidationResult:
     """Load and check every spec under `paths`; `org_policy` overrides the snapshot
-    discovered at the spec root. Raises InputError only for an unusable snapshot."""
+    discovered at the spec root. Raises InputError only for a named snapshot file
+    that does not exist."""
     diags = Diagnostics()
     tree = load_tree(paths, diags)
     source = org_policy or tree.snapshot
@@ -43,6 +56,28 @@ def validate_paths(paths: Sequence[Path], org_policy: Path | None = None) -> Val
                 hint="pass an existing file to --org-policy, or write one with "
                 "`reconcile policy pull`",
             )
-        store = load_snapshot(source)
+        store = read_snapshot(source, diags, tree.projects())
+    elif missing_snapshot != "ignore":
+        _report_missing(tree, paths, diags, missing_snapshot)
     desired = check_tree(tree, store, diags)
     return ValidationResult(desired, diags, store, source, tree.files)
+
+
+def _report_missing(
+    tree: SpecTree, paths: Sequence[Path], diags: Diagnostics, mode: MissingSnapshot
+) -> None:
+    looked = ", ".join(str(p) for p in tree.snapshot_looked) or "nowhere (no spec root)"
+    message = (
+        f"no org-policy snapshot found (looked for org-policy.yaml in {looked}), so the "
+        "org-policy checks (allowed regions, in-transit enforcement, publishers' regions) "
+        "did not run"
+    )
+    hint = (
+        "write one with `reconcile policy pull --project P... --out org-policy.yaml` at "
+        "the spec root, or pass --org-policy FILE"
+    )
+    where = str(paths[0]) if paths else "."
+    if mode == "require":
+        diags.error(where, 0, 0, "org-policy-missing", message, hint)
+    else:
+        diags.warning(where, 0, 0, "org-policy-missing", message, hint)

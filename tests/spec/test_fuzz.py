@@ -1,5 +1,6 @@
 """No input file makes validate fail with anything but diagnostics: arbitrary values
-in every spec position, and arbitrary text, never raise out of `validate_paths`."""
+in every spec and org-policy snapshot position, and arbitrary text in either file,
+never raise out of `validate_paths`."""
 
 from __future__ import annotations
 
@@ -99,19 +100,37 @@ POLICY_KEYS = [
     ("name",), ("spec",), ("spec", "rules"), ("spec", "inheritFromParent"), ("spec", "reset"),
     ("spec", "rules", "values"), ("spec", "rules", "allowAll"), ("spec", "rules", "enforce"),
     ("spec", "rules", "values", "allowedValues"), ("spec", "rules", "values", "deniedValues"),
-    ("ancestry",),
+    ("spec", "rules", "condition"), ("spec", "rules", "denyAll"), ("dryRunSpec",), ("etag",),
+    ("ancestry",), ("spec", "rulez"), ("enforced",),
 ]
+POLICY_NAMES = st.sampled_from([
+    "projects/acme-payments/policies/gcp.resourceLocations",
+    "projects/acme-payments/policies/pubsub.enforceInTransitRegions",
+    "organizations/1001/policies/gcp.resourceLocations",
+    "folders/x/policies/gcp.resourceLocation",
+    "projects/acme-paymnets/policies/constraints/gcp.resourceLocations",
+]) | st.text(max_size=40)
+
+
+def _snapshot_diagnostics_are_positioned(snapshot: Path, spec_value: Any = None) -> None:
+    """Whatever the snapshot holds, validate reports diagnostics (the snapshot's with
+    a line in it), never an exception."""
+    spec = snapshot.parent / "t.yaml"
+    spec.write_text(yaml.safe_dump(_document(("spec",), spec_value or {}, 0)[0]))
+    result = validate_paths([spec], snapshot, missing_snapshot="require")
+    for d in result.diagnostics.items:
+        assert d.code and d.message
+        if d.file == str(snapshot):
+            assert d.line >= 1, d.render()
 
 
 @SETTINGS
-@given(st.sampled_from(POLICY_KEYS), values)
-def test_any_org_policy_snapshot_gives_a_clear_error_or_a_store(
-    path: tuple[str, ...], value: Any
+@given(st.sampled_from(POLICY_KEYS), values, POLICY_NAMES)
+def test_any_org_policy_snapshot_gives_positioned_diagnostics(
+    path: tuple[str, ...], value: Any, name: str
 ) -> None:
-    from reconciler.errors import InputError
-
     policy: dict[str, Any] = {
-        "name": "projects/acme-payments/policies/gcp.resourceLocations",
+        "name": name,
         "spec": {"rules": {"values": {"allowedValues": ["in:us-locations"]}}},
     }
     node = policy
@@ -125,8 +144,26 @@ def test_any_org_policy_snapshot_gives_a_clear_error_or_a_store(
     with tempfile.TemporaryDirectory() as tmp:
         snapshot = Path(tmp) / "org-policy.yaml"
         snapshot.write_text(yaml.safe_dump(policy))
-        (Path(tmp) / "t.yaml").write_text(yaml.safe_dump(_document(("spec",), {}, 0)[0]))
-        try:
-            validate_paths([Path(tmp) / "t.yaml"], snapshot)
-        except InputError as exc:
-            assert str(snapshot) in str(exc)
+        _snapshot_diagnostics_are_positioned(snapshot)
+
+
+@SETTINGS
+@given(st.text(max_size=300))
+def test_any_snapshot_text_gives_diagnostics_not_exceptions(text: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = Path(tmp) / "org-policy.yaml"
+        snapshot.write_text(text, encoding="utf-8", errors="surrogatepass")
+        _snapshot_diagnostics_are_positioned(snapshot)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(POLICY_NAMES, values), max_size=4), values)
+def test_any_list_of_policies_gives_diagnostics_not_exceptions(
+    policies: list[tuple[str, Any]], ancestry: Any
+) -> None:
+    docs: list[Any] = [{"name": n, "spec": {"rules": [r]}} for n, r in policies]
+    docs.append({"ancestry": ancestry})
+    with tempfile.TemporaryDirectory() as tmp:
+        snapshot = Path(tmp) / "org-policy.yaml"
+        snapshot.write_text(yaml.safe_dump_all(docs))
+        _snapshot_diagnostics_are_positioned(snapshot)

@@ -15,6 +15,9 @@ metadata: {project: acme-payments, name: orders}
 """
 
 
+NO_POLICIES = "# org-policy snapshot: no org policies set\n"
+
+
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
     path = tmp_path / name
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,6 +30,7 @@ def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
 
 def test_clean_tree_exits_zero_and_says_so(run_cli, tmp_path: Path) -> None:
     write(tmp_path, "a.yaml", GOOD)
+    write(tmp_path, "org-policy.yaml", NO_POLICIES)
     result = run_cli("validate", str(tmp_path))
     assert result.exit_code == 0
     assert result.stdout == ""
@@ -34,6 +38,7 @@ def test_clean_tree_exits_zero_and_says_so(run_cli, tmp_path: Path) -> None:
 
 
 def test_every_problem_is_reported_in_path_line_col_form(run_cli, tmp_path: Path) -> None:
+    write(tmp_path, "org-policy.yaml", NO_POLICIES)
     bad = write(
         tmp_path,
         "bad.yaml",
@@ -61,6 +66,7 @@ def test_warnings_alone_exit_zero(run_cli, tmp_path: Path) -> None:
 
 
 def test_json_format_lists_the_same_diagnostics(run_cli, tmp_path: Path) -> None:
+    write(tmp_path, "org-policy.yaml", NO_POLICIES)
     bad = write(tmp_path, "bad.yaml", GOOD.replace("Topic", "Topik"))
     result = run_cli("validate", str(tmp_path), "--format", "json")
     assert result.exit_code == 1
@@ -83,6 +89,7 @@ def test_default_path_is_specs_directory(run_cli, tmp_path: Path, monkeypatch) -
     """Only specs/ is read: a broken spec beside it (which `.` would pick up) is not."""
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "specs/a.yaml", GOOD)
+    write(tmp_path, "specs/org-policy.yaml", "")
     write(tmp_path, "elsewhere/broken.yaml", "kind: Topik\n")
     result = run_cli("validate")
     assert result.exit_code == 0, result.stdout
@@ -185,6 +192,7 @@ def test_duplicate_keys_are_reported(run_cli, tmp_path: Path) -> None:
 
 
 def test_merge_keys_and_defaults_documents_apply(run_cli, tmp_path: Path) -> None:
+    write(tmp_path, "org-policy.yaml", NO_POLICIES)
     write(
         tmp_path,
         "team/defaults.yaml",
@@ -212,7 +220,10 @@ def test_bad_org_policy_file_is_a_clear_error(run_cli, tmp_path: Path) -> None:
     policy = write(tmp_path, "policy.yaml", "name: projects/acme-payments/policies/x\nspec: 5\n")
     result = run_cli("validate", str(tmp_path), "--org-policy", str(policy))
     assert result.exit_code == 1
-    assert f"{policy}:2:7: `spec` must be a mapping" in result.stderr
+    # Validated like the specs: a diagnostic at the snapshot's line and column.
+    assert f"{policy}:2:7: error[policy-format]: a policy spec must be a mapping" in (
+        result.stdout
+    )
     assert "Traceback" not in result.stderr
 
 

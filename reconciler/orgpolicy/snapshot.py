@@ -1,0 +1,314 @@
+"""The org-policy snapshot file, validated like the specs: every problem is a
+`org-policy.yaml:line:col` diagnostic (unknown keys with a suggestion, malformed
+policy names, misspelt constraints, rules mixing kinds, unknown regions and value
+groups, policies for projects no spec uses), so that a typo cannot quietly switch the
+org-policy checks off. Policies with errors are left out of the store."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any
+
+from reconciler.diagnostics import Diagnostics
+from reconciler.names import project_id_problem
+from reconciler.orgpolicy.locations import catalog
+from reconciler.orgpolicy.model import (
+    KNOWN_CONSTRAINTS,
+    Policy,
+    PolicyFormatError,
+)
+from reconciler.orgpolicy.store import BOOLEAN_CONSTRAINTS, PolicyStore
+from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
+
+POLICY_FIELDS = ("name", "spec", "dryRunSpec", "etag", "alternate")
+SPEC_FIELDS = ("rules", "inheritFromParent", "reset", "etag", "updateTime")
+RULE_FIELDS = ("values", "allowAll", "denyAll", "enforce", "condition", "parameters")
+VALUES_FIELDS = ("allowedValues", "deniedValues")
+CONDITION_FIELDS = ("expression", "title", "description", "location")
+RULE_KINDS = ("values", "allowAll", "denyAll", "enforce")
+_NAME = re.compile(r"(projects|folders|organizations)/([^/]+)/policies/(constraints/)?([^/]+)")
+_RESOURCE = re.compile(r"(projects|folders|organizations)/([^/]+)")
+_LOCATION_KINDS = ("region", "zone", "multi_region", "dual_region")
+
+
+def _camel(key: str) -> str:
+    head, *rest = key.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+class _Checker:
+    def __init__(self, doc: Document, diags: Diagnostics) -> None:
+        self.doc = doc
+        self.diags = diags
+
+    def error(self, path: PathKey, code: str, message: str, *, key: bool = False) -> None:
+        m = self.doc.key_mark(path) if key else self.doc.mark_for(path)
+        self.diags.error(self.doc.file, m.line, m.col, code, message)
+
+    def warning(self, path: PathKey, code: str, message: str) -> None:
+        m = self.doc.mark_for(path)
+        self.diags.warning(self.doc.file, m.line, m.col, code, message)
+
+    def mapping(
+        self, value: Any, path: PathKey, fields: tuple[str, ...], what: str
+    ) -> dict[str, tuple[Any, PathKey]]:
+        """The mapping at `path` with camelCase keys; unknown keys reported."""
+        if not isinstance(value, dict):
+            self.error(path, "policy-format", f"{what} must be a mapping")
+            return {}
+        out: dict[str, tuple[Any, PathKey]] = {}
+        for key, item in value.items():
+            name = _camel(key)
+            if name not in fields:
+                match = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
+                hint = f"; did you mean {match[0]!r}?" if match else ""
+                self.error(
+                    (*path, key), "policy-unknown-field",
+                    f"unknown field {key!r} in {what}{hint} (known: {', '.join(fields)})",
+                    key=True,
+                )
+                continue
+            out[name] = (item, (*path, key))
+        return out
+
+    def typed(self, entry: tuple[Any, PathKey] | None, kind: type, what: str) -> bool:
+        if entry is None:
+            return True
+        value, path = entry
+        if kind is bool and not isinstance(value, bool):
+            self.error(path, "policy-format", f"`{what}` must be true or false")
+            return False
+        if kind is list and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            self.error(path, "policy-format", f"`{what}` must be a list of strings")
+            return False
+        if kind is str and not isinstance(value, str):
+            self.error(path, "policy-format", f"`{what}` must be text")
+            return False
+        return True
+
+
+def read_snapshot(
+    path: Path, diags: Diagnostics, projects: Collection[str] = ()
+) -> PolicyStore:
+    """Every policy of the snapshot that has no error; every problem as a diagnostic.
+    `projects` are those the specs name (for the unused-project warning)."""
+    display = str(path)
+    store = PolicyStore()
+    try:
+        documents = load_documents(path, display=display)
+    except YamlProblem as exc:
+        diags.error(display, exc.mark.line, exc.mark.col, exc.code, exc.message)
+        return store
+    for doc in documents:
+        for code, message, line, col in doc.problems:
+            diags.error(doc.file, line, col, code, message)
+        items = doc.data if isinstance(doc.data, list) else [doc.data]
+        for i, item in enumerate(items):
+            base: PathKey = (i,) if isinstance(doc.data, list) else ()
+            if item is None:
+                continue
+            checker = _Checker(doc, diags)
+            if isinstance(item, dict) and "ancestry" in item and "name" not in item:
+                _ancestry(checker, item, base, store)
+                continue
+            errors = _structural_errors(diags)
+            policy = _policy(checker, item, base, projects)
+            if policy is None or _structural_errors(diags) != errors:
+                continue
+            if policy.name in store.policies:
+                checker.error(
+                    (*base, "name"), "policy-duplicate",
+                    f"policy {policy.name} appears twice in the snapshot; keep one",
+                )
+                continue
+            store.put(policy)
+    return store
+
+
+def _structural_errors(diags: Diagnostics) -> int:
+    """Errors that make a policy unusable; an unknown value keeps it (the spec checks
+    then name the value for each project it affects)."""
+    return sum(1 for d in diags.items if d.severity == "error" and d.code != "policy-value")
+
+
+def _ancestry(checker: _Checker, item: dict[str, Any], base: PathKey, store: PolicyStore) -> None:
+    extra = [k for k in item if k != "ancestry"]
+    for key in extra:
+        checker.error(
+            (*base, key), "policy-unknown-field",
+            f"unknown field {key!r} beside `ancestry`; an ancestry document holds only "
+            "`ancestry:`",
+            key=True,
+        )
+    ancestry = item["ancestry"]
+    if not isinstance(ancestry, dict):
+        checker.error(
+            (*base, "ancestry"), "policy-format",
+            "`ancestry` must map a resource (projects/P, folders/F) to its parent",
+        )
+        return
+    for child, parent in ancestry.items():
+        ok = True
+        for text in (child, parent):
+            if not isinstance(text, str) or not _RESOURCE.fullmatch(text):
+                checker.error(
+                    (*base, "ancestry", child), "policy-name",
+                    f"ancestry entry {child!r}: {parent!r} must map projects/P, folders/F "
+                    "or organizations/O to its parent resource",
+                )
+                ok = False
+                break
+        if ok:
+            store.ancestry[child] = parent
+
+
+def _policy(
+    checker: _Checker, item: Any, base: PathKey, projects: Collection[str]
+) -> Policy | None:
+    fields = checker.mapping(item, base, POLICY_FIELDS, "a policy")
+    if not isinstance(item, dict):
+        return None
+    if "name" not in fields:
+        checker.error(
+            base, "policy-format",
+            "a policy needs a `name` like projects/P/policies/gcp.resourceLocations",
+        )
+        return None
+    name, name_path = fields["name"]
+    constraint = _name(checker, name, name_path, projects)
+    for key in ("spec", "dryRunSpec"):
+        if key in fields and fields[key][0] is not None:
+            _spec(checker, *fields[key], constraint)
+    checker.typed(fields.get("etag"), str, "etag")
+    try:
+        return Policy.from_dict(item)
+    except PolicyFormatError as exc:
+        checker.error((*base, *exc.path), "policy-format", str(exc))
+        return None
+
+
+def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]) -> str | None:
+    """The constraint the policy name names, when it is one reconcile uses."""
+    match = _NAME.fullmatch(name) if isinstance(name, str) else None
+    if match is None:
+        checker.error(
+            path, "policy-name",
+            f"policy name {name!r} must look like projects/P/policies/CONSTRAINT "
+            "(or folders/F/..., organizations/O/...)",
+        )
+        return None
+    kind, node, _, constraint = match.groups()
+    if kind == "projects" and not node.isdigit():
+        if problem := project_id_problem(node):
+            checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
+        elif projects and node not in projects:
+            close = difflib.get_close_matches(node, sorted(projects), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            checker.warning(
+                path, "policy-project-unused",
+                f"policy for project {node!r}, which no spec uses{hint} (its rules check "
+                "nothing)",
+            )
+    elif kind != "projects" and not node.isdigit():
+        checker.error(
+            path, "policy-name",
+            f"in policy name {name!r}: {kind} are named by number, e.g. {kind}/123456",
+        )
+    if constraint in KNOWN_CONSTRAINTS:
+        return constraint
+    close = difflib.get_close_matches(constraint, KNOWN_CONSTRAINTS, n=1, cutoff=0.8)
+    if close:
+        checker.error(
+            path, "policy-constraint",
+            f"unknown constraint {constraint!r}; did you mean {close[0]!r}? (reconcile "
+            f"reads only {' and '.join(KNOWN_CONSTRAINTS)})",
+        )
+    else:
+        checker.warning(
+            path, "policy-constraint",
+            f"constraint {constraint!r} is not one reconcile checks "
+            f"({' and '.join(KNOWN_CONSTRAINTS)}); it is ignored",
+        )
+    return None
+
+
+def _spec(checker: _Checker, value: Any, path: PathKey, constraint: str | None) -> None:
+    fields = checker.mapping(value, path, SPEC_FIELDS, "a policy spec")
+    for key in ("inheritFromParent", "reset"):
+        checker.typed(fields.get(key), bool, key)
+    if "rules" not in fields or fields["rules"][0] is None:
+        return
+    rules, rules_path = fields["rules"]
+    if not isinstance(rules, list):
+        checker.error(rules_path, "policy-format", "`rules` must be a list")
+        return
+    for i, rule in enumerate(rules):
+        _rule(checker, rule, (*rules_path, i), constraint)
+
+
+def _rule(checker: _Checker, value: Any, path: PathKey, constraint: str | None) -> None:
+    fields = checker.mapping(value, path, RULE_FIELDS, "a rule")
+    for key in ("allowAll", "denyAll", "enforce"):
+        checker.typed(fields.get(key), bool, key)
+    if "condition" in fields:
+        cond_value, cond_path = fields["condition"]
+        cond = checker.mapping(cond_value, cond_path, CONDITION_FIELDS, "a condition")
+        for key in CONDITION_FIELDS:
+            checker.typed(cond.get(key), str, key)
+    kinds = [k for k in RULE_KINDS if k in fields]
+    if len(kinds) > 1:
+        checker.error(
+            path, "policy-rule",
+            f"a rule sets one of {', '.join(RULE_KINDS)}; this one sets {' and '.join(kinds)} "
+            "(split it into several rules)",
+        )
+    elif not kinds and isinstance(value, dict) and len(fields) == len(value):
+        checker.error(path, "policy-rule", f"a rule needs one of {', '.join(RULE_KINDS)}")
+    if constraint in BOOLEAN_CONSTRAINTS:
+        for key in ("values", "allowAll", "denyAll"):
+            if key in fields:
+                checker.error(
+                    fields[key][1], "policy-rule",
+                    f"{constraint} is a boolean constraint: its rules use `enforce`, "
+                    f"not `{key}`",
+                )
+    elif constraint is not None and "enforce" in fields:
+        checker.error(
+            fields["enforce"][1], "policy-rule",
+            f"{constraint} is a list constraint: its rules use values, allowAll or "
+            "denyAll, not `enforce`",
+        )
+    if "values" in fields:
+        values_value, values_path = fields["values"]
+        values = checker.mapping(values_value, values_path, VALUES_FIELDS, "rule values")
+        locations = constraint is not None and constraint not in BOOLEAN_CONSTRAINTS
+        for key in VALUES_FIELDS:
+            if key in values and checker.typed(values[key], list, key) and locations:
+                _location_values(checker, *values[key])
+
+
+def _location_values(checker: _Checker, values: list[str], path: PathKey) -> None:
+    cat = catalog()
+    for i, value in enumerate(values):
+        where = (*path, i)
+        if value.startswith(("in:", "under:")) or value.endswith("-locations"):
+            if cat.group(value) is None:
+                suggestion = cat.suggest_group(value)
+                hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+                checker.error(
+                    where, "policy-value",
+                    f"unknown value group {value!r}{hint} (if Google added it, add it with "
+                    "its regions to reconciler/data/locations.yaml)",
+                )
+            continue
+        location = value.removeprefix("is:")
+        if cat.kind_of(location) not in _LOCATION_KINDS:
+            suggestion = cat.suggest_region(location)
+            hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+            checker.error(where, "policy-value", f"unknown location {value!r}{hint}")
+

@@ -1,0 +1,75 @@
+"""Region lists in specs: each value a plain region Pub/Sub accepts, each once."""
+
+from __future__ import annotations
+
+from reconciler.orgpolicy.locations import catalog
+from reconciler.spec.reporter import Reporter
+from reconciler.yamlio import PathKey
+
+
+def region_problem(value: str) -> tuple[str, str] | None:
+    """(code, message) when `value` is not a plain region name Pub/Sub accepts."""
+    cat = catalog()
+    kind = cat.kind_of(value)
+    if kind == "region":
+        return None
+    if kind == "zone":
+        region = value.rsplit("-", 1)[0]
+        return "region-zone", f"{value!r} is a zone; use its region {region!r}"
+    if kind == "multi_region":
+        return (
+            "region-multi-region",
+            f"{value!r} is a multi-region location; list the individual regions instead",
+        )
+    if kind == "dual_region":
+        pair = cat.dual_regions.get(value.lower())
+        spelled = f" ({' and '.join(pair)})" if pair else ""
+        return (
+            "region-dual-region",
+            f"{value!r} is a dual-region location; list its two regions{spelled} instead",
+        )
+    if kind == "exclusion":
+        return (
+            "region-exclusion",
+            f"{value!r} is an exclusion; a storage policy lists only the regions it allows",
+        )
+    if kind == "group":
+        group = cat.group(value)
+        members = f" ({', '.join(sorted(group.regions))})" if group else ""
+        return (
+            "region-value-group",
+            f"{value!r} is an org-policy value group; list its regions{members} instead",
+        )
+    suggestion = cat.suggest_region(value)
+    hint = f"; did you mean {suggestion!r}?" if suggestion else ""
+    return "region-unknown", f"{value!r} is not a known Google Cloud region{hint}"
+
+
+def check_regions(regions: list[str], rep: Reporter, base: PathKey) -> list[str]:
+    """The good regions of the list at `base`; every bad or repeated one reported."""
+    good = []
+    restricted = catalog().restricted_regions
+    first: dict[str, int] = {}
+    for i, region in enumerate(regions):
+        if rep.silent((*base, i)):
+            continue
+        if region in first:
+            rep.warning(
+                (*base, i), "region-duplicate",
+                f"{region!r} is listed twice (first as item {first[region] + 1}); "
+                "remove the repeat",
+            )
+            continue
+        first[region] = i
+        problem = region_problem(region)
+        if problem:
+            rep.error((*base, i), problem[0], problem[1])
+            continue
+        if region in restricted:
+            rep.warning(
+                (*base, i), "region-restricted",
+                f"{region!r} is not a publicly listed region (restricted or not generally "
+                "available); make sure your projects can use it",
+            )
+        good.append(region)
+    return good
