@@ -1,0 +1,130 @@
+"""Fixtures for deadline and credential tests: a blackholed endpoint (a real TCP
+listener that accepts and never answers), a syntactically valid fake service-account
+key, a spec tree, and `reconcile` run as a subprocess under a generous guard timeout
+(so that a regression hangs one test for a minute, not the suite forever)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+# Only a guard against a hang: the tests assert exit codes and messages, not durations.
+GUARD_SECONDS = 90
+
+
+@pytest.fixture
+def blackhole() -> Iterator[str]:
+    """host:port of a listener that accepts every connection and never sends a byte,
+    so neither a TLS nor an HTTP/2 handshake ever completes."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.05)  # so the accepting thread sees `stop` promptly
+    accepted: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            accepted.append(conn)
+
+    thread = threading.Thread(target=accept, name="blackhole", daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        listener.close()
+        for conn in accepted:
+            conn.close()
+
+
+@pytest.fixture
+def fake_key(tmp_path: Path, blackhole: str) -> Path:
+    """A service-account key file google-auth accepts (a fresh RSA key), whose token
+    endpoint is the blackhole too, so that nothing can reach Google."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    ).decode()
+    info = {
+        "type": "service_account",
+        "project_id": "proj-a",
+        "private_key_id": "0123456789abcdef",
+        "private_key": pem,
+        "client_email": "reconcile-test@proj-a.iam.gserviceaccount.com",
+        "client_id": "100000000000000000000",
+        "token_uri": f"http://{blackhole}/token",
+    }
+    path = tmp_path / "fake-key.json"
+    path.write_text(json.dumps(info))
+    return path
+
+
+TOPIC_DOC = """apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: proj-a, name: orders}
+spec:
+  labels: {team: payments}
+"""
+
+
+@pytest.fixture
+def spec_dir(tmp_path: Path) -> Path:
+    root = tmp_path / "specs"
+    root.mkdir()
+    (root / "topics.yaml").write_text(TOPIC_DOC)
+    return root
+
+
+@pytest.fixture
+def snapshot(tmp_path: Path) -> Path:
+    """An empty org-policy snapshot (no policy: the constraints' defaults)."""
+    path = tmp_path / "org-policy.yaml"
+    path.write_text("[]\n")
+    return path
+
+
+@pytest.fixture
+def reconcile(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """`reconcile ARGS...` in a subprocess (cwd: tmp_path), with `env` added to a clean
+    environment: no emulator, no credentials, no endpoint overrides leaking in."""
+
+    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        base = {
+            k: v
+            for k, v in os.environ.items()
+            if k != "PUBSUB_EMULATOR_HOST"
+            and not k.startswith("RECONCILE_")
+            and k != "GOOGLE_APPLICATION_CREDENTIALS"
+        }
+        base.update(env or {})
+        return subprocess.run(
+            [sys.executable, "-m", "reconciler", *args],
+            capture_output=True,
+            text=True,
+            cwd=tmp_path,
+            env=base,
+            timeout=GUARD_SECONDS,
+        )
+
+    return run
