@@ -6,6 +6,8 @@ call, so an unreachable Google Cloud used to look like a hang).
     call_options(timeout, client_retry)      `timeout=` and a bounded `retry=` for a GAPIC call
     Deadline(seconds, endpoint)              tells our own deadline from the service's answer
     wait_ready(channels, seconds)            connect first; the endpoints that did not answer
+    ConnectFirst(client, endpoint, seconds)  a Google Cloud client that connects on first use
+    endpoint_of(client, default)             the address to name in a deadline message
 
 A deadline we hit ourselves becomes a BackendError with status `TIMEOUT` (not a gRPC
 code): apply does not retry it, because every retry would wait the whole deadline again.
@@ -15,6 +17,7 @@ Google imports happen on call: `reconcile validate` imports this module's consta
 
 from __future__ import annotations
 
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -102,3 +105,49 @@ def wait_ready(channels: dict[str, Any], seconds: float) -> list[str]:
             late.append(endpoint)
             future.cancel()
     return late
+
+
+class ConnectFirst:
+    """A Google Cloud client whose channel is connected, within the deadline, before
+    its first call; an endpoint that never answers fails naming it. On first use, so
+    that only the services a command calls are dialled (import never needs the Org
+    Policy API, policy pull never Pub/Sub). Thread-safe: one attempt, shared outcome."""
+
+    def __init__(self, client: Any, endpoint: str, seconds: float) -> None:
+        self._client = client
+        self.endpoint = endpoint
+        self._seconds = seconds
+        self._lock = threading.Lock()
+        self._outcome: BackendError | bool | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if callable(attr) and not name.startswith("_"):
+            self.connect()
+        return attr
+
+    def connect(self) -> None:
+        with self._lock:
+            if self._outcome is None:
+                late = wait_ready(
+                    {self.endpoint: self._client.transport.grpc_channel}, self._seconds
+                )
+                self._outcome = (
+                    BackendError(
+                        f"cannot reach Google Cloud at {self.endpoint} (no connection "
+                        f"within {seconds_text(self._seconds)})",
+                        hint=DEADLINE_HINT,
+                        status=TIMEOUT_STATUS,
+                    )
+                    if late
+                    else True
+                )
+            outcome = self._outcome
+        if isinstance(outcome, BackendError):
+            raise BackendError(outcome.message, hint=outcome.hint, status=outcome.status)
+
+
+def endpoint_of(client: Any, default: str) -> str:
+    """A Google Cloud client's endpoint (host:port); `default` (the target, e.g.
+    "emulator HOST:PORT") for the others."""
+    return client.endpoint if isinstance(client, ConnectFirst) else default

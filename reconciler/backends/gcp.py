@@ -7,7 +7,7 @@ this module turns their answers into plan-shaped dicts and their failures into
 
 Stable entry points (plan and apply use them):
     GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None,
-               client_retry=True, timeout=DEFAULT_TIMEOUT, endpoint=None)
+               client_retry=True, timeout=DEFAULT_TIMEOUT)
     topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -27,7 +27,7 @@ from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import ObservedTopic, OrgInputs
-from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options
+from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.topicproto import observed, topic_to_proto
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import (
@@ -149,8 +149,8 @@ class GcpBackend:
     `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
     UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
     bounded retry of all transient codes is the only one and every attempt is counted.
-    Every call ends within `timeout` seconds (backends/deadline.py); `endpoint` is the
-    address named when it does not (default: `target`).
+    Every call ends within `timeout` seconds (backends/deadline.py); when it does not,
+    the client's endpoint is named (the target for the emulator and --local).
     """
 
     def __init__(
@@ -164,10 +164,10 @@ class GcpBackend:
         on_close: Callable[[], None] | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
-        endpoint: str | None = None,
     ) -> None:
         self.client_retry = client_retry
-        self.deadline = Deadline(timeout, endpoint or target)
+        self.deadline = Deadline(timeout, endpoint_of(publisher, target))
+        self.policy_deadline = Deadline(timeout, endpoint_of(orgpolicy, target))
         self._options = call_options(timeout, client_retry)
         self.publisher = publisher
         self.orgpolicy = orgpolicy
@@ -275,7 +275,7 @@ class GcpBackend:
             except gexc.NotFound:
                 return None
 
-        policy = _call(self.deadline, "read org policy", resource, run)
+        policy = _call(self.policy_deadline, "read org policy", resource, run)
         if policy is None:
             return None
         data = MessageToDict(type(policy).pb(policy))

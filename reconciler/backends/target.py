@@ -14,10 +14,10 @@ organisation it models; an existing local state is never overwritten. Credential
 and tokens are never printed; a credentials problem becomes a BackendError with
 google-auth's reason (backends/credentials.py).
 
-Deadlines (backends/deadline.py): an emulator or Google Cloud is connected to before
-the first call, within `timeout` seconds (at most CONNECT_TIMEOUT for an emulator), so
-that an unreachable or silent endpoint fails naming its address; every call after that
-ends within `timeout`, the client library's retries included.
+Deadlines (backends/deadline.py): an emulator is connected to when opened (within
+CONNECT_TIMEOUT, or `timeout` if shorter), a Google Cloud service before its first
+call (within `timeout`), so that an unreachable or silent endpoint fails naming its
+address; every call after that ends within `timeout`, the library's retries included.
 """
 
 from __future__ import annotations
@@ -26,7 +26,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from reconciler.backends.deadline import DEADLINE_HINT, DEFAULT_TIMEOUT, seconds_text, wait_ready
+from reconciler.backends.deadline import (
+    DEFAULT_TIMEOUT,
+    ConnectFirst,
+    seconds_text,
+    wait_ready,
+)
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
 from reconciler.orgpolicy.store import PolicyStore, load_snapshot
@@ -133,19 +138,9 @@ def _google_cloud(options: dict[str, Any]) -> GcpBackend:
     from reconciler.backends.credentials import default_credentials
 
     credentials = default_credentials()
-    publisher, endpoint = cloud_publisher_client(credentials)
-    channels = {endpoint: publisher.transport.grpc_channel}
+    timeout = options["timeout"]
+    publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
     orgpolicy = None
     if options["policy_store"] is None:
-        orgpolicy, policy_endpoint = cloud_orgpolicy_client(credentials)
-        channels[policy_endpoint] = orgpolicy.transport.grpc_channel
-    backend = GcpBackend(publisher, orgpolicy, "gcp", endpoint=endpoint, **options)
-    late = wait_ready(channels, options["timeout"])
-    if late:
-        backend.close()
-        raise BackendError(
-            f"cannot reach Google Cloud at {', '.join(late)} (no connection within "
-            f"{seconds_text(options['timeout'])})",
-            hint=DEADLINE_HINT,
-        )
-    return backend
+        orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
+    return GcpBackend(publisher, orgpolicy, "gcp", **options)

@@ -20,37 +20,59 @@ import pytest
 GUARD_SECONDS = 90
 
 
-@pytest.fixture
-def blackhole() -> Iterator[str]:
-    """host:port of a listener that accepts every connection and never sends a byte,
-    so neither a TLS nor an HTTP/2 handshake ever completes."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(64)
-    listener.settimeout(0.05)  # so the accepting thread sees `stop` promptly
-    accepted: list[socket.socket] = []
-    stop = threading.Event()
+class Blackhole:
+    """A listener that accepts every connection and never sends a byte, so neither a
+    TLS nor an HTTP/2 handshake ever completes."""
 
-    def accept() -> None:
-        while not stop.is_set():
+    def __init__(self) -> None:
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen(64)
+        self.listener.settimeout(0.05)  # so the accepting thread sees `stop` promptly
+        self.address = f"127.0.0.1:{self.listener.getsockname()[1]}"
+        self.accepted: list[socket.socket] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._accept, name="blackhole", daemon=True)
+        self.thread.start()
+
+    def _accept(self) -> None:
+        while not self.stop.is_set():
             try:
-                conn, _ = listener.accept()
+                conn, _ = self.listener.accept()
             except TimeoutError:
                 continue
             except OSError:
                 return
-            accepted.append(conn)
+            self.accepted.append(conn)
 
-    thread = threading.Thread(target=accept, name="blackhole", daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{listener.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        listener.close()
-        for conn in accepted:
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(timeout=5)
+        self.listener.close()
+        for conn in self.accepted:
             conn.close()
+
+
+@pytest.fixture
+def blackholes() -> Iterator[Callable[[], str]]:
+    """Make blackholed endpoints (host:port), closed after the test."""
+    made: list[Blackhole] = []
+
+    def make() -> str:
+        made.append(Blackhole())
+        return made[-1].address
+
+    try:
+        yield make
+    finally:
+        for hole in made:
+            hole.close()
+
+
+@pytest.fixture
+def blackhole(blackholes: Callable[[], str]) -> str:
+    """One blackholed endpoint, host:port."""
+    return blackholes()
 
 
 @pytest.fixture
@@ -128,3 +150,67 @@ def reconcile(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]
         )
 
     return run
+
+
+@pytest.fixture
+def silent_tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A real gRPC server over TLS (a self-signed certificate for 127.0.0.1) that
+    completes every handshake and never answers a call: (host:port, CA file for
+    GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)."""
+    import datetime
+    import ipaddress
+    from concurrent import futures
+
+    import grpc
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from cryptography.x509.oid import NameOID
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+    ca_file = tmp_path / "ca.pem"
+    ca_file.write_bytes(cert_pem)
+    release = threading.Event()
+
+    def never_answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+        release.wait(GUARD_SECONDS)
+        context.abort(grpc.StatusCode.UNAVAILABLE, "test server stopping")
+        return b""
+
+    class Silent(grpc.GenericRpcHandler):
+        def service(self, details: grpc.HandlerCallDetails) -> grpc.RpcMethodHandler:
+            return grpc.unary_unary_rpc_method_handler(never_answer)
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
+    server.add_generic_rpc_handlers((Silent(),))
+    creds = grpc.ssl_server_credentials([(key_pem, cert_pem)])
+    port = server.add_secure_port("127.0.0.1:0", creds)
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", ca_file
+    finally:
+        release.set()
+        server.stop(grace=None)

@@ -106,6 +106,35 @@ def test_import_and_policy_pull_against_unreachable_google_cloud(
     assert not (tmp_path / "pulled.yaml").exists()
 
 
+def test_only_the_services_a_command_calls_are_dialled(
+    reconcile: Run, blackholes: Callable[[], str], fake_key: Path, tmp_path: Path
+) -> None:
+    pubsub, orgpolicy = blackholes(), blackholes()
+    env = cloud_env(fake_key, pubsub, orgpolicy)
+    imported = reconcile(
+        "import", "--project", "proj-a", "--out", str(tmp_path / "imported"),
+        "--timeout", "1", env=env,
+    )
+    assert_clean_failure(imported, f"cannot reach Google Cloud at {pubsub} (")
+    assert orgpolicy not in imported.stderr  # import never needs the Org Policy API
+    pulled = reconcile(
+        "policy", "pull", "--project", "proj-a", "--out", str(tmp_path / "pulled.yaml"),
+        "--timeout", "1", env=env,
+    )
+    assert_clean_failure(pulled, f"cannot reach Google Cloud at {orgpolicy} (")
+    assert pubsub not in pulled.stderr  # policy pull never needs Pub/Sub
+
+
+def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
+    reconcile: Run, blackhole: str, spec_dir: Path, tmp_path: Path
+) -> None:
+    plan_file = tmp_path / "plan.json"
+    made = reconcile("plan", str(spec_dir), "--local", "--out", str(plan_file))
+    assert made.returncode == 0, made.stderr
+    result = reconcile("apply", str(plan_file), "--emulator", blackhole, "--timeout", "2")
+    assert_clean_failure(result, f"Error: cannot connect to the emulator at {blackhole}")
+
+
 def test_timeout_must_be_positive(reconcile: Run, spec_dir: Path) -> None:
     result = reconcile("plan", str(spec_dir), "--local", "--timeout", "0")
     assert result.returncode == 2
@@ -168,3 +197,22 @@ def test_bounded_library_retry_uses_the_timeout() -> None:
     assert kept["retry"]._predicate(gexc.ServiceUnavailable("x"))
     assert not kept["retry"]._predicate(gexc.DeadlineExceeded("x"))
     assert call_options(2.5, client_retry=False) == {"timeout": 2.5, "retry": None}
+
+
+def test_google_cloud_call_that_never_answers_fails_at_the_deadline(
+    reconcile: Run, silent_tls_server: tuple[str, Path], fake_key: Path, spec_dir: Path,
+    snapshot: Path,
+) -> None:
+    # TLS and HTTP/2 complete, the fake key signs its JWT locally, the call hangs.
+    address, ca_file = silent_tls_server
+    env = cloud_env(fake_key, address)
+    env["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(ca_file)
+    result = reconcile(
+        "plan", str(spec_dir), "--org-policy", str(snapshot), "--timeout", "2", env=env
+    )
+    assert_clean_failure(
+        result,
+        f"Error: no answer from {address} within 2 s while trying to list topics for "
+        "projects/proj-a",
+    )
+    assert "cannot reach" not in result.stderr
