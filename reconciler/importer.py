@@ -1,7 +1,7 @@
 """`reconcile import` from end to end: write specs that reproduce live topics, so that
 an existing project can be brought under reconcile without retyping it.
 
-    run_import(projects, topics, out_dir, force, local, emulator) -> exit code
+    run_import(projects, topics, out_dir, force, local, emulator, timeout) -> exit code
 
 One file per project (`DIR/<project>.yaml`); nothing is written unless every target
 file is new (or `--force`), so a refusal never leaves half an import behind. Usage
@@ -19,6 +19,7 @@ import click
 import yaml
 
 from reconciler.backends.base import ObservedTopic
+from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.errors import EXIT_OK, BackendError, UsageError
 from reconciler.fileio import write_atomically
 from reconciler.names import topic_name, topics_prefix
@@ -79,11 +80,11 @@ def render(docs: list[Doc], header: str) -> str:
 
 
 def read_live(
-    local: bool, emulator: str | None, projects: Sequence[str]
+    local: bool, emulator: str | None, projects: Sequence[str], timeout: float = DEFAULT_TIMEOUT
 ) -> tuple[dict[str, list[ObservedTopic]], str]:
     from reconciler.backends.target import open_backend
 
-    backend: Any = open_backend(local, emulator, None)
+    backend: Any = open_backend(local, emulator, None, timeout=timeout)
     try:
         return {p: backend.list_topics(p) for p in projects}, str(backend.target)
     finally:
@@ -97,6 +98,7 @@ def run_import(
     force: bool = False,
     local: bool = False,
     emulator: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> int:
     """Read the live topics of `projects` and write one spec file per project."""
     projects = list(dict.fromkeys(projects))
@@ -109,7 +111,7 @@ def run_import(
             f"refusing to overwrite {', '.join(clash)}",
             hint="pass --force to replace them, or choose another --out directory",
         )
-    live, target = read_live(local, emulator, projects)
+    live, target = read_live(local, emulator, projects, timeout)
     missing = missing_topics(projects, live, topics)
     if missing:
         raise BackendError(

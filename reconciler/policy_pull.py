@@ -1,7 +1,7 @@
 """`reconcile policy pull`: save the effective org policy of projects as a snapshot, so
 that `validate` (pre-commit, CI without credentials) checks what the service enforces.
 
-    pull_snapshot(projects, out, local, emulator) -> exit code
+    pull_snapshot(projects, out, local, emulator, timeout) -> exit code
 
 Each project's *effective* policy (GetEffectivePolicy, through the backend: the
 hierarchy already merged, value groups expanded) is written as that project's own
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.errors import EXIT_OK, BackendError
 from reconciler.orgpolicy.model import KNOWN_CONSTRAINTS
 from reconciler.orgpolicy.store import PolicyStore, dump_snapshot
@@ -70,7 +71,11 @@ def header(target: str, projects: Sequence[str], defaults: Sequence[str]) -> str
 
 
 def pull_snapshot(
-    projects: Sequence[str], out: Path, local: bool = False, emulator: str | None = None
+    projects: Sequence[str],
+    out: Path,
+    local: bool = False,
+    emulator: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> int:
     """Check the command line first (no call is made for a usage error), then read
     every project's policies and write the snapshot atomically."""
@@ -79,7 +84,7 @@ def pull_snapshot(
     from reconciler.backends.target import open_backend
 
     projects = list(dict.fromkeys(projects))
-    backend = open_backend(local, emulator, None)
+    backend = open_backend(local, emulator, None, timeout=timeout)
     try:
         store, defaults = pull(backend, projects)
         target = backend.target

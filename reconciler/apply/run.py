@@ -67,7 +67,13 @@ def open_guarded(
     if result is None:
         from reconciler.backends.target import open_backend
 
-        inner = open_backend(target.local, target.emulator, target.org_policy, client_retry=False)
+        inner = open_backend(
+            target.local,
+            target.emulator,
+            target.org_policy,
+            client_retry=False,
+            timeout=target.timeout,
+        )
     else:
         inner = open_target(target, result, client_retry=False)
     return GuardedBackend(inner, guard)

@@ -1,9 +1,11 @@
 """Real Google client libraries pointed at a plaintext address (the local server or an
 emulator): the same classes the Google Cloud path uses, over an insecure channel, with
-no credentials involved. Google imports happen on call, not at module import."""
+no credentials involved; and the Google Cloud clients themselves (TLS, credentials,
+endpoint overridable). Google imports happen on call, not at module import."""
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 _CHANNEL_OPTIONS = (
@@ -46,3 +48,35 @@ def orgpolicy_client(address: str) -> Any:
 
     transport = OrgPolicyGrpcTransport(channel=insecure_channel(address))
     return OrgPolicyClient(transport=transport)
+
+
+# Google Cloud endpoints can be overridden (a locational or Private Service Connect
+# endpoint, or a test's listener); the default is the library's own.
+PUBSUB_ENDPOINT_ENV = "RECONCILE_PUBSUB_ENDPOINT"
+ORGPOLICY_ENDPOINT_ENV = "RECONCILE_ORGPOLICY_ENDPOINT"
+
+
+def _endpoint(override: str | None, default: str) -> str:
+    """host:port as gRPC dials it (the libraries add :443 to a bare host)."""
+    address = override or default
+    return address if ":" in address else f"{address}:443"
+
+
+def cloud_publisher_client(credentials: Any) -> tuple[Any, str]:
+    """The GAPIC PublisherClient for Google Cloud (TLS, `credentials`), and its endpoint."""
+    from google.pubsub_v1 import PublisherClient
+
+    override = os.environ.get(PUBSUB_ENDPOINT_ENV) or None
+    options = {"api_endpoint": override} if override else None
+    client = PublisherClient(credentials=credentials, client_options=options)
+    return client, _endpoint(override, client.api_endpoint)
+
+
+def cloud_orgpolicy_client(credentials: Any) -> tuple[Any, str]:
+    """The OrgPolicyClient for Google Cloud (TLS, `credentials`), and its endpoint."""
+    from google.cloud.orgpolicy_v2 import OrgPolicyClient
+
+    override = os.environ.get(ORGPOLICY_ENDPOINT_ENV) or None
+    options = {"api_endpoint": override} if override else None
+    client = OrgPolicyClient(credentials=credentials, client_options=options)
+    return client, _endpoint(override, client.api_endpoint)

@@ -7,7 +7,7 @@ this module turns their answers into plan-shaped dicts and their failures into
 
 Stable entry points (plan and apply use them):
     GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None,
-               client_retry=True)
+               client_retry=True, timeout=DEFAULT_TIMEOUT)
     topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -18,6 +18,7 @@ Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.topicproto import observed, topic_to_proto
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import (
@@ -43,7 +45,6 @@ T = TypeVar("T")
 API_ERRORS = (gexc.GoogleAPIError, gexc.RetryError, auth_exc.GoogleAuthError)
 
 PAGE_SIZE = 1000
-RPC_TIMEOUT = 60.0
 
 # What each call needs, for PERMISSION_DENIED messages: (permission, role).
 PERMISSIONS: dict[str, tuple[str, str]] = {
@@ -128,10 +129,15 @@ def _spec(policy: Policy | None) -> PolicySpec | None:
     return policy.spec if policy is not None else None
 
 
-def _call(action: str, resource: str, fn: Callable[[], T]) -> T:
+def _call(deadline: Deadline, action: str, resource: str, fn: Callable[[], T]) -> T:
+    """Run one call; our own deadline passing is reported as such (naming the endpoint),
+    anything else the service or the credentials raise through `api_error`."""
+    started = time.monotonic()
     try:
         return fn()
     except API_ERRORS as exc:
+        if deadline.expired(exc, started):
+            raise deadline.error(exc, action, resource) from None
         raise api_error(exc, action, resource) from None
 
 
@@ -143,6 +149,8 @@ class GcpBackend:
     `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
     UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
     bounded retry of all transient codes is the only one and every attempt is counted.
+    Every call ends within `timeout` seconds (backends/deadline.py); when it does not,
+    the client's endpoint is named (the target for the emulator and --local).
     """
 
     def __init__(
@@ -155,8 +163,12 @@ class GcpBackend:
         policy_source: str | None = None,
         on_close: Callable[[], None] | None = None,
         client_retry: bool = True,
+        timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.client_retry = client_retry
+        self.deadline = Deadline(timeout, endpoint_of(publisher, target))
+        self.policy_deadline = Deadline(timeout, endpoint_of(orgpolicy, target))
+        self._options = call_options(timeout, client_retry)
         self.publisher = publisher
         self.orgpolicy = orgpolicy
         self.target = target
@@ -166,11 +178,9 @@ class GcpBackend:
 
     @property
     def _rpc(self) -> dict[str, Any]:
-        """Per-call options: the timeout, and no library retry when turned off."""
-        options: dict[str, Any] = {"timeout": RPC_TIMEOUT}
-        if not self.client_retry:
-            options["retry"] = None
-        return options
+        """Per-call options: the deadline, and the library's retry bounded by it (or
+        none when turned off)."""
+        return dict(self._options)
 
     # -- topics ---------------------------------------------------------------
     def list_topics(self, project: str) -> list[ObservedTopic]:
@@ -183,20 +193,22 @@ class GcpBackend:
             )
             return [observed(t) for t in pager]
 
-        return _call("list topics", resource, run)
+        return _call(self.deadline, "list topics", resource, run)
 
     def get_topic(self, name: str) -> ObservedTopic | None:
-        try:
-            topic = self.publisher.get_topic(request={"topic": name}, **self._rpc)
-        except gexc.NotFound:
-            return None
-        except API_ERRORS as exc:
-            raise api_error(exc, "read topic", name) from None
-        return observed(topic)
+        def run() -> Any:
+            try:
+                return self.publisher.get_topic(request={"topic": name}, **self._rpc)
+            except gexc.NotFound:
+                return None
+
+        topic = _call(self.deadline, "read topic", name, run)
+        return None if topic is None else observed(topic)
 
     def create_topic(self, body: dict[str, Any]) -> ObservedTopic:
         topic = topic_to_proto(body)
         created = _call(
+            self.deadline,
             "create topic",
             topic.name,
             lambda: self.publisher.create_topic(request=topic, **self._rpc),
@@ -207,6 +219,7 @@ class GcpBackend:
         topic = topic_to_proto(body)
         request = {"topic": topic, "update_mask": {"paths": list(update_mask)}}
         updated = _call(
+            self.deadline,
             "update topic",
             topic.name,
             lambda: self.publisher.update_topic(request=request, **self._rpc),
@@ -215,6 +228,7 @@ class GcpBackend:
 
     def delete_topic(self, name: str) -> None:
         _call(
+            self.deadline,
             "delete topic",
             name,
             lambda: self.publisher.delete_topic(request={"topic": name}, **self._rpc),
@@ -253,12 +267,17 @@ class GcpBackend:
                 f"no Org Policy API at {self.target} to read {name}",
                 hint=ORG_POLICY_UNSERVED_HINT,
             )
-        try:
-            policy = self.orgpolicy.get_effective_policy(request={"name": name}, **self._rpc)
-        except gexc.NotFound:
+        orgpolicy = self.orgpolicy
+
+        def run() -> Any:
+            try:
+                return orgpolicy.get_effective_policy(request={"name": name}, **self._rpc)
+            except gexc.NotFound:
+                return None
+
+        policy = _call(self.policy_deadline, "read org policy", resource, run)
+        if policy is None:
             return None
-        except API_ERRORS as exc:
-            raise api_error(exc, "read org policy", resource) from None
         data = MessageToDict(type(policy).pb(policy))
         data["name"] = name  # the service may answer with the project number
         data.pop("etag", None)

@@ -2,7 +2,7 @@
 PUBSUB_EMULATOR_HOST), or Google Cloud with Application Default Credentials.
 
     open_backend(local, emulator, org_policy, policy_store=None, local_seed=None,
-                 client_retry=True)
+                 client_retry=True, timeout=DEFAULT_TIMEOUT)
 
 `org_policy` (the --org-policy FILE) always wins over the Org Policy API: the source of
 the org policy (snapshot or API) is decided here, once, and the backend's
@@ -11,7 +11,13 @@ client library's own retry, so that apply's bounded, counted retry is the only o
 (the spec tree's org-policy snapshot) gives a brand-new embedded server the same org
 policy the specs were validated against, so a first `--local` run behaves like the
 organisation it models; an existing local state is never overwritten. Credentials
-and tokens are never printed; a missing-credentials problem becomes a BackendError.
+and tokens are never printed; a credentials problem becomes a BackendError with
+google-auth's reason (backends/credentials.py).
+
+Deadlines (backends/deadline.py): an emulator is connected to when opened (within
+CONNECT_TIMEOUT, or `timeout` if shorter), a Google Cloud service before its first
+call (within `timeout`), so that an unreachable or silent endpoint fails naming its
+address; every call after that ends within `timeout`, the library's retries included.
 """
 
 from __future__ import annotations
@@ -20,6 +26,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from reconciler.backends.deadline import (
+    DEFAULT_TIMEOUT,
+    ConnectFirst,
+    seconds_text,
+    wait_ready,
+)
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
 from reconciler.orgpolicy.store import PolicyStore, load_snapshot
@@ -44,8 +56,10 @@ def open_backend(
     policy_store: PolicyStore | None = None,
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
+    timeout: float = DEFAULT_TIMEOUT,
 ) -> GcpBackend:
-    """Build the backend for the chosen target (the caller closes it)."""
+    """Build the backend for the chosen target (the caller closes it); every call it
+    makes ends within `timeout` seconds."""
     if local and emulator:
         raise UsageError("--local and --emulator are alternatives; pass one of them")
     store = policy_store
@@ -60,6 +74,7 @@ def open_backend(
         "policy_store": store,
         "policy_source": source,
         "client_retry": client_retry,
+        "timeout": timeout,
     }
     if local:
         return _local(options, local_seed)
@@ -99,50 +114,33 @@ def _local(options: dict[str, Any], seed: PolicyStore | None) -> GcpBackend:
     )
 
 
+# An emulator is local or nearby: a handshake slower than this is a wrong address.
 CONNECT_TIMEOUT = 5.0
 
 
-def _reachable(address: str) -> None:
-    """Fail in seconds, not after the clients' 60 s of retries, when nothing listens."""
-    import grpc
-
-    channel = grpc.insecure_channel(address)
-    try:
-        grpc.channel_ready_future(channel).result(timeout=CONNECT_TIMEOUT)
-    except grpc.FutureTimeoutError:
+def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
+    publisher, orgpolicy = _clients(address, options["policy_store"] is None)
+    backend = GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
+    budget = min(CONNECT_TIMEOUT, options["timeout"])
+    if wait_ready({address: publisher.transport.grpc_channel}, budget):
+        backend.close()
         raise BackendError(
             f"cannot connect to the emulator at {address} (no answer within "
-            f"{CONNECT_TIMEOUT:.0f} s)",
+            f"{seconds_text(budget)})",
             hint="start it (e.g. `reconcile local-server --port PORT`), or fix --emulator "
             "/ PUBSUB_EMULATOR_HOST",
-        ) from None
-    finally:
-        channel.close()
-
-
-def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
-    _reachable(address)
-    publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    return GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
+        )
+    return backend
 
 
 def _google_cloud(options: dict[str, Any]) -> GcpBackend:
-    import google.auth.exceptions
-    from google.cloud.orgpolicy_v2 import OrgPolicyClient
-    from google.pubsub_v1 import PublisherClient
+    from reconciler.backends.clients import cloud_orgpolicy_client, cloud_publisher_client
+    from reconciler.backends.credentials import default_credentials
 
-    try:
-        publisher = PublisherClient()
-        orgpolicy = OrgPolicyClient() if options["policy_store"] is None else None
-    except google.auth.exceptions.DefaultCredentialsError:
-        raise BackendError(
-            "no Google Cloud credentials found (Application Default Credentials)",
-            hint="run `gcloud auth application-default login`, set "
-            "GOOGLE_APPLICATION_CREDENTIALS, or target --local / --emulator HOST:PORT",
-        ) from None
-    except google.auth.exceptions.GoogleAuthError as exc:
-        raise BackendError(
-            f"Google Cloud credentials could not be used: {type(exc).__name__}",
-            hint="refresh them with `gcloud auth application-default login`",
-        ) from None
+    credentials = default_credentials()
+    timeout = options["timeout"]
+    publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
+    orgpolicy = None
+    if options["policy_store"] is None:
+        orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
     return GcpBackend(publisher, orgpolicy, "gcp", **options)

@@ -1,7 +1,7 @@
 """CLI options shared by `plan`, `show` and `apply`: the target (--local, --emulator,
 --org-policy), the output format, and how a plan is printed.
 
-    @server_options            adds local, emulator (import, policy pull)
+    @server_options            adds local, emulator, timeout (import, policy pull)
     @target_options            adds local, emulator, org_policy
     @format_option(choices)    adds fmt
     use_colour()               colour on a terminal only, never with NO_COLOR
@@ -19,13 +19,24 @@ from typing import Any, TypeVar
 
 import click
 
+from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.render import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def server_options(fn: F) -> F:
-    """--local | --emulator HOST:PORT (default: $PUBSUB_EMULATOR_HOST, else Google Cloud)."""
+    """--local | --emulator HOST:PORT (default: $PUBSUB_EMULATOR_HOST, else Google Cloud),
+    and --timeout SECONDS: the deadline of every call to it, the client's retries included."""
+    fn = click.option(
+        "--timeout",
+        "timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=DEFAULT_TIMEOUT,
+        show_default=True,
+        metavar="SECONDS",
+        help="Deadline for connecting and for each call to the service, retries included.",
+    )(fn)
     fn = click.option(
         "--emulator",
         "emulator",

@@ -46,10 +46,11 @@ def command(
     concurrency: int,
     rate_limit: float,
     fmt: str,
+    timeout: float,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE."""
     from reconciler.apply.run import Settings, run_apply
     from reconciler.plan.run import Target
 
     settings = Settings(auto_approve, prune, concurrency, rate_limit, fmt, use_colour())
-    return run_apply(paths, Target(local, emulator, org_policy), settings)
+    return run_apply(paths, Target(local, emulator, org_policy, timeout), settings)

@@ -43,8 +43,9 @@ def command(
     force: bool,
     local: bool,
     emulator: str | None,
+    timeout: float,
 ) -> int:
     """Write specs that reproduce the live topics of --project P into DIR."""
     from reconciler.importer import run_import
 
-    return run_import(projects, topics, out_dir, force, local, emulator)
+    return run_import(projects, topics, out_dir, force, local, emulator, timeout)

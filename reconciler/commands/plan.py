@@ -38,13 +38,14 @@ def command(
     fmt: str,
     detailed_exitcode: bool,
     prune: bool,
+    timeout: float,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     from reconciler.plan.run import Target, run_plan
 
     return run_plan(
         paths,
-        Target(local, emulator, org_policy),
+        Target(local, emulator, org_policy, timeout),
         out=out,
         fmt=fmt,
         detailed_exitcode=detailed_exitcode,

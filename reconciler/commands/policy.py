@@ -33,8 +33,10 @@ def command() -> None:
     help="Snapshot file to write (YAML).",
 )
 @server_options
-def pull_command(projects: tuple[str, ...], out: Path, local: bool, emulator: str | None) -> int:
+def pull_command(
+    projects: tuple[str, ...], out: Path, local: bool, emulator: str | None, timeout: float
+) -> int:
     """Write the effective org policy of each --project P to FILE."""
     from reconciler.policy_pull import pull_snapshot
 
-    return pull_snapshot(projects, out, local, emulator)
+    return pull_snapshot(projects, out, local, emulator, timeout)

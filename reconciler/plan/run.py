@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconciler.plan.model import Plan
@@ -30,11 +31,13 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Target:
-    """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE."""
+    """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE, and
+    --timeout SECONDS (the deadline of each call to it)."""
 
     local: bool = False
     emulator: str | None = None
     org_policy: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT
 
 
 def validate_specs(paths: Sequence[Path], org_policy: Path | None) -> ValidationResult:
@@ -62,6 +65,7 @@ def open_target(
         policy_store=store,
         local_seed=result.policy_store,
         client_retry=client_retry,
+        timeout=target.timeout,
     )
 
 
