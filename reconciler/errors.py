@@ -52,6 +52,19 @@ class BackendError(ReconcileError):
         self.status = status
 
 
+# The service's words for "this project's org policy has not reached Pub/Sub yet" (a
+# project created minutes ago): FAILED_PRECONDITION / INVALID_ARGUMENT carrying them are
+# retried by apply (apply/retry.py), as Terraform does. Matched on the message because
+# the status code alone also means permanent refusals.
+PROPAGATION_PHRASES = ("recently created", "retry this operation")
+
+
+def is_propagation_message(text: str) -> bool:
+    """Does the service say the project is too new for its org policy to be in force?"""
+    low = " ".join(text.lower().split())
+    return any(phrase in low for phrase in PROPAGATION_PHRASES)
+
+
 class StalePlanError(ReconcileError):
     """A saved plan no longer matches the live state it was made against."""
 

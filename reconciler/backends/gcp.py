@@ -27,7 +27,7 @@ from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import ObservedTopic, OrgInputs
 from reconciler.backends.topicproto import observed, topic_to_proto
-from reconciler.errors import BackendError
+from reconciler.errors import BackendError, is_propagation_message
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -119,8 +119,14 @@ def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
             f"{resource}: {detail}",
             hint="check the network or the --emulator address, then retry",
         )
-    code = getattr(exc, "code", None)
-    name = getattr(code, "name", None) or type(exc).__name__
+    grpc_code = getattr(exc, "grpc_status_code", None)
+    name = getattr(grpc_code, "name", None) or type(exc).__name__
+    if is_propagation_message(detail):
+        return BackendError(
+            f"failed to {action} for {resource}: {name}: {detail}",
+            hint="the project's organization policy has not reached Pub/Sub yet (a recently "
+            "created project); apply waits for it up to --propagation-wait",
+        )
     return BackendError(f"failed to {action} for {resource}: {name}: {detail}")
 
 
