@@ -8,6 +8,7 @@ import click
 
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
+from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
 
@@ -20,13 +21,20 @@ from reconciler.spec.validate import DEFAULT_PATH, validate_paths
     help="Org-policy snapshot (default: org-policy.yaml at the spec root, if any).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-def command(paths: tuple[Path, ...], org_policy: Path | None, fmt: str) -> int:
+@click.option(
+    "--strict-groups",
+    is_flag=True,
+    help="Refusals that rest on inferred value-group membership are errors, not warnings.",
+)
+def command(paths: tuple[Path, ...], org_policy: Path | None, fmt: str, strict_groups: bool) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
     result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy)
     diagnostics = result.diagnostics.sorted()
+    if strict_groups:
+        diagnostics = promote_inferred(diagnostics)
     if fmt == "json":
         click.echo(report.as_json(diagnostics), nl=False)
     else:
         click.echo(report.text(diagnostics), nl=False)
         click.echo(report.summary(diagnostics, result.files), err=True)
-    return EXIT_ERROR if result.diagnostics.has_errors else EXIT_OK
+    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK

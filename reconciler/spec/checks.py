@@ -217,12 +217,16 @@ def _check_topic(
     hedging = None
     publisher_regions: tuple[str, ...] = ()
     ordering = False
+    endpoint = None
     if publishers is not None:
         hedging = _check_publishers(publishers, publishers_rep, profiles)
         publisher_regions = tuple(sorted(set(publishers.regions)))
         ordering = publishers.message_ordering
+        endpoint = _check_endpoint(publishers.endpoint, publishers_rep)
     if hedging is not None:
         labels.update(hedging_labels.encode(*hedging))
+    if endpoint is not None:
+        labels[hedging_labels.ENDPOINT] = endpoint
     total = len(labels) + 1  # + the ownership label
     if total > MAX_LABELS:
         rep.error(
@@ -239,6 +243,7 @@ def _check_topic(
         hedging=hedging,
         publisher_regions=publisher_regions,
         message_ordering=ordering,
+        publisher_endpoint=endpoint,
         file=located.doc.file,
         line=located.doc.start.line,
     )
@@ -304,22 +309,37 @@ def _region_problem(value: str) -> tuple[str, str] | None:
     return "region-unknown", f"{value!r} is not a known Google Cloud region{hint}"
 
 
-def _check_regions(regions: list[str], rep: _Reporter, base: PathKey) -> list[str]:
+def _check_regions(
+    regions: list[str], rep: _Reporter, base: PathKey, *, item: bool = True
+) -> list[str]:
     good = []
     restricted = catalog().restricted_regions
     for i, region in enumerate(regions):
+        at: PathKey = (*base, i) if item else base
         problem = _region_problem(region)
         if problem:
-            rep.error((*base, i), problem[0], problem[1])
+            rep.error(at, problem[0], problem[1])
             continue
         if region in restricted:
             rep.warning(
-                (*base, i), "region-restricted",
+                at, "region-restricted",
                 f"{region!r} is not a publicly listed region (restricted or not generally "
                 "available); make sure your projects can use it",
             )
         good.append(region)
     return good
+
+
+def _check_endpoint(endpoint: str | None, rep: _Reporter) -> str | None:
+    """publishers.endpoint names a region (its endpoint is REGION-pubsub.googleapis.com)."""
+    if endpoint is None:
+        return None
+    path: PathKey = ("spec", "publishers", "endpoint")
+    host = endpoint.removesuffix("-pubsub.googleapis.com")
+    if host != endpoint:
+        rep.error(path, "bad-value", f"write the endpoint's region ({host!r}), not its host name")
+        return None
+    return endpoint if _check_regions([endpoint], rep, path, item=False) else None
 
 
 def _check_storage(model: str | StoragePolicy | None, rep: _Reporter) -> StorageIntent:
