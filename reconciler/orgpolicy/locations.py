@@ -39,6 +39,7 @@ class ValueGroup:
     regions: frozenset[str]
     verified: bool
     basis: str
+    source: str = ""  # where the group and its members come from (locations.yaml)
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,13 @@ class LocationCatalog:
         if bare.endswith("-locations"):
             region = bare.removesuffix("-locations")
             if region in self.all_regions:
-                return ValueGroup(bare, frozenset({region}), True, "per-region group")
+                return ValueGroup(
+                    bare,
+                    frozenset({region}),
+                    True,
+                    "per-region group",
+                    "the R-locations rule (S5, S4, S11)",
+                )
         return None
 
     def suggest_region(self, value: str) -> str | None:
@@ -106,6 +113,7 @@ def catalog() -> LocationCatalog:
             regions=frozenset(body.get("regions") or ()),
             verified=bool(body.get("verified")),
             basis=str(body.get("basis", "")),
+            source=str(body.get("source", "")),
         )
         for name, body in (raw.get("groups") or {}).items()
     }
@@ -156,7 +164,7 @@ def expand_values(values: tuple[str, ...]) -> ValueExpansion:
             regions |= group.regions
             if value.startswith("under:"):
                 under.append(value)
-                group = ValueGroup(group.name, group.regions, False, UNDER_BASIS)
+                group = ValueGroup(group.name, group.regions, False, UNDER_BASIS, group.source)
             if group.verified:
                 certain |= group.regions
             else:
