@@ -155,10 +155,11 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
         if facts.enforce_in_transit and storage.enforce_in_transit is False:
             out.append(
                 OrgProblem(
-                    Severity.ERROR, "org-in-transit",
+                    Severity.WARNING, "org-in-transit",
                     f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project "
-                    f"{topic.project}, so enforceInTransit cannot be false (the service "
-                    "refuses it); set it to true or omit it",
+                    f"{topic.project}, so the service stores enforceInTransit: true whatever "
+                    "the spec says (on the wire false and unset are the same); the plan "
+                    "expects true. Write true, or omit it",
                     (*POLICY, "enforceInTransit"),
                 )
             )
@@ -180,11 +181,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
     restriction: LocationRestriction | None = None
     if storage.mode == "explicit":
         allowed: frozenset[str] | None = frozenset(storage.regions)
-        enforce = (
-            storage.enforce_in_transit
-            if storage.enforce_in_transit is not None
-            else facts.enforce_in_transit
-        )
+        enforce = facts.enforce_in_transit or bool(storage.enforce_in_transit)
     else:
         restriction = facts.restriction
         allowed = restriction.allowed
