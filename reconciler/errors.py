@@ -45,7 +45,11 @@ class BackendError(ReconcileError):
     """The Pub/Sub or Org Policy service refused or failed; names project/topic.
 
     `status` is the gRPC status name (e.g. "UNAVAILABLE") when the service gave one,
-    so that apply can tell transient failures from permanent ones."""
+    so that apply can tell transient failures from permanent ones. `rerun_helps` is
+    False when running apply again cannot succeed (e.g. an emulator's missing feature),
+    so that the summary does not advise it."""
+
+    rerun_helps: bool = True
 
     def __init__(self, message: str, *, hint: str | None = None, status: str | None = None):
         super().__init__(message, hint=hint)

@@ -141,6 +141,7 @@ class Executor:
         except Exception as exc:  # one topic failing must not stop the others
             res.status = "failed"
             res.error = error_message(exc) if error_status_name(exc) else _unexpected(exc)
+            res.rerun_helps = bool(getattr(exc, "rerun_helps", True))
         res.attempts = attempts.count
         if attempts.propagation_errors:
             res.notes.append(

@@ -123,7 +123,9 @@ def _reachable(address: str) -> None:
 def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
     _reachable(address)
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    return GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
+    backend = GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
+    backend.detect_google_emulator()
+    return backend
 
 
 def _google_cloud(options: dict[str, Any]) -> GcpBackend:
