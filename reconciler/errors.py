@@ -45,11 +45,28 @@ class BackendError(ReconcileError):
     """The Pub/Sub or Org Policy service refused or failed; names project/topic.
 
     `status` is the gRPC status name (e.g. "UNAVAILABLE") when the service gave one,
-    so that apply can tell transient failures from permanent ones."""
+    so that apply can tell transient failures from permanent ones. `rerun_helps` is
+    False when running apply again cannot succeed (e.g. an emulator's missing feature),
+    so that the summary does not advise it."""
+
+    rerun_helps: bool = True
 
     def __init__(self, message: str, *, hint: str | None = None, status: str | None = None):
         super().__init__(message, hint=hint)
         self.status = status
+
+
+# The service's words for "this project's org policy has not reached Pub/Sub yet" (a
+# project created minutes ago): FAILED_PRECONDITION / INVALID_ARGUMENT carrying them are
+# retried by apply (apply/retry.py), as Terraform does. Matched on the message because
+# the status code alone also means permanent refusals.
+PROPAGATION_PHRASES = ("recently created", "retry this operation")
+
+
+def is_propagation_message(text: str) -> bool:
+    """Does the service say the project is too new for its org policy to be in force?"""
+    low = " ".join(text.lower().split())
+    return any(phrase in low for phrase in PROPAGATION_PHRASES)
 
 
 class StalePlanError(ReconcileError):

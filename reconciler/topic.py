@@ -55,6 +55,13 @@ class StoragePolicy:
         return cls.of(data.get(REGIONS) or (), data.get(IN_TRANSIT) or False)
 
 
+def is_regionless(policy: StoragePolicy | None) -> bool:
+    """A storage policy that is set but lists no region. The Pub/Sub proto defines an
+    empty allowed_persistence_regions as allowing no region, "not a valid
+    configuration": it never means "every region" (that is no policy at all)."""
+    return policy is not None and not policy.regions
+
+
 def norm_policy(policy: StoragePolicy | None) -> StoragePolicy | None:
     """The comparable form: an empty policy (no regions, not enforced) == no policy."""
     return None if policy is None or policy.is_empty else policy

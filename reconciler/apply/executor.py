@@ -26,8 +26,20 @@ from reconciler.plan.model import ResourceChange
 from reconciler.topic import TopicShape, norm_policy, request_shape
 
 DEFAULT_CONCURRENCY = 8
-# Read-back after CreateTopic: a briefly cached NOT_FOUND is normal; poll a little.
-READBACK = RetryPolicy(initial=0.05, maximum=1.0, multiplier=2.0, max_attempts=6, deadline=5.0)
+# Read-back after CreateTopic: a new topic may answer NOT_FOUND for a while (Terraform
+# polls up to its 20-minute create timeout). Poll with backoff up to `deadline`
+# seconds (`reconcile apply --readback-wait`), then warn: the create itself succeeded.
+DEFAULT_READBACK_WAIT = 120.0
+
+
+def readback_policy(wait: float = DEFAULT_READBACK_WAIT) -> RetryPolicy:
+    """Bounded by time only (the attempt bound is out of reach)."""
+    return RetryPolicy(
+        initial=0.05, maximum=5.0, multiplier=2.0, max_attempts=1_000_000, deadline=wait
+    )
+
+
+READBACK = readback_policy()
 
 
 @dataclass
@@ -129,7 +141,13 @@ class Executor:
         except Exception as exc:  # one topic failing must not stop the others
             res.status = "failed"
             res.error = error_message(exc) if error_status_name(exc) else _unexpected(exc)
+            res.rerun_helps = bool(getattr(exc, "rerun_helps", True))
         res.attempts = attempts.count
+        if attempts.propagation_errors:
+            res.notes.append(
+                f"waited for the org policy to propagate ({attempts.propagation_errors} "
+                "refusals as a recently created project)"
+            )
         res.seconds = round(self.clock() - started, 3)
         return res
 
@@ -160,25 +178,42 @@ class Executor:
         self._confirm(rc, body, res)
 
     def _confirm(self, rc: ResourceChange, body: dict[str, Any], res: TopicResult) -> None:
-        """Read the new topic back, tolerating a briefly cached NOT_FOUND."""
-        for n in range(self.readback.max_attempts):
+        """Read the new topic back, polling while it answers NOT_FOUND (eventual
+        consistency) up to the read-back wait; then warn, never fail: it was created."""
+        policy = self.readback
+        start = self.clock()
+        n = 0
+        while True:
             try:
                 live = self.guard.run(rc.project, lambda: self.backend.get_topic(rc.address))
             except StopRequested:
                 res.notes.append("read-back skipped (interrupted)")
                 return
+            except Stopped:
+                res.notes.append("read-back skipped (interrupted)")
+                return
             except Exception as exc:
                 if error_status_name(exc) != "NOT_FOUND":
-                    res.notes.append(f"read-back failed: {error_message(exc)}")
+                    res.notes.append(f"warning: read-back failed: {error_message(exc)}")
                     return
                 live = None
             if live is not None:
                 if not matches(body, live.body):
-                    res.notes.append("read-back differs from the declared settings")
+                    res.notes.append("warning: read-back differs from the declared settings")
                 return
-            if self.stop.wait(self.readback.backoff(n, self.guard.rng)):
+            n += 1
+            delay = policy.backoff(n - 1, self.guard.rng)
+            waited = self.clock() - start
+            if n >= policy.max_attempts or waited + delay > policy.deadline:
                 break
-        res.notes.append("not yet visible on read-back (eventually consistent)")
+            if self.stop.wait(delay):
+                res.notes.append("read-back skipped (interrupted)")
+                return
+        res.notes.append(
+            f"warning: created, but still not visible on read-back after {waited:.0f} s "
+            f"({n} reads; eventually consistent): a later `reconcile plan` shows whether "
+            "it arrived (raise the wait with --readback-wait)"
+        )
 
     def _delete(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
         if not self.allow_delete:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from reconciler.apply.ratelimit import ProjectRateLimiter
-from reconciler.apply.retry import Attempts, RetryPolicy, call_with_retry
+from reconciler.apply.retry import Attempts, RetryPolicy, call_with_retry, error_message
 from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
 from reconciler.names import project_of
 
@@ -39,6 +39,22 @@ class Guard:
         self.stop = stop or threading.Event()
         self.clock = clock
         self.rng = rng or random.Random()
+        # Where "waiting for the org policy to propagate" lines go (apply's reporter);
+        # said once per project.
+        self.notify: Callable[[str], None] | None = None
+        self._waiting: set[str] = set()
+        self._waiting_lock = threading.Lock()
+
+    def _propagating(self, project: str, exc: BaseException) -> None:
+        with self._waiting_lock:
+            if project in self._waiting or self.notify is None:
+                return
+            self._waiting.add(project)
+        self.notify(
+            f"projects/{project}: waiting up to {self.policy.propagation_wait:g} s for the "
+            "project's organization policy to reach Pub/Sub (the service says the project "
+            f"was recently created: {error_message(exc)}); retrying with backoff"
+        )
 
     def run(self, project: str, fn: Callable[[], T], attempts: Attempts | None = None) -> T:
         """Call `fn` under the project's rate limit, retrying transient errors; raises
@@ -57,6 +73,7 @@ class Guard:
             rng=self.rng,
             attempts=attempts,
             before_attempt=before,
+            on_propagation=lambda exc: self._propagating(project, exc),
         )
 
 

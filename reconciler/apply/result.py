@@ -24,6 +24,7 @@ class TopicResult:
     attempts: int = 0
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    rerun_helps: bool = True  # False: another apply cannot fix this failure
 
 
 @dataclass
@@ -78,6 +79,8 @@ def summary_text(result: ApplyResult) -> str:
     if skipped:
         lines.append("Not attempted:")
         lines += [f"  {r.address} ({r.action})" for r in skipped]
-    if failed or skipped:
+    if skipped or any(r.rerun_helps for r in failed):
         lines.append("Run `reconcile apply` again to converge the rest; applied changes are kept.")
+    elif failed:
+        lines.append("Running apply again will not fix these failures (see each reason).")
     return "\n".join(lines) + "\n"

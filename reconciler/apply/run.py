@@ -21,13 +21,19 @@ from typing import TextIO
 
 import click
 
-from reconciler.apply.executor import DEFAULT_CONCURRENCY, Executor
+from reconciler.apply.executor import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_READBACK_WAIT,
+    Executor,
+    readback_policy,
+)
 from reconciler.apply.freshness import check_fresh
 from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.interrupt import stop_on_sigint
 from reconciler.apply.progress import make_reporter
 from reconciler.apply.ratelimit import DEFAULT_RATE, ProjectRateLimiter
 from reconciler.apply.result import ApplyResult, summary_text
+from reconciler.apply.retry import RetryPolicy
 from reconciler.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -41,6 +47,7 @@ from reconciler.plan.run import Target, open_target, validate_specs
 from reconciler.spec.validate import ValidationResult
 
 CONFIRM_WORD = "yes"
+DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 
 
 @dataclass(frozen=True)
@@ -53,6 +60,13 @@ class Settings:
     rate_limit: float = DEFAULT_RATE  # admin calls per second per project; 0 = no limit
     fmt: str = "text"
     color: bool = False
+    propagation_wait: float = DEFAULT_PROPAGATION_WAIT  # s: "recently created" refusals
+    readback_wait: float = DEFAULT_READBACK_WAIT  # s: polling a new topic's read-back
+
+    def guard(self) -> Guard:
+        """The rate limit and retry policy these settings ask for."""
+        limiter = ProjectRateLimiter(self.rate_limit or None)
+        return Guard(limiter, RetryPolicy(propagation_wait=self.propagation_wait))
 
     @property
     def out(self) -> TextIO:
@@ -99,7 +113,7 @@ def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
         )
     plan = read_plan(path)
     refuse_plan_with_errors(plan)
-    guard = Guard(ProjectRateLimiter(settings.rate_limit or None))
+    guard = settings.guard()
     backend = open_guarded(target, guard)
     try:
         if plan.target and plan.target != backend.target:
@@ -128,7 +142,7 @@ def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> in
     result = validate_specs(paths, target.org_policy)
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
-    guard = Guard(ProjectRateLimiter(settings.rate_limit or None))
+    guard = settings.guard()
     backend = open_guarded(target, guard, result)
     try:
         validation = result.diagnostics.sorted()
@@ -188,7 +202,9 @@ def execute(plan: Plan, backend: GuardedBackend, guard: Guard, settings: Setting
         concurrency=settings.concurrency,
         reporter=reporter,
         allow_delete=plan.prune,
+        readback=readback_policy(settings.readback_wait),
     )
+    guard.notify = reporter.message
     with stop_on_sigint(guard.stop, reporter):
         result = executor.run(plan.resource_changes)
     reporter.close()

@@ -18,6 +18,7 @@ Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -29,7 +30,7 @@ from google.protobuf.json_format import MessageToDict
 from reconciler.backends.base import ObservedTopic, OrgInputs
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.topicproto import observed, topic_to_proto
-from reconciler.errors import BackendError
+from reconciler.errors import BackendError, is_propagation_message
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -120,9 +121,39 @@ def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
             f"{resource}: {detail}",
             hint="check the network or the --emulator address, then retry",
         )
-    code = getattr(exc, "code", None)
-    name = getattr(code, "name", None) or type(exc).__name__
+    grpc_code = getattr(exc, "grpc_status_code", None)
+    name = getattr(grpc_code, "name", None) or type(exc).__name__
+    refused = emulator_refused_field(detail)
+    if refused is not None:
+        error = BackendError(
+            f"failed to {action} for {resource}: Google's Pub/Sub emulator cannot update "
+            f"{refused} of a topic (it answered: {name}: {detail}); running apply again "
+            "will not help. Use --local (the embedded server updates labels and storage "
+            "policies) or real Google Cloud for this change"
+        )
+        error.rerun_helps = False
+        return error
+    if is_propagation_message(detail):
+        return BackendError(
+            f"failed to {action} for {resource}: {name}: {detail}",
+            hint="the project's organization policy has not reached Pub/Sub yet (a recently "
+            "created project); apply waits for it up to --propagation-wait",
+        )
     return BackendError(f"failed to {action} for {resource}: {name}: {detail}")
+
+
+# Google's emulator refuses UpdateTopic masks it does not implement with this sentence.
+_UNKNOWN_FIELD = re.compile(
+    r"Invalid update_mask .*?\b(labels|message_storage_policy) is not a known Topic field"
+)
+_FIELD_TEXT = {"labels": "labels", "message_storage_policy": "message storage policies"}
+
+
+def emulator_refused_field(detail: str) -> str | None:
+    """'labels' / 'message storage policies' when Google's emulator refused to update
+    that field (it implements no update of either), else None."""
+    found = _UNKNOWN_FIELD.search(detail)
+    return _FIELD_TEXT[found.group(1)] if found else None
 
 
 def _spec(policy: Policy | None) -> PolicySpec | None:
@@ -175,6 +206,28 @@ class GcpBackend:
         self.policy_store = policy_store
         self.policy_source = policy_source or "snapshot"
         self._on_close = on_close
+
+    # Google's own Pub/Sub emulator (set by backends/target.py for --emulator targets):
+    # it computes no message storage policy and cannot update labels or policies.
+    google_emulator: bool = False
+
+    def detect_google_emulator(self) -> bool:
+        """Is the server at --emulator Google's emulator rather than ours? Google's
+        serves ListTopicSubscriptions, the embedded local server does not (UNIMPLEMENTED,
+        which it neither counts nor logs): one cheap probe, made once per command."""
+        request = {"topic": "projects/reconcile-probe/topics/reconcile-probe", "page_size": 1}
+        try:
+            pager = self.publisher.list_topic_subscriptions(
+                request=request, timeout=5.0, retry=None
+            )
+            next(iter(pager), None)
+        except gexc.MethodNotImplemented:
+            self.google_emulator = False
+        except API_ERRORS:
+            self.google_emulator = True  # it knows the method (NOT_FOUND and the like)
+        else:
+            self.google_emulator = True
+        return self.google_emulator
 
     @property
     def _rpc(self) -> dict[str, Any]:

@@ -130,6 +130,7 @@ def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
             hint="start it (e.g. `reconcile local-server --port PORT`), or fix --emulator "
             "/ PUBSUB_EMULATOR_HOST",
         )
+    backend.detect_google_emulator()
     return backend
 
 

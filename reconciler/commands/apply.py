@@ -7,9 +7,12 @@ from pathlib import Path
 
 import click
 
-from reconciler.apply.executor import DEFAULT_CONCURRENCY
+from reconciler.apply.executor import DEFAULT_CONCURRENCY, DEFAULT_READBACK_WAIT
 from reconciler.apply.ratelimit import DEFAULT_RATE
+from reconciler.apply.retry import RetryPolicy
 from reconciler.commands._options import target_options, use_colour
+
+DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 
 
 @click.command("apply")
@@ -35,6 +38,25 @@ from reconciler.commands._options import target_options, use_colour
     help="Admin calls per second per project (Pub/Sub administrator-operation quota); "
     "0 = no limit.",
 )
+@click.option(
+    "--propagation-wait",
+    "propagation_wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_PROPAGATION_WAIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to keep retrying calls that a recently created project refuses "
+    "while its organization policy propagates (0 = fail at once).",
+)
+@click.option(
+    "--readback-wait",
+    "readback_wait",
+    type=click.FloatRange(min=0),
+    default=DEFAULT_READBACK_WAIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long to poll a new topic until it is readable; then warn (never fail).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def command(
     paths: tuple[Path, ...],
@@ -45,6 +67,8 @@ def command(
     prune: bool,
     concurrency: int,
     rate_limit: float,
+    propagation_wait: float,
+    readback_wait: float,
     fmt: str,
     timeout: float,
 ) -> int:
@@ -52,5 +76,14 @@ def command(
     from reconciler.apply.run import Settings, run_apply
     from reconciler.plan.run import Target
 
-    settings = Settings(auto_approve, prune, concurrency, rate_limit, fmt, use_colour())
+    settings = Settings(
+        auto_approve,
+        prune,
+        concurrency,
+        rate_limit,
+        fmt,
+        use_colour(),
+        propagation_wait=propagation_wait,
+        readback_wait=readback_wait,
+    )
     return run_apply(paths, Target(local, emulator, org_policy, timeout), settings)

@@ -29,6 +29,11 @@ from reconciler.commands._options import format_option, target_options, use_colo
     help="Also delete undeclared topics of the named projects that carry the "
     "reconcile-managed label.",
 )
+@click.option(
+    "--strict-groups",
+    is_flag=True,
+    help="Refusals that rest on inferred value-group membership are errors, not warnings.",
+)
 def command(
     paths: tuple[Path, ...],
     local: bool,
@@ -39,6 +44,7 @@ def command(
     detailed_exitcode: bool,
     prune: bool,
     timeout: float,
+    strict_groups: bool,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     from reconciler.plan.run import Target, run_plan
@@ -51,4 +57,5 @@ def command(
         detailed_exitcode=detailed_exitcode,
         prune=prune,
         color=use_colour(),
+        strict_groups=strict_groups,
     )

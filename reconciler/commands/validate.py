@@ -8,6 +8,7 @@ import click
 
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
+from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
 
@@ -27,8 +28,17 @@ from reconciler.spec.validate import DEFAULT_PATH, validate_paths
     "org-policy checks did not run).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--strict-groups",
+    is_flag=True,
+    help="Refusals that rest on inferred value-group membership are errors, not warnings.",
+)
 def command(
-    paths: tuple[Path, ...], org_policy: Path | None, require_org_policy: bool, fmt: str
+    paths: tuple[Path, ...],
+    org_policy: Path | None,
+    require_org_policy: bool,
+    fmt: str,
+    strict_groups: bool,
 ) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
     result = validate_paths(
@@ -37,9 +47,11 @@ def command(
         missing_snapshot="require" if require_org_policy else "warn",
     )
     diagnostics = result.diagnostics.sorted()
+    if strict_groups:
+        diagnostics = promote_inferred(diagnostics)
     if fmt == "json":
         click.echo(report.as_json(diagnostics), nl=False)
     else:
         click.echo(report.text(diagnostics), nl=False)
         click.echo(report.summary(diagnostics, result.files), err=True)
-    return EXIT_ERROR if result.diagnostics.has_errors else EXIT_OK
+    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK

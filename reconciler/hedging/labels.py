@@ -11,6 +11,8 @@ exactly.
     reconcile-hedge-refill-ppm  refill ratio in parts per million (0.05 -> 50000)
     reconcile-retry-initial-ms  publishers' initial RPC timeout in milliseconds
     reconcile-retry-total-ms    publishers' total timeout in milliseconds
+    reconcile-publish-endpoint  region of the locational endpoint publishers use
+                                (publishers.endpoint; written only when declared)
 """
 
 from __future__ import annotations
@@ -37,8 +39,15 @@ REFILL = "reconcile-hedge-refill-ppm"
 RETRY_INITIAL = "reconcile-retry-initial-ms"
 RETRY_TOTAL = "reconcile-retry-total-ms"
 
+ENDPOINT = "reconcile-publish-endpoint"
+
 HEDGING_KEYS = (PROFILE, DELAY, MAX_TOKENS, REFILL, RETRY_INITIAL, RETRY_TOTAL)
 INLINE_NAME = "inline"
+
+
+def endpoint(labels: Mapping[str, str]) -> str | None:
+    """The region of the locational endpoint the spec told publishers to use, if any."""
+    return labels.get(ENDPOINT) or None
 
 
 class LabelDecodeError(ValueError):

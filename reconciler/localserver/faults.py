@@ -47,7 +47,10 @@ class FaultRule:
     def matches(self, method: str, resource: str | None) -> bool:
         if self.method not in ("*", method):
             return False
-        return self.resource is None or self.resource == resource
+        if self.resource is None or self.resource == resource:
+            return True
+        # A project names everything under it: "projects/p" matches its topics too.
+        return resource is not None and resource.startswith(self.resource.rstrip("/") + "/")
 
 
 MAX_DELAY_SECONDS = 3600.0
@@ -151,7 +154,8 @@ class Faults:
         delay_max is given). tail_fraction/tail_delay: that fraction of calls waits
         tail_delay more. error: status code name; with error_fraction only that
         fraction of calls fails, with error_next only the next N calls fail, with
-        neither every call fails. resource: only calls on that topic/policy/project.
+        neither every call fails. resource: only calls on that topic/policy/project (a
+        project also matches the calls on its topics and policies).
         """
         rule = make_rule(
             method,

@@ -1,8 +1,14 @@
 """What a `gcp.resourceLocations` policy allows, in Pub/Sub region terms.
 
 Regions and value groups are data (`reconciler/data/locations.yaml`); this module only
-applies the rules: `in:`/`under:` expand a group, `is:` names one exact value, a bare
-region stands for its `R-locations` group, denied values win over allowed ones.
+applies the rules: `in:` expands a group, `is:` names one exact value, a bare region
+stands for its `R-locations` group, denied values win over allowed ones. `under:` names
+a resource-hierarchy subtree, not a value group: we still read `under:G` as `in:G` (the
+nearest meaning) but treat what follows from it as unverified, and say so.
+
+Every refusal records whether it rests on inferred data (`inferred_basis`): a region
+left out of an unverified group might be in it, so diagnostics built on such a refusal
+are warnings unless `--strict-groups` is given.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ class ValueGroup:
     regions: frozenset[str]
     verified: bool
     basis: str
+    source: str = ""  # where the group and its members come from (locations.yaml)
 
 
 @dataclass(frozen=True)
@@ -73,7 +80,13 @@ class LocationCatalog:
         if bare.endswith("-locations"):
             region = bare.removesuffix("-locations")
             if region in self.all_regions:
-                return ValueGroup(bare, frozenset({region}), True, "per-region group")
+                return ValueGroup(
+                    bare,
+                    frozenset({region}),
+                    True,
+                    "per-region group",
+                    "the R-locations rule (S5, S4, S11)",
+                )
         return None
 
     def suggest_region(self, value: str) -> str | None:
@@ -100,6 +113,7 @@ def catalog() -> LocationCatalog:
             regions=frozenset(body.get("regions") or ()),
             verified=bool(body.get("verified")),
             basis=str(body.get("basis", "")),
+            source=str(body.get("source", "")),
         )
         for name, body in (raw.get("groups") or {}).items()
     }
@@ -119,20 +133,28 @@ class ValueExpansion:
     regions: frozenset[str]
     unknown_groups: tuple[str, ...] = ()
     unverified: tuple[ValueGroup, ...] = ()
+    certain: frozenset[str] = frozenset()  # named by is:, a region, or a verified group
+    under_values: tuple[str, ...] = ()
+
+
+UNDER_BASIS = "an under: value names a resource-hierarchy subtree; read here as in:"
 
 
 def expand_values(values: tuple[str, ...]) -> ValueExpansion:
     """Regions named by policy values; zones and multi-regions name no Pub/Sub region."""
     cat = catalog()
     regions: set[str] = set()
+    certain: set[str] = set()
     unknown: list[str] = []
     unverified: list[ValueGroup] = []
+    under: list[str] = []
     for raw in values:
         value = raw.strip()
         if value.startswith("is:"):
             exact = value[3:]
             if exact in cat.all_regions:
                 regions.add(exact)
+                certain.add(exact)
             continue
         if value.startswith(("in:", "under:")) or value.endswith("-locations"):
             group = cat.group(value)
@@ -140,12 +162,24 @@ def expand_values(values: tuple[str, ...]) -> ValueExpansion:
                 unknown.append(value)
                 continue
             regions |= group.regions
-            if not group.verified:
+            if value.startswith("under:"):
+                under.append(value)
+                group = ValueGroup(group.name, group.regions, False, UNDER_BASIS, group.source)
+            if group.verified:
+                certain |= group.regions
+            else:
                 unverified.append(group)
             continue
         if value in cat.all_regions:
             regions.add(value)
-    return ValueExpansion(frozenset(regions), tuple(unknown), tuple(unverified))
+            certain.add(value)
+    return ValueExpansion(
+        frozenset(regions),
+        tuple(unknown),
+        tuple(unverified),
+        frozenset(certain),
+        tuple(under),
+    )
 
 
 @dataclass(frozen=True)
@@ -155,9 +189,24 @@ class LocationRestriction:
     allowed: frozenset[str] | None
     unknown_groups: tuple[str, ...] = ()
     unverified: tuple[ValueGroup, ...] = field(default=())
+    # What a refusal rests on (see inferred_basis):
+    candidates: frozenset[str] = frozenset()  # allowed by the values, before denials
+    allowed_inferred: tuple[ValueGroup, ...] = ()  # unverified groups among allowed values
+    denied_certain: frozenset[str] = frozenset()
+    denied_inferred: tuple[ValueGroup, ...] = ()
+    under_values: tuple[str, ...] = ()
 
     def allows(self, region: str) -> bool:
         return self.allowed is None or region in self.allowed
+
+    def inferred_basis(self, region: str) -> tuple[ValueGroup, ...]:
+        """The unverified groups a refusal of `region` rests on; () when the region is
+        allowed or its refusal is certain (exact values, verified groups, denyAll)."""
+        if self.allows(region) or region in self.denied_certain:
+            return ()
+        if region in self.candidates:  # allowed, then denied by an inferred group only
+            return tuple(g for g in self.denied_inferred if region in g.regions)
+        return self.allowed_inferred  # might be a member of an allowed inferred group
 
     def allowed_regions(self) -> tuple[str, ...]:
         if self.allowed is None:
@@ -195,13 +244,25 @@ def location_restriction(spec: PolicySpec | None) -> LocationRestriction:
     denied = expand_values(denied_values)
     unknown = allowed.unknown_groups + denied.unknown_groups
     unverified = allowed.unverified + denied.unverified
+    under = allowed.under_values + denied.under_values
     if allow_all:
         if not denied_values:
-            return LocationRestriction(None, unknown, unverified)
+            return LocationRestriction(None, unknown, unverified, under_values=under)
         base = catalog().all_regions
+        inferred_allowed: tuple[ValueGroup, ...] = ()
     else:
         base = allowed.regions
-    return LocationRestriction(frozenset(base - denied.regions), unknown, unverified)
+        inferred_allowed = allowed.unverified
+    return LocationRestriction(
+        frozenset(base - denied.regions),
+        unknown,
+        unverified,
+        candidates=frozenset(base),
+        allowed_inferred=inferred_allowed,
+        denied_certain=denied.certain,
+        denied_inferred=denied.unverified,
+        under_values=under,
+    )
 
 
 def enforce_in_transit(spec: PolicySpec | None) -> bool:

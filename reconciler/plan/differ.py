@@ -25,6 +25,7 @@ from deepdiff import DeepDiff
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic
 from reconciler.names import split_topic_name
+from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.ownership import is_owned as owned_labels
 from reconciler.plan.model import (
@@ -52,6 +53,7 @@ from reconciler.topic import (
     STORAGE_POLICY,
     StoragePolicy,
     TopicShape,
+    is_regionless,
     norm_policy,
     policy_json,
     region_set,
@@ -91,8 +93,21 @@ def comparable(topic: TopicShape, desired: DesiredTopic) -> dict[str, Any]:
     """The one shape both sides are compared in (keys are update-mask paths)."""
     shape: dict[str, Any] = {LABELS: topic.managed_labels(desired_labels(desired))}
     if desired.storage.mode != "unmanaged":
-        shape[STORAGE_POLICY] = policy_json(norm_policy(topic.policy))
+        shape[STORAGE_POLICY] = policy_json(live_policy_of(topic.policy))
     return shape
+
+
+def live_policy_of(policy: StoragePolicy | None) -> StoragePolicy | None:
+    """Normalised for comparison, except that a set policy with no region stays what it
+    is (no region allowed, invalid): it must never read as "no policy"."""
+    return policy if is_regionless(policy) else norm_policy(policy)
+
+
+REGIONLESS_TEXT = (
+    "its message storage policy lists no region, which allows no region at all (the "
+    "Pub/Sub API calls an empty list an invalid configuration; it does not mean every "
+    "region)"
+)
 
 
 def mask_of(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
@@ -118,6 +133,21 @@ def unmanaged_drift(desired: DesiredTopic, live: ObservedTopic, facts: OrgFacts)
     """An unmanaged-policy topic out of step with the org policy: a warning, never a
     change."""
     policy = live.shape.policy
+    if is_regionless(policy) and not in_transit_only(policy, facts):
+        allowed = facts.restriction.allowed
+        wanted = sorted(catalog().regions if allowed is None else allowed)
+        return Drift(
+            address=desired.address,
+            category=DRIFT_MISSES_ALLOWED,
+            message=f"no region allowed (invalid): {REGIONLESS_TEXT}",
+            fix=(
+                f"set `messageStoragePolicy: inherit` or list regions in "
+                f"{desired.file or 'the spec'} (or run `gcloud pubsub topics update "
+                f"{desired.topic} --project {desired.project} "
+                "--recompute-message-storage-policy`)"
+            ),
+            missing=wanted,
+        )
     found = drift_category(policy, facts)
     if found is None:
         return None
@@ -190,9 +220,11 @@ def diff_topic(
         return _create(desired, facts)
     keys = desired_labels(desired)
     live_shape = live.shape
-    live_policy = norm_policy(live_shape.policy)
+    live_policy = live_policy_of(live_shape.policy)
     mode = desired.storage.mode
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
+    if mode == "inherit" and in_transit_only(live_policy, facts):
+        want_policy = live_policy  # what the service computes there: no permanent diff
     before_shape = comparable(live_shape, desired)
     after_shape = comparable(TopicShape(keys, want_policy), desired)
     mask = mask_of(before_shape, after_shape)
@@ -225,12 +257,27 @@ def diff_topic(
         else:
             request_policy = explicit_request_policy(desired, facts)
         rc.change.fields.append(_policy_field(live_policy, want_policy, note))
-        if warning := narrowing_warning(live_policy, want_policy):
+        if is_regionless(live_policy):
+            rc.warnings.append("no region allowed (invalid) on the live topic: " + REGIONLESS_TEXT)
+        elif warning := narrowing_warning(live_policy, want_policy):
             rc.warnings.append(warning)
     labels = after_labels if LABELS in mask else None
     body = request_body(desired.address, labels, request_policy)
     rc.request = Request("UpdateTopic", body, list(mask))
     return rc
+
+
+def in_transit_only(live: StoragePolicy | None, facts: OrgFacts) -> bool:
+    """In-transit enforcement without a location constraint: the service may keep
+    enforceInTransit on an `inherit` topic with no region list (every region allowed,
+    nothing to enforce against), or compute no policy at all. Both match `inherit`."""
+    return (
+        facts.restriction.allowed is None
+        and facts.enforce_in_transit
+        and live is not None
+        and not live.regions
+        and live.enforce_in_transit
+    )
 
 
 def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:

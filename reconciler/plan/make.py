@@ -17,14 +17,15 @@ every topic planned for deletion, each `observe.topic_fingerprint(live or None)`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 
 from reconciler.backends.base import Backend
-from reconciler.diagnostics import Diagnostic
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan import differ
 from reconciler.plan.model import Fingerprints, Plan
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
-from reconciler.spec.desired import DesiredState
+from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 
 
 def make_plan(
@@ -46,6 +47,9 @@ def make_plan(
     )
     fingerprints = Fingerprints()
     declared = set()
+    # Google's emulator computes no storage policy: `inherit` could never settle there.
+    no_policy = bool(getattr(backend, "google_emulator", False))
+    left_alone: list[DesiredTopic] = []
     for topic in sorted(desired.topics, key=lambda t: t.address):
         declared.add(topic.address)
         facts = observation.facts(topic.project)
@@ -57,7 +61,11 @@ def make_plan(
         )
         if any(d.is_error for d in problems):
             continue
-        plan.resource_changes.append(differ.diff_topic(topic, live, facts))
+        diffed = topic
+        if no_policy and topic.storage.mode == "inherit":
+            diffed = replace(topic, storage=StorageIntent("unmanaged"))
+            left_alone.append(topic)
+        plan.resource_changes.append(differ.diff_topic(diffed, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
@@ -69,7 +77,25 @@ def make_plan(
                 if name not in declared and differ.is_owned(live):
                     fingerprints.topics[name] = topic_fingerprint(live)
                     plan.resource_changes.append(differ.delete_change(live))
+    if left_alone:
+        plan.diagnostics.append(emulator_inherit_warning(left_alone))
     for project, inputs in sorted(observation.org.items()):
         fingerprints.org_policy[project] = org_fingerprint(inputs)
     plan.fingerprints = fingerprints
     return plan
+
+
+def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:
+    """One warning for every `inherit` topic on Google's emulator, instead of an update
+    that the emulator can neither perform nor reflect (placed on the first of them)."""
+    first = topics[0]
+    addresses = [t.address for t in topics]
+    more = f" and {len(addresses) - 5} more" if len(addresses) > 5 else ""
+    named = ", ".join(addresses[:5]) + more
+    return Diagnostic(
+        first.file or first.address, first.line, 1 if first.line else 0,
+        Severity.WARNING, "emulator-no-storage-policy",
+        f"Google's Pub/Sub emulator computes no message storage policy from the org "
+        f"policy, so `messageStoragePolicy: inherit` is not planned there ({named}); "
+        "use --local to see what the org policy makes of these topics",
+    )

@@ -23,11 +23,11 @@ def computed_policy(facts: OrgFacts) -> StoragePolicy | None:
 
 def explicit_request_policy(desired: DesiredTopic, facts: OrgFacts) -> StoragePolicy:
     """The whole object an explicit intent sends (regions and enforce_in_transit); an
-    omitted enforceInTransit is what the org policy decides."""
+    omitted enforceInTransit is what the org policy decides, and an enforcing org policy
+    makes it true whatever the spec says (the service forces it: `false` and unset are
+    the same on the wire), so the plan expects what the topic will carry."""
     eit = desired.storage.enforce_in_transit
-    return StoragePolicy.of(
-        desired.storage.regions, facts.enforce_in_transit if eit is None else eit
-    )
+    return StoragePolicy.of(desired.storage.regions, facts.enforce_in_transit or bool(eit))
 
 
 def expected_policy(desired: DesiredTopic, facts: OrgFacts) -> StoragePolicy | None:

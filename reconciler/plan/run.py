@@ -24,6 +24,7 @@ from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconciler.plan.model import Plan
 from reconciler.render import diagnostics as report
+from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
 
 if TYPE_CHECKING:
@@ -40,9 +41,14 @@ class Target:
     timeout: float = DEFAULT_TIMEOUT
 
 
-def validate_specs(paths: Sequence[Path], org_policy: Path | None) -> ValidationResult:
-    """Validate PATH... (default specs/), printing every diagnostic on stderr."""
+def validate_specs(
+    paths: Sequence[Path], org_policy: Path | None, strict_groups: bool = False
+) -> ValidationResult:
+    """Validate PATH... (default specs/), printing every diagnostic on stderr;
+    `strict_groups` makes refusals resting on inferred group membership errors."""
     result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy)
+    if strict_groups:
+        result.diagnostics.items = promote_inferred(result.diagnostics.items)
     diagnostics = result.diagnostics.sorted()
     if diagnostics:
         click.echo(report.text(diagnostics), nl=False, err=True)
@@ -83,12 +89,13 @@ def run_plan(
     detailed_exitcode: bool = False,
     prune: bool = False,
     color: bool = False,
+    strict_groups: bool = False,
 ) -> int:
     from reconciler.plan.make import make_plan
     from reconciler.plan.planfile import write_plan
     from reconciler.render import render
 
-    result = validate_specs(paths, target.org_policy)
+    result = validate_specs(paths, target.org_policy, strict_groups)
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
         click.echo(report.summary(validation, result.files) + "; no plan made", err=True)
@@ -98,6 +105,8 @@ def run_plan(
         plan = make_plan(result.desired, backend, prune=prune, validation=validation)
     finally:
         backend.close()
+    if strict_groups:
+        plan.diagnostics = promote_inferred(plan.diagnostics)
     if plan.has_errors:
         click.echo(report.text(new_diagnostics(plan, validation)), nl=False, err=True)
         click.echo(

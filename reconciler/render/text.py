@@ -116,6 +116,14 @@ def _labels(fc: FieldChange, sym: str, style: Style) -> list[str]:
     return out
 
 
+def _regions_text(regions: list[str], policy: StoragePolicy | None) -> str:
+    """No policy allows every region; a set policy with no region allows none (the
+    Pub/Sub API: an invalid configuration)."""
+    if regions:
+        return _q(regions)
+    return "(every region)" if policy is None else "(no region allowed: invalid)"
+
+
 def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
     before: dict[str, Any] | None = fc.before
     after: dict[str, Any] | None = fc.after
@@ -131,8 +139,8 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
         out.append(style("+", f"          + {REGIONS} = {_q(regions_after)}"))
     elif not regions_before or not regions_after:
         if regions_before != regions_after:
-            was = _q(regions_before) if regions_before else "(every region)"
-            now = _q(regions_after) if regions_after else "(every region)"
+            was = _regions_text(regions_before, was_policy)
+            now = _regions_text(regions_after, now_policy)
             out.append(style("~", f"          ~ {REGIONS} = {was} -> {now}"))
     elif fc.added or fc.removed:
         out.append(style("~", f"          ~ {REGIONS} = ["))

@@ -34,6 +34,7 @@ class DesiredTopic:
     hedging: tuple[HedgingProfile, RetryTimeouts] | None = None
     publisher_regions: tuple[str, ...] = ()
     message_ordering: bool = False
+    publisher_endpoint: str | None = None  # region of the locational endpoint publishers use
     file: str = ""
     line: int = 0
 

@@ -114,6 +114,9 @@ def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings:
         decoded = None
     if decoded is not None:
         spec["publishers"] = publishers_block(project, topic.name, *decoded, profiles, warnings)
+    endpoint = hl.endpoint(labels)
+    if endpoint is not None:
+        spec.setdefault("publishers", {})["endpoint"] = endpoint
     return {
         "apiVersion": API_VERSION,
         "kind": "Topic",

@@ -93,6 +93,11 @@ class Retry(_Model):
 
 class Publishers(_Model):
     regions: list[str] = Field(default_factory=list)
+    endpoint: str | None = Field(
+        default=None,
+        description="Region of the locational endpoint publishers use "
+        "(REGION-pubsub.googleapis.com), e.g. us-east1.",
+    )
     message_ordering: bool = Field(default=False, alias="messageOrdering")
     retry: Retry | None = None
     hedging: str | HedgingSettings | None = None

@@ -3,15 +3,22 @@
 `validate` applies them to the org-policy snapshot and places each problem on the
 offending key or value of the spec; `plan` applies them to the live effective org
 policy and places them on the topic. Both report the same codes and messages.
+
+A refusal that rests on an inferred value-group membership (`in:us-locations` and
+the other unverified groups of reconciler/data/locations.yaml) is a warning that says
+so: the region may well be a member. `--strict-groups` (validate, plan) turns those
+warnings back into errors (`promote_inferred`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 
-from reconciler.diagnostics import Severity
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.orgpolicy.locations import (
     LocationRestriction,
+    ValueGroup,
     catalog,
     enforce_in_transit,
     location_restriction,
@@ -23,6 +30,10 @@ from reconciler.spec.desired import DesiredTopic
 POLICY = ("spec", "messageStoragePolicy")
 REGIONS = (*POLICY, "allowedPersistenceRegions")
 PUBLISHER_REGIONS = ("spec", "publishers", "regions")
+PUBLISHER_ENDPOINT = ("spec", "publishers", "endpoint")
+# Every diagnostic that rests on inferred group membership carries this phrase; it is
+# how `promote_inferred` finds them again (one place writes it, one place reads it).
+INFERRED_MARK = "rests on inferred value-group membership"
 
 
 @dataclass(frozen=True)
@@ -76,14 +87,47 @@ def unknown_group_problems(project: str, facts: OrgFacts) -> list[OrgProblem]:
                 ("metadata", "project"),
             )
         )
+    for value in sorted(set(facts.restriction.under_values)):
+        out.append(
+            OrgProblem(
+                Severity.WARNING, "org-under-value",
+                f"the org policy of project {project} uses {value!r}: `under:` names a "
+                "resource-hierarchy subtree (e.g. under:organizations/123), not a location "
+                f"value group; reconcile reads it as 'in:{value.split(':', 1)[1]}' and treats "
+                "what follows from it as unverified. Use `in:` for value groups",
+                ("metadata", "project"),
+            )
+        )
     return out
+
+
+def _inferred(
+    severity: Severity, message: str, basis: tuple[ValueGroup, ...]
+) -> tuple[Severity, str]:
+    """A refusal resting on inferred membership: a warning that says which group."""
+    if not basis:
+        return severity, message
+    groups = "; ".join(sorted({f"in:{g.name} ({g.basis})" for g in basis}))
+    return Severity.WARNING, (
+        f"{message} [{INFERRED_MARK}: membership not verified for {groups}; the "
+        "region may be a member. "
+        "--strict-groups makes this an error]"
+    )
+
+
+def promote_inferred(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
+    """`--strict-groups`: every warning that rests on inferred membership is an error."""
+    return [
+        replace(d, severity=Severity.ERROR)
+        if d.severity is Severity.WARNING and INFERRED_MARK in d.message
+        else d
+        for d in diagnostics
+    ]
 
 
 def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
     """Every rule of DESIGN.md that ties a topic to the effective org policy."""
     restriction = facts.restriction
-    note = restriction.unverified_note()
-    suffix = f" [{note}]" if note else ""
     storage = topic.storage
     out: list[OrgProblem] = []
     if storage.mode == "inherit" and restriction.allowed == frozenset():
@@ -99,85 +143,119 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
     if storage.mode == "explicit":
         for region in storage.regions:
             if not restriction.allows(region):
-                out.append(
-                    OrgProblem(
-                        Severity.ERROR, "org-location-denied",
-                        f"region {region!r} is not allowed by the effective "
-                        f"constraints/gcp.resourceLocations of project {topic.project} "
-                        f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}); "
-                        f"the service would reject it with FAILED_PRECONDITION{suffix}",
-                        REGIONS,
-                        region,
-                    )
+                severity, message = _inferred(
+                    Severity.ERROR,
+                    f"region {region!r} is not allowed by the effective "
+                    f"constraints/gcp.resourceLocations of project {topic.project} "
+                    f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}); "
+                    "the service would reject it with FAILED_PRECONDITION",
+                    restriction.inferred_basis(region),
                 )
+                out.append(OrgProblem(severity, "org-location-denied", message, REGIONS, region))
         if facts.enforce_in_transit and storage.enforce_in_transit is False:
             out.append(
                 OrgProblem(
-                    Severity.ERROR, "org-in-transit",
+                    Severity.WARNING, "org-in-transit",
                     f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project "
-                    f"{topic.project}, so enforceInTransit cannot be false; set it to true "
-                    "or omit it",
+                    f"{topic.project}, so the service stores enforceInTransit: true whatever "
+                    "the spec says (on the wire false and unset are the same); the plan "
+                    "expects true. Write true, or omit it",
                     (*POLICY, "enforceInTransit"),
                 )
             )
-    out.extend(_publisher_problems(topic, facts, suffix))
+    out.extend(_publisher_problems(topic, facts))
     return out
 
 
-def _publisher_problems(topic: DesiredTopic, facts: OrgFacts, suffix: str) -> list[OrgProblem]:
-    """Where publishers' messages go: decidable only when the policy is managed."""
+def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
+    """Where publishers' messages go: decidable only when the policy is managed.
+
+    With in-transit enforcement, publishers outside the allowed regions must publish
+    through a locational endpoint (REGION-pubsub.googleapis.com) in an allowed region:
+    fine when `publishers.endpoint` names one, a warning when none is declared, an
+    error when the declared one is not allowed. Ordering keys follow the endpoint."""
     storage = topic.storage
-    if storage.mode == "unmanaged" or not topic.publisher_regions:
+    endpoint = topic.publisher_endpoint
+    if storage.mode == "unmanaged" or not (topic.publisher_regions or endpoint):
         return []
+    restriction: LocationRestriction | None = None
     if storage.mode == "explicit":
         allowed: frozenset[str] | None = frozenset(storage.regions)
-        enforce = (
-            storage.enforce_in_transit
-            if storage.enforce_in_transit is not None
-            else facts.enforce_in_transit
-        )
-        suffix = ""
+        enforce = facts.enforce_in_transit or bool(storage.enforce_in_transit)
     else:
-        allowed = facts.restriction.allowed
+        restriction = facts.restriction
+        allowed = restriction.allowed
         enforce = facts.enforce_in_transit
     if allowed is None:
         return []
+
+    def basis(region: str) -> tuple[ValueGroup, ...]:
+        return restriction.inferred_basis(region) if restriction is not None else ()
+
     allowed_text = ", ".join(sorted(allowed)) or "none"
-    out = []
+    example = f"{sorted(allowed)[0]}-pubsub.googleapis.com" if allowed else "none"
+    out: list[OrgProblem] = []
+
+    def add(severity: Severity, code: str, text: str, path: tuple[str, ...], region: str) -> None:
+        severity, text = _inferred(severity, text, basis(region))
+        out.append(OrgProblem(severity, code, text, path, region))
+
+    endpoint_ok = endpoint is not None and endpoint in allowed
+    if endpoint is not None and not endpoint_ok:
+        host = f"{endpoint}-pubsub.googleapis.com"
+        if enforce:
+            add(
+                Severity.ERROR, "publisher-endpoint-denied",
+                f"publishers.endpoint {endpoint!r} ({host}) is outside the allowed regions "
+                f"({allowed_text}) and enforceInTransit is on: publishing through it will "
+                "fail with FAILED_PRECONDITION; use an endpoint in an allowed region",
+                PUBLISHER_ENDPOINT, endpoint,
+            )
+        elif topic.message_ordering:
+            add(
+                Severity.ERROR, "publisher-ordering-region",
+                f"publishers use ordering keys through {host}, but the storage policy "
+                f"excludes {endpoint!r} (allowed: {allowed_text}); publishing with an "
+                "ordering key will fail; use an endpoint in an allowed region",
+                PUBLISHER_ENDPOINT, endpoint,
+            )
+        else:
+            add(
+                Severity.WARNING, "publisher-region-rerouted",
+                f"publishers.endpoint {endpoint!r} is outside the allowed regions "
+                f"({allowed_text}); messages published through it are rerouted to the "
+                "nearest allowed region (added latency)",
+                PUBLISHER_ENDPOINT, endpoint,
+            )
+    if endpoint is not None:
+        return out  # the endpoint decides where messages enter, whatever the regions
     for region in topic.publisher_regions:
         if region in allowed:
             continue
         if topic.message_ordering:
-            out.append(
-                OrgProblem(
-                    Severity.ERROR, "publisher-ordering-region",
-                    f"publishers in {region!r} use ordering keys, but the storage policy "
-                    f"excludes their nearest region (allowed: {allowed_text}); publishing "
-                    f"with an ordering key will fail{suffix}",
-                    PUBLISHER_REGIONS,
-                    region,
-                )
+            add(
+                Severity.ERROR, "publisher-ordering-region",
+                f"publishers in {region!r} use ordering keys, but the storage policy "
+                f"excludes their nearest region (allowed: {allowed_text}); publishing "
+                "with an ordering key will fail; publish through a regional endpoint in an "
+                f"allowed region (publishers.endpoint, e.g. {example})",
+                PUBLISHER_REGIONS, region,
             )
         elif enforce:
-            out.append(
-                OrgProblem(
-                    Severity.ERROR, "publisher-region-denied",
-                    f"publishers in {region!r} will get FAILED_PRECONDITION: enforceInTransit "
-                    f"is on and the policy allows only {allowed_text}; add the region or "
-                    f"move the publishers{suffix}",
-                    PUBLISHER_REGIONS,
-                    region,
-                )
+            add(
+                Severity.WARNING, "publisher-region-denied",
+                f"publishers in {region!r} will get FAILED_PRECONDITION unless they publish "
+                "through a regional endpoint in an allowed region: enforceInTransit is on and "
+                f"the policy allows only {allowed_text}; use e.g. {example} and declare "
+                "it as publishers.endpoint, or add the region",
+                PUBLISHER_REGIONS, region,
             )
         else:
-            out.append(
-                OrgProblem(
-                    Severity.WARNING, "publisher-region-rerouted",
-                    f"publishers in {region!r} are outside the allowed regions "
-                    f"({allowed_text}); their messages are rerouted to the nearest allowed "
-                    "region (added latency)",
-                    PUBLISHER_REGIONS,
-                    region,
-                )
+            add(
+                Severity.WARNING, "publisher-region-rerouted",
+                f"publishers in {region!r} are outside the allowed regions "
+                f"({allowed_text}); their messages are rerouted to the nearest allowed "
+                "region (added latency)",
+                PUBLISHER_REGIONS, region,
             )
     return out

@@ -45,17 +45,21 @@ def region_problem(value: str) -> tuple[str, str] | None:
     return "region-unknown", f"{value!r} is not a known Google Cloud region{hint}"
 
 
-def check_regions(regions: list[str], rep: Reporter, base: PathKey) -> list[str]:
-    """The good regions of the list at `base`; every bad or repeated one reported."""
+def check_regions(
+    regions: list[str], rep: Reporter, base: PathKey, *, item: bool = True
+) -> list[str]:
+    """The good regions of the list at `base` (or the single value at `base` when
+    `item` is false); every bad or repeated one reported."""
     good = []
     restricted = catalog().restricted_regions
     first: dict[str, int] = {}
     for i, region in enumerate(regions):
-        if rep.silent((*base, i)):
+        at: PathKey = (*base, i) if item else base
+        if rep.silent(at):
             continue
         if region in first:
             rep.warning(
-                (*base, i), "region-duplicate",
+                at, "region-duplicate",
                 f"{region!r} is listed twice (first as item {first[region] + 1}); "
                 "remove the repeat",
             )
@@ -63,13 +67,25 @@ def check_regions(regions: list[str], rep: Reporter, base: PathKey) -> list[str]
         first[region] = i
         problem = region_problem(region)
         if problem:
-            rep.error((*base, i), problem[0], problem[1])
+            rep.error(at, problem[0], problem[1])
             continue
         if region in restricted:
             rep.warning(
-                (*base, i), "region-restricted",
+                at, "region-restricted",
                 f"{region!r} is not a publicly listed region (restricted or not generally "
                 "available); make sure your projects can use it",
             )
         good.append(region)
     return good
+
+
+def check_endpoint(endpoint: str | None, rep: Reporter) -> str | None:
+    """publishers.endpoint names a region (its endpoint is REGION-pubsub.googleapis.com)."""
+    if endpoint is None:
+        return None
+    path: PathKey = ("spec", "publishers", "endpoint")
+    host = endpoint.removesuffix("-pubsub.googleapis.com")
+    if host != endpoint:
+        rep.error(path, "bad-value", f"write the endpoint's region ({host!r}), not its host name")
+        return None
+    return endpoint if check_regions([endpoint], rep, path, item=False) else None

@@ -20,7 +20,7 @@ from reconciler.names import (
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.models import DefaultsDoc, Publishers, StoragePolicy, TopicDoc
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
-from reconciler.spec.regions import check_regions
+from reconciler.spec.regions import check_endpoint, check_regions
 from reconciler.spec.reporter import Reporter
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey
@@ -86,12 +86,16 @@ def check_topic(
     hedging = None
     publisher_regions: tuple[str, ...] = ()
     ordering = False
+    endpoint = None
     if publishers is not None:
         hedging = check_publishers(publishers, publishers_rep, profiles)
         publisher_regions = tuple(sorted(set(publishers.regions) - {""}))
         ordering = publishers.message_ordering
+        endpoint = check_endpoint(publishers.endpoint, publishers_rep)
     if hedging is not None:
         labels.update(hedging_labels.encode(*hedging))
+    if endpoint is not None:
+        labels[hedging_labels.ENDPOINT] = endpoint
     total = len(labels) + 1  # + the ownership label
     if total > MAX_LABELS:
         rep.error(
@@ -108,6 +112,7 @@ def check_topic(
         hedging=hedging,
         publisher_regions=publisher_regions,
         message_ordering=ordering,
+        publisher_endpoint=endpoint,
         file=located.doc.file,
         line=located.doc.start.line,
     )

@@ -10,6 +10,7 @@ from google.api_core import exceptions as gexc
 
 from reconciler.apply.retry import (
     Attempts,
+    PropagationTimeout,
     RetryPolicy,
     Stopped,
     call_with_retry,
@@ -186,3 +187,82 @@ def test_before_attempt_runs_for_every_attempt() -> None:
         fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(5), before_attempt=hook
     )
     assert hooks == 2
+
+
+# --- org-policy propagation ("recently created" projects) ----------------------------
+
+RECENT = "If the project was recently created, you may need to wait a few minutes."
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "kind"),
+    [
+        ("FAILED_PRECONDITION", RECENT, "propagation"),
+        ("INVALID_ARGUMENT", "... please retry this\n operation in a few minutes", "propagation"),
+        ("FAILED_PRECONDITION", "regions not allowed by the organization policy", "permanent"),
+        ("PERMISSION_DENIED", RECENT, "permanent"),
+        ("UNAVAILABLE", RECENT, "transient"),
+    ],
+)
+def test_propagation_errors_are_told_by_code_and_message(
+    code: str, message: str, kind: str
+) -> None:
+    assert classify(Coded(code, message)) == kind
+
+
+def test_propagation_errors_wait_up_to_their_own_budget_then_say_so() -> None:
+    clock = FakeClock()
+    told: list[BaseException] = []
+    stats = Attempts()
+
+    def refuse() -> None:
+        raise Coded("FAILED_PRECONDITION", RECENT)
+
+    policy = RetryPolicy(max_attempts=3, deadline=5.0, propagation_wait=100.0)
+    with pytest.raises(PropagationTimeout) as caught:
+        call_with_retry(
+            refuse,
+            policy,
+            clock=clock,
+            wait=clock.wait,
+            rng=random.Random(1),
+            attempts=stats,
+            on_propagation=told.append,
+        )
+    assert len(told) == 1  # the progress hook fires once per call
+    assert stats.propagation_errors == stats.count > 3  # not bounded by max_attempts
+    assert 100.0 - 15.0 <= sum(clock.waits) <= 100.0
+    assert error_status_name(caught.value) == "FAILED_PRECONDITION"
+    assert "recently created" in error_message(caught.value)
+    assert "--propagation-wait" in error_message(caught.value)
+
+
+def test_transient_budget_starts_afresh_after_propagation() -> None:
+    clock = FakeClock()
+    answers = [Coded("FAILED_PRECONDITION", RECENT)] * 6 + [Coded("UNAVAILABLE")] * 2
+
+    def fn() -> str:
+        if answers:
+            raise answers.pop(0)
+        return "ok"
+
+    policy = RetryPolicy(max_attempts=3, deadline=5.0, propagation_wait=300.0)
+    stats = Attempts()
+    got = call_with_retry(
+        fn, policy, clock=clock, wait=clock.wait, rng=random.Random(2), attempts=stats
+    )
+    assert got == "ok" and stats.count == 9
+    assert (stats.propagation_errors, stats.transient_errors) == (6, 2)
+
+
+def test_zero_propagation_wait_fails_at_once() -> None:
+    clock = FakeClock()
+    with pytest.raises(PropagationTimeout):
+        call_with_retry(
+            lambda: (_ for _ in ()).throw(Coded("INVALID_ARGUMENT", "retry this operation")),
+            RetryPolicy(propagation_wait=0.0),
+            clock=clock,
+            wait=clock.wait,
+            rng=random.Random(3),
+        )
+    assert clock.waits == []

@@ -19,7 +19,7 @@ spec:
 """
 FORBIDS_ASIA = """\
 name: projects/acme-payments/policies/gcp.resourceLocations
-spec: {rules: [{values: {allowedValues: [in:us-locations]}}]}
+spec: {rules: [{values: {allowedValues: [in:us-central1-locations, in:us-east1-locations]}}]}
 """
 
 
