@@ -14,7 +14,7 @@ from reconciler.topic import StoragePolicy, norm_policy, region_set
 def computed_policy(facts: OrgFacts) -> StoragePolicy | None:
     """The policy the service gives a topic created without one (or recomputed): the
     regions the org policy allows, with its in-transit enforcement. No
-    resource-location constraint = no policy at all (every region), as DESIGN.md says."""
+    resource-location constraint = no policy at all (every region)."""
     allowed = facts.restriction.allowed
     if allowed is None:
         return None

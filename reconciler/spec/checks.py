@@ -1,6 +1,6 @@
 """Semantic checks over a whole spec tree, producing the desired state.
 
-Every rule of DESIGN.md's "Semantics rules" that can be decided offline is applied,
+Every semantics rule (README: Checks) that can be decided offline is applied,
 each reported at the key or value that breaks it, all of them in one pass: profiles
 (`profiles.py`), Defaults chains (`defaults.py`), one topic (`topics.py`), and here
 what needs the whole tree: duplicate topics and the org policy.

@@ -126,7 +126,7 @@ def promote_inferred(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
 
 
 def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
-    """Every rule of DESIGN.md that ties a topic to the effective org policy."""
+    """Every semantics rule that ties a topic to the effective org policy."""
     restriction = facts.restriction
     storage = topic.storage
     out: list[OrgProblem] = []
