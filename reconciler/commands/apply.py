@@ -35,6 +35,12 @@ from reconciler.commands._options import target_options, use_colour
     help="Admin calls per second per project (Pub/Sub administrator-operation quota); "
     "0 = no limit.",
 )
+@click.option(
+    "--expect-digest",
+    "expect_digest",
+    metavar="sha256:HEX",
+    help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def command(
     paths: tuple[Path, ...],
@@ -46,10 +52,13 @@ def command(
     concurrency: int,
     rate_limit: float,
     fmt: str,
+    expect_digest: str | None,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE."""
     from reconciler.apply.run import Settings, run_apply
     from reconciler.plan.run import Target
 
-    settings = Settings(auto_approve, prune, concurrency, rate_limit, fmt, use_colour())
+    settings = Settings(
+        auto_approve, prune, concurrency, rate_limit, fmt, use_colour(), expect_digest
+    )
     return run_apply(paths, Target(local, emulator, org_policy), settings)
