@@ -112,17 +112,25 @@ def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
     for note in notes:
         click.echo(note, err=True)
     guard = Guard(ProjectRateLimiter(settings.rate_limit or None))
-    backend = open_guarded(use, guard)
+    try:
+        backend = open_guarded(use, guard)
+    except ReconcileError as exc:
+        raise _naming(path, exc) from None
     try:
         try:
             check_fresh(plan, backend)
         except ReconcileError as exc:
-            exc.message = f"{path}: {exc.message}"
-            raise
+            raise _naming(path, exc) from None
         _show(plan, settings)
         return execute(plan, backend, guard, settings)
     finally:
         backend.close()
+
+
+def _naming(path: Path, exc: ReconcileError) -> ReconcileError:
+    """The same refusal, saying which plan file it is about."""
+    exc.message = f"{path}: {exc.message}"
+    return exc
 
 
 def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> int:

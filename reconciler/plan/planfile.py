@@ -84,7 +84,8 @@ def read_plan(path: Path) -> Plan:
         check_plan(data)
     except PlanShapeError as exc:
         raise InputError(
-            f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}", hint=REMAKE_HINT
+            f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
+            hint=REMAKE_HINT,
         ) from None
     actual = digest_of(data)
     if actual != data["digest"]:
@@ -116,6 +117,8 @@ def inconsistencies(plan: Plan) -> list[str]:
     for rc in plan.resource_changes:
         if rc.address in seen:
             out.append(f"{rc.address}: planned more than once")
+        if rc.action == "delete" and not plan.prune:
+            out.append(f"{rc.address}: a delete in a plan made without --prune")
         seen.add(rc.address)
         out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
     return out
