@@ -154,7 +154,10 @@ class Executor:
                 body[LABELS] = fresh_labels(rc, live.shape)
             except StaleTopic as exc:
                 raise _Refused(f"stale: {exc}; not updated (make a new plan)") from None
-        return self._call(rc, attempts, lambda: self.backend.update_topic(body, mask))
+        updated: ObservedTopic = self._call(
+            rc, attempts, lambda: self.backend.update_topic(body, mask)
+        )
+        return updated
 
     def _create(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
         body = _with_name(rc)
