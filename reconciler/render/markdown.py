@@ -57,7 +57,7 @@ def _table(plan: Plan) -> list[str]:
         return []
     lines = ["| Action | Topic | Fields | Notes |", "| --- | --- | --- | --- |"]
     for rc in changes:
-        fields = ", ".join(f"`{p}`" for p in rc.update_mask) or (
+        fields = ", ".join(md_code(p, in_table=True) for p in rc.update_mask) or (
             "all" if rc.action != "update" else "—"
         )
         notes = "; ".join(md_prose(n) for n in [*rc.reasons, *rc.warnings]) or "—"
