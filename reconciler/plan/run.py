@@ -106,7 +106,11 @@ def run_plan(
         write_plan(plan, out)
     click.echo(render(plan, fmt, color and fmt == "text"), nl=False, color=color)
     if out is not None:
-        click.echo(f"Saved the plan to {out}; apply it with `reconcile apply {out}`.", err=True)
+        click.echo(
+            f"Saved the plan to {out} (digest {plan.digest}); apply exactly this plan with "
+            f"`reconcile apply {out} --expect-digest {plan.digest}`.",
+            err=True,
+        )
     if detailed_exitcode and plan.has_changes:
         return EXIT_CHANGES
     return EXIT_OK
