@@ -133,7 +133,7 @@ def _request_problems(stored: Request | None, derived: Request | None) -> list[s
         elif key not in stored.topic:
             out.append(f"the request leaves out {key}, which the change sets")
         elif stored.topic[key] != derived.topic[key]:
-            out.append(f"the request's {key} differs from the change's `after`")
+            out.append(f"the request's {key} value differs from the change's `after`")
     return out or ["the request differs from the change"]
 
 

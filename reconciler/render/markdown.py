@@ -30,7 +30,7 @@ def _diagnostic(d: Diagnostic) -> str:
     return out
 
 
-def _header(plan: Plan) -> list[str]:
+def _header(plan: Plan, digest: str) -> list[str]:
     if plan.has_errors:
         headline = (
             f"**❌ {_plural(len(plan.errors), 'error')}: this plan cannot be applied.** "
@@ -45,8 +45,8 @@ def _header(plan: Plan) -> list[str]:
         "",
         f"- Target: {md_code(plan.target.describe())}, org policy: "
         f"{md_code(plan.target.describe_policy())}",
-        f"- Digest: `{plan.digest}` (apply exactly this plan with "
-        f"`reconcile apply PLANFILE --expect-digest {plan.digest}`)",
+        f"- Digest: `{digest}` (apply exactly this plan with "
+        f"`reconcile apply PLANFILE --expect-digest {digest}`)",
         "",
     ]
 
@@ -74,7 +74,8 @@ def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
 
 
 def render(plan: Plan) -> str:
-    lines = _header(plan)
+    digest = plan.digest
+    lines = _header(plan, digest)
     lines += _listed(f"Errors ({len(plan.errors)})", plan.errors)
     lines += _table(plan)
     lines += _listed(f"Warnings ({len(plan.warnings)})", plan.warnings)
@@ -91,7 +92,7 @@ def render(plan: Plan) -> str:
         lines += [
             "<details><summary>Full plan</summary>",
             "",
-            md_fence(text.render(plan, color=False).rstrip("\n")),
+            md_fence(text.render(plan, color=False, digest=digest).rstrip("\n")),
             "",
             "</details>",
         ]

@@ -42,14 +42,16 @@ def _q(value: Any) -> str:
     return esc(json.dumps(value, ensure_ascii=False), backslash=False)
 
 
-def header(plan: Plan) -> list[str]:
-    """Where the plan was made and which plan it is (the digest a reviewer checks)."""
+def header(plan: Plan, digest: str | None = None) -> list[str]:
+    """Where the plan was made and which plan it is (the digest a reviewer checks;
+    pass it when known: computing it serialises the whole plan)."""
+    digest = digest or plan.digest
     if not plan.target.kind and not plan.target.address:
-        return [f"Digest: {plan.digest}"]
+        return [f"Digest: {digest}"]
     return [
         f"Target: {esc(plan.target.describe())}; org policy: "
         f"{esc(plan.target.describe_policy())}",
-        f"Digest: {plan.digest}",
+        f"Digest: {digest}",
     ]
 
 
@@ -63,11 +65,11 @@ def summary_line(plan: Plan) -> str:
     )
 
 
-def render(plan: Plan, color: bool = False) -> str:
+def render(plan: Plan, color: bool = False, digest: str | None = None) -> str:
     style = _styler(color)
     lines: list[str] = []
     changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    lines += header(plan)
+    lines += header(plan, digest)
     lines.append("")
     if changes:
         lines.append("reconcile will perform the following actions:")

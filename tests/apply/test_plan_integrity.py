@@ -82,13 +82,13 @@ def test_an_edited_label_value_in_the_request_is_refused(
 
     edit(path, sneak)
     shown = reconcile("show", str(path))
-    assert shown.code == 1 and "the request's labels differs from the change's `after`" in (
+    assert shown.code == 1 and "the request's labels value differs from the change's `after`" in (
         shown.err
     )
     server.counters.reset()
     run = reconcile("apply", str(path), *target(server, tree))
     refused(server, run)
-    assert f"{tree.address('orders')}: the request's labels differs" in run.err
+    assert f"{tree.address('orders')}: the request's labels value differs" in run.err
     assert client.get_topic(request={"topic": tree.address("orders")}).labels["team"] == "old"
 
 
