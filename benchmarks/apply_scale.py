@@ -46,19 +46,23 @@ from reconciler.plan.model import Change, Request, ResourceChange
 PROJECT = "bench-project"
 LATENCY = 0.020
 TARGET_RATIO_AT_8 = 1.5
+CALLS_PER_UPDATE = 2
 
 
-def update_changes(n: int, value: str) -> list[ResourceChange]:
+def update_changes(n: int, value: str, previous: str = "") -> list[ResourceChange]:
+    """Label updates wave: previous -> value (the executor merges them onto a fresh read
+    of each topic, so `before` must be what the topic carries)."""
     out = []
     for i in range(n):
         name = f"projects/{PROJECT}/topics/t{i:04d}"
         body = {"name": name, "labels": {"reconcile-managed": "true", "wave": value}}
+        before = {"labels": {"reconcile-managed": "true", "wave": previous}}
         out.append(
             ResourceChange(
                 address=name,
                 project=PROJECT,
                 topic=f"t{i:04d}",
-                change=Change(actions=["update"], before=None, after=body),
+                change=Change(actions=["update"], before=before, after=body),
                 update_mask=["labels"],
                 request=Request("UpdateTopic", body, ["labels"]),
             )
@@ -137,7 +141,7 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
             if server is not None:
                 server.counters.reset()
             executor = Executor(backend, guard, concurrency=level)
-            changes = update_changes(updates, str(n))
+            changes = update_changes(updates, str(n), str(n - 1))
             start = time.perf_counter()
             result = executor.run(changes)
             wall = time.perf_counter() - start
@@ -146,7 +150,8 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
                 if server is not None
                 else sum(r.attempts for r in result.results)
             )
-            ideal = updates * LATENCY / level
+            # Each label update is two calls: the fresh GetTopic, then UpdateTopic.
+            ideal = updates * CALLS_PER_UPDATE * LATENCY / level
             row = {
                 "concurrency": level,
                 "wall_s": round(wall, 3),

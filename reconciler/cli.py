@@ -71,7 +71,12 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="reconcile", standalone_mode=False)
     except ReconcileError as exc:
-        click.echo(f"Error: {exc}", err=True)
+        # Messages quote file names and service text: no control character reaches
+        # the terminal (render/escape.py), line breaks of the message itself stay.
+        from reconciler.render.escape import text as inert
+
+        lines = str(exc).split("\n")
+        click.echo("Error: " + "\n".join(inert(x, backslash=False) for x in lines), err=True)
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:
         click.echo("Interrupted.", err=True)

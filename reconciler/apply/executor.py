@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.apply.freshness import StaleTopic, fresh_labels
 from reconciler.apply.guard import Guard, StopRequested
 from reconciler.apply.progress import NullReporter, Reporter
 from reconciler.apply.result import ApplyResult, TopicResult
@@ -23,7 +24,7 @@ from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_owned
 from reconciler.plan.model import ResourceChange
-from reconciler.topic import TopicShape, norm_policy, request_shape
+from reconciler.topic import LABELS, TopicShape, norm_policy, request_shape
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a new topic may answer NOT_FOUND for a while (Terraform
@@ -125,7 +126,7 @@ class Executor:
             if rc.action == "create":
                 self._create(rc, attempts, res)
             elif rc.action == "update":
-                self._call(rc, attempts, lambda: self._update(rc))
+                self._update(rc, attempts)
             elif rc.action == "delete":
                 self._delete(rc, attempts, res)
             else:
@@ -154,11 +155,27 @@ class Executor:
     def _call(self, rc: ResourceChange, attempts: Attempts, fn: Callable[[], Any]) -> Any:
         return self.guard.run(rc.project, fn, attempts)
 
-    def _update(self, rc: ResourceChange) -> ObservedTopic:
+    def _update(self, rc: ResourceChange, attempts: Attempts) -> ObservedTopic:
+        """The plan's UpdateTopic; when it sets labels, merged onto a fresh read of the
+        topic (apply/freshness.py: others' labels added meanwhile are kept)."""
         assert rc.request is not None
-        if not rc.request.update_mask:
+        mask = list(rc.request.update_mask)
+        if not mask:
             raise _Refused("the plan's update has an empty update mask; nothing to send")
-        return self.backend.update_topic(_with_name(rc), list(rc.request.update_mask))
+        body = _with_name(rc)
+        if LABELS in mask:
+            # The read's own attempts are not the update's (TopicResult.attempts).
+            live = self._call(rc, Attempts(), lambda: self.backend.get_topic(rc.address))
+            if live is None:
+                raise _Refused("stale: the topic was deleted since the plan")
+            try:
+                body[LABELS] = fresh_labels(rc, live.shape)
+            except StaleTopic as exc:
+                raise _Refused(f"stale: {exc}; not updated (make a new plan)") from None
+        updated: ObservedTopic = self._call(
+            rc, attempts, lambda: self.backend.update_topic(body, mask)
+        )
+        return updated
 
     def _create(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
         body = _with_name(rc)

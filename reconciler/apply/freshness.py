@@ -5,15 +5,28 @@ could undo someone's change or act on a policy that no longer holds. So every to
 the plan fingerprinted and every project's org policy inputs are read again (the same
 `observe` that planning uses: one ListTopics pager per project) and any difference
 refuses the whole apply, before any mutating call.
+
+During the apply (minutes at 10,000 topics) others may still write: right before each
+UpdateTopic that touches labels the executor re-reads the topic and `fresh_labels`
+merges the plan's label changes onto that fresh read, so a label another tool adds
+meanwhile is kept; a managed label or storage policy that moved since the plan makes
+that topic stale (`StaleTopic`), and the others go on. Managed here means a key the
+plan changes or a reserved `reconcile-` key, or the storage policy when the plan sets
+it; a declared key the plan leaves as it was cannot be told from a foreign one, so a
+concurrent change to it is kept.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from reconciler.backends.base import Backend
 from reconciler.errors import StalePlanError
 from reconciler.names import project_of
-from reconciler.plan.model import Plan
+from reconciler.ownership import is_reserved
+from reconciler.plan.model import Plan, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
 
 
 def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
@@ -63,3 +76,31 @@ def check_fresh(plan: Plan, backend: Backend) -> None:
             f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}",
             hint="make a new plan (`reconcile plan --out PLANFILE`), review it, and apply that",
         )
+
+
+class StaleTopic(Exception):
+    """A managed field of this topic changed between the plan and its update."""
+
+
+def fresh_labels(rc: ResourceChange, live: TopicShape) -> dict[str, str]:
+    """The label map to send: the fresh read with the plan's changes (before -> after)
+    applied; StaleTopic when a managed label or the planned storage policy moved."""
+    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    now = dict(live.labels)
+    keys = set(before) | set(after)
+    changed = {k for k in keys if before.get(k) != after.get(k)}
+    managed = changed | {k for k in keys | set(now) if is_reserved(k)}
+    moved = sorted(k for k in managed if now.get(k) != before.get(k))
+    if moved:
+        raise StaleTopic(f"label {', '.join(moved)} changed since the plan")
+    if STORAGE_POLICY in rc.update_mask:
+        planned = norm_policy(StoragePolicy.from_json((rc.change.before or {}).get(STORAGE_POLICY)))
+        if norm_policy(live.policy) != planned:
+            raise StaleTopic("message_storage_policy changed since the plan")
+    for k in changed:
+        if k in after:
+            now[k] = after[k]
+        else:
+            now.pop(k, None)
+    return dict(sorted(now.items()))

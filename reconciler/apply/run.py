@@ -5,6 +5,11 @@ a plan, then execute it with the fewest calls, concurrently, within the admin qu
     apply_planfile(path, target, settings) -> exit code
     apply_specs(paths, target, settings) -> exit code
 
+A PLANFILE is refused before any call when it is damaged, edited (its digest or its
+requests: plan/planfile.py), not the `--expect-digest` one, or aimed elsewhere than
+where it was made (plan/origin.py); with no target flag it goes where it was made.
+Then every fingerprint is re-checked, the plan is printed, and it is executed.
+
 Output: the plan and per-topic lines/bar go to stdout with `--format text`; with
 `--format json` stdout carries only the results JSON and everything else goes to
 stderr. Exit codes: 0 applied (or nothing to do), 1 any failure or refusal, 130
@@ -38,7 +43,7 @@ from reconciler.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
     EXIT_OK,
-    StalePlanError,
+    ReconcileError,
     UsageError,
     ValidationFailed,
 )
@@ -62,6 +67,7 @@ class Settings:
     color: bool = False
     propagation_wait: float = DEFAULT_PROPAGATION_WAIT  # s: "recently created" refusals
     readback_wait: float = DEFAULT_READBACK_WAIT  # s: polling a new topic's read-back
+    expect_digest: str | None = None
 
     def guard(self) -> Guard:
         """The rate limit and retry policy these settings ask for."""
@@ -99,12 +105,19 @@ def run_apply(paths: Sequence[Path], target: Target, settings: Settings) -> int:
 
     if looks_like_plan_file(paths):
         return apply_planfile(paths[0], target, settings)
+    if settings.expect_digest is not None:
+        raise UsageError(
+            "--expect-digest applies to a saved plan: `reconcile apply PLANFILE "
+            "--expect-digest sha256:...`",
+            hint="save the plan with `reconcile plan --out PLANFILE` and review its digest",
+        )
     return apply_specs(paths, target, settings)
 
 
 def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
-    """Apply a saved plan after re-checking every fingerprint it was made against."""
-    from reconciler.plan.planfile import read_plan
+    """Apply a saved plan: checked whole and unedited, where it was made, still fresh."""
+    from reconciler.plan.origin import apply_target
+    from reconciler.plan.planfile import check_expected_digest, read_plan
 
     if settings.prune:
         raise UsageError(
@@ -112,20 +125,32 @@ def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
             hint="make the plan with `reconcile plan --prune --out PLANFILE`",
         )
     plan = read_plan(path)
+    if settings.expect_digest is not None:
+        check_expected_digest(plan, settings.expect_digest, path)
     refuse_plan_with_errors(plan)
+    use, notes = apply_target(plan.target, target, path)
+    for note in notes:
+        click.echo(note, err=True)
     guard = settings.guard()
-    backend = open_guarded(target, guard)
     try:
-        if plan.target and plan.target != backend.target:
-            raise StalePlanError(
-                f"the plan was made against {plan.target}, not {backend.target}; "
-                "nothing was applied",
-                hint="apply it with the same --local/--emulator target it was made for",
-            )
-        check_fresh(plan, backend)
+        backend = open_guarded(use, guard)
+    except ReconcileError as exc:
+        raise _naming(path, exc) from None
+    try:
+        try:
+            check_fresh(plan, backend)
+        except ReconcileError as exc:
+            raise _naming(path, exc) from None
+        _show(plan, settings)
         return execute(plan, backend, guard, settings)
     finally:
         backend.close()
+
+
+def _naming(path: Path, exc: ReconcileError) -> ReconcileError:
+    """The same refusal, saying which plan file it is about."""
+    exc.message = f"{path}: {exc.message}"
+    return exc
 
 
 def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> int:
@@ -139,14 +164,19 @@ def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> in
             hint="review `reconcile plan` and rerun with --auto-approve, or apply a "
             "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
         )
+    from reconciler.plan.origin import record_target
+
     result = validate_specs(paths, target.org_policy)
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
+    origin = record_target(target)
     guard = settings.guard()
     backend = open_guarded(target, guard, result)
     try:
         validation = result.diagnostics.sorted()
-        plan = make_plan(result.desired, backend, prune=settings.prune, validation=validation)
+        plan = make_plan(
+            result.desired, backend, prune=settings.prune, validation=validation, origin=origin
+        )
         _show(plan, settings)
         refuse_plan_with_errors(plan)
         text = settings.fmt == "text"
@@ -175,9 +205,9 @@ def _show(plan: Plan, settings: Settings) -> None:
 def refuse_plan_with_errors(plan: Plan) -> None:
     """A plan whose specs break the live org policy is never applied."""
     if plan.has_errors:
-        for d in plan.errors:
-            where = ":".join(str(v) for v in (d.file, d.line, d.col) if v)
-            click.echo(f"{where}: error[{d.code}]: {d.message}", err=True)
+        from reconciler.render import diagnostics as report
+
+        click.echo(report.text(plan.errors), nl=False, err=True)
         raise ValidationFailed("the specs conflict with the live org policy; nothing was applied")
 
 

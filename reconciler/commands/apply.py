@@ -57,6 +57,12 @@ DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
     metavar="SECONDS",
     help="How long to poll a new topic until it is readable; then warn (never fail).",
 )
+@click.option(
+    "--expect-digest",
+    "expect_digest",
+    metavar="sha256:HEX",
+    help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 def command(
     paths: tuple[Path, ...],
@@ -71,6 +77,7 @@ def command(
     readback_wait: float,
     fmt: str,
     timeout: float,
+    expect_digest: str | None,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE."""
     from reconciler.apply.run import Settings, run_apply
@@ -85,5 +92,6 @@ def command(
         use_colour(),
         propagation_wait=propagation_wait,
         readback_wait=readback_wait,
+        expect_digest=expect_digest,
     )
     return run_apply(paths, Target(local, emulator, org_policy, timeout), settings)

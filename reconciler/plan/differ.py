@@ -28,21 +28,19 @@ from reconciler.names import split_topic_name
 from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.ownership import is_owned as owned_labels
+from reconciler.plan.derive import derive_fields, derive_request
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     DRIFT_BOTH,
     DRIFT_MISSES_ALLOWED,
     Change,
     Drift,
-    FieldChange,
-    Request,
     ResourceChange,
 )
 from reconciler.plan.policy import (
     computed_policy,
     drift_category,
     expected_policy,
-    explicit_request_policy,
     narrowing_warning,
 )
 from reconciler.spec.desired import DesiredTopic
@@ -57,7 +55,6 @@ from reconciler.topic import (
     norm_policy,
     policy_json,
     region_set,
-    request_body,
 )
 
 REASON_ADOPT = "adopt"
@@ -188,30 +185,6 @@ def _source(desired: DesiredTopic) -> dict[str, Any] | None:
     return {"file": desired.file, "line": desired.line} if desired.file else None
 
 
-def _policy_field(
-    before: StoragePolicy | None, after: StoragePolicy | None, note: str | None
-) -> FieldChange:
-    """Regions as a set change; when one side allows every region (no list), the
-    renderer shows the whole list instead of dozens of regions."""
-    b, a = region_set(before), region_set(after)
-    added = sorted(a - b) if a is not None and b is not None else []
-    removed = sorted(b - a) if a is not None and b is not None else []
-    return FieldChange(
-        STORAGE_POLICY, policy_json(before), policy_json(after),
-        added=added, removed=removed, note=note,
-    )
-
-
-def _labels_field(before: dict[str, str], after: dict[str, str]) -> FieldChange:
-    return FieldChange(
-        LABELS,
-        before,
-        after,
-        added=sorted(set(after) - set(before)),
-        removed=sorted(set(before) - set(after)),
-    )
-
-
 def diff_topic(
     desired: DesiredTopic, live: ObservedTopic | None, facts: OrgFacts
 ) -> ResourceChange:
@@ -243,27 +216,25 @@ def diff_topic(
         return rc
     rc.change.actions = ["update"]
     rc.update_mask = mask
-    request_policy = None
-    if LABELS in mask:
-        rc.change.fields.append(_labels_field(before_shape[LABELS], after_shape[LABELS]))
-        if live_labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
-            rc.reasons.append(REASON_ADOPT)
+    if LABELS in mask and live_labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
+        rc.reasons.append(REASON_ADOPT)
     if STORAGE_POLICY in mask:
-        note = None
         if mode == "inherit":
-            note = "recomputed from the effective org policy"
+            rc.change.computed = [STORAGE_POLICY]
             found = drift_category(live_policy, facts)
             rc.reasons.append(found[0] if found else REASON_IN_TRANSIT)
-        else:
-            request_policy = explicit_request_policy(desired, facts)
-        rc.change.fields.append(_policy_field(live_policy, want_policy, note))
         if is_regionless(live_policy):
             rc.warnings.append("no region allowed (invalid) on the live topic: " + REGIONLESS_TEXT)
         elif warning := narrowing_warning(live_policy, want_policy):
             rc.warnings.append(warning)
-    labels = after_labels if LABELS in mask else None
-    body = request_body(desired.address, labels, request_policy)
-    rc.request = Request("UpdateTopic", body, list(mask))
+    return _derived(rc)
+
+
+def _derived(rc: ResourceChange) -> ResourceChange:
+    """Request and fields follow from the change (plan/derive.py), here as when a plan
+    file is read back."""
+    rc.change.fields = derive_fields(rc)
+    rc.request = derive_request(rc)
     return rc
 
 
@@ -284,30 +255,21 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
     """CreateTopic carries the full declared topic; without an explicit policy the
     service computes one from the org policy, which is what `after` shows."""
     labels = dict(sorted(desired_labels(desired).items()))
-    mode = desired.storage.mode
-    request_policy = None
-    if mode == "explicit":
-        request_policy = explicit_request_policy(desired, facts)
-        after_policy = expected_policy(desired, facts)
-        note = None
-    else:
-        after_policy = computed_policy(facts)
-        note = "computed by the service from the effective org policy"
-    body = request_body(desired.address, labels, request_policy)
-    fields = [_labels_field({}, labels)]
-    if after_policy is not None or mode != "unmanaged":
-        fields.append(_policy_field(None, after_policy, note))
-    return ResourceChange(
+    explicit = desired.storage.mode == "explicit"
+    after_policy = expected_policy(desired, facts) if explicit else computed_policy(facts)
+    rc = ResourceChange(
         address=desired.address,
         project=desired.project,
         topic=desired.topic,
         change=Change(
-            actions=["create"], before=None, after=TopicShape(labels, after_policy).to_json(),
-            fields=fields,
+            actions=["create"],
+            before=None,
+            after=TopicShape(labels, after_policy).to_json(),
+            computed=[] if explicit else [STORAGE_POLICY],
         ),
-        request=Request("CreateTopic", body),
         source=_source(desired),
     )
+    return _derived(rc)
 
 
 def delete_change(live: ObservedTopic) -> ResourceChange:
@@ -317,15 +279,15 @@ def delete_change(live: ObservedTopic) -> ResourceChange:
     project, topic = split
     shape = live.shape
     before = TopicShape(dict(sorted(shape.labels.items())), shape.policy).to_json()
-    return ResourceChange(
+    rc = ResourceChange(
         address=live.name,
         project=project,
         topic=topic,
         change=Change(actions=["delete"], before=before, after=None),
-        request=Request("DeleteTopic", {"name": live.name}),
         reasons=["prune: not declared, carries the ownership label"],
         warnings=["its subscriptions are detached and stop receiving messages"],
     )
+    return _derived(rc)
 
 
 def is_owned(live: ObservedTopic) -> bool:

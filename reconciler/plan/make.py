@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from reconciler.backends.base import Backend
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan import differ
-from reconciler.plan.model import Fingerprints, Plan
+from reconciler.plan.model import Fingerprints, Plan, PlanTarget
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 
@@ -33,14 +33,16 @@ def make_plan(
     backend: Backend,
     prune: bool = False,
     validation: Iterable[Diagnostic] = (),
+    origin: PlanTarget | None = None,
 ) -> Plan:
     """One plan over every project the specs name; `validation`: what validation
-    already reported, kept first in the plan's diagnostics and not repeated."""
+    already reported, kept first in the plan's diagnostics and not repeated; `origin`:
+    where it is made (plan/origin.py; default: read from the backend's label)."""
     reported = list(validation)
     already = {(d.file, d.code, d.message) for d in reported}
     observation = observe(backend, desired.projects)
     plan = Plan(
-        target=backend.target,
+        target=origin or PlanTarget.from_label(backend.target),
         prune=prune,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         diagnostics=reported,

@@ -1,21 +1,30 @@
 """The plan: a plain, versioned, serialisable object.
 
 Renderers read it, `--format json` prints it, the plan file stores it and apply
-executes its `request`s. Nothing else decides what will change.
+executes its `request`s. Each request (and each `fields` entry) is derived from its
+change by plan/derive.py, when the plan is made and again when a file is read, so
+what a reviewer sees is what apply sends.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
+
+Format 2.0 (incompatible with 1.x): `digest` ("sha256:HEX" over the canonical JSON of
+everything else), `target` an object (where the plan was made and which org policy it
+used), `change.computed`. A 1.x file is refused with a message to make the plan again:
+it has no digest and no recorded target, so it cannot be checked.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from reconciler.diagnostics import Diagnostic
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "2.0"
+DIGEST_PREFIX = "sha256:"
 
 Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = ("create", "update", "delete", "no-op")
@@ -53,6 +62,9 @@ class Change:
     before: dict[str, Any] | None
     after: dict[str, Any] | None
     fields: list[FieldChange] = field(default_factory=list)
+    # Paths whose `after` the service computes from the org policy: a create leaves
+    # them out of its request, an update names them in its mask without a value.
+    computed: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -93,13 +105,68 @@ class Fingerprints:
     org_policy: dict[str, str] = field(default_factory=dict)
 
 
+TARGET_KINDS = ("gcp", "local", "emulator")
+POLICY_SOURCES = ("api", "snapshot")
+
+
+@dataclass
+class PlanTarget:
+    """Where the plan was made: the service (`kind`, `address`: the emulator's
+    HOST:PORT or the local state dir) and the org policy's source (the live API, or a
+    snapshot file with the sha256 of its bytes). `apply PLANFILE` goes there."""
+
+    kind: str = ""  # one of TARGET_KINDS; "" = not recorded (plans made in-process)
+    address: str = ""
+    org_policy: str = "api"  # one of POLICY_SOURCES
+    snapshot: str = ""
+    snapshot_sha256: str = ""
+
+    def describe(self) -> str:
+        if self.kind == "gcp":
+            return "Google Cloud"
+        if self.kind == "local":
+            return f"local ({self.address})"
+        if self.kind == "emulator":
+            return f"emulator {self.address}"
+        return self.address or "unrecorded"
+
+    def describe_policy(self) -> str:
+        if self.org_policy == "snapshot":
+            return f"snapshot {self.snapshot} ({DIGEST_PREFIX}{self.snapshot_sha256[:12]}…)"
+        return "live Org Policy API"
+
+    @classmethod
+    def from_label(cls, label: str) -> PlanTarget:
+        """From a backend's label ("gcp", "local (DIR)", "emulator ADDR")."""
+        if label == "gcp":
+            return cls("gcp")
+        if label.startswith("local (") and label.endswith(")"):
+            return cls("local", label[len("local (") : -1])
+        if label.startswith("emulator "):
+            return cls("emulator", label[len("emulator ") :])
+        return cls("", label)
+
+
+def canonical(data: dict[str, Any]) -> bytes:
+    """Canonical JSON of a plan document without its digest: sorted keys, no
+    whitespace, UTF-8."""
+    body = {k: v for k, v in data.items() if k != "digest"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return text.encode("utf-8")
+
+
+def digest_of(data: dict[str, Any]) -> str:
+    """"sha256:HEX" of a plan document's canonical content (its `digest` excluded)."""
+    return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
+
+
 @dataclass
 class Plan:
     resource_changes: list[ResourceChange] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     drift: list[Drift] = field(default_factory=list)
     fingerprints: Fingerprints = field(default_factory=Fingerprints)
-    target: str = ""
+    target: PlanTarget = field(default_factory=PlanTarget)
     prune: bool = False
     created_at: str = ""
     format_version: str = FORMAT_VERSION
@@ -123,23 +190,33 @@ class Plan:
         """An error (the specs break the live org policy) forbids applying the plan."""
         return any(d.is_error for d in self.diagnostics)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def warnings(self) -> list[Diagnostic]:
+        return [d for d in self.diagnostics if not d.is_error]
+
+    def content(self) -> dict[str, Any]:
+        """The document without its digest (what the digest is computed over)."""
         data = asdict(self)
         data["diagnostics"] = [d.to_json() for d in self.diagnostics]
         return {"format_version": data.pop("format_version"), **data}
 
+    @property
+    def digest(self) -> str:
+        return digest_of(self.content())
+
+    def to_json(self) -> dict[str, Any]:
+        data = self.content()
+        digest = digest_of(data)
+        return {"format_version": data.pop("format_version"), "digest": digest, **data}
+
     def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2, sort_keys=False) + "\n"
+        return json.dumps(self.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:
-        """Inverse of to_json; raises KeyError/TypeError/ValueError on a malformed file."""
+        """Inverse of to_json for a document plan/planschema.py accepted (a plan file is
+        checked there first; this trusts the shape)."""
         version = str(data["format_version"])
-        if version.split(".")[0] != FORMAT_VERSION.split(".")[0]:
-            raise ValueError(
-                f"plan format_version {version} is not supported (this reconcile writes "
-                f"{FORMAT_VERSION}); make the plan again with this version"
-            )
         changes = []
         for rc in data["resource_changes"]:
             ch = rc["change"]
@@ -154,6 +231,7 @@ class Plan:
                         before=ch["before"],
                         after=ch["after"],
                         fields=[FieldChange(**f) for f in ch.get("fields", [])],
+                        computed=list(ch.get("computed", [])),
                     ),
                     update_mask=list(rc.get("update_mask", [])),
                     request=Request(**req) if req else None,
@@ -170,7 +248,7 @@ class Plan:
             fingerprints=Fingerprints(
                 topics=dict(fp.get("topics", {})), org_policy=dict(fp.get("org_policy", {}))
             ),
-            target=str(data.get("target", "")),
+            target=PlanTarget(**(data.get("target") or {})),
             prune=bool(data.get("prune", False)),
             created_at=str(data.get("created_at", "")),
             format_version=version,

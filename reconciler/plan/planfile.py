@@ -1,8 +1,15 @@
 """The plan file: what `plan --out` writes and `apply PLANFILE` / `show` read.
 
-    write_plan(plan, path)      atomically: a reader never sees half a plan
-    read_plan(path) -> Plan     or an InputError naming the file and what is wrong
-    looks_like_plan_file(paths) one argument naming a JSON file with `format_version`
+    write_plan(plan, path)        atomically: a reader never sees half a plan
+    read_plan(path) -> Plan       checked, or an InputError naming the file and the field
+    check_expected_digest(plan, expected)   --expect-digest sha256:HEX
+    looks_like_plan_file(paths)   one argument naming a file that is not a YAML spec
+
+Reading checks, in order, before anything is rendered or applied: JSON; the format
+version (1.x files predate the digest and the recorded target: refused, make the plan
+again); every field's type (plan/planschema.py); the digest over the canonical
+content; and that every stored request and `fields` entry is the one derived from its
+change (plan/derive.py). Any failure refuses the whole plan.
 """
 
 from __future__ import annotations
@@ -10,57 +17,131 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
-from reconciler.errors import InputError
+from reconciler.errors import InputError, UsageError
 from reconciler.fileio import write_atomically
-from reconciler.plan.model import Plan
+from reconciler.plan import derive
+from reconciler.plan.model import FORMAT_VERSION, Plan, digest_of
+from reconciler.plan.planschema import DIGEST, PlanShapeError, check_plan
 
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
+SPEC_SUFFIXES = (".yaml", ".yml")
+MAX_LISTED = 10
 
 
 def write_plan(plan: Plan, path: Path) -> None:
     write_atomically(path, plan.dumps(), "plan file")
 
 
-def read_plan(path: Path) -> Plan:
-    """A saved plan, or an InputError naming the file and what is wrong with it."""
+def _load(path: Path) -> Any:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: plan file not found") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not a plan file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise InputError(f"{path}: cannot read the plan file: {exc}") from None
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(
             f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})",
             hint=REMAKE_HINT,
         ) from None
+    except (RecursionError, ValueError) as exc:
+        raise InputError(f"{path}: not a plan file ({exc})", hint=REMAKE_HINT) from None
+
+
+def _check_version(path: Path, data: Any) -> None:
     if not isinstance(data, dict) or "format_version" not in data:
         raise InputError(f"{path}: not a reconcile plan file (no format_version)", hint=REMAKE_HINT)
-    try:
-        return Plan.from_json(data)
-    except ValueError as exc:
-        raise InputError(f"{path}: {exc}") from None
-    except (KeyError, TypeError, AttributeError) as exc:
+    version = data["format_version"]
+    if not isinstance(version, str):
+        raise InputError(f"{path}: format_version: expected a string like {FORMAT_VERSION!r}")
+    major = version.split(".")[0]
+    if major == "1":
         raise InputError(
-            f"{path}: the plan file is damaged or incomplete ({type(exc).__name__}: {exc})",
+            f"{path}: plan format_version {version} was written by an older reconcile; it "
+            "has no digest and no recorded target, so it cannot be checked or applied",
+            hint=REMAKE_HINT,
+        )
+    if major != FORMAT_VERSION.split(".")[0]:
+        raise InputError(
+            f"{path}: plan format_version {version} is not supported (this reconcile "
+            f"reads and writes {FORMAT_VERSION})",
+            hint=REMAKE_HINT,
+        )
+
+
+def read_plan(path: Path) -> Plan:
+    """A saved plan that is whole, unedited and self-consistent, or an InputError
+    naming the file and what is wrong with it."""
+    data = _load(path)
+    _check_version(path, data)
+    try:
+        check_plan(data)
+    except PlanShapeError as exc:
+        raise InputError(
+            f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
             hint=REMAKE_HINT,
         ) from None
+    actual = digest_of(data)
+    if actual != data["digest"]:
+        raise InputError(
+            f"{path}: the plan's content does not match its digest {data['digest']} (the "
+            f"content hashes to {actual}): the file was changed after it was made",
+            hint=REMAKE_HINT,
+        )
+    plan = Plan.from_json(data)
+    if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
+        raise InputError(f"{path}: the plan file does not read back as written", hint=REMAKE_HINT)
+    found = inconsistencies(plan)
+    if found:
+        listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
+        more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+        raise InputError(
+            f"{path}: the plan's requests are not the changes it shows; refusing the "
+            f"whole plan:\n{listed}{more}",
+            hint="the file was edited after it was made; " + REMAKE_HINT,
+        )
+    return plan
+
+
+def inconsistencies(plan: Plan) -> list[str]:
+    """Every change whose stored request or fields are not derived from it, and every
+    address planned twice."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for rc in plan.resource_changes:
+        if rc.address in seen:
+            out.append(f"{rc.address}: planned more than once")
+        if rc.action == "delete" and not plan.prune:
+            out.append(f"{rc.address}: a delete in a plan made without --prune")
+        seen.add(rc.address)
+        out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
+    return out
+
+
+def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
+    """--expect-digest: the plan must be exactly the one whose digest was reviewed."""
+    want = expected.strip().lower()
+    if not DIGEST.fullmatch(want):
+        raise UsageError(
+            f"--expect-digest must be sha256: followed by 64 hex digits, got {expected!r:.80}"
+        )
+    if plan.digest != want:
+        raise InputError(
+            f"{path}: the plan's digest is {plan.digest}, not the expected {want}: this is "
+            "not the plan that was reviewed; nothing was applied",
+            hint="apply the reviewed plan file, or review this one and pass its digest",
+        )
 
 
 def looks_like_plan_file(paths: Sequence[Path]) -> bool:
-    """One argument naming a file whose JSON has `format_version`: a saved plan."""
+    """One argument naming a file that is not a YAML spec: a saved plan (read_plan
+    then says clearly when it is not one)."""
     if len(paths) != 1 or not paths[0].is_file():
         return False
-    try:
-        with paths[0].open(encoding="utf-8") as fh:
-            head = fh.read(1)
-            if head != "{":
-                return False
-            fh.seek(0)
-            data = json.load(fh)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and "format_version" in data
+    return paths[0].suffix.lower() not in SPEC_SUFFIXES

@@ -7,22 +7,25 @@
     open_target(target, result) -> Backend                   (the caller closes it)
 
 `validate_specs` and `open_target` are shared with `apply PATH...`: validation runs
-first and a tree with errors is never planned.
+first and a tree with errors is never planned. Every format carries the diagnostics:
+with errors, `--format json` prints a plan document with no changes and the
+`diagnostics`, `--format markdown` a comment whose body is the errors (exit 1 either
+way); text prints them on stderr. The plan records where it was made (plan/origin.py).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 
-from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.diagnostics import Diagnostic
-from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
-from reconciler.plan.model import Plan
+from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InputError
+from reconciler.plan.model import Plan, PlanTarget
+from reconciler.plan.origin import Target, record_target
 from reconciler.render import diagnostics as report
 from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
@@ -30,15 +33,7 @@ from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_pa
 if TYPE_CHECKING:
     from reconciler.backends.gcp import GcpBackend
 
-@dataclass(frozen=True)
-class Target:
-    """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE, and
-    --timeout SECONDS (the deadline of each call to it)."""
-
-    local: bool = False
-    emulator: str | None = None
-    org_policy: Path | None = None
-    timeout: float = DEFAULT_TIMEOUT
+__all__ = ["Target", "open_target", "run_plan", "validate_specs"]
 
 
 def validate_specs(
@@ -99,10 +94,13 @@ def run_plan(
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
         click.echo(report.summary(validation, result.files) + "; no plan made", err=True)
-        return EXIT_ERROR
+        return _errors_only(validation, _record(target), fmt)
+    origin = record_target(target)
     backend = open_target(target, result)
     try:
-        plan = make_plan(result.desired, backend, prune=prune, validation=validation)
+        plan = make_plan(
+            result.desired, backend, prune=prune, validation=validation, origin=origin
+        )
     finally:
         backend.close()
     if strict_groups:
@@ -113,12 +111,39 @@ def run_plan(
             "the specs conflict with the live org policy; no plan made, nothing changed",
             err=True,
         )
-        return EXIT_ERROR
+        return _errors_only(plan.diagnostics, origin, fmt)
     if out is not None:
         write_plan(plan, out)
     click.echo(render(plan, fmt, color and fmt == "text"), nl=False, color=color)
     if out is not None:
-        click.echo(f"Saved the plan to {out}; apply it with `reconcile apply {out}`.", err=True)
+        click.echo(
+            f"Saved the plan to {out} (digest {plan.digest}); apply exactly this plan with "
+            f"`reconcile apply {out} --expect-digest {plan.digest}`.",
+            err=True,
+        )
     if detailed_exitcode and plan.has_changes:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _record(target: Target) -> PlanTarget:
+    """The target to show with errors (a snapshot that cannot be read has no hash)."""
+    try:
+        return record_target(target)
+    except InputError:
+        return PlanTarget(org_policy="snapshot", snapshot=str(target.org_policy))
+
+
+def _errors_only(diagnostics: Sequence[Diagnostic], origin: PlanTarget, fmt: str) -> int:
+    """No plan is made from a tree with errors; JSON and markdown still print a
+    document carrying them (text has printed them on stderr)."""
+    if fmt != "text":
+        from reconciler.render import render
+
+        plan = Plan(
+            diagnostics=list(diagnostics),
+            target=origin,
+            created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+        click.echo(render(plan, fmt), nl=False)
+    return EXIT_ERROR

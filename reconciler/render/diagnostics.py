@@ -1,14 +1,30 @@
-"""Diagnostics reporters: one line per problem for people, a JSON list for machines."""
+"""Diagnostics reporters: one line per problem for people, a JSON list for machines.
+
+File names and messages are data (a file may be called anything): each line is
+escaped (render/escape.py), so no control character reaches a terminal or a log.
+"""
 
 from __future__ import annotations
 
 import json
 
 from reconciler.diagnostics import Diagnostic
+from reconciler.render.escape import text as esc
+
+
+def line(d: Diagnostic) -> str:
+    """`file:line:col: severity[code]: message (hint)`, escaped."""
+    where = esc(d.file)
+    if d.line:
+        where = f"{where}:{d.line}:{d.col or 1}"
+    out = f"{where}: {d.severity.value}[{esc(d.code)}]: {esc(d.message)}"
+    if d.hint:
+        out += f" ({esc(d.hint)})"
+    return out
 
 
 def text(diagnostics: list[Diagnostic]) -> str:
-    return "".join(d.render() + "\n" for d in diagnostics)
+    return "".join(line(d) + "\n" for d in diagnostics)
 
 
 def summary(diagnostics: list[Diagnostic], files: int) -> str:

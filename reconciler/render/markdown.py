@@ -1,49 +1,99 @@
-"""The plan for a pull-request comment: a compact summary table, then the text plan in
-a collapsible `<details>` block (no colour)."""
+"""The plan for a pull-request comment: a header (counts, target, org-policy source,
+digest), the errors or the change table, warnings and drift in view, then the text plan
+in a collapsible `<details>` block (no colour).
+
+Every string from a file or the service is escaped (render/escape.py): names, paths,
+labels and regions go in code spans no content can close, messages are
+backslash-escaped prose, and the text plan sits in a fence longer than any backtick
+run inside it; so no heading, HTML, `@` mention or table break can come from data.
+"""
 
 from __future__ import annotations
 
+from reconciler.diagnostics import Diagnostic
 from reconciler.plan.model import Plan
 from reconciler.render import text
+from reconciler.render.escape import md_code, md_fence, md_prose
 
 ICON = {"create": "➕ create", "update": "🔄 update", "delete": "🗑️ delete"}
 
 
-def _cell(value: str) -> str:
-    return value.replace("|", "\\|").replace("\n", " ")
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _diagnostic(d: Diagnostic) -> str:
+    where = f"{d.file}:{d.line}:{d.col or 1}" if d.line else d.file
+    out = f"- {md_code(where)} {d.severity.value}\\[{md_prose(d.code)}\\]: {md_prose(d.message)}"
+    if d.hint:
+        out += f" ({md_prose(d.hint)})"
+    return out
+
+
+def _header(plan: Plan, digest: str) -> list[str]:
+    if plan.has_errors:
+        headline = (
+            f"**❌ {_plural(len(plan.errors), 'error')}: this plan cannot be applied.** "
+            "Fix the errors and plan again."
+        )
+    else:
+        headline = f"**{text.summary_line(plan)}**"
+    return [
+        "### reconcile plan",
+        "",
+        headline,
+        "",
+        f"- Target: {md_code(plan.target.describe())}, org policy: "
+        f"{md_code(plan.target.describe_policy())}",
+        f"- Digest: `{digest}` (apply exactly this plan with "
+        f"`reconcile apply PLANFILE --expect-digest {digest}`)",
+        "",
+    ]
+
+
+def _table(plan: Plan) -> list[str]:
+    changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
+    if not changes:
+        return []
+    lines = ["| Action | Topic | Fields | Notes |", "| --- | --- | --- | --- |"]
+    for rc in changes:
+        fields = ", ".join(md_code(p, in_table=True) for p in rc.update_mask) or (
+            "all" if rc.action != "update" else "—"
+        )
+        notes = "; ".join(md_prose(n) for n in [*rc.reasons, *rc.warnings]) or "—"
+        lines.append(
+            f"| {ICON[rc.action]} | {md_code(rc.address, in_table=True)} | {fields} | {notes} |"
+        )
+    return [*lines, ""]
+
+
+def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
+    if not diagnostics:
+        return []
+    return [f"**{title}**", "", *(_diagnostic(d) for d in diagnostics), ""]
 
 
 def render(plan: Plan) -> str:
-    lines = ["### reconcile plan", "", f"**{text.summary_line(plan)}**", ""]
-    changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    if changes:
-        lines += ["| Action | Topic | Fields | Notes |", "| --- | --- | --- | --- |"]
-        for rc in changes:
-            fields = ", ".join(f"`{p}`" for p in rc.update_mask) or (
-                "all" if rc.action != "update" else ""
-            )
-            notes = "; ".join([*rc.reasons, *rc.warnings])
-            lines.append(
-                f"| {ICON[rc.action]} | `{rc.address}` | {fields} | {_cell(notes)} |"
-            )
-        lines.append("")
+    digest = plan.digest
+    lines = _header(plan, digest)
+    lines += _listed(f"Errors ({len(plan.errors)})", plan.errors)
+    lines += _table(plan)
+    lines += _listed(f"Warnings ({len(plan.warnings)})", plan.warnings)
     if plan.drift:
-        lines.append(f"**Drift** ({len(plan.drift)} topic(s) out of step with the org policy; "
-                     "warnings only):")
+        lines.append(
+            f"**Drift** ({_plural(len(plan.drift), 'topic')} out of step with the org "
+            "policy; warnings only):"
+        )
         lines.append("")
         for d in plan.drift:
-            lines.append(f"- `{d.address}` ({d.category}): {_cell(d.message)}")
+            lines.append(f"- {md_code(d.address)} ({md_prose(d.category)}): {md_prose(d.message)}")
         lines.append("")
-    if plan.has_errors:
-        lines.append(f"**{len(plan.errors)} error(s)**: this plan cannot be applied.")
-        lines.append("")
-    lines += [
-        "<details><summary>Full plan</summary>",
-        "",
-        "```text",
-        text.render(plan, color=False).rstrip("\n"),
-        "```",
-        "",
-        "</details>",
-    ]
+    if plan.resource_changes or plan.drift:
+        lines += [
+            "<details><summary>Full plan</summary>",
+            "",
+            md_fence(text.render(plan, color=False, digest=digest).rstrip("\n")),
+            "",
+            "</details>",
+        ]
     return "\n".join(lines) + "\n"

@@ -1,7 +1,8 @@
 """The plan for people, modelled on `terraform plan`: one block per changed topic with
 `+` / `~` / `-`, field-level before -> after, regions as a set change, then drift,
 warnings and the summary line. Colour only when asked (the CLI decides: a TTY and no
-NO_COLOR)."""
+NO_COLOR). Every string that comes from a file or the service goes through
+`escape.text` (or `_q`), on a terminal too: no control character reaches the output."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from typing import Any
 import click
 
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
+from reconciler.render import diagnostics as report
+from reconciler.render.escape import text as esc
 from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
@@ -35,7 +38,21 @@ def _styler(color: bool) -> Style:
 
 
 def _q(value: Any) -> str:
-    return json.dumps(value)
+    """A value as JSON, with what JSON leaves raw (DEL, C1, bidi...) escaped too."""
+    return esc(json.dumps(value, ensure_ascii=False), backslash=False)
+
+
+def header(plan: Plan, digest: str | None = None) -> list[str]:
+    """Where the plan was made and which plan it is (the digest a reviewer checks;
+    pass it when known: computing it serialises the whole plan)."""
+    digest = digest or plan.digest
+    if not plan.target.kind and not plan.target.address:
+        return [f"Digest: {digest}"]
+    return [
+        f"Target: {esc(plan.target.describe())}; org policy: "
+        f"{esc(plan.target.describe_policy())}",
+        f"Digest: {digest}",
+    ]
 
 
 def summary_line(plan: Plan) -> str:
@@ -48,13 +65,12 @@ def summary_line(plan: Plan) -> str:
     )
 
 
-def render(plan: Plan, color: bool = False) -> str:
+def render(plan: Plan, color: bool = False, digest: str | None = None) -> str:
     style = _styler(color)
     lines: list[str] = []
     changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    if plan.target:
-        lines.append(f"Target: {plan.target}")
-        lines.append("")
+    lines += header(plan, digest)
+    lines.append("")
     if changes:
         lines.append("reconcile will perform the following actions:")
         lines.append("")
@@ -67,21 +83,20 @@ def render(plan: Plan, color: bool = False) -> str:
         for d in plan.drift:
             lines.extend(_drift(d, style))
         lines.append("")
-    notes = [d for d in plan.diagnostics if not d.is_error]
-    if notes:
-        lines.append("Warnings:")
-        for note in notes:
-            lines.append(f"  {note.file}:{note.line}: warning[{note.code}]: {note.message}")
-        lines.append("")
+    for title, found in (("Errors:", plan.errors), ("Warnings:", plan.warnings)):
+        if found:
+            lines.append(title)
+            lines += [f"  {report.line(d)}" for d in found]
+            lines.append("")
     lines.append(summary_line(plan))
     return "\n".join(lines) + "\n"
 
 
 def _block(rc: ResourceChange, style: Style) -> list[str]:
     sym = SYMBOL[rc.action]
-    head = f"  # {rc.address} {VERB[rc.action]}"
+    head = f"  # {esc(rc.address)} {VERB[rc.action]}"
     if rc.reasons:
-        head += f" ({', '.join(rc.reasons)})"
+        head += f" ({esc(', '.join(rc.reasons))})"
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}
@@ -93,7 +108,7 @@ def _block(rc: ResourceChange, style: Style) -> list[str]:
         else:
             out.extend(_policy(fc, sym, style))
     for warning in rc.warnings:
-        out.append(style("!", f"      # warning: {warning}"))
+        out.append(style("!", f"      # warning: {esc(warning)}"))
     out.append(style(sym, "    }"))
     return out
 
@@ -101,7 +116,7 @@ def _block(rc: ResourceChange, style: Style) -> list[str]:
 def _labels(fc: FieldChange, sym: str, style: Style) -> list[str]:
     before: dict[str, str] = fc.before or {}
     after: dict[str, str] = fc.after or {}
-    keys = sorted(set(before) | set(after))
+    keys = [k for k in sorted(set(before) | set(after)) if before.get(k) != after.get(k)]
     width = max((len(_q(k)) for k in keys), default=0)
     out = [style(sym, f"      {sym} labels = {{")]
     for k in keys:
@@ -129,7 +144,7 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
     after: dict[str, Any] | None = fc.after
     out = [style(sym, f"      {sym} {STORAGE_POLICY} = {{")]
     if fc.note:
-        out.append(f"          # {fc.note}")
+        out.append(f"          # {esc(fc.note)}")
     if after is None:
         out.append("          # no policy after this: every region allowed")
     was_policy, now_policy = StoragePolicy.from_json(before), StoragePolicy.from_json(after)
@@ -150,7 +165,7 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
             out.append(style("-", f"              - {_q(r)},"))
         kept = sorted(set(regions_before) & set(regions_after))
         if kept:
-            out.append(f"                # unchanged: {', '.join(kept)}")
+            out.append(f"                # unchanged: {esc(', '.join(kept))}")
         out.append("            ]")
     eit_before = bool(was_policy and was_policy.enforce_in_transit)
     eit_after = bool(now_policy and now_policy.enforce_in_transit)
@@ -166,7 +181,7 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
 
 def _drift(d: Drift, style: Style) -> list[str]:
     return [
-        style("!", f"  ! {d.address} [{d.category}]"),
-        f"      {d.message}",
-        f"      fix: {d.fix}",
+        style("!", f"  ! {esc(d.address)} [{esc(d.category)}]"),
+        f"      {esc(d.message)}",
+        f"      fix: {esc(d.fix)}",
     ]

@@ -121,6 +121,8 @@ def test_saved_plan_is_refused_after_the_topic_changed(
 
 
 def test_saved_plan_is_refused_after_the_org_policy_changed(server: Any, tree: Tree) -> None:
+    """The plan used a snapshot file that changed since: named as a changed snapshot
+    (issue 10), not as a changed org policy."""
     tree.write(three_topics())
     made = reconcile("plan", "specs", *target(server, tree), "--out", "plan.json")
     assert made.code == 0, made.text
@@ -128,7 +130,8 @@ def test_saved_plan_is_refused_after_the_org_policy_changed(server: Any, tree: T
     server.counters.reset()
     run = reconcile("apply", "plan.json", *target(server, tree))
     assert run.code == 1, run.text
-    assert f"projects/{tree.project}: effective org policy changed" in run.err
+    assert f"the org-policy snapshot {tree.policy} changed since plan.json was made" in run.err
+    assert "effective org policy changed" not in run.err
     assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 

@@ -4,7 +4,10 @@ naming the endpoint, through the real client libraries (nothing mocked)."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -126,13 +129,32 @@ def test_only_the_services_a_command_calls_are_dialled(
 
 
 def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
-    reconcile: Run, blackhole: str, spec_dir: Path, tmp_path: Path
+    reconcile: Run, spec_dir: Path, tmp_path: Path
 ) -> None:
-    plan_file = tmp_path / "plan.json"
-    made = reconcile("plan", str(spec_dir), "--local", "--out", str(plan_file))
-    assert made.returncode == 0, made.stderr
-    result = reconcile("apply", str(plan_file), "--emulator", blackhole, "--timeout", "2")
-    assert_clean_failure(result, f"Error: cannot connect to the emulator at {blackhole}")
+    """The plan is made against a running server, which then stops answering (SIGSTOP:
+    the kernel still accepts connections, nothing ever replies); applying the plan at
+    its recorded target fails at the deadline naming the endpoint."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "local-server", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        address = server.stdout.readline().strip().split("=", 1)[1]
+        plan_file = tmp_path / "plan.json"
+        made = reconcile("plan", str(spec_dir), "--emulator", address, "--out", str(plan_file))
+        assert made.returncode == 0, made.stderr
+        os.kill(server.pid, signal.SIGSTOP)
+        result = reconcile("apply", str(plan_file), "--timeout", "2")
+        assert_clean_failure(
+            result, f"Error: {plan_file}: cannot connect to the emulator at {address}"
+        )
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+        server.terminate()
+        server.wait(timeout=60)
 
 
 def test_timeout_must_be_positive(reconcile: Run, spec_dir: Path) -> None:

@@ -16,18 +16,20 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.plan.derive import derive_fields, derive_request
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
+    Action,
     Change,
     Drift,
-    FieldChange,
     Fingerprints,
     Plan,
-    Request,
+    PlanTarget,
     ResourceChange,
 )
 from reconciler.render import render
@@ -42,118 +44,81 @@ def _policy(regions: list[str], eit: bool = False) -> dict[str, object]:
     return {"allowed_persistence_regions": regions, "enforce_in_transit": eit}
 
 
+def _change(
+    topic: str,
+    action: Action,
+    before: dict[str, Any] | None,
+    after: dict[str, Any] | None,
+    mask: list[str] | None = None,
+    computed: list[str] | None = None,
+    **extra: Any,
+) -> ResourceChange:
+    """A change whose request and fields are derived from it, as the differ makes them."""
+    rc = ResourceChange(
+        address=f"projects/{P}/topics/{topic}",
+        project=P,
+        topic=topic,
+        change=Change([action], before, after, computed=computed or []),
+        update_mask=mask or [],
+        **extra,
+    )
+    rc.change.fields = derive_fields(rc)
+    rc.request = derive_request(rc)
+    return rc
+
+
 def fixed_plan() -> Plan:
     """Every kind of thing a plan shows, with fixed values (no clock, no server)."""
-    created_after = {
-        "name": f"projects/{P}/topics/orders",
-        "labels": {"team": "shop", "reconcile-managed": "true"},
-        "message_storage_policy": _policy(["europe-west1", "europe-west4"], True),
-    }
-    create = ResourceChange(
-        address=f"projects/{P}/topics/orders",
-        project=P,
-        topic="orders",
-        change=Change(
-            ["create"],
-            None,
-            created_after,
-            [
-                FieldChange(
-                    "labels", None, created_after["labels"], added=["reconcile-managed", "team"]
-                ),
-                FieldChange(
-                    "message_storage_policy",
-                    None,
-                    created_after["message_storage_policy"],
-                    added=["europe-west1", "europe-west4"],
-                ),
-            ],
-        ),
-        request=Request("CreateTopic", created_after),
+    create = _change(
+        "orders",
+        "create",
+        None,
+        {
+            "labels": {"reconcile-managed": "true", "team": "shop"},
+            "message_storage_policy": _policy(["europe-west1", "europe-west4"], True),
+        },
         source={"file": "specs/orders.yaml", "line": 1},
     )
-    before = {
-        "name": f"projects/{P}/topics/payments",
-        "labels": {"team": "pay", "tier": "1"},
-        "message_storage_policy": _policy(["europe-west1", "us-east1"]),
-    }
-    after = {
-        "name": f"projects/{P}/topics/payments",
-        "labels": {"team": "payments", "reconcile-managed": "true"},
-        "message_storage_policy": _policy(["europe-west1", "europe-west3"]),
-    }
-    update = ResourceChange(
-        address=f"projects/{P}/topics/payments",
-        project=P,
-        topic="payments",
-        change=Change(
-            ["update"],
-            before,
-            after,
-            [
-                FieldChange(
-                    "labels", before["labels"], after["labels"], ["reconcile-managed"], ["tier"]
-                ),
-                FieldChange(
-                    "message_storage_policy",
-                    before["message_storage_policy"],
-                    after["message_storage_policy"],
-                    added=["europe-west3"],
-                    removed=["us-east1"],
-                ),
-            ],
-        ),
-        update_mask=["labels", "message_storage_policy"],
-        request=Request("UpdateTopic", after, ["labels", "message_storage_policy"]),
-        reasons=["adopting an existing topic"],
+    update = _change(
+        "payments",
+        "update",
+        {
+            "labels": {"owner": "ops", "team": "pay", "tier": "1"},
+            "message_storage_policy": _policy(["europe-west1", "us-east1"]),
+        },
+        {
+            "labels": {"owner": "ops", "reconcile-managed": "true", "team": "payments"},
+            "message_storage_policy": _policy(["europe-west1", "europe-west3"]),
+        },
+        ["labels", "message_storage_policy"],
+        reasons=["adopt"],
         warnings=["narrowing the regions does not move messages already stored in us-east1"],
     )
     widen_before = {
-        "name": f"projects/{P}/topics/audit",
         "labels": {"reconcile-managed": "true"},
         "message_storage_policy": _policy(["us-central1"]),
     }
-    widen_after = {**widen_before, "message_storage_policy": None}
-    widen = ResourceChange(
-        address=f"projects/{P}/topics/audit",
-        project=P,
-        topic="audit",
-        change=Change(
-            ["update"],
-            widen_before,
-            widen_after,
-            [
-                FieldChange(
-                    "message_storage_policy",
-                    widen_before["message_storage_policy"],
-                    None,
-                    removed=["us-central1"],
-                    note="recomputed from the org policy",
-                )
-            ],
-        ),
-        update_mask=["message_storage_policy"],
-        request=Request("UpdateTopic", widen_after, ["message_storage_policy"]),
+    widen = _change(
+        "audit",
+        "update",
+        widen_before,
+        {**widen_before, "message_storage_policy": None},
+        ["message_storage_policy"],
+        computed=["message_storage_policy"],
+        reasons=["misses-allowed-locations"],
     )
-    gone = {
-        "name": f"projects/{P}/topics/legacy",
-        "labels": {"reconcile-managed": "true"},
-        "message_storage_policy": _policy(["europe-west1"]),
-    }
-    delete = ResourceChange(
-        address=f"projects/{P}/topics/legacy",
-        project=P,
-        topic="legacy",
-        change=Change(["delete"], gone, None),
-        request=Request("DeleteTopic", {"name": gone["name"]}),
+    delete = _change(
+        "legacy",
+        "delete",
+        {
+            "labels": {"reconcile-managed": "true"},
+            "message_storage_policy": _policy(["europe-west1"]),
+        },
+        None,
+        reasons=["prune: not declared, carries the ownership label"],
     )
-    same = {"name": f"projects/{P}/topics/steady", "labels": {}, "message_storage_policy": None}
-    noop = ResourceChange(
-        address=f"projects/{P}/topics/steady",
-        project=P,
-        topic="steady",
-        change=Change(["no-op"], same, same),
-    )
+    same = {"labels": {}, "message_storage_policy": None}
+    noop = _change("steady", "no-op", same, same)
     return Plan(
         resource_changes=[create, update, widen, delete, noop],
         diagnostics=[
@@ -188,7 +153,7 @@ def fixed_plan() -> Plan:
             topics={f"projects/{P}/topics/orders": "absent"},
             org_policy={P: "0" * 64},
         ),
-        target="emulator 127.0.0.1:8085",
+        target=PlanTarget("emulator", "127.0.0.1:8085", "snapshot", "org-policy.yaml", "ab" * 32),
         prune=True,
         created_at="2026-01-02T03:04:05+00:00",
     )

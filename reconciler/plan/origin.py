@@ -1,0 +1,125 @@
+"""Where a plan is made and where it is applied: the same place, or a clear refusal.
+
+    Target                               the CLI's --local / --emulator / --org-policy
+    record_target(target) -> PlanTarget  what `plan` stores (service, org-policy source)
+    apply_target(recorded, target, path) -> (Target, notes)
+        what `apply PLANFILE` uses: the recorded target when no target flag is given;
+        a different flag, a changed snapshot, or a snapshot where the plan used the
+        Org Policy API (or the reverse) is refused naming both, before any call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from reconciler.backends.deadline import DEFAULT_TIMEOUT
+from reconciler.errors import InputError, UsageError
+from reconciler.plan.model import PlanTarget
+
+LOCAL_STATE_DIR = ".reconcile/local"  # backends/target.py's LOCAL_STATE_DIR
+EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE, and
+    --timeout SECONDS (the deadline of each call to it)."""
+
+    local: bool = False
+    emulator: str | None = None
+    org_policy: Path | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+
+def file_sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.strerror}") from None
+
+
+def _service(target: Target) -> PlanTarget | None:
+    """The service a command line names (--local, --emulator, $PUBSUB_EMULATOR_HOST);
+    None when it names none (Google Cloud for `plan`)."""
+    if target.local:
+        return PlanTarget("local", LOCAL_STATE_DIR)
+    address = target.emulator or os.environ.get(EMULATOR_ENV)
+    if address:
+        return PlanTarget("emulator", address)
+    return None
+
+
+def record_target(target: Target) -> PlanTarget:
+    """What a plan made with these options records about where it was made."""
+    service = _service(target) or PlanTarget("gcp")
+    if target.org_policy is None:
+        return service
+    return PlanTarget(
+        service.kind,
+        service.address,
+        "snapshot",
+        str(target.org_policy),
+        file_sha256(target.org_policy),
+    )
+
+
+def _flag(target: Target) -> str:
+    if target.local:
+        return "--local"
+    if target.emulator:
+        return f"--emulator {target.emulator}"
+    return f"{EMULATOR_ENV}={os.environ.get(EMULATOR_ENV)}"
+
+
+def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Target, list[str]]:
+    """The target `apply PATH` runs against, and what to tell the user about it."""
+    notes: list[str] = []
+    asked = _service(target)
+    if asked is None:
+        notes.append(f"Applying to the plan's recorded target: {recorded.describe()}.")
+    elif (asked.kind, asked.address) != (recorded.kind, recorded.address):
+        raise UsageError(
+            f"{path} was made against {recorded.describe()}, but this apply targets "
+            f"{asked.describe()} ({_flag(target)}); nothing was applied",
+            hint="run `reconcile apply PLANFILE` without --local/--emulator (and without "
+            f"{EMULATOR_ENV}) to apply it where it was made, or make a new plan there",
+        )
+    local = recorded.kind == "local"
+    emulator = recorded.address if recorded.kind == "emulator" else None
+    snapshot = _snapshot(recorded, target, path, notes)
+    return Target(local, emulator, snapshot, target.timeout), notes
+
+
+def _snapshot(recorded: PlanTarget, target: Target, path: Path, notes: list[str]) -> Path | None:
+    given = target.org_policy
+    if recorded.org_policy == "api":
+        if given is not None:
+            raise UsageError(
+                f"{path} was made with the live Org Policy API, but this apply passes "
+                f"--org-policy {given}; nothing was applied",
+                hint="apply it without --org-policy, or make a new plan with that snapshot",
+            )
+        return None
+    snapshot = given if given is not None else Path(recorded.snapshot)
+    if given is None:
+        if not snapshot.is_file():
+            raise InputError(
+                f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
+                "not there; nothing was applied",
+                hint="pass the same snapshot with --org-policy FILE",
+            )
+        notes.append(f"Org policy: the plan's recorded snapshot {recorded.snapshot}.")
+    elif not snapshot.is_file():
+        raise UsageError(f"{snapshot}: org-policy file not found")
+    now = file_sha256(snapshot)
+    if now != recorded.snapshot_sha256:
+        raise InputError(
+            f"the org-policy snapshot {snapshot} changed since {path} was made (the plan "
+            f"used {recorded.snapshot} with sha256:{recorded.snapshot_sha256[:12]}…, it "
+            f"is now sha256:{now[:12]}…); nothing was applied",
+            hint="make a new plan with the current snapshot and review it",
+        )
+    return snapshot

@@ -1,0 +1,85 @@
+"""Fresh labels (issue 10, bullet 4): right before an UpdateTopic that sets labels the
+executor re-reads the topic, so a label another tool adds while apply runs is kept; a
+managed label moved meanwhile makes that topic stale and the others proceed.
+
+The apply runs in a thread against the local server; a hold on the first topic's
+UpdateTopic parks it (the server's fault injection) while a second writer, the real
+client, changes the second topic; then the held call is released."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from apply_support import PROJECT, make
+from google.protobuf import field_mask_pb2
+from google.pubsub_v1.types import Topic
+
+from reconciler.apply.executor import Executor
+from reconciler.apply.guard import GuardedBackend
+from reconciler.apply.result import ApplyResult
+
+OWNED = {"reconcile-managed": "true"}
+FIRST, SECOND = (f"projects/{PROJECT}/topics/{n}" for n in ("first", "second"))
+
+
+def labels(client: Any, name: str) -> dict[str, str]:
+    return dict(client.get_topic(request={"topic": name}).labels)
+
+
+def set_labels(client: Any, name: str, new: dict[str, str]) -> None:
+    """The second writer: another tool updating the topic's labels."""
+    client.update_topic(
+        request={
+            "topic": Topic(name=name, labels=new),
+            "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
+        }
+    )
+
+
+def apply_while(
+    server: Any, client: Any, backend: GuardedBackend, meanwhile: dict[str, str]
+) -> ApplyResult:
+    """Plan team: a -> b on both topics, then apply it one topic at a time; while the
+    first topic's update is held, set SECOND's labels to `meanwhile`."""
+    for name in (FIRST, SECOND):
+        client.create_topic(request=Topic(name=name, labels={"team": "a", **OWNED}))
+    plan = make(backend, {"first": {"team": "b"}, "second": {"team": "b"}})
+    assert [rc.address for rc in plan.resource_changes] == [FIRST, SECOND]
+    hold = server.faults.hold("UpdateTopic", resource=FIRST)
+    out: list[ApplyResult] = []
+    executor = Executor(backend.inner, backend.guard, concurrency=1)
+    worker = threading.Thread(target=lambda: out.append(executor.run(plan.resource_changes)))
+    worker.start()
+    try:
+        (held,) = hold.wait_arrived(1)
+        set_labels(client, SECOND, meanwhile)
+        held.release()
+    finally:
+        server.faults.end_holds()
+        worker.join()
+    return out[0]
+
+
+def test_a_label_added_by_another_tool_during_apply_is_kept(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    result = apply_while(server, client, backend, {"team": "a", "owner": "ops", **OWNED})
+    assert [r.status for r in result.results] == ["applied", "applied"]
+    assert labels(client, SECOND) == {"team": "b", "owner": "ops", **OWNED}
+    assert labels(client, FIRST) == {"team": "b", **OWNED}
+
+
+def test_a_managed_label_moved_during_apply_makes_only_that_topic_stale(
+    server: Any, client: Any, backend: GuardedBackend
+) -> None:
+    server.counters.reset()
+    result = apply_while(server, client, backend, {"team": "c", **OWNED})
+    first, second = result.results
+    assert first.status == "applied"
+    assert second.status == "failed"
+    assert second.error == "stale: label team changed since the plan; not updated (make a new plan)"
+    assert labels(client, SECOND) == {"team": "c", **OWNED}
+    assert labels(client, FIRST) == {"team": "b", **OWNED}
+    # The second writer's update and the first topic's: apply sent none for SECOND.
+    assert server.counters.get("UpdateTopic") == 2
