@@ -1,0 +1,81 @@
+"""The hedged publisher's counters: a lock-protected tally and its snapshot."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class HedgingCounters:
+    """A consistent snapshot of a publisher's counters.
+
+    `attempts` counts every Publish RPC sent (originals, hedges and retries);
+    `throttled_hedges` counts hedge delays that passed with no token to spend;
+    `lag_paused_hedges` counts hedge delays that passed while the client itself was
+    running late (its timers fired late by more than the hedge delay, or the
+    attempt's time on the wire, once the client's lag is taken off, was still
+    under the hedge delay), so no hedge was sent for the client's own slowness;
+    `wins_by_attempt` maps the winning attempt's number within its batch (1 = the
+    original) to how many batches it won.
+
+    `duplicates` counts attempts that may have been stored although their batch had
+    already completed: every attempt still in flight when another one won (its
+    cancellation is best effort, the service may have stored it). It is an upper
+    bound of the extra copies the service keeps; `duplicates_confirmed` counts those
+    of them whose success the client saw (a certain extra copy each).
+    """
+
+    attempts: int = 0
+    hedged_attempts: int = 0
+    throttled_hedges: int = 0
+    lag_paused_hedges: int = 0
+    retried_attempts: int = 0
+    wins_by_attempt: Mapping[int, int] = field(default_factory=dict)
+    tokens_available: float | None = None
+    cancelled_attempts: int = 0
+    failed_attempts: int = 0
+    duplicates: int = 0
+    duplicates_confirmed: int = 0
+    batches_succeeded: int = 0
+    batches_failed: int = 0
+    client_lag_ms: float = 0.0
+
+
+class Stats:
+    """Mutable tally; callers take `lock` around updates."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.attempts = 0
+        self.hedged = 0
+        self.throttled = 0
+        self.lag_paused = 0
+        self.retried = 0
+        self.wins: dict[int, int] = {}
+        self.cancelled = 0
+        self.failed = 0
+        self.duplicates = 0
+        self.duplicates_confirmed = 0
+        self.succeeded_batches = 0
+        self.failed_batches = 0
+
+    def snapshot(self, tokens: float | None, lag: float) -> HedgingCounters:
+        with self.lock:
+            return HedgingCounters(
+                attempts=self.attempts,
+                hedged_attempts=self.hedged,
+                throttled_hedges=self.throttled,
+                lag_paused_hedges=self.lag_paused,
+                retried_attempts=self.retried,
+                wins_by_attempt=dict(self.wins),
+                tokens_available=tokens,
+                cancelled_attempts=self.cancelled,
+                failed_attempts=self.failed,
+                duplicates=self.duplicates,
+                duplicates_confirmed=self.duplicates_confirmed,
+                batches_succeeded=self.succeeded_batches,
+                batches_failed=self.failed_batches,
+                client_lag_ms=round(lag * 1000, 1),
+            )
