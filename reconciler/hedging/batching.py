@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
 # Publish's default retry delay in google-cloud-pubsub (transports/base.py) and the
 # Java Publisher: 0.1 s initial backoff, multiplied by 4 per failure, at most 60 s.
@@ -78,3 +79,14 @@ class RetryPolicy:
     def rpc_timeout(self, failures: int) -> float:
         grown = self.initial_rpc_timeout * self.rpc_timeout_multiplier**failures
         return min(max(self.max_rpc_timeout, self.initial_rpc_timeout), grown)
+
+
+def coerce_batch_settings(value: Any) -> BatchSettings:
+    """Ours, or the official `types.BatchSettings` (same fields), or () for defaults."""
+    if value is None or value == ():
+        return BatchSettings()
+    if isinstance(value, BatchSettings):
+        return value
+    return BatchSettings(
+        max_bytes=value.max_bytes, max_latency=value.max_latency, max_messages=value.max_messages
+    )

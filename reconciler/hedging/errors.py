@@ -20,3 +20,17 @@ class PublishNotSent(PublisherClosedError):
 class PublishOutcomeUnknown(PublisherClosedError):
     """A request carrying this message was sent and no answer arrived before close:
     the service may have stored it (publishing it again may duplicate it)."""
+
+
+def closed_error(sent: bool) -> PublisherClosedError:
+    """The error for a publish still pending at close; `sent`: a request carrying it
+    left the client."""
+    if sent:
+        return PublishOutcomeUnknown(
+            "publisher closed before the publish completed; a request carrying this "
+            "message was sent, so the service may have stored it (publishing it again "
+            "may store it twice)"
+        )
+    return PublishNotSent(
+        "publisher closed before this message was sent; publishing it again is safe"
+    )

@@ -27,6 +27,7 @@ class FlowGate:
         self._bytes = 0
         self._cond = threading.Condition()
         self._closed = False
+        self.waiting = 0  # publishers blocked now
 
     def _load(self, messages: int, nbytes: int) -> str:
         s = self.settings
@@ -49,15 +50,19 @@ class FlowGate:
                     "Total flow control limits too low for the message, would block "
                     f"forever - {self._load(1, size)}."
                 )
-            while not self._fits(size):
-                if self._closed:
-                    raise GateClosed()
-                self._cond.wait()
+            self.waiting += 1
+            try:
+                while not self._fits(size):
+                    if self._closed:
+                        raise GateClosed()
+                    self._cond.wait()
+            finally:
+                self.waiting -= 1
             self._take(size)
 
     def _fits(self, size: int) -> bool:
         s = self.settings
-        return self._messages + 1 <= s.message_limit and self._bytes + size <= s.byte_limit
+        return bool(self._messages + 1 <= s.message_limit and self._bytes + size <= s.byte_limit)
 
     def _take(self, size: int) -> None:
         self._messages += 1

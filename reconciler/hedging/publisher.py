@@ -13,19 +13,28 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any
 from urllib.parse import quote
 
 from google.api_core import exceptions as api_exceptions
-from google.cloud.pubsub_v1.publisher.exceptions import MessageTooLargeError
+from google.cloud.pubsub_v1.publisher.exceptions import (
+    FlowControlLimitError,
+    MessageTooLargeError,
+)
 from google.cloud.pubsub_v1.publisher.futures import Future
 from google.pubsub_v1.types import pubsub
 
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.attempts import BatchRun, Engine, PublishRpc
-from reconciler.hedging.batching import MAX_REQUEST_BYTES, Backoff, BatchSettings, RetryPolicy
-from reconciler.hedging.errors import PublishNotSent, PublishOutcomeUnknown
+from reconciler.hedging.batching import (
+    MAX_REQUEST_BYTES,
+    Backoff,
+    RetryPolicy,
+    coerce_batch_settings,
+)
+from reconciler.hedging.errors import PublishNotSent, closed_error
 from reconciler.hedging.flow import FlowGate, GateClosed
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts, check
 from reconciler.hedging.scheduler import Scheduler
@@ -75,6 +84,7 @@ class HedgedPublisher:
         policy: RetryPolicy | None = None,
         scheduler: Scheduler | None = None,
         flow: FlowGate | None = None,
+        when_closed_idle: Callable[[], None] | None = None,
     ) -> None:
         retry = retry or RetryTimeouts()
         if profile is not None:
@@ -91,13 +101,14 @@ class HedgedPublisher:
         self.topic = topic
         self.profile = profile
         self.retry = retry
-        self.batch_settings = _batch_settings(batch_settings)
+        self.batch_settings = coerce_batch_settings(batch_settings)
         self.policy = policy or RetryPolicy(
             initial_rpc_timeout=retry.initial_rpc_timeout_ms / 1000,
             total_timeout=retry.total_timeout_ms / 1000,
             backoff=backoff or Backoff(),
         )
         self._owns_scheduler = scheduler is None
+        self._when_closed_idle = when_closed_idle
         self._scheduler = scheduler or Scheduler(name=f"hedging:{topic}")
         self._flow = flow or FlowGate()
         self._tokens = TokenBucket(profile.max_tokens, profile.refill_ppm) if profile else None
@@ -172,7 +183,13 @@ class HedgedPublisher:
         try:
             self._flow.acquire(raw)
         except GateClosed:
-            future.set_exception(PublishNotSent("publisher closed while waiting for room"))
+            future.set_exception(PublishNotSent(
+                "publisher closed while this publish waited for flow control; it was "
+                "never sent, publishing it again is safe"
+            ))
+            return future
+        except FlowControlLimitError as exc:  # as the official client: on the future
+            future.set_exception(exc)
             return future
         policy = policy or self.policy
         settings = self.batch_settings
@@ -240,9 +257,9 @@ class HedgedPublisher:
             stragglers = list(self._open)
         for batch in stragglers:
             if batch.run is not None:
-                batch.run.abandon(_closed_error)
+                batch.run.abandon(closed_error)
             else:  # not committed: cannot happen after flush, but never leave it hanging
-                self._resolve(batch, None, _closed_error(False))
+                self._resolve(batch, None, closed_error(False))
         if self._owns_scheduler:
             self._scheduler.stop()
         return finished
@@ -285,9 +302,10 @@ class HedgedPublisher:
     def _deliver(self, run: BatchRun, ids: list[str] | None, error: BaseException | None) -> None:
         batch: _Batch = run.owner
         if ids is not None and len(ids) != len(batch.futures):
-            ids, error = None, api_exceptions.InternalServerError(  # type: ignore[no-untyped-call]
+            error = api_exceptions.InternalServerError(  # type: ignore[no-untyped-call]
                 f"Publish returned {len(ids)} message IDs for {len(batch.futures)} messages"
             )
+            ids = None
         self._resolve(batch, ids, error)
 
     def _resolve(self, batch: _Batch, ids: list[str] | None, error: BaseException | None) -> None:
@@ -309,20 +327,12 @@ class HedgedPublisher:
                     future.set_exception(error)
         finally:
             _resolving.active = outer
-        if idle and self._closed and self._owns_scheduler and not outer:
-            self._scheduler.stop()  # close() was called from a callback: finish its job
-
-
-def _closed_error(sent: bool) -> BaseException:
-    if sent:
-        return PublishOutcomeUnknown(
-            "publisher closed before the publish completed; a request carrying this "
-            "message was sent, so the service may have stored it (publishing it again "
-            "may store it twice)"
-        )
-    return PublishNotSent(
-        "publisher closed before this message was sent; publishing it again is safe"
-    )
+        if idle and self._closed and not outer:
+            # close() may have been called from a callback: finish its job.
+            if self._owns_scheduler:
+                self._scheduler.stop()
+            elif self._when_closed_idle is not None:
+                self._when_closed_idle()
 
 
 def _publish_rpc(client: Any) -> PublishRpc:
@@ -336,14 +346,3 @@ def _publish_rpc(client: Any) -> PublishRpc:
             f"(got {type(transport).__name__})"
         )
     return rpc  # type: ignore[no-any-return]
-
-
-def _batch_settings(value: Any) -> BatchSettings:
-    if value is None or value == ():
-        return BatchSettings()
-    if isinstance(value, BatchSettings):
-        return value
-    return BatchSettings(
-        max_bytes=value.max_bytes, max_latency=value.max_latency, max_messages=value.max_messages
-    )
-

@@ -79,3 +79,25 @@ class Stats:
                 batches_failed=self.failed_batches,
                 client_lag_ms=round(lag * 1000, 1),
             )
+
+
+def merge(parts: list[HedgingCounters]) -> HedgingCounters:
+    """The sum of several topics' counters (tokens and lag: the lowest and highest)."""
+    if not parts:
+        return HedgingCounters()
+    wins: dict[int, int] = {}
+    for p in parts:
+        for k, v in p.wins_by_attempt.items():
+            wins[k] = wins.get(k, 0) + v
+    tokens = [p.tokens_available for p in parts if p.tokens_available is not None]
+    summed = {
+        f: sum(getattr(p, f) for p in parts)
+        for f in HedgingCounters.__dataclass_fields__
+        if f not in ("wins_by_attempt", "tokens_available", "client_lag_ms")
+    }
+    return HedgingCounters(
+        **summed,
+        wins_by_attempt=wins,
+        tokens_available=min(tokens) if tokens else None,
+        client_lag_ms=max(p.client_lag_ms for p in parts),
+    )
