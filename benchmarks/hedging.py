@@ -98,6 +98,14 @@ def make_client(kind: str, batch: Any) -> Any:
     return PublisherClient(batch_settings=batch, hedging=hedging)
 
 
+def burn(stop: threading.Event) -> None:
+    """An application thread that wants the CPU (and the GIL) all the time."""
+    x = 0
+    while not stop.is_set():
+        for i in range(2_000):
+            x += i * i
+
+
 def run(
     srv: Server,
     kind: str,
@@ -107,7 +115,11 @@ def run(
     batch: Any,
     rate: float,
     inflight: int,
+    burners: int = 0,
 ) -> dict[str, Any]:
+    stop_burning = threading.Event()
+    for _ in range(burners):
+        threading.Thread(target=burn, args=(stop_burning,), daemon=True).start()
     client = make_client(kind, batch)
     client.create_topic(name=topic)
     calls_before = srv.ask("publish_calls")
@@ -142,6 +154,7 @@ def run(
         slots.acquire()  # every future done
     wall = time.perf_counter() - began
     cpu = time.process_time() - cpu0
+    stop_burning.set()
     counters = client.counters() if kind != "official" else None
     if kind == "official":
         client.stop()

@@ -28,6 +28,7 @@ import grpc
 from google.api_core import exceptions as api_exceptions
 
 from reconciler.hedging.batching import RetryPolicy
+from reconciler.hedging.lag import LagProbe
 from reconciler.hedging.scheduler import Scheduler, TimerHandle
 from reconciler.hedging.stats import Stats
 from reconciler.hedging.tokens import TokenBucket
@@ -76,8 +77,10 @@ class Engine:
         tokens: TokenBucket | None,
         stats: Stats,
         deliver: Deliver,
+        probe: LagProbe | None = None,
     ) -> None:
         self.rpc = rpc
+        self.probe = probe
         self.metadata = metadata
         self.scheduler = scheduler
         self.hedge_delay = hedge_delay
@@ -181,7 +184,10 @@ class BatchRun:
             now = time.monotonic()
             if self.done or now >= self.deadline or not self.inflight:
                 return  # nothing in flight: a retry is pending and re-arms the timer
+            probe = engine.probe
             lag = engine.scheduler.lag.current(now)
+            if probe is not None:
+                lag = max(lag, probe.age(now))
             on_wire = now - self.last_send - lag
             if lag >= delay:
                 # The client itself is running a hedge delay behind: whatever the
@@ -192,6 +198,8 @@ class BatchRun:
                 # Give a response the client may not have noticed yet its lag.
                 self._arm_hedge(now + (delay - on_wire))
                 return
+            elif probe is not None and not probe.fresh(now):
+                outcome = "probe"  # decide once the client's lag has been measured
             elif not engine.tokens.try_acquire():
                 # Token and attempt under one lock: no token is spent on a batch
                 # that completed in between. Out of tokens: a success may refill.
@@ -199,7 +207,10 @@ class BatchRun:
                 outcome = "throttled"
             else:
                 started = self._start_attempt()
-        if outcome == "paused":
+        if outcome == "probe":
+            assert probe is not None
+            probe.then(self._on_hedge_tick)
+        elif outcome == "paused":
             engine.count(lag_paused=1)
         elif outcome == "throttled":
             engine.count(throttled=1)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -36,6 +37,7 @@ from reconciler.hedging.batching import (
 )
 from reconciler.hedging.errors import PublishNotSent, closed_error
 from reconciler.hedging.flow import FlowGate, GateClosed
+from reconciler.hedging.lag import LagProbe
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts, check
 from reconciler.hedging.scheduler import Scheduler
 from reconciler.hedging.stats import HedgingCounters, Stats
@@ -115,14 +117,21 @@ class HedgedPublisher:
         self._stats = Stats()
         # The routing header the GAPIC client adds to Publish.
         metadata = (("x-goog-request-params", "topic=" + quote(topic, safe="")),)
+        rpc = _publish_rpc(client)
+        delay = profile.hedge_delay_ms / 1000 if profile else None
+        probe = None
+        sched = self._scheduler
+        if delay is not None:
+            probe = LagProbe(
+                rpc,
+                pubsub.PublishRequest(topic=topic),  # no message: nothing to store
+                metadata,
+                sched.lag,
+                lambda fn: sched.call_at(time.monotonic(), fn),
+                fresh_for=delay / 10,
+            )
         self._engine = Engine(
-            _publish_rpc(client),
-            metadata,
-            self._scheduler,
-            profile.hedge_delay_ms / 1000 if profile else None,
-            self._tokens,
-            self._stats,
-            self._deliver,
+            rpc, metadata, sched, delay, self._tokens, self._stats, self._deliver, probe
         )
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
