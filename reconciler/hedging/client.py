@@ -34,6 +34,7 @@ from reconciler.hedging.settings import HedgingSettings
 from reconciler.hedging.stats import HedgingCounters, merge
 
 TOPIC_LABELS = "topic-labels"
+_RAW_MESSAGE = pubsub.PubsubMessage.pb()
 _DEFAULT = gapic_v1.method.DEFAULT
 
 
@@ -121,7 +122,7 @@ class PublisherClient:
             failed = Future()
             failed.set_exception(exc)
             return failed
-        message = pubsub.PubsubMessage(data=data, attributes=attributes)
+        message = _RAW_MESSAGE(data=data, attributes=attributes)
         return publisher.publish_message(message, self._policy(publisher, retry, timeout))
 
     def resume_publish(self, topic: str, ordering_key: str) -> None:
