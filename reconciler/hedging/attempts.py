@@ -22,7 +22,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, cast
+from typing import Any
 
 import grpc
 from google.api_core import exceptions as api_exceptions
@@ -32,6 +32,7 @@ from reconciler.hedging.lag import LagProbe
 from reconciler.hedging.scheduler import Scheduler, TimerHandle
 from reconciler.hedging.stats import Stats
 from reconciler.hedging.tokens import TokenBucket
+from reconciler.hedging.transport import Call, PublishRpc, status_code, to_api_error
 
 # google-cloud-pubsub 2.44's and the Java Publisher's retryable codes. CANCELLED
 # counts when the *service* sends it; attempts we cancel ourselves never reach here.
@@ -46,20 +47,6 @@ RETRYABLE_CODES = frozenset(
         grpc.StatusCode.CANCELLED,
     }
 )
-
-
-class Call(Protocol):
-    """What we use of a grpc.Future returned by `UnaryUnaryMultiCallable.future`."""
-
-    def add_done_callback(self, fn: Callable[[Any], None]) -> None: ...
-    def cancel(self) -> bool: ...
-    def cancelled(self) -> bool: ...
-    def exception(self, timeout: float | None = None) -> BaseException | None: ...
-    def result(self, timeout: float | None = None) -> Any: ...
-
-
-class PublishRpc(Protocol):
-    def future(self, request: Any, timeout: float | None = None, metadata: Any = None) -> Call: ...
 
 
 Deliver = Callable[["BatchRun", "list[str] | None", "BaseException | None"], None]
@@ -336,17 +323,3 @@ class BatchRun:
         else:
             self.engine.count(cancelled=cancelled, failed_batches=1)
         self.engine.deliver(self, ids, error)
-
-
-def status_code(error: BaseException) -> grpc.StatusCode | None:
-    code = getattr(error, "code", None)
-    result = code() if callable(code) else None
-    return result if isinstance(result, grpc.StatusCode) else None
-
-
-def to_api_error(error: BaseException) -> BaseException:
-    """google.api_core exceptions, as the official publisher's futures carry."""
-    if isinstance(error, grpc.RpcError) and status_code(error) is not None:
-        converted = api_exceptions.from_grpc_error(error)  # type: ignore[no-untyped-call]
-        return cast(BaseException, converted)
-    return error

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import threading
-import time
 from collections.abc import Callable
 from types import TracebackType
 from typing import Any
@@ -28,7 +27,7 @@ from google.cloud.pubsub_v1.publisher.futures import Future
 from google.pubsub_v1.types import pubsub
 
 from reconciler.hedging import labels as hedging_labels
-from reconciler.hedging.attempts import BatchRun, Engine, PublishRpc
+from reconciler.hedging.attempts import BatchRun, Engine
 from reconciler.hedging.batching import (
     MAX_REQUEST_BYTES,
     Backoff,
@@ -42,6 +41,7 @@ from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, Retry
 from reconciler.hedging.scheduler import Scheduler
 from reconciler.hedging.stats import HedgingCounters, Stats
 from reconciler.hedging.tokens import TokenBucket
+from reconciler.hedging.transport import publish_rpc
 
 __all__ = ["HedgedPublisher", "HedgingCounters"]
 
@@ -120,19 +120,13 @@ class HedgedPublisher:
         self._stats = Stats()
         # The routing header the GAPIC client adds to Publish.
         metadata = (("x-goog-request-params", "topic=" + quote(topic, safe="")),)
-        rpc = _publish_rpc(client)
+        rpc, sched = publish_rpc(client), self._scheduler
         delay = profile.hedge_delay_ms / 1000 if profile else None
         probe = None
-        sched = self._scheduler
-        if delay is not None:
-            probe = LagProbe(
-                rpc,
-                pubsub.PublishRequest(topic=topic),  # no message: nothing to store
-                metadata,
-                sched.lag,
-                lambda fn: sched.call_at(time.monotonic(), fn),
-                fresh_for=delay / 10,
-            )
+        if delay is not None:  # a request with no message: nothing could be stored
+            now = sched.call_soon
+            empty = pubsub.PublishRequest(topic=topic)
+            probe = LagProbe(rpc, empty, metadata, sched.lag, now, fresh_for=delay / 10)
         self._engine = Engine(
             rpc, metadata, sched, delay, self._tokens, self._stats, self._deliver, probe
         )
@@ -347,16 +341,3 @@ class HedgedPublisher:
                 self._scheduler.stop()
             elif self._when_closed_idle is not None:
                 self._when_closed_idle()
-
-
-def _publish_rpc(client: Any) -> PublishRpc:
-    """The transport's Publish stub, which can be called asynchronously."""
-    # google.cloud.pubsub_v1.PublisherClient subclasses the GAPIC client: both have it.
-    transport = getattr(client, "transport", None)
-    rpc = getattr(transport, "publish", None)
-    if rpc is None or not callable(getattr(rpc, "future", None)):
-        raise TypeError(
-            "HedgedPublisher needs a PublisherClient with a gRPC transport "
-            f"(got {type(transport).__name__})"
-        )
-    return rpc  # type: ignore[no-any-return]

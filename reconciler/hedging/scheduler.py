@@ -69,6 +69,9 @@ class Scheduler:
                 self._cond.notify()
         return handle
 
+    def call_soon(self, fn: Callable[[], None]) -> TimerHandle:
+        return self.call_at(time.monotonic(), fn)
+
     def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
         return self.call_at(time.monotonic() + delay, fn)
 
