@@ -282,7 +282,9 @@ class HedgedPublisher:
 
     def counters(self) -> HedgingCounters:
         tokens = self._tokens.available if self._tokens else None
-        return self._stats.snapshot(tokens, self._scheduler.lag.current())
+        probe = self._engine.probe
+        lag = self._scheduler.lag.current()
+        return self._stats.snapshot(tokens, lag, probe.sent if probe else 0)
 
     def pending(self) -> int:
         """Batches created and not finished."""

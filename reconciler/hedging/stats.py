@@ -17,6 +17,8 @@ class HedgingCounters:
     running late (its timers fired late by more than the hedge delay, or the
     attempt's time on the wire, once the client's lag is taken off, was still
     under the hedge delay), so no hedge was sent for the client's own slowness;
+    `lag_probes` counts the local probes that measured that lag (none reaches the
+    service);
     `wins_by_attempt` maps the winning attempt's number within its batch (1 = the
     original) to how many batches it won.
 
@@ -31,6 +33,7 @@ class HedgingCounters:
     hedged_attempts: int = 0
     throttled_hedges: int = 0
     lag_paused_hedges: int = 0
+    lag_probes: int = 0
     retried_attempts: int = 0
     wins_by_attempt: Mapping[int, int] = field(default_factory=dict)
     tokens_available: float | None = None
@@ -61,13 +64,14 @@ class Stats:
         self.succeeded_batches = 0
         self.failed_batches = 0
 
-    def snapshot(self, tokens: float | None, lag: float) -> HedgingCounters:
+    def snapshot(self, tokens: float | None, lag: float, probes: int = 0) -> HedgingCounters:
         with self.lock:
             return HedgingCounters(
                 attempts=self.attempts,
                 hedged_attempts=self.hedged,
                 throttled_hedges=self.throttled,
                 lag_paused_hedges=self.lag_paused,
+                lag_probes=probes,
                 retried_attempts=self.retried,
                 wins_by_attempt=dict(self.wins),
                 tokens_available=tokens,

@@ -187,3 +187,35 @@ def test_duplicates_count_what_the_service_may_have_stored(
     c = client.counters()
     assert (c.hedged_attempts, c.duplicates) == (5, 5)
     assert len(local_server.messages(TOPIC)) - len(ids) == c.duplicates
+
+
+def test_hedging_pauses_while_the_client_cannot_notice_responses(
+    make: Callable[..., Any], local_server: Any, wait_until: Wait
+) -> None:
+    """A publish callback that blocks the thread completing calls is client lag: the
+    slow attempt is not hedged until the client can see answers again."""
+    import time
+
+    client = make(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
+    client.create_topic(name=TOPIC)
+    held = local_server.faults.hold(method="Publish", count=2)
+    gate, blocked = threading.Event(), threading.Event()
+    busy = client.publish(TOPIC, b"busy")
+    (busy_call,) = held.wait_arrived(1)
+    busy.add_done_callback(lambda _: (blocked.set(), gate.wait(60)))
+    busy_call.release()
+    assert blocked.wait(30)  # the completing thread is now stuck in user code
+    slow = client.publish(TOPIC, b"slow")
+    slow_call = held.wait_arrived(2)[1]
+    wait_until(lambda: client.counters().lag_probes >= 1)  # a hedge delay passed
+    time.sleep(0.3)  # at least this long unnoticed: a lower bound, never a limit
+    assert client.counters().hedged_attempts == 0
+    assert local_server.counters.get("Publish") == 2
+    gate.set()
+    wait_until(lambda: client.counters().lag_paused_hedges >= 1)
+    message_id = slow.result(timeout=30)  # hedged once the lag has faded, and won
+    c = client.counters()
+    assert c.hedged_attempts == 1 and c.wins_by_attempt == {1: 1, 2: 1}
+    slow_call.fail("UNAVAILABLE")
+    assert (message_id, b"slow") in [(m.message_id, m.data) for m in
+                                     local_server.messages(TOPIC)]
