@@ -108,4 +108,7 @@ class LagProbe:
         if issued is not None:
             self._monitor.observe(now - issued, now)
         for waiter in waiters:
-            self._call_soon(waiter)
+            try:
+                self._call_soon(waiter)
+            except RuntimeError:  # the publisher closed meanwhile: nothing to decide
+                return
