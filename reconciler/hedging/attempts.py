@@ -300,7 +300,7 @@ class BatchRun:
                 return False
             sent = self.sent > 0
             losers = self._finish()
-        self._end(None, make_error(sent), losers)
+        self._end(None, make_error(sent), losers, abandoned=True)
         return True
 
     def _finish(self) -> list[Call]:
@@ -313,13 +313,21 @@ class BatchRun:
                 timer.cancel()
         return losers
 
-    def _end(self, ids: list[str] | None, error: BaseException | None, losers: list[Call]) -> None:
+    def _end(
+        self,
+        ids: list[str] | None,
+        error: BaseException | None,
+        losers: list[Call],
+        abandoned: bool = False,
+    ) -> None:
         cancelled = sum(1 for call in losers if call.cancel())
-        # Every loser was sent and may have reached the service: after a success,
-        # each is a possible duplicate whether or not cancel() got there first.
-        dupes = len(losers) if ids is not None else 0
+        # Every loser was sent and may have reached the service, whether or not
+        # cancel() got there first: after a success it may be a second copy; after
+        # a failure the message may be stored although its future failed. An
+        # abandoned batch (close) says so in its own exception instead.
+        dupes = 0 if abandoned else len(losers)
         if ids is not None:
             self.engine.count(cancelled=cancelled, duplicates=dupes, succeeded_batches=1)
         else:
-            self.engine.count(cancelled=cancelled, failed_batches=1)
+            self.engine.count(cancelled=cancelled, duplicates=dupes, failed_batches=1)
         self.engine.deliver(self, ids, error)

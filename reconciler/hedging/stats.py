@@ -22,11 +22,13 @@ class HedgingCounters:
     `wins_by_attempt` maps the winning attempt's number within its batch (1 = the
     original) to how many batches it won.
 
-    `duplicates` counts attempts that may have been stored although their batch had
-    already completed: every attempt still in flight when another one won (its
-    cancellation is best effort, the service may have stored it). It is an upper
-    bound of the extra copies the service keeps; `duplicates_confirmed` counts those
-    of them whose success the client saw (a certain extra copy each).
+    `duplicates` counts attempts that may have been stored after their batch had
+    completed: every attempt still in flight when another one won, or when the batch
+    failed (a non-retryable error, the total timeout); cancellation is best effort,
+    the service may have stored each. It bounds the copies the service keeps beyond
+    one per successful message; `duplicates_confirmed` counts late successes the
+    client saw. Batches ended by close() are not counted: their futures fail with
+    PublishOutcomeUnknown, which says the same.
     """
 
     attempts: int = 0

@@ -470,3 +470,22 @@ def test_a_closed_client_fails_the_batch_without_retrying(local_server: Any) -> 
         c = pub.counters()
     assert (c.failed_attempts, c.retried_attempts, c.batches_failed) == (1, 0, 1)
     assert local_server.counters.get("Publish") == 0
+
+
+def test_a_failed_batch_counts_the_attempt_that_may_still_be_stored(
+    local_server: Any, client: Any, wait_until: Wait
+) -> None:
+    """The hedge fails for good while the original is in flight: the future fails,
+    and `duplicates` says that the original may still be stored (it is)."""
+    held = local_server.faults.hold(method="Publish", count=2)
+    with make(client, ONE_HEDGE) as pub:
+        future = pub.publish(b"x")
+        original, hedge = held.wait_arrived(2)
+        hedge.fail("PERMISSION_DENIED", "revoked")
+        with pytest.raises(api_exceptions.PermissionDenied, match="revoked"):
+            result(future)
+        c = pub.counters()
+    assert (c.batches_failed, c.cancelled_attempts, c.duplicates) == (1, 1, 1)
+    original.release()  # the service had it before the client cancelled
+    wait_until(lambda: len(local_server.messages(TOPIC)) == 1)
+    assert stored(local_server)[0][1] == b"x"
