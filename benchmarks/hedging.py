@@ -1,19 +1,26 @@
-"""Publish hedging benchmark (issue 6): tail latency with and without hedging.
+"""Hedged publishing benchmark (issues 6 and 15): the official client beside ours.
 
-Publishes N messages in batches of one to the local server, where 2% of Publish
-calls take 2 s and the rest about 5 ms, once with hedging off and once with hedging
-on (hedge delay 100 ms, other settings at their defaults), in one run. Records p50,
-p99 and p99.9 publish latency (from the message's due time to its future being
-done) and the extra-request ratio ((server Publish calls - messages) / messages)
-for both.
+Three cases, side by side in one run, each through the three clients built as a
+user would (`PUBSUB_EMULATOR_HOST`): the official `google.cloud.pubsub_v1`
+PublisherClient, `reconciler.hedging.PublisherClient` with hedging off, and with
+hedging on (hedge delay 100 ms, 50 tokens, 0.1 refill). The local server runs in a
+child process, so the client's CPU is its own.
 
-Load is open loop: messages are due at a fixed rate (default 500/s, at most 200
-outstanding), so both modes face the same offered load. A closed loop would let
-the hedged run go faster and saturate this 2-core machine's CPU (client and server
-share one process), which measures the CPU, not hedging.
+- throughput: closed loop, 1 KiB messages, default batching (100 messages / 10 ms),
+  at most 5,000 outstanding: messages/s and client CPU per message.
+- saturation: the same, with two application threads in the client process that
+  want the CPU all the time (GIL-bound): every response is noticed late, so a
+  naive hedge timer fires on the client's own lag. Target: extra requests <= 1%,
+  throughput >= the official client's.
+- tail: open loop (500 messages/s due at fixed times), batches of one; the server
+  waits 5 ms, and 2 s on 2% of calls (seeded). p50/p99/p99.9 from due time to done.
+  The advisor's simulator predicts the hedged p99 and extra requests from the
+  injected distribution (and, for comparison, from the official client's measured
+  latencies); both are compared with the hedged run's measured figures.
 
-    python benchmarks/hedging.py            # 10,000 messages per mode
-    python benchmarks/hedging.py --quick    # 1,500 messages per mode, < 1 minute
+    python benchmarks/hedging.py            # 60,000 / 10,000 messages per client
+    python benchmarks/hedging.py --quick    # 15,000 / 1,500
+    python benchmarks/hedging.py --latencies-out lat.txt   # then: reconcile hedging advise lat.txt
 
 The last line of output is one JSON object with every figure.
 """
@@ -23,23 +30,61 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import multiprocessing as mp
+import os
 import sys
 import threading
 import time
 from concurrent.futures import Future
 from typing import Any
 
-from reconciler.backends.clients import publisher_client
-from reconciler.hedging.batching import BatchSettings
-from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
-from reconciler.hedging.publisher import HedgedPublisher
-from reconciler.localserver import LocalServer
-
 TOPIC = "projects/bench-project/topics/hedging-bench"
 FAST_DELAY = 0.005
 TAIL_FRACTION = 0.02
 TAIL_DELAY = 2.0
-HEDGE_DELAY_MS = 100
+HEDGE_DELAY = 0.1
+KINDS = ("official", "ours", "ours-hedged")
+
+
+def serve(conn: Any, seed: int, workers: int) -> None:
+    """Child process: the local server, driven by (command, argument) messages."""
+    from reconciler.localserver import LocalServer
+
+    srv = LocalServer(host="127.0.0.1", port=0, max_workers=workers, fault_seed=seed)
+    srv.start()
+    conn.send(srv.address)
+    while True:
+        command, arg = conn.recv()
+        if command == "stop":
+            srv.stop()
+            conn.send(None)
+            return
+        if command == "faults":
+            srv.faults.clear()
+            for kwargs in arg:
+                srv.faults.add(**kwargs)
+            conn.send(None)
+        elif command == "publish_calls":
+            conn.send(srv.counters.get("Publish"))
+        elif command == "stored":
+            conn.send(len(srv.messages(arg)))
+
+
+class Server:
+    def __init__(self, seed: int, workers: int) -> None:
+        ctx = mp.get_context("spawn")
+        self._conn, child = ctx.Pipe()
+        self._proc = ctx.Process(target=serve, args=(child, seed, workers), daemon=True)
+        self._proc.start()
+        self.address: str = self._conn.recv()
+
+    def ask(self, command: str, arg: Any = None) -> Any:
+        self._conn.send((command, arg))
+        return self._conn.recv()
+
+    def stop(self) -> None:
+        self.ask("stop")
+        self._proc.join(10)
 
 
 def percentile(sorted_values: list[float], p: float) -> float:
@@ -48,39 +93,47 @@ def percentile(sorted_values: list[float], p: float) -> float:
     return sorted_values[rank - 1]
 
 
-def run_mode(
-    srv: LocalServer,
-    client: Any,
-    profile: HedgingProfile | None,
+def make_client(kind: str, batch: Any) -> Any:
+    from google.cloud import pubsub_v1
+
+    from reconciler.hedging import HedgingSettings, PublisherClient
+
+    if kind == "official":
+        return pubsub_v1.PublisherClient(batch_settings=batch)
+    hedging = HedgingSettings(hedge_delay=HEDGE_DELAY) if kind == "ours-hedged" else None
+    return PublisherClient(batch_settings=batch, hedging=hedging)
+
+
+def burn(stop: threading.Event) -> None:
+    """An application thread that wants the CPU (and the GIL) all the time."""
+    x = 0
+    while not stop.is_set():
+        for i in range(2_000):
+            x += i * i
+
+
+def run(
+    srv: Server,
+    kind: str,
+    topic: str,
     messages: int,
-    inflight: int,
+    size: int,
+    batch: Any,
     rate: float,
+    inflight: int,
+    burners: int = 0,
 ) -> dict[str, Any]:
-    srv.counters.reset()
-    stored_before = len(srv.messages(TOPIC))
+    stop_burning = threading.Event()
+    for _ in range(burners):
+        threading.Thread(target=burn, args=(stop_burning,), daemon=True).start()
+    client = make_client(kind, batch)
+    client.create_topic(name=topic)
+    calls_before = srv.ask("publish_calls")
     latencies: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
     slots = threading.BoundedSemaphore(inflight)
-    publisher = HedgedPublisher(
-        client,
-        TOPIC,
-        profile,
-        RetryTimeouts(),
-        batch_settings=BatchSettings(max_messages=1),
-    )
-    min_tokens = [publisher.counters().tokens_available]
-    stop_sampling = threading.Event()
-
-    def sample_tokens() -> None:
-        # Watch the bucket: with 2% slow calls and a 0.1 refill it should never empty.
-        while not stop_sampling.wait(0.02):
-            tokens = publisher.counters().tokens_available
-            if tokens is not None and (min_tokens[0] is None or tokens < min_tokens[0]):
-                min_tokens[0] = tokens
-
-    sampler = threading.Thread(target=sample_tokens, daemon=True)
-    sampler.start()
+    data = os.urandom(size)
 
     def done(start: float, future: Future[str]) -> None:
         elapsed = time.perf_counter() - start
@@ -91,131 +144,169 @@ def run_mode(
                 errors.append(str(error))
         slots.release()
 
+    cpu0 = time.process_time()
     began = time.perf_counter()
     for i in range(messages):
-        # Open loop: message i is due at began + i / rate, whatever happened before,
-        # so both modes see the same offered load; latency counts from the due time
-        # (a publisher that falls behind is charged for it: no coordinated omission).
+        # Open loop: message i is due at began + i / rate whatever happened before,
+        # and latency counts from the due time (no coordinated omission).
         due = began + i / rate if rate else time.perf_counter()
         pause = due - time.perf_counter()
         if pause > 0:
             time.sleep(pause)
         slots.acquire()
-        future = publisher.publish(f"message {i}".encode())
+        future = client.publish(topic, data)
         future.add_done_callback(lambda f, s=due: done(s, f))
-    publisher.close()
+    for _ in range(inflight):
+        slots.acquire()  # every future done
     wall = time.perf_counter() - began
-    stop_sampling.set()
-    sampler.join()
-
-    counters = publisher.counters()
-    calls = srv.counters.get("Publish")
-    # Cancelled slow attempts still finish on the server (cancellation is best effort)
-    # and store their copy: wait out the tail delay before counting what was stored.
-    time.sleep(TAIL_DELAY + 0.5 if profile is not None else 0.0)
-    stored = len(srv.messages(TOPIC)) - stored_before
+    cpu = time.process_time() - cpu0
+    stop_burning.set()
+    counters = client.counters() if kind != "official" else None
+    if kind == "official":
+        client.stop()
+    else:
+        client.close()
+    client.transport.close()
+    calls = srv.ask("publish_calls") - calls_before
     latencies.sort()
-    return {
-        "hedging": None
-        if profile is None
-        else {
-            "hedge_delay_ms": profile.hedge_delay_ms,
-            "max_tokens": profile.max_tokens,
-            "refill_ratio": profile.refill_ratio,
-        },
+    out: dict[str, Any] = {
+        "latencies_ms": [x * 1000 for x in latencies],
         "messages": messages,
         "errors": len(errors),
+        "wall_s": round(wall, 2),
+        "throughput_msg_s": round(messages / wall),
+        "client_cpu_us_per_msg": round(cpu / messages * 1e6, 1),
         "p50_ms": round(percentile(latencies, 50) * 1000, 1),
         "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "p999_ms": round(percentile(latencies, 99.9) * 1000, 1),
-        "max_ms": round(latencies[-1] * 1000, 1),
         "server_publish_calls": calls,
-        "extra_request_ratio": round((calls - messages) / messages, 4),
-        "stored_messages": stored,
-        "stored_duplicates": stored - messages,
-        "client_attempts": counters.attempts,
-        "hedged_attempts": counters.hedged_attempts,
-        "retried_attempts": counters.retried_attempts,
-        "throttled_hedges": counters.throttled_hedges,
-        "wins_by_attempt": {str(k): v for k, v in sorted(counters.wins_by_attempt.items())},
-        "cancelled_attempts": counters.cancelled_attempts,
-        "duplicates_seen_by_client": counters.duplicates,
-        "min_tokens": min_tokens[0],
-        "wall_s": round(wall, 2),
-        "throughput_msg_s": round(messages / wall, 1),
+    }
+    if counters is not None:
+        batches = counters.batches_succeeded + counters.batches_failed
+        out |= {
+            "batches": batches,
+            "extra_request_ratio": round((counters.attempts - batches) / batches, 4),
+            "hedged_attempts": counters.hedged_attempts,
+            "lag_paused_hedges": counters.lag_paused_hedges,
+            "throttled_hedges": counters.throttled_hedges,
+            "duplicates_counted": counters.duplicates,
+            "wins_by_attempt": {str(k): v for k, v in sorted(counters.wins_by_attempt.items())},
+        }
+    if TAIL_DELAY and rate:
+        time.sleep(TAIL_DELAY + 0.5)  # cancelled slow attempts still land: wait them out
+    out["stored_duplicates"] = srv.ask("stored", topic) - messages
+    return out
+
+
+def injected_samples(seed: int, n: int = 20_000) -> list[float]:
+    """Draws from the server's injected Publish latency: 5 ms, plus 2 s on 2%."""
+    import random
+
+    rng = random.Random(seed)
+    return [
+        (FAST_DELAY + (TAIL_DELAY if rng.random() < TAIL_FRACTION else 0.0)) * 1000
+        for _ in range(n)
+    ]
+
+
+def validate_advisor(unhedged_ms: list[float], hedged: dict[str, Any]) -> dict[str, Any]:
+    """The advisor's prediction from unhedged latencies against the hedged run."""
+    from reconciler.hedging.profile import HedgingProfile
+    from reconciler.hedging.simulate import simulate
+
+    profile = HedgingProfile(hedge_delay_ms=round(HEDGE_DELAY * 1000))
+    predicted = simulate(unhedged_ms, profile, batches=max(20_000, len(unhedged_ms) * 2))
+    p99, extra = hedged["p99_ms"], hedged["extra_request_ratio"]
+    return {
+        "predicted_p99_ms": round(predicted.p99_ms, 1),
+        "measured_p99_ms": p99,
+        "p99_error": round(abs(predicted.p99_ms - p99) / p99, 3),
+        "predicted_extra": round(predicted.extra_fraction, 4),
+        "measured_extra": extra,
+        "extra_error": round(abs(predicted.extra_fraction - extra) / extra, 3) if extra else None,
     }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="1,500 messages per mode")
-    parser.add_argument("--messages", type=int, help="messages per mode (default 10,000)")
-    parser.add_argument(
-        "--rate", type=float, default=500.0, help="offered load, messages/s (0 = closed loop)"
-    )
-    parser.add_argument("--inflight", type=int, default=200, help="max outstanding publishes")
+    parser.add_argument("--quick", action="store_true", help="fewer messages, < 1 minute")
     parser.add_argument("--seed", type=int, default=2026, help="fault injection seed")
+    parser.add_argument("--rate", type=float, default=500.0, help="tail case offered load")
+    parser.add_argument("--server-workers", type=int, default=256)
     parser.add_argument(
-        "--server-workers",
-        type=int,
-        default=256,
-        help="local server handler threads (slow calls sleep on one each)",
+        "--latencies-out", help="write the official client's tail-case latencies (ms) here"
     )
     args = parser.parse_args(argv)
-    messages = args.messages or (1_500 if args.quick else 10_000)
+    bulk = 15_000 if args.quick else 60_000
+    tail = 1_500 if args.quick else 10_000
 
-    srv = LocalServer(
-        host="127.0.0.1", port=0, max_workers=args.server_workers, fault_seed=args.seed
-    )
-    srv.start()
-    client = publisher_client(srv.address)
+    from google.cloud.pubsub_v1 import types
+
+    srv = Server(args.seed, args.server_workers)
+    os.environ["PUBSUB_EMULATOR_HOST"] = srv.address
+    results: dict[str, dict[str, Any]] = {"throughput": {}, "saturation": {}, "tail": {}}
     try:
-        client.create_topic(name=TOPIC)
-        srv.faults.add(
-            method="Publish",
-            delay=FAST_DELAY,
-            tail_fraction=TAIL_FRACTION,
-            tail_delay=TAIL_DELAY,
-        )
-        results: dict[str, Any] = {}
-        for mode, profile in (
-            ("unhedged", None),
-            ("hedged", HedgingProfile(hedge_delay_ms=HEDGE_DELAY_MS)),
+        srv.ask("faults", [])
+        for case, kinds, burners in (
+            ("throughput", KINDS, 0),
+            ("saturation", ("official", "ours-hedged"), 2),
         ):
-            results[mode] = run_mode(srv, client, profile, messages, args.inflight, args.rate)
-            r = results[mode]
-            print(
-                f"{mode:>9}: p50 {r['p50_ms']} ms  p99 {r['p99_ms']} ms  "
-                f"p99.9 {r['p999_ms']} ms  extra requests {r['extra_request_ratio']:.2%}  "
-                f"({r['server_publish_calls']} calls, {r['errors']} errors, {r['wall_s']} s)",
-                file=sys.stderr,
-            )
+            for kind in kinds:
+                r = run(srv, kind, f"{TOPIC}-{case}-{kind}", bulk, 1024,
+                        types.BatchSettings(), 0, 5_000, burners)
+                results[case][kind] = r
+                print(f"{case} {kind:>11}: {r['throughput_msg_s']} msg/s, "
+                      f"{r['client_cpu_us_per_msg']} us CPU/msg, extra "
+                      f"{r.get('extra_request_ratio', 0):.2%}", file=sys.stderr)
+        srv.ask("faults", [{"method": "Publish", "delay": FAST_DELAY,
+                            "tail_fraction": TAIL_FRACTION, "tail_delay": TAIL_DELAY}])
+        one = types.BatchSettings(max_messages=1)
+        for kind in KINDS:
+            r = run(srv, kind, f"{TOPIC}-tail-{kind}", tail, 100, one, args.rate, 200)
+            results["tail"][kind] = r
+            print(f"tail {kind:>11}: p50 {r['p50_ms']} p99 {r['p99_ms']} p99.9 "
+                  f"{r['p999_ms']} ms, extra {r.get('extra_request_ratio', 0):.2%}",
+                  file=sys.stderr)
     finally:
-        client.transport.close()
         srv.stop()
 
-    hedged, unhedged = results["hedged"], results["unhedged"]
+    sat, tail_r = results["saturation"], results["tail"]
+    advisor = {
+        "from_injected_distribution": validate_advisor(
+            injected_samples(args.seed), tail_r["ours-hedged"]
+        ),
+        "from_official_client_latencies": validate_advisor(
+            tail_r["official"]["latencies_ms"], tail_r["ours-hedged"]
+        ),
+    }
+    if args.latencies_out:
+        with open(args.latencies_out, "w", encoding="utf-8") as out:
+            out.write("# publish latency (ms), official client, benchmarks/hedging.py tail case\n")
+            out.writelines(f"{x:.2f}\n" for x in tail_r["official"]["latencies_ms"])
+    for case in results.values():
+        for r in case.values():
+            del r["latencies_ms"]
     summary = {
         "benchmark": "publish-hedging",
-        "messages_per_mode": messages,
-        "rate_msg_s": args.rate,
-        "inflight": args.inflight,
+        "messages": {"throughput": bulk, "tail": tail},
         "fault_seed": args.seed,
-        "server_workers": args.server_workers,
-        "server": {
-            "fast_delay_ms": FAST_DELAY * 1000,
-            "tail_fraction": TAIL_FRACTION,
-            "tail_delay_ms": TAIL_DELAY * 1000,
-        },
-        "unhedged": unhedged,
-        "hedged": hedged,
+        "tail_server": {"fast_delay_ms": FAST_DELAY * 1000, "tail_fraction": TAIL_FRACTION,
+                        "tail_delay_ms": TAIL_DELAY * 1000, "rate_msg_s": args.rate},
+        **results,
+        "advisor": advisor,
         "targets": {
-            "hedged_p99_le_150ms": hedged["p99_ms"] <= 150,
-            "unhedged_p99_ge_2s": unhedged["p99_ms"] >= 2000,
-            "hedged_extra_requests_le_3pct": hedged["extra_request_ratio"] <= 0.03,
+            "saturation_extra_requests_le_1pct": sat["ours-hedged"]["extra_request_ratio"] <= 0.01,
+            "saturation_throughput_ge_official":
+                sat["ours-hedged"]["throughput_msg_s"] >= sat["official"]["throughput_msg_s"],
+            "advisor_p99_within_20pct":
+                advisor["from_injected_distribution"]["p99_error"] <= 0.2,
+            "advisor_extra_within_20pct":
+                advisor["from_injected_distribution"]["extra_error"] <= 0.2,
+            "tail_hedged_p99_le_150ms": tail_r["ours-hedged"]["p99_ms"] <= 150,
+            "tail_unhedged_p99_ge_2s": tail_r["official"]["p99_ms"] >= 2000,
         },
     }
-    print(json.dumps(summary, sort_keys=False))
+    print(json.dumps(summary))
     return 0
 
 

@@ -13,5 +13,6 @@ COMMANDS: dict[str, str] = {
     "import": "reconciler.commands.import_",
     "policy": "reconciler.commands.policy",
     "local-server": "reconciler.commands.local_server",
+    "hedging": "reconciler.commands.hedging",
 }
 

@@ -1,22 +1,42 @@
 """Publish hedging: the profile, its topic labels and the hedged publisher.
 
-`HedgedPublisher` is exported lazily so that `reconciler.hedging.profile` (used by
-`reconcile validate`) never imports google-cloud or gRPC.
+`PublisherClient` (the drop-in for google.cloud.pubsub_v1.PublisherClient) and
+`HedgedPublisher` are exported lazily so that `reconciler.hedging.profile` (used by
+`reconcile validate`) and the advisor never import google-cloud or gRPC.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from reconciler.hedging.publisher import HedgedPublisher, HedgingCounters
+from reconciler.hedging.errors import PublisherClosedError, PublishNotSent, PublishOutcomeUnknown
+from reconciler.hedging.settings import HedgingSettings
 
-__all__ = ["HedgedPublisher", "HedgingCounters"]
+if TYPE_CHECKING:
+    from reconciler.hedging.client import PublisherClient
+    from reconciler.hedging.publisher import HedgedPublisher
+    from reconciler.hedging.stats import HedgingCounters
+
+__all__ = [
+    "HedgedPublisher",
+    "HedgingCounters",
+    "HedgingSettings",
+    "PublishNotSent",
+    "PublishOutcomeUnknown",
+    "PublisherClient",
+    "PublisherClosedError",
+]
+_LAZY = {
+    "PublisherClient": "reconciler.hedging.client",
+    "HedgedPublisher": "reconciler.hedging.publisher",
+    "HedgingCounters": "reconciler.hedging.stats",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        from reconciler.hedging import publisher
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(publisher, name)
+        return getattr(importlib.import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Batch and retry-backoff settings, shaped like google-cloud-pubsub's own.
+"""Batch and retry settings, shaped like google-cloud-pubsub's own.
 
 `BatchSettings` has the field names of `google.cloud.pubsub_v1.types.BatchSettings`
 (and the same defaults) so either can be passed; `max_messages=1` gives batches of
@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from typing import Any
 
-# Publish's default retry in google-cloud-pubsub (transports/base.py): 0.1 s initial
-# backoff, multiplied by 4 per failure, at most 60 s.
+# Publish's default retry delay in google-cloud-pubsub (transports/base.py) and the
+# Java Publisher: 0.1 s initial backoff, multiplied by 4 per failure, at most 60 s.
 DEFAULT_BACKOFF_INITIAL = 0.1
 DEFAULT_BACKOFF_MULTIPLIER = 4.0
 DEFAULT_BACKOFF_MAXIMUM = 60.0
+# The Java Publisher's per-attempt timeout: initialRpcTimeout, x4 per retry, at most 60 s.
+DEFAULT_RPC_TIMEOUT_MULTIPLIER = 4.0
+DEFAULT_MAX_RPC_TIMEOUT = 60.0
 
 # The service rejects a Publish request above 10 MB.
 MAX_REQUEST_BYTES = 10_000_000
@@ -52,3 +56,37 @@ class Backoff:
         """Wait before the retry that follows the `failures`-th failure (1-based)."""
         ceiling = min(self.maximum, self.initial * self.multiplier ** max(0, failures - 1))
         return random.uniform(0.0, ceiling) if self.jitter else ceiling
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """One batch's retry behaviour, as the Java Publisher's RetrySettings.
+
+    The n-th retry's attempt timeout is initial_rpc_timeout x multiplier**n, capped at
+    max_rpc_timeout and at the time left of total_timeout; hedges use the timeout of
+    the retry they run alongside. `retry_on` decides which errors are retried (None:
+    the codes in attempts.RETRYABLE_CODES).
+    """
+
+    initial_rpc_timeout: float = 5.0
+    rpc_timeout_multiplier: float = DEFAULT_RPC_TIMEOUT_MULTIPLIER
+    max_rpc_timeout: float = DEFAULT_MAX_RPC_TIMEOUT
+    total_timeout: float = 600.0
+    backoff: Backoff = Backoff()
+    retry_on: object | None = None  # a predicate over google.api_core exceptions
+    retries: bool = True  # False: the official client's retry=None (one attempt)
+
+    def rpc_timeout(self, failures: int) -> float:
+        grown = self.initial_rpc_timeout * self.rpc_timeout_multiplier**failures
+        return min(max(self.max_rpc_timeout, self.initial_rpc_timeout), grown)
+
+
+def coerce_batch_settings(value: Any) -> BatchSettings:
+    """Ours, or the official `types.BatchSettings` (same fields), or () for defaults."""
+    if value is None or value == ():
+        return BatchSettings()
+    if isinstance(value, BatchSettings):
+        return value
+    return BatchSettings(
+        max_bytes=value.max_bytes, max_latency=value.max_latency, max_messages=value.max_messages
+    )

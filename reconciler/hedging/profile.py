@@ -1,4 +1,4 @@
-"""Publish hedging settings and the rules they must satisfy (DOMAIN.md section 2).
+"""Publish hedging settings and the rules they must satisfy (docs/hedging.md).
 
 One definition serves the spec validator (as diagnostics), the label encoding and the
 hedged publisher (as a construction error), so a profile that validates is one that
@@ -20,9 +20,10 @@ PARTS_PER_MILLION = 1_000_000
 DEFAULT_HEDGE_DELAY_MS = 1_000
 DEFAULT_MAX_TOKENS = 50
 DEFAULT_REFILL_RATIO = 0.1
-# google-cloud-pubsub's default publish retry: 5 s initial RPC timeout, 60 s total.
+# The Java Publisher's retry defaults (and google-cloud-pubsub 2.44's 600 s deadline):
+# 5 s initial RPC timeout (x4 per retry up to 60 s), 600 s total.
 DEFAULT_INITIAL_RPC_TIMEOUT_MS = 5_000
-DEFAULT_TOTAL_TIMEOUT_MS = 60_000
+DEFAULT_TOTAL_TIMEOUT_MS = 600_000
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ import threading
 import time
 from collections.abc import Callable
 
+from reconciler.hedging.lag import LagMonitor
+
 _log = logging.getLogger(__name__)
 _COMPACT_AT = 4096
 
@@ -40,7 +42,9 @@ class TimerHandle:
 
 
 class Scheduler:
-    def __init__(self, name: str = "hedging-scheduler") -> None:
+    def __init__(self, name: str = "hedging-scheduler", lag: LagMonitor | None = None) -> None:
+        # How late timers fire is the client's own scheduling lag (see lag.py).
+        self.lag = lag or LagMonitor()
         self._heap: list[tuple[float, int, TimerHandle]] = []
         self._seq = itertools.count()
         self._cond = threading.Condition()
@@ -65,6 +69,9 @@ class Scheduler:
                 self._cond.notify()
         return handle
 
+    def call_soon(self, fn: Callable[[], None]) -> TimerHandle:
+        return self.call_at(time.monotonic(), fn)
+
     def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
         return self.call_at(time.monotonic() + delay, fn)
 
@@ -86,11 +93,14 @@ class Scheduler:
                     if not self._heap:
                         self._cond.wait()
                         continue
-                    wait = self._heap[0][0] - time.monotonic()
+                    now = time.monotonic()
+                    wait = self._heap[0][0] - now
                     if wait <= 0:
                         handle = heapq.heappop(self._heap)[2]
                         fn = handle.fn
                         handle.fn = None
+                        if fn is not None:
+                            self.lag.observe(-wait, now)
                         break
                     self._cond.wait(wait)
             if fn is None:

@@ -1,4 +1,4 @@
-"""The hedging token bucket (DOMAIN.md section 2).
+"""The hedging token bucket (docs/hedging.md).
 
 Each hedged attempt costs one token; each successful batch adds the refill ratio,
 capped at max tokens; the bucket starts full. Tokens are kept as integer parts per

@@ -29,7 +29,7 @@ DIGEST_PREFIX = "sha256:"
 Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = ("create", "update", "delete", "no-op")
 
-# The three console categories (DOMAIN.md) of a topic out of step with the org policy.
+# The three console categories (docs/storage-policy.md) of a topic out of step with the org policy.
 DRIFT_ALLOWS_DISALLOWED = "allows-disallowed-locations"
 DRIFT_MISSES_ALLOWED = "misses-allowed-locations"
 DRIFT_BOTH = "allowed-and-disallowed-stale"

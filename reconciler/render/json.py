@@ -1,5 +1,5 @@
 """The plan for machines: `--format json` prints the plan object itself (the same
-document `--out` saves), keys as DESIGN.md's CLI contract lists them."""
+document `--out` saves), keys as docs/plan-format.md lists them."""
 
 from __future__ import annotations
 

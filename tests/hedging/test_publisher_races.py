@@ -207,9 +207,10 @@ def test_late_success_of_a_losing_attempt_is_a_duplicate(
     assert first_id == message_id  # the hedge's copy, stored first
     assert second_id != message_id
     assert c.wins_by_attempt == {2: 1}
-    # The client had already cancelled the original, so its late answer never reached
-    # the publisher: it counts as cancelled, not as a duplicate it saw.
-    assert (c.cancelled_attempts, c.duplicates) == (1, 0)
+    # The original was in flight when the hedge won: cancelled, and counted as a
+    # possible duplicate (the service did store it). Its late answer never reached
+    # the publisher (cancelled first), so it is not a confirmed one.
+    assert (c.cancelled_attempts, c.duplicates, c.duplicates_confirmed) == (1, 1, 0)
 
 
 def test_retryable_failure_is_retried_without_a_token(local_server: Any, client: Any) -> None:
@@ -226,24 +227,50 @@ def test_retryable_failure_is_retried_without_a_token(local_server: Any, client:
     assert local_server.counters.get("Publish") == 2
 
 
-def test_failed_hedge_is_retried_while_the_original_stays_in_flight(
+def test_failed_hedge_waits_for_the_original_instead_of_retrying(
     local_server: Any, client: Any, wait_until: Wait
 ) -> None:
+    """As Java: a retryable failure while another attempt runs starts no retry."""
     held = local_server.faults.hold(method="Publish", count=3)
     with make(client, ONE_HEDGE) as pub:
         future = pub.publish(b"x")
         original, hedge = held.wait_arrived(2)
         hedge.fail("INTERNAL", "blip")
-        retry = held.wait_arrived(3)[2]
-        wait_until(lambda: pub.counters().retried_attempts == 1)
+        wait_until(lambda: pub.counters().failed_attempts == 1)
+        # A clock: a second batch's hedge is throttled (one token, spent) only after
+        # a hedge delay has passed; the first batch's retry would have gone by then.
+        other = pub.publish(b"clock")
+        held.wait_arrived(3)
+        wait_until(lambda: pub.counters().throttled_hedges >= 2)
+        assert pub.counters().retried_attempts == 0
         assert original.outcome is None and not future.done()
         original.release()
         message_id = result(future)
+        held.release_all()
+        result(other)
         c = pub.counters()
-    assert c.wins_by_attempt == {1: 1}
-    assert (c.hedged_attempts, c.retried_attempts, c.failed_attempts) == (1, 1, 1)
-    assert c.cancelled_attempts == 1  # the retry
-    retry.fail("UNAVAILABLE")
+    assert c.wins_by_attempt == {1: 2}
+    assert (c.hedged_attempts, c.retried_attempts, c.failed_attempts) == (1, 0, 1)
+    assert local_server.counters.get("Publish") == 3
+    assert sorted(d for _, d in stored(local_server)) == [b"clock", b"x"]
+    assert (message_id, b"x") in stored(local_server)
+
+
+def test_retry_follows_once_every_attempt_has_failed(
+    local_server: Any, client: Any, wait_until: Wait
+) -> None:
+    held = local_server.faults.hold(method="Publish", count=2)
+    with make(client, ONE_HEDGE) as pub:
+        future = pub.publish(b"x")
+        original, hedge = held.wait_arrived(2)
+        hedge.fail("UNAVAILABLE", "blip")
+        wait_until(lambda: pub.counters().failed_attempts == 1)
+        assert pub.counters().retried_attempts == 0
+        original.fail("CANCELLED", "the service cancelled it")  # retryable from the service
+        message_id = result(future)  # the retry is not held
+        c = pub.counters()
+    assert (c.hedged_attempts, c.retried_attempts, c.failed_attempts) == (1, 1, 2)
+    assert c.wins_by_attempt == {3: 1}
     assert stored(local_server) == [(message_id, b"x")]
 
 
@@ -443,3 +470,22 @@ def test_a_closed_client_fails_the_batch_without_retrying(local_server: Any) -> 
         c = pub.counters()
     assert (c.failed_attempts, c.retried_attempts, c.batches_failed) == (1, 0, 1)
     assert local_server.counters.get("Publish") == 0
+
+
+def test_a_failed_batch_counts_the_attempt_that_may_still_be_stored(
+    local_server: Any, client: Any, wait_until: Wait
+) -> None:
+    """The hedge fails for good while the original is in flight: the future fails,
+    and `duplicates` says that the original may still be stored (it is)."""
+    held = local_server.faults.hold(method="Publish", count=2)
+    with make(client, ONE_HEDGE) as pub:
+        future = pub.publish(b"x")
+        original, hedge = held.wait_arrived(2)
+        hedge.fail("PERMISSION_DENIED", "revoked")
+        with pytest.raises(api_exceptions.PermissionDenied, match="revoked"):
+            result(future)
+        c = pub.counters()
+    assert (c.batches_failed, c.cancelled_attempts, c.duplicates) == (1, 1, 1)
+    original.release()  # the service had it before the client cancelled
+    wait_until(lambda: len(local_server.messages(TOPIC)) == 1)
+    assert stored(local_server)[0][1] == b"x"

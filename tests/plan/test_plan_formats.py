@@ -34,7 +34,18 @@ def restrict_to_us(server: Any) -> None:
         Policy.from_dict(
             {
                 "name": "projects/proj-a/policies/gcp.resourceLocations",
-                "spec": {"rules": [{"values": {"allowedValues": ["in:us-central1-locations", "in:us-east1-locations"]}}]},
+                "spec": {
+                    "rules": [
+                        {
+                            "values": {
+                                "allowedValues": [
+                                    "in:us-central1-locations",
+                                    "in:us-east1-locations",
+                                ]
+                            }
+                        }
+                    ]
+                },
             }
         )
     )
