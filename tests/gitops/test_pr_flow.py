@@ -115,6 +115,9 @@ def reviewed_digest(repo: Repo) -> str:
     state: dict[str, Any] = {"comments": [], "context": context}
     state = run_node(github_script("comment", "Post or update the one sticky plan comment"),
                      state, repo.root)
+    body = state["comments"][0]["body"]
+    address = repo.env["PUBSUB_EMULATOR_HOST"]
+    assert f"target: `emulator {address}`, digest: `sha256:" in body
     state["context"] = {"repo": context["repo"], "runId": 222, "eventName": "push",
                         "sha": "mergesha", "payload": {}}
     state["prs"] = [{"number": 5, "merged_at": "2026-11-30T00:00:00Z",
