@@ -23,6 +23,7 @@ import yaml
 
 from reconciler.orgpolicy.store import load_snapshot
 from tests.gitops.test_comment_scripts import github_script, run_node
+from tests.gitops.test_plan_schema import errors as schema_errors
 from tests.gitops.workflow_lines import ROOT
 
 WORKFLOW = yaml.safe_load((ROOT / "examples" / "github" / "reconcile.yml").read_text())
@@ -168,6 +169,7 @@ def test_pull_request_plan_comment_apply_then_no_changes(
     assert f"- Projects: `{PROJECT}` only (`--project`)" in markdown
     plan = json.loads((repo.root / "out" / "plan.json").read_text())
     assert plan["projects"] == [PROJECT]
+    assert schema_errors(plan) == []  # docs/plan.schema.json knows `projects`
     digest = reviewed_digest(repo)
     assert digest == shown.group(1) == plan["digest"]
 
