@@ -34,7 +34,7 @@ from reconciler.backends.deadline import (
 )
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
-from reconciler.localstate import local_state_dir
+from reconciler.localstate import local_state_dir, shown
 from reconciler.orgpolicy.store import PolicyStore, load_snapshot
 
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
@@ -96,9 +96,17 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
 def _local(options: dict[str, Any], seed: PolicyStore | None, state_dir: Path) -> GcpBackend:
     from reconciler.localserver import LocalServer
 
-    state_dir.mkdir(parents=True, exist_ok=True)
-    fresh = not any(state_dir.iterdir())
-    server = LocalServer(state_dir=state_dir, host="127.0.0.1", port=0)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fresh = not any(state_dir.iterdir())
+    except OSError as exc:
+        raise UsageError(
+            f"cannot use the local state directory {state_dir}: {exc.strerror}",
+            hint="--local keeps its state in .reconcile/local/ at the specs' repository "
+            "root: make it writable, or run the local server elsewhere and use --emulator",
+        ) from None
+    # Its messages (e.g. the --recover command) name the dir as the user would type it.
+    server = LocalServer(state_dir=Path(shown(str(state_dir))), host="127.0.0.1", port=0)
     server.start()
     if fresh and seed is not None:
         server.seed_policies(seed)

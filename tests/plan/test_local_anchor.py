@@ -110,3 +110,17 @@ def test_without_a_repository_the_state_sits_next_to_the_spec_root(tmp_path: Pat
     (tmp_path / "plain" / ".git").mkdir()
     assert local_state_dir([Path(".")], cwd=specs / "proj-a") == expected
     assert local_state_dir([], cwd=specs / "proj-a") == expected
+
+
+def test_an_unusable_state_directory_is_a_clear_error(
+    run_cli: Any, repo: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (repo / ".reconcile").write_text("not a directory\n")
+    monkeypatch.chdir(repo / "specs")
+    result = run_cli("plan", ".", "--local")
+    assert result.exit_code == 1
+    assert (
+        f"Error: cannot use the local state directory {repo.resolve()}/.reconcile/local"
+        in result.stderr
+    )
+    assert "Traceback" not in result.stderr
