@@ -68,6 +68,7 @@ class Settings:
     propagation_wait: float = DEFAULT_PROPAGATION_WAIT  # s: "recently created" refusals
     readback_wait: float = DEFAULT_READBACK_WAIT  # s: polling a new topic's read-back
     expect_digest: str | None = None
+    projects: tuple[str, ...] = ()  # --project: only these projects' declared topics
 
     def guard(self) -> Guard:
         """The rate limit and retry policy these settings ask for."""
@@ -93,6 +94,7 @@ def open_guarded(
             target.org_policy,
             client_retry=False,
             timeout=target.timeout,
+            state_dir=target.state_dir,
         )
     else:
         inner = open_target(target, result, client_retry=False)
@@ -118,6 +120,7 @@ def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
     """Apply a saved plan: checked whole and unedited, where it was made, still fresh."""
     from reconciler.plan.origin import apply_target
     from reconciler.plan.planfile import check_expected_digest, read_plan
+    from reconciler.plan.projects import check_plan_projects
 
     if settings.prune:
         raise UsageError(
@@ -127,6 +130,7 @@ def apply_planfile(path: Path, target: Target, settings: Settings) -> int:
     plan = read_plan(path)
     if settings.expect_digest is not None:
         check_expected_digest(plan, settings.expect_digest, path)
+    check_plan_projects(plan.projects, settings.projects, path)
     refuse_plan_with_errors(plan)
     use, notes = apply_target(plan.target, target, path)
     for note in notes:
@@ -164,18 +168,22 @@ def apply_specs(paths: Sequence[Path], target: Target, settings: Settings) -> in
             hint="review `reconcile plan` and rerun with --auto-approve, or apply a "
             "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
         )
-    from reconciler.plan.origin import record_target
+    from reconciler.plan.origin import anchored, record_target
+    from reconciler.plan.projects import select_projects
 
     result = validate_specs(paths, target.org_policy)
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
+    desired = select_projects(result.desired, settings.projects, settings.prune)
+    target = anchored(target, paths)
     origin = record_target(target)
     guard = settings.guard()
     backend = open_guarded(target, guard, result)
     try:
         validation = result.diagnostics.sorted()
         plan = make_plan(
-            result.desired, backend, prune=settings.prune, validation=validation, origin=origin
+            desired, backend, prune=settings.prune, validation=validation, origin=origin,
+            projects=settings.projects,
         )
         _show(plan, settings)
         refuse_plan_with_errors(plan)

@@ -34,9 +34,9 @@ from reconciler.backends.deadline import (
 )
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
+from reconciler.localstate import local_state_dir, shown
 from reconciler.orgpolicy.store import PolicyStore, load_snapshot
 
-LOCAL_STATE_DIR = Path(".reconcile/local")
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
 
@@ -57,9 +57,11 @@ def open_backend(
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
     timeout: float = DEFAULT_TIMEOUT,
+    state_dir: Path | None = None,
 ) -> GcpBackend:
     """Build the backend for the chosen target (the caller closes it); every call it
-    makes ends within `timeout` seconds."""
+    makes ends within `timeout` seconds. `state_dir`: --local's state (default: the
+    current directory's anchor, reconciler/localstate.py)."""
     if local and emulator:
         raise UsageError("--local and --emulator are alternatives; pass one of them")
     store = policy_store
@@ -77,7 +79,7 @@ def open_backend(
         "timeout": timeout,
     }
     if local:
-        return _local(options, local_seed)
+        return _local(options, local_seed, state_dir or local_state_dir())
     address = emulator_address(emulator)
     if address is not None:
         return _emulator(address, options)
@@ -91,12 +93,20 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
     return publisher_client(address), orgpolicy
 
 
-def _local(options: dict[str, Any], seed: PolicyStore | None) -> GcpBackend:
+def _local(options: dict[str, Any], seed: PolicyStore | None, state_dir: Path) -> GcpBackend:
     from reconciler.localserver import LocalServer
 
-    LOCAL_STATE_DIR.mkdir(parents=True, exist_ok=True)
-    fresh = not any(LOCAL_STATE_DIR.iterdir())
-    server = LocalServer(state_dir=LOCAL_STATE_DIR, host="127.0.0.1", port=0)
+    try:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        fresh = not any(state_dir.iterdir())
+    except OSError as exc:
+        raise UsageError(
+            f"cannot use the local state directory {state_dir}: {exc.strerror}",
+            hint="--local keeps its state in .reconcile/local/ at the specs' repository "
+            "root: make it writable, or run the local server elsewhere and use --emulator",
+        ) from None
+    # Its messages (e.g. the --recover command) name the dir as the user would type it.
+    server = LocalServer(state_dir=Path(shown(str(state_dir))), host="127.0.0.1", port=0)
     server.start()
     if fresh and seed is not None:
         server.seed_policies(seed)
@@ -108,7 +118,7 @@ def _local(options: dict[str, Any], seed: PolicyStore | None) -> GcpBackend:
     return GcpBackend(
         publisher,
         orgpolicy,
-        f"local ({LOCAL_STATE_DIR})",
+        f"local ({state_dir})",
         on_close=server.stop,
         **options,
     )

@@ -4,6 +4,7 @@
     @server_options            adds local, emulator, timeout (import, policy pull)
     @target_options            adds local, emulator, org_policy
     @format_option(choices)    adds fmt
+    @project_option            adds projects (plan, apply: --project P, repeatable)
     use_colour()               colour on a terminal only, never with NO_COLOR
 
 Rendering is reconciler.render.render; the plan file is reconciler.plan.planfile.
@@ -63,6 +64,18 @@ def target_options(fn: F) -> F:
         "(required with Google's Pub/Sub emulator).",
     )(fn)
     return server_options(fn)
+
+
+def project_option(fn: F) -> F:
+    """--project P, repeatable: plan/apply only the declared topics of these projects."""
+    return click.option(
+        "--project",
+        "projects",
+        multiple=True,
+        metavar="P",
+        help="Only the declared topics of project P (repeatable): only P is read, "
+        "planned, applied and pruned.",
+    )(fn)
 
 
 def format_option(choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:

@@ -10,7 +10,7 @@ import click
 from reconciler.apply.executor import DEFAULT_CONCURRENCY, DEFAULT_READBACK_WAIT
 from reconciler.apply.ratelimit import DEFAULT_RATE
 from reconciler.apply.retry import RetryPolicy
-from reconciler.commands._options import target_options, use_colour
+from reconciler.commands._options import project_option, target_options, use_colour
 
 DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 
@@ -18,6 +18,7 @@ DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 @click.command("apply")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @target_options
+@project_option
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
 @click.option(
     "--prune", is_flag=True, help="Delete undeclared topics that carry the ownership label."
@@ -78,6 +79,7 @@ def command(
     fmt: str,
     timeout: float,
     expect_digest: str | None,
+    projects: tuple[str, ...],
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE."""
     from reconciler.apply.run import Settings, run_apply
@@ -93,5 +95,6 @@ def command(
         propagation_wait=propagation_wait,
         readback_wait=readback_wait,
         expect_digest=expect_digest,
+        projects=projects,
     )
     return run_apply(paths, Target(local, emulator, org_policy, timeout), settings)

@@ -10,12 +10,18 @@ from pathlib import Path
 
 import click
 
-from reconciler.commands._options import format_option, target_options, use_colour
+from reconciler.commands._options import (
+    format_option,
+    project_option,
+    target_options,
+    use_colour,
+)
 
 
 @click.command("plan")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @target_options
+@project_option
 @click.option(
     "--out", "out", type=click.Path(path_type=Path), help="Save the plan (JSON) for apply."
 )
@@ -45,6 +51,7 @@ def command(
     prune: bool,
     timeout: float,
     strict_groups: bool,
+    projects: tuple[str, ...],
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     from reconciler.plan.run import Target, run_plan
@@ -58,4 +65,5 @@ def command(
         prune=prune,
         color=use_colour(),
         strict_groups=strict_groups,
+        projects=projects,
     )

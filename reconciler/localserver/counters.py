@@ -1,4 +1,5 @@
-"""RPC counters per method, read by tests and benchmarks ("UpdateTopic" -> 12)."""
+"""RPC counters per method, read by tests and benchmarks ("UpdateTopic" -> 12), and per
+method and project (which projects a command read: `for_project("ListTopics", "p")`)."""
 
 from __future__ import annotations
 
@@ -12,10 +13,22 @@ class RpcCounters:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._counts: Counter[str] = Counter()
+        self._projects: Counter[tuple[str, str]] = Counter()
 
-    def incr(self, method: str) -> None:
+    def incr(self, method: str, project: str | None = None) -> None:
         with self._lock:
             self._counts[method] += 1
+            if project:
+                self._projects[(method, project)] += 1
+
+    def for_project(self, method: str, project: str) -> int:
+        with self._lock:
+            return self._projects[(method, project)]
+
+    def projects(self, method: str) -> set[str]:
+        """Every project `method` was called for."""
+        with self._lock:
+            return {p for (m, p), n in self._projects.items() if m == method and n}
 
     def get(self, method: str) -> int:
         with self._lock:
@@ -28,6 +41,7 @@ class RpcCounters:
     def reset(self) -> None:
         with self._lock:
             self._counts.clear()
+            self._projects.clear()
 
     def total(self) -> int:
         with self._lock:

@@ -211,12 +211,12 @@ class LocalServer:
         is INTERNAL (never UNKNOWN: some clients retry UNKNOWN for minutes)."""
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            self.counters.incr(rpc.name)
             try:
-                try:
-                    resource = rpc.resource(request)
-                except Exception:
-                    resource = None
+                resource = rpc.resource(request)
+            except Exception:
+                resource = None
+            self.counters.incr(rpc.name, _project(resource))
+            try:
                 self.faults.apply(rpc.name, resource)
                 return rpc.handler(request, CallInfo(self._client_region(context)))
             except ServiceError as err:
@@ -307,3 +307,10 @@ class LocalServer:
             parse_topic(name)
             topics.append(protos.Topic(name=name, labels=labels or {}))
         return self.state.create_topics(topics)
+
+
+def _project(resource: str | None) -> str | None:
+    """P of "projects/P/..." (what a per-project counter is keyed by)."""
+    if not resource or not resource.startswith("projects/"):
+        return None
+    return resource.split("/")[1] or None

@@ -16,7 +16,7 @@ every topic planned for deletion, each `observe.topic_fingerprint(live or None)`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
@@ -34,10 +34,12 @@ def make_plan(
     prune: bool = False,
     validation: Iterable[Diagnostic] = (),
     origin: PlanTarget | None = None,
+    projects: Sequence[str] = (),
 ) -> Plan:
     """One plan over every project the specs name; `validation`: what validation
     already reported, kept first in the plan's diagnostics and not repeated; `origin`:
-    where it is made (plan/origin.py; default: read from the backend's label)."""
+    where it is made (plan/origin.py; default: read from the backend's label);
+    `projects`: the --project filter `desired` was narrowed to (recorded in the plan)."""
     reported = list(validation)
     already = {(d.file, d.code, d.message) for d in reported}
     observation = observe(backend, desired.projects)
@@ -46,6 +48,7 @@ def make_plan(
         prune=prune,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         diagnostics=reported,
+        projects=sorted(set(projects)),
     )
     fingerprints = Fingerprints()
     declared = set()

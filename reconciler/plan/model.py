@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 from reconciler.diagnostics import Diagnostic
+from reconciler.localstate import shown
 
 FORMAT_VERSION = "2.0"
 DIGEST_PREFIX = "sha256:"
@@ -125,7 +126,7 @@ class PlanTarget:
         if self.kind == "gcp":
             return "Google Cloud"
         if self.kind == "local":
-            return f"local ({self.address})"
+            return f"local ({shown(self.address)})"
         if self.kind == "emulator":
             return f"emulator {self.address}"
         return self.address or "unrecorded"
@@ -170,6 +171,9 @@ class Plan:
     prune: bool = False
     created_at: str = ""
     format_version: str = FORMAT_VERSION
+    # --project: the only projects planned, sorted ([] = every declared project; then
+    # the key is left out of the document, so plans without a filter read as before).
+    projects: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)
@@ -198,6 +202,8 @@ class Plan:
         """The document without its digest (what the digest is computed over)."""
         data = asdict(self)
         data["diagnostics"] = [d.to_json() for d in self.diagnostics]
+        if not data["projects"]:
+            del data["projects"]
         return {"format_version": data.pop("format_version"), **data}
 
     @property
@@ -250,6 +256,7 @@ class Plan:
             ),
             target=PlanTarget(**(data.get("target") or {})),
             prune=bool(data.get("prune", False)),
+            projects=list(data.get("projects", [])),
             created_at=str(data.get("created_at", "")),
             format_version=version,
         )

@@ -1,37 +1,50 @@
 """Where a plan is made and where it is applied: the same place, or a clear refusal.
 
     Target                               the CLI's --local / --emulator / --org-policy
+    anchored(target, paths) -> Target    --local's state dir fixed (reconciler/localstate.py)
     record_target(target) -> PlanTarget  what `plan` stores (service, org-policy source)
     apply_target(recorded, target, path) -> (Target, notes)
         what `apply PLANFILE` uses: the recorded target when no target flag is given;
         a different flag, a changed snapshot, or a snapshot where the plan used the
         Org Policy API (or the reverse) is refused naming both, before any call.
+        A `--local` plan records its absolute state dir and is applied there, from
+        whichever directory `apply` runs in.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.errors import InputError, UsageError
+from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
 
-LOCAL_STATE_DIR = ".reconcile/local"  # backends/target.py's LOCAL_STATE_DIR
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
 
 @dataclass(frozen=True)
 class Target:
     """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE, and
-    --timeout SECONDS (the deadline of each call to it)."""
+    --timeout SECONDS (the deadline of each call to it); `state_dir`: --local's
+    absolute state directory (None: anchored at the current directory)."""
 
     local: bool = False
     emulator: str | None = None
     org_policy: Path | None = None
     timeout: float = DEFAULT_TIMEOUT
+    state_dir: Path | None = None
+
+
+def anchored(target: Target, paths: Sequence[Path]) -> Target:
+    """The target with --local's state directory anchored at the specs' repository."""
+    if not target.local or target.state_dir is not None:
+        return target
+    return replace(target, state_dir=local_state_dir(paths))
 
 
 def file_sha256(path: Path) -> str:
@@ -45,7 +58,7 @@ def _service(target: Target) -> PlanTarget | None:
     """The service a command line names (--local, --emulator, $PUBSUB_EMULATOR_HOST);
     None when it names none (Google Cloud for `plan`)."""
     if target.local:
-        return PlanTarget("local", LOCAL_STATE_DIR)
+        return PlanTarget("local", str(target.state_dir or local_state_dir()))
     address = target.emulator or os.environ.get(EMULATOR_ENV)
     if address:
         return PlanTarget("emulator", address)
@@ -80,7 +93,9 @@ def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Targ
     asked = _service(target)
     if asked is None:
         notes.append(f"Applying to the plan's recorded target: {recorded.describe()}.")
-    elif (asked.kind, asked.address) != (recorded.kind, recorded.address):
+    elif asked.kind != recorded.kind or (
+        asked.kind == "emulator" and asked.address != recorded.address
+    ):
         raise UsageError(
             f"{path} was made against {recorded.describe()}, but this apply targets "
             f"{asked.describe()} ({_flag(target)}); nothing was applied",
@@ -89,8 +104,11 @@ def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Targ
         )
     local = recorded.kind == "local"
     emulator = recorded.address if recorded.kind == "emulator" else None
+    state_dir = Path(os.path.abspath(recorded.address)) if local else None
+    if asked is not None and local and Path(asked.address) != state_dir:
+        notes.append(f"Applying to the plan's recorded local state {shown(str(state_dir))}.")
     snapshot = _snapshot(recorded, target, path, notes)
-    return Target(local, emulator, snapshot, target.timeout), notes
+    return Target(local, emulator, snapshot, target.timeout, state_dir), notes
 
 
 def _snapshot(recorded: PlanTarget, target: Target, path: Path, notes: list[str]) -> Path | None:

@@ -119,6 +119,8 @@ def inconsistencies(plan: Plan) -> list[str]:
             out.append(f"{rc.address}: planned more than once")
         if rc.action == "delete" and not plan.prune:
             out.append(f"{rc.address}: a delete in a plan made without --prune")
+        if plan.projects and rc.project not in plan.projects:
+            out.append(f"{rc.address}: not in the plan's projects ({', '.join(plan.projects)})")
         seen.add(rc.address)
         out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
     return out

@@ -93,7 +93,10 @@ PLAN: Spec = {
     "target": TARGET,
     "prune": bool,
     "created_at": str,
+    "projects": STR_LIST,
 }
+# Keys a plan may leave out: `projects` is written only by `plan --project`.
+OPTIONAL = frozenset({"projects"})
 
 NAMES = {str: "a string", int: "an integer", bool: "true or false", dict: "an object"}
 
@@ -117,13 +120,14 @@ def _check(value: Any, spec: Spec, where: str) -> None:
         if not isinstance(value, dict):
             raise PlanShapeError(where, f"expected an object, found {_found(value)}")
         for key in spec:
-            if key not in value:
+            if key not in value and key not in OPTIONAL:
                 raise PlanShapeError(f"{where}.{key}".lstrip("."), "missing")
         for key in value:
             if key not in spec:
                 raise PlanShapeError(f"{where}.{key}".lstrip("."), "unknown field")
         for key, sub in spec.items():
-            _check(value[key], sub, f"{where}.{key}".lstrip("."))
+            if key in value:
+                _check(value[key], sub, f"{where}.{key}".lstrip("."))
         return
     if isinstance(spec, type):
         ok = isinstance(value, spec) and (spec is bool or not isinstance(value, bool))

@@ -1,6 +1,7 @@
 """`reconcile plan` from end to end: validate, observe, diff, render; optionally save.
 
-    run_plan(paths, target, out=None, fmt="text", detailed_exitcode=False, prune=False)
+    run_plan(paths, target, out=None, fmt="text", detailed_exitcode=False, prune=False,
+             projects=())
         -> exit code: 0 no changes (drift warnings do not count), 1 error, 2 changes
            with --detailed-exitcode
     validate_specs(paths, org_policy) -> ValidationResult   (diagnostics on stderr)
@@ -25,7 +26,7 @@ import click
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, InputError
 from reconciler.plan.model import Plan, PlanTarget
-from reconciler.plan.origin import Target, record_target
+from reconciler.plan.origin import Target, anchored, record_target
 from reconciler.render import diagnostics as report
 from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
@@ -67,6 +68,7 @@ def open_target(
         local_seed=result.policy_store,
         client_retry=client_retry,
         timeout=target.timeout,
+        state_dir=target.state_dir,
     )
 
 
@@ -85,9 +87,11 @@ def run_plan(
     prune: bool = False,
     color: bool = False,
     strict_groups: bool = False,
+    projects: Sequence[str] = (),
 ) -> int:
     from reconciler.plan.make import make_plan
     from reconciler.plan.planfile import write_plan
+    from reconciler.plan.projects import select_projects
     from reconciler.render import render
 
     result = validate_specs(paths, target.org_policy, strict_groups)
@@ -95,11 +99,14 @@ def run_plan(
     if result.diagnostics.has_errors:
         click.echo(report.summary(validation, result.files) + "; no plan made", err=True)
         return _errors_only(validation, _record(target), fmt)
+    desired = select_projects(result.desired, projects, prune)
+    target = anchored(target, paths)
     origin = record_target(target)
     backend = open_target(target, result)
     try:
         plan = make_plan(
-            result.desired, backend, prune=prune, validation=validation, origin=origin
+            desired, backend, prune=prune, validation=validation, origin=origin,
+            projects=projects,
         )
     finally:
         backend.close()

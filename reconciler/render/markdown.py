@@ -38,6 +38,10 @@ def _header(plan: Plan, digest: str) -> list[str]:
         )
     else:
         headline = f"**{text.summary_line(plan)}**"
+    projects = []
+    if plan.projects:
+        named = ", ".join(md_code(p) for p in plan.projects)
+        projects = [f"- Projects: {named} only (`--project`)"]
     return [
         "### reconcile plan",
         "",
@@ -45,6 +49,7 @@ def _header(plan: Plan, digest: str) -> list[str]:
         "",
         f"- Target: {md_code(plan.target.describe())}, org policy: "
         f"{md_code(plan.target.describe_policy())}",
+        *projects,
         f"- Digest: `{digest}` (apply exactly this plan with "
         f"`reconcile apply PLANFILE --expect-digest {digest}`)",
         "",

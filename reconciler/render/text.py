@@ -46,11 +46,15 @@ def header(plan: Plan, digest: str | None = None) -> list[str]:
     """Where the plan was made and which plan it is (the digest a reviewer checks;
     pass it when known: computing it serialises the whole plan)."""
     digest = digest or plan.digest
+    projects = []
+    if plan.projects:
+        projects = [f"Projects: {esc(', '.join(plan.projects))} only (--project)"]
     if not plan.target.kind and not plan.target.address:
-        return [f"Digest: {digest}"]
+        return [*projects, f"Digest: {digest}"]
     return [
         f"Target: {esc(plan.target.describe())}; org policy: "
         f"{esc(plan.target.describe_policy())}",
+        *projects,
         f"Digest: {digest}",
     ]
 

@@ -60,6 +60,11 @@ def plans(run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict
     return digests
 
 
+def plans_dir(root: Path) -> str:
+    """Where the `plans` fixture's --local plans record their state."""
+    return str(root.resolve() / ".reconcile" / "local")
+
+
 def run_node(script: str, state: dict[str, Any], cwd: Path) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None:
@@ -95,6 +100,7 @@ def test_github_one_sticky_comment_then_apply_reads_its_digest(
         assert f"digest: `{digest}`" in body
     assert "### `acme-payments`: changes" in body
     assert "### `acme-analytics`: no changes" in body
+    assert f"target: `local {plans_dir(tmp_path)}`, digest" in body
     assert "Plan: 7 to create" in body
     assert len(body) < 65536  # GitHub's comment limit
 
@@ -188,6 +194,7 @@ def test_gitlab_one_note_then_apply_extracts_its_digest(
     assert set(api.tokens) == {"note-token"}
     body = api.notes[0]["body"]
     assert body.startswith("<!-- reconcile-plan -->\n")
+    assert f"target: `local {plans_dir(tmp_path)}`, digest" in body
     for project, digest in plans.items():
         assert f"<!-- reconcile-digest {project} {digest} -->" in body
 

@@ -1,0 +1,83 @@
+"""`--project P` (repeatable) on plan and apply: only the declared topics of those
+projects are planned and applied, only those projects are read (ListTopics, org
+policy) and `--prune` only deletes there. The whole tree is still validated: a spec
+of another project can make the tree invalid.
+
+    select_projects(desired, projects, prune=False) -> DesiredState
+    check_plan_projects(recorded, asked, path)       `apply PLANFILE --project`
+
+A project that no spec declares is refused (did you mean...), with `--prune` too:
+`--project` narrows the declared projects and never adds one. Without `--project` a
+project with no declared topic is not pruned either, so a misspelt or retired
+project name can never plan the deletion of every managed topic it has.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from pathlib import Path
+
+from reconciler.errors import UsageError
+from reconciler.spec.desired import DesiredState
+
+
+def selection(projects: Sequence[str]) -> list[str]:
+    """The filter as the plan records it: sorted, each once ([] = every project)."""
+    return sorted(set(projects))
+
+
+def select_projects(
+    desired: DesiredState, projects: Sequence[str], prune: bool = False
+) -> DesiredState:
+    """The declared topics of `projects` (all of them when none is named)."""
+    if not projects:
+        return desired
+    declared = desired.projects
+    unknown = [p for p in dict.fromkeys(projects) if p not in declared]
+    if unknown:
+        raise UsageError(_unknown_message(unknown, declared, prune), hint=_hint(prune))
+    wanted = set(projects)
+    return DesiredState([t for t in desired.topics if t.project in wanted])
+
+
+def _unknown_message(unknown: list[str], declared: list[str], prune: bool) -> str:
+    parts = []
+    for name in unknown:
+        match = difflib.get_close_matches(name, declared, n=1, cutoff=0.6)
+        mean = f"; did you mean {match[0]!r}?" if match else ""
+        parts.append(f"--project {name}: no spec declares a topic in this project{mean}")
+    listed = ", ".join(declared) if declared else "none"
+    text = "\n".join(parts) + f"\n(the specs declare: {listed})"
+    if prune:
+        text += (
+            "\n--prune deletes only in projects the specs declare, so a project they do "
+            "not name is not planned"
+        )
+    return text + "; nothing was planned"
+
+
+def _hint(prune: bool) -> str:
+    if prune:
+        return (
+            "name a declared project; to retire a project, delete its managed topics "
+            "outside reconcile, or keep one declared topic there while pruning the rest"
+        )
+    return "name a project of the spec tree (its specs' metadata.project)"
+
+
+def check_plan_projects(recorded: Sequence[str], asked: Sequence[str], path: Path) -> None:
+    """`apply PLANFILE --project ...` must name exactly the plan's own filter."""
+    if not asked or selection(asked) == list(recorded):
+        return
+    made = (
+        "for the projects " + ", ".join(recorded) + " (--project)"
+        if recorded
+        else "for every declared project (no --project)"
+    )
+    raise UsageError(
+        f"{path} was made {made}, but this apply names --project "
+        f"{', '.join(selection(asked))}; nothing was applied",
+        hint="a saved plan applies exactly the projects it was made for: apply it "
+        "without --project, or make a plan with `reconcile plan --project P --out PLANFILE`",
+    )
