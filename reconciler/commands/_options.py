@@ -5,6 +5,7 @@
     @target_options            adds local, emulator, org_policy
     @format_option(choices)    adds fmt
     @project_option            adds projects (plan, apply: --project P, repeatable)
+    @strict_groups_option      adds strict_groups (validate, plan)
     use_colour()               colour on a terminal only, never with NO_COLOR
 
 Rendering is reconciler.render.render; the plan file is reconciler.plan.planfile.
@@ -75,6 +76,15 @@ def project_option(fn: F) -> F:
         metavar="P",
         help="Only the declared topics of project P (repeatable): only P is read, "
         "planned, applied and pruned.",
+    )(fn)
+
+
+def strict_groups_option(fn: F) -> F:
+    """--strict-groups: refusals resting on inferred value-group members become errors."""
+    return click.option(
+        "--strict-groups",
+        is_flag=True,
+        help="Refusals that rest on inferred value-group membership are errors, not warnings.",
     )(fn)
 
 

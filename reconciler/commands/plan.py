@@ -13,6 +13,7 @@ import click
 from reconciler.commands._options import (
     format_option,
     project_option,
+    strict_groups_option,
     target_options,
     use_colour,
 )
@@ -35,11 +36,7 @@ from reconciler.commands._options import (
     help="Also delete undeclared topics of the named projects that carry the "
     "reconcile-managed label.",
 )
-@click.option(
-    "--strict-groups",
-    is_flag=True,
-    help="Refusals that rest on inferred value-group membership are errors, not warnings.",
-)
+@strict_groups_option
 def command(
     paths: tuple[Path, ...],
     local: bool,

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from reconciler.commands._options import strict_groups_option
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
 from reconciler.spec.orgrules import promote_inferred
@@ -28,11 +29,7 @@ from reconciler.spec.validate import DEFAULT_PATH, validate_paths
     "org-policy checks did not run).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
-@click.option(
-    "--strict-groups",
-    is_flag=True,
-    help="Refusals that rest on inferred value-group membership are errors, not warnings.",
-)
+@strict_groups_option
 def command(
     paths: tuple[Path, ...],
     org_policy: Path | None,
