@@ -16,7 +16,12 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reconciler.spec.schema import spec_schema
+
 from reconciler.spec.validate import validate_paths
+
+# What the spec reader takes for a number although YAML 1.1 calls it a string (a JSON
+# exponent); the same pattern as reconciler/yamlio.py.
+JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
 
 SCHEMA = spec_schema()
 SHAPE_CODES = {
@@ -128,10 +133,30 @@ def test_what_the_schema_accepts_validate_accepts_as_json(document: Any) -> None
 def test_what_the_schema_accepts_validate_accepts_as_block_yaml(document: Any) -> None:
     import yaml
 
-    text = yaml.safe_dump(document, allow_unicode=True, sort_keys=False)
+    text = yaml.dump(document, Dumper=_QuotingDumper, allow_unicode=True, sort_keys=False)
     # Only documents PyYAML's own dumper writes faithfully (it mangles e.g. U+0085).
     assume(yaml.safe_load(text) == document)
     assert _shape_problems(document, text) == [], text
+
+
+def _quoting_dumper() -> Any:
+    """PyYAML's dumper, but a string that the spec reader takes for a number (a JSON
+    exponent such as `0E0`, which YAML 1.1 calls a string) is written quoted, as a
+    user would have to write it."""
+    import yaml
+
+    class Dumper(yaml.SafeDumper):
+        pass
+
+    def string(dumper: Any, value: str) -> Any:
+        style = '"' if JSON_FLOAT.fullmatch(value) else None
+        return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+    Dumper.add_representer(str, string)
+    return Dumper
+
+
+_QuotingDumper = _quoting_dumper()
 
 
 def test_a_json_number_with_an_exponent_is_a_number() -> None:
