@@ -16,7 +16,6 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from reconciler.spec.schema import spec_schema
-
 from reconciler.spec.validate import validate_paths
 
 # What the spec reader takes for a number although YAML 1.1 calls it a string (a JSON
