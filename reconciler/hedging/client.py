@@ -9,8 +9,7 @@ The constructor takes the official client's arguments and builds one (which reso
 for a topic whose labels declare a locational endpoint, on a channel to it
 (channels.py). With message ordering on (hedging must be off), publishing is the
 official client's own: ordered keys, pausing and `resume_publish` behave as they do
-there. Other attributes
-(`create_topic`, `get_topic`, ...) are the official client's.
+there. Other attributes (`create_topic`, `get_topic`, ...) are the official client's.
 """
 
 from __future__ import annotations
