@@ -4,7 +4,7 @@ the TLS handshake and the bearer token.
 
 `REGION-pubsub.googleapis.com` cannot be made to resolve to loopback without touching
 the machine, so this drives the channel factory (`Endpoints.client_for`) with the
-server's address; which endpoint a topic gets is tested in test_endpoint.py. The
+server's address; which endpoint a topic gets is tested in test_publish_endpoint.py. The
 client runs in a subprocess because gRPC reads GRPC_DEFAULT_SSL_ROOTS_FILE_PATH once
 per process.
 """
