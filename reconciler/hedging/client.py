@@ -5,10 +5,11 @@
 
 The constructor takes the official client's arguments and builds one (which resolves
 `client_options`, `credentials` and `PUBSUB_EMULATOR_HOST` exactly as it does);
-`publish` batches per topic with a `HedgedPublisher` on that client's channel. With
-message ordering on (hedging must be off), publishing is the official client's own:
-ordered keys, pausing and `resume_publish` behave as they do there. Other attributes
-(`create_topic`, `get_topic`, ...) are the official client's.
+`publish` batches per topic with a `HedgedPublisher` on that client's channel, or,
+for a topic whose labels declare a locational endpoint, on a channel to it
+(channels.py). With message ordering on (hedging must be off), publishing is the
+official client's own: ordered keys, pausing and `resume_publish` behave as they do
+there. Other attributes (`create_topic`, `get_topic`, ...) are the official client's.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from google.pubsub_v1.types import pubsub
 
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.batching import RetryPolicy
+from reconciler.hedging.channels import Endpoints
 from reconciler.hedging.flow import FlowGate
 from reconciler.hedging.policies import policy_from_options
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, check
@@ -34,13 +36,15 @@ from reconciler.hedging.settings import HedgingSettings
 from reconciler.hedging.stats import HedgingCounters, merge
 
 TOPIC_LABELS = "topic-labels"
+_Setup = tuple[HedgingProfile | None, RetryTimeouts, str]  # profile, retry, endpoint
 _RAW_MESSAGE = pubsub.PubsubMessage.pb()
 _DEFAULT = gapic_v1.method.DEFAULT
 
 
 class PublisherClient:
     """`hedging=None` (off), a `HedgingSettings`, or "topic-labels" (each topic's
-    profile and retry timeouts read from its labels on its first publish)."""
+    profile, retry timeouts and declared locational endpoint read from its labels on
+    its first publish; see `endpoint_for`)."""
 
     def __init__(
         self,
@@ -70,6 +74,8 @@ class PublisherClient:
             check(self._profile, retry, False)
         self._flow = FlowGate(options.flow_control)
         self._scheduler = Scheduler(name="hedging-client")
+        self._endpoints = Endpoints(self._official, kwargs)
+        self._setups: dict[str, _Setup] = {}
         self._publishers: dict[str, HedgedPublisher] = {}
         self._policies: dict[tuple[int, int], tuple[Any, Any, RetryPolicy]] = {}
         self._lock = threading.Lock()
@@ -176,6 +182,7 @@ class PublisherClient:
     ) -> None:
         self.close()
         self._official.transport.close()
+        self._endpoints.close()
 
     def counters(self, topic: str | None = None) -> HedgingCounters:
         """One topic's counters, or the sum over every topic published to."""
@@ -184,18 +191,38 @@ class PublisherClient:
             return publisher.counters() if publisher else HedgingCounters()
         return merge([p.counters() for p in list(self._publishers.values())])
 
+    def endpoint_for(self, topic: str) -> str:
+        """host:port the topic's publishes go to: with `hedging="topic-labels"` the
+        locational endpoint its `reconcile-publish-endpoint` label declares, unless
+        `PUBSUB_EMULATOR_HOST` or a pinned `client_options.api_endpoint` wins; else
+        the official client's. Reads the labels once (as the first publish does);
+        raises the publish's error for a missing topic or a bad label."""
+        return self._setup(topic)[2]
+
     # -- per topic ------------------------------------------------------------------
+
+    def _setup(self, topic: str) -> _Setup:
+        setup = self._setups.get(topic)
+        if setup is not None:
+            return setup
+        profile, retry = self._profile, _timeouts(self._configured)
+        labels: dict[str, str] = {}
+        if self._from_labels:
+            labels = dict(self._official.get_topic(request={"topic": topic}).labels)
+            try:
+                decoded = hedging_labels.decode(labels)
+            except hedging_labels.LabelDecodeError as exc:
+                raise type(exc)(f"topic {topic}: {exc}") from exc
+            if decoded is not None:
+                profile, retry = decoded
+        setup = (profile, retry, self._endpoints.choose(topic, labels).endpoint)
+        return self._setups.setdefault(topic, setup)
 
     def _publisher(self, topic: str) -> HedgedPublisher:
         publisher = self._publishers.get(topic)
         if publisher is not None:
             return publisher
-        profile, retry = self._profile, _timeouts(self._configured)
-        if self._from_labels:
-            live = self._official.get_topic(request={"topic": topic})
-            decoded = hedging_labels.decode(dict(live.labels))
-            if decoded is not None:
-                profile, retry = decoded
+        profile, retry, endpoint = self._setup(topic)
         policy = self._configured
         if policy is None:
             policy = RetryPolicy(
@@ -203,7 +230,7 @@ class PublisherClient:
                 total_timeout=retry.total_timeout_ms / 1000,
             )
         created = HedgedPublisher(
-            self._official,
+            self._endpoints.client_for(endpoint),
             topic,
             profile,
             retry,
