@@ -30,7 +30,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -110,18 +109,51 @@ def small_tree(directory: Path) -> list[Path]:
     return files
 
 
-def run(cmd: list[str], pythonpath: str | None = None) -> tuple[float, int, float]:
-    """Wall seconds, exit code and peak RSS (MiB) of one child process."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = pythonpath or str(ROOT)
+# Children are started by this small launcher, not by the benchmark process: on Linux a
+# child's peak RSS (ru_maxrss) starts at its parent's peak at fork time, and this
+# process grows (it serves and seeds the local server).
+LAUNCHER = """
+import json, os, sys, time
+for line in sys.stdin:
+    cmd, env = json.loads(line)
     start = time.perf_counter()
-    # cwd "/": `python -m` puts the working directory first on sys.path, and it must
-    # not shadow PYTHONPATH (this checkout or the older one).
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            cwd="/")
-    _, status, usage = os.wait4(proc.pid, 0)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.chdir("/")  # `python -m` puts the cwd first on sys.path: never a checkout
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(null, fd)
+            os.execvpe(cmd[0], cmd, env)
+        finally:
+            os._exit(127)
+    _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
-    return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss / 1024
+    print(json.dumps([wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss]), flush=True)
+"""
+
+
+class Launcher:
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", LAUNCHER], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, text=True,
+        )
+
+    def run(self, cmd: list[str], pythonpath: str | None = None) -> tuple[float, int, float]:
+        """Wall seconds, exit code and peak RSS (MiB) of one child process."""
+        env = dict(os.environ)
+        env["PYTHONPATH"] = pythonpath or str(ROOT)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(json.dumps([cmd, env]) + "\n")
+        self.proc.stdin.flush()
+        wall, code, rss_kib = json.loads(self.proc.stdout.readline())
+        return wall, code, rss_kib / 1024
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait()
 
 
 def reconcile(*args: str) -> list[str]:
@@ -132,13 +164,14 @@ class Figures:
     """Named measurements: medians of wall seconds, max of peak RSS."""
 
     def __init__(self) -> None:
+        self.launcher = Launcher()
         self.walls: dict[str, list[float]] = {}
         self.rss: dict[str, list[float]] = {}
         self.extra: dict[str, Any] = {}
 
     def measure(self, name: str, cmd: list[str], pythonpath: str | None = None,
                 *, quiet: bool = False) -> None:
-        wall, code, rss = run(cmd, pythonpath)
+        wall, code, rss = self.launcher.run(cmd, pythonpath)
         if code != 0:
             raise SystemExit(f"{name}: {' '.join(cmd)} exited {code}")
         self.walls.setdefault(name, []).append(wall)
@@ -322,6 +355,7 @@ def main() -> None:
                 out[f"apply_rss_mib{tag}"] = round(fig.peak(f"apply {label}{suffix}"))
                 out[f"apply_s{tag}"] = round(fig.wall(f"apply {label}{suffix}"), 2)
                 out[f"apply_rpcs{tag}"] = fig.extra[f"apply {label}{suffix} rpcs"]
+    fig.launcher.close()
     print()
     print("| measurement | median wall | peak RSS | runs |")
     print("| --- | --- | --- | --- |")

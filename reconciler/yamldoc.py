@@ -44,7 +44,7 @@ class Document:
         self.index = index
         self.start = start
         # Problems that do not stop reading the document: (code, message, line, col).
-        self.problems: list[tuple[str, str, int, int]] = []
+        self.problems: list[tuple[str, str, int, int]] = _NO_PROBLEMS  # shared until one
         self._data = data
         self._marks: _Marks | None = None if source is not None else _Marks()
         self._source = source
@@ -115,6 +115,7 @@ class Document:
 
 
 _RELEASED: Any = object()
+_NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)
 
 
 @dataclass

@@ -199,6 +199,8 @@ class _Converter:
         value = self._scalar(node)
         if isinstance(value, bool) or (value is None and node.value not in ("", "~")):
             what = "the boolean " + str(value).lower() if isinstance(value, bool) else "null"
+            if not self.doc.problems:
+                self.doc.problems = []
             self.doc.problems.append(
                 (
                     "yaml-key-quote",

@@ -25,7 +25,7 @@ class StorageIntent:
     enforce_in_transit: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per topic: no __dict__
 class DesiredTopic:
     project: str
     topic: str

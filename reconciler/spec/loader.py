@@ -40,6 +40,7 @@ __all__ = [
 # Placeholders for required values that failed (or are missing), by key.
 _PLACEHOLDERS: dict[str, Any] = {"name": "", "metadata": {}, "allowedPersistenceRegions": []}
 _MAX_REPAIRS = 4
+_VALID: frozenset[PathKey] = frozenset()
 
 
 def discover(paths: Sequence[Path], diags: Diagnostics) -> tuple[list[Path], Path | None]:
@@ -119,7 +120,7 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
     if model is None:
         return
     _share_fields_set(model)
-    located = Located(model, doc, path, frozenset(invalid))
+    located = Located(model, doc, path, frozenset(invalid) if invalid else _VALID)
     if isinstance(model, TopicDoc):
         tree.topics.append(located)  # type: ignore[arg-type]
     elif isinstance(model, HedgingProfileDoc):
