@@ -88,9 +88,13 @@ def merged_labels(live: TopicShape, desired_keys: Mapping[str, str]) -> dict[str
     return dict(sorted({**live.foreign_labels(desired_keys), **desired_keys}.items()))
 
 
-def comparable(topic: TopicShape, desired: DesiredTopic) -> dict[str, Any]:
-    """The one shape both sides are compared in (keys are update-mask paths)."""
-    shape: dict[str, Any] = {LABELS: topic.managed_labels(desired_labels(desired))}
+def comparable(
+    topic: TopicShape, desired: DesiredTopic, keys: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The one shape both sides are compared in (keys are update-mask paths); `keys`:
+    desired_labels(desired), when the caller has them already."""
+    declared = desired_labels(desired) if keys is None else keys
+    shape: dict[str, Any] = {LABELS: topic.managed_labels(declared)}
     if desired.storage.mode != "unmanaged":
         shape[STORAGE_POLICY] = policy_json(live_policy_of(topic.policy))
     return shape
@@ -227,8 +231,8 @@ def diff_topic(
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
-    before_shape = comparable(live_shape, desired)
-    after_shape = comparable(TopicShape(keys, want_policy), desired)
+    before_shape = comparable(live_shape, desired, keys)
+    after_shape = comparable(TopicShape(keys, want_policy), desired, keys)
     mask = mask_of(before_shape, after_shape)
     live_labels = dict(live_shape.labels)
     after_labels = merged_labels(live_shape, keys) if LABELS in mask else live_labels
