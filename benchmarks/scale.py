@@ -182,6 +182,12 @@ class Figures:
     def wall(self, name: str) -> float:
         return statistics.median(self.walls[name])
 
+    def ratio(self, a: str, b: str) -> float:
+        """Median of the run-by-run ratios a/b (runs i of both were made moments apart:
+        machine-speed drift cancels out)."""
+        return round(statistics.median(x / y for x, y in zip(self.walls[a], self.walls[b],
+                                                             strict=True)), 2)
+
     def peak(self, name: str) -> float:
         return max(self.rss[name])
 
@@ -234,13 +240,16 @@ def cold_start(fig: Figures, runs: int, small: Path, files: list[str],
                         quiet=True)
 
 
-def side_by_side(fig: Figures, runs: int, label: str, tree: Path, before: str | None) -> None:
-    """bare read, validate (and validate before) of one tree, interleaved."""
+def side_by_side(fig: Figures, runs: int, trees: dict[str, Path], before: str | None) -> None:
+    """bare read, validate (and validate before) of each tree, all sizes in each round,
+    so that a ratio is taken between runs made moments apart."""
     for _ in range(runs):
-        fig.measure(f"bare read {label}", [sys.executable, "-c", BARE_READ, str(tree)])
-        fig.measure(f"validate {label}", reconcile("validate", str(tree)))
-        if before:
-            fig.measure(f"validate {label} (before)", reconcile("validate", str(tree)), before)
+        for label, tree in trees.items():
+            fig.measure(f"bare read {label}", [sys.executable, "-c", BARE_READ, str(tree)])
+            fig.measure(f"validate {label}", reconcile("validate", str(tree)))
+            if before:
+                fig.measure(f"validate {label} (before)", reconcile("validate", str(tree)),
+                            before)
 
 
 def plan_vs_validate(fig: Figures, runs: int, label: str, tree: Path,
@@ -308,25 +317,23 @@ def main() -> None:
             ours, theirs = fig.wall("cold validate"), fig.wall("cold check-jsonschema")
             out["cold_validate_s"] = round(ours, 3)
             out["cold_check_jsonschema_s"] = round(theirs, 3)
-            out["cold_ratio"] = round(ours / theirs, 2)
+            out["cold_ratio"] = fig.ratio("cold validate", "cold check-jsonschema")
             if before:
-                out["cold_ratio_before"] = round(fig.wall("cold validate (before)") / theirs, 2)
+                out["cold_ratio_before"] = fig.ratio("cold validate (before)",
+                                                     "cold check-jsonschema")
         if "validate" in args.only:
-            for n in (small_n, big_n):
-                label = f"{n // 1000}k"
-                print(f"validate {label}", flush=True)
-                side_by_side(fig, runs, label, make_tree(base / label, n), before)
             s_label, b_label = f"{small_n // 1000}k", f"{big_n // 1000}k"
+            print(f"validate {s_label} and {b_label}", flush=True)
+            trees = {s_label: make_tree(base / s_label, small_n),
+                     b_label: make_tree(base / b_label, big_n)}
+            side_by_side(fig, runs, trees, before)
             for suffix in ("", " (before)") if before else ("",):
-                key = suffix.strip(" ()").replace(" ", "_")
-                tag = f"_{key}" if key else ""
-                v_big = fig.wall(f"validate {b_label}{suffix}")
-                bare = fig.wall(f"bare read {b_label}")
-                out[f"validate_big_vs_bare{tag}"] = round(v_big / bare, 2)
-                out[f"validate_big_vs_small{tag}"] = round(
-                    v_big / fig.wall(f"validate {s_label}{suffix}"), 2)
-                out[f"validate_big_rss_mib{tag}"] = round(fig.peak(f"validate {b_label}{suffix}"))
-                out[f"validate_big_s{tag}"] = round(v_big, 2)
+                tag = "_before" if suffix else ""
+                big = f"validate {b_label}{suffix}"
+                out[f"validate_big_vs_bare{tag}"] = fig.ratio(big, f"bare read {b_label}")
+                out[f"validate_big_vs_small{tag}"] = fig.ratio(big, f"validate {s_label}{suffix}")
+                out[f"validate_big_rss_mib{tag}"] = round(fig.peak(big))
+                out[f"validate_big_s{tag}"] = round(fig.wall(big), 2)
             out["bare_read_big_s"] = round(fig.wall(f"bare read {b_label}"), 2)
         if "plan" in args.only:
             label = f"{plan_n // 1000}k"
@@ -337,8 +344,8 @@ def main() -> None:
             plan_vs_validate(fig, runs, label, tree, before)
             for suffix in ("", " (before)") if before else ("",):
                 tag = "_before" if suffix else ""
-                out[f"plan_vs_validate{tag}"] = round(
-                    fig.wall(f"plan {label}{suffix}") / fig.wall(f"validate {label}"), 2)
+                out[f"plan_vs_validate{tag}"] = fig.ratio(f"plan {label}{suffix}",
+                                                          f"validate {label}")
                 out[f"plan_rss_mib{tag}"] = round(fig.peak(f"plan {label}{suffix}"))
                 out[f"plan_s{tag}"] = round(fig.wall(f"plan {label}{suffix}"), 2)
         if "apply" in args.only:
