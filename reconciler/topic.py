@@ -137,11 +137,14 @@ def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, Stora
 @dataclass(frozen=True)
 class ObservedTopic:
     """A live topic: `body` is the managed shape as JSON (`shape` reads it); `raw` is
-    every field as JSON, for fingerprints and for showing what is kept."""
+    every field as JSON, for fingerprints and for showing what is kept. A backend that
+    has the topic's wire form gives `digest` (sha256 of it, every field) instead of
+    `raw`: converting 100,000 topics to JSON only to hash them is most of a plan."""
 
     name: str  # projects/P/topics/T
     body: dict[str, Any]
     raw: dict[str, Any] = field(default_factory=dict)
+    digest: str = ""
 
     @cached_property
     def shape(self) -> TopicShape:

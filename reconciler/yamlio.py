@@ -8,6 +8,7 @@ without bound and every value keeps its position for diagnostics.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,18 @@ import yaml
 
 from reconciler.fileio import FileProblem
 from reconciler.fileio import read_text as _read_text
+from reconciler.yamldoc import Document, Mark, PathKey, Source, YamlProblem, _mark, _Marks, _pair
 from reconciler.yamltext import MergeError, check_flow_depth, merge_pairs, tab_at
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
     from yaml import CSafeLoader as _BaseLoader
 except ImportError:  # pragma: no cover - depends on the PyYAML build
     from yaml import SafeLoader as _BaseLoader  # type: ignore[assignment]
+
+__all__ = [  # what callers import from here (some defined in yamldoc)
+    "ALIAS_ALLOWANCE", "MAX_ALIAS_EXPANSION", "MAX_DEPTH", "MAX_FILE_BYTES",
+    "Budget", "Document", "Mark", "PathKey", "YamlProblem", "load_documents", "read_text",
+]
 
 _STR_TAG = "tag:yaml.org,2002:str"
 # Plain scalars starting with a letter resolve to something other than a string only
@@ -34,6 +41,8 @@ _TYPED_WORDS = frozenset(
 
 
 _FLOAT_TAG = "tag:yaml.org,2002:float"
+_INTERN_UP_TO = 64
+_intern = sys.intern
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 # JSON / YAML 1.2 numbers that YAML 1.1 reads as text (`1e-3` has no dot): the JSON
 # Schema calls them numbers, so the loader does too.
@@ -67,73 +76,6 @@ MAX_DEPTH = 64
 MAX_ALIAS_EXPANSION = 10
 ALIAS_ALLOWANCE = 10_000
 
-PathKey = tuple[str | int, ...]
-
-
-@dataclass(frozen=True)
-class Mark:
-    line: int  # 1-based
-    col: int  # 1-based
-
-
-@dataclass
-class Document:
-    """One YAML document: plain data plus where each key and value sits in the file."""
-
-    file: str
-    index: int
-    start: Mark
-    data: Any
-    # (line, col) pairs, made into Marks only when a diagnostic needs one: a large tree
-    # has hundreds of thousands of values and almost no problems.
-    key_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
-    value_marks: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
-    # Non-string scalars as written (`0.2000001`, `on`), for messages that quote them.
-    raw: dict[PathKey, str] = field(default_factory=dict)
-    # Problems that do not stop reading the document: (code, message, line, col).
-    problems: list[tuple[str, str, int, int]] = field(default_factory=list)
-
-    def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
-        """The best position for a problem at `path`: the value, else the key, else the
-        nearest enclosing node, else the document start."""
-        probe = tuple(path)
-        while True:
-            first, second = (
-                (self.key_marks, self.value_marks)
-                if prefer_key
-                else (self.value_marks, self.key_marks)
-            )
-            if probe in first:
-                return Mark(*first[probe])
-            if probe in second:
-                return Mark(*second[probe])
-            if not probe:
-                return self.start
-            probe = probe[:-1]
-            prefer_key = False
-
-    def key_mark(self, path: PathKey) -> Mark:
-        return self.mark_for(path, prefer_key=True)
-
-
-class YamlProblem(Exception):
-    """A file cannot be read as YAML; carries the position and a stable code."""
-
-    def __init__(self, code: str, message: str, mark: Mark | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-        self.mark = mark or Mark(1, 1)
-
-
-def _mark(node: yaml.Node) -> Mark:
-    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
-
-
-def _pair(node: yaml.Node) -> tuple[int, int]:
-    mark = node.start_mark
-    return (mark.line + 1, mark.column + 1)
-
 
 @dataclass
 class Budget:
@@ -143,32 +85,46 @@ class Budget:
 
     spent: int = 0
     distinct: set[int] = field(default_factory=set)
+    # False when the file has no alias (no `*` anywhere): every node is then written
+    # once, and the distinct nodes need not be collected.
+    track: bool = True
 
     def charge(self, node: yaml.Node, units: int = 1) -> None:
         self.spent += units
-        self.distinct.add(id(node))
+        if self.track:
+            self.distinct.add(id(node))
+        written = len(self.distinct) if self.track else self.spent
         if self.spent > MAX_NODES_PER_FILE or self.spent > (
-            MAX_ALIAS_EXPANSION * len(self.distinct) + ALIAS_ALLOWANCE
+            MAX_ALIAS_EXPANSION * written + ALIAS_ALLOWANCE
         ):
             raise YamlProblem(
                 "yaml-too-large",
                 f"the document expands to {self.spent:,}+ values from "
-                f"{len(self.distinct):,} written ones (an alias-expansion bomb, or a "
+                f"{written:,} written ones (an alias-expansion bomb, or a "
                 "merge-key one?); remove the aliases and `<<` merges or split the file",
                 _mark(node),
             )
 
 
+_CONTAINER_TAGS = ("tag:yaml.org,2002:map", "tag:yaml.org,2002:seq")
+
+
 class _Converter:
-    def __init__(self, doc: Document, budget: Budget) -> None:
+    """Nodes -> plain data. `convert` records every position (`marks`); `plain` records
+    none (the fast path for large trees). Both apply the same limits and raise the
+    same problems at the same nodes."""
+
+    def __init__(self, doc: Document, budget: Budget, marks: _Marks | None) -> None:
         self.doc = doc
         self.budget = budget
+        self.marks = marks
         self.merged: dict[int, list[tuple[yaml.Node, yaml.Node]]] = {}
 
-    def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+    def _enter(self, node: yaml.Node, depth: int) -> None:
         budget = self.budget
         budget.spent += 1
-        budget.distinct.add(id(node))
+        if budget.track:
+            budget.distinct.add(id(node))
         if budget.spent > ALIAS_ALLOWANCE:
             budget.charge(node, 0)  # checks the limits (cheap below the allowance)
         if depth > MAX_DEPTH:
@@ -177,47 +133,65 @@ class _Converter:
                 f"the document nests deeper than {MAX_DEPTH} levels; no spec needs that",
                 _mark(node),
             )
-        if path not in self.doc.value_marks:
-            self.doc.value_marks[path] = _pair(node)
-        if isinstance(node, yaml.MappingNode | yaml.SequenceNode) and node.tag not in (
-            "tag:yaml.org,2002:map",
-            "tag:yaml.org,2002:seq",
-        ):
+        if node.tag not in _CONTAINER_TAGS and not isinstance(node, yaml.ScalarNode):
             raise YamlProblem(
                 "yaml-tag",
                 f"the YAML tag {node.tag!r} is not allowed in a spec; remove it",
                 _mark(node),
             )
+
+    def plain(self, node: yaml.Node, depth: int) -> Any:
+        self._enter(node, depth)
+        if isinstance(node, yaml.ScalarNode):
+            return self._scalar(node)
+        if isinstance(node, yaml.SequenceNode):
+            return [self.plain(child, depth + 1) for child in node.value]
+        result: dict[str, Any] = {}
+        for key_node, value_node in self._flatten_merge(node, depth):
+            key = self._checked_key(key_node, result)
+            result[key] = self.plain(value_node, depth + 1)
+        return result
+
+    def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
+        self._enter(node, depth)
+        marks = self.marks
+        assert marks is not None
+        if path not in marks.values:
+            marks.values[path] = _pair(node)
         if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path, depth)
+            return self._mapping(node, marks, path, depth)
         if isinstance(node, yaml.SequenceNode):
             return [
                 self.convert(child, (*path, i), depth + 1) for i, child in enumerate(node.value)
             ]
         return self._scalar(node)
 
-    def _mapping(self, node: yaml.MappingNode, path: PathKey, depth: int) -> dict[str, Any]:
+    def _mapping(
+        self, node: yaml.MappingNode, marks: _Marks, path: PathKey, depth: int
+    ) -> dict[str, Any]:
         result: dict[str, Any] = {}
         for key_node, value_node in self._flatten_merge(node, depth):
-            if not isinstance(key_node, yaml.ScalarNode):
-                raise YamlProblem(
-                    "yaml-key", "a mapping key must be a plain string", _mark(key_node)
-                )
-            key = self._key(key_node)
-            if key in result:
-                raise YamlProblem(
-                    "yaml-duplicate-key",
-                    f"key {key!r} appears twice in the same mapping; keep one",
-                    _mark(key_node),
-                )
+            key = self._checked_key(key_node, result)
             child = (*path, key)
-            self.doc.key_marks[child] = _pair(key_node)
+            marks.keys[child] = _pair(key_node)
             result[key] = self.convert(value_node, child, depth + 1)
             if value_node.tag not in (_STR_TAG, "tag:yaml.org,2002:null") and isinstance(
                 value_node, yaml.ScalarNode
             ):
-                self.doc.raw[child] = value_node.value
+                marks.raw[child] = value_node.value
         return result
+
+    def _checked_key(self, key_node: yaml.Node, result: dict[str, Any]) -> str:
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise YamlProblem("yaml-key", "a mapping key must be a plain string", _mark(key_node))
+        key = self._key(key_node)
+        if key in result:
+            raise YamlProblem(
+                "yaml-duplicate-key",
+                f"key {key!r} appears twice in the same mapping; keep one",
+                _mark(key_node),
+            )
+        return key
 
     def _key(self, node: yaml.ScalarNode) -> str:
         """A key as written; a YAML 1.1 boolean or null used as a key is named, since
@@ -225,6 +199,8 @@ class _Converter:
         value = self._scalar(node)
         if isinstance(value, bool) or (value is None and node.value not in ("", "~")):
             what = "the boolean " + str(value).lower() if isinstance(value, bool) else "null"
+            if not self.doc.problems:
+                self.doc.problems = []
             self.doc.problems.append(
                 (
                     "yaml-key-quote",
@@ -268,7 +244,8 @@ class _Converter:
         tag = node.tag
         value = node.value
         if tag == "tag:yaml.org,2002:str":
-            return value
+            # Regions, label values and projects repeat in every topic: one copy each.
+            return _intern(value) if len(value) <= _INTERN_UP_TO else value
         if tag == "tag:yaml.org,2002:null":
             return None
         if tag == "tag:yaml.org,2002:bool":
@@ -292,6 +269,14 @@ class _Converter:
         )
 
 
+def _reread(path: Path, display: str) -> list[Document]:
+    """The file's documents with positions, for documents first read without them."""
+    try:
+        return load_documents(path, display=display)
+    except (YamlProblem, OSError):
+        return []
+
+
 def read_text(path: Path) -> str:
     """Read a spec file within bounds, refusing binary and non-UTF-8 content clearly."""
     try:
@@ -301,14 +286,24 @@ def read_text(path: Path) -> str:
 
 
 def load_documents(
-    path: Path, text: str | None = None, display: str | None = None, budget: Budget | None = None
+    path: Path,
+    text: str | None = None,
+    display: str | None = None,
+    budget: Budget | None = None,
+    *,
+    positions: bool = True,
 ) -> list[Document]:
     """All documents of one file; raises YamlProblem with a position on any defect.
-    `budget` (one per file by default) records the work spent converting it."""
+    `budget` (one per file by default) records the work spent converting it. With
+    `positions=False` (only when the file itself is read, `text` None) the documents
+    record no positions until a diagnostic asks for one (see `Document`)."""
     name = display or str(path)
-    budget = budget if budget is not None else Budget()
     if text is None:
         text = read_text(path)
+    else:
+        positions = True  # nothing to re-read positions from
+    if budget is None:
+        budget = Budget(track="*" in text)  # no `*`, no alias
     too_deep = check_flow_depth(text, MAX_DEPTH)
     if too_deep:
         raise YamlProblem("yaml-too-deep", too_deep[0], Mark(too_deep[1], too_deep[2]))
@@ -316,11 +311,17 @@ def load_documents(
     try:
         loader = _Loader(text)
         try:
+            source = None if positions else Source(lambda: _reread(path, name))
             index = 0
             while loader.check_node():
                 node = loader.get_node()
-                doc = Document(file=name, index=index, start=_mark(node), data=None)
-                doc.data = _Converter(doc, budget).convert(node, (), 0)
+                doc = Document(name, index, _mark(node), None, source=source)
+                converter = _Converter(doc, budget, doc._marks)
+                if source is None:
+                    doc.data = converter.convert(node, (), 0)
+                else:
+                    doc.data = converter.plain(node, 0)
+                    source.documents.append(doc)
                 docs.append(doc)
                 index += 1
         finally:

@@ -12,7 +12,7 @@ Stable entry points (plan and apply use them):
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
 Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto.py).
-`ObservedTopic.raw` is the full topic as REST JSON (camelCase), fingerprinted by plan.
+`ObservedTopic.digest` (sha256 of the topic's wire form) is fingerprinted by plan.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import ObservedTopic, OrgInputs
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
-from reconciler.backends.topicproto import observed, topic_to_proto
+from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
@@ -241,10 +241,10 @@ class GcpBackend:
         resource = f"projects/{project}"
 
         def run() -> list[ObservedTopic]:
-            pager = self.publisher.list_topics(
-                request={"project": resource, "page_size": PAGE_SIZE}, **self._rpc
-            )
-            return [observed(t) for t in pager]
+            request = {"project": resource, "page_size": PAGE_SIZE}
+            pager = self.publisher.list_topics(request=request, **self._rpc)
+            pages = (type(page).pb(page).topics for page in pager.pages)  # bare messages
+            return [observed_pb(pb) for topics in pages for pb in topics]
 
         return _call(self.deadline, "list topics", resource, run)
 

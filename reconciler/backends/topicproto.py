@@ -3,10 +3,10 @@ reads or writes a topic's labels and storage-policy fields on the wire type."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-from google.protobuf.json_format import MessageToDict
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
@@ -17,11 +17,17 @@ _POLICY_FIELD = "message_storage_policy"
 
 def shape_of(topic: Topic) -> TopicShape:
     """Labels and the storage policy as set on the topic (unset stays None)."""
+    return shape_of_pb(Topic.pb(topic))
+
+
+def shape_of_pb(pb: Any) -> TopicShape:
+    """`shape_of` on the bare protobuf message (no proto-plus wrapper: a plan reads
+    every live topic of every project)."""
     policy: StoragePolicy | None = None
-    if _POLICY_FIELD in topic:
-        msp = topic.message_storage_policy
+    if pb.HasField(_POLICY_FIELD):
+        msp = pb.message_storage_policy
         policy = StoragePolicy.of(msp.allowed_persistence_regions, msp.enforce_in_transit)
-    return TopicShape(dict(topic.labels), policy)
+    return TopicShape(dict(pb.labels), policy)
 
 
 def topic_body(topic: Topic) -> dict[str, Any]:
@@ -31,8 +37,17 @@ def topic_body(topic: Topic) -> dict[str, Any]:
 
 
 def observed(topic: Topic) -> ObservedTopic:
-    raw = MessageToDict(Topic.pb(topic))
-    return ObservedTopic(name=topic.name, body=topic_body(topic), raw=raw)
+    return observed_pb(Topic.pb(topic))
+
+
+def observed_pb(pb: Any) -> ObservedTopic:
+    """A live topic from its protobuf message; its fingerprint is the sha256 of its
+    deterministic serialization (every field, known to this client or not)."""
+    shape = shape_of_pb(pb)
+    digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
+    topic = ObservedTopic(name=pb.name, body=shape.body(pb.name), digest=digest)
+    topic.__dict__["shape"] = shape  # ObservedTopic.shape, already known
+    return topic
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

@@ -7,10 +7,7 @@ from pathlib import Path
 import click
 
 from reconciler.commands._options import strict_groups_option
-from reconciler.errors import EXIT_ERROR, EXIT_OK
-from reconciler.render import diagnostics as report
-from reconciler.spec.orgrules import promote_inferred
-from reconciler.spec.validate import DEFAULT_PATH, validate_paths
+from reconciler.commands.validate_run import ValidateOptions, run
 
 
 @click.command("validate")
@@ -38,17 +35,5 @@ def command(
     strict_groups: bool,
 ) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
-    result = validate_paths(
-        list(paths) or [DEFAULT_PATH],
-        org_policy,
-        missing_snapshot="require" if require_org_policy else "warn",
-    )
-    diagnostics = result.diagnostics.sorted()
-    if strict_groups:
-        diagnostics = promote_inferred(diagnostics)
-    if fmt == "json":
-        click.echo(report.as_json(diagnostics), nl=False)
-    else:
-        click.echo(report.text(diagnostics), nl=False)
-        click.echo(report.summary(diagnostics, result.files), err=True)
-    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK
+    options = ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups)
+    return run(options)

@@ -35,8 +35,15 @@ class Observation:
     projects: dict[str, list[str]] = field(default_factory=dict)  # project -> names
     org: dict[str, OrgInputs] = field(default_factory=dict)
 
+    _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
+
     def facts(self, project: str) -> OrgFacts:
-        return facts_of(self.org[project])
+        """What the org policy allows in `project`, worked out once per project (a plan
+        asks for every topic)."""
+        known = self._facts.get(project)
+        if known is None:
+            known = self._facts[project] = facts_of(self.org[project])
+        return known
 
 
 def facts_of(inputs: OrgInputs) -> OrgFacts:
@@ -93,10 +100,11 @@ def _sha(data: Any) -> str:
 
 
 def topic_fingerprint(topic: ObservedTopic | None) -> str:
-    """sha256 of the topic's full raw JSON (every field, managed or not), or "absent"."""
+    """sha256 of every field of the topic, managed or not (its deterministic wire form
+    when the backend gave it, else its raw JSON), or "absent"."""
     if topic is None:
         return "absent"
-    return _sha(topic.raw or topic.body)
+    return topic.digest or _sha(topic.raw or topic.body)
 
 
 def org_fingerprint(inputs: OrgInputs) -> str:

@@ -25,7 +25,7 @@ class StorageIntent:
     enforce_in_transit: bool | None = None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)  # one per topic: no __dict__
 class DesiredTopic:
     project: str
     topic: str
@@ -37,10 +37,11 @@ class DesiredTopic:
     publisher_endpoint: str | None = None  # region of the locational endpoint publishers use
     file: str = ""
     line: int = 0
+    # projects/P/topics/T, worked out once: a plan sorts and looks up by it.
+    address: str = field(init=False, compare=False, repr=False)
 
-    @property
-    def address(self) -> str:
-        return topic_name(self.project, self.topic)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "address", topic_name(self.project, self.topic))
 
 
 @dataclass

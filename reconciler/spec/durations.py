@@ -7,6 +7,7 @@ error like any other long one, not an overflow.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 _PART = re.compile(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
@@ -23,6 +24,7 @@ class DurationRangeError(ValueError):
     """The text is a duration, but not whole milliseconds or longer than 24h."""
 
 
+@lru_cache(maxsize=1024)  # a tree repeats a few durations: one int object each
 def parse_duration_ms(text: str) -> int:
     """Whole milliseconds; no unit is a DurationError, sub-millisecond or over 24h a
     DurationRangeError (both say what to write instead)."""

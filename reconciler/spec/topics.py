@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from functools import lru_cache
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.hedging import labels as hedging_labels
@@ -93,7 +94,8 @@ def check_topic(
         ordering = publishers.message_ordering
         endpoint = check_endpoint(publishers.endpoint, publishers_rep)
     if hedging is not None:
-        labels.update(hedging_labels.encode(*hedging))
+        hedging, encoded = _shared_hedging(hedging)
+        labels.update(encoded)
     if endpoint is not None:
         labels[hedging_labels.ENDPOINT] = endpoint
     total = len(labels) + 1  # + the ownership label
@@ -204,3 +206,12 @@ def check_publishers(
         else:
             rep.error((*base, "retry", p.field), p.code, p.message)
     return profile, retry
+
+
+@lru_cache(maxsize=256)
+def _shared_hedging(
+    hedging: tuple[HedgingProfile, RetryTimeouts],
+) -> tuple[tuple[HedgingProfile, RetryTimeouts], tuple[tuple[str, str], ...]]:
+    """One copy of a hedging setting and its labels for every topic that uses it (a
+    large tree has a few profiles and 100,000 topics)."""
+    return hedging, tuple(hedging_labels.encode(*hedging).items())

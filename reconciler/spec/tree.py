@@ -15,7 +15,7 @@ from reconciler.yamlio import Document, PathKey
 M = TypeVar("M", bound=BaseModel)
 
 
-@dataclass
+@dataclass(slots=True)
 class Located(Generic[M]):
     """A validated document and where it came from, for positioned diagnostics.
 

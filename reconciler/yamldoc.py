@@ -1,0 +1,165 @@
+"""A YAML document as the spec checks see it: plain data, and positions that are
+recorded up front (small files, snapshots) or recovered from the file on demand (large
+trees, where almost no value ever needs one)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+PathKey = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Mark:
+    line: int  # 1-based
+    col: int  # 1-based
+
+
+class Document:
+    """One YAML document: plain data plus where each key and value sits in the file.
+
+    Positions (and the non-string scalars as written) serve only diagnostics, and a
+    large tree has hundreds of thousands of values and almost no problems: a document
+    read with `positions=False` records none, and the first diagnostic that asks for
+    one re-reads its file with positions (once per file, see `Source`). `release()`
+    drops the data once it has been validated; it is re-read the same way if a
+    message needs it."""
+
+    __slots__ = ("_data", "_marks", "_source", "file", "index", "problems", "start")
+
+    def __init__(
+        self,
+        file: str,
+        index: int,
+        start: Mark,
+        data: Any,
+        *,
+        source: Source | None = None,
+    ) -> None:
+        self.file = file
+        self.index = index
+        self.start = start
+        # Problems that do not stop reading the document: (code, message, line, col).
+        self.problems: list[tuple[str, str, int, int]] = _NO_PROBLEMS  # shared until one
+        self._data = data
+        self._marks: _Marks | None = None if source is not None else _Marks()
+        self._source = source
+
+    @property
+    def data(self) -> Any:
+        if self._data is _RELEASED:
+            self._recover()
+        return self._data
+
+    @data.setter
+    def data(self, value: Any) -> None:
+        self._data = value
+
+    def release(self) -> None:
+        """Drop the data (it can be re-read from the file on demand)."""
+        if self._source is not None:
+            self._data = _RELEASED
+
+    @property
+    def marks(self) -> _Marks:
+        if self._marks is None:
+            self._recover()
+        assert self._marks is not None
+        return self._marks
+
+    @property
+    def key_marks(self) -> dict[PathKey, tuple[int, int]]:
+        return self.marks.keys
+
+    @property
+    def value_marks(self) -> dict[PathKey, tuple[int, int]]:
+        return self.marks.values
+
+    @property
+    def raw(self) -> dict[PathKey, str]:
+        """Non-string scalars as written (`0.2000001`, `on`), for messages that quote them."""
+        return self.marks.raw
+
+    def _recover(self) -> None:
+        assert self._source is not None
+        self._source.recover()
+        if self._marks is None:  # the file changed or vanished since: no positions
+            self._marks = _Marks()
+        if self._data is _RELEASED:
+            self._data = None
+
+    def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
+        """The best position for a problem at `path`: the value, else the key, else the
+        nearest enclosing node, else the document start."""
+        marks = self.marks
+        probe = tuple(path)
+        while True:
+            first, second = (
+                (marks.keys, marks.values) if prefer_key else (marks.values, marks.keys)
+            )
+            if probe in first:
+                return Mark(*first[probe])
+            if probe in second:
+                return Mark(*second[probe])
+            if not probe:
+                return self.start
+            probe = probe[:-1]
+            prefer_key = False
+
+    def key_mark(self, path: PathKey) -> Mark:
+        return self.mark_for(path, prefer_key=True)
+
+
+_RELEASED: Any = object()
+_NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)
+
+
+@dataclass
+class _Marks:
+    """(line, col) pairs, made into Marks only when a diagnostic needs one."""
+
+    keys: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    values: dict[PathKey, tuple[int, int]] = field(default_factory=dict)
+    raw: dict[PathKey, str] = field(default_factory=dict)
+
+
+class Source:
+    """The file position-less documents came from: re-read with positions (by `reread`,
+    the loader with positions on), once, when the first of its documents needs them."""
+
+    __slots__ = ("documents", "reread")
+
+    def __init__(self, reread: Callable[[], list[Document]]) -> None:
+        self.reread = reread
+        self.documents: list[Document] = []
+
+    def recover(self) -> None:
+        again = self.reread()  # [] when the file changed into something unreadable
+        for doc, full in zip(self.documents, again, strict=False):
+            doc._marks = full._marks
+            if doc._data is _RELEASED:
+                doc._data = full._data
+        self.documents = []  # every document now has what it can get
+
+
+class YamlProblem(Exception):
+    """A file cannot be read as YAML; carries the position and a stable code."""
+
+    def __init__(self, code: str, message: str, mark: Mark | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.mark = mark or Mark(1, 1)
+
+
+def _mark(node: yaml.Node) -> Mark:
+    return Mark(node.start_mark.line + 1, node.start_mark.column + 1)
+
+
+def _pair(node: yaml.Node) -> tuple[int, int]:
+    mark = node.start_mark
+    return (mark.line + 1, mark.column + 1)

@@ -1,0 +1,78 @@
+"""`reconcile validate` starts without click for ordinary command lines; anything else
+(help, typos, a missing value) still gets click's messages and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from reconciler.commands.validate_run import ValidateOptions, parse
+
+ROOT = Path(__file__).parents[2]
+GOOD = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: acme-payments, name: orders}
+"""
+
+
+def test_ordinary_command_lines_are_parsed_as_click_would() -> None:
+    assert parse(["validate"]) == ValidateOptions(())
+    assert parse(
+        ["validate", "a", "--format=json", "--org-policy", "p.yaml", "b", "--strict-groups",
+         "--require-org-policy", "--", "--c"]
+    ) == ValidateOptions(
+        (Path("a"), Path("b"), Path("--c")), Path("p.yaml"), True, "json", True
+    )
+    assert parse(["validate", "--format", "text", "--format", "json"]) == ValidateOptions(
+        (), fmt="json"
+    )
+
+
+def test_anything_unusual_goes_to_click() -> None:
+    for args in (
+        ["plan", "specs"],
+        ["validate", "--help"],
+        ["validate", "-h"],
+        ["validate", "--formt", "json"],
+        ["validate", "--format", "yaml"],
+        ["validate", "--org-policy"],
+        ["validate", "-"],
+    ):
+        assert parse(args) is None, args
+
+
+def test_click_still_reports_a_bad_option(run_cli) -> None:
+    result = run_cli("validate", "--format", "yaml")
+    assert result.exit_code == 2
+    assert "Invalid value for '--format'" in result.stderr
+
+
+def test_json_output_and_exit_code_through_the_fast_path(run_cli, tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD.replace("name: orders", "name: Orders!"))
+    result = run_cli("validate", "--format=json", str(tmp_path))
+    assert result.exit_code == 1
+    found = [(d["line"], d["code"]) for d in json.loads(result.stdout) if d["line"]]
+    assert found == [(3, "topic-id")]
+
+
+def test_validate_imports_neither_click_nor_the_other_verbs(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    probe = (
+        "import sys\n"
+        "from reconciler.cli import main\n"
+        "try:\n"
+        "    main(['validate', sys.argv[1]])\n"
+        "except SystemExit as exc:\n"
+        "    code = exc.code\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'click'"
+        " or m.startswith('reconciler.commands.') and m != 'reconciler.commands.validate_run'),"
+        " 'EXIT', code)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(tmp_path)],
+        capture_output=True, text=True, cwd=ROOT, timeout=120,
+    )
+    assert "LOADED [] EXIT 0" in result.stdout, result.stdout + result.stderr
