@@ -25,30 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
-TOPIC = """\
-apiVersion: reconcile.pubsub/v1
-kind: Topic
-metadata:
-  project: {project}
-  name: {name}
-spec:
-  labels:
-    team: team-{team}
-    tier: standard
-  messageStoragePolicy:
-    allowedPersistenceRegions: [us-central1, us-east1]
-    enforceInTransit: true
-  publishers:
-    regions: [us-east1]
-    retry: {{initialRpcTimeout: 5s, totalTimeout: 60s}}
-    hedging: low-latency
-"""
-PROFILE = """\
-apiVersion: reconcile.pubsub/v1
-kind: HedgingProfile
-metadata: {name: low-latency}
-spec: {hedgeDelay: 500ms, maxTokens: 100, refillRatio: 0.05}
-"""
+# The same generated specs as the scale benchmark (benchmarks/scale.py).
+from scale import PROFILE, TOPIC  # noqa: E402  (a script beside it: its folder is on sys.path)
 
 
 def run(cmd: list[str]) -> tuple[float, int, int]:

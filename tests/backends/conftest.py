@@ -157,40 +157,13 @@ def silent_tls_server(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """A real gRPC server over TLS (a self-signed certificate for 127.0.0.1) that
     completes every handshake and never answers a call: (host:port, CA file for
     GRPC_DEFAULT_SSL_ROOTS_FILE_PATH)."""
-    import datetime
-    import ipaddress
     from concurrent import futures
 
     import grpc
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
 
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_pem = cert.public_bytes(serialization.Encoding.PEM)
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
+    from tests.tls_support import self_signed
+
+    cert_pem, key_pem = self_signed()
     ca_file = tmp_path / "ca.pem"
     ca_file.write_bytes(cert_pem)
     release = threading.Event()

@@ -11,8 +11,6 @@ per process.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import os
 import subprocess
 import sys
@@ -24,11 +22,9 @@ from pathlib import Path
 
 import grpc
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 from google.pubsub_v1.types import PublishRequest, PublishResponse
+
+from tests.tls_support import self_signed
 
 GUARD_SECONDS = 90  # only against a hang; nothing asserts a duration
 TOPIC = "projects/tls/topics/orders"
@@ -58,37 +54,10 @@ class Seen:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _self_signed() -> tuple[bytes, bytes]:
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(hours=1))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    key_pem = key.private_bytes(
-        serialization.Encoding.PEM,
-        serialization.PrivateFormat.PKCS8,
-        serialization.NoEncryption(),
-    )
-    return cert.public_bytes(serialization.Encoding.PEM), key_pem
-
-
 @pytest.fixture
 def tls_publish_server(tmp_path: Path) -> Iterator[tuple[str, Path, Seen]]:
     """A TLS gRPC server on loopback answering Publish: (host:port, CA file, what it saw)."""
-    cert_pem, key_pem = _self_signed()
+    cert_pem, key_pem = self_signed()
     ca_file = tmp_path / "ca.pem"
     ca_file.write_bytes(cert_pem)
     seen = Seen()
