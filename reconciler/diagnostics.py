@@ -3,7 +3,7 @@ reported in one run, each pointing at the key or value that caused it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 
@@ -26,13 +26,15 @@ class Diagnostic:
     message: str
     hint: str | None = field(default=None, compare=False)
 
-    def render(self) -> str:
-        where = self.file
+    def render(self, escape: Callable[[str], str] = str) -> str:
+        """`file:line:col: severity[code]: message (hint)`; `escape` makes each piece of
+        data safe for the output it goes to (render/diagnostics.py for terminals)."""
+        where = escape(self.file)
         if self.line:
             where = f"{where}:{self.line}:{self.col or 1}"
-        text = f"{where}: {self.severity.value}[{self.code}]: {self.message}"
+        text = f"{where}: {self.severity.value}[{escape(self.code)}]: {escape(self.message)}"
         if self.hint:
-            text += f" ({self.hint})"
+            text += f" ({escape(self.hint)})"
         return text
 
     def to_json(self) -> dict[str, object]:

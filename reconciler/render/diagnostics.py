@@ -14,13 +14,7 @@ from reconciler.render.escape import text as esc
 
 def line(d: Diagnostic) -> str:
     """`file:line:col: severity[code]: message (hint)`, escaped."""
-    where = esc(d.file)
-    if d.line:
-        where = f"{where}:{d.line}:{d.col or 1}"
-    out = f"{where}: {d.severity.value}[{esc(d.code)}]: {esc(d.message)}"
-    if d.hint:
-        out += f" ({esc(d.hint)})"
-    return out
+    return d.render(esc)
 
 
 def text(diagnostics: list[Diagnostic]) -> str:
