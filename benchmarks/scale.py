@@ -19,7 +19,7 @@ Every measurement is a child process (wall time from outside, peak RSS from `wai
 e.g. `git worktree add /tmp/scale-before <commit>`) interleaved with this tree's.
 Both checkouts' bytecode is compiled first, as `pip install` does for check-jsonschema
 and for an installed `reconcile`: with PYTHONDONTWRITEBYTECODE set (as on the shared
-VM) a source checkout would otherwise recompile every module in every run (~15 ms of
+VM) a source checkout would otherwise recompile every module in every run (~20 ms of
 a cold start).
 The last line printed is one JSON object with every figure and ratio.
 """
