@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import NamedTuple, TextIO
 
 from reconciler.errors import EXIT_ERROR, EXIT_OK
+from reconciler.gcpause import without_cyclic_gc
 
 
 class ValidateOptions(NamedTuple):
@@ -60,7 +61,13 @@ def parse(args: Sequence[str]) -> ValidateOptions | None:
 
 
 def run(options: ValidateOptions) -> int:
-    """Check the specs under PATH... (default: specs/) and report every problem."""
+    """Check the specs under PATH... (default: specs/) and report every problem.
+    The cyclic collector is paused from the first import on (see gcpause)."""
+    with without_cyclic_gc():
+        return _run(options)
+
+
+def _run(options: ValidateOptions) -> int:
     from reconciler.render import diagnostics as report
     from reconciler.spec.orgrules import promote_inferred
     from reconciler.spec.validate import DEFAULT_PATH, validate_paths

@@ -7,15 +7,14 @@ a partial tree).
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
+from reconciler.gcpause import without_cyclic_gc as without_cyclic_gc  # plan/run.py
 from reconciler.orgpolicy.snapshot import read_snapshot
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.checks import check_tree
@@ -49,21 +48,6 @@ def validate_paths(
     that does not exist."""
     with without_cyclic_gc():
         return _validate_paths(paths, org_policy, missing_snapshot)
-
-
-@contextmanager
-def without_cyclic_gc() -> Iterator[None]:
-    """Loading builds a million small objects and frees almost none of them in cycles;
-    the cyclic collector would re-scan all of them again and again (a third to a half
-    of a large validate, and worse than linear). Reference counting still frees
-    everything; the collector runs again afterwards."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _validate_paths(
