@@ -264,14 +264,17 @@ class Plan:
         """The document, a copy the caller may change."""
         return copy.deepcopy(self._document())
 
-    def _document(self) -> dict[str, Any]:
-        """The document, sharing the plan's lists and dicts (read only)."""
+    def _document(self, digest: str | None = None) -> dict[str, Any]:
+        """The document, sharing the plan's lists and dicts (read only); `digest`:
+        `self.digest` when the caller has it already (at 50k topics each computation
+        serialises the whole plan)."""
         data = self.content()
-        digest = digest_of(data)
+        digest = digest or digest_of(data)
         return {"format_version": data.pop("format_version"), "digest": digest, **data}
 
-    def dumps(self) -> str:
-        return json.dumps(self._document(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    def dumps(self, digest: str | None = None) -> str:
+        document = self._document(digest)
+        return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:

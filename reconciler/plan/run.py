@@ -142,13 +142,14 @@ def _run_plan(
             err=True,
         )
         return _errors_only(plan.diagnostics, origin, fmt)
+    digest = plan.digest  # once: at 50k topics it serialises the whole plan
     if out is not None:
-        write_plan(plan, out)
-    click.echo(render(plan, fmt, color and fmt == "text"), nl=False, color=color)
+        write_plan(plan, out, digest)
+    click.echo(render(plan, fmt, color and fmt == "text", digest), nl=False, color=color)
     if out is not None:
         click.echo(
-            f"Saved the plan to {out} (digest {plan.digest}); apply exactly this plan with "
-            f"`reconcile apply {out} --expect-digest {plan.digest}`.",
+            f"Saved the plan to {out} (digest {digest}); apply exactly this plan with "
+            f"`reconcile apply {out} --expect-digest {digest}`.",
             err=True,
         )
     leave_to_exit(result, plan)
