@@ -204,9 +204,11 @@ def diff_topic(
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
-    before_shape = comparable(live_shape, desired, keys)
-    after_shape = comparable(TopicShape(keys, want_policy), desired, keys)
-    mask = mask_of(before_shape, after_shape)
+    mask: list[str] = []
+    if not _settled(live_shape, keys, live_policy, want_policy, mode):
+        before_shape = comparable(live_shape, desired, keys)
+        after_shape = comparable(TopicShape(keys, want_policy), desired, keys)
+        mask = mask_of(before_shape, after_shape)
     live_labels = dict(live_shape.labels)
     after_labels = merged_labels(live_shape, keys) if LABELS in mask else live_labels
     before = TopicShape(dict(sorted(live_labels.items())), live_policy).to_json()
@@ -234,6 +236,22 @@ def diff_topic(
         elif warning := narrowing_warning(live_policy, want_policy):
             rc.warnings.append(warning)
     return _derived(rc)
+
+
+def _settled(
+    live: TopicShape,
+    keys: Mapping[str, str],
+    live_policy: StoragePolicy | None,
+    want_policy: StoragePolicy | None,
+    mode: str,
+) -> bool:
+    """The common case at scale, decided without building both comparable shapes: the
+    live labels are exactly the declared ones (no foreign or stray reserved key) and the
+    policy, when managed, compares equal. True implies `mask_of` would find nothing;
+    False only means "compare in full"."""
+    if live.labels != keys:
+        return False
+    return mode == "unmanaged" or live_policy_of(live_policy) == live_policy_of(want_policy)
 
 
 def _derived(rc: ResourceChange) -> ResourceChange:

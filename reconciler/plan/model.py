@@ -16,9 +16,10 @@ it has no digest and no recorded target, so it cannot be checked.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.diagnostics import Diagnostic
@@ -148,6 +149,45 @@ class PlanTarget:
         return cls("", label)
 
 
+def _plain(value: Any) -> Any:
+    """`dataclasses.asdict` of a value of the plan's own types: dataclasses become dicts
+    (fields in declaration order), lists and dicts stay shared (the plan's JSON values
+    are never modified through its document). asdict deep-copies every leaf, which
+    was most of a 50,000-topic plan's digest; tests/plan/test_document.py holds the
+    two to the same output."""
+    names = getattr(type(value), "__dataclass_fields__", None)
+    if names is None:
+        return value
+    return {f: getattr(value, f) for f in names}  # no field below Plan nests a dataclass
+
+
+def _change(rc: ResourceChange) -> dict[str, Any]:
+    """`_plain(rc)` written out: one of these per declared topic."""
+    ch = rc.change
+    request = rc.request
+    return {
+        "address": rc.address,
+        "project": rc.project,
+        "topic": rc.topic,
+        "change": {
+            "actions": ch.actions,
+            "before": ch.before,
+            "after": ch.after,
+            "fields": [_plain(f) for f in ch.fields] if ch.fields else [],
+            "computed": ch.computed,
+        },
+        "update_mask": rc.update_mask,
+        "request": None if request is None else {
+            "method": request.method,
+            "topic": request.topic,
+            "update_mask": request.update_mask,
+        },
+        "reasons": rc.reasons,
+        "warnings": rc.warnings,
+        "source": rc.source,
+    }
+
+
 def canonical(data: dict[str, Any]) -> bytes:
     """Canonical JSON of a plan document without its digest: sorted keys, no
     whitespace, UTF-8."""
@@ -199,9 +239,19 @@ class Plan:
         return [d for d in self.diagnostics if not d.is_error]
 
     def content(self) -> dict[str, Any]:
-        """The document without its digest (what the digest is computed over)."""
-        data = asdict(self)
-        data["diagnostics"] = [d.to_json() for d in self.diagnostics]
+        """The document without its digest (what the digest is computed over); it
+        shares the plan's lists and dicts: read it, do not change it."""
+        data: dict[str, Any] = {
+            "resource_changes": [_change(rc) for rc in self.resource_changes],
+            "diagnostics": [d.to_json() for d in self.diagnostics],
+            "drift": [_plain(d) for d in self.drift],
+            "fingerprints": _plain(self.fingerprints),
+            "target": _plain(self.target),
+            "prune": self.prune,
+            "created_at": self.created_at,
+            "format_version": self.format_version,
+            "projects": self.projects,
+        }
         if not data["projects"]:
             del data["projects"]
         return {"format_version": data.pop("format_version"), **data}
@@ -211,12 +261,20 @@ class Plan:
         return digest_of(self.content())
 
     def to_json(self) -> dict[str, Any]:
+        """The document, a copy the caller may change."""
+        return copy.deepcopy(self._document())
+
+    def _document(self, digest: str | None = None) -> dict[str, Any]:
+        """The document, sharing the plan's lists and dicts (read only); `digest`:
+        `self.digest` when the caller has it already (at 50k topics each computation
+        serialises the whole plan)."""
         data = self.content()
-        digest = digest_of(data)
+        digest = digest or digest_of(data)
         return {"format_version": data.pop("format_version"), "digest": digest, **data}
 
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+    def dumps(self, digest: str | None = None) -> str:
+        document = self._document(digest)
+        return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:

@@ -30,8 +30,9 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
 
 
-def write_plan(plan: Plan, path: Path) -> None:
-    write_atomically(path, plan.dumps(), "plan file")
+def write_plan(plan: Plan, path: Path, digest: str | None = None) -> None:
+    """`digest`: plan.digest, when the caller has it already."""
+    write_atomically(path, plan.dumps(digest), "plan file")
 
 
 def _load(path: Path) -> Any:

@@ -11,18 +11,19 @@ if TYPE_CHECKING:
 FORMATS = ("text", "json", "markdown")
 
 
-def render(plan: Plan, fmt: str, color: bool = False) -> str:
-    """The plan in `fmt` (one of FORMATS); colour applies to text only."""
+def render(plan: Plan, fmt: str, color: bool = False, digest: str | None = None) -> str:
+    """The plan in `fmt` (one of FORMATS); colour applies to text only; `digest`:
+    plan.digest, when the caller has it already (computing it serialises the plan)."""
     if fmt == "json":
         from reconciler.render import json as render_json
 
-        return render_json.render(plan)
+        return render_json.render(plan, digest)
     if fmt == "markdown":
         from reconciler.render import markdown
 
-        return markdown.render(plan)
+        return markdown.render(plan, digest)
     if fmt == "text":
         from reconciler.render import text
 
-        return text.render(plan, color=color)
+        return text.render(plan, color=color, digest=digest)
     raise ValueError(f"unknown plan format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -78,8 +78,8 @@ def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
     return [f"**{title}**", "", *(_diagnostic(d) for d in diagnostics), ""]
 
 
-def render(plan: Plan) -> str:
-    digest = plan.digest
+def render(plan: Plan, digest: str | None = None) -> str:
+    digest = digest or plan.digest
     lines = _header(plan, digest)
     lines += _listed(f"Errors ({len(plan.errors)})", plan.errors)
     lines += _table(plan)

@@ -208,3 +208,36 @@ def test_foreign_labels_and_unmanaged_fields_never_in_a_mask(
     other_labels = {k: v for k, v in live_labels.items() if is_managed_key(k, keys)}
     other = ObservedTopic(NAME, {**live.body, "labels": {**other_labels, **unmanaged}})
     assert diff_topic(desired, other, facts).update_mask == rc.update_mask
+
+
+@settings(max_examples=400, deadline=None)
+@given(case_st(), live_st)
+def test_settled_shortcut_agrees_with_the_full_comparison(case: Any, live: Any) -> None:
+    """diff_topic skips building both comparable shapes when the live labels are the
+    declared ones and the policy matches: it must decide exactly what the full
+    comparison decides (and a live topic made of the desired shape always takes it)."""
+    from reconciler.plan.differ import (
+        _settled,
+        comparable,
+        desired_labels,
+        live_policy_of,
+        mask_of,
+    )
+    from reconciler.plan.policy import expected_policy
+    from reconciler.topic import TopicShape
+
+    desired, facts = case
+    assume(live is not None)
+    keys = desired_labels(desired)
+    shape = live.shape
+    live_policy = live_policy_of(shape.policy)
+    mode = desired.storage.mode
+    want = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
+    full = mask_of(comparable(shape, desired, keys),
+                   comparable(TopicShape(keys, want), desired, keys))
+    if _settled(shape, keys, live_policy, want, mode):
+        assert full == []
+        assert diff_topic(desired, live, facts).action == "no-op"
+    if mode == "explicit" and want is not None:
+        same = ObservedTopic(NAME, TopicShape(keys, want).body(NAME))
+        assert _settled(same.shape, keys, live_policy_of(want), want, mode)
