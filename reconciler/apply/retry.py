@@ -126,6 +126,10 @@ def _service_text(exc: BaseException) -> str:
     return str(exc)
 
 
+# Seconds to keep retrying what a recently created project refuses (apply --propagation-wait).
+DEFAULT_PROPAGATION_WAIT = 300.0
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
     """Capped exponential backoff with full jitter, bounded by attempts and by time.
@@ -140,7 +144,7 @@ class RetryPolicy:
     max_attempts: int = 8
     deadline: float = 60.0  # seconds from the first attempt; no new attempt after it
     # Org-policy propagation (see the module docstring): its own, longer budget.
-    propagation_wait: float = 300.0
+    propagation_wait: float = DEFAULT_PROPAGATION_WAIT
     propagation_initial: float = 1.0
     propagation_maximum: float = 15.0
 

@@ -38,7 +38,7 @@ from reconciler.apply.interrupt import stop_on_sigint
 from reconciler.apply.progress import make_reporter
 from reconciler.apply.ratelimit import DEFAULT_RATE, ProjectRateLimiter
 from reconciler.apply.result import ApplyResult, summary_text
-from reconciler.apply.retry import RetryPolicy
+from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, RetryPolicy
 from reconciler.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
@@ -52,7 +52,6 @@ from reconciler.plan.run import Target, open_target, validate_specs
 from reconciler.spec.validate import ValidationResult
 
 CONFIRM_WORD = "yes"
-DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,8 @@ import click
 
 from reconciler.apply.executor import DEFAULT_CONCURRENCY, DEFAULT_READBACK_WAIT
 from reconciler.apply.ratelimit import DEFAULT_RATE
-from reconciler.apply.retry import RetryPolicy
+from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT
 from reconciler.commands._options import project_option, target_options, use_colour
-
-DEFAULT_PROPAGATION_WAIT = RetryPolicy().propagation_wait
 
 
 @click.command("apply")

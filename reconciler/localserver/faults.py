@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 import grpc
 
@@ -66,6 +67,20 @@ def check_method(method: str, methods: Iterable[str] | None) -> None:
         f"unknown method {method!r}{suggestion(method, known)} (the local server "
         f"answers: {', '.join(known)}; or '*' for all)"
     )
+
+
+class RuleOptions(TypedDict, total=False):
+    """What a rule may say beyond its method: `Faults.add` takes these as keywords."""
+
+    delay: float
+    delay_max: float | None
+    tail_fraction: float
+    tail_delay: float
+    error: str | grpc.StatusCode | None
+    error_fraction: float | None
+    error_next: int | None
+    resource: str | None
+    message: str | None
 
 
 def make_rule(
@@ -134,21 +149,8 @@ class Faults:
         self._holds: list[Hold] = []
         self._random = random.Random(seed)
 
-    def add(
-        self,
-        method: str = "*",
-        *,
-        delay: float = 0.0,
-        delay_max: float | None = None,
-        tail_fraction: float = 0.0,
-        tail_delay: float = 0.0,
-        error: str | grpc.StatusCode | None = None,
-        error_fraction: float | None = None,
-        error_next: int | None = None,
-        resource: str | None = None,
-        message: str | None = None,
-    ) -> FaultRule:
-        """Add a rule.
+    def add(self, method: str = "*", **options: Unpack[RuleOptions]) -> FaultRule:
+        """Add a rule (checked by `make_rule`).
 
         delay: seconds every matching call waits (uniform in [delay, delay_max] when
         delay_max is given). tail_fraction/tail_delay: that fraction of calls waits
@@ -157,19 +159,7 @@ class Faults:
         neither every call fails. resource: only calls on that topic/policy/project (a
         project also matches the calls on its topics and policies).
         """
-        rule = make_rule(
-            method,
-            delay=delay,
-            delay_max=delay_max,
-            tail_fraction=tail_fraction,
-            tail_delay=tail_delay,
-            error=error,
-            error_fraction=error_fraction,
-            error_next=error_next,
-            resource=resource,
-            message=message,
-            methods=self.methods,
-        )
+        rule = make_rule(method, methods=self.methods, **options)
         with self._lock:
             self._rules.append(rule)
         return rule

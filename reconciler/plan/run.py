@@ -90,7 +90,7 @@ def run_plan(
     strict_groups: bool = False,
     projects: Sequence[str] = (),
 ) -> int:
-    from reconciler.spec.validate import without_cyclic_gc
+    from reconciler.gcpause import without_cyclic_gc
 
     # A 50,000-topic plan is a few million small objects and no cycles to speak of:
     # with the cyclic collector on, building the plan's document for its digest and

@@ -14,7 +14,7 @@ from typing import Literal
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
-from reconciler.gcpause import without_cyclic_gc as without_cyclic_gc  # plan/run.py
+from reconciler.gcpause import without_cyclic_gc
 from reconciler.orgpolicy.snapshot import read_snapshot
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.checks import check_tree

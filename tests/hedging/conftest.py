@@ -4,9 +4,15 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
+from google.cloud.pubsub_v1 import types
+
+from reconciler.hedging import PublisherClient
+
+ONE = types.BatchSettings(max_messages=1)  # every publish its own batch
 
 
 def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
@@ -21,3 +27,23 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
 @pytest.fixture(name="wait_until")
 def wait_until_fixture() -> Callable[..., None]:
     return wait_until
+
+
+@pytest.fixture
+def make_client(
+    local_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Callable[..., PublisherClient]]:
+    """Build hedged `PublisherClient`s against the local server (one message a batch
+    unless `batch_settings` is given); their channels are closed after the test."""
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", local_server.address)
+    made: list[PublisherClient] = []
+
+    def build(**kwargs: Any) -> PublisherClient:
+        kwargs.setdefault("batch_settings", ONE)
+        client = PublisherClient(**kwargs)
+        made.append(client)
+        return client
+
+    yield build
+    for client in made:
+        client.transport.close()

@@ -4,7 +4,7 @@ outcomes when closing (through real gRPC against the local server)."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -13,7 +13,6 @@ from google.cloud.pubsub_v1 import types
 
 from reconciler.hedging import (
     HedgingSettings,
-    PublisherClient,
     PublishNotSent,
     PublishOutcomeUnknown,
 )
@@ -21,26 +20,11 @@ from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 
 TOPIC = "projects/outcomes/topics/orders"
-ONE = types.BatchSettings(max_messages=1)
 FAST = HedgingSettings(hedge_delay=0.1, max_tokens=1)
 
 Wait = Callable[..., None]
 
 
-@pytest.fixture
-def make(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
-    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", local_server.address)
-    made: list[PublisherClient] = []
-
-    def build(**kwargs: Any) -> PublisherClient:
-        kwargs.setdefault("batch_settings", ONE)
-        client = PublisherClient(**kwargs)
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.transport.close()
 
 
 @pytest.mark.parametrize(
@@ -65,10 +49,10 @@ def make(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callabl
     ],
 )
 def test_construction_refuses_bad_combinations(
-    make: Callable[..., Any], kwargs: dict[str, Any], match: str
+    make_client: Callable[..., Any], kwargs: dict[str, Any], match: str
 ) -> None:
     with pytest.raises(ValueError, match=match):
-        make(**kwargs)
+        make_client(**kwargs)
 
 
 @pytest.mark.parametrize(
@@ -88,9 +72,9 @@ def test_settings_out_of_range_raise_value_error(kwargs: dict[str, Any], match: 
 
 
 def test_each_topic_reads_its_profile_from_labels(
-    make: Callable[..., Any], local_server: Any
+    make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make(hedging="topic-labels")
+    client = make_client(hedging="topic-labels")
     labelled, plain = TOPIC, "projects/outcomes/topics/plain"
     profile = HedgingProfile(hedge_delay_ms=100, max_tokens=7, refill_ratio=0.05, name="fast")
     labels = hedging_labels.encode(profile, RetryTimeouts(3_000, 30_000))
@@ -112,9 +96,9 @@ def test_each_topic_reads_its_profile_from_labels(
 
 
 def test_close_timeout_says_sent_outcome_unknown(
-    make: Callable[..., Any], local_server: Any, wait_until: Wait
+    make_client: Callable[..., Any], local_server: Any, wait_until: Wait
 ) -> None:
-    client = make(hedging=FAST)
+    client = make_client(hedging=FAST)
     client.create_topic(name=TOPIC)
     held = local_server.faults.hold(method="Publish", count=2)  # original and hedge
     future = client.publish(TOPIC, b"x")
@@ -128,12 +112,12 @@ def test_close_timeout_says_sent_outcome_unknown(
 
 
 def test_close_wakes_a_blocked_publish_with_never_sent(
-    make: Callable[..., Any], local_server: Any, wait_until: Wait
+    make_client: Callable[..., Any], local_server: Any, wait_until: Wait
 ) -> None:
     limits = types.PublishFlowControl(
         message_limit=1, limit_exceeded_behavior=types.LimitExceededBehavior.BLOCK
     )
-    client = make(publisher_options=types.PublisherOptions(flow_control=limits))
+    client = make_client(publisher_options=types.PublisherOptions(flow_control=limits))
     client.create_topic(name=TOPIC)
     held = local_server.faults.hold(method="Publish", count=1)
     first = client.publish(TOPIC, b"1")
@@ -153,8 +137,10 @@ def test_close_wakes_a_blocked_publish_with_never_sent(
     assert local_server.counters.get("Publish") == 1  # the second was never sent
 
 
-def test_close_from_a_done_callback_returns(make: Callable[..., Any], local_server: Any) -> None:
-    client = make(hedging=FAST)
+def test_close_from_a_done_callback_returns(
+    make_client: Callable[..., Any], local_server: Any
+) -> None:
+    client = make_client(hedging=FAST)
     client.create_topic(name=TOPIC)
     held = local_server.faults.hold(method="Publish", count=1)
     closed = threading.Event()
@@ -174,9 +160,9 @@ def test_close_from_a_done_callback_returns(make: Callable[..., Any], local_serv
 
 
 def test_duplicates_count_what_the_service_may_have_stored(
-    make: Callable[..., Any], local_server: Any, wait_until: Wait
+    make_client: Callable[..., Any], local_server: Any, wait_until: Wait
 ) -> None:
-    client = make(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
+    client = make_client(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
     client.create_topic(name=TOPIC)
     originals = local_server.faults.hold(method="Publish", count=5)
     futures = [client.publish(TOPIC, f"m{i}".encode()) for i in range(5)]
@@ -190,13 +176,13 @@ def test_duplicates_count_what_the_service_may_have_stored(
 
 
 def test_hedging_pauses_while_the_client_cannot_notice_responses(
-    make: Callable[..., Any], local_server: Any, wait_until: Wait
+    make_client: Callable[..., Any], local_server: Any, wait_until: Wait
 ) -> None:
     """A publish callback that blocks the thread completing calls is client lag: the
     slow attempt is not hedged until the client can see answers again."""
     import time
 
-    client = make(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
+    client = make_client(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
     client.create_topic(name=TOPIC)
     held = local_server.faults.hold(method="Publish", count=2)
     gate, blocked = threading.Event(), threading.Event()

@@ -4,20 +4,17 @@ which endpoint wins, and what a publish does with it (real gRPC, local server)."
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
-from google.cloud.pubsub_v1 import types
 
-from reconciler.hedging import PublisherClient
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.endpoint import EndpointLabelError, resolve_endpoint
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 
 TOPIC = "projects/endpoints/topics/orders"
 DECLARED = {hedging_labels.ENDPOINT: "us-east1"}
-ONE = types.BatchSettings(max_messages=1)
 
 
 # -- which endpoint: the pure resolution ----------------------------------------------
@@ -79,26 +76,12 @@ def test_a_bad_label_names_topic_and_label(value: str, hint: str) -> None:
 # -- what a publish does: real gRPC against the local server ---------------------------
 
 
-@pytest.fixture
-def make(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[..., Any]]:
-    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", local_server.address)
-    made: list[PublisherClient] = []
-
-    def build(**kwargs: Any) -> PublisherClient:
-        kwargs.setdefault("batch_settings", ONE)
-        client = PublisherClient(**kwargs)
-        made.append(client)
-        return client
-
-    yield build
-    for client in made:
-        client.transport.close()
 
 
 def test_under_the_emulator_the_declared_endpoint_is_logged_once_and_not_used(
-    make: Callable[..., Any], local_server: Any, caplog: pytest.LogCaptureFixture
+    make_client: Callable[..., Any], local_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
-    client = make(hedging="topic-labels")
+    client = make_client(hedging="topic-labels")
     client.create_topic(request={"name": TOPIC, "labels": DECLARED})
     caplog.set_level(logging.INFO, logger="reconciler.hedging")
     ids = [client.publish(TOPIC, b"m%d" % i).result(timeout=30) for i in range(3)]
@@ -115,9 +98,9 @@ def test_under_the_emulator_the_declared_endpoint_is_logged_once_and_not_used(
 
 
 def test_endpoint_for_before_any_publish_reads_the_labels_once(
-    make: Callable[..., Any], local_server: Any
+    make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make(hedging="topic-labels")
+    client = make_client(hedging="topic-labels")
     plain = "projects/endpoints/topics/plain"
     client.create_topic(name=plain)
     assert client.endpoint_for(plain) == local_server.address
@@ -126,9 +109,9 @@ def test_endpoint_for_before_any_publish_reads_the_labels_once(
 
 
 def test_a_bad_endpoint_label_fails_the_topics_publishes_only(
-    make: Callable[..., Any], local_server: Any
+    make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make(hedging="topic-labels")
+    client = make_client(hedging="topic-labels")
     bad, good = TOPIC, "projects/endpoints/topics/good"
     client.create_topic(request={"name": bad, "labels": {hedging_labels.ENDPOINT: "us_east1"}})
     client.create_topic(request={"name": good, "labels": DECLARED})
@@ -141,9 +124,9 @@ def test_a_bad_endpoint_label_fails_the_topics_publishes_only(
 
 
 def test_a_damaged_hedging_label_error_names_the_topic(
-    make: Callable[..., Any], local_server: Any
+    make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make(hedging="topic-labels")
+    client = make_client(hedging="topic-labels")
     labels = hedging_labels.encode(HedgingProfile(), RetryTimeouts())
     del labels[hedging_labels.DELAY]
     client.create_topic(request={"name": TOPIC, "labels": labels})
@@ -153,9 +136,9 @@ def test_a_damaged_hedging_label_error_names_the_topic(
 
 
 def test_without_topic_labels_mode_the_label_is_not_read(
-    make: Callable[..., Any], local_server: Any
+    make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make()  # hedging off: publishes go where the official client's would
+    client = make_client()  # hedging off: publishes go where the official client's would
     client.create_topic(request={"name": TOPIC, "labels": {hedging_labels.ENDPOINT: "bogus"}})
     client.publish(TOPIC, b"x").result(timeout=30)
     assert client.endpoint_for(TOPIC) == local_server.address
