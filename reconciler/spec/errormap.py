@@ -6,12 +6,13 @@ from __future__ import annotations
 import difflib
 import typing
 from collections.abc import Iterable
-from typing import Any
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.yamlio import Document, PathKey
+
+if TYPE_CHECKING:  # pydantic is imported only when a document needs the models
+    from pydantic import BaseModel, ValidationError
 
 
 def type_name(value: Any) -> str:
@@ -165,6 +166,8 @@ def _field_names(model_cls: type[BaseModel], path: tuple[str | int, ...]) -> lis
 
 
 def _first_model(annotation: Any) -> type[BaseModel] | None:
+    from pydantic import BaseModel
+
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):
