@@ -14,12 +14,14 @@ API_VERSION = 'reconcile.pubsub/v1'
 KINDS = ('Topic', 'HedgingProfile', 'Defaults')
 
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicMetadata:
     """The record of `models.TopicMetadata`."""
 
     project: str | None = None
     name: str
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoragePolicy:
@@ -28,12 +30,14 @@ class StoragePolicy:
     allowed_persistence_regions: list[str]
     enforce_in_transit: bool | None = None
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Retry:
     """The record of `models.Retry`."""
 
     initial_rpc_timeout: int | None = None
     total_timeout: int | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HedgingSettings:
@@ -42,6 +46,7 @@ class HedgingSettings:
     hedge_delay: int | None = None
     max_tokens: int | None = None
     refill_ratio: float | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Publishers:
@@ -53,6 +58,7 @@ class Publishers:
     retry: Retry | None = None
     hedging: str | HedgingSettings | None = None
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicSpec:
     """The record of `models.TopicSpec`."""
@@ -60,6 +66,7 @@ class TopicSpec:
     labels: dict[str, str] = field(default_factory=dict)
     message_storage_policy: Literal['inherit'] | StoragePolicy | None = None
     publishers: Publishers | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class TopicDoc:
@@ -70,11 +77,13 @@ class TopicDoc:
     metadata: TopicMetadata
     spec: TopicSpec = field(default_factory=TopicSpec)
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileMetadata:
     """The record of `models.ProfileMetadata`."""
 
     name: str
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HedgingProfileDoc:
@@ -85,11 +94,13 @@ class HedgingProfileDoc:
     metadata: ProfileMetadata
     spec: HedgingSettings = field(default_factory=HedgingSettings)
 
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DefaultsMetadata:
     """The record of `models.DefaultsMetadata`."""
 
     name: str | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DefaultsSpec:
@@ -99,6 +110,7 @@ class DefaultsSpec:
     labels: dict[str, str] = field(default_factory=dict)
     message_storage_policy: Literal['inherit'] | StoragePolicy | None = None
     publishers: Publishers | None = None
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DefaultsDoc:
