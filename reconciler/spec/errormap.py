@@ -3,30 +3,14 @@ English text, each at the file, line and column of the offending key or value.""
 
 from __future__ import annotations
 
-import difflib
 import typing
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.spec.values import did_you_mean, type_name, value_at
 from reconciler.yamlio import Document, PathKey
-
-if TYPE_CHECKING:  # pydantic is imported only when a document needs the models
-    from pydantic import BaseModel, ValidationError
-
-
-def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {
-        str: "string", int: "number", float: "number", list: "list", dict: "mapping"
-    }.get(type(value), type(value).__name__)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
-    return f"; did you mean {match[0]!r}?" if match else ""
-
 
 _EXPECTED = {
     "string_type": "text",
@@ -109,19 +93,6 @@ def report_validation_error(
             diags.error(doc.file, m.line, m.col, "bad-value", f"{where}: {error['msg']}")
 
 
-_MISSING = object()
-
-
-def value_at(data: Any, path: tuple[str | int, ...]) -> Any:
-    for part in path:
-        in_dict = isinstance(data, dict) and part in data
-        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
-        if not (in_dict or in_list):
-            return _MISSING
-        data = data[part]
-    return data
-
-
 def data_path(data: Any, loc: tuple[Any, ...], etype: str) -> tuple[str | int, ...] | None:
     """Drop pydantic's union-branch segments from `loc`; None when the error is about a
     branch that does not match the input's shape (the other branch reports it)."""
@@ -166,8 +137,6 @@ def _field_names(model_cls: type[BaseModel], path: tuple[str | int, ...]) -> lis
 
 
 def _first_model(annotation: Any) -> type[BaseModel] | None:
-    from pydantic import BaseModel
-
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         return annotation
     for arg in typing.get_args(annotation):

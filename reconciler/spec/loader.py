@@ -15,9 +15,9 @@ from typing import Any
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
 from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, TopicDoc
-from reconciler.spec.errormap import did_you_mean, type_name
 from reconciler.spec.fastshape import fast_record
 from reconciler.spec.tree import Located, SpecTree
+from reconciler.spec.values import did_you_mean, type_name
 from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
 
 __all__ = [
