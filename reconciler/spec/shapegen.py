@@ -129,12 +129,78 @@ def _type_text(kind: Kind) -> str:
     return str(kind[1])  # a nested model: its record
 
 
-def _default_text(default: tuple[Any, ...]) -> str:
-    if default[0] == "required":
-        return ""
-    if default[0] == "value":
-        return f" = {default[1]!r}"
-    return f" = field(default_factory={default[1]})"
+_HEADER = f'''# ruff: noqa: E501, RUF023
+"""Plain records of the spec documents and their shape table: generated from the
+pydantic models in `models.py` by `{COMMAND}`; do not edit.
+
+The checks read these records; `fastshape.py` builds them from YAML data by the
+table, and hands anything it is not sure of to the models."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NoReturn
+
+_set = object.__setattr__
+
+
+class _Record:
+    """Read-only, slotted, compared by value: what a frozen dataclass is, written out
+    (building twelve dataclasses at import is ~4 ms of a cold validate)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return False
+        return self._values() == other._values()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{{name}}={{getattr(self, name)!r}}" for name in self.__slots__)
+        return f"{{type(self).__name__}}({{shown}})"
+
+    def __setattr__(self, name: str, value: Any) -> NoReturn:
+        raise AttributeError(f"{{type(self).__name__}} is read-only")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"{{type(self).__name__}} is read-only")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _rebuild, (type(self), dict(zip(self.__slots__, self._values(), strict=True)))
+
+
+def _rebuild(cls: type[_Record], values: dict[str, Any]) -> _Record:
+    return cls(**values)
+'''
+
+
+def _record_source(name: str, fields: list[tuple[str, str, tuple[Any, ...], Kind]]) -> str:
+    """One record class: slots, typed attributes, a keyword-only constructor."""
+    params, body = [], []
+    for _, attr, default, kind in fields:
+        text = _type_text(kind)
+        if default[0] == "required":
+            params.append(f"{attr}: {text}")
+            body.append(f"        _set(self, {attr!r}, {attr})")
+        elif default[0] == "value":
+            params.append(f"{attr}: {text} = {default[1]!r}")
+            body.append(f"        _set(self, {attr!r}, {attr})")
+        else:  # a fresh default per record, like a default_factory
+            params.append(f"{attr}: {text} | None = None")
+            made = {"list": "[]", "dict": "{}"}.get(default[1], f"{default[1]}()")
+            body.append(f"        _set(self, {attr!r}, {made} if {attr} is None else {attr})")
+    slots = tuple(attr for _, attr, _, _ in fields)
+    return "\n".join([
+        "", "", f"class {name}(_Record):", f'    """The record of `models.{name}`."""', "",
+        f"    __slots__ = {slots!r}",
+        *[f"    {attr}: {_type_text(kind)}" for _, attr, _, kind in fields], "",
+        f"    def __init__(self, *, {', '.join(params)}) -> None:", *body,
+    ])
 
 
 def render() -> str:
@@ -143,28 +209,18 @@ def render() -> str:
     for model in _model_classes():
         name = model.__name__
         fields = []
-        lines = ["", "", "", "@dataclass(frozen=True, slots=True, kw_only=True)", f"class {name}:",
-                 f'    """The record of `models.{name}`."""', ""]
         for attr, info in model.model_fields.items():
             where = f"{name}.{attr}"
-            kind, default = kind_of(info.annotation, where), default_of(info, where)
-            fields.append((info.alias or attr, attr, default, kind))
-            lines.append(f"    {attr}: {_type_text(kind)}{_default_text(default)}")
-        classes.append("\n".join(lines))
+            fields.append((info.alias or attr, attr, default_of(info, where),
+                           kind_of(info.annotation, where)))
+        classes.append(_record_source(name, fields))
         table.append(f"    {name!r}: (\n" + "".join(f"        {f!r},\n" for f in fields) + "    ),")
     kinds = ", ".join(f"{k!r}: {m.__name__}" for k, m in models.MODEL_BY_KIND.items())
     return (
-        "# ruff: noqa: E501\n"
-        f'"""Plain records of the spec documents and their shape table: generated from the\n'
-        f"pydantic models in `models.py` by `{COMMAND}`; do not edit.\n\n"
-        "The checks read these records; `fastshape.py` builds them from YAML data by the\n"
-        'table, and hands anything it is not sure of to the models."""\n\n'
-        "from __future__ import annotations\n\n"
-        "from dataclasses import dataclass, field\n"
-        "from typing import Any, Literal\n\n"
-        f"API_VERSION = {models.API_VERSION!r}\n"
+        _HEADER
+        + f"\n\nAPI_VERSION = {models.API_VERSION!r}\n"
         f"KINDS = {models.KINDS!r}\n"
-        + "".join(classes)
+        + "\n".join(classes)
         + "\n\n\nRecord = " + " | ".join(m.__name__ for m in _model_classes()) + "\n"
         + "RECORDS: dict[str, type[Any]] = {\n"
         + "".join(f"    {m.__name__!r}: {m.__name__},\n" for m in _model_classes())

@@ -188,3 +188,22 @@ def test_the_generator_refuses_an_annotation_it_does_not_know() -> None:
         with pytest.raises(shapegen.UnknownAnnotation):
             shapegen.kind_of(annotation, "X.field")
     assert shapegen.kind_of(New | None, "X.f") == ("union", (("model", "New"), ("none",)))
+
+
+def test_records_are_read_only_values() -> None:
+    import pickle
+
+    meta = documents.TopicMetadata(name="orders")
+    doc = documents.TopicDoc(api_version="v", kind="Topic", metadata=meta)
+    assert doc.spec == documents.TopicSpec() and doc.spec.labels == {}
+    assert doc.spec.labels is not documents.TopicSpec().labels  # a fresh default each
+    assert repr(meta) == "TopicMetadata(project=None, name='orders')"
+    assert meta == documents.TopicMetadata(project=None, name="orders")
+    assert meta != documents.TopicMetadata(project="p", name="orders")
+    assert meta != documents.ProfileMetadata(name="orders")
+    assert hash(meta) == hash(documents.TopicMetadata(name="orders"))
+    assert copy.deepcopy(doc) == doc and pickle.loads(pickle.dumps(doc)) == doc
+    with pytest.raises(AttributeError, match="read-only"):
+        meta.name = "other"  # type: ignore[misc]
+    with pytest.raises(AttributeError, match="read-only"):
+        del meta.name
