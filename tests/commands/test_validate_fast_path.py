@@ -58,24 +58,35 @@ def test_json_output_and_exit_code_through_the_fast_path(run_cli, tmp_path: Path
     assert found == [(3, "topic-id")]
 
 
-def test_validate_imports_neither_click_nor_the_other_verbs(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(GOOD)
+def _cold_validate(tmp_path: Path, report: str, *options: str) -> tuple[str, str]:
+    """Run `reconcile validate OPTIONS TMP_PATH` through `cli.main` in a fresh
+    interpreter, then print `report` (Python expressions over `sys.modules`) and the
+    exit code: (that last line, everything printed)."""
     probe = (
         "import sys\n"
         "from reconciler.cli import main\n"
         "try:\n"
-        "    main(['validate', sys.argv[1]])\n"
+        f"    main(['validate', *{list(options)!r}, sys.argv[1]])\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'click'"
-        " or m.startswith('reconciler.commands.') and m != 'reconciler.commands.validate_run'),"
-        " 'EXIT', code)\n"
+        "print()\n"
+        f"print({report}, 'EXIT', code)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
-    assert "LOADED [] EXIT 0" in result.stdout, result.stdout + result.stderr
+    return result.stdout.splitlines()[-1], result.stdout + result.stderr
+
+
+def test_validate_imports_neither_click_nor_the_other_verbs(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    last, output = _cold_validate(
+        tmp_path,
+        "'LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'click'"
+        " or m.startswith('reconciler.commands.') and m != 'reconciler.commands.validate_run')",
+    )
+    assert last == "LOADED [] EXIT 0", output
 
 
 def test_no_cyclic_collection_during_a_cold_validate(tmp_path: Path) -> None:
@@ -105,25 +116,9 @@ def test_no_cyclic_collection_during_a_cold_validate(tmp_path: Path) -> None:
     ), result.stdout + result.stderr
 
 
-def _cold_validate(tmp_path: Path) -> tuple[str, str]:
-    """(last stdout line, stdout + stderr) of `reconcile validate --format=json` run cold
-    in a fresh interpreter, with the pydantic modules it loaded."""
-    probe = (
-        "import json, sys\n"
-        "from reconciler.cli import main\n"
-        "try:\n"
-        "    main(['validate', '--format=json', sys.argv[1]])\n"
-        "except SystemExit as exc:\n"
-        "    code = exc.code\n"
-        "print()\n"
-        "print('PYDANTIC', sorted(m for m in sys.modules if m.split('.')[0] in"
-        " ('pydantic', 'pydantic_core')) != [], 'EXIT', code)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", probe, str(tmp_path)],
-        capture_output=True, text=True, cwd=ROOT, timeout=120,
-    )
-    return result.stdout.splitlines()[-1], result.stdout + result.stderr
+_PYDANTIC = (
+    "'PYDANTIC', any(m.split('.')[0] in ('pydantic', 'pydantic_core') for m in sys.modules)"
+)
 
 
 def test_a_well_formed_tree_is_validated_without_pydantic(tmp_path: Path) -> None:
@@ -137,13 +132,13 @@ def test_a_well_formed_tree_is_validated_without_pydantic(tmp_path: Path) -> Non
         "spec: {hedgeDelay: 200ms, maxTokens: 10, refillRatio: 0.1}\n"
         "---\napiVersion: reconcile.pubsub/v1\nkind: Defaults\nspec: {project: acme-payments}\n"
     )
-    last, output = _cold_validate(tmp_path)
+    last, output = _cold_validate(tmp_path, _PYDANTIC)
     assert last == "PYDANTIC False EXIT 0", output
 
 
 def test_a_shape_error_still_gets_the_models_diagnostics(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD + "spec:\n  labels: {team: 5}\n  publisher: {}\n")
-    last, output = _cold_validate(tmp_path)
+    last, output = _cold_validate(tmp_path, _PYDANTIC, "--format=json")
     assert last == "PYDANTIC True EXIT 1", output
     found = [
         (d["line"], d["code"], d["message"])
