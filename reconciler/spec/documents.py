@@ -7,44 +7,11 @@ table, and hands anything it is not sure of to the models."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
+
+from reconciler.spec.record import Record as _Record
 
 _set = object.__setattr__
-
-
-class _Record:
-    """Read-only, slotted, compared by value: what a frozen dataclass is, written out
-    (building twelve dataclasses at import is ~4 ms of a cold validate)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return False
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
-        return f"{type(self).__name__}({shown})"
-
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        raise AttributeError(f"{type(self).__name__} is read-only")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return _rebuild, (type(self), dict(zip(self.__slots__, self._values(), strict=True)))
-
-
-def _rebuild(cls: type[_Record], values: dict[str, Any]) -> _Record:
-    return cls(**values)
 
 
 API_VERSION = 'reconcile.pubsub/v1'
@@ -218,7 +185,7 @@ class DefaultsDoc(_Record):
 
 
 Record = TopicMetadata | StoragePolicy | Retry | HedgingSettings | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc
-RECORDS: dict[str, type[Any]] = {
+RECORDS: dict[str, type[_Record]] = {
     'TopicMetadata': TopicMetadata,
     'StoragePolicy': StoragePolicy,
     'Retry': Retry,
@@ -232,7 +199,7 @@ RECORDS: dict[str, type[Any]] = {
     'DefaultsSpec': DefaultsSpec,
     'DefaultsDoc': DefaultsDoc,
 }
-RECORD_BY_KIND: dict[str, type[Any]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc}
+RECORD_BY_KIND: dict[str, type[_Record]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc}
 
 # Model name -> fields: (alias, attribute, default, kind).
 SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {

@@ -138,44 +138,11 @@ table, and hands anything it is not sure of to the models."""
 
 from __future__ import annotations
 
-from typing import Any, Literal, NoReturn
+from typing import Any, Literal
+
+from reconciler.spec.record import Record as _Record
 
 _set = object.__setattr__
-
-
-class _Record:
-    """Read-only, slotted, compared by value: what a frozen dataclass is, written out
-    (building twelve dataclasses at import is ~4 ms of a cold validate)."""
-
-    __slots__: tuple[str, ...] = ()
-
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for name in self.__slots__)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return False
-        return self._values() == other._values()  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{{name}}={{getattr(self, name)!r}}" for name in self.__slots__)
-        return f"{{type(self).__name__}}({{shown}})"
-
-    def __setattr__(self, name: str, value: Any) -> NoReturn:
-        raise AttributeError(f"{{type(self).__name__}} is read-only")
-
-    def __delattr__(self, name: str) -> NoReturn:
-        raise AttributeError(f"{{type(self).__name__}} is read-only")
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return _rebuild, (type(self), dict(zip(self.__slots__, self._values(), strict=True)))
-
-
-def _rebuild(cls: type[_Record], values: dict[str, Any]) -> _Record:
-    return cls(**values)
 '''
 
 
@@ -222,10 +189,10 @@ def render() -> str:
         f"KINDS = {models.KINDS!r}\n"
         + "\n".join(classes)
         + "\n\n\nRecord = " + " | ".join(m.__name__ for m in _model_classes()) + "\n"
-        + "RECORDS: dict[str, type[Any]] = {\n"
+        + "RECORDS: dict[str, type[_Record]] = {\n"
         + "".join(f"    {m.__name__!r}: {m.__name__},\n" for m in _model_classes())
         + "}\n"
-        + f"RECORD_BY_KIND: dict[str, type[Any]] = {{{kinds}}}\n\n"
+        + f"RECORD_BY_KIND: dict[str, type[_Record]] = {{{kinds}}}\n\n"
         "# Model name -> fields: (alias, attribute, default, kind).\n"
         "SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {\n"
         + "\n".join(table) + "\n}\n"
