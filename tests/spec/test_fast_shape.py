@@ -207,3 +207,29 @@ def test_records_are_read_only_values() -> None:
         meta.name = "other"  # type: ignore[misc]
     with pytest.raises(AttributeError, match="read-only"):
         del meta.name
+
+
+def _diagnostics(path: Path) -> list[tuple[object, ...]]:
+    from reconciler.spec.validate import validate_paths
+
+    result = validate_paths([path], missing_snapshot="warn")
+    return [
+        (d.file, d.line, d.col, d.severity, d.code, d.message, d.hint)
+        for d in result.diagnostics.sorted()
+    ] + [(t.address, t.labels, t.storage, t.hedging) for t in result.desired.topics]
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [ROOT / "specs", *sorted((ROOT / "examples" / "specs").iterdir()),
+     *sorted((ROOT / "tests" / "spec" / "cases" / "invalid").iterdir())],
+    ids=lambda p: p.name,
+)
+def test_validate_says_the_same_with_the_models_only(
+    tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every diagnostic and desired topic is the same when every document goes to the
+    models (as before the fast check existed)."""
+    fast = _diagnostics(tree)
+    monkeypatch.setattr("reconciler.spec.loader.fast_record", lambda kind, data: None)
+    assert _diagnostics(tree) == fast
