@@ -4,7 +4,6 @@ plan, spec or snapshot) and bounded text reads that name the encoding at fault."
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 from reconciler.errors import InputError
@@ -13,6 +12,8 @@ from reconciler.errors import InputError
 def write_atomically(path: Path, text: str, what: str) -> None:
     """Write `text` to `path` via a synced temporary file and a rename; `what` names
     the file in the error ("plan file", "spec file", ...)."""
+    import tempfile  # only writers need it (~3 ms of a cold validate otherwise)
+
     path = path.expanduser()
     directory = path.parent if str(path.parent) else Path(".")
     try:

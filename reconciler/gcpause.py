@@ -13,8 +13,9 @@ from contextlib import contextmanager
 def without_cyclic_gc() -> Iterator[None]:
     """Loading builds a million small objects and frees almost none of them in cycles;
     the cyclic collector would re-scan all of them again and again (a third to a half
-    of a large validate, and worse than linear). Importing pydantic and building the
-    spec models is the same pattern on a smaller scale (~5% of a cold validate).
+    of a large validate, and worse than linear). Importing the validate path (and
+    pydantic with the spec models, for a tree with shape errors) is the same pattern
+    on a smaller scale.
     Reference counting still frees everything; the collector runs again afterwards
     (when it was on before)."""
     enabled = gc.isenabled()

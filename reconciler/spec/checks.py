@@ -14,7 +14,7 @@ from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
-from reconciler.spec.models import DefaultsDoc, TopicDoc
+from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic

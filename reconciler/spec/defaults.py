@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from reconciler.diagnostics import Diagnostics
-from reconciler.spec.models import DefaultsDoc
+from reconciler.spec.documents import DefaultsDoc
 from reconciler.spec.reporter import Reporter
 from reconciler.spec.tree import Located
 

@@ -3,29 +3,14 @@ English text, each at the file, line and column of the offending key or value.""
 
 from __future__ import annotations
 
-import difflib
 import typing
-from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.spec.values import did_you_mean, type_name, value_at
 from reconciler.yamlio import Document, PathKey
-
-
-def type_name(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    return {
-        str: "string", int: "number", float: "number", list: "list", dict: "mapping"
-    }.get(type(value), type(value).__name__)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
-    return f"; did you mean {match[0]!r}?" if match else ""
-
 
 _EXPECTED = {
     "string_type": "text",
@@ -106,19 +91,6 @@ def report_validation_error(
         else:
             m = doc.mark_for(path)
             diags.error(doc.file, m.line, m.col, "bad-value", f"{where}: {error['msg']}")
-
-
-_MISSING = object()
-
-
-def value_at(data: Any, path: tuple[str | int, ...]) -> Any:
-    for part in path:
-        in_dict = isinstance(data, dict) and part in data
-        in_list = isinstance(data, list) and isinstance(part, int) and part < len(data)
-        if not (in_dict or in_list):
-            return _MISSING
-        data = data[part]
-    return data
 
 
 def data_path(data: Any, loc: tuple[Any, ...], etype: str) -> tuple[str | int, ...] | None:

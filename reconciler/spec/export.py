@@ -21,7 +21,7 @@ from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
-from reconciler.spec.models import API_VERSION
+from reconciler.spec.documents import API_VERSION
 from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape
 
 Doc = dict[str, Any]

@@ -1,30 +1,23 @@
-"""Files -> YAML documents -> typed spec documents, every problem kept as a diagnostic.
+"""Files -> YAML documents -> typed spec records, every problem kept as a diagnostic.
 
-One pass: a value that fails the shape check is reported, then left out (its default
-applies) or replaced by a placeholder, and the document is validated again, so that
-the semantic checks still see every other field of it.
+Each document goes through the fast shape check (`fastshape.py`, no pydantic); one it
+is not sure of goes to the pydantic models (`slowshape.py`, imported only then), which
+report every shape problem and repair the document so that the semantic checks still
+see every other field of it. Both give the same records (`documents.py`).
 """
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
-from reconciler.spec.errormap import did_you_mean, error_paths, report_validation_error, type_name
-from reconciler.spec.models import (
-    API_VERSION,
-    KINDS,
-    MODEL_BY_KIND,
-    HedgingProfileDoc,
-    TopicDoc,
-)
+from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, TopicDoc
+from reconciler.spec.fastshape import fast_record
 from reconciler.spec.tree import Located, SpecTree
+from reconciler.spec.values import did_you_mean, type_name
 from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
 
 __all__ = [
@@ -37,9 +30,6 @@ __all__ = [
     "load_tree",
 ]
 
-# Placeholders for required values that failed (or are missing), by key.
-_PLACEHOLDERS: dict[str, Any] = {"name": "", "metadata": {}, "allowedPersistenceRegions": []}
-_MAX_REPAIRS = 4
 _VALID: frozenset[PathKey] = frozenset()
 
 
@@ -105,7 +95,7 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
             f"the document has no kind; add one of: {', '.join(KINDS)}",
         )
         return
-    if not isinstance(kind, str) or kind not in MODEL_BY_KIND:
+    if not isinstance(kind, str) or kind not in KINDS:
         m = doc.mark_for(("kind",))
         hint = did_you_mean(str(kind), KINDS)
         diags.error(
@@ -113,92 +103,19 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
             f"unknown kind {kind!r}; expected one of: {', '.join(KINDS)}{hint}",
         )
         return
-    model_cls = MODEL_BY_KIND[kind]
     if invalid:
         data = {**data, "apiVersion": API_VERSION}
-    model = _validate(model_cls, data, doc, diags, invalid)
-    if model is None:
-        return
-    _share_fields_set(model)
-    located = Located(model, doc, path, frozenset(invalid) if invalid else _VALID)
-    if isinstance(model, TopicDoc):
-        tree.topics.append(located)  # type: ignore[arg-type]
-    elif isinstance(model, HedgingProfileDoc):
-        tree.profiles.append(located)  # type: ignore[arg-type]
+    record: Any = fast_record(kind, data)
+    if record is None:
+        from reconciler.spec.slowshape import slow_record
+
+        record = slow_record(kind, data, doc, diags, invalid)
+        if record is None:
+            return
+    located = Located(record, doc, path, frozenset(invalid) if invalid else _VALID)
+    if isinstance(record, TopicDoc):
+        tree.topics.append(located)
+    elif isinstance(record, HedgingProfileDoc):
+        tree.profiles.append(located)
     else:
-        tree.defaults.append(located)  # type: ignore[arg-type]
-
-
-# One set object per distinct combination of fields set (models are never assigned to
-# after loading): a large tree holds ~6 models a topic, and a small set is 216 bytes.
-_FIELDS_SETS: dict[frozenset[str], set[str]] = {}
-
-
-def _share_fields_set(model: BaseModel) -> None:
-    key = frozenset(model.__pydantic_fields_set__)
-    shared = _FIELDS_SETS.get(key)
-    if shared is None:
-        shared = _FIELDS_SETS.setdefault(key, set(key))
-    object.__setattr__(model, "__pydantic_fields_set__", shared)
-    for value in model.__dict__.values():
-        if isinstance(value, BaseModel):
-            _share_fields_set(value)
-
-
-def _validate(
-    model_cls: type[BaseModel],
-    data: dict[str, Any],
-    doc: Document,
-    diags: Diagnostics,
-    invalid: set[PathKey],
-) -> BaseModel | None:
-    """The model of `data`; on shape errors, report them, then repair the data (drop or
-    replace each bad value, recorded in `invalid`) and validate again."""
-    try:
-        return model_cls.model_validate(data)
-    except ValidationError as exc:
-        report_validation_error(exc, doc, model_cls, diags)
-        errors = error_paths(exc, data)
-    repaired = copy.deepcopy(data)
-    for _ in range(_MAX_REPAIRS):
-        if not any(_repair(repaired, path, etype, invalid) for path, etype in errors):
-            return None
-        try:
-            return model_cls.model_validate(repaired)
-        except ValidationError as exc:
-            errors = error_paths(exc, repaired)
-    return None
-
-
-def _repair(data: dict[str, Any], path: PathKey, etype: str, invalid: set[PathKey]) -> bool:
-    """Drop or replace the value at `path`; False when there is nothing to repair."""
-    if not path or path in (("kind",), ("apiVersion",)):
-        return False
-    parent: Any = data
-    for part in path[:-1]:
-        try:
-            parent = parent[part]
-        except (KeyError, IndexError, TypeError):
-            return False
-    last = path[-1]
-    if etype == "missing":
-        if not isinstance(parent, dict) or not isinstance(last, str):
-            return False
-        if last not in _PLACEHOLDERS or last in parent:
-            return False
-        parent[last] = copy.deepcopy(_PLACEHOLDERS[last])
-    elif isinstance(parent, dict) and last in parent:
-        if last in _PLACEHOLDERS and parent[last] == _PLACEHOLDERS[last]:
-            return False
-        if last in _PLACEHOLDERS:
-            parent[last] = copy.deepcopy(_PLACEHOLDERS[last])
-        else:
-            del parent[last]
-    elif isinstance(parent, list) and isinstance(last, int) and last < len(parent):
-        if parent[last] == "":
-            return False
-        parent[last] = ""  # keeps the positions of the other items
-    else:
-        return False
-    invalid.add(path)
-    return True
+        tree.defaults.append(located)

@@ -14,7 +14,7 @@ from reconciler.diagnostics import Diagnostics
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, Problem
 from reconciler.names import label_value_problem
-from reconciler.spec.models import HedgingProfileDoc, HedgingSettings
+from reconciler.spec.documents import HedgingProfileDoc, HedgingSettings
 from reconciler.spec.reporter import Reporter
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey

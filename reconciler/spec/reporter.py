@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.diagnostics import Diagnostics
-from reconciler.spec.errormap import value_at
 from reconciler.spec.tree import Located
+from reconciler.spec.values import value_at
 from reconciler.yamlio import PathKey
 
 

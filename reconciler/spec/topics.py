@@ -19,7 +19,7 @@ from reconciler.names import (
     topic_id_problem,
 )
 from reconciler.spec.desired import DesiredTopic, StorageIntent
-from reconciler.spec.models import DefaultsDoc, Publishers, StoragePolicy, TopicDoc
+from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicy, TopicDoc
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
 from reconciler.spec.regions import check_endpoint, check_regions
 from reconciler.spec.reporter import Reporter

@@ -1,4 +1,4 @@
-"""What the loader hands the checks: typed documents with their positions, and what
+"""What the loader hands the checks: typed records with their positions, and what
 the walk of the spec tree found."""
 
 from __future__ import annotations
@@ -7,12 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from pydantic import BaseModel
-
-from reconciler.spec.models import DefaultsDoc, HedgingProfileDoc, TopicDoc
+from reconciler.spec.documents import DefaultsDoc, HedgingProfileDoc, TopicDoc
 from reconciler.yamlio import Document, PathKey
 
-M = TypeVar("M", bound=BaseModel)
+M = TypeVar("M")  # a record of `documents.py`
 
 
 @dataclass(slots=True)

@@ -58,30 +58,42 @@ def test_json_output_and_exit_code_through_the_fast_path(run_cli, tmp_path: Path
     assert found == [(3, "topic-id")]
 
 
-def test_validate_imports_neither_click_nor_the_other_verbs(tmp_path: Path) -> None:
-    (tmp_path / "a.yaml").write_text(GOOD)
+def _cold_validate(tmp_path: Path, report: str, *options: str) -> tuple[str, str]:
+    """Run `reconcile validate OPTIONS TMP_PATH` through `cli.main` in a fresh
+    interpreter, then print `report` (Python expressions over `sys.modules`) and the
+    exit code: (that last line, everything printed)."""
     probe = (
         "import sys\n"
         "from reconciler.cli import main\n"
         "try:\n"
-        "    main(['validate', sys.argv[1]])\n"
+        f"    main(['validate', *{list(options)!r}, sys.argv[1]])\n"
         "except SystemExit as exc:\n"
         "    code = exc.code\n"
-        "print('LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'click'"
-        " or m.startswith('reconciler.commands.') and m != 'reconciler.commands.validate_run'),"
-        " 'EXIT', code)\n"
+        "print()\n"
+        f"print({report}, 'EXIT', code)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, str(tmp_path)],
         capture_output=True, text=True, cwd=ROOT, timeout=120,
     )
-    assert "LOADED [] EXIT 0" in result.stdout, result.stdout + result.stderr
+    return result.stdout.splitlines()[-1], result.stdout + result.stderr
+
+
+def test_validate_imports_neither_click_nor_the_other_verbs(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD)
+    last, output = _cold_validate(
+        tmp_path,
+        "'LOADED', sorted(m for m in sys.modules if m.split('.')[0] == 'click'"
+        " or m.startswith('reconciler.commands.') and m != 'reconciler.commands.validate_run')",
+    )
+    assert last == "LOADED [] EXIT 0", output
 
 
 def test_no_cyclic_collection_during_a_cold_validate(tmp_path: Path) -> None:
-    """Importing pydantic and building the spec models triggered ~50 collections (~5 ms
-    of a ~140 ms cold start); the collector is paused from the first heavy import and
-    on again once the command is done (turning it on may start one young collection)."""
+    """Importing the validate path triggered collections (~50 with pydantic, ~5 ms of a
+    ~140 ms cold start); the collector is paused from the first heavy import and on
+    again once the command is done (turning it on may start one young collection). A
+    well-formed tree never imports pydantic (its documents pass the fast shape check)."""
     (tmp_path / "a.yaml").write_text(GOOD)
     probe = (
         "import gc, sys\n"
@@ -99,6 +111,40 @@ def test_no_cyclic_collection_during_a_cold_validate(tmp_path: Path) -> None:
     )
     last = result.stdout.splitlines()[-1] if result.stdout else result.stderr
     assert last in (
-        "COLLECTIONS 0 PYDANTIC True ENABLED True EXIT 0",
-        "COLLECTIONS 1 PYDANTIC True ENABLED True EXIT 0",
+        "COLLECTIONS 0 PYDANTIC False ENABLED True EXIT 0",
+        "COLLECTIONS 1 PYDANTIC False ENABLED True EXIT 0",
     ), result.stdout + result.stderr
+
+
+_PYDANTIC = (
+    "'PYDANTIC', any(m.split('.')[0] in ('pydantic', 'pydantic_core') for m in sys.modules)"
+)
+
+
+def test_a_well_formed_tree_is_validated_without_pydantic(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(
+        GOOD + "spec:\n  labels: {team: pay}\n  messageStoragePolicy: {allowedPersistenceRegions:"
+        " [us-east1]}\n  publishers: {regions: [us-east1], hedging: fast,"
+        " retry: {totalTimeout: 30s}}\n"
+    )
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: reconcile.pubsub/v1\nkind: HedgingProfile\nmetadata: {name: fast}\n"
+        "spec: {hedgeDelay: 200ms, maxTokens: 10, refillRatio: 0.1}\n"
+        "---\napiVersion: reconcile.pubsub/v1\nkind: Defaults\nspec: {project: acme-payments}\n"
+    )
+    last, output = _cold_validate(tmp_path, _PYDANTIC)
+    assert last == "PYDANTIC False EXIT 0", output
+
+
+def test_a_shape_error_still_gets_the_models_diagnostics(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text(GOOD + "spec:\n  labels: {team: 5}\n  publisher: {}\n")
+    last, output = _cold_validate(tmp_path, _PYDANTIC, "--format=json")
+    assert last == "PYDANTIC True EXIT 1", output
+    found = [
+        (d["line"], d["code"], d["message"])
+        for d in json.loads(output.split("\nPYDANTIC")[0]) if d["line"]
+    ]
+    assert found == [
+        (5, "wrong-type", "spec > labels > team must be text, not number 5; quote it: '5'"),
+        (6, "unknown-field", "unknown field 'publisher' in spec; did you mean 'publishers'?"),
+    ], output
