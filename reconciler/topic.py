@@ -93,10 +93,7 @@ class TopicShape:
     def to_json(self) -> dict[str, Any]:
         """The plan's `before`/`after` form (labels in the given order, the policy
         normalised)."""
-        return {
-            LABELS: dict(self.labels),
-            STORAGE_POLICY: policy_json(norm_policy(self.policy)),
-        }
+        return shape_json(dict(self.labels), self.policy)
 
     def body(self, name: str) -> dict[str, Any]:
         """An observed topic's body: the policy exactly as set (None = unset)."""
@@ -108,6 +105,12 @@ class TopicShape:
         return cls(
             dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY))
         )
+
+
+def shape_json(labels: dict[str, str], policy: StoragePolicy | None) -> dict[str, Any]:
+    """`TopicShape(labels, policy).to_json()` without the shape (the plan writes one
+    for every declared topic); `labels` is used as given, not copied."""
+    return {LABELS: labels, STORAGE_POLICY: policy_json(norm_policy(policy))}
 
 
 def is_managed_key(key: str, declared: Mapping[str, str]) -> bool:
