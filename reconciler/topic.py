@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 from reconciler.ownership import is_reserved
@@ -93,10 +92,7 @@ class TopicShape:
     def to_json(self) -> dict[str, Any]:
         """The plan's `before`/`after` form (labels in the given order, the policy
         normalised)."""
-        return {
-            LABELS: dict(self.labels),
-            STORAGE_POLICY: policy_json(norm_policy(self.policy)),
-        }
+        return shape_json(dict(self.labels), self.policy)
 
     def body(self, name: str) -> dict[str, Any]:
         """An observed topic's body: the policy exactly as set (None = unset)."""
@@ -108,6 +104,12 @@ class TopicShape:
         return cls(
             dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY))
         )
+
+
+def shape_json(labels: dict[str, str], policy: StoragePolicy | None) -> dict[str, Any]:
+    """`TopicShape(labels, policy).to_json()` without the shape (the plan writes one
+    for every declared topic); `labels` is used as given, not copied."""
+    return {LABELS: labels, STORAGE_POLICY: policy_json(norm_policy(policy))}
 
 
 def is_managed_key(key: str, declared: Mapping[str, str]) -> bool:
@@ -134,18 +136,61 @@ def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, Stora
     )
 
 
-@dataclass(frozen=True)
 class ObservedTopic:
-    """A live topic: `body` is the managed shape as JSON (`shape` reads it); `raw` is
+    """A live topic: `body` is the managed shape as JSON and `shape` the same as a
+    TopicShape (either is worked out from the other when first asked for); `raw` is
     every field as JSON, for fingerprints and for showing what is kept. A backend that
     has the topic's wire form gives `digest` (sha256 of it, every field) instead of
-    `raw`: converting 100,000 topics to JSON only to hash them is most of a plan."""
+    `raw`: converting 100,000 topics to JSON only to hash them is most of a plan.
 
-    name: str  # projects/P/topics/T
-    body: dict[str, Any]
-    raw: dict[str, Any] = field(default_factory=dict)
-    digest: str = ""
+    A plain class with slots, not a dataclass: a plan makes one per live topic, and a
+    frozen dataclass's constructor was a fifth of that. Never changed once made."""
 
-    @cached_property
+    __slots__ = ("_body", "_shape", "digest", "name", "raw")
+
+    def __init__(
+        self,
+        name: str,
+        body: dict[str, Any] | None = None,
+        raw: dict[str, Any] | None = None,
+        digest: str = "",
+        *,
+        shape: TopicShape | None = None,
+    ) -> None:
+        if body is None and shape is None:
+            raise TypeError("ObservedTopic needs its body or its shape")
+        self.name = name  # projects/P/topics/T
+        self.raw: dict[str, Any] = raw if raw is not None else {}
+        self.digest = digest
+        self._body = body
+        self._shape = shape
+
+    @classmethod
+    def of_shape(cls, name: str, shape: TopicShape, digest: str) -> ObservedTopic:
+        """A live topic read from its wire form: the shape is known already."""
+        return cls(name, digest=digest, shape=shape)
+
+    @property
+    def body(self) -> dict[str, Any]:
+        if self._body is None:
+            assert self._shape is not None
+            self._body = self._shape.body(self.name)
+        return self._body
+
+    @property
     def shape(self) -> TopicShape:
-        return TopicShape.from_json(self.body)
+        if self._shape is None:
+            self._shape = TopicShape.from_json(self.body)
+        return self._shape
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ObservedTopic):
+            return NotImplemented
+        return (self.name, self.body, self.raw, self.digest) == (
+            other.name, other.body, other.raw, other.digest
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable caches: not a dict key
+
+    def __repr__(self) -> str:
+        return f"ObservedTopic(name={self.name!r}, body={self.body!r}, digest={self.digest!r})"

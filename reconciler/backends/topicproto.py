@@ -43,11 +43,8 @@ def observed(topic: Topic) -> ObservedTopic:
 def observed_pb(pb: Any) -> ObservedTopic:
     """A live topic from its protobuf message; its fingerprint is the sha256 of its
     deterministic serialization (every field, known to this client or not)."""
-    shape = shape_of_pb(pb)
     digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    topic = ObservedTopic(name=pb.name, body=shape.body(pb.name), digest=digest)
-    topic.__dict__["shape"] = shape  # ObservedTopic.shape, already known
-    return topic
+    return ObservedTopic.of_shape(pb.name, shape_of_pb(pb), digest)
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

@@ -54,6 +54,7 @@ from reconciler.topic import (
     norm_policy,
     policy_json,
     region_set,
+    shape_json,
 )
 
 REASON_ADOPT = "adopt"
@@ -204,27 +205,27 @@ def diff_topic(
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
-    mask: list[str] = []
-    if not _settled(live_shape, keys, live_policy, want_policy, mode):
-        before_shape = comparable(live_shape, desired, keys)
-        after_shape = comparable(TopicShape(keys, want_policy), desired, keys)
-        mask = mask_of(before_shape, after_shape)
-    live_labels = dict(live_shape.labels)
-    after_labels = merged_labels(live_shape, keys) if LABELS in mask else live_labels
-    before = TopicShape(dict(sorted(live_labels.items())), live_policy).to_json()
-    after = TopicShape(after_labels, want_policy).to_json()
+    before = shape_json(dict(sorted(live_shape.labels.items())), live_policy)
+    if _settled(live_shape, keys, live_policy, want_policy, mode):
+        return _no_op(desired, before)
+    mask = mask_of(
+        comparable(live_shape, desired, keys),
+        comparable(TopicShape(keys, want_policy), desired, keys),
+    )
+    if not mask:
+        return _no_op(desired, before)
+    after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
     rc = ResourceChange(
         address=desired.address,
         project=desired.project,
         topic=desired.topic,
-        change=Change(actions=["no-op"], before=before, after=after),
+        change=Change(
+            actions=["update"], before=before, after=shape_json(after_labels, want_policy)
+        ),
+        update_mask=mask,
         source=_source(desired),
     )
-    if not mask:
-        return rc
-    rc.change.actions = ["update"]
-    rc.update_mask = mask
-    if LABELS in mask and live_labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
+    if LABELS in mask and live_shape.labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
         rc.reasons.append(REASON_ADOPT)
     if STORAGE_POLICY in mask:
         if mode == "inherit":
@@ -236,6 +237,18 @@ def diff_topic(
         elif warning := narrowing_warning(live_policy, want_policy):
             rc.warnings.append(warning)
     return _derived(rc)
+
+
+def _no_op(desired: DesiredTopic, before: dict[str, Any]) -> ResourceChange:
+    """Nothing to send: what the topic will be is what it is, so one document serves
+    both sides (read-only, as every plan document: model.Plan.content)."""
+    return ResourceChange(
+        address=desired.address,
+        project=desired.project,
+        topic=desired.topic,
+        change=Change(actions=["no-op"], before=before, after=before),
+        source=_source(desired),
+    )
 
 
 def _settled(

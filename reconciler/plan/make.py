@@ -61,11 +61,12 @@ def make_plan(
         live = observation.topics.get(topic.address)
         fingerprints.topics[topic.address] = topic_fingerprint(live)
         problems = differ.org_diagnostics(topic, facts)
-        plan.diagnostics.extend(
-            d for d in problems if (d.file, d.code, d.message) not in already
-        )
-        if any(d.is_error for d in problems):
-            continue
+        if problems:  # rare: the common case skips two generators a topic
+            plan.diagnostics.extend(
+                d for d in problems if (d.file, d.code, d.message) not in already
+            )
+            if any(d.is_error for d in problems):
+                continue
         diffed = topic
         if no_policy and topic.storage.mode == "inherit":
             diffed = replace(topic, storage=StorageIntent("unmanaged"))

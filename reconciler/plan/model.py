@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import json
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
+from reconciler.plan.jsonform import canonical_bytes, indented_text
 
 FORMAT_VERSION = "2.0"
 DIGEST_PREFIX = "sha256:"
@@ -191,9 +191,7 @@ def _change(rc: ResourceChange) -> dict[str, Any]:
 def canonical(data: dict[str, Any]) -> bytes:
     """Canonical JSON of a plan document without its digest: sorted keys, no
     whitespace, UTF-8."""
-    body = {k: v for k, v in data.items() if k != "digest"}
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-    return text.encode("utf-8")
+    return canonical_bytes({k: v for k, v in data.items() if k != "digest"})
 
 
 def digest_of(data: dict[str, Any]) -> str:
@@ -273,8 +271,7 @@ class Plan:
         return {"format_version": data.pop("format_version"), "digest": digest, **data}
 
     def dumps(self, digest: str | None = None) -> str:
-        document = self._document(digest)
-        return json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False) + "\n"
+        return indented_text(self._document(digest))
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Plan:

@@ -17,7 +17,7 @@ way); text prints them on stderr. The plan records where it was made (plan/origi
 from __future__ import annotations
 
 import gc
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -33,17 +33,23 @@ from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
 
 if TYPE_CHECKING:
+    from reconciler.backends.base import Backend
     from reconciler.backends.gcp import GcpBackend
+    from reconciler.plan.readahead import ReadAhead
 
 __all__ = ["Target", "open_target", "run_plan", "validate_specs"]
 
 
 def validate_specs(
-    paths: Sequence[Path], org_policy: Path | None, strict_groups: bool = False
+    paths: Sequence[Path],
+    org_policy: Path | None,
+    strict_groups: bool = False,
+    on_document: Callable[[str | None], None] | None = None,
 ) -> ValidationResult:
     """Validate PATH... (default specs/), printing every diagnostic on stderr;
-    `strict_groups` makes refusals resting on inferred group membership errors."""
-    result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy)
+    `strict_groups` makes refusals resting on inferred group membership errors;
+    `on_document`: spec/loader.py's load_tree."""
+    result = validate_paths(list(paths) or [DEFAULT_PATH], org_policy, on_document=on_document)
     if strict_groups:
         result.diagnostics.items = promote_inferred(result.diagnostics.items)
     diagnostics = result.diagnostics.sorted()
@@ -95,10 +101,18 @@ def run_plan(
     # A 50,000-topic plan is a few million small objects and no cycles to speak of:
     # with the cyclic collector on, building the plan's document for its digest and
     # rendering re-scanned all of them again and again (more than the diff itself).
+    from reconciler.plan.readahead import ReadAhead
+
+    read_ahead = ReadAhead.for_target(target, projects)
     with without_cyclic_gc():
-        return _run_plan(
-            paths, target, out, fmt, detailed_exitcode, prune, color, strict_groups, projects
-        )
+        try:
+            return _run_plan(
+                paths, target, out, fmt, detailed_exitcode, prune, color, strict_groups,
+                projects, read_ahead,
+            )
+        finally:
+            if read_ahead is not None:
+                read_ahead.close()
 
 
 def _run_plan(
@@ -111,13 +125,17 @@ def _run_plan(
     color: bool,
     strict_groups: bool,
     projects: Sequence[str],
+    read_ahead: ReadAhead | None,
 ) -> int:
     from reconciler.plan.make import make_plan
     from reconciler.plan.planfile import write_plan
     from reconciler.plan.projects import select_projects
     from reconciler.render import render
 
-    result = validate_specs(paths, target.org_policy, strict_groups)
+    result = validate_specs(
+        paths, target.org_policy, strict_groups,
+        read_ahead.document if read_ahead is not None else None,
+    )
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
         click.echo(report.summary(validation, result.files) + "; no plan made", err=True)
@@ -125,7 +143,8 @@ def _run_plan(
     desired = select_projects(result.desired, projects, prune)
     target = anchored(target, paths)
     origin = record_target(target)
-    backend = open_target(target, result)
+    read = read_ahead.backend(desired.projects) if read_ahead is not None else None
+    backend: Backend = read or open_target(target, result)
     try:
         plan = make_plan(
             desired, backend, prune=prune, validation=validation, origin=origin,

@@ -8,7 +8,7 @@ see every other field of it. Both give the same records (`documents.py`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,14 @@ def discover(paths: Sequence[Path], diags: Diagnostics) -> tuple[list[Path], Pat
     return found.files, found.snapshot
 
 
-def load_tree(paths: Sequence[Path], diags: Diagnostics) -> SpecTree:
+def load_tree(
+    paths: Sequence[Path],
+    diags: Diagnostics,
+    on_document: Callable[[str | None], None] | None = None,
+) -> SpecTree:
+    """Every spec document under `paths`. `on_document` is told of each Topic document
+    as it is loaded (its project, None when a Defaults gives it) and of each Defaults
+    that names a project: `plan` starts reading those projects meanwhile."""
     found = discover_tree(paths, diags)
     tree = SpecTree(
         snapshot=found.snapshot, snapshot_looked=found.snapshot_looked, files=len(found.files)
@@ -57,9 +64,23 @@ def load_tree(paths: Sequence[Path], diags: Diagnostics) -> SpecTree:
         for doc in documents:
             for code, message, line, col in doc.problems:
                 diags.error(doc.file, line, col, code, message)
+            topics, defaults = len(tree.topics), len(tree.defaults)
             _load_document(doc, path, tree, diags)
+            if on_document is not None:
+                _tell(on_document, tree, topics, defaults)
             doc.release()  # validated: the data is re-read only if a message needs it
     return tree
+
+
+def _tell(
+    on_document: Callable[[str | None], None], tree: SpecTree, topics: int, defaults: int
+) -> None:
+    """Tell `on_document` of the document just loaded, if it was a Topic or a Defaults
+    naming a project (the tree's lists were `topics` and `defaults` long before)."""
+    if len(tree.topics) > topics:
+        on_document(tree.topics[-1].model.metadata.project)
+    elif len(tree.defaults) > defaults and tree.defaults[-1].model.spec.project:
+        on_document(tree.defaults[-1].model.spec.project)
 
 
 def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics) -> None:

@@ -7,7 +7,7 @@ a partial tree).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -42,19 +42,23 @@ def validate_paths(
     paths: Sequence[Path],
     org_policy: Path | None = None,
     missing_snapshot: MissingSnapshot = "ignore",
+    on_document: Callable[[str | None], None] | None = None,
 ) -> ValidationResult:
     """Load and check every spec under `paths`; `org_policy` overrides the snapshot
-    discovered at the spec root. Raises InputError only for a named snapshot file
-    that does not exist."""
+    discovered at the spec root; `on_document`: see load_tree. Raises InputError only
+    for a named snapshot file that does not exist."""
     with without_cyclic_gc():
-        return _validate_paths(paths, org_policy, missing_snapshot)
+        return _validate_paths(paths, org_policy, missing_snapshot, on_document)
 
 
 def _validate_paths(
-    paths: Sequence[Path], org_policy: Path | None, missing_snapshot: MissingSnapshot
+    paths: Sequence[Path],
+    org_policy: Path | None,
+    missing_snapshot: MissingSnapshot,
+    on_document: Callable[[str | None], None] | None,
 ) -> ValidationResult:
     diags = Diagnostics()
-    tree = load_tree(paths, diags)
+    tree = load_tree(paths, diags, on_document)
     source = org_policy or tree.snapshot
     store = None
     if source is not None:
