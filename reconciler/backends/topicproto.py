@@ -27,7 +27,7 @@ def shape_of_pb(pb: Any) -> TopicShape:
     if pb.HasField(_POLICY_FIELD):
         msp = pb.message_storage_policy
         policy = StoragePolicy.of(msp.allowed_persistence_regions, msp.enforce_in_transit)
-    return TopicShape(dict(pb.labels), policy)
+    return TopicShape(dict(sorted(pb.labels.items())), policy)  # sorted: see ObservedTopic
 
 
 def topic_body(topic: Topic) -> dict[str, Any]:

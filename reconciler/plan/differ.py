@@ -205,7 +205,7 @@ def diff_topic(
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
-    before = shape_json(dict(sorted(live_shape.labels.items())), live_policy)
+    before = shape_json(live_shape.labels, live_policy)  # sorted, read-only (ObservedTopic)
     if _settled(live_shape, keys, live_policy, want_policy, mode):
         return _no_op(desired, before)
     mask = mask_of(

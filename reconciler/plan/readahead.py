@@ -37,7 +37,7 @@ import click
 
 import reconciler
 from reconciler.backends.base import ObservedTopic, OrgInputs
-from reconciler.errors import BackendError
+from reconciler.errors import BackendError, UsageError
 from reconciler.plan.origin import Target
 from reconciler.plan.readahead_wire import error_of, org_of, topic_of
 
@@ -50,12 +50,16 @@ def start_threshold() -> int | None:
     value = os.environ.get(START_ENV, "").strip().lower()
     if not value:
         return DEFAULT_START
-    if value in ("off", "never", "no"):
+    if value == "off":
         return None
-    try:
-        return max(0, int(value))
-    except ValueError:
-        return DEFAULT_START
+    if not value.isdigit():
+        raise UsageError(
+            f"{START_ENV}={os.environ[START_ENV]!r} is neither a number of Topic documents "
+            "nor `off`",
+            hint=f"unset it (reads ahead from {DEFAULT_START} documents), or set a number "
+            "(0: always) or `off`",
+        )
+    return int(value)
 
 
 class ReadAhead:
@@ -104,21 +108,23 @@ class ReadAhead:
                 else f"exit status {proc.wait()}: {self._last_words()}"
             )
             self.close()
-            self.proc = None
             click.echo(
                 f"note: reading the live topics in a second process failed ({why}); "
                 "reading them in this one instead",
                 err=True,
             )
             return None
+        self.close()  # it has said everything: its memory is not needed while planning
         answer = marshal.loads(out)
         if "open_error" in answer:
             raise error_of(answer["open_error"])
         return ReadAheadBackend(answer)
 
     def close(self) -> None:
-        """Stop the child: it has answered, or the plan ended early (errors, Ctrl-C)."""
-        proc = self.proc
+        """Stop the child: it has answered, or the plan ended early (errors, Ctrl-C).
+        Closing twice does nothing more."""
+        proc, self.proc = self.proc, None
+        self.broken = True  # never started again
         if proc is not None:
             if proc.poll() is None:
                 proc.kill()

@@ -9,6 +9,15 @@ from typing import Any
 import pytest
 from plan_helpers import topic_doc
 
+from reconciler.plan.readahead import START_ENV
+
+
+@pytest.fixture(autouse=True, params=["off", "0"], ids=["one-process", "read-ahead"])
+def read_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every failure reads the same whether the topics are read in this process or
+    ahead, in a second one (plan/readahead.py)."""
+    monkeypatch.setenv(START_ENV, request.param)
+
 
 def failing_plan(
     run_cli: Any, server: Any, specs: Any, method: str, error: str, message: str,
@@ -20,6 +29,7 @@ def failing_plan(
     result = run_cli("plan", str(root), "--emulator", server.address)
     assert result.exit_code == 1
     assert "Traceback" not in result.stderr
+    assert "note: reading the live topics" not in result.stderr  # the child answered
     return result
 
 

@@ -1,0 +1,166 @@
+"""Read-ahead: a second process reads the live topics while the specs are validated.
+The plan it makes is the plan reading in one process makes, errors included."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plan_helpers import topic_doc
+
+from reconciler.backends.target import open_backend
+from reconciler.errors import BackendError, UsageError
+from reconciler.plan.origin import Target
+from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadBackend, start_threshold
+
+DEFAULTS_AND_TOPIC = """\
+apiVersion: reconcile.pubsub/v1
+kind: Defaults
+spec: {project: proj-c}
+---
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {name: audit}
+"""
+
+
+def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) -> None:
+    seed("orders", {"team": "a", "zeta": "1", "alpha": "2"}, ["us-east1", "europe-west1"], True)
+    seed("refunds", {"team": "b"}, project="proj-b")
+    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=2)
+    read_ahead.document("proj-a")
+    assert read_ahead.proc is None  # one document: not yet
+    read_ahead.document(None)
+    assert read_ahead.proc is not None
+    backend = read_ahead.backend(["proj-a", "proj-b", "proj-c"])
+    assert isinstance(backend, ReadAheadBackend)
+    assert read_ahead.proc is None  # it has answered and is gone
+    direct = open_backend(False, local_server.address, None)
+    try:
+        for project in ("proj-a", "proj-b", "proj-c"):
+            assert backend.list_topics(project) == direct.list_topics(project)
+            assert backend.effective_policy(project) == direct.effective_policy(project)
+        assert backend.target == direct.target
+        assert backend.google_emulator == direct.google_emulator
+    finally:
+        direct.close()
+    [orders] = backend.list_topics("proj-a")
+    assert list(orders.shape.labels) == ["alpha", "team", "zeta"]  # sorted by key
+
+
+def plan_json(run_cli: Any, root: Path, *args: str) -> dict[str, Any]:
+    result = run_cli("plan", str(root), *args, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    assert "note: reading the live topics" not in result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    for volatile in ("created_at", "digest"):
+        data.pop(volatile)
+    return data
+
+
+def test_read_ahead_makes_the_same_plan(
+    run_cli: Any, local_server: Any, specs: Any, seed: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed("orders", {"team": "old", "reconcile-managed": "true"})
+    seed("stray", {"reconcile-managed": "true"})
+    seed("audit", {"team": "c"}, ["us-east1"], project="proj-c")
+    root = specs(
+        topic_doc("orders", project="proj-a", labels={"team": "a"}),
+        topic_doc("refunds", project="proj-b"),
+    )
+    (root / "c").mkdir()
+    (root / "c" / "topics.yaml").write_text(DEFAULTS_AND_TOPIC)  # its project from Defaults
+    plans = []
+    for setting in ("0", "off"):
+        monkeypatch.setenv(START_ENV, setting)
+        plans.append(plan_json(run_cli, root, "--emulator", local_server.address, "--prune"))
+    assert plans[0] == plans[1]
+    actions = {rc["address"]: rc["change"]["actions"][0] for rc in plans[0]["resource_changes"]}
+    assert actions == {
+        "projects/proj-a/topics/orders": "update",
+        "projects/proj-a/topics/stray": "delete",
+        "projects/proj-b/topics/refunds": "create",
+        "projects/proj-c/topics/audit": "update",
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.mark.parametrize("setting", ["0", "off"])
+def test_an_unreachable_emulator_is_reported_the_same_way(
+    run_cli: Any, specs: Any, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv(START_ENV, setting)
+    address = f"127.0.0.1:{free_port()}"
+    root = specs(topic_doc("orders", project="proj-a"))
+    result = run_cli("plan", str(root), "--emulator", address, "--timeout", "1")
+    assert result.exit_code == 1
+    assert f"cannot connect to the emulator at {address} (no answer within 1 s)" in (
+        result.stderr
+    )
+    assert "Traceback" not in result.stderr and "note:" not in result.stderr
+
+
+def test_a_child_that_dies_is_replaced_by_reading_here(
+    local_server: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0)
+    read_ahead.document("proj-a")
+    assert read_ahead.proc is not None
+    read_ahead.proc.kill()
+    assert read_ahead.backend(["proj-a"]) is None
+    err = capsys.readouterr().err
+    assert "note: reading the live topics in a second process failed (exit status -9" in err
+    assert "reading them in this one instead" in err
+
+
+def test_closing_stops_the_child_and_it_never_starts_again(local_server: Any) -> None:
+    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0)
+    read_ahead.document("proj-a")
+    proc = read_ahead.proc
+    assert proc is not None
+    read_ahead.close()
+    assert proc.returncode is not None
+    read_ahead.document("proj-b")
+    assert read_ahead.proc is None and read_ahead.backend(["proj-b"]) is None
+
+
+def test_only_the_projects_asked_for_are_read(local_server: Any, seed: Any) -> None:
+    seed("other", {"team": "b"}, project="proj-b")
+    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0, only=["proj-a"])
+    for project in ("proj-a", "proj-b", None):
+        read_ahead.document(project)
+    assert list(read_ahead.seen) == ["proj-a"]
+    backend = read_ahead.backend(["proj-a"])
+    assert backend is not None and backend.list_topics("proj-a") == []
+    with pytest.raises(BackendError, match="proj-b was not read ahead"):
+        backend.list_topics("proj-b")
+
+
+def test_local_targets_and_off_never_read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ReadAhead.for_target(Target(local=True)) is None
+    monkeypatch.setenv(START_ENV, "off")
+    assert ReadAhead.for_target(Target(emulator="127.0.0.1:1")) is None
+    monkeypatch.setenv(START_ENV, "12")
+    assert start_threshold() == 12
+    monkeypatch.delenv(START_ENV)
+    assert start_threshold() == 5000
+
+
+def test_a_misspelt_setting_is_refused_naming_it(
+    run_cli: Any, specs: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(START_ENV, "of")
+    with pytest.raises(UsageError, match="RECONCILE_READ_AHEAD_FROM='of'"):
+        start_threshold()
+    root = specs(topic_doc("orders", project="proj-a"))
+    result = run_cli("plan", str(root), "--emulator", "127.0.0.1:1")
+    assert result.exit_code != 0
+    assert "RECONCILE_READ_AHEAD_FROM='of' is neither a number" in result.stderr
