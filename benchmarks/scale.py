@@ -118,7 +118,27 @@ def small_tree(directory: Path) -> list[Path]:
 # child's peak RSS (ru_maxrss) starts at its parent's peak at fork time, and this
 # process grows (it serves and seeds the local server).
 LAUNCHER = """
-import json, os, sys, time
+import json, os, sys, threading, time
+
+def tree_rss(pid):
+    # Resident KiB of `pid` and every process below it (a plan's read-ahead child).
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                total += next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+            with open(f"/proc/{p}/task/{p}/children") as f:
+                todo += [int(c) for c in f.read().split()]
+        except (OSError, StopIteration, ValueError):
+            pass
+    return total
+
+def sample(pid, peak, done):
+    while not done.is_set():
+        peak[0] = max(peak[0], tree_rss(pid))
+        done.wait(0.005)
+
 for line in sys.stdin:
     cmd, env = json.loads(line)
     start = time.perf_counter()
@@ -132,9 +152,15 @@ for line in sys.stdin:
             os.execvpe(cmd[0], cmd, env)
         finally:
             os._exit(127)
+    peak, done = [0], threading.Event()
+    sampler = threading.Thread(target=sample, args=(pid, peak, done))
+    sampler.start()
     _, status, usage = os.wait4(pid, 0)
     wall = time.perf_counter() - start
-    print(json.dumps([wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss]), flush=True)
+    done.set()
+    sampler.join()
+    print(json.dumps([wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss, peak[0]]),
+          flush=True)
 """
 
 
@@ -146,14 +172,16 @@ class Launcher:
         )
 
     def run(self, cmd: list[str], pythonpath: str | None = None) -> tuple[float, int, float]:
-        """Wall seconds, exit code and peak RSS (MiB) of one child process."""
+        """Wall seconds, exit code and peak RSS (MiB) of one child process: the larger of
+        its own peak (ru_maxrss, exact) and the peak of it and its children together
+        (sampled every 5 ms: a plan's read-ahead runs beside it)."""
         env = dict(os.environ)
         env["PYTHONPATH"] = pythonpath or str(ROOT)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.proc.stdin.write(json.dumps([cmd, env]) + "\n")
         self.proc.stdin.flush()
-        wall, code, rss_kib = json.loads(self.proc.stdout.readline())
-        return wall, code, rss_kib / 1024
+        wall, code, rss_kib, tree_kib = json.loads(self.proc.stdout.readline())
+        return wall, code, max(rss_kib, tree_kib) / 1024
 
     def close(self) -> None:
         assert self.proc.stdin is not None

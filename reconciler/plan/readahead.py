@@ -12,7 +12,8 @@ what `plan/observe.py` reads, so the plan is the same; an error it meets is rais
 here, as the same class with the same message, when the plan asks for the backend. If
 the child fails any other way, the plan reads in this process instead (and says so).
 
-Not for --local (the embedded server lives in this process) and not for small trees:
+Not for --local (the embedded server lives in this process), not on Windows (it waits
+on a pipe with `selectors`) and not for small trees:
 starting the child costs more than it saves below a few thousand topics.
 `RECONCILE_READ_AHEAD_FROM` sets the number of Topic documents from which it starts
 (default 5000; `0` always, `off` never).
@@ -80,7 +81,7 @@ class ReadAhead:
     @classmethod
     def for_target(cls, target: Target, only: Sequence[str] = ()) -> ReadAhead | None:
         start_at = start_threshold()
-        if target.local or start_at is None:
+        if target.local or start_at is None or os.name != "posix":  # waits on a pipe
             return None
         return cls(target, start_at, only)
 
@@ -153,8 +154,8 @@ class ReadAhead:
         env = dict(os.environ)
         here = str(Path(reconciler.__file__).resolve().parents[1])  # this very package
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
-        self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         try:
+            self.stderr = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
             self.proc = subprocess.Popen(
                 command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
                 env=env,
