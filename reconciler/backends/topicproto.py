@@ -4,6 +4,7 @@ reads or writes a topic's labels and storage-policy fields on the wire type."""
 from __future__ import annotations
 
 import hashlib
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,6 +46,22 @@ def observed_pb(pb: Any) -> ObservedTopic:
     deterministic serialization (every field, known to this client or not)."""
     digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
     return ObservedTopic.of_shape(pb.name, shape_of_pb(pb), digest)
+
+
+def topic_row_pb(pb: Any) -> list[Any]:
+    """A live topic as plain values, `observed_pb`'s in another form: [name, labels
+    sorted by key, [sorted regions, enforce_in_transit] or None, digest]. A plan's
+    read-ahead sends these between processes (plan/readahead_wire.py reads them back);
+    the strings are interned, so that a key or value many topics share is sent once."""
+    intern = sys.intern
+    policy = None
+    if pb.HasField(_POLICY_FIELD):
+        msp = pb.message_storage_policy
+        regions = [intern(r) for r in sorted(set(msp.allowed_persistence_regions))]
+        policy = [regions, bool(msp.enforce_in_transit)]
+    labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}
+    digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
+    return [pb.name, labels, policy, digest]
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

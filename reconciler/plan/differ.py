@@ -43,7 +43,7 @@ from reconciler.plan.policy import (
     narrowing_warning,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.spec.orgrules import OrgFacts, org_problems
+from reconciler.spec.orgrules import OrgFacts, OrgProblem, org_problems
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -206,7 +206,7 @@ def diff_topic(
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
     before = shape_json(live_shape.labels, live_policy)  # sorted, read-only (ObservedTopic)
-    if _settled(live_shape, keys, live_policy, want_policy, mode):
+    if _settled(live_shape, keys, live_policy, want_policy):
         return _no_op(desired, before)
     mask = mask_of(
         comparable(live_shape, desired, keys),
@@ -256,15 +256,13 @@ def _settled(
     keys: Mapping[str, str],
     live_policy: StoragePolicy | None,
     want_policy: StoragePolicy | None,
-    mode: str,
 ) -> bool:
     """The common case at scale, decided without building both comparable shapes: the
     live labels are exactly the declared ones (no foreign or stray reserved key) and the
-    policy, when managed, compares equal. True implies `mask_of` would find nothing;
-    False only means "compare in full"."""
-    if live.labels != keys:
-        return False
-    return mode == "unmanaged" or live_policy_of(live_policy) == live_policy_of(want_policy)
+    policy compares equal (both normalised by live_policy_of already; unmanaged: the
+    live one on both sides). True implies `mask_of` would find nothing; False only
+    means "compare in full"."""
+    return live.labels == keys and live_policy == want_policy
 
 
 def _derived(rc: ResourceChange) -> ResourceChange:
@@ -331,12 +329,29 @@ def is_owned(live: ObservedTopic) -> bool:
     return owned_labels(live.shape.labels)
 
 
-def org_diagnostics(desired: DesiredTopic, facts: OrgFacts) -> list[Diagnostic]:
+def org_diagnostics(
+    desired: DesiredTopic,
+    facts: OrgFacts,
+    seen: dict[tuple[Any, ...], list[OrgProblem]] | None = None,
+) -> list[Diagnostic]:
     """The org-policy rules `validate` applies to the snapshot, applied to the live org
-    policy (errors stop the topic before any call; warnings are reported)."""
+    policy (errors stop the topic before any call; warnings are reported). `seen`: the
+    problems found so far for each distinct (project, storage, publishers), when the
+    caller checks many topics against one project's facts each (a plan: most of
+    50,000 topics share a few combinations)."""
+    if seen is None:
+        problems = org_problems(desired, facts)
+    else:
+        key = (
+            desired.project, desired.storage, desired.publisher_regions,
+            desired.publisher_endpoint, desired.message_ordering,
+        )  # every field org_problems reads
+        found = seen.get(key)
+        problems = found if found is not None else seen.setdefault(
+            key, org_problems(desired, facts)
+        )
+    if not problems:
+        return []
     where = desired.file or desired.address
     col = 1 if desired.line else 0
-    return [
-        Diagnostic(where, desired.line, col, p.severity, p.code, p.message)
-        for p in org_problems(desired, facts)
-    ]
+    return [Diagnostic(where, desired.line, col, p.severity, p.code, p.message) for p in problems]

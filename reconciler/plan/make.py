@@ -26,6 +26,7 @@ from reconciler.plan import differ
 from reconciler.plan.model import Fingerprints, Plan, PlanTarget
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
+from reconciler.spec.orgrules import OrgProblem
 
 
 def make_plan(
@@ -55,12 +56,13 @@ def make_plan(
     # Google's emulator computes no storage policy: `inherit` could never settle there.
     no_policy = bool(getattr(backend, "google_emulator", False))
     left_alone: list[DesiredTopic] = []
+    org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
     for topic in sorted(desired.topics, key=lambda t: t.address):
         declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
         fingerprints.topics[topic.address] = topic_fingerprint(live)
-        problems = differ.org_diagnostics(topic, facts)
+        problems = differ.org_diagnostics(topic, facts, org_seen)
         if problems:  # rare: the common case skips two generators a topic
             plan.diagnostics.extend(
                 d for d in problems if (d.file, d.code, d.message) not in already

@@ -20,9 +20,10 @@ from typing import Any, BinaryIO
 from reconciler.backends.base import OrgInputs
 from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.target import open_backend
+from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
-from reconciler.plan.readahead_wire import error_row, org_row, topic_row
+from reconciler.plan.readahead_wire import error_row, org_row
 
 # Each project's topics (as rows, made while the parent still validates) and org inputs.
 Reads = dict[str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]"]]
@@ -56,13 +57,10 @@ def _read_as_named(backend: GcpBackend, pool: ThreadPoolExecutor) -> tuple[list[
     """Start each project's reads the moment the parent names it; the final list."""
     reads: Reads = {}
 
-    def rows(project: str) -> list[list[Any]]:
-        return [topic_row(t) for t in backend.list_topics(project)]
-
     def start(project: str) -> None:
         if project not in reads:
             reads[project] = (
-                pool.submit(rows, project),
+                pool.submit(backend.list_topics_as, project, topic_row_pb),
                 pool.submit(backend.effective_policy, project),
             )
 

@@ -22,16 +22,10 @@ from reconciler.orgpolicy.model import Policy, PolicySpec
 from reconciler.topic import StoragePolicy, TopicShape
 
 
-def topic_row(topic: ObservedTopic) -> list[Any]:
-    shape = topic.shape
-    policy = shape.policy
-    regions = None if policy is None else [list(policy.regions), policy.enforce_in_transit]
-    return [topic.name, dict(shape.labels), regions, topic.digest]
-
-
 def topic_of(row: list[Any]) -> ObservedTopic:
+    """The live topic of a row the child made (backends/topicproto.py: topic_row_pb):
+    [name, labels sorted by key, [sorted regions, enforce_in_transit] or None, digest]."""
     name, labels, regions, digest = row
-    # The regions were sorted and unique on the child's side (StoragePolicy.of).
     policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
     return ObservedTopic.of_shape(name, TopicShape(labels, policy), digest)
 

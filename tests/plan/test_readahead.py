@@ -164,3 +164,29 @@ def test_a_misspelt_setting_is_refused_naming_it(
     result = run_cli("plan", str(root), "--emulator", "127.0.0.1:1")
     assert result.exit_code != 0
     assert "RECONCILE_READ_AHEAD_FROM='of' is neither a number" in result.stderr
+
+
+def test_a_row_reads_back_as_the_topic_it_was_made_from() -> None:
+    from google.pubsub_v1.types import Topic
+
+    from reconciler.backends.topicproto import observed_pb, topic_row_pb
+    from reconciler.plan.readahead_wire import topic_of
+
+    bare = Topic(name="projects/p/topics/bare")
+    full = Topic(name="projects/p/topics/full", labels={"z": "1", "a": "2", "m": ""},
+                 kms_key_name="projects/p/locations/l/keyRings/r/cryptoKeys/k")
+    full.message_storage_policy.allowed_persistence_regions = ["us-east1", "eu-west1", "us-east1"]
+    full.message_storage_policy.enforce_in_transit = True
+    regionless = Topic(name="projects/p/topics/regionless")
+    regionless.message_storage_policy.enforce_in_transit = False
+    regionless.message_storage_policy.allowed_persistence_regions = []
+    regionless_pb = Topic.pb(regionless)
+    regionless_pb.message_storage_policy.SetInParent()  # set, with no region
+    for pb in (Topic.pb(bare), Topic.pb(full), regionless_pb):
+        row = topic_row_pb(pb)
+        again = topic_of(row)
+        assert again == observed_pb(pb)
+        assert again.shape == observed_pb(pb).shape
+    assert topic_row_pb(Topic.pb(full))[1] == {"a": "2", "m": "", "z": "1"}
+    assert list(topic_row_pb(Topic.pb(full))[1]) == ["a", "m", "z"]
+    assert topic_of(topic_row_pb(regionless_pb)).shape.policy is not None  # set, no region
