@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
 # The same generated specs as the scale benchmark (benchmarks/scale.py).
-from scale import PROFILE, TOPIC  # noqa: E402  (a script beside it: its folder is on sys.path)
+from scale import PROFILE, TOPIC, small_tree  # noqa: E402  (a script beside it: its folder is on sys.path)
 
 
 def run(cmd: list[str]) -> tuple[float, int, int]:
@@ -36,17 +36,6 @@ def run(cmd: list[str]) -> tuple[float, int, int]:
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     return wall, os.waitstatus_to_exitcode(status), usage.ru_maxrss
-
-
-def small_tree(directory: Path) -> list[Path]:
-    """Ten single-document files (check-jsonschema reads one instance per file)."""
-    files = [directory / "profile.yaml"]
-    files[0].write_text(PROFILE)
-    for i in range(9):
-        path = directory / f"topic-{i}.yaml"
-        path.write_text(TOPIC.format(project="acme-payments", name=f"orders-{i}", team=i))
-        files.append(path)
-    return files
 
 
 def big_tree(directory: Path, files: int = 100, per_file: int = 100) -> int:
@@ -72,7 +61,6 @@ def main() -> None:
     figures: dict[str, object] = {}
     with tempfile.TemporaryDirectory() as tmp:
         small = Path(tmp) / "small"
-        small.mkdir()
         files = [str(p) for p in small_tree(small)]
         ours, theirs = [], []
         for _ in range(args.runs):  # interleaved, so both see the same machine noise
