@@ -37,7 +37,6 @@ _WINDOW = 12
 # Values this short are taken out only where they are quoted (as 'ab'): elsewhere
 # they are ordinary text ("line 1 column 1"), and carry no key material.
 _SHORT = 3
-_PATH_MARK = "\x01path\x01"
 # Public constants a message may name (google-auth lists the valid types).
 _PUBLIC = frozenset(
     {
@@ -184,36 +183,37 @@ def auth_reason(exc: BaseException, key: KeyFile | None = None) -> str:
     if cause is not None:
         text = f"{text.rstrip('.')}: {cause}"
     if key is not None:
-        text = _without_values(text, key, exc)
+        text = _without_values(text, key)
     first = text.splitlines()[0] if text else text
-    return first if len(first) <= _MAX_REASON else first[: _MAX_REASON - 3] + "..."
+    if len(first) > _MAX_REASON:
+        first = first[: _MAX_REASON - 3] + "..."
+    if key is not None and _shares_text(first, key):
+        first = (
+            f"{type(exc).__name__} reading {key.path} (google-auth's message quotes the "
+            "file's content, so it is not shown)"
+        )
+    return first
 
 
-def _without_values(text: str, key: KeyFile, exc: BaseException) -> str:
-    """`text` with every value of the key file replaced by `<field>`; google-auth's
-    exception type and the key file's name when a value's text remains after that."""
-    text = text.replace(key.path, _PATH_MARK)
+def _without_values(text: str, key: KeyFile) -> str:
+    """`text` with every value of the key file replaced by `<field>` (the file's path
+    left as it is, whatever the values)."""
+    parts = text.split(key.path)
     for value in sorted(key.values, key=len, reverse=True):
         if value.strip() != value:
             continue  # its stripped form is in the list too
-        if len(value) <= _SHORT:
-            for quoted in (f"'{value}'", f'"{value}"'):
-                text = text.replace(quoted, f"<{key.values[value]}>")
-        elif value in text:
-            text = text.replace(value, f"<{key.values[value]}>")
+        tag = f"<{key.values[value]}>"
+        quoted = (f"'{value}'", f'"{value}"') if len(value) <= _SHORT else (value,)
+        for form in quoted:
+            parts = [part.replace(form, tag) if form in part else part for part in parts]
+    return key.path.join(parts)
+
+
+def _shares_text(text: str, key: KeyFile) -> bool:
+    """True when some `_WINDOW` characters of `text` (outside the file's path) occur
+    in a value of the file (in the whole file, when it is not JSON)."""
     guarded = "\x00".join(key.values) if key.parsed else key.text
-    if _shares_text(text, guarded):
-        text = (
-            f"{type(exc).__name__} reading {_PATH_MARK} (google-auth's message quotes the "
-            "file's content, so it is not shown)"
-        )
-    return text.replace(_PATH_MARK, key.path)
-
-
-def _shares_text(text: str, guarded: str) -> bool:
-    """True when some `_WINDOW` characters of `text` (outside the path) occur in
-    `guarded` (the file's values, or its whole text when it is not JSON)."""
-    for part in text.split(_PATH_MARK):
+    for part in text.split(key.path):
         for start in range(len(part) - _WINDOW + 1):
             window = part[start : start + _WINDOW]
             if window.strip() and window in guarded:
