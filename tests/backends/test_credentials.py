@@ -38,6 +38,27 @@ def failing(run_cli: Any, args: list[str]) -> str:
     return str(result.stderr)
 
 
+def service_account(private_key: Any) -> dict[str, Any]:
+    """A service-account key file's fields, with this `private_key`."""
+    return {
+        "type": "service_account",
+        "project_id": "proj-a",
+        "private_key_id": "1",
+        "private_key": private_key,
+        "client_email": "x@proj-a.iam.gserviceaccount.com",
+        "token_uri": "https://oauth2.googleapis.com/token",
+    }
+
+
+def plan_with_key(
+    run_cli: Any, spec_dir: Path, monkeypatch: pytest.MonkeyPatch, key: Path, text: str
+) -> str:
+    """`reconcile plan` failing on the key file `key` holding `text`: its stderr."""
+    key.write_text(text)
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
+    return failing(run_cli, ["plan", str(spec_dir)])
+
+
 @pytest.mark.parametrize("verb", ["plan", "import", "policy pull"])
 def test_missing_key_file_carries_google_auths_reason(
     verb: str, run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -53,18 +74,7 @@ def test_malformed_private_key_is_not_reported_as_missing(
     verb: str, run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "bad-key.json"
-    key.write_text(
-        json.dumps(
-            {
-                "type": "service_account",
-                "project_id": "proj-a",
-                "private_key_id": "1",
-                "private_key": BAD_PEM,
-                "client_email": "x@proj-a.iam.gserviceaccount.com",
-                "token_uri": "https://oauth2.googleapis.com/token",
-            }
-        )
-    )
+    key.write_text(json.dumps(service_account(BAD_PEM)))
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
     stderr = failing(run_cli, verbs(spec_dir, tmp_path)[verb])
     assert "no Google Cloud credentials found" not in stderr
@@ -78,9 +88,8 @@ def test_key_missing_fields_names_them(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "partial-key.json"
-    key.write_text(json.dumps({"type": "service_account", "private_key": SECRET}))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    text = json.dumps({"type": "service_account", "private_key": SECRET})
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, text)
     assert "Service account info was not in the expected format, missing fields" in stderr
     assert "client_email" in stderr and "token_uri" in stderr
 
@@ -89,24 +98,11 @@ def test_key_file_that_is_not_json(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "key.json"
-    key.write_text(f"{SECRET} {{")
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, f"{SECRET} {{")
     assert f"could not be loaded: File {key} is not a valid json file: Expecting value" in stderr
 
 
-def test_key_path_that_is_a_directory(
-    run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tmp_path))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
-    assert (
-        f"Error: Google Cloud credentials could not be read: {tmp_path}: this path is a "
-        "directory, not a regular file"
-    ) in stderr
-
-
-@pytest.mark.parametrize("kind", SPECIAL_KINDS)
+@pytest.mark.parametrize("kind", [*SPECIAL_KINDS, "directory"])
 def test_key_file_that_is_not_a_regular_file_fails_at_once(
     kind: str,
     run_cli: Any,
@@ -117,7 +113,10 @@ def test_key_file_that_is_not_a_regular_file_fails_at_once(
 ) -> None:
     """google-auth would block in `open` on a FIFO and read /dev/zero until memory
     runs out: the key file is read first, by the bounded regular-file reader."""
-    key, what = special_file(kind, tmp_path / "key.json")
+    if kind == "directory":
+        key, what = tmp_path, "a directory"
+    else:
+        key, what = special_file(kind, tmp_path / "key.json")
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
     stderr = failing(run_cli, ["plan", str(spec_dir)])
     assert (
@@ -130,9 +129,8 @@ def test_key_file_over_the_bound_is_refused(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "key.json"
-    key.write_text(json.dumps({"type": "service_account", "private_key": SECRET * 100_000}))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    text = json.dumps({"type": "service_account", "private_key": SECRET * 100_000})
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, text)
     size = key.stat().st_size
     assert (
         f"could not be read: {key}: the file is {size:,} bytes, over the 1,048,576-byte "
@@ -240,17 +238,8 @@ def test_a_private_key_that_is_a_list_is_named_not_echoed(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "key.json"
-    info = {
-        "type": "service_account",
-        "project_id": "proj-a",
-        "private_key_id": "1",
-        "private_key": [SECRET, SECRET],
-        "client_email": "x@proj-a.iam.gserviceaccount.com",
-        "token_uri": "https://oauth2.googleapis.com/token",
-    }
-    key.write_text(json.dumps(info))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    text = json.dumps(service_account([SECRET, SECRET]))
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, text)
     assert (
         "Error: Google Cloud credentials could not be loaded: Failed to load service account "
         f"credentials from {key}: <private_key> could not be converted to bytes"
@@ -261,9 +250,8 @@ def test_an_unknown_type_is_named_not_echoed(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "key.json"
-    key.write_text(json.dumps({"type": SECRET, "private_key": SECRET}))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    text = json.dumps({"type": SECRET, "private_key": SECRET})
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, text)
     assert f"The file {key} does not have a valid type. Type is <type>, expected one of" in stderr
 
 
@@ -271,7 +259,5 @@ def test_a_key_file_that_is_not_an_object(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key = tmp_path / "key.json"
-    key.write_text(json.dumps([SECRET]))
-    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
-    stderr = failing(run_cli, ["plan", str(spec_dir)])
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, json.dumps([SECRET]))
     assert f"could not be loaded: {key}: a key file holds a JSON object, not a list" in stderr
