@@ -16,14 +16,19 @@ import yaml
 # numbers elsewhere. JSON_FLOAT: `1e3`, `1e-3` (no dot); the JSON Schema calls them
 # numbers, so the tool's loader does too (yamlio.py).
 JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
-# The YAML 1.2 core schema's ints and floats (`0o17`, `09`, `1.`, `1e3`...).
-_YAML12_NUMBER = re.compile(
-    r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+)$"
+# What else the writer quotes (compiled when a file is written, not for validate):
+# the YAML 1.2 core schema's ints and floats (`0o17`, `09`, `1.`, `1e3`...), YAML
+# 1.1's one-letter booleans (PyYAML leaves them out; other 1.1 readers do not), and a
+# signed NaN (text to both specs, a float to some readers).
+_NOT_TEXT = (
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+)$",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:bool", r"^(?:y|Y|n|N)$", "yYnN"),
+    ("tag:yaml.org,2002:float", r"^[-+]\.(?:nan|NaN|NAN)$", "-+"),
 )
-# YAML 1.1's one-letter booleans (PyYAML leaves them out; other 1.1 readers do not).
-_YAML11_LETTER_BOOL = re.compile(r"^(?:y|Y|n|N)$")
-# A signed NaN: text to both specs, a float to some readers.
-_SIGNED_NAN = re.compile(r"^[-+]\.(?:nan|NaN|NAN)$")
 
 
 class MergeError(ValueError):
@@ -110,9 +115,8 @@ def _dumper() -> type:
     resolver takes for anything but text is written quoted."""
     base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
     dumper: Any = type("SpecDumper", (base,), {})
-    dumper.add_implicit_resolver("tag:yaml.org,2002:float", _YAML12_NUMBER, list("-+0123456789."))
-    dumper.add_implicit_resolver("tag:yaml.org,2002:bool", _YAML11_LETTER_BOOL, list("yYnN"))
-    dumper.add_implicit_resolver("tag:yaml.org,2002:float", _SIGNED_NAN, list("-+"))
+    for tag, pattern, first in _NOT_TEXT:
+        dumper.add_implicit_resolver(tag, re.compile(pattern), list(first))
     return dumper  # type: ignore[no-any-return]
 
 

@@ -214,7 +214,7 @@ def test_no_value_of_the_key_file_in_any_message(
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key))
 
     @settings(
-        max_examples=150,
+        max_examples=120,
         deadline=None,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )

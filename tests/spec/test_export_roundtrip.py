@@ -60,7 +60,7 @@ def test_the_tricky_values_are_label_values() -> None:
     assert {"1e3", "12e3", "0x1f", "0o17", "1_000", "yes", "off", "null", "2001-12-14"} <= usable
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     topic=topic_ids,
     labels=st.dictionaries(label_keys, label_values, max_size=8),
@@ -95,7 +95,7 @@ any_text = st.one_of(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(st.lists(any_text, min_size=1, max_size=6))
 def test_every_string_the_writer_emits_reads_back_as_that_string(strings: list[str]) -> None:
     doc = {"list": strings, "map": {s: s for s in strings}}
