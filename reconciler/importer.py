@@ -16,14 +16,13 @@ from pathlib import Path
 from typing import Any
 
 import click
-import yaml
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.errors import EXIT_OK, BackendError, UsageError
 from reconciler.fileio import write_atomically
 from reconciler.names import topic_name, topics_prefix
-from reconciler.spec.export import Doc, build_documents, settings_key
+from reconciler.spec.export import build_documents, render_documents, settings_key
 
 
 def select(
@@ -70,13 +69,6 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
         profile = profile_from_settings(located.model.spec, None)
         out.setdefault(located.model.metadata.name, settings_key(profile))
     return out
-
-
-def render(docs: list[Doc], header: str) -> str:
-    body: str = yaml.safe_dump_all(
-        docs, sort_keys=False, explicit_start=True, default_flow_style=False, width=100
-    )
-    return "".join(f"# {line}\n" for line in header.splitlines()) + body
 
 
 def read_live(
@@ -135,6 +127,6 @@ def run_import(
             f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
             "(expect only the ownership label to be added)."
         )
-        write_atomically(targets[project], render(docs, header), "spec file")
+        write_atomically(targets[project], render_documents(docs, header), "spec file")
         click.echo(f"wrote {targets[project]} ({count} topic(s))", err=True)
     return EXIT_OK

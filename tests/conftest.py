@@ -3,8 +3,11 @@ clients talking to it over gRPC."""
 
 from __future__ import annotations
 
+import os
+import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -69,3 +72,35 @@ def run_cli(
         return CliResult(code if isinstance(code, int) else 1, out, err)
 
     return run
+
+
+SPECIAL_KINDS = ("fifo", "dev-zero", "socket")
+
+
+@pytest.fixture
+def special_file() -> Iterator[Callable[[str, Path], tuple[Path, str]]]:
+    """Make a path that is not a regular file, where a user file is expected: "fifo"
+    (a named pipe: `open` blocks), "dev-zero" (a symlink to /dev/zero: endless) or
+    "socket" (a bound Unix socket). Returns the path and what the reader calls it."""
+    if not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"):
+        pytest.skip("needs POSIX FIFOs, Unix sockets and /dev/zero")
+    bound: list[socket.socket] = []
+
+    def make(kind: str, path: Path) -> tuple[Path, str]:
+        if kind == "fifo":
+            os.mkfifo(path)
+            return path, "a FIFO (named pipe)"
+        if kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+            return path, "a symlink to /dev/zero, a character device"
+        assert kind == "socket", kind
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        bound.append(sock)
+        sock.bind(str(path))
+        return path, "a socket"
+
+    try:
+        yield make
+    finally:
+        for sock in bound:
+            sock.close()

@@ -68,7 +68,7 @@ def open_backend(
     source = None
     if org_policy is not None:
         if store is None:
-            if not org_policy.is_file():
+            if not org_policy.exists():  # the reader names anything else
                 raise UsageError(f"{org_policy}: org-policy file not found")
             store = load_snapshot(org_policy)
         source = f"snapshot {org_policy}"

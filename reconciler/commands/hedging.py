@@ -52,7 +52,7 @@ def advise_command(
     send_request_latencies JSON export) and recommend a hedge delay."""
     from reconciler.hedging.advise import advise, read_samples, render
 
-    if not latencies.is_file():
+    if not latencies.exists():  # the reader names anything else
         raise UsageError(f"{latencies}: no such file", hint="pass a file of latency samples")
     profile = _profile(profile_name, specs) if profile_name else None
     samples = read_samples(latencies)

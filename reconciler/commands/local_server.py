@@ -108,7 +108,7 @@ def command(
 
     store = None
     if org_policy is not None:
-        if not org_policy.is_file():
+        if not org_policy.exists():  # the reader names anything else
             raise UsageError(f"{org_policy}: org-policy file not found")
         from reconciler.orgpolicy.store import load_snapshot
 

@@ -109,14 +109,13 @@ def load_snapshot(path: Path) -> PolicyStore:
 
 def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
     """Write the snapshot atomically (a reader never sees half a file)."""
-    import yaml
-
     from reconciler.fileio import write_atomically
+    from reconciler.yamltext import dump_all
 
     docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
     if store.ancestry:
         docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
-    text = yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True)
+    text = dump_all(docs)  # every string reads back as one (an etag `1e5` is quoted)
     if header:
         text = "".join(f"# {line}\n" for line in header.splitlines()) + text
     write_atomically(path, text, "org-policy snapshot")

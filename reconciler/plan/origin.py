@@ -48,10 +48,13 @@ def anchored(target: Target, paths: Sequence[Path]) -> Target:
 
 
 def file_sha256(path: Path) -> str:
+    from reconciler.fileio import FileProblem, read_bytes
+    from reconciler.yamlio import MAX_FILE_BYTES
+
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.strerror}") from None
+        return hashlib.sha256(read_bytes(path, MAX_FILE_BYTES)).hexdigest()
+    except FileProblem as exc:
+        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.message}") from None
 
 
 def _service(target: Target) -> PlanTarget | None:
@@ -123,14 +126,14 @@ def _snapshot(recorded: PlanTarget, target: Target, path: Path, notes: list[str]
         return None
     snapshot = given if given is not None else Path(recorded.snapshot)
     if given is None:
-        if not snapshot.is_file():
+        if not snapshot.exists():
             raise InputError(
                 f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
                 "not there; nothing was applied",
                 hint="pass the same snapshot with --org-policy FILE",
             )
         notes.append(f"Org policy: the plan's recorded snapshot {recorded.snapshot}.")
-    elif not snapshot.is_file():
+    elif not snapshot.exists():
         raise UsageError(f"{snapshot}: org-policy file not found")
     now = file_sha256(snapshot)
     if now != recorded.snapshot_sha256:

@@ -14,13 +14,14 @@ change (plan/derive.py). Any failure refuses the whole plan.
 
 from __future__ import annotations
 
+import errno
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from reconciler.errors import InputError, UsageError
-from reconciler.fileio import write_atomically
+from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
 from reconciler.plan.model import FORMAT_VERSION, Plan, digest_of
 from reconciler.plan.planschema import DIGEST, PlanShapeError, check_plan
@@ -28,6 +29,7 @@ from reconciler.plan.planschema import DIGEST, PlanShapeError, check_plan
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
 SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
+MAX_PLAN_BYTES = 1 << 30  # 50,000 topics: 62 MB of canonical JSON; past 1 GiB, not a plan
 
 
 def write_plan(plan: Plan, path: Path, digest: str | None = None) -> None:
@@ -36,13 +38,15 @@ def write_plan(plan: Plan, path: Path, digest: str | None = None) -> None:
 
 
 def _load(path: Path) -> Any:
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a plan file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: plan file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a plan file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT).decode("utf-8")
+    except FileProblem as exc:  # missing, not a regular file, too large, unreadable
+        if exc.errno == errno.ENOENT:
+            raise InputError(f"{path}: plan file not found") from None
+        raise InputError(f"{path}: cannot read the plan file: {exc.message}") from None
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot read the plan file: {exc}") from None
     try:
         return json.loads(text)
@@ -145,6 +149,6 @@ def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
 def looks_like_plan_file(paths: Sequence[Path]) -> bool:
     """One argument naming a file that is not a YAML spec: a saved plan (read_plan
     then says clearly when it is not one)."""
-    if len(paths) != 1 or not paths[0].is_file():
+    if len(paths) != 1 or not paths[0].exists() or paths[0].is_dir():
         return False
     return paths[0].suffix.lower() not in SPEC_SUFFIXES

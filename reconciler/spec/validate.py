@@ -46,7 +46,8 @@ def validate_paths(
 ) -> ValidationResult:
     """Load and check every spec under `paths`; `org_policy` overrides the snapshot
     discovered at the spec root; `on_document`: see load_tree. Raises InputError only
-    for a named snapshot file that does not exist."""
+    for a named snapshot file that does not exist (one that is not a regular file is
+    a diagnostic)."""
     with without_cyclic_gc():
         return _validate_paths(paths, org_policy, missing_snapshot, on_document)
 
@@ -62,7 +63,7 @@ def _validate_paths(
     source = org_policy or tree.snapshot
     store = None
     if source is not None:
-        if not source.is_file():
+        if not source.exists():  # anything else is the reader's to name
             raise InputError(
                 f"{source}: org-policy file not found",
                 hint="pass an existing file to --org-policy, or write one with "
