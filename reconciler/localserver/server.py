@@ -3,7 +3,9 @@ counters and fault injection around every handler."""
 
 from __future__ import annotations
 
+import errno
 import logging
+import time
 from collections.abc import Callable, Iterable
 from concurrent import futures
 from pathlib import Path
@@ -16,6 +18,7 @@ from reconciler.errors import UsageError
 from reconciler.localserver import protos
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.faults import Faults
+from reconciler.localserver.journal import StateWriteError
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
@@ -99,6 +102,7 @@ class LocalServer:
         self.orgpolicy = OrgPolicyService(self.state)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self._server: grpc.Server | None = None
+        self._last_write_failure = ("", 0.0)
         if policy_store is not None:
             try:
                 self.seed_org_policy(policy_store, reset=reset_org_policy)
@@ -163,6 +167,14 @@ class LocalServer:
         """Fold the journal into the snapshot now (it also happens as it grows)."""
         self.state.compact()
 
+    def fail_state_writes(
+        self, code: int = errno.ENOSPC, *, count: int = 1, at: str = "write"
+    ) -> None:
+        """Fault hook: the next `count` journal writes (`at="write"`) or fsyncs
+        (`at="fsync"`) fail with OSError(`code`), as a full or failing disk would.
+        Needs a state directory."""
+        self.state.inject_write_failure(code, count=count, at=at)
+
     def crash(self) -> None:
         """Stop at once without the clean-shutdown compaction, leaving the state
         directory as a kill -9 would (for crash-recovery tests)."""
@@ -221,11 +233,24 @@ class LocalServer:
                 return rpc.handler(request, CallInfo(self._client_region(context)))
             except ServiceError as err:
                 context.abort(err.code, err.message)
+            except StateWriteError as exc:
+                refusal = state_write_status(exc)
+                self._log_write_failure(rpc.name, exc)
+                context.abort(refusal.code, refusal.message)
             except Exception as exc:
                 log.exception("local server: %s failed", rpc.name)
                 context.abort(grpc.StatusCode.INTERNAL, f"local server bug: {exc!r}")
 
         return handle
+
+    def _log_write_failure(self, method: str, exc: StateWriteError) -> None:
+        """Once per kind of failure and minute: a full disk fails every write."""
+        now = time.monotonic()
+        key = str(exc)
+        if self._last_write_failure[0] == key and now - self._last_write_failure[1] < 60:
+            return
+        self._last_write_failure = (key, now)
+        log.error("local server: %s failed: %s (changes are refused meanwhile)", method, exc)
 
     def _client_region(self, context: grpc.ServicerContext) -> str | None:
         for key, value in context.invocation_metadata() or ():
@@ -307,6 +332,25 @@ class LocalServer:
             parse_topic(name)
             topics.append(protos.Topic(name=name, labels=labels or {}))
         return self.state.create_topics(topics)
+
+
+def state_write_status(exc: StateWriteError) -> ServiceError:
+    """What a client sees when its change could not be made durable: RESOURCE_EXHAUSTED
+    for a full disk (the GAPIC clients do not retry it blindly; `reconcile apply`
+    retries it a bounded number of times), UNAVAILABLE when the disk failed."""
+    if exc.no_space:
+        return ServiceError(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"{exc}: the change was not made. Free space on that file system and retry.",
+        )
+    hint = (
+        "restart the local server (it refuses further writes after a failed fsync)"
+        if exc.broken
+        else "retry"
+    )
+    return ServiceError(
+        grpc.StatusCode.UNAVAILABLE, f"{exc}: the change was not made; {hint}."
+    )
 
 
 def _project(resource: str | None) -> str | None:

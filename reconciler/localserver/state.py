@@ -1,10 +1,11 @@
 """Server state: topics, published messages, org policies and the resource ancestry.
 
-One lock orders every mutation; a mutation is applied in memory and appended to the
-journal under that lock (so the journal order is the memory order), then made durable
-with a shared fsync *after* the lock is released and before the reply is sent. Stored
-protos are never mutated in place, so a handler may serialize what it read after
-letting go of the lock. Published messages live in memory only, bounded (`messages`).
+Durable before visible: a mutation is journaled and fsynced under the state lock
+*before* memory changes, so nothing a reader or a reply has seen can be lost by a
+crash, and a write that fails (`StateWriteError`: a full or failing disk) leaves
+memory as it was; the caller answers with an error and reads go on. Stored protos
+are never mutated in place, so a handler may serialize what it read after letting go
+of the lock. Published messages live in memory only, bounded (`messages`).
 """
 
 from __future__ import annotations
@@ -103,18 +104,25 @@ class ServerState:
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
 
-    def _log(self, *records: j.Record) -> int:
-        """Append under the state lock; compacts when the journal has grown enough."""
+    def _commit(self, *records: j.Record) -> None:
+        """Make `records` durable, under the state lock and before memory changes;
+        raises `StateWriteError` (nothing written) when the disk refuses."""
         if self._journal is None or not records:
-            return 0
-        ticket = self._journal.write(list(records))
-        if self._journal.should_compact():
-            self._journal.compact(self._all_records())
-        return ticket
+            return
+        self._journal.append(list(records))
 
-    def _durable(self, ticket: int) -> None:
-        if self._journal is not None and ticket:
-            self._journal.sync(ticket)
+    def _maybe_compact(self) -> None:
+        """Fold the journal into the snapshot once it has grown enough (after a change
+        is in memory, which the snapshot must hold). A failure is logged, not
+        raised: the change is durable in the journal, which stays valid."""
+        journal = self._journal
+        if journal is None or not journal.should_compact():
+            return
+        try:
+            journal.compact(self._all_records())
+        except j.StateWriteError as exc:
+            journal.compact_after_bytes *= 2  # not on every later write
+            log.warning("local server: %s; the journal keeps every change", exc)
 
     def _all_records(self) -> Iterator[j.Record]:
         for child, parent in self.policy_store.ancestry.items():
@@ -124,6 +132,11 @@ class ServerState:
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
 
+    def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
+        if self._journal is None:
+            raise ValueError("an in-memory server writes no state to fail")
+        self._journal.inject_failure(code, count=count, at=at)
+
     def compact(self) -> None:
         """Fold the journal into the snapshot now (also done automatically)."""
         with self._lock:
@@ -132,11 +145,19 @@ class ServerState:
 
     def close(self, *, compact: bool = True) -> None:
         """Release the state directory; `compact=False` leaves the journal exactly as
-        a crash would."""
+        a crash would. A compaction the disk refuses is skipped with a warning: the
+        journal alone holds every acknowledged change."""
         with self._lock:
             if self._journal is not None:
-                if compact:
-                    self._journal.compact(self._all_records())
+                if compact and self._journal.broken is None:
+                    try:
+                        self._journal.compact(self._all_records())
+                    except j.StateWriteError as exc:
+                        log.warning(
+                            "local server: not compacted at stop (%s); the journal keeps "
+                            "every acknowledged change",
+                            exc,
+                        )
                 self._journal.close()
                 self._journal = None
 
@@ -174,23 +195,20 @@ class ServerState:
             if name in self._topics:
                 return None
             topic = build()
+            self._commit((j.PUT_TOPIC, name, topic.SerializeToString()))
             self._put_topic(topic)
-            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
-        self._durable(ticket)
+            self._maybe_compact()
         return topic
 
     def create_topics(self, topics: Iterable[Any]) -> int:
         """Bulk seeding (tests, benchmarks): one journal write for all; skips existing."""
-        records: list[j.Record] = []
         with self._lock:
-            for topic in topics:
-                if topic.name in self._topics:
-                    continue
+            new = {t.name: t for t in topics if t.name not in self._topics}
+            self._commit(*((j.PUT_TOPIC, n, t.SerializeToString()) for n, t in new.items()))
+            for topic in new.values():
                 self._put_topic(topic)
-                records.append((j.PUT_TOPIC, topic.name, topic.SerializeToString()))
-            ticket = self._log(*records)
-        self._durable(ticket)
-        return len(records)
+            self._maybe_compact()
+        return len(new)
 
     def update_topic(self, name: str, change: Callable[[Any], Any]) -> Any | None:
         """Replace the topic with `change(current)` (a new proto); None if missing."""
@@ -199,17 +217,18 @@ class ServerState:
             if current is None:
                 return None
             topic = change(current)
+            self._commit((j.PUT_TOPIC, name, topic.SerializeToString()))
             self._topics[name] = topic
-            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
-        self._durable(ticket)
+            self._maybe_compact()
         return topic
 
     def delete_topic(self, name: str) -> bool:
         with self._lock:
-            if not self._drop_topic(name):
+            if name not in self._topics:
                 return False
-            ticket = self._log((j.DELETE_TOPIC, name, b""))
-        self._durable(ticket)
+            self._commit((j.DELETE_TOPIC, name, b""))
+            self._drop_topic(name)
+            self._maybe_compact()
         return True
 
     def list_topics(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
@@ -278,23 +297,23 @@ class ServerState:
             if after is None:
                 if before is None:
                     return None, None
+                self._commit((j.DELETE_POLICY, name, b""))
                 self._drop_policy(name)
-                ticket = self._log((j.DELETE_POLICY, name, b""))
             else:
+                self._commit((j.PUT_POLICY, name, after.SerializeToString()))
                 self._put_policy(after)
-                ticket = self._log((j.PUT_POLICY, name, after.SerializeToString()))
-        self._durable(ticket)
+            self._maybe_compact()
         return before, after
 
     def set_ancestry(self, child: str, parent: str | None) -> None:
         with self._lock:
             if parent is None:
+                self._commit((j.DELETE_ANCESTRY, child, b""))
                 self.policy_store.ancestry.pop(child, None)
-                ticket = self._log((j.DELETE_ANCESTRY, child, b""))
             else:
+                self._commit((j.SET_ANCESTRY, child, parent.encode("utf-8")))
                 self.policy_store.ancestry[child] = parent
-                ticket = self._log((j.SET_ANCESTRY, child, parent.encode("utf-8")))
-        self._durable(ticket)
+            self._maybe_compact()
 
     def locked(self) -> threading.RLock:
         """The state lock, for evaluating the org policy consistently with a write."""
