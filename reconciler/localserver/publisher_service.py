@@ -14,6 +14,7 @@ from typing import Any
 
 from reconciler.localserver import protos
 from reconciler.localserver.counters import RpcCounters
+from reconciler.localserver.limits import MAX_TOPIC_RETENTION_S, MIN_RETENTION_S, check_publish
 from reconciler.localserver.names import parse_project, parse_topic
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
@@ -31,8 +32,6 @@ UPDATABLE_PATHS = (
     "ingestion_data_source_settings",
     "message_transforms",
 )
-MIN_RETENTION_S = 10 * 60
-MAX_RETENTION_S = 31 * 24 * 3600
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
 _KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
@@ -143,7 +142,7 @@ class PublisherService:
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
             d = topic.message_retention_duration
             seconds = d.seconds + d.nanos / 1e9
-            if not MIN_RETENTION_S <= seconds <= MAX_RETENTION_S:
+            if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
                 raise invalid("message_retention_duration out of bounds")
         if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
             raise invalid(
@@ -261,10 +260,7 @@ class PublisherService:
 
     def publish(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
-        if not request.messages:
-            raise invalid("No messages to publish")
-        if any(not m.data and not m.attributes for m in request.messages):
-            raise invalid("Some messages are empty")
+        check_publish(len(call.raw), request.messages)
         topic = self.state.get_topic(request.topic)
         if topic is None:
             raise not_found("Topic not found")
@@ -314,5 +310,12 @@ class PublisherService:
                 lambda r: r.project,
             ),
             Rpc("DeleteTopic", self.delete_topic, p.DeleteTopicRequest, p.Empty, lambda r: r.topic),
-            Rpc("Publish", self.publish, p.PublishRequest, p.PublishResponse, lambda r: r.topic),
+            Rpc(
+                "Publish",
+                self.publish,
+                p.PublishRequest,
+                p.PublishResponse,
+                lambda r: r.topic,
+                raw=True,
+            ),
         ]

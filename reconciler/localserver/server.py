@@ -211,7 +211,7 @@ class LocalServer:
         handlers = {
             rpc.name: grpc.unary_unary_rpc_method_handler(
                 self._wrap(rpc),
-                request_deserializer=rpc.request_type.FromString,
+                request_deserializer=None if rpc.raw else rpc.request_type.FromString,
                 response_serializer=rpc.response_type.SerializeToString,
             )
             for rpc in rpcs
@@ -222,7 +222,17 @@ class LocalServer:
         """Count, inject faults, run, and turn ServiceError into a status. Anything else
         is INTERNAL (never UNKNOWN: some clients retry UNKNOWN for minutes)."""
 
+        parse = rpc.request_type.FromString
+
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            raw = b""
+            if rpc.raw:
+                raw = request
+                try:
+                    request = parse(raw)
+                except Exception:
+                    self.counters.incr(rpc.name)
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
             try:
                 resource = rpc.resource(request)
             except Exception:
@@ -230,7 +240,7 @@ class LocalServer:
             self.counters.incr(rpc.name, _project(resource))
             try:
                 self.faults.apply(rpc.name, resource)
-                return rpc.handler(request, CallInfo(self._client_region(context)))
+                return rpc.handler(request, CallInfo(self._client_region(context), raw))
             except ServiceError as err:
                 context.abort(err.code, err.message)
             except StateWriteError as exc:
