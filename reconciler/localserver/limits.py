@@ -89,4 +89,4 @@ def _check_attributes(i: int, attributes: Any) -> None:
 
 
 def duration_seconds(duration: Any) -> float:
-    return float(duration.seconds) + duration.nanos / 1e9
+    return float(duration.seconds) + float(duration.nanos) / 1e9
