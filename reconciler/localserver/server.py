@@ -155,9 +155,9 @@ class LocalServer:
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, then close the state (compacting the journal). Calls parked
-        by a fault hold are answered UNAVAILABLE first: none is left waiting, and no
-        handler runs against the closing state."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
+        by a fault hold or delay are answered UNAVAILABLE first: none is left waiting,
+        and no handler runs against the closing state."""
+        self.faults.stop()
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
@@ -178,7 +178,7 @@ class LocalServer:
     def crash(self) -> None:
         """Stop at once without the clean-shutdown compaction, leaving the state
         directory as a kill -9 would (for crash-recovery tests)."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
+        self.faults.stop()
         if self._server is not None:
             self._server.stop(None).wait()
             self._server = None
