@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
