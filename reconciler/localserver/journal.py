@@ -42,6 +42,15 @@ PUT_POLICY = 3
 DELETE_POLICY = 4
 SET_ANCESTRY = 5
 DELETE_ANCESTRY = 6
+# Format 3: subscriptions and messages (`subscriptions` encodes their values).
+PUT_SUBSCRIPTION = 7
+DELETE_SUBSCRIPTION = 8
+DETACH_SUBSCRIPTION = 9
+PUBLISH = 10  # a Publish request as received, with its IDs, time, region, receivers
+ACK = 11
+NEXT_MESSAGE_ID = 12  # snapshot only
+BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
+KINDS = frozenset(range(1, 14))
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]

@@ -7,8 +7,6 @@ exists`, the update-mask sentences) and say more where it is silent.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from typing import Any
 
@@ -16,6 +14,7 @@ from reconciler.localserver import protos
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.limits import MAX_TOPIC_RETENTION_S, MIN_RETENTION_S, check_publish
 from reconciler.localserver.names import parse_project, parse_topic
+from reconciler.localserver.paging import decode_token, encode_token, page_size
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
 from reconciler.localserver.status import already_exists, failed_precondition, invalid, not_found
@@ -32,8 +31,6 @@ UPDATABLE_PATHS = (
     "ingestion_data_source_settings",
     "message_transforms",
 )
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 _KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 
 _KIND_TEXT = {
@@ -235,22 +232,33 @@ class PublisherService:
 
     def list_topics(self, request: Any, call: CallInfo) -> Any:
         project = parse_project(request.project)
-        if request.page_size < 0:
-            raise invalid("page_size must not be negative.")
-        size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        after = ""
-        if request.page_token:
-            try:
-                after = base64.urlsafe_b64decode(request.page_token.encode("ascii")).decode()
-            except (binascii.Error, UnicodeError, ValueError):
-                raise invalid(f"Invalid page token {request.page_token!r}.") from None
-            if not after.startswith(topics_prefix(project)):
-                raise invalid(f"Invalid page token {request.page_token!r}.")
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, topics_prefix(project))
         topics, last = self.state.list_topics(project, after, size)
         response = protos.ListTopicsResponse(topics=topics)
         if last:
-            response.next_page_token = base64.urlsafe_b64encode(last.encode()).decode("ascii")
+            response.next_page_token = encode_token(last)
         return response
+
+    def list_topic_subscriptions(self, request: Any, call: CallInfo) -> Any:
+        project, _ = parse_topic(request.topic)
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
+        if self.state.get_topic(request.topic) is None:
+            raise not_found("Topic not found")
+        names, last = self.state.subs.list_topic(request.topic, after, size)
+        response = protos.ListTopicSubscriptionsResponse(subscriptions=names)
+        if last:
+            response.next_page_token = encode_token(last)
+        return response
+
+    def detach_subscription(self, request: Any, call: CallInfo) -> Any:
+        from reconciler.localserver.subscriber_service import parse_subscription
+
+        parse_subscription(request.subscription)
+        if not self.state.subs.detach(request.subscription):
+            raise not_found("Subscription does not exist")
+        return protos.DetachSubscriptionResponse()
 
     def delete_topic(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
@@ -283,11 +291,12 @@ class PublisherService:
                         f"(allowed regions: {', '.join(allowed)})."
                     )
                 rerouted = True
-        ids = self.state.add_messages(request.topic, request.messages)
-        if ids is None:
+        stored = self.state.subs.publish(request.topic, request, call.raw, region)
+        if stored is None:
             raise not_found("Topic not found")
-        for _ in ids if rerouted else ():
-            self.rerouted.incr(request.topic)
+        ids, _ = stored
+        if rerouted:
+            self.rerouted.incr(request.topic, amount=len(ids))
         return protos.PublishResponse(message_ids=ids)
 
     def rpcs(self) -> list[Rpc]:
@@ -310,6 +319,20 @@ class PublisherService:
                 lambda r: r.project,
             ),
             Rpc("DeleteTopic", self.delete_topic, p.DeleteTopicRequest, p.Empty, lambda r: r.topic),
+            Rpc(
+                "ListTopicSubscriptions",
+                self.list_topic_subscriptions,
+                p.ListTopicSubscriptionsRequest,
+                p.ListTopicSubscriptionsResponse,
+                lambda r: r.topic,
+            ),
+            Rpc(
+                "DetachSubscription",
+                self.detach_subscription,
+                p.DetachSubscriptionRequest,
+                p.DetachSubscriptionResponse,
+                lambda r: r.subscription,
+            ),
             Rpc(
                 "Publish",
                 self.publish,

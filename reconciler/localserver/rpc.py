@@ -27,3 +27,4 @@ class Rpc:
     response_type: Any
     resource: Callable[[Any], str]  # the resource a fault rule may target
     raw: bool = False  # the handler also gets the request bytes (CallInfo.raw)
+    stream: bool = False  # bidirectional streaming: the handler opens a stream object
