@@ -131,7 +131,7 @@ class Backlog:
         self.cap = cap
         self.retention_s = retention_s
         self.retain_acked = retain_acked
-        self._pending: deque[list[Any]] = deque()  # [batch, next index], never delivered
+        self._pending: deque[list[Any]] = deque()  # [batch, next, end]: never delivered
         self._redeliver: dict[int, tuple[Batch, int, int]] = {}  # id -> (batch, i, attempts)
         self._out: dict[int, list[Any]] = {}  # id -> [batch, i, lease, attempts]
         self._leases: list[tuple[float, int, list[int]]] = []  # (deadline, lease, ids)
@@ -143,7 +143,7 @@ class Backlog:
     # ------------------------------------------------------------------ arrivals
 
     def add(self, batch: Batch) -> None:
-        self._pending.append([batch, 0])
+        self._pending.append([batch, 0, len(batch)])
         self.unacked += len(batch)
         if self.unacked > self.cap:
             self._drop_oldest(self.unacked - self.cap)
@@ -151,10 +151,10 @@ class Backlog:
     def _drop_oldest(self, excess: int) -> None:
         while excess > 0 and self._pending:
             segment = self._pending[0]
-            batch, start = segment
-            take = min(excess, len(batch) - start)
+            _, start, end = segment
+            take = min(excess, end - start)
             segment[1] += take
-            if segment[1] >= len(batch):
+            if segment[1] >= end:
                 self._pending.popleft()
             excess -= take
             self.unacked -= take
@@ -169,9 +169,9 @@ class Backlog:
         """Drop what fell out of the retention window (measured from publish time)."""
         cutoff = now_ns - int(self.retention_s * NS)
         while self._pending and self._pending[0][0].publish_ns < cutoff:
-            batch, start = self._pending.popleft()
-            self.unacked -= len(batch) - start
-            self.dropped += len(batch) - start
+            _, start, end = self._pending.popleft()
+            self.unacked -= end - start
+            self.dropped += end - start
         for msg_id in [i for i, (b, _, _) in self._redeliver.items() if b.publish_ns < cutoff]:
             del self._redeliver[msg_id]
             self.unacked -= 1
@@ -222,8 +222,8 @@ class Backlog:
         pending = self._pending
         while pending and len(out) < max_messages and room != 0:
             segment = pending[0]
-            batch, start = segment
-            end = min(len(batch), start + max_messages - len(out))
+            batch, start, stop_at = segment
+            end = min(stop_at, start + max_messages - len(out))
             if max_bytes:
                 stop = start
                 while stop < end and room != 0:
@@ -237,7 +237,7 @@ class Backlog:
                 ids.append(msg_id)
                 out.append(Delivered(batch, index, f"{msg_id}-{lease}", 1))
             segment[1] = end
-            if end >= len(batch):
+            if end >= stop_at:
                 pending.popleft()
         if ids:
             heapq.heappush(self._leases, (deadline, lease, ids))
@@ -249,11 +249,13 @@ class Backlog:
         """Acknowledge messages by ID (leased or waiting for redelivery); how many
         were still unacknowledged."""
         done = 0
+        never_delivered = []
         for msg_id in ids:
             entry = self._out.pop(msg_id, None)
             if entry is None:
                 again = self._redeliver.pop(msg_id, None)
                 if again is None:
+                    never_delivered.append(msg_id)
                     continue
                 batch, index = again[0], again[1]
             else:
@@ -261,6 +263,29 @@ class Backlog:
             done += 1
             if self.retain_acked:
                 self._acked.append((batch, index, now_ns))
+        self.unacked -= done
+        if never_delivered and self._pending:
+            done += self._ack_pending(set(never_delivered), now_ns)
+        return done
+
+    def _ack_pending(self, ids: set[int], now_ns: int) -> int:
+        """Acknowledge messages never delivered (an export delivering what it held):
+        the pending segments are rebuilt around them."""
+        kept: deque[list[Any]] = deque()
+        done = 0
+        for batch, start, end in self._pending:
+            run = start
+            for index in range(start, end):
+                if batch.first_id + index in ids:
+                    if index > run:
+                        kept.append([batch, run, index])
+                    run = index + 1
+                    done += 1
+                    if self.retain_acked:
+                        self._acked.append((batch, index, now_ns))
+            if run < end:
+                kept.append([batch, run, end])
+        self._pending = kept
         self.unacked -= done
         return done
 
@@ -302,8 +327,8 @@ class Backlog:
             yield batch, index
         for batch, index, _ in self._redeliver.values():
             yield batch, index
-        for batch, start in self._pending:
-            for index in range(start, len(batch)):
+        for batch, start, end in self._pending:
+            for index in range(start, end):
                 yield batch, index
 
     def acked_refs(self) -> Iterator[tuple[Batch, int, int]]:

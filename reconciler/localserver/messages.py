@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     from reconciler.localserver.backlog import Batch
 
 DEFAULT_KEEP_MESSAGES = 10_000
+# Unacknowledged messages one subscription holds at most (`--max-backlog`).
+DEFAULT_MAX_BACKLOG = 100_000
 
 
 class MessageLog:

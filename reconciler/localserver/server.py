@@ -24,7 +24,7 @@ from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.outcomes import PublishOutcomes
@@ -33,7 +33,6 @@ from reconciler.localserver.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
 from reconciler.localserver.state import ServerState, policy_to_proto
 from reconciler.localserver.status import ServiceError
 from reconciler.localserver.subscriber_service import PullStream, SubscriberService
-from reconciler.localserver.subscriptions import DEFAULT_MAX_BACKLOG
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 

@@ -29,8 +29,8 @@ from google.protobuf import json_format
 
 from reconciler.localserver import journal as j
 from reconciler.localserver import protos
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
-from reconciler.localserver.subscriptions import DEFAULT_MAX_BACKLOG, Subscriptions
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.subscriptions import Subscriptions
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore

@@ -32,14 +32,13 @@ from reconciler.localserver import journal as j
 from reconciler.localserver.backlog import Backlog, BacklogStats, Batch, Delivered
 from reconciler.localserver.geography import storage_region
 from reconciler.localserver.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
-from reconciler.localserver.messages import MessageLog
+from reconciler.localserver.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.names import project_of
 
 if TYPE_CHECKING:
     from reconciler.localserver.state import ServerState
 
 DELETED_TOPIC = "_deleted-topic_"
-DEFAULT_MAX_BACKLOG = 100_000
 _U64 = struct.Struct("<Q")
 _PUBLISH = struct.Struct("<QQB")
 _U16 = struct.Struct("<H")

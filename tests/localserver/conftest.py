@@ -92,3 +92,22 @@ def refused_start() -> object:
 def server_process_class() -> type[ServerProcess]:
     """The untracked class, for module-scoped fixtures that stop what they start."""
     return ServerProcess
+
+
+def make_subscriber(address: str) -> object:
+    """The GAPIC `google.pubsub_v1.SubscriberClient` on a plaintext channel, as
+    PUBSUB_EMULATOR_HOST would set it up."""
+    from google.pubsub_v1 import SubscriberClient
+    from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+
+    from reconciler.backends.clients import insecure_channel
+
+    return SubscriberClient(transport=SubscriberGrpcTransport(channel=insecure_channel(address)))
+
+
+@pytest.fixture
+def subscriber_client(local_server: object) -> Iterator[object]:
+    """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
+    client = make_subscriber(local_server.address)  # type: ignore[attr-defined]
+    yield client
+    client.transport.close()  # type: ignore[attr-defined]
