@@ -92,8 +92,9 @@ class ServerState:
                 self.loaded = journal.load(recover=recover)
                 for note in self.loaded.notes:
                     log.warning("local server: %s", note)
-                for record in self.loaded.records:
-                    self._apply(record)
+                with self.lock:  # nobody else yet; the conditions want it held
+                    for record in self.loaded.records:
+                        self._apply(record)
                 self.loaded.records = []  # applied; do not keep a second copy
                 self.subs.loaded()
                 if self.loaded.rewrite:  # recovery or migration: a fresh snapshot now
