@@ -87,7 +87,7 @@ def test_kill_9_keeps_every_acknowledged_publish_and_ack(
     pub.create_topic(name=T)
     sub.create_subscription(request={"name": S, "topic": T})
     published = []
-    for i in range(20):
+    for _ in range(20):
         published += pub.publish(topic=T, messages=[{"data": b"m"}] * 25).message_ids
     got = _drain(sub)
     acked = {m.message.message_id for m in got[:100]}

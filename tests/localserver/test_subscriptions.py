@@ -34,7 +34,9 @@ def _pull(sub: Any, name: str = S, n: int = 100, **kwargs: Any) -> list[Any]:
 # ------------------------------------------------------------------ admin
 
 
-def test_create_get_update_list_delete(subscriber_client: Any, publisher_client: Any, topic: str) -> None:
+def test_create_get_update_list_delete(
+    subscriber_client: Any, publisher_client: Any, topic: str
+) -> None:
     sub = subscriber_client
     created = sub.create_subscription(
         request={"name": S, "topic": topic, "labels": {"team": "a"}}
@@ -106,7 +108,8 @@ def test_admin_errors_have_the_service_codes(subscriber_client: Any, topic: str)
         sub.create_subscription(request={"name": S, "topic": topic})
     with pytest.raises(exceptions.InvalidArgument, match="non-empty paths list"):
         sub.update_subscription(request={"subscription": {"name": S}, "update_mask": {}})
-    with pytest.raises(exceptions.InvalidArgument, match="topic field in the Subscription is not mutable"):
+    immutable = "topic field in the Subscription is not mutable"
+    with pytest.raises(exceptions.InvalidArgument, match=immutable):
         sub.update_subscription(
             request={"subscription": {"name": S, "topic": T}, "update_mask": {"paths": ["topic"]}}
         )
@@ -346,7 +349,9 @@ def test_export_pauses_under_in_transit_and_resumes_when_the_policy_allows(
         assert server.subscription_stats(f"{P}/subscriptions/to-push").unacked == {}
 
 
-def test_publish_outcomes_are_recorded(publisher_client: Any, local_server: Any, topic: str) -> None:
+def test_publish_outcomes_are_recorded(
+    publisher_client: Any, local_server: Any, topic: str
+) -> None:
     publisher_client.publish(topic=topic, messages=[{"data": b"x"}])
     with pytest.raises(exceptions.InvalidArgument):
         publisher_client.publish(topic=topic, messages=[{"data": b""}], retry=None)
