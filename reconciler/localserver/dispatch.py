@@ -81,7 +81,7 @@ class Dispatcher:
                     code,
                     time.perf_counter() - start,
                     len(request.messages),
-                    any(m.ordering_key for m in request.messages),
+                    bool(call.notes.get("has_ordering")),
                 )
             )
 

@@ -268,7 +268,8 @@ class PublisherService:
 
     def publish(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
-        check_publish(len(call.raw), request.messages)
+        ordering = check_publish(len(call.raw), request.messages, call.raw)
+        call.notes["has_ordering"] = ordering
         topic = self.state.get_topic(request.topic)
         if topic is None:
             raise not_found("Topic not found")
@@ -284,7 +285,7 @@ class PublisherService:
                         f"storage policy of {request.topic} does not allow "
                         f"(enforce_in_transit is set; allowed regions: {', '.join(allowed)})."
                     )
-                if any(m.ordering_key for m in request.messages):
+                if ordering:
                     raise failed_precondition(
                         f"Cannot publish messages with an ordering key from region {region}: "
                         f"the message storage policy of {request.topic} does not allow it "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
@@ -17,6 +17,7 @@ class CallInfo:
 
     client_region: str | None
     raw: bytes = b""
+    notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
 
 
 @dataclass(frozen=True)
