@@ -117,3 +117,24 @@ def test_server_side_flow_control_and_acks_in_the_stream(
         stream.cancel()
     stats = local_server.subscription_stats(S)
     assert stats is not None and stats.unacked["us-central1"].count == 9
+
+
+def test_stop_ends_waiting_pulls_and_open_streams(
+    local_server: Any, subscriber_client: Any, topic_and_sub: None
+) -> None:
+    """Nothing waits out its poll when the server stops: a long-polling Pull (it would
+    wait 10 s for a message) and an open stream are answered at once (the 5 s safety
+    nets are shorter than the poll)."""
+    from google.pubsub_v1.types import PullRequest, StreamingPullRequest
+
+    pull = subscriber_client.transport.pull.future(PullRequest(subscription=S, max_messages=5))
+    q: queue.Queue[Any] = queue.Queue()
+    q.put(StreamingPullRequest(subscription=S, stream_ack_deadline_seconds=60))
+    stream = subscriber_client.transport.streaming_pull(_requests(q))
+    _wait_until(local_server, lambda: local_server.counters.get("StreamingPull") == 1, "stream")
+    local_server.stop()
+    assert pull.exception(timeout=5) is None and list(pull.result().received_messages) == []
+    with pytest.raises(Exception) as ended:
+        next(iter(stream))
+    assert ended.value.code().name in ("UNAVAILABLE", "CANCELLED")  # type: ignore[attr-defined]
+    q.put(None)
