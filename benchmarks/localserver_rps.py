@@ -238,6 +238,16 @@ def _emulator() -> tuple[_Child | None, str]:
     return child, ""
 
 
+def _add_emulator(servers: list[_Child]) -> tuple[_Child | None, str]:
+    """Start Google's emulator beside `servers` when it can be; (it, why not)."""
+    emulator, why = _emulator()
+    if emulator is None:
+        print(f"Google's emulator not measured: {why}", flush=True)
+    else:
+        servers.append(emulator)
+    return emulator, why
+
+
 def _request(topic: str) -> Any:
     from google.pubsub_v1.types import PublishRequest, PubsubMessage
 
@@ -258,11 +268,7 @@ def publish_cpu(batches: int, rounds: int, warmup: int) -> None:
     ours and the emulator's, rounds interleaved, same client, same requests."""
     topic = f"{PROJECT}/topics/publish-cpu"
     servers = [_ours()]
-    emulator, why = _emulator()
-    if emulator is None:
-        print(f"Google's emulator not measured: {why}", flush=True)
-    else:
-        servers.append(emulator)
+    emulator, why = _add_emulator(servers)
     try:
         clients = {s.name: _publisher(s, topic) for s in servers}
         request = _request(topic)
@@ -395,11 +401,7 @@ def publish_pull(batches: int, rounds: int, warmup: int) -> None:
         durable = _ours(["--state", tmp])
         durable.name = "reconcile (--state)"
         servers.append(durable)
-        emulator, why = _emulator()
-        if emulator is None:
-            print(f"Google's emulator not measured: {why}", flush=True)
-        else:
-            servers.append(emulator)
+        _, why = _add_emulator(servers)
         try:
             _publish_pull_rounds(servers, topic, sub_name, batches, rounds, warmup, why)
         finally:

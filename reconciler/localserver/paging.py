@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 
 from reconciler.localserver.status import invalid
 
@@ -33,3 +34,12 @@ def decode_token(token: str, prefix: str) -> str:
 
 def encode_token(last: str) -> str:
     return base64.urlsafe_b64encode(last.encode()).decode("ascii")
+
+
+def page_after(names: list[str], after: str, limit: int) -> tuple[list[str], str]:
+    """Up to `limit` of the sorted `names` after `after`, and the last one returned
+    when more follow (else "")."""
+    start = bisect.bisect_right(names, after) if after else 0
+    page = names[start : start + limit]
+    more = start + limit < len(names)
+    return page, (page[-1] if more and page else "")

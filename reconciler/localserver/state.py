@@ -30,6 +30,7 @@ from google.protobuf import json_format
 from reconciler.localserver import journal as j
 from reconciler.localserver import protos
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.paging import page_after
 from reconciler.localserver.subscriptions import Subscriptions
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
@@ -297,11 +298,8 @@ class ServerState:
         """Up to `limit` topics of `project` named after `after`, in name order, and the
         last name returned when more follow (else "")."""
         with self.lock:
-            names = self._by_project.get(project, [])
-            start = bisect.bisect_right(names, after) if after else 0
-            page = names[start : start + limit]
-            more = start + limit < len(names)
-            return [self._topics[n] for n in page], (page[-1] if more and page else "")
+            page, last = page_after(self._by_project.get(project, []), after, limit)
+            return [self._topics[n] for n in page], last
 
     def messages(self, name: str) -> list[Any]:
         """The last `keep_messages` messages of a topic, as stored `PubsubMessage`s."""

@@ -33,6 +33,7 @@ from reconciler.localserver.backlog import Backlog, BacklogStats, Batch, Deliver
 from reconciler.localserver.geography import storage_region
 from reconciler.localserver.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.messages import DEFAULT_MAX_BACKLOG, MessageLog
+from reconciler.localserver.paging import page_after
 from reconciler.names import project_of
 
 if TYPE_CHECKING:
@@ -248,19 +249,12 @@ class Subscriptions:
 
     def list_project(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
         with self.state.lock:
-            names = self._by_project.get(project, [])
-            start = bisect.bisect_right(names, after) if after else 0
-            page = names[start : start + limit]
-            more = start + limit < len(names)
-        return [self.get(n) for n in page], (page[-1] if more and page else "")
+            page, last = page_after(self._by_project.get(project, []), after, limit)
+        return [self.get(n) for n in page], last
 
     def list_topic(self, topic: str, after: str, limit: int) -> tuple[list[str], str]:
         with self.state.lock:
-            names = self._by_topic.get(topic, [])
-            start = bisect.bisect_right(names, after) if after else 0
-            page = names[start : start + limit]
-            more = start + limit < len(names)
-        return page, (page[-1] if more and page else "")
+            return page_after(self._by_topic.get(topic, []), after, limit)
 
     # ------------------------------------------------------------ exports and push
 
