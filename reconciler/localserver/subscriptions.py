@@ -161,7 +161,9 @@ class Subscriptions:
         cond.notify_all()  # waiting pulls see it gone
 
     def topic_deleted(self, topic: str) -> None:
-        """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_."""
+        """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_;
+        its log of recent messages goes."""
+        self._logs.pop(topic, None)
         for name in self._by_topic.pop(topic, []):
             config = protos.Subscription()
             config.CopyFrom(self._subs[name])

@@ -193,7 +193,7 @@ def test_detach_drops_the_backlog_and_refuses_pull(
 
 
 def test_deleting_the_topic_leaves_subscriptions_at_deleted_topic(
-    subscriber_client: Any, publisher_client: Any, topic: str
+    subscriber_client: Any, publisher_client: Any, local_server: Any, topic: str
 ) -> None:
     subscriber_client.create_subscription(request={"name": S, "topic": topic})
     publisher_client.publish(topic=topic, messages=[{"data": b"kept"}])
@@ -202,6 +202,7 @@ def test_deleting_the_topic_leaves_subscriptions_at_deleted_topic(
     assert [m.message.data for m in _pull(subscriber_client)] == [b"kept"]
     publisher_client.create_topic(name=topic)  # a new topic of that name: not re-attached
     assert list(publisher_client.list_topic_subscriptions(topic=topic)) == []
+    assert local_server.messages(topic) == []  # the old topic's messages went with it
 
 
 def test_backlog_is_bounded_dropping_the_oldest(publisher_client: Any) -> None:
