@@ -3,7 +3,10 @@ foreground until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -208,3 +211,10 @@ def command(
             signal.signal(sig, handler)
         server.stop()
         click.echo("Local server stopped.", err=True)
+    # Stopped cleanly, state closed: end the process now. Tearing down the gRPC and
+    # protobuf modules at interpreter exit takes another 0.5-1.5 s on a loaded machine,
+    # and a stop must take at most 2 s whatever was in flight.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

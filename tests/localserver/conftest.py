@@ -94,20 +94,11 @@ def server_process_class() -> type[ServerProcess]:
     return ServerProcess
 
 
-def make_subscriber(address: str) -> object:
-    """The GAPIC `google.pubsub_v1.SubscriberClient` on a plaintext channel, as
-    PUBSUB_EMULATOR_HOST would set it up."""
-    from google.pubsub_v1 import SubscriberClient
-    from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
-
-    from reconciler.backends.clients import insecure_channel
-
-    return SubscriberClient(transport=SubscriberGrpcTransport(channel=insecure_channel(address)))
-
-
 @pytest.fixture
 def subscriber_client(local_server: object) -> Iterator[object]:
     """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
+    from subscriber_support import make_subscriber
+
     client = make_subscriber(local_server.address)  # type: ignore[attr-defined]
     yield client
     client.transport.close()  # type: ignore[attr-defined]

@@ -10,7 +10,7 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from conftest import make_subscriber
+from subscriber_support import make_subscriber
 
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer

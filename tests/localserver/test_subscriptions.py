@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from google.api_core import exceptions
+from subscriber_support import make_subscriber
 
+from reconciler.backends.clients import publisher_client as make_publisher
 from reconciler.localserver import CLIENT_REGION_KEY, LocalServer
 
 P = "projects/proj-alpha"
@@ -207,9 +209,6 @@ def test_deleting_the_topic_leaves_subscriptions_at_deleted_topic(
 
 def test_backlog_is_bounded_dropping_the_oldest(publisher_client: Any) -> None:
     with LocalServer(max_backlog=100) as server:
-        from conftest import make_subscriber
-
-        from reconciler.backends.clients import publisher_client as make_publisher
 
         pub, sub = make_publisher(server.address), make_subscriber(server.address)
         pub.create_topic(name=T)
@@ -301,10 +300,6 @@ def test_in_transit_enforced_on_pull_and_streaming_pull(
 def test_export_pauses_under_in_transit_and_resumes_when_the_policy_allows(
     publisher_client: Any,
 ) -> None:
-    from conftest import make_subscriber
-
-    from reconciler.backends.clients import publisher_client as make_publisher
-
     where = {"bigquery:proj-alpha.sales": "europe-west4", "push:hooks.example.com": "us-east1"}
     with LocalServer(destination_locations=where) as server:
         pub, sub = make_publisher(server.address), make_subscriber(server.address)
