@@ -212,21 +212,23 @@ class GcpBackend:
     google_emulator: bool = False
 
     def detect_google_emulator(self) -> bool:
-        """Is the server at --emulator Google's emulator rather than ours? Google's
-        serves ListTopicSubscriptions, the embedded local server does not (UNIMPLEMENTED,
-        which it neither counts nor logs): one cheap probe, made once per command."""
-        request = {"topic": "projects/reconcile-probe/topics/reconcile-probe", "page_size": 1}
+        """Is the server at --emulator Google's emulator rather than ours? Ours answers
+        `GetCapabilities` of its own service (an RPC no other server has; it is
+        neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one
+        cheap probe, made once per command."""
+        import json
+
+        import grpc
+
+        from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
+
         try:
-            pager = self.publisher.list_topic_subscriptions(
-                request=request, timeout=5.0, retry=None
-            )
-            next(iter(pager), None)
-        except gexc.MethodNotImplemented:
-            self.google_emulator = False
-        except API_ERRORS:
-            self.google_emulator = True  # it knows the method (NOT_FOUND and the like)
-        else:
-            self.google_emulator = True
+            probe = self.publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
+            answer = json.loads(probe(b"", timeout=5.0))
+            ours = isinstance(answer, dict) and answer.get("server") == SERVER_NAME
+        except (grpc.RpcError, ValueError, AttributeError):
+            ours = False  # UNIMPLEMENTED (Google's emulator) and the like
+        self.google_emulator = not ours
         return self.google_emulator
 
     @property

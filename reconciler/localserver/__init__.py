@@ -8,9 +8,13 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from reconciler.localserver.server import LocalServer
 
-__all__ = ["CLIENT_REGION_KEY", "LocalServer"]
+__all__ = ["CAPABILITIES_METHOD", "CLIENT_REGION_KEY", "SERVER_NAME", "LocalServer"]
 
 CLIENT_REGION_KEY = "x-reconcile-client-region"
+# An RPC only this server answers (bytes in, JSON out: {"server": SERVER_NAME, ...}),
+# so that a client can tell it from Google's emulator by asking, not by guessing.
+CAPABILITIES_METHOD = "/reconcile.localserver.v1.LocalServer/GetCapabilities"
+SERVER_NAME = "reconcile-local-server"
 
 
 def __getattr__(name: str) -> Any:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallInfo:
-    """Per-call facts a handler may need: the region the request 'comes from'."""
+    """Per-call facts a handler may need: the region the request 'comes from', and
+    for a `raw` RPC the request's own bytes (its size is a limit; journaling them
+    costs no second serialization)."""
 
     client_region: str | None
+    raw: bytes = b""
+    notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
 
 
 @dataclass(frozen=True)
@@ -23,3 +27,5 @@ class Rpc:
     request_type: Any
     response_type: Any
     resource: Callable[[Any], str]  # the resource a fault rule may target
+    raw: bool = False  # the handler also gets the request bytes (CallInfo.raw)
+    stream: bool = False  # bidirectional streaming: the handler opens a stream object

@@ -1,10 +1,16 @@
-"""`LocalServer`: the gRPC wiring of the Publisher and OrgPolicy services, with RPC
-counters and fault injection around every handler."""
+"""`LocalServer`: the gRPC wiring of the Publisher, Subscriber and OrgPolicy
+services (a thin layer over `dispatch.Dispatcher`, which counts, injects faults and
+runs the transport-independent handlers), plus one RPC only this server answers:
+`reconcile.localserver.v1.LocalServer/GetCapabilities`, which lets a client tell it
+from Google's emulator (`CAPABILITIES_METHOD`)."""
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
-from collections.abc import Callable, Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from pathlib import Path
 from types import TracebackType
@@ -13,36 +19,63 @@ from typing import Any
 import grpc
 
 from reconciler.errors import UsageError
-from reconciler.localserver import protos
+from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME, protos
+from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
+from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
+from reconciler.localserver.outcomes import PublishOutcomes
 from reconciler.localserver.publisher_service import PublisherService
 from reconciler.localserver.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
 from reconciler.localserver.state import ServerState, policy_to_proto
 from reconciler.localserver.status import ServiceError
+from reconciler.localserver.subscriber_service import PullStream, SubscriberService
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
 PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
+SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
+CAPABILITIES_SERVICE = CAPABILITIES_METHOD.split("/")[1]
+CAPABILITIES = (
+    "storage-policy-validation",
+    "update-labels",
+    "update-storage-policy",
+    "org-policy",
+    "subscriber",
+    "in-transit-enforcement",
+)
 MAX_WORKERS = 64
+# Above the service's 10 MiB Publish limit, so that a larger request reaches the
+# limit check and gets the service's INVALID_ARGUMENT rather than gRPC's own refusal.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
-def _method_names(publisher: PublisherService, orgpolicy: OrgPolicyService) -> list[str]:
-    return [rpc.name for rpc in (*publisher.rpcs(), *orgpolicy.rpcs())]
+def _method_names(*services: Any) -> list[str]:
+    return [rpc.name for service in services for rpc in service.rpcs()]
 
 
 def method_names() -> list[str]:
     """Every RPC method a local server answers, without opening any state (for
     checking `--fault` specs before the server starts)."""
     state = ServerState()
-    return _method_names(PublisherService(state), OrgPolicyService(state))
+    return _method_names(
+        PublisherService(state), SubscriberService(state), OrgPolicyService(state)
+    )
+
+
+def capabilities_answer() -> bytes:
+    """What GetCapabilities answers (JSON; the request is ignored)."""
+    from reconciler import __version__
+
+    return json.dumps(
+        {"server": SERVER_NAME, "version": __version__, "capabilities": list(CAPABILITIES)}
+    ).encode()
 
 
 class SeedConflict(UsageError):
@@ -82,22 +115,29 @@ class LocalServer:
         recover: bool = False,
         keep_messages: int = DEFAULT_KEEP_MESSAGES,
         reset_org_policy: bool = False,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+        destination_locations: dict[str, str] | None = None,
     ) -> None:
         self.host = host
         self.port = port
         self.client_region = client_region
         self.max_workers = max(max_workers, 1)
         self.counters = RpcCounters()
+        self.outcomes = PublishOutcomes()
         self.state = ServerState(
             Path(state_dir) if state_dir is not None else None,
             fsync=fsync,
             compact_after_bytes=compact_after_bytes,
             recover=recover,
             keep_messages=keep_messages,
+            max_backlog=max_backlog,
+            destination_locations=destination_locations,
         )
         self.publisher = PublisherService(self.state)
+        self.subscriber = SubscriberService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
+        self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
         self._server: grpc.Server | None = None
         if policy_store is not None:
             try:
@@ -108,7 +148,7 @@ class LocalServer:
 
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
-        return _method_names(self.publisher, self.orgpolicy)
+        return _method_names(self.publisher, self.subscriber, self.orgpolicy)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -135,7 +175,12 @@ class LocalServer:
         server.add_generic_rpc_handlers(
             (
                 self._generic(PUBLISHER_SERVICE, self.publisher.rpcs()),
+                self._generic(SUBSCRIBER_SERVICE, self.subscriber.rpcs()),
                 self._generic(ORGPOLICY_SERVICE, self.orgpolicy.rpcs()),
+                grpc.method_handlers_generic_handler(
+                    CAPABILITIES_SERVICE,
+                    {"GetCapabilities": grpc.unary_unary_rpc_method_handler(_capabilities)},
+                ),
             )
         )
         try:
@@ -151,9 +196,10 @@ class LocalServer:
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, then close the state (compacting the journal). Calls parked
-        by a fault hold are answered UNAVAILABLE first: none is left waiting, and no
-        handler runs against the closing state."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
+        by a fault hold or delay are answered UNAVAILABLE first: none is left waiting,
+        and no handler runs against the closing state."""
+        self.faults.stop()
+        self.state.subs.stop()  # waiting pulls and streams end now
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
@@ -163,10 +209,19 @@ class LocalServer:
         """Fold the journal into the snapshot now (it also happens as it grows)."""
         self.state.compact()
 
+    def fail_state_writes(
+        self, code: int = errno.ENOSPC, *, count: int = 1, at: str = "write"
+    ) -> None:
+        """Fault hook: the next `count` journal writes (`at="write"`) or fsyncs
+        (`at="fsync"`) fail with OSError(`code`), as a full or failing disk would.
+        Needs a state directory."""
+        self.state.inject_write_failure(code, count=count, at=at)
+
     def crash(self) -> None:
         """Stop at once without the clean-shutdown compaction, leaving the state
         directory as a kill -9 would (for crash-recovery tests)."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
+        self.faults.stop()
+        self.state.subs.stop()
         if self._server is not None:
             self._server.stop(None).wait()
             self._server = None
@@ -196,34 +251,76 @@ class LocalServer:
     # ------------------------------------------------------------------ gRPC wiring
 
     def _generic(self, service: str, rpcs: list[Rpc]) -> grpc.GenericRpcHandler:
-        handlers = {
-            rpc.name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(rpc),
-                request_deserializer=rpc.request_type.FromString,
-                response_serializer=rpc.response_type.SerializeToString,
-            )
-            for rpc in rpcs
-        }
+        handlers = {}
+        for rpc in rpcs:
+            if rpc.stream:
+                handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(
+                    self._wrap_stream(rpc),
+                    request_deserializer=rpc.request_type.FromString,
+                    response_serializer=rpc.response_type.SerializeToString,
+                )
+            else:
+                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
+                    self._wrap(rpc),
+                    request_deserializer=None if rpc.raw else rpc.request_type.FromString,
+                    response_serializer=rpc.response_type.SerializeToString,
+                )
         return grpc.method_handlers_generic_handler(service, handlers)
 
     def _wrap(self, rpc: Rpc) -> Callable[[Any, grpc.ServicerContext], Any]:
-        """Count, inject faults, run, and turn ServiceError into a status. Anything else
-        is INTERNAL (never UNKNOWN: some clients retry UNKNOWN for minutes)."""
+        """The dispatcher's answer, or its ServiceError as the call's status."""
+        parse = rpc.request_type.FromString
+        dispatch = self.dispatcher.call
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            raw = b""
+            if rpc.raw:
+                raw = request
+                try:
+                    request = parse(raw)
+                except Exception:
+                    self.counters.incr(rpc.name)
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
             try:
-                resource = rpc.resource(request)
-            except Exception:
-                resource = None
-            self.counters.incr(rpc.name, _project(resource))
-            try:
-                self.faults.apply(rpc.name, resource)
-                return rpc.handler(request, CallInfo(self._client_region(context)))
+                return dispatch(rpc, request, CallInfo(self._client_region(context), raw))
             except ServiceError as err:
                 context.abort(err.code, err.message)
-            except Exception as exc:
-                log.exception("local server: %s failed", rpc.name)
-                context.abort(grpc.StatusCode.INTERNAL, f"local server bug: {exc!r}")
+
+        return handle
+
+    def _wrap_stream(self, rpc: Rpc) -> Callable[[Iterator[Any], grpc.ServicerContext], Any]:
+        """StreamingPull: the first request opens a `PullStream` through the dispatcher
+        (counted, faults applied, checked); a reader thread feeds it the later
+        requests while this thread sends what it yields."""
+
+        def handle(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+            try:
+                first = next(requests)
+            except StopIteration:
+                return
+            try:
+                stream: PullStream = self.dispatcher.call(
+                    rpc, first, CallInfo(self._client_region(context))
+                )
+            except ServiceError as err:
+                context.abort(err.code, err.message)
+
+            def read() -> None:
+                try:
+                    for request in requests:
+                        stream.receive(request)
+                except Exception:  # the client went away or the server is stopping
+                    pass
+                finally:
+                    stream.end()
+
+            threading.Thread(target=read, name="streaming-pull-reader", daemon=True).start()
+            try:
+                yield from stream.responses(context.is_active)
+            except ServiceError as err:
+                context.abort(err.code, err.message)
+            finally:
+                stream.end()
 
         return handle
 
@@ -239,6 +336,23 @@ class LocalServer:
         """The last `keep_messages` published `PubsubMessage` protos of a topic, in
         publish order."""
         return self.state.messages(topic)
+
+    # ----------------------------------------------------------------- read API
+    # (what a Monitoring face serves: the by-region gauges and publish metrics)
+
+    def subscription_stats(self, subscription: str) -> BacklogStats | None:
+        """Per region the messages are persisted in: count, bytes and oldest publish
+        time of the subscription's unacked and retained acked messages."""
+        return self.state.subs.subscription_stats(subscription)
+
+    def topic_stats(self, topic: str) -> BacklogStats:
+        """The same across every subscription attached to the topic."""
+        return self.state.subs.topic_stats(topic)
+
+    def set_destination_location(self, key: str, location: str | None) -> None:
+        """Declare where an export or push destination is (see `exports`): e.g.
+        "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
+        self.state.subs.set_location(key, location)
 
     def rerouted(self, topic: str) -> int:
         """Messages of `topic` published from a region its storage policy excludes and
@@ -309,8 +423,5 @@ class LocalServer:
         return self.state.create_topics(topics)
 
 
-def _project(resource: str | None) -> str | None:
-    """P of "projects/P/..." (what a per-project counter is keyed by)."""
-    if not resource or not resource.startswith("projects/"):
-        return None
-    return resource.split("/")[1] or None
+def _capabilities(request: bytes, context: grpc.ServicerContext) -> bytes:
+    return capabilities_answer()

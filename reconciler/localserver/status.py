@@ -51,3 +51,7 @@ def already_exists(message: str) -> ServiceError:
 
 def failed_precondition(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, message)
+
+
+def unavailable(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, message)
