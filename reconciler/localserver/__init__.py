@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reconciler.localserver.rpc import CLIENT_REGION_KEY
+
 if TYPE_CHECKING:
     from reconciler.localserver.server import LocalServer
 
 __all__ = ["CLIENT_REGION_KEY", "LocalServer"]
-
-CLIENT_REGION_KEY = "x-reconcile-client-region"
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
+# Request metadata naming the region a request "comes from" (for enforceInTransit).
+CLIENT_REGION_KEY = "x-reconcile-client-region"
 
 
 @dataclass(frozen=True)
