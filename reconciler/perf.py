@@ -15,7 +15,7 @@ every command line with the collector paused, from click's import to the verb's 
 code (reconciler/cli.py); reference counting still frees everything, and the
 collector runs again afterwards when it was on before. The parts that run long turn
 it on again: `apply` while it makes its calls (minutes; their errors and retries do
-make cycles) and `local-server` while it serves.
+make cycles) and `local-server` for as long as it runs.
 
 Freeing at exit. At the end of a large `plan` its records are dropped one by one when
 the command returns, after everything has been written; they are left for the

@@ -26,7 +26,7 @@ LIBRARIES = ("spec", "orgpolicy", "plan", "apply", "render")
 
 
 def _graph() -> grimp.ImportGraph:
-    return grimp.build_graph("reconciler")
+    return grimp.build_graph("reconciler", cache_dir=None)
 
 
 def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:

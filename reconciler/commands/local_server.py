@@ -80,6 +80,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     hidden=True,
     help="Skip fsync (faster, not crash-safe; benchmarks only).",
 )
+@gc_resumed()  # a server runs until it is stopped: the collector on (reconciler/perf.py)
 def command(
     host: str,
     port: int,
@@ -169,9 +170,8 @@ def command(
     output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")
     output.stderr().line("Press Ctrl-C to stop.")
     try:
-        with gc_resumed():  # it serves until stopped (reconciler/perf.py)
-            while not stopping.wait(0.5):
-                pass
+        while not stopping.wait(0.5):
+            pass
     except KeyboardInterrupt:
         pass
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from apply_support import Tree, mutating_calls
 
 from reconciler.orgpolicy.snapshot import load_snapshot
@@ -31,43 +32,41 @@ def _tree(local_server: Any, tree: Tree, *, snapshot: bool = True) -> list[str]:
     return ["--emulator", local_server.address]
 
 
-def test_apply_refuses_what_plan_refuses_on_the_live_org_policy(
-    run_cli: Any, local_server: Any, tree: Tree
+@pytest.mark.parametrize(
+    ("snapshot", "plan_says", "apply_says"),
+    [
+        (False, "no plan made, nothing changed",
+         "the specs conflict with the live org policy; nothing was applied"),
+        (True, "; no plan made", "the specs have errors; nothing was applied"),
+    ],
+    ids=["live-org-policy", "snapshot"],
+)
+def test_apply_refuses_what_plan_refuses(
+    run_cli: Any, local_server: Any, tree: Tree, snapshot: bool, plan_says: str, apply_says: str
 ) -> None:
-    target = _tree(local_server, tree, snapshot=False)  # the live Org Policy API decides
+    """Refused by the plan's checks on the live Org Policy API, or by validation on the
+    snapshot: the same refusal, before any call, from both verbs."""
+    target = _tree(local_server, tree, snapshot=snapshot)
+    if snapshot:
+        target += ["--org-policy", str(tree.policy)]
     planned = run_cli("plan", "specs", *target, "--strict-groups")
-    assert planned.exit_code == 1
-    assert "error[publisher-ordering-region]" in planned.stderr
-    assert "no plan made, nothing changed" in planned.stderr
-
     applied = run_cli("apply", "specs", *target, "--strict-groups", "--auto-approve")
-    assert applied.exit_code == 1
-    assert "error[publisher-ordering-region]" in applied.stderr
-    assert "membership not verified for in:us-locations" in applied.stderr
-    assert "the specs conflict with the live org policy; nothing was applied" in applied.stderr
+    for result, says in ((planned, plan_says), (applied, apply_says)):
+        assert result.exit_code == 1
+        assert "error[publisher-ordering-region]" in result.stderr
+        assert "membership not verified for in:us-locations" in result.stderr
+        assert says in result.stderr
     assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
-    # Without the flag the same refusal is a warning, and both topics are created.
+
+def test_without_strict_groups_the_refusal_is_a_warning(
+    run_cli: Any, local_server: Any, tree: Tree
+) -> None:
+    target = _tree(local_server, tree, snapshot=False)
     lenient = run_cli("apply", "specs", *target, "--auto-approve")
     assert lenient.exit_code == 0, lenient.stdout + lenient.stderr
     assert "warning[publisher-ordering-region]" in lenient.stdout + lenient.stderr
     assert mutating_calls(local_server)["CreateTopic"] == 2
-
-
-def test_apply_refuses_what_plan_refuses_on_the_snapshot(
-    run_cli: Any, local_server: Any, tree: Tree
-) -> None:
-    target = [*_tree(local_server, tree), "--org-policy", str(tree.policy)]
-    planned = run_cli("plan", "specs", *target, "--strict-groups")
-    assert planned.exit_code == 1
-    assert "error[publisher-ordering-region]" in planned.stderr
-    assert "no plan made" in planned.stderr
-
-    applied = run_cli("apply", "specs", *target, "--strict-groups", "--auto-approve")
-    assert applied.exit_code == 1
-    assert "error[publisher-ordering-region]" in applied.stderr
-    assert "the specs have errors; nothing was applied" in applied.stderr
-    assert mutating_calls(local_server)["CreateTopic"] == 0
 
 
 def test_a_saved_plan_with_an_inferred_refusal_is_refused_with_strict_groups(
