@@ -8,11 +8,11 @@ The opened backend states what it is (`BackendInfo`: kind, address, whether it i
 Google's emulator, where its org policy comes from). `org_policy` (the --org-policy
 FILE) always wins over the Org Policy API: the source of the org policy (snapshot or
 API) is decided here, once, and the backend's `effective_policy(project)` answers
-from it. `client_retry=False` (apply) turns off the
-client library's own retry, so that apply's bounded, counted retry is the only one. `local_seed`
-(the spec tree's org-policy snapshot) gives a brand-new embedded server the same org
-policy the specs were validated against, so a first `--local` run behaves like the
-organisation it models; an existing local state is never overwritten. Credentials
+from it. `client_retry=False` (apply) turns off the client library's own retry, so
+that apply's bounded, counted retry is the only one. `local_seed` (the spec tree's
+org-policy snapshot) gives a brand-new embedded server the same org policy the specs
+were validated against, so a first `--local` run behaves like the organisation it
+models; an existing local state is never overwritten. Credentials
 and tokens are never printed; a credentials problem becomes a BackendError with
 google-auth's reason (backends/credentials.py).
 
@@ -37,11 +37,7 @@ from reconciler.backends.clients import (
     publisher_client,
 )
 from reconciler.backends.credentials import default_credentials
-from reconciler.backends.deadline import (
-    ConnectFirst,
-    seconds_text,
-    wait_ready,
-)
+from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
 from reconciler.localstate import local_state_dir, shown

@@ -73,6 +73,10 @@ class Writer:
     def end_line(self) -> None:
         self._write("\n")
 
+    def prompt(self, question: str) -> None:
+        """`question: ` with no line break (the answer is typed after it)."""
+        self._write(escape.lines(question) + ": ")
+
 
 def stdout() -> Writer:
     return Writer()
@@ -97,7 +101,7 @@ def stdin_is_terminal() -> bool:
 def ask(question: str) -> str:
     """Ask on stdout and read one line of answer from stdin; no answer (end of input)
     is an interruption, as Ctrl-C is."""
-    stdout()._write(escape.lines(question) + ": ")
+    stdout().prompt(question)
     answer = sys.stdin.readline()
     if not answer:
         raise KeyboardInterrupt

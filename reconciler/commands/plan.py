@@ -121,7 +121,7 @@ def _run(
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
         output.stderr().line(report.summary(validation, result.files) + "; no plan made")
-        return _errors_only(errors_only(validation, recorded_or_bare(target)), options.fmt)
+        return _refused(errors_only(validation, recorded_or_bare(target)), options.fmt)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
     origin = record_target(target)
@@ -149,7 +149,7 @@ def _run(
         output.stderr().line(
             "the specs conflict with the live org policy; no plan made, nothing changed"
         )
-        return _errors_only(errors_only(plan.diagnostics, origin), options.fmt)
+        return _refused(errors_only(plan.diagnostics, origin), options.fmt)
     digest = plan.digest  # once: it serialises the whole plan
     if options.out is not None:
         write_plan(plan, options.out, digest)
@@ -165,7 +165,7 @@ def _run(
     return EXIT_OK
 
 
-def _errors_only(plan: Plan, fmt: str) -> int:
+def _refused(plan: Plan, fmt: str) -> int:
     """Text has printed the errors on stderr; JSON and markdown print a document."""
     if fmt != "text":
         show_plan(plan, fmt)
