@@ -37,6 +37,7 @@ from typing import Any
 from reconciler.apply.executor import Executor
 from reconciler.apply.guard import Guard
 from reconciler.apply.ratelimit import ProjectRateLimiter
+from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import publisher_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.localserver import LocalServer
@@ -127,7 +128,9 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         "runs": [],
     }
     with server_at(mode, LATENCY) as (address, server):
-        backend = GcpBackend(publisher_client(address), None, "bench", client_retry=False)
+        backend = GcpBackend(
+            publisher_client(address), None, BackendInfo("emulator", address), client_retry=False
+        )
         guard = Guard(ProjectRateLimiter(None))
         creates = []
         for rc in update_changes(updates, "0"):
@@ -187,7 +190,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
         backend = GcpBackend(
             publisher_client(address),
             None,
-            "bench",
+            BackendInfo("emulator", address, org_policy="snapshot"),
             policy_store=PolicyStore(),
             client_retry=False,
         )

@@ -13,9 +13,11 @@ from types import FrameType
 
 import click
 
+from reconciler.commands import output
 from reconciler.errors import InputError, UsageError
 from reconciler.localserver.exports import check_key
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.perf import gc_resumed
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -98,6 +100,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     hidden=True,
     help="Skip fsync (faster, not crash-safe; benchmarks only).",
 )
+@gc_resumed()  # a server runs until it is stopped: the collector on (reconciler/perf.py)
 def command(
     host: str,
     port: int,
@@ -142,7 +145,7 @@ def command(
     if org_policy is not None:
         if not org_policy.exists():  # the reader names anything else
             raise UsageError(f"{org_policy}: org-policy file not found")
-        from reconciler.orgpolicy.store import load_snapshot
+        from reconciler.orgpolicy.snapshot import load_snapshot
 
         store = load_snapshot(org_policy)
 
@@ -169,7 +172,7 @@ def command(
     loaded = server.state.loaded  # its notes (torn tail, migration) are logged as warnings
     if loaded is not None:
         for line in loaded.report():
-            click.echo(line, err=True)
+            output.stderr().line(line)
     try:
         for kwargs in fault_kwargs:
             server.faults.add(**kwargs)  # type: ignore[arg-type]
@@ -193,14 +196,13 @@ def command(
     # the server always stops through the same clean path, journal compacted.
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     if host not in LOOPBACK:
-        click.echo(
-            f"warning: listening on {host}, not only on loopback; there is no authentication",
-            err=True,
+        output.stderr().line(
+            f"warning: listening on {host}, not only on loopback; there is no authentication"
         )
     where = f"state in {state_dir}" if state_dir else "in memory"
-    click.echo(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).", err=True)
-    click.echo(f"export PUBSUB_EMULATOR_HOST={server.address}", nl=True)
-    click.echo("Press Ctrl-C to stop.", err=True)
+    output.stderr().line(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).")
+    output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")
+    output.stderr().line("Press Ctrl-C to stop.")
     try:
         while not stopping.wait(0.5):
             pass
@@ -210,7 +212,7 @@ def command(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         server.stop()
-        click.echo("Local server stopped.", err=True)
+        output.stderr().line("Local server stopped.")
     # Stopped cleanly, state closed: end the process now. Tearing down the gRPC and
     # protobuf modules at interpreter exit takes another 0.5-1.5 s on a loaded machine,
     # and a stop must take at most 2 s whatever was in flight.

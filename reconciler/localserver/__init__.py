@@ -5,16 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reconciler.localserver.rpc import CAPABILITIES_METHOD, CLIENT_REGION_KEY, SERVER_NAME
+
 if TYPE_CHECKING:
     from reconciler.localserver.server import LocalServer
 
 __all__ = ["CAPABILITIES_METHOD", "CLIENT_REGION_KEY", "SERVER_NAME", "LocalServer"]
-
-CLIENT_REGION_KEY = "x-reconcile-client-region"
-# An RPC only this server answers (bytes in, JSON out: {"server": SERVER_NAME, ...}),
-# so that a client can tell it from Google's emulator by asking, not by guessing.
-CAPABILITIES_METHOD = "/reconcile.localserver.v1.LocalServer/GetCapabilities"
-SERVER_NAME = "reconcile-local-server"
 
 
 def __getattr__(name: str) -> Any:

@@ -6,7 +6,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
+# Request metadata naming the region a request "comes from" (for enforceInTransit).
+CLIENT_REGION_KEY = "x-reconcile-client-region"
+# An RPC only this server answers (bytes in, JSON out: {"server": SERVER_NAME, ...}),
+# so that a client can tell it from Google's emulator by asking, not by guessing.
+CAPABILITIES_METHOD = "/reconcile.localserver.v1.LocalServer/GetCapabilities"
+SERVER_NAME = "reconcile-local-server"
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any
 import grpc
 
 from reconciler.errors import UsageError
-from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME, protos
+from reconciler.localserver import protos
 from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.dispatch import Dispatcher
@@ -29,7 +29,13 @@ from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.outcomes import PublishOutcomes
 from reconciler.localserver.publisher_service import PublisherService
-from reconciler.localserver.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
+from reconciler.localserver.rpc import (
+    CAPABILITIES_METHOD,
+    CLIENT_REGION_KEY,
+    SERVER_NAME,
+    CallInfo,
+    Rpc,
+)
 from reconciler.localserver.state import ServerState, policy_to_proto
 from reconciler.localserver.status import ServiceError
 from reconciler.localserver.subscriber_service import PullStream, SubscriberService

@@ -23,8 +23,8 @@ import bisect
 import struct
 import threading
 import time
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
 
 from reconciler.errors import InputError
 from reconciler.localserver import exports, protos
@@ -36,8 +36,22 @@ from reconciler.localserver.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.localserver.paging import page_after
 from reconciler.names import project_of
 
-if TYPE_CHECKING:
-    from reconciler.localserver.state import ServerState
+
+class ServerState(Protocol):
+    """What subscriptions need of the server state (`state.ServerState`, which owns
+    them): its two locks and its journal. Stated here so that the two modules do not
+    import each other."""
+
+    wlock: threading.RLock
+    lock: threading.RLock
+
+    @property
+    def durable(self) -> bool: ...
+    def get_topic(self, name: str) -> Any | None: ...
+    def commit(self, *records: j.Record) -> None: ...
+    def write_grouped(self, records: list[j.Record]) -> int: ...
+    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
+    def maybe_compact(self) -> None: ...
 
 DELETED_TOPIC = "_deleted-topic_"
 _U64 = struct.Struct("<Q")

@@ -2,9 +2,9 @@
 
 Both sides are normalised to one comparable shape (managed label keys only, the storage
 policy as a `reconciler.topic.StoragePolicy`, left out when the spec does not manage
-it), compared key by key (plain dicts, lists, text and booleans: `!=` is exact there;
-deepdiff cost a millisecond a drifted topic), and every difference is
-mapped to its top-level update-mask path. Requests keep foreign labels (an update of
+it), compared key by key (plain dicts, lists, text and booleans: `!=` is exact there,
+and cheap enough for every topic of a large plan), and every difference is mapped to
+its top-level update-mask path. Requests keep foreign labels (an update of
 `labels` sends the live map with the managed keys set or removed) and never name an
 unmanaged field.
 
@@ -337,8 +337,8 @@ def org_diagnostics(
     """The org-policy rules `validate` applies to the snapshot, applied to the live org
     policy (errors stop the topic before any call; warnings are reported). `seen`: the
     problems found so far for each distinct (project, storage, publishers), when the
-    caller checks many topics against one project's facts each (a plan: most of
-    50,000 topics share a few combinations)."""
+    caller checks many topics against one project's facts each (a plan: most topics
+    of a large tree share a few combinations)."""
     if seen is None:
         problems = org_problems(desired, facts)
     else:

@@ -10,15 +10,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import click
-
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
 from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
-COLOUR = {"+": "green", "~": "yellow", "-": "red", "!": "magenta"}
+# ANSI SGR foreground colours (green, yellow, red, magenta) and the reset after them.
+COLOUR = {"+": "\x1b[32m", "~": "\x1b[33m", "-": "\x1b[31m", "!": "\x1b[35m"}
+RESET = "\x1b[0m"
 VERB = {
     "create": "will be created",
     "update": "will be updated in-place",
@@ -32,7 +32,7 @@ def _styler(color: bool) -> Style:
     def style(symbol: str, text: str) -> str:
         if not color or symbol not in COLOUR:
             return text
-        return click.style(text, fg=COLOUR[symbol])
+        return f"{COLOUR[symbol]}{text}{RESET}"
 
     return style
 

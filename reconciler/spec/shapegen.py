@@ -201,8 +201,8 @@ def render() -> str:
 
 def main() -> None:
     TARGET.write_text(render())
-    sys.stdout.write(f"wrote {TARGET}\n")
 
 
 if __name__ == "__main__":
     main()
+    sys.stdout.write(f"wrote {TARGET}\n")

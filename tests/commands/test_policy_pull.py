@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 PROJECT = "acme-pull"
 OTHER = "acme-pull-two"

@@ -7,15 +7,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from reconciler.backends.base import TargetOptions
 from reconciler.backends.clients import insecure_channel
-from reconciler.backends.target import open_backend
+from reconciler.backends.connect import open_backend
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
 
 
 def test_our_server_is_not_taken_for_googles_emulator(local_server: Any) -> None:
-    backend = open_backend(False, local_server.address, None)
+    backend = open_backend(TargetOptions(emulator=local_server.address))
     try:
-        assert backend.google_emulator is False
+        assert backend.info.google_emulator is False
     finally:
         backend.close()
     assert local_server.counters.total() == 0  # the probe is neither counted nor faulted

@@ -32,7 +32,7 @@ from reconciler.plan.model import (
     PlanTarget,
     ResourceChange,
 )
-from reconciler.render import render
+from reconciler.render.formats import render
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))

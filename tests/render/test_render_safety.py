@@ -23,7 +23,7 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.derive import derive_fields, derive_request
 from reconciler.plan.model import Change, Drift, Plan, PlanTarget, ResourceChange
 from reconciler.render import diagnostics as report
-from reconciler.render import render
+from reconciler.render.formats import render
 
 NASTY = [
     *"`|<>@#*_[]()!\\ -=~&;:$\"'",
