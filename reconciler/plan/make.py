@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from reconciler.backends.base import Backend
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan import differ
-from reconciler.plan.model import Fingerprints, Plan, PlanTarget
+from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
 from reconciler.spec.orgrules import OrgProblem
@@ -41,17 +41,13 @@ def make_plan(
     already reported, kept first in the plan's diagnostics and not repeated; `origin`:
     where it is made (plan/origin.py; default: read from the backend's label);
     `projects`: the --project filter `desired` was narrowed to (recorded in the plan)."""
-    reported = list(validation)
-    already = {(d.file, d.code, d.message) for d in reported}
+    diagnostics = list(validation)
+    already = {(d.file, d.code, d.message) for d in diagnostics}
     observation = observe(backend, desired.projects)
-    plan = Plan(
-        target=origin or PlanTarget.from_label(backend.target),
-        prune=prune,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        diagnostics=reported,
-        projects=sorted(set(projects)),
-    )
-    fingerprints = Fingerprints()
+    created_at = datetime.now(UTC).isoformat(timespec="seconds")
+    changes: list[ResourceChange] = []
+    drifts: list[Drift] = []
+    topic_prints: dict[str, str] = {}
     declared = set()
     # Google's emulator computes no storage policy: `inherit` could never settle there.
     no_policy = bool(getattr(backend, "google_emulator", False))
@@ -61,10 +57,10 @@ def make_plan(
         declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
-        fingerprints.topics[topic.address] = topic_fingerprint(live)
+        topic_prints[topic.address] = topic_fingerprint(live)
         problems = differ.org_diagnostics(topic, facts, org_seen)
         if problems:  # rare: the common case skips two generators a topic
-            plan.diagnostics.extend(
+            diagnostics.extend(
                 d for d in problems if (d.file, d.code, d.message) not in already
             )
             if any(d.is_error for d in problems):
@@ -73,24 +69,31 @@ def make_plan(
         if no_policy and topic.storage.mode == "inherit":
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
             left_alone.append(topic)
-        plan.resource_changes.append(differ.diff_topic(diffed, live, facts))
+        changes.append(differ.diff_topic(diffed, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
-                plan.drift.append(drift)
+                drifts.append(drift)
     if prune:
         for project in desired.projects:
             for name in sorted(observation.projects.get(project, [])):
                 live = observation.topics[name]
                 if name not in declared and differ.is_owned(live):
-                    fingerprints.topics[name] = topic_fingerprint(live)
-                    plan.resource_changes.append(differ.delete_change(live))
+                    topic_prints[name] = topic_fingerprint(live)
+                    changes.append(differ.delete_change(live))
     if left_alone:
-        plan.diagnostics.append(emulator_inherit_warning(left_alone))
-    for project, inputs in sorted(observation.org.items()):
-        fingerprints.org_policy[project] = org_fingerprint(inputs)
-    plan.fingerprints = fingerprints
-    return plan
+        diagnostics.append(emulator_inherit_warning(left_alone))
+    org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
+    return Plan(
+        resource_changes=changes,
+        diagnostics=diagnostics,
+        drift=drifts,
+        fingerprints=Fingerprints(topic_prints, org_prints),
+        target=origin or PlanTarget.from_label(backend.target),
+        prune=prune,
+        created_at=created_at,
+        projects=sorted(set(projects)),
+    )
 
 
 def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -153,7 +154,7 @@ def _run_plan(
     finally:
         backend.close()
     if strict_groups:
-        plan.diagnostics = promote_inferred(plan.diagnostics)
+        plan = replace(plan, diagnostics=promote_inferred(plan.diagnostics))
     if plan.has_errors:
         click.echo(report.text(new_diagnostics(plan, validation)), nl=False, err=True)
         click.echo(
@@ -161,14 +162,13 @@ def _run_plan(
             err=True,
         )
         return _errors_only(plan.diagnostics, origin, fmt)
-    digest = plan.digest  # once: at 50k topics it serialises the whole plan
     if out is not None:
-        write_plan(plan, out, digest)
-    click.echo(render(plan, fmt, color and fmt == "text", digest), nl=False, color=color)
+        write_plan(plan, out)
+    click.echo(render(plan, fmt, color and fmt == "text"), nl=False, color=color)
     if out is not None:
         click.echo(
-            f"Saved the plan to {out} (digest {digest}); apply exactly this plan with "
-            f"`reconcile apply {out} --expect-digest {digest}`.",
+            f"Saved the plan to {out} (digest {plan.digest}); apply exactly this plan with "
+            f"`reconcile apply {out} --expect-digest {plan.digest}`.",
             err=True,
         )
     leave_to_exit(result, plan)
