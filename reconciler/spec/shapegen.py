@@ -1,9 +1,13 @@
-"""Writes `reconciler/spec/documents.py` from the pydantic models: the plain records the
-checks read and the shape table the fast check interprets (`fastshape.py`), so that
-the validate path starts without importing pydantic while the models stay the one
-source of truth for the spec language. A test fails when the checked-in file is stale.
+"""Writes everything generated from the pydantic models (`models.py`, the one source of
+the spec language): `reconciler/spec/documents.py` (the plain records the checks read
+and the shape table the fast check interprets, `fastshape.py`, so that the validate
+path starts without importing pydantic), the JSON Schema `specs/schema.json` (what
+`reconcile schema` prints) and the reference page `docs/spec-reference.md`. Adding a
+field is one edit to the models and this command; a test fails when any of the three
+is stale.
 
-    python -m reconciler.spec.shapegen      # rewrites reconciler/spec/documents.py
+    python -m reconciler.spec.shapegen          # rewrites the three files
+    python -m reconciler.spec.shapegen --check  # exit 1, naming the stale ones
 
 Each field's kind is derived from its annotation and validators; an annotation this
 generator does not know raises, so a new kind of field forces extending it (and the
@@ -26,6 +30,7 @@ from reconciler.spec import models
 from reconciler.spec.fastshape import Kind, accepted_types
 
 TARGET = Path(__file__).with_name("documents.py")
+ROOT = Path(__file__).resolve().parents[2]  # a source checkout: docs/ and specs/ beside
 COMMAND = "python -m reconciler.spec.shapegen"
 
 # Before-validators of the models, by function: the kind the fast check applies.
@@ -199,10 +204,41 @@ def render() -> str:
     )
 
 
-def main() -> None:
-    TARGET.write_text(render())
-    sys.stdout.write(f"wrote {TARGET}\n")
+def artefacts() -> dict[Path, str]:
+    """Each generated file and what it must hold."""
+    from reconciler.spec import reference
+    from reconciler.spec.schema import spec_schema_text
+
+    return {
+        TARGET: render(),
+        ROOT / "specs" / "schema.json": spec_schema_text(),
+        ROOT / "docs" / "spec-reference.md": reference.render(),
+    }
+
+
+def main(argv: list[str]) -> int:
+    check = argv == ["--check"]
+    if argv and not check:
+        sys.stderr.write(f"usage: {COMMAND} [--check]\n")
+        return 2
+    if not (ROOT / "docs").is_dir():
+        sys.stderr.write(f"{ROOT} is not a source checkout (no docs/): nothing to write\n")
+        return 1
+    stale = []
+    for path, text in artefacts().items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path.relative_to(ROOT))
+        if not check:
+            path.write_text(text, encoding="utf-8")
+    verb = "stale" if check else "wrote"
+    for path in stale:
+        sys.stdout.write(f"{verb} {path}\n")
+    if check and stale:
+        sys.stdout.write(f"run `{COMMAND}` to regenerate them from the models\n")
+    return 1 if check and stale else 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main(sys.argv[1:]))
