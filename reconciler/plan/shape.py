@@ -228,20 +228,30 @@ def node_of(annotation: Any, meta: tuple[Any, ...] = ()) -> Node:
 Encode = Callable[[Any], Any]
 
 
+def _through(node: Node, leaf: Callable[[Node], Encode | None]) -> Encode | None:
+    """How a value of `node` converts, `leaf` saying it for an enum or an object: nulls,
+    lists and maps carry the conversion through; None: nothing to convert."""
+    if isinstance(node, Nullable):
+        inner = _through(node.inner, leaf)
+        return None if inner is None else _nullable(inner)
+    if isinstance(node, ListOf):
+        item = _through(node.item, leaf)
+        return None if item is None else _list(item)
+    if isinstance(node, MapOf):
+        value = _through(node.value, leaf)
+        return None if value is None else _map(value)
+    return leaf(node)
+
+
 def encoder(node: Node) -> Encode | None:
     """How a value of the model becomes JSON; None: it is JSON already (read-only dicts
     and lists, strings, numbers, booleans), and shared, not copied."""
+    return _through(node, _encode_leaf)
+
+
+def _encode_leaf(node: Node) -> Encode | None:
     if isinstance(node, Enum):
         return None if node.python is None else _enum_value
-    if isinstance(node, Nullable):
-        inner = encoder(node.inner)
-        return None if inner is None else _nullable(inner)
-    if isinstance(node, ListOf):
-        item = encoder(node.item)
-        return None if item is None else _list(item)
-    if isinstance(node, MapOf):
-        value = encoder(node.value)
-        return None if value is None else _map(value)
     if isinstance(node, Object):
         return _object_encoder(node)
     return None
@@ -321,19 +331,9 @@ Decode = Callable[[Any], Any]
 _DECODERS: dict[type, Decode] = {}
 
 
-def _decoder(node: Node) -> Decode | None:
+def _decode_leaf(node: Node) -> Decode | None:
     if isinstance(node, Enum):
-        python = node.python
-        return None if python is None else python
-    if isinstance(node, Nullable):
-        inner = _decoder(node.inner)
-        return None if inner is None else _nullable(inner)
-    if isinstance(node, ListOf):
-        item = _decoder(node.item)
-        return None if item is None else _list(item)
-    if isinstance(node, MapOf):
-        value = _decoder(node.value)
-        return None if value is None else _map(value)
+        return node.python  # None: the value itself
     if isinstance(node, Object) and node.is_dataclass:
         return decoder(node.cls)
     return None  # the model makes the value read-only itself
@@ -345,7 +345,9 @@ def decoder(cls: type) -> Decode:
     if cls in _DECODERS:
         return _DECODERS[cls]
     node = object_node(cls)
-    members = tuple((m.name, _decoder(m.node)) for m in node.members if not m.derived)
+    members = tuple(
+        (m.name, _through(m.node, _decode_leaf)) for m in node.members if not m.derived
+    )
 
     def decode(data: Mapping[str, Any]) -> Any:
         given = {}
