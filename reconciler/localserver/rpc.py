@@ -13,11 +13,15 @@ from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
 class CallInfo:
     """Per-call facts a handler may need: the region the request 'comes from', and
     for a `raw` RPC the request's own bytes (its size is a limit; journaling them
-    costs no second serialization)."""
+    costs no second serialization). `gone`, when the face can tell, says how the
+    call ended on the client's side once the client stopped waiting for it
+    ("CANCELLED", "DEADLINE_EXCEEDED"; None while it waits): a Publish answered
+    after that is recorded so, as the service's send_request_count counts it."""
 
     client_region: str | None
     raw: bytes = b""
     notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
+    gone: Callable[[], str | None] | None = None
 
 
 @dataclass(frozen=True)
