@@ -100,8 +100,8 @@ class MonitoringService:
         if which == "publish":
             return self._publish_samples(project, metric, flt, start_ns, end_ns)
         reading_ns = min(end_ns, now_ns)
-        if reading_ns < start_ns or end_ns < now_ns - GAUGE_FRESH_NS:
-            return []
+        if end_ns < now_ns - GAUGE_FRESH_NS or (start_ns < end_ns and start_ns > now_ns):
+            return []  # no reading then: gauges have no history here
         out = []
         for resource_labels, stats in self._backlogs(project, metric, flt):
             for region in sorted(stats.regions):

@@ -29,7 +29,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.http1 import Request, Response, error_body
-from reconciler.localserver.rpc import CallInfo, Rpc
+from reconciler.localserver.rpc import CallInfo, Rpc, unserved
 from reconciler.localserver.status import ServiceError, invalid
 
 log = logging.getLogger(__name__)
@@ -166,10 +166,7 @@ class RestFace:
             route, values = self._route(request.method, request.path)
             rpc = self.rpcs.get(route.full_name)
             if rpc is None:
-                raise ServiceError(
-                    grpc.StatusCode.UNIMPLEMENTED,
-                    f"Method {route.full_name} is not served by the local server.",
-                )
+                raise unserved(route.full_name)
             message = self._message(rpc, route, values, request)
             region = request.headers.get(CLIENT_REGION_KEY) or self.client_region()
             raw = message.SerializeToString() if rpc.raw else b""

@@ -6,7 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import grpc
+
 from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
+from reconciler.localserver.status import ServiceError
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,3 +36,23 @@ class Rpc:
     resource: Callable[[Any], str]  # the resource a fault rule may target
     raw: bool = False  # the handler also gets the request bytes (CallInfo.raw)
     stream: bool = False  # bidirectional streaming: the handler opens a stream object
+
+
+# Methods of the served services that this server does not implement: both faces
+# answer them UNIMPLEMENTED with the same words (`unserved`).
+UNSERVED_METHODS = {
+    "google.pubsub.v1.Publisher": ("ListTopicSnapshots",),
+    "google.pubsub.v1.Subscriber": (
+        "ModifyPushConfig", "GetSnapshot", "ListSnapshots", "CreateSnapshot",
+        "UpdateSnapshot", "DeleteSnapshot", "Seek",
+    ),
+}
+
+
+def unserved(full_name: str) -> ServiceError:
+    """What a method this server does not implement answers ("google.pubsub.v1.X.Y")."""
+    return ServiceError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"Method {full_name} is not served by the local server (snapshots, Seek and push "
+        "configuration changes are not modelled).",
+    )

@@ -37,7 +37,7 @@ from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.outcomes import PublishOutcomes
 from reconciler.localserver.publisher_service import PublisherService
 from reconciler.localserver.rest import RestFace
-from reconciler.localserver.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
+from reconciler.localserver.rpc import CLIENT_REGION_KEY, UNSERVED_METHODS, CallInfo, Rpc, unserved
 from reconciler.localserver.state import ServerState, policy_to_proto
 from reconciler.localserver.status import ServiceError
 from reconciler.localserver.subscriber_service import PullStream, SubscriberService
@@ -201,6 +201,7 @@ class LocalServer:
                 self._generic(SUBSCRIBER_SERVICE, self.subscriber.rpcs()),
                 self._generic(ORGPOLICY_SERVICE, self.orgpolicy.rpcs()),
                 self._generic(MONITORING_SERVICE, self.monitoring.rpcs()),
+                *(_unserved_handler(service, names) for service, names in UNSERVED_METHODS.items()),
                 grpc.method_handlers_generic_handler(
                     CAPABILITIES_SERVICE,
                     {"GetCapabilities": grpc.unary_unary_rpc_method_handler(_capabilities)},
@@ -413,6 +414,12 @@ class LocalServer:
         """The same across every subscription attached to the topic."""
         return self.state.subs.topic_stats(topic)
 
+    def set_limits(self, limits: Limits) -> None:
+        """Change the front's bounds (timeouts, sizes); new connections follow them."""
+        self.limits = limits
+        if self._front is not None:
+            self._front.limits = limits
+
     def set_destination_location(self, key: str, location: str | None) -> None:
         """Declare where an export or push destination is (see `exports`): e.g.
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
@@ -487,14 +494,26 @@ class LocalServer:
         return self.state.create_topics(topics)
 
 
+def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHandler:
+    def handler(name: str) -> grpc.RpcMethodHandler:
+        error = unserved(f"{service}.{name}")
+
+        def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+            context.abort(error.code, error.message)
+
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+    return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
+
+
 def _gone(context: grpc.ServicerContext) -> Callable[[], str | None]:
     """How the client ended the call if it stopped waiting (see `CallInfo.gone`)."""
 
     def gone() -> str | None:
-        if context.is_active():
-            return None
         left = context.time_remaining()
-        return "DEADLINE_EXCEEDED" if left is not None and left <= 0 else "CANCELLED"
+        if left is not None and left <= 0:  # known here even before the client's reset
+            return "DEADLINE_EXCEEDED"
+        return None if context.is_active() else "CANCELLED"
 
     return gone
 
