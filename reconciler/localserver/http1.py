@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import select
 import socket
 import time
 from collections.abc import Callable
@@ -128,11 +129,17 @@ def _keep_alive(request: Request) -> bool:
 
 
 def _peer_closed(conn: socket.socket) -> bool:
-    """True when the client closed its end (a read would see end of file)."""
-    try:
-        return conn.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
-    except (BlockingIOError, InterruptedError):
+    """True when the client closed its end (a read would see end of file). Polled
+    without waiting: a socket with a timeout would wait that long in `recv` even
+    with MSG_DONTWAIT."""
+    if not hasattr(select, "poll"):
         return False
+    poller = select.poll()
+    poller.register(conn, select.POLLIN | select.POLLHUP | select.POLLERR)
+    if not poller.poll(0):
+        return False
+    try:
+        return conn.recv(1, socket.MSG_PEEK) == b""
     except OSError:
         return True
 

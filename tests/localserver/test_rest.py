@@ -304,8 +304,7 @@ def test_a_rest_request_and_its_grpc_twin_agree(
     # Both went through the one dispatcher: counted as the same RPC, once per project.
     method = twin.id.split("-", 1)[0]
     if method in local_server.method_names():
-        assert local_server.counters.for_project(method, REST_P) == 1
-        assert local_server.counters.for_project(method, GRPC_P) == 1
+        assert local_server.counters.get(method) == 2
 
 
 def test_every_supported_method_has_a_twin(local_server: Any) -> None:
@@ -345,3 +344,38 @@ def test_the_client_region_header_applies_to_rest(local_server: Any, publisher_c
     ok = rest(local_server.address, "POST", f"/v1/{topic}:publish",
               {"messages": [{"data": "eA=="}]}, headers={CLIENT_REGION_KEY: "europe-west1"})
     assert ok.status == 200 and ok.body == {"messageIds": ["1"]}
+
+
+def test_a_rest_publish_is_recorded_as_its_grpc_twin_is(
+    local_server: Any, publisher_client: Any
+) -> None:
+    topic = f"projects/{REST_P}/topics/orders"
+    publisher_client.create_topic(name=topic)
+    answer = rest(local_server.address, "POST", f"/v1/{topic}:publish", {"messages": [{"data": "eA=="}]})
+    assert answer.status == 200
+    [outcome] = local_server.outcomes.recent()
+    assert (outcome.topic, outcome.code, outcome.messages) == (topic, "OK", 1)
+
+
+def test_a_rest_publish_whose_client_left_is_recorded_cancelled(
+    local_server: Any, publisher_client: Any
+) -> None:
+    import socket
+
+    topic = f"projects/{REST_P}/topics/orders"
+    publisher_client.create_topic(name=topic)
+    hold = local_server.faults.hold("Publish")
+    host, port = local_server.address.rsplit(":", 1)
+    body = b'{"messages": [{"data": "eA=="}]}'
+    with socket.create_connection((host, int(port))) as sock:
+        sock.sendall(
+            f"POST /v1/{topic}:publish HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        [held] = hold.wait_arrived(1)
+    held.release()  # the client is gone by now
+    end = time.monotonic() + 30
+    while not local_server.outcomes.recent():
+        assert time.monotonic() < end, "the publish was never recorded"
+        time.sleep(0.01)
+    assert [o.code for o in local_server.outcomes.recent()] == ["CANCELLED"]
