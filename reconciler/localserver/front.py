@@ -134,8 +134,10 @@ class Front:
                 self._to_grpc(conn, head)
             elif kind == "http1":
                 self.http(conn, head)
-            elif kind == "junk" and head:
-                conn.sendall(_REFUSAL)
+            else:
+                if kind == "junk" and head:
+                    conn.sendall(_REFUSAL)
+                linger(conn, self.limits.first_bytes_s)
         except OSError:  # timeouts, resets: the connection just ends
             pass
         finally:
@@ -183,6 +185,26 @@ _REFUSAL = (
     b"Content-Length: 71\r\n\r\n"
     b"This is a Pub/Sub server: speak gRPC (HTTP/2) or HTTP/1.1 JSON (REST).\n"
 )
+
+
+LINGER_BYTES = 256 * 1024
+
+
+def linger(conn: socket.socket, within: float) -> None:
+    """Close politely after a refusal: stop sending, then read and drop what the client
+    still sends (up to LINGER_BYTES, for at most `within` seconds, at most 1 s), so
+    that the kernel does not answer unread bytes with a reset that could destroy the
+    refusal before the client reads it."""
+    with contextlib.suppress(OSError):
+        conn.shutdown(socket.SHUT_WR)
+        deadline = time.monotonic() + min(within, 1.0)
+        dropped = 0
+        while dropped < LINGER_BYTES and (left := deadline - time.monotonic()) > 0:
+            conn.settimeout(left)
+            chunk = conn.recv(65536)
+            if not chunk:
+                return
+            dropped += len(chunk)
 
 
 def _read_at_least(conn: socket.socket, n: int, within: float) -> bytes:

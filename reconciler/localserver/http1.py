@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from urllib.parse import parse_qsl
 
-from reconciler.localserver.front import Limits
+from reconciler.localserver.front import Limits, linger
 
 MAX_HEADERS = 100
 _TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
@@ -104,8 +104,9 @@ def serve(
         try:
             request = _read_request(reader, limits)
         except HttpError as exc:
-            _send(conn, Response(exc.status, error_body(exc.status, exc.code, exc.message)),
-                  keep_alive=False, limits=limits)
+            body = error_body(exc.status, exc.code, exc.message)
+            _send(conn, Response(exc.status, body), keep_alive=False, limits=limits)
+            linger(conn, limits.header_s)
             return
         except (EOFError, OSError):
             return

@@ -192,6 +192,9 @@ class LocalServer:
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
+                # A connection that starts HTTP/2 but stalls is dropped as the front
+                # drops one that sends nothing.
+                ("grpc.server_handshake_timeout_ms", int(self.limits.first_bytes_s * 1000)),
             ],
             maximum_concurrent_rpcs=None,
         )
