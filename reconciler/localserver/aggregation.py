@@ -115,13 +115,25 @@ _ALIGNERS: dict[tuple[str, str], tuple[str, ...]] = {
     ("GAUGE", "INT64"): ("ALIGN_MAX", "ALIGN_MIN", "ALIGN_SUM", "ALIGN_MEAN", "ALIGN_NEXT_OLDER"),
     ("DELTA", "INT64"): ("ALIGN_DELTA", "ALIGN_SUM", "ALIGN_RATE"),
     ("DELTA", "DISTRIBUTION"): (
-        "ALIGN_DELTA", "ALIGN_SUM", "ALIGN_MEAN", "ALIGN_PERCENTILE_99",
-        "ALIGN_PERCENTILE_95", "ALIGN_PERCENTILE_50", "ALIGN_PERCENTILE_05",
+        "ALIGN_DELTA",
+        "ALIGN_SUM",
+        "ALIGN_MEAN",
+        "ALIGN_PERCENTILE_99",
+        "ALIGN_PERCENTILE_95",
+        "ALIGN_PERCENTILE_50",
+        "ALIGN_PERCENTILE_05",
     ),
 }
 _REDUCERS = (
-    "REDUCE_NONE", "REDUCE_SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_COUNT", "REDUCE_MEAN",
-    "REDUCE_PERCENTILE_99", "REDUCE_PERCENTILE_95", "REDUCE_PERCENTILE_50",
+    "REDUCE_NONE",
+    "REDUCE_SUM",
+    "REDUCE_MAX",
+    "REDUCE_MIN",
+    "REDUCE_COUNT",
+    "REDUCE_MEAN",
+    "REDUCE_PERCENTILE_99",
+    "REDUCE_PERCENTILE_95",
+    "REDUCE_PERCENTILE_50",
     "REDUCE_PERCENTILE_05",
 )
 
@@ -169,8 +181,12 @@ def raw(samples: Samples, now_ns: int) -> Series:
     """The series as stored: a gauge's reading, or one DELTA point per minute."""
     metric = samples.metric
     series = Series(
-        metric, samples.metric_labels, samples.resource_labels, metric.kind,
-        metric.value_type, metric.unit,
+        metric,
+        samples.metric_labels,
+        samples.resource_labels,
+        metric.kind,
+        metric.value_type,
+        metric.unit,
     )
     if metric.kind == "GAUGE":
         series.points = [Point(t, t, int(v)) for t, v in reversed(samples.samples)]
@@ -197,15 +213,14 @@ def align(samples: Samples, aligner: str, period_ns: int, end_ns: int) -> Series
     if aligner in ("ALIGN_DELTA", "ALIGN_SUM") and metric.kind == "DELTA":
         kind = "DELTA"
     unit = f"{metric.unit}/s" if aligner == "ALIGN_RATE" else metric.unit
-    series = Series(
-        metric, samples.metric_labels, samples.resource_labels, kind, value_type, unit
-    )
+    series = Series(metric, samples.metric_labels, samples.resource_labels, kind, value_type, unit)
     for k in sorted(windows):
         values = windows[k]
         window_end = end_ns - k * period_ns
         start = window_end - period_ns if kind == "DELTA" else window_end
-        series.points.append(Point(start, window_end, _align_values(metric, aligner, values,
-                                                                     period_ns)))
+        series.points.append(
+            Point(start, window_end, _align_values(metric, aligner, values, period_ns))
+        )
     return series
 
 
@@ -267,8 +282,9 @@ def reduce(series: list[Series], reducer: str, keys: list[tuple[str, str]]) -> l
     out = []
     for key, members in groups.items():
         first = members[0]
-        metric_labels = {label: v for (scope, label), v in zip(keys, key, strict=True)
-                         if scope == "metric"}
+        metric_labels = {
+            label: v for (scope, label), v in zip(keys, key, strict=True) if scope == "metric"
+        }
         resource_labels = {"project_id": first.resource_labels.get("project_id", "")}
         resource_labels.update(
             {label: v for (scope, label), v in zip(keys, key, strict=True) if scope == "resource"}
@@ -278,8 +294,7 @@ def reduce(series: list[Series], reducer: str, keys: list[tuple[str, str]]) -> l
             for p in s.points:
                 by_end.setdefault(p.end_ns, []).append(p)
         kind, value_type, fold = _reducer(reducer, first)
-        reduced = Series(first.metric, metric_labels, resource_labels, kind, value_type,
-                         first.unit)
+        reduced = Series(first.metric, metric_labels, resource_labels, kind, value_type, first.unit)
         for end in sorted(by_end, reverse=True):
             points = by_end[end]
             reduced.points.append(Point(points[0].start_ns, end, fold([p.value for p in points])))

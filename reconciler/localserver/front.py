@@ -46,7 +46,7 @@ class Limits:
 
 
 def classify(head: bytes) -> str:
-    """"grpc", "http1", "tls" or "junk" for a connection's first bytes."""
+    """ "grpc", "http1", "tls" or "junk" for a connection's first bytes."""
     if head and (H2_PREFACE.startswith(head) or head.startswith(H2_PREFACE)):
         return "grpc"
     if head.startswith(HTTP1_METHODS):
@@ -57,6 +57,28 @@ def classify(head: bytes) -> str:
 
 
 HttpFace = Callable[[socket.socket, bytes], None]
+
+
+class InFlight:
+    """Counts calls being handled (`with in_flight:`), so that a stop can give them
+    a grace period to finish, as gRPC's does."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._count = 0
+
+    def __enter__(self) -> None:
+        with self._cond:
+            self._count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        with self._cond:
+            self._count -= 1
+            self._cond.notify_all()
+
+    def wait_idle(self, timeout: float | None) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: self._count == 0, timeout)
 
 
 class Front:

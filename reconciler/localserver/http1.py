@@ -194,7 +194,7 @@ def _read_request(reader: _Reader, limits: Limits) -> Request | None:
         reader.fill(header_until, "header")
     if end + 4 > limits.max_header_bytes:
         raise _too_large_header(limits)
-    head = reader.take(end + 4)[: end]
+    head = reader.take(end + 4)[:end]
     request_line, *header_lines = head.split(b"\r\n")
     match = _REQUEST_LINE.match(request_line)
     if match is None:

@@ -75,8 +75,15 @@ METRICS: dict[str, Metric] = {
         ),
         # This server keeps no snapshots: the metrics exist, with no time series.
         *(
-            Metric(f"{PREFIX}snapshot/{name}", "GAUGE", "INT64", unit, "pubsub_snapshot",
-                   ("region",), ("snapshot", what))
+            Metric(
+                f"{PREFIX}snapshot/{name}",
+                "GAUGE",
+                "INT64",
+                unit,
+                "pubsub_snapshot",
+                ("region",),
+                ("snapshot", what),
+            )
             for name, unit, what in (
                 ("num_messages_by_region", "1", "count"),
                 ("backlog_bytes_by_region", "By", "bytes"),
@@ -90,9 +97,16 @@ METRICS: dict[str, Metric] = {
 # fault, the service's, or none.
 _INVALID = frozenset(
     {
-        "INVALID_ARGUMENT", "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED",
-        "UNAUTHENTICATED", "FAILED_PRECONDITION", "OUT_OF_RANGE", "RESOURCE_EXHAUSTED",
-        "CANCELLED", "ABORTED",
+        "INVALID_ARGUMENT",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "UNAUTHENTICATED",
+        "FAILED_PRECONDITION",
+        "OUT_OF_RANGE",
+        "RESOURCE_EXHAUSTED",
+        "CANCELLED",
+        "ABORTED",
     }
 )
 
@@ -104,7 +118,7 @@ def response_code(code: str) -> str:
 
 
 def response_class(code: str) -> str:
-    """"success", "invalid" (the request's or the caller's doing) or "internal"."""
+    """ "success", "invalid" (the request's or the caller's doing) or "internal"."""
     if code == "OK":
         return "success"
     return "invalid" if code in _INVALID else "internal"

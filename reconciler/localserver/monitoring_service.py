@@ -73,8 +73,9 @@ class MonitoringService:
         else:
             series = [aggregation.align(s, aligner, period_ns, end_ns) for s in samples]
         series = aggregation.reduce([s for s in series if s.points], reducer, keys)
-        series.sort(key=lambda s: (sorted(s.resource_labels.items()),
-                                   sorted(s.metric_labels.items())))
+        series.sort(
+            key=lambda s: (sorted(s.resource_labels.items()), sorted(s.metric_labels.items()))
+        )
         return _page(request, series, headers_only=request.view == 1)
 
     def rpcs(self) -> list[Rpc]:
@@ -91,7 +92,12 @@ class MonitoringService:
     # -------------------------------------------------------------------- sources
 
     def _samples(
-        self, project: str, metric: Metric, flt: tsfilter.Filter, start_ns: int, end_ns: int,
+        self,
+        project: str,
+        metric: Metric,
+        flt: tsfilter.Filter,
+        start_ns: int,
+        end_ns: int,
         now_ns: int,
     ) -> list[Samples]:
         which, what = metric.source

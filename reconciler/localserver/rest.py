@@ -58,8 +58,18 @@ HTTP_STATUS = {
 # Standard query parameters of Google APIs, accepted and ignored (`alt` must be json).
 SYSTEM_PARAMETERS = frozenset(
     {
-        "alt", "prettyPrint", "fields", "key", "$.xgafv", "quotaUser", "callback",
-        "upload_protocol", "uploadType", "access_token", "oauth_token", "userIp",
+        "alt",
+        "prettyPrint",
+        "fields",
+        "key",
+        "$.xgafv",
+        "quotaUser",
+        "callback",
+        "upload_protocol",
+        "uploadType",
+        "access_token",
+        "oauth_token",
+        "userIp",
     }
 )
 
@@ -101,8 +111,13 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
 # Also part of the REST surface, not served: IAM on topics, subscriptions, snapshots,
 # and the schema service.
 _UNSERVED_PATTERNS = (
-    (re.compile(r"^/v1/projects/[^/]+/(topics|subscriptions|snapshots)/[^/:]+:"
-                r"(getIamPolicy|setIamPolicy|testIamPermissions)$"), "google.iam.v1.IAMPolicy"),
+    (
+        re.compile(
+            r"^/v1/projects/[^/]+/(topics|subscriptions|snapshots)/[^/:]+:"
+            r"(getIamPolicy|setIamPolicy|testIamPermissions)$"
+        ),
+        "google.iam.v1.IAMPolicy",
+    ),
     (re.compile(r"^/v1/projects/[^/]+/schemas(/.*)?(:.*)?$"), "google.pubsub.v1.SchemaService"),
 )
 

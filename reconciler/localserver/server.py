@@ -28,7 +28,8 @@ from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
-from reconciler.localserver.front import Front, Limits
+from reconciler.localserver.front import Front, InFlight, Limits
+from reconciler.localserver.http1 import Request, Response
 from reconciler.localserver.http1 import serve as serve_http1
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.monitoring_service import MonitoringService
@@ -162,6 +163,7 @@ class LocalServer:
         self._server: grpc.Server | None = None
         self._front: Front | None = None
         self._socket_dir: str | None = None
+        self._rest_calls = InFlight()
         if policy_store is not None:
             try:
                 self.seed_org_policy(policy_store, reset=reset_org_policy)
@@ -217,15 +219,21 @@ class LocalServer:
             self._server = server
             return self
         rest = RestFace(self.dispatcher, self._rpcs_by_name(), lambda: self.client_region)
-        front = Front(
-            self.host,
-            self.port,
-            self._grpc_upstream(server),
-            lambda conn, head: serve_http1(
-                conn, head, rest.handle, self.limits, self.state.subs.stopping.is_set
-            ),
-            self.limits,
-        )
+
+        def handle(request: Request) -> Response:
+            with self._rest_calls:
+                return rest.handle(request)
+
+        def http(conn: socket.socket, head: bytes) -> None:
+            serve_http1(conn, head, handle, self.limits, self.state.subs.stopping.is_set)
+
+        upstream = self._grpc_upstream(server)
+        try:
+            front = Front(self.host, self.port, upstream, http, self.limits)
+        except BaseException:
+            server.stop(None)
+            self._remove_socket_dir()
+            raise
         self.port = front.port
         server.start()
         front.start()
@@ -267,8 +275,12 @@ class LocalServer:
             self._server.stop(grace).wait()
             self._server = None
         if self._front is not None:
+            self._rest_calls.wait_idle(grace)  # as gRPC's grace: calls in flight may finish
             self._front.stop()
             self._front = None
+        self._remove_socket_dir()
+
+    def _remove_socket_dir(self) -> None:
         if self._socket_dir is not None:
             shutil.rmtree(self._socket_dir, ignore_errors=True)
             self._socket_dir = None
@@ -503,6 +515,7 @@ def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHa
 
         def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
             context.abort(error.code, error.message)
+            raise AssertionError("abort raises")  # for the type checker
 
         return grpc.unary_unary_rpc_method_handler(answer)
 

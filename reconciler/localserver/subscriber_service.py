@@ -204,6 +204,8 @@ class SubscriberService:
             sub.ClearField("state")
             sub.ClearField("topic_message_retention_duration")
             sub.detached = False
+            if not any(sub.HasField(c) for c in _DELIVERY_CONFIGS):
+                sub.push_config.SetInParent()  # a pull one: `pushConfig: {}`, as the service
             if not sub.ack_deadline_seconds:
                 sub.ack_deadline_seconds = DEFAULT_ACK_DEADLINE_S
             if not sub.HasField("message_retention_duration"):

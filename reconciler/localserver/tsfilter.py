@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from reconciler.localserver.status import ServiceError, invalid
 
 SUPPORTED = (
-    "supported here: SELECTOR = \"VALUE\", SELECTOR = starts_with(\"PREFIX\") and "
-    "SELECTOR = one_of(\"A\", \"B\", ...) joined by AND, with SELECTOR one of metric.type, "
+    'supported here: SELECTOR = "VALUE", SELECTOR = starts_with("PREFIX") and '
+    'SELECTOR = one_of("A", "B", ...) joined by AND, with SELECTOR one of metric.type, '
     "resource.type, project, metric.labels.KEY, resource.labels.KEY"
 )
 
@@ -80,7 +80,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
         match = _TOKEN.match(text, i)
         if match is None or match.end() == i:
             start = len(text) - len(text[i:].lstrip())
-            raise _error(text, start, f"cannot read {text[start:start + 10]!r}")
+            raise _error(text, start, f"cannot read {text[start : start + 10]!r}")
         kind = match.lastgroup or ""
         value = match.group(kind)
         out.append((kind, value, match.start(kind)))

@@ -36,6 +36,8 @@ def rest(
             decoded: Any = json.loads(raw) if raw else None
         except ValueError:
             decoded = raw.decode("utf-8", "replace")
-        return RestAnswer(response.status, decoded, {k.lower(): v for k, v in response.getheaders()})
+        return RestAnswer(
+            response.status, decoded, {k.lower(): v for k, v in response.getheaders()}
+        )
     finally:
         conn.close()

@@ -19,8 +19,15 @@ from reconciler.localserver import LocalServer
 from reconciler.localserver.front import Limits
 
 TOPIC = "projects/proj-alpha/topics/orders"
-SHORT = Limits(first_bytes_s=0.5, idle_s=0.5, header_s=0.5, body_s=0.5,
-               max_header_bytes=4096, max_body_bytes=1024, max_connections=8)
+SHORT = Limits(
+    first_bytes_s=0.5,
+    idle_s=0.5,
+    header_s=0.5,
+    body_s=0.5,
+    max_header_bytes=4096,
+    max_body_bytes=1024,
+    max_connections=8,
+)
 
 
 def _connect(server: Any) -> socket.socket:
@@ -63,7 +70,9 @@ def short_server() -> Iterator[Any]:
 # ------------------------------------------------------------------- HTTP/1.1 use
 
 
-def test_one_address_serves_grpc_and_rest_and_binds_loopback(local_server: Any, publisher_client: Any) -> None:
+def test_one_address_serves_grpc_and_rest_and_binds_loopback(
+    local_server: Any, publisher_client: Any
+) -> None:
     assert local_server.address.startswith("127.0.0.1:")
     publisher_client.create_topic(name=TOPIC)
     assert rest(local_server.address, "GET", f"/v1/{TOPIC}").body == {"name": TOPIC}
@@ -111,15 +120,27 @@ def test_http_1_0_closes_after_the_answer(local_server: Any) -> None:
         ("PUT", f"/v1/{TOPIC}", "{not json", 400, "INVALID_ARGUMENT", "Invalid JSON payload"),
         ("PUT", f"/v1/{TOPIC}", {"labelz": {}}, 400, "INVALID_ARGUMENT", "labelz"),
         ("GET", f"/v1/{TOPIC}?alt=proto", None, 400, "INVALID_ARGUMENT", "alt=proto"),
-        ("GET", "/v1/projects/proj-alpha/topics?pageSize=many", None, 400, "INVALID_ARGUMENT",
-         "Invalid query parameter"),
+        (
+            "GET",
+            "/v1/projects/proj-alpha/topics?pageSize=many",
+            None,
+            400,
+            "INVALID_ARGUMENT",
+            "Invalid query parameter",
+        ),
         ("DELETE", f"/v1/{TOPIC}", {"x": 1}, 400, "INVALID_ARGUMENT", "takes no request body"),
     ],
 )
 def test_rest_mistakes_get_a_rest_shaped_error(
     local_server: Any, method: str, path: str, body: Any, status: int, code: str, words: str
 ) -> None:
-    payload = body.encode() if isinstance(body, str) else None if body is None else json.dumps(body).encode()
+    payload = (
+        body.encode()
+        if isinstance(body, str)
+        else None
+        if body is None
+        else json.dumps(body).encode()
+    )
     head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
     if payload is not None:
         head += f"Content-Length: {len(payload)}\r\n"
@@ -197,21 +218,49 @@ def test_a_slowloris_header_gets_408() -> None:
 @pytest.mark.parametrize(
     ("request_head", "status", "words"),
     [
-        (f"PUT /v1/{TOPIC} HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n", 413,
-         "(1000000000 bytes) exceeds the local server's limit of 1024 bytes"),
-        (f"PUT /v1/{TOPIC} HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n", 413,
-         "exceeds the local server's limit"),
+        (
+            f"PUT /v1/{TOPIC} HTTP/1.1\r\nContent-Length: 1000000000\r\n\r\n",
+            413,
+            "(1000000000 bytes) exceeds the local server's limit of 1024 bytes",
+        ),
+        (
+            f"PUT /v1/{TOPIC} HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n100000\r\n",
+            413,
+            "exceeds the local server's limit",
+        ),
         (f"GET /v1/{TOPIC} HTTP/1.1\r\nX-Big: {'b' * 5000}\r\n\r\n", 431, "exceeds 4096 bytes"),
-        (f"GET /v1/{TOPIC} HTTP/1.1\r\n" + "X-A: b\r\n" * 101 + "\r\n", 431, "more than 100 header"),
-        (f"PUT /v1/{TOPIC} HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", 400, "malformed chunked"),
+        (
+            f"GET /v1/{TOPIC} HTTP/1.1\r\n" + "X-A: b\r\n" * 101 + "\r\n",
+            431,
+            "more than 100 header",
+        ),
+        (
+            f"PUT /v1/{TOPIC} HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            400,
+            "malformed chunked",
+        ),
         (f"PUT /v1/{TOPIC} HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n", 501, "only chunked"),
-        (f"PUT /v1/{TOPIC} HTTP/1.1\r\nContent-Length: 5, 6\r\n\r\n", 400, "invalid Content-Length"),
+        (
+            f"PUT /v1/{TOPIC} HTTP/1.1\r\nContent-Length: 5, 6\r\n\r\n",
+            400,
+            "invalid Content-Length",
+        ),
         ("GET /v1/x HTTP/2.0\r\n\r\n", 505, "only HTTP/1.1"),
         ("GET /v1/x\r\n\r\n", 400, "malformed HTTP request line"),
         (f"PUT /v1/{TOPIC} HTTP/1.1\r\nContent-Length: 100\r\n\r\n{{", 408, "body took too long"),
     ],
-    ids=["huge body", "huge chunk", "huge header", "many headers", "bad chunk", "gzip",
-         "two lengths", "HTTP/2 line", "no version", "short body"],
+    ids=[
+        "huge body",
+        "huge chunk",
+        "huge header",
+        "many headers",
+        "bad chunk",
+        "gzip",
+        "two lengths",
+        "HTTP/2 line",
+        "no version",
+        "short body",
+    ],
 )
 def test_oversized_or_malformed_requests_are_refused_before_reading_on(
     request_head: str, status: int, words: str
@@ -239,5 +288,39 @@ def test_connections_beyond_the_limit_are_closed_at_once() -> None:
             for sock in held:
                 sock.close()
         with _connect(server) as later:  # the slots freed, a new one is served
-            later.sendall(b"GET /v1/projects/proj-alpha/topics HTTP/1.1\r\nConnection: close\r\n\r\n")
+            later.sendall(
+                b"GET /v1/projects/proj-alpha/topics HTTP/1.1\r\nConnection: close\r\n\r\n"
+            )
             assert _read_all(later).startswith(b"HTTP/1.1 200 OK")
+
+
+def test_stop_answers_a_waiting_rest_pull_and_closes_relayed_grpc(local_server: Any) -> None:
+    """A stop is prompt whatever the front holds: a REST Pull waiting for messages is
+    answered (empty), an open gRPC connection is closed, stop() returns."""
+    import threading
+    import time
+
+    from subscriber_support import make_subscriber
+
+    local_server.seed_topics([TOPIC])
+    subscriber = make_subscriber(local_server.address)
+    sub = "projects/proj-alpha/subscriptions/orders-sub"
+    subscriber.create_subscription(name=sub, topic=TOPIC)
+    body = b'{"maxMessages": 1}'
+    with _connect(local_server) as sock:
+        sock.sendall(
+            f"POST /v1/{sub}:pull HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        end = time.monotonic() + 30  # a safety net: the Pull is counted when it starts waiting
+        while local_server.counters.get("Pull") == 0:
+            assert time.monotonic() < end
+            time.sleep(0.01)
+        stopper = threading.Thread(target=local_server.stop)
+        stopper.start()
+        answer = _read_all(sock)
+        stopper.join(60)
+    assert not stopper.is_alive()
+    assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"{}"), answer
+    with pytest.raises(Exception, match="UNAVAILABLE|failed to connect|Connection refused"):
+        subscriber.get_subscription(subscription=sub, retry=None, timeout=10)

@@ -42,7 +42,10 @@ def read(monitoring: Any) -> Callable[..., list[Any]]:
         request: dict[str, Any] = {
             "name": PROJECT,
             "filter": f'metric.type = "{PUBSUB}{metric}"' + (f" AND {where}" if where else ""),
-            "interval": {"end_time": {"seconds": int(now) + 1}, "start_time": {"seconds": int(now) - 600}},
+            "interval": {
+                "end_time": {"seconds": int(now) + 1},
+                "start_time": {"seconds": int(now) - 600},
+            },
             "view": view,
         }
         if aggregation:
@@ -52,7 +55,9 @@ def read(monitoring: Any) -> Callable[..., list[Any]]:
     return run
 
 
-def _create(publisher: Any, regions: list[str], *, retain_acked: bool = False, subscriber: Any = None) -> None:
+def _create(
+    publisher: Any, regions: list[str], *, retain_acked: bool = False, subscriber: Any = None
+) -> None:
     publisher.create_topic(
         request={"name": T, "message_storage_policy": {"allowed_persistence_regions": regions}}
     )
@@ -100,14 +105,23 @@ GAUGES = [
 ]
 
 
-@pytest.mark.parametrize(("scope", "resource", "id_label"), [
-    ("topic", "pubsub_topic", "topic_id"),
-    ("subscription", "pubsub_subscription", "subscription_id"),
-])
+@pytest.mark.parametrize(
+    ("scope", "resource", "id_label"),
+    [
+        ("topic", "pubsub_topic", "topic_id"),
+        ("subscription", "pubsub_subscription", "subscription_id"),
+    ],
+)
 @pytest.mark.parametrize(("name", "expected"), GAUGES, ids=[g[0] for g in GAUGES])
 def test_by_region_gauges_report_where_messages_are_stored(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
-    scope: str, resource: str, id_label: str, name: str, expected: dict[str, int],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
+    scope: str,
+    resource: str,
+    id_label: str,
+    name: str,
+    expected: dict[str, int],
 ) -> None:
     _create(publisher_client, ["us-east1", "europe-west1"], subscriber=subscriber_client)
     _publish(publisher_client, "us-east1", [b"abc"])
@@ -124,7 +138,9 @@ def test_by_region_gauges_report_where_messages_are_stored(
 
 
 def test_oldest_unacked_age_and_billable_bytes(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
     local_server: Any,
 ) -> None:
     _create(publisher_client, ["us-east1"], subscriber=subscriber_client)
@@ -141,13 +157,18 @@ def test_oldest_unacked_age_and_billable_bytes(
 
 
 def test_narrowing_the_policy_leaves_old_messages_in_their_region(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1", "europe-west1"], subscriber=subscriber_client)
     _publish(publisher_client, "us-east1", [b"a", b"b"])
     publisher_client.update_topic(
         request={
-            "topic": {"name": T, "message_storage_policy": {"allowed_persistence_regions": ["europe-west1"]}},
+            "topic": {
+                "name": T,
+                "message_storage_policy": {"allowed_persistence_regions": ["europe-west1"]},
+            },
             "update_mask": {"paths": ["message_storage_policy"]},
         }
     )
@@ -158,10 +179,16 @@ def test_narrowing_the_policy_leaves_old_messages_in_their_region(
 
 
 def test_gauges_go_back_to_zero_after_acks_and_retained_ones_count(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
-    _create(publisher_client, ["us-east1", "europe-west1"], retain_acked=True,
-            subscriber=subscriber_client)
+    _create(
+        publisher_client,
+        ["us-east1", "europe-west1"],
+        retain_acked=True,
+        subscriber=subscriber_client,
+    )
     _publish(publisher_client, "us-east1", [b"abc"])
     _publish(publisher_client, "europe-west1", [b"hello", b"world"])
     subscriber_client.acknowledge(
@@ -169,21 +196,27 @@ def test_gauges_go_back_to_zero_after_acks_and_retained_ones_count(
     )
     for scope in ("topic", "subscription"):
         assert _by_region(read(f"{scope}/num_unacked_messages_by_region")) == {
-            "us-east1": 0, "europe-west1": 0,
+            "us-east1": 0,
+            "europe-west1": 0,
         }
         assert _by_region(read(f"{scope}/oldest_unacked_message_age_by_region")) == {
-            "us-east1": 0, "europe-west1": 0,
+            "us-east1": 0,
+            "europe-west1": 0,
         }
         assert _by_region(read(f"{scope}/num_retained_acked_messages_by_region")) == {
-            "us-east1": 1, "europe-west1": 2,
+            "us-east1": 1,
+            "europe-west1": 2,
         }
         assert _by_region(read(f"{scope}/retained_acked_bytes_by_region")) == {
-            "us-east1": 3, "europe-west1": 10,
+            "us-east1": 3,
+            "europe-west1": 10,
         }
 
 
 def test_topic_gauges_add_up_their_subscriptions(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1"], subscriber=subscriber_client)
     subscriber_client.create_subscription(name=f"{PROJECT}/subscriptions/audit", topic=T)
@@ -201,7 +234,9 @@ def test_snapshot_metrics_exist_with_no_series(read: Callable[..., list[Any]]) -
 
 
 def test_send_request_count_by_response_code_with_injected_errors(
-    publisher_client: Any, local_server: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    local_server: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1"])
     for _ in range(3):
@@ -220,8 +255,11 @@ def test_send_request_count_by_response_code_with_injected_errors(
         per_series_aligner="ALIGN_DELTA",
     )
     got = {
-        (ts.resource.labels["topic_id"], ts.metric.labels["response_class"],
-         ts.metric.labels["response_code"]): ts.points[0].value.int64_value
+        (
+            ts.resource.labels["topic_id"],
+            ts.metric.labels["response_class"],
+            ts.metric.labels["response_code"],
+        ): ts.points[0].value.int64_value
         for ts in series
     }
     assert got == {
@@ -245,7 +283,9 @@ def test_send_request_count_by_response_code_with_injected_errors(
 
 
 def test_latency_distribution_places_an_injected_delay_in_its_bucket(
-    publisher_client: Any, local_server: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    local_server: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1"])
     _publish(publisher_client, "us-east1", [b"fast"])
@@ -290,7 +330,9 @@ def wait_until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
 
 
 def test_a_publish_the_client_gave_up_on_counts_as_deadline_exceeded(
-    publisher_client: Any, local_server: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    local_server: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1"])
     hold = local_server.faults.hold("Publish")
@@ -300,15 +342,19 @@ def test_a_publish_the_client_gave_up_on_counts_as_deadline_exceeded(
     held.release()
     wait_until(lambda: bool(local_server.outcomes.recent()))
     series = read(
-        "topic/send_request_count", alignment_period={"seconds": 600},
+        "topic/send_request_count",
+        alignment_period={"seconds": 600},
         per_series_aligner="ALIGN_DELTA",
     )
-    assert [(ts.metric.labels["response_code"], ts.metric.labels["response_class"])
-            for ts in series] == [("deadline_exceeded", "internal")]
+    assert [
+        (ts.metric.labels["response_code"], ts.metric.labels["response_class"]) for ts in series
+    ] == [("deadline_exceeded", "internal")]
 
 
 def test_a_cancelled_publish_counts_as_cancelled(
-    publisher_client: Any, local_server: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    local_server: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     from google.pubsub_v1.types import PublishRequest
 
@@ -326,7 +372,8 @@ def test_a_cancelled_publish_counts_as_cancelled(
     held.release()
     wait_until(lambda: bool(local_server.outcomes.recent()))
     series = read(
-        "topic/send_request_count", alignment_period={"seconds": 600},
+        "topic/send_request_count",
+        alignment_period={"seconds": 600},
         per_series_aligner="ALIGN_DELTA",
     )
     assert [ts.metric.labels["response_code"] for ts in series] == ["cancelled"]
@@ -336,12 +383,16 @@ def test_a_cancelled_publish_counts_as_cancelled(
 
 
 def test_reduce_sum_by_region_across_topics(
-    publisher_client: Any, subscriber_client: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    subscriber_client: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     for name in ("orders", "payments"):
         topic = f"{PROJECT}/topics/{name}"
         publisher_client.create_topic(name=topic)
-        subscriber_client.create_subscription(name=f"{PROJECT}/subscriptions/{name}-sub", topic=topic)
+        subscriber_client.create_subscription(
+            name=f"{PROJECT}/subscriptions/{name}-sub", topic=topic
+        )
         _publish(publisher_client, "us-east1", [b"a", b"b"], topic=topic)
         _publish(publisher_client, "europe-west1", [b"c"], topic=topic)
     series = read(
@@ -355,18 +406,23 @@ def test_reduce_sum_by_region_across_topics(
     assert _by_region(series) == {"us-east1": 4, "europe-west1": 2}
     for ts in series:
         assert dict(ts.resource.labels) == {"project_id": "proj-alpha"}
-    only = read("topic/num_unacked_messages_by_region", 'resource.labels.topic_id = starts_with("pay")')
+    only = read(
+        "topic/num_unacked_messages_by_region", 'resource.labels.topic_id = starts_with("pay")'
+    )
     assert {ts.resource.labels["topic_id"] for ts in only} == {"payments"}
 
 
 def test_rate_mean_and_headers_view(
-    publisher_client: Any, local_server: Any, read: Callable[..., list[Any]],
+    publisher_client: Any,
+    local_server: Any,
+    read: Callable[..., list[Any]],
 ) -> None:
     _create(publisher_client, ["us-east1"])
     for _ in range(6):
         _publish(publisher_client, "us-east1", [b"x"])
     [rate] = read(
-        "topic/send_request_count", alignment_period={"seconds": 600},
+        "topic/send_request_count",
+        alignment_period={"seconds": 600},
         per_series_aligner="ALIGN_RATE",
     )
     assert rate.value_type == ValueType.DOUBLE and rate.metric_kind == Kind.GAUGE
@@ -378,7 +434,9 @@ def test_rate_mean_and_headers_view(
 
 
 def test_pages_of_series(
-    publisher_client: Any, subscriber_client: Any, monitoring: Any,
+    publisher_client: Any,
+    subscriber_client: Any,
+    monitoring: Any,
 ) -> None:
     for i in range(5):
         topic = f"{PROJECT}/topics/topic-{i}"
@@ -399,7 +457,9 @@ def test_pages_of_series(
 
 
 def test_an_interval_in_the_past_has_no_gauge_reading(
-    publisher_client: Any, subscriber_client: Any, monitoring: Any,
+    publisher_client: Any,
+    subscriber_client: Any,
+    monitoring: Any,
 ) -> None:
     _create(publisher_client, ["us-east1"], subscriber=subscriber_client)
     _publish(publisher_client, "us-east1", [b"x"])
@@ -417,32 +477,80 @@ def test_an_interval_in_the_past_has_no_gauge_reading(
 # ------------------------------------------------------------------------ refusals
 
 REFUSED = [
-    ({"filter": f'metric.type = "{PUBSUB}topic/send_request_count" OR resource.type = "x"'},
-     "OR is not supported (at character 64)"),
+    (
+        {"filter": f'metric.type = "{PUBSUB}topic/send_request_count" OR resource.type = "x"'},
+        "OR is not supported (at character 64)",
+    ),
     ({"filter": 'resource.type = "pubsub_topic"'}, "names no metric type"),
     ({"filter": f'metric.type = starts_with("{PUBSUB}topic/")'}, "must name one metric type"),
-    ({"filter": f'metric.type = "{PUBSUB}topic/send_request_cuont"'},
-     "did you mean 'pubsub.googleapis.com/topic/send_request_count'?"),
-    ({"filter": f'metric.type = "{PUBSUB}subscription/num_undelivered_messages"'},
-     "is not served by the local server"),
-    ({"filter": f'metric.type = "{PUBSUB}topic/send_request_count" AND metric.labels.region = "x"'},
-     "does not have (metric labels: response_class, response_code)"),
-    ({"filter": f'metric.type != "{PUBSUB}topic/send_request_count"'}, "the operator != is not supported"),
-    ({"filter": f'metric.type = "{PUBSUB}topic/send_request_count" AND resource.labels.topic_id = has_substring("o")'},
-     "the function has_substring() is not supported"),
-    ({"aggregation": {"alignment_period": {"seconds": 10}, "per_series_aligner": "ALIGN_DELTA"}},
-     "alignment_period must be at least 60 seconds"),
+    (
+        {"filter": f'metric.type = "{PUBSUB}topic/send_request_cuont"'},
+        "did you mean 'pubsub.googleapis.com/topic/send_request_count'?",
+    ),
+    (
+        {"filter": f'metric.type = "{PUBSUB}subscription/num_undelivered_messages"'},
+        "is not served by the local server",
+    ),
+    (
+        {
+            "filter": f'metric.type = "{PUBSUB}topic/send_request_count" '
+            'AND metric.labels.region = "x"'
+        },
+        "does not have (metric labels: response_class, response_code)",
+    ),
+    (
+        {"filter": f'metric.type != "{PUBSUB}topic/send_request_count"'},
+        "the operator != is not supported",
+    ),
+    (
+        {
+            "filter": f'metric.type = "{PUBSUB}topic/send_request_count" '
+            'AND resource.labels.topic_id = has_substring("o")'
+        },
+        "the function has_substring() is not supported",
+    ),
+    (
+        {"aggregation": {"alignment_period": {"seconds": 10}, "per_series_aligner": "ALIGN_DELTA"}},
+        "alignment_period must be at least 60 seconds",
+    ),
     ({"aggregation": {"cross_series_reducer": "REDUCE_SUM"}}, "needs a per_series_aligner"),
-    ({"aggregation": {"alignment_period": {"seconds": 60}, "per_series_aligner": "ALIGN_PERCENTILE_99"}},
-     "ALIGN_PERCENTILE_99 is not supported for pubsub.googleapis.com/topic/send_request_count (DELTA INT64)"),
-    ({"aggregation": {"alignment_period": {"seconds": 60}, "per_series_aligner": "ALIGN_DELTA",
-                      "cross_series_reducer": "REDUCE_STDDEV"}}, "REDUCE_STDDEV is not supported"),
-    ({"aggregation": {"alignment_period": {"seconds": 60}, "per_series_aligner": "ALIGN_DELTA",
-                      "cross_series_reducer": "REDUCE_SUM", "group_by_fields": ["metric.label.zone"]}},
-     "has no metric label 'zone'"),
+    (
+        {
+            "aggregation": {
+                "alignment_period": {"seconds": 60},
+                "per_series_aligner": "ALIGN_PERCENTILE_99",
+            }
+        },
+        "ALIGN_PERCENTILE_99 is not supported for "
+        "pubsub.googleapis.com/topic/send_request_count (DELTA INT64)",
+    ),
+    (
+        {
+            "aggregation": {
+                "alignment_period": {"seconds": 60},
+                "per_series_aligner": "ALIGN_DELTA",
+                "cross_series_reducer": "REDUCE_STDDEV",
+            }
+        },
+        "REDUCE_STDDEV is not supported",
+    ),
+    (
+        {
+            "aggregation": {
+                "alignment_period": {"seconds": 60},
+                "per_series_aligner": "ALIGN_DELTA",
+                "cross_series_reducer": "REDUCE_SUM",
+                "group_by_fields": ["metric.label.zone"],
+            }
+        },
+        "has no metric label 'zone'",
+    ),
     ({"order_by": "x"}, "order_by is not supported"),
     ({"name": "organizations/123"}, "expected projects/PROJECT_ID"),
-    ({"interval": {"end_time": {"seconds": 100}, "start_time": {"seconds": 100}}}, "is a DELTA metric"),
+    (
+        {"interval": {"end_time": {"seconds": 100}, "start_time": {"seconds": 100}}},
+        "is a DELTA metric",
+    ),
     ({"interval": {"start_time": {"seconds": 100}}}, "interval.end_time is required"),
 ]
 
@@ -461,3 +569,35 @@ def test_what_is_not_served_is_a_clear_invalid_argument(
     with pytest.raises(exceptions.InvalidArgument) as raised:
         list(monitoring.list_time_series(request=request))
     assert message in str(raised.value.message)
+
+
+def test_the_monitoring_types_load_only_when_metrics_are_read() -> None:
+    """A server never asked for metrics (every `--local` run) does not import the
+    Monitoring client library (~0.3 s); the first ListTimeSeries does."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from reconciler.localserver import LocalServer\n"
+        "from reconciler.backends.clients import publisher_client\n"
+        "server = LocalServer().start()\n"
+        "publisher_client(server.address).create_topic(name='projects/p-probe/topics/orders')\n"
+        "print('BEFORE', 'google.cloud.monitoring_v3' in sys.modules)\n"
+        "import urllib.parse, urllib.request\n"
+        "query = urllib.parse.urlencode({'filter': 'metric.type = \"pubsub.googleapis.com/topic/"
+        "send_request_count\"', 'interval.endTime': '2030-01-01T00:00:00Z', "
+        "'interval.startTime': '2029-01-01T00:00:00Z'})\n"
+        "url = f'http://{server.address}/v3/projects/p-probe/timeSeries?{query}'\n"
+        "call = urllib.request.urlopen(url, timeout=60)\n"
+        "print('STATUS', call.status)\n"
+        "print('AFTER', 'google.cloud.monitoring_v3' in sys.modules)\n"
+        "server.stop()\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert "BEFORE False" in result.stdout, result.stdout + result.stderr
+    assert "STATUS 200" in result.stdout and "AFTER True" in result.stdout, (
+        result.stdout + result.stderr
+    )
