@@ -50,6 +50,16 @@ def orgpolicy_client(local_server: Any) -> Iterator[Any]:
     client.transport.close()
 
 
+@pytest.fixture
+def monitoring_client(local_server: Any) -> Iterator[Any]:
+    """A real `google.cloud.monitoring_v3.MetricServiceClient` pointed at `local_server`."""
+    from reconciler.backends.clients import monitoring_client
+
+    client = monitoring_client(local_server.address)
+    yield client
+    client.transport.close()
+
+
 @dataclass
 class CliResult:
     exit_code: int

@@ -275,7 +275,8 @@ class LocalServer:
             self._server.stop(grace).wait()
             self._server = None
         if self._front is not None:
-            self._rest_calls.wait_idle(grace)  # as gRPC's grace: calls in flight may finish
+            if grace:  # as gRPC's grace: REST calls in flight may finish (None: abort)
+                self._rest_calls.wait_idle(grace)
             self._front.stop()
             self._front = None
         self._remove_socket_dir()

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,13 +23,13 @@ Kind = metric_pb2.MetricDescriptor  # GAUGE, DELTA, ... (the values TimeSeries c
 ValueType = metric_pb2.MetricDescriptor
 
 
-@pytest.fixture
-def monitoring(local_server: Any) -> Iterator[Any]:
-    from reconciler.backends.clients import monitoring_client
+# The publish metrics over the last 10 minutes, in one window.
+DELTA = {"alignment_period": {"seconds": 600}, "per_series_aligner": "ALIGN_DELTA"}
 
-    client = monitoring_client(local_server.address)
-    yield client
-    client.transport.close()
+
+@pytest.fixture
+def monitoring(monitoring_client: Any) -> Any:
+    return monitoring_client
 
 
 @pytest.fixture
@@ -251,8 +251,7 @@ def test_send_request_count_by_response_code_with_injected_errors(
         _publish(publisher_client, "us-east1", [b"x"], topic=f"{PROJECT}/topics/missing")
     series = read(
         "topic/send_request_count",
-        alignment_period={"seconds": 600},
-        per_series_aligner="ALIGN_DELTA",
+        **DELTA,
     )
     got = {
         (
@@ -276,8 +275,7 @@ def test_send_request_count_by_response_code_with_injected_errors(
     only = read(
         "topic/send_request_count",
         'metric.labels.response_code = "unavailable" AND resource.labels.topic_id = "orders"',
-        alignment_period={"seconds": 600},
-        per_series_aligner="ALIGN_DELTA",
+        **DELTA,
     )
     assert [ts.points[0].value.int64_value for ts in only] == [2]
 
@@ -294,8 +292,7 @@ def test_latency_distribution_places_an_injected_delay_in_its_bucket(
         _publish(publisher_client, "us-east1", [b"slow"])
     [ts] = read(
         "topic/send_request_latencies",
-        alignment_period={"seconds": 600},
-        per_series_aligner="ALIGN_DELTA",
+        **DELTA,
     )
     assert ts.metric_kind == Kind.DELTA and ts.value_type == ValueType.DISTRIBUTION
     assert ts.unit == "us"
@@ -343,8 +340,7 @@ def test_a_publish_the_client_gave_up_on_counts_as_deadline_exceeded(
     wait_until(lambda: bool(local_server.outcomes.recent()))
     series = read(
         "topic/send_request_count",
-        alignment_period={"seconds": 600},
-        per_series_aligner="ALIGN_DELTA",
+        **DELTA,
     )
     assert [
         (ts.metric.labels["response_code"], ts.metric.labels["response_class"]) for ts in series
@@ -373,8 +369,7 @@ def test_a_cancelled_publish_counts_as_cancelled(
     wait_until(lambda: bool(local_server.outcomes.recent()))
     series = read(
         "topic/send_request_count",
-        alignment_period={"seconds": 600},
-        per_series_aligner="ALIGN_DELTA",
+        **DELTA,
     )
     assert [ts.metric.labels["response_code"] for ts in series] == ["cancelled"]
 

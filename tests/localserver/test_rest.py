@@ -559,12 +559,14 @@ def _normal(value: Any, project: str) -> Any:
 
 
 @pytest.fixture
-def clients(publisher_client: Any, subscriber_client: Any, local_server: Any) -> dict[str, Any]:
-    from reconciler.backends.clients import monitoring_client
-
-    monitoring = monitoring_client(local_server.address)
-    yield {"publisher": publisher_client, "subscriber": subscriber_client, "monitoring": monitoring}
-    monitoring.transport.close()
+def clients(
+    publisher_client: Any, subscriber_client: Any, monitoring_client: Any
+) -> dict[str, Any]:
+    return {
+        "publisher": publisher_client,
+        "subscriber": subscriber_client,
+        "monitoring": monitoring_client,
+    }
 
 
 def _set_up(clients: dict[str, Any], project: str) -> None:
