@@ -407,6 +407,175 @@ def test_reduce_sum_by_region_across_topics(
     assert {ts.resource.labels["topic_id"] for ts in only} == {"payments"}
 
 
+# ------------------------------------------------- the queries the product's readers make
+# The residency report and the hedging advisor read these exact shapes.
+
+MAX_60 = {"alignment_period": {"seconds": 60}, "per_series_aligner": "ALIGN_MAX"}
+
+
+def _delta_sum_by(*fields: str) -> dict[str, Any]:
+    return {**DELTA, "cross_series_reducer": "REDUCE_SUM", "group_by_fields": list(fields)}
+
+
+def _int_key(ts: Any, *labels: str) -> tuple[tuple[str, ...], int]:
+    found = {**ts.resource.labels, **ts.metric.labels}
+    [point] = ts.points
+    return tuple(found[label] for label in labels), point.value.int64_value
+
+
+CONSUMER_QUERIES = [
+    (
+        "subscription/num_unacked_messages_by_region",
+        'resource.labels.subscription_id = one_of("orders-a", "payments-b")',
+        MAX_60,
+        ("subscription_id", "region"),
+        {
+            ("orders-a", "us-east1"): 2,
+            ("orders-a", "europe-west1"): 1,
+            ("payments-b", "us-east1"): 1,
+        },
+    ),
+    (
+        "subscription/num_unacked_messages_by_region",
+        'resource.labels.subscription_id = starts_with("payments") '
+        'AND metric.labels.region = "us-east1"',
+        MAX_60,
+        ("subscription_id", "region"),
+        {("payments-a", "us-east1"): 1, ("payments-b", "us-east1"): 1},
+    ),
+    (
+        "topic/num_unacked_messages_by_region",
+        'resource.labels.topic_id = "orders"',
+        MAX_60,
+        ("topic_id", "region"),
+        {("orders", "us-east1"): 4, ("orders", "europe-west1"): 2},
+    ),
+    (
+        "topic/num_unacked_messages_by_region",
+        "",
+        {
+            **MAX_60,
+            "cross_series_reducer": "REDUCE_SUM",
+            "group_by_fields": ["metric.labels.region"],
+        },
+        ("region",),
+        {("us-east1",): 6, ("europe-west1",): 2},
+    ),
+    (
+        "topic/send_request_count",
+        'resource.labels.topic_id = "payments"',
+        DELTA,
+        ("response_code",),
+        {("success",): 1, ("unavailable",): 1},
+    ),
+    (
+        "topic/send_request_count",
+        "",
+        {**DELTA, "per_series_aligner": "ALIGN_SUM"},
+        ("topic_id", "response_code"),
+        {("orders", "success"): 2, ("payments", "success"): 1, ("payments", "unavailable"): 1},
+    ),
+    (
+        "topic/send_request_count",
+        "",
+        _delta_sum_by("resource.labels.topic_id"),
+        ("topic_id",),
+        {("orders",): 2, ("payments",): 2},
+    ),
+    (
+        "topic/send_request_count",
+        'resource.labels.topic_id = one_of("orders", "payments")',
+        _delta_sum_by("metric.labels.response_code"),
+        ("response_code",),
+        {("success",): 3, ("unavailable",): 1},
+    ),
+]
+
+
+@pytest.fixture
+def two_topics(publisher_client: Any, subscriber_client: Any, local_server: Any) -> None:
+    """orders (subscriptions orders-a, orders-b): 2 messages stored in us-east1 and 1 in
+    europe-west1, in 2 successful Publish calls; payments (payments-a, payments-b): 1
+    message in us-east1, 1 successful call and 1 refused UNAVAILABLE."""
+    for name in ("orders", "payments"):
+        topic = f"{PROJECT}/topics/{name}"
+        publisher_client.create_topic(
+            request={
+                "name": topic,
+                "message_storage_policy": {
+                    "allowed_persistence_regions": ["us-east1", "europe-west1"]
+                },
+            }
+        )
+        for sub in ("a", "b"):
+            subscriber_client.create_subscription(
+                name=f"{PROJECT}/subscriptions/{name}-{sub}", topic=topic
+            )
+    orders, payments = f"{PROJECT}/topics/orders", f"{PROJECT}/topics/payments"
+    _publish(publisher_client, "us-east1", [b"a", b"b"], topic=orders)
+    _publish(publisher_client, "europe-west1", [b"c"], topic=orders)
+    _publish(publisher_client, "us-east1", [b"d"], topic=payments)
+    local_server.faults.add("Publish", error="UNAVAILABLE", error_next=1)
+    with pytest.raises(exceptions.ServiceUnavailable):
+        _publish(publisher_client, "us-east1", [b"e"], topic=payments)
+
+
+@pytest.mark.parametrize(
+    ("metric", "where", "aggregation", "labels", "expected"),
+    CONSUMER_QUERIES,
+    ids=[
+        f"{q[0]}|{q[1]}|{q[2]['per_series_aligner']}+{q[2].get('cross_series_reducer', '')}"
+        f"{q[2].get('group_by_fields', '')}"
+        for q in CONSUMER_QUERIES
+    ],
+)
+def test_the_queries_the_product_makes(
+    two_topics: None,
+    read: Callable[..., list[Any]],
+    metric: str,
+    where: str,
+    aggregation: dict[str, Any],
+    labels: tuple[str, ...],
+    expected: dict[tuple[str, ...], int],
+) -> None:
+    series = read(metric, where, **aggregation)
+    got = dict(_int_key(ts, *labels) for ts in series)
+    assert got == expected
+    assert len(series) == len(expected)  # one series per key: nothing folded twice
+
+
+def test_latency_deltas_summed_across_series(
+    two_topics: None, read: Callable[..., list[Any]]
+) -> None:
+    [everything] = read("topic/send_request_latencies", **_delta_sum_by())
+    assert everything.value_type == ValueType.DISTRIBUTION
+    assert everything.metric_kind == Kind.DELTA
+    assert everything.points[0].value.distribution_value.count == 4
+    by_code = read("topic/send_request_latencies", **_delta_sum_by("metric.labels.response_code"))
+    counts = {
+        ts.metric.labels["response_code"]: ts.points[0].value.distribution_value.count
+        for ts in by_code
+    }
+    assert counts == {"success": 3, "unavailable": 1}
+    [payments] = read(
+        "topic/send_request_latencies",
+        'resource.labels.topic_id = "payments"',
+        **_delta_sum_by("resource.labels.topic_id"),
+    )
+    assert dict(payments.resource.labels) == {"project_id": "proj-alpha", "topic_id": "payments"}
+    d = payments.points[0].value.distribution_value
+    assert d.count == 2 and sum(d.bucket_counts) == 2
+    [rate] = read(
+        "topic/send_request_count",
+        'resource.labels.topic_id = "orders"',
+        alignment_period={"seconds": 600},
+        per_series_aligner="ALIGN_RATE",
+        cross_series_reducer="REDUCE_SUM",
+        group_by_fields=["resource.labels.topic_id"],
+    )
+    assert rate.points[0].value.double_value == pytest.approx(2 / 600)
+
+
 def test_rate_mean_and_headers_view(
     publisher_client: Any,
     local_server: Any,
