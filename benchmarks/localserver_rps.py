@@ -14,6 +14,7 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py --publish-cpu [--batches 2000] [--rounds 5]
     python benchmarks/localserver_rps.py --publish-soak [--messages 1000000]
     python benchmarks/localserver_rps.py --publish-pull [--batches 1000] [--rounds 5]
+    python benchmarks/localserver_rps.py --publish-pull --front-only   # the front's cost
 
 --publish-pull (issue 22) measures publish -> pull end to end beside Google's emulator:
 per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
@@ -413,19 +414,22 @@ def _subscriber(child: _Child) -> Any:
     return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
 
 
-def publish_pull(batches: int, rounds: int, warmup: int) -> None:
+def publish_pull(batches: int, rounds: int, warmup: int, front_only: bool = False) -> None:
     """Server CPU per 100-message Publish, Pull and Acknowledge: ours (in memory, and
-    durable with --state) beside Google's emulator, rounds interleaved."""
+    durable with --state) beside Google's emulator, rounds interleaved; with
+    `front_only`, ours in memory with and without the front alone."""
     topic = f"{PROJECT}/topics/publish-pull"
     sub_name = f"{PROJECT}/subscriptions/publish-pull"
     with tempfile.TemporaryDirectory() as tmp:
         servers = [_ours()]
         servers[0].name = "reconcile (memory)"
         servers.append(_ours_grpc_only())
-        durable = _ours(["--state", tmp])
-        durable.name = "reconcile (--state)"
-        servers.append(durable)
-        _, why = _add_emulator(servers)
+        why = "not run (--front-only)"
+        if not front_only:
+            durable = _ours(["--state", tmp])
+            durable.name = "reconcile (--state)"
+            servers.append(durable)
+            _, why = _add_emulator(servers)
         try:
             _publish_pull_rounds(servers, topic, sub_name, batches, rounds, warmup, why)
         finally:
@@ -563,9 +567,14 @@ def main() -> None:
     parser.add_argument(
         "--publish-pull", action="store_true", help="publish -> pull -> ack CPU vs emulator"
     )
+    parser.add_argument(
+        "--front-only",
+        action="store_true",
+        help="with --publish-pull: only ours in memory, with and without the front",
+    )
     args = parser.parse_args()
     if args.publish_pull:
-        publish_pull(args.batches, args.rounds, args.warmup)
+        publish_pull(args.batches, args.rounds, args.warmup, args.front_only)
         return
     if args.publish_cpu or args.publish_soak:
         if args.publish_cpu:
