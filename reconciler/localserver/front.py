@@ -107,6 +107,11 @@ class Front:
     def start(self) -> None:
         self._thread.start()
 
+    @property
+    def open_connections(self) -> int:
+        with self._lock:
+            return len(self._live)
+
     # ------------------------------------------------------------------- accepting
 
     def _accept_loop(self) -> None:

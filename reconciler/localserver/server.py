@@ -444,6 +444,12 @@ class LocalServer:
         if self._front is not None:
             self._front.limits = limits
 
+    @property
+    def open_connections(self) -> int:
+        """Client connections the front holds now (each counts against
+        `Limits.max_connections` until the server has seen it close)."""
+        return self._front.open_connections if self._front is not None else 0
+
     def set_destination_location(self, key: str, location: str | None) -> None:
         """Declare where an export or push destination is (see `exports`): e.g.
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -288,6 +289,10 @@ def test_connections_beyond_the_limit_are_closed_at_once() -> None:
         finally:
             for sock in held:
                 sock.close()
+        end = time.monotonic() + 30  # a safety net: the server sees the closes on its own
+        while server.open_connections:
+            assert time.monotonic() < end, f"{server.open_connections} connections still held"
+            time.sleep(0.01)
         with _connect(server) as later:  # the slots freed, a new one is served
             later.sendall(
                 b"GET /v1/projects/proj-alpha/topics HTTP/1.1\r\nConnection: close\r\n\r\n"
@@ -299,7 +304,6 @@ def test_stop_answers_a_waiting_rest_pull_and_closes_relayed_grpc(local_server: 
     """A stop is prompt whatever the front holds: a REST Pull waiting for messages is
     answered (empty), an open gRPC connection is closed, stop() returns."""
     import threading
-    import time
 
     from subscriber_support import make_subscriber
 
