@@ -200,7 +200,8 @@ def command(
             f"warning: listening on {host}, not only on loopback; there is no authentication"
         )
     where = f"state in {state_dir}" if state_dir else "in memory"
-    output.stderr().line(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).")
+    served = "Local Pub/Sub (gRPC and REST), Org Policy and Monitoring server"
+    output.stderr().line(f"{served} on {server.address} ({where}).")
     output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")
     output.stderr().line("Press Ctrl-C to stop.")
     try:
