@@ -111,6 +111,23 @@ def label_value_problem(key: str, value: str) -> str | None:
     return None
 
 
+def owner_name_problem(name: str) -> str | None:
+    """A spec tree's owner identity is a label value (it is recorded as one on every
+    topic the tree manages), and never empty."""
+    if not name:
+        return "the owner name is empty; name the spec tree, e.g. `team-payments`"
+    if len(name) > MAX_LABEL_CHARS:
+        return f"the owner name has {len(name)} characters; the limit is 63"
+    if not all(_label_char(c) for c in name):
+        return (
+            f"the owner name {name!r} may contain only lowercase letters, digits, '_' and "
+            f"'-' (found {_bad_chars(name)}): it is recorded as a label value"
+        )
+    if size := _too_many_bytes(name):
+        return f"the owner name {name!r} is not valid UTF-8 text of at most 128 bytes ({size})"
+    return None
+
+
 # -- resource names ---------------------------------------------------------------
 
 

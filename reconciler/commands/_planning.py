@@ -7,7 +7,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
     new_diagnostics(plan, validation)     what the live org policy added
     recorded_or_bare(options) -> PlanTarget
-    errors_only(diagnostics, origin) -> Plan   no changes, only the errors
+    errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
 """
 
@@ -21,6 +21,7 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import InputError
+from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.model import Plan, PlanTarget
 from reconciler.plan.origin import record_target
 from reconciler.render import diagnostics as report
@@ -76,10 +77,13 @@ def recorded_or_bare(options: TargetOptions) -> PlanTarget:
         return PlanTarget(org_policy="snapshot", snapshot=str(options.org_policy))
 
 
-def errors_only(diagnostics: Sequence[Diagnostic], origin: PlanTarget) -> Plan:
+def errors_only(
+    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER
+) -> Plan:
     """No plan is made from a tree with errors; JSON and markdown still print a plan
-    document carrying them."""
+    document carrying them (and the tree's owner)."""
     return Plan(
+        owner=owner,
         diagnostics=list(diagnostics),
         target=origin,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),

@@ -14,7 +14,7 @@ from google.pubsub_v1.types import Encoding, SchemaSettings, Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 US = {"allowedPersistenceRegions": ["us-central1", "us-east1"], "enforceInTransit": False}
 
 

@@ -19,7 +19,7 @@ from reconciler.apply.result import ApplyResult
 from reconciler.apply.retry import AdminRetry
 from reconciler.plan.model import Plan
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 QUICK_READBACK = AdminRetry(initial=0.001, maximum=0.002, max_attempts=3, deadline=1.0)
 
 

@@ -21,7 +21,7 @@ from reconciler.localserver import LocalServer
 from reconciler.plan.model import digest_of
 from reconciler.plan.planfile import read_plan
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 PROJECT = "apply-e2e"
 SEEDED = {"upd": {"team": "old", "other": "x"}, "gone": OWNED, "bystander": {"team": "z"}}
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from plan_helpers import topic_doc
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
 def plan(run_cli: Any, server: Any, root: Path, *extra: str) -> Any:

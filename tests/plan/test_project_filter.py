@@ -11,7 +11,7 @@ from typing import Any
 
 from plan_helpers import topic_doc
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 TWO = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),
     topic_doc("events", project="proj-b", labels={"team": "data"}),
