@@ -72,7 +72,7 @@ def is_propagation_message(text: str) -> bool:
 
 class StalePlanError(ReconcileError):
     """A saved plan no longer matches the live state it was made against. `reason`:
-    "stale" (the live state moved), "already-applied" (this very plan ran: its marker
+    "stale" (the live state moved), "already applied" (this very plan ran: its marker
     is on the topics it changes) or "superseded" (another plan was applied since)."""
 
     def __init__(self, message: str, *, hint: str | None = None, reason: str = "stale") -> None:

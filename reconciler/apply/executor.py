@@ -10,9 +10,11 @@ first digits of its digest: reconciler/ownership.py) in the same call, so that a
 plan can tell later that it was applied, or that another was applied since
 (apply/freshness.py). An update that changes only the storage policy therefore sets
 labels too: the topic is re-read right before it, as for any label update, and only
-the marker is added to what the service has. Calls are idempotent at the level of the end state, so a rerun converges:
-a create that finds the topic already there with the declared settings, or a delete
-that finds it gone, counts as done.
+the marker is added to what the service has.
+
+Calls are idempotent at the level of the end state, so a rerun converges: a create
+that finds the topic already there with the declared settings, or a delete that finds
+it gone, counts as done.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.errors import StalePlanError
@@ -37,12 +37,13 @@ from reconciler.plan.model import Plan, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
 
-
 # Why a saved plan is refused (helper-independent values: the CLI maps them to exit
 # codes and the JSON outcome): the live state moved; this very plan was applied
 # already (its marker is on a topic it changes); another plan was applied since.
-STALE, ALREADY_APPLIED, SUPERSEDED = "stale", "already-applied", "superseded"
-Refusal = Literal["stale", "already-applied", "superseded"]
+Refusal = Literal["stale", "already applied", "superseded"]
+STALE: Final[Refusal] = "stale"
+ALREADY_APPLIED: Final[Refusal] = "already applied"
+SUPERSEDED: Final[Refusal] = "superseded"
 
 
 @dataclass(frozen=True)

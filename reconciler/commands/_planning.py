@@ -8,6 +8,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     new_diagnostics(plan, validation)     what the live org policy added
     recorded_or_bare(options) -> PlanTarget
     errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
+    conflict(diagnostics) -> str          what the live state conflicts with
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
 """
 
@@ -22,6 +23,7 @@ from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import InputError
 from reconciler.ownership import DEFAULT_OWNER
+from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
 from reconciler.plan.origin import record_target
 from reconciler.render import diagnostics as report
@@ -75,6 +77,18 @@ def recorded_or_bare(options: TargetOptions) -> PlanTarget:
         return record_target(options)
     except InputError:
         return PlanTarget(org_policy="snapshot", snapshot=str(options.org_policy))
+
+
+def conflict(diagnostics: Sequence[Diagnostic]) -> str:
+    """Why a plan with errors is not made or applied: the live org policy, or the labels
+    others set on the live topics (plan/differ.py's label budget), or both."""
+    codes = {d.code for d in diagnostics if d.is_error}
+    labels = LABEL_BUDGET in codes
+    if labels and codes == {LABEL_BUDGET}:
+        return "the labels on the live topics leave no room for the declared ones"
+    if labels:
+        return "the specs conflict with the live org policy and the live topics' labels"
+    return "the specs conflict with the live org policy"
 
 
 def errors_only(

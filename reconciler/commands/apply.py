@@ -49,7 +49,7 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import project_option, strict_groups_option, target_options
-from reconciler.commands._planning import open_target, show_plan, validate_specs
+from reconciler.commands._planning import conflict, open_target, show_plan, validate_specs
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
@@ -60,8 +60,8 @@ from reconciler.errors import (
     ValidationFailed,
 )
 from reconciler.ownership import plan_marker
-from reconciler.plan.differ import taken_from
 from reconciler.perf import gc_resumed
+from reconciler.plan.differ import taken_from
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import anchored, apply_target, record_target
@@ -322,7 +322,7 @@ def refuse_plan_with_errors(plan: Plan, strict_groups: bool = False) -> None:
     errors = [d for d in diagnostics if d.is_error]
     if errors:
         output.stderr().document(report.text(errors))
-        raise ValidationFailed("the specs conflict with the live org policy; nothing was applied")
+        raise ValidationFailed(f"{conflict(errors)}; nothing was applied")
 
 
 def refuse_takeovers(plan: Plan, adopt_from: Sequence[str]) -> None:

@@ -27,6 +27,7 @@ from reconciler.commands._options import (
     target_options,
 )
 from reconciler.commands._planning import (
+    conflict,
     errors_only,
     new_diagnostics,
     open_target,
@@ -147,9 +148,7 @@ def _run(
         backend.close()
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
-        output.stderr().line(
-            "the specs conflict with the live org policy; no plan made, nothing changed"
-        )
+        output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
         return _refused(errors_only(plan.diagnostics, origin, plan.owner), options.fmt)
     if options.out is not None:
         write_plan(plan, options.out)

@@ -24,9 +24,8 @@ from typing import Any
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.names import split_topic_name
+from reconciler.names import MAX_LABELS, split_topic_name
 from reconciler.orgpolicy.locations import catalog
-from reconciler.names import MAX_LABELS
 from reconciler.ownership import (
     DEFAULT_OWNER,
     OWN_LABELS,
@@ -69,6 +68,7 @@ from reconciler.topic import (
 )
 
 REASON_ADOPT = "adopt"
+LABEL_BUDGET = "label-budget"  # the diagnostic code
 MAX_NAMED = 20  # foreign label keys named in a label-budget error
 REASON_ADOPT_FROM = "adopt-from:"  # + the owner whose topic this plan takes over
 REASON_IN_TRANSIT = "in-transit-differs-from-org-policy"
@@ -387,7 +387,7 @@ def label_budget(desired: DesiredTopic, rc: ResourceChange) -> Diagnostic | None
         named += f" and {len(foreign) - MAX_NAMED} more"
     return Diagnostic(
         desired.file or desired.address, desired.line, 1 if desired.line else 0,
-        Severity.ERROR, "label-budget",
+        Severity.ERROR, LABEL_BUDGET,
         f"{desired.address} would carry {total} labels after apply, over the service's "
         f"limit of {MAX_LABELS}: {len(declared)} declared, {len(OWN_LABELS)} of reconcile's "
         f"own ({', '.join(OWN_LABELS)}) and {len(foreign)} set by others on the live "

@@ -33,11 +33,11 @@ from datetime import UTC, datetime
 
 from reconciler.backends.base import Backend, BackendInfo
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.names import split_topic_name
+from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
 from reconciler.plan import differ
 from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
-from reconciler.names import split_topic_name
-from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 

@@ -15,8 +15,8 @@ the child fails any other way, the plan reads in this process instead, and `note
 says why (the command prints it).
 
 The child stops with this process, however it stops (Ctrl-C, SIGTERM, kill -9): see
-plan/readahead_child.py. Not for --local (the embedded server lives in this process), not on Windows (it waits
-on a pipe with `selectors`) and not for small trees:
+plan/readahead_child.py. Not for --local (the embedded server lives in this
+process), not on Windows (it waits on a pipe with `selectors`) and not for small trees:
 starting the child costs more than it saves below a few thousand topics.
 `RECONCILE_READ_AHEAD_FROM` sets the number of Topic documents from which it starts
 (default 5000; `0` always, `off` never).

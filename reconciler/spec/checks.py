@@ -15,8 +15,8 @@ from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
-from reconciler.spec.owner import check_owner
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
+from reconciler.spec.owner import check_owner
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree

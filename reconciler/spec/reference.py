@@ -23,8 +23,8 @@ from pydantic_core import PydanticUndefined
 
 from reconciler.hedging import labels as hedge_labels
 from reconciler.hedging import profile as hedging
-from reconciler.spec.models import API_VERSION, MODEL_BY_KIND
 from reconciler.ownership import DEFAULT_OWNER, MARKER_DIGITS, OWNER_LABEL, PLAN_LABEL
+from reconciler.spec.models import API_VERSION, MODEL_BY_KIND
 
 
 @dataclass(frozen=True)

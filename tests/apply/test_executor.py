@@ -174,7 +174,7 @@ def test_delete_rechecks_the_ownership_label_on_the_live_topic(
     by = {r.address: r for r in result.results}
     assert by[name("owned")].status == "applied"
     assert by[name("foreign")].status == "failed"
-    assert "ownership label" in (by[name("foreign")].error or "")
+    assert "no longer owned by this spec tree" in (by[name("foreign")].error or "")
     assert live(client, "foreign") is not None
     assert live(client, "owned") is None
     assert server.counters.get("DeleteTopic") == 1
