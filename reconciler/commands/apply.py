@@ -14,7 +14,7 @@ for `plan`: `apply PATH... --strict-groups` refuses what `plan PATH...
 made without it that carries a refusal resting on inferred membership is refused
 (one made with it never carries one: it would not have been made).
 
-Ownership (docs/ownership.md): a change that takes over a topic another spec tree owns
+Ownership (docs/cli.md): a change that takes over a topic another spec tree owns
 is refused, before any call, unless `--adopt-from OWNER` names that tree. Each create
 and update also records the plan's marker on the topic (apply/executor.py), which is
 how a replayed saved plan is told "already applied" or "superseded".

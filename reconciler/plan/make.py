@@ -13,7 +13,7 @@ the service can do is what the backend states (`Backend.info`: Google's emulator
 computes no storage policy, so `inherit` is not planned there). The plan is built
 whole and then only read: nothing is assigned to it after this function returns.
 
-Ownership (docs/ownership.md): the plan records the tree's owner; its creates and
+Ownership (docs/cli.md): the plan records the tree's owner; its creates and
 adoptions label the topics with it, a topic another tree owns is planned with a
 warning (apply refuses it unless told `--adopt-from`), `--prune` deletes only
 undeclared topics of this owner, and one labelled by a reconcile before owners is left

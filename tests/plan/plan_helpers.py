@@ -51,7 +51,7 @@ def topic_doc(
 
 
 def owner_doc(name: str) -> str:
-    """The `kind: Owner` document that names a spec tree (docs/ownership.md)."""
+    """The `kind: Owner` document that names a spec tree (docs/cli.md, Ownership)."""
     return f"apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {{name: {name}}}\n"
 
 
