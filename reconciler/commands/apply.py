@@ -254,7 +254,7 @@ def apply_planfile(path: Path, target: TargetOptions, options: ApplyOptions) -> 
         except ReconcileError as exc:
             raise _naming(path, exc) from None
         _show(plan, options)
-        return execute(plan, backend, guard, options)
+        return execute(plan, backend, guard, options, saved=True)
     finally:
         backend.close()
 
@@ -365,7 +365,9 @@ def _confirm() -> bool:
     return output.ask("Do you want to perform these actions?").strip() == CONFIRM_WORD
 
 
-def execute(plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions) -> int:
+def execute(
+    plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions, saved: bool = False
+) -> int:
     """Run the plan's changes, showing progress; Ctrl-C or SIGTERM stops starting new
     calls. Returns the exit code."""
     work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
@@ -386,7 +388,7 @@ def execute(plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOpt
         result = executor.run(plan.resource_changes)
     progress.close()
     text = options.fmt == "text"
-    (output.stdout() if text else output.stderr()).document(summary_text(result))
+    (output.stdout() if text else output.stderr()).document(summary_text(result, saved))
     if not text:
         output.stdout().data(result.dumps())
     if result.interrupted:

@@ -93,3 +93,31 @@ def test_a_plan_that_only_changes_the_storage_policy_still_leaves_its_marker(
     assert live(publisher_client, tree)[1][PLAN_LABEL] == plan_marker(plan.digest)
     again = run_cli("apply", "p.json", *target)
     assert again.exit_code == 1 and "already applied" in again.stderr
+
+
+def test_a_saved_plan_applied_in_part_is_not_applied_again(
+    run_cli: Any, local_server: Any, publisher_client: Any, tree: Tree
+) -> None:
+    """One of two updates fails in a way a new plan can fix: the summary says to make
+    one (this plan applies once), and the same plan again is refused, naming the part."""
+    target = ("--emulator", local_server.address)
+    tree.write({"orders": regions("us-east1"), "refunds": regions("us-east1")})
+    assert run_cli("apply", "specs", *target, "--auto-approve").exit_code == 0
+    tree.write({"orders": regions("us-west1"), "refunds": regions("us-west1")})
+    assert run_cli("plan", "specs", *target, "--out", "p.json").exit_code == 0
+    local_server.faults.add(method="UpdateTopic", error="NOT_FOUND",
+                            resource=tree.address("refunds"))
+    part = run_cli("apply", "p.json", *target)
+    assert part.exit_code == 1
+    assert "1 applied" in part.stdout and "1 failed" in part.stdout
+    assert "Make a new plan (`reconcile plan --out PLANFILE`) and apply it" in part.stdout
+    assert "Run `reconcile apply` again" not in part.stdout
+    local_server.faults.clear()
+    local_server.counters.reset()
+    again = run_cli("apply", "p.json", *target)
+    assert again.exit_code == 1
+    assert "the saved plan was already applied in part (1 of the 2 topics it creates or " \
+        "updates carry its marker" in again.stderr
+    assert mutating_calls(local_server) == NONE
+    assert run_cli("apply", "specs", *target, "--auto-approve").exit_code == 0
+    assert run_cli("plan", "specs", *target, "--detailed-exitcode").exit_code == 0
