@@ -309,9 +309,10 @@ def _settled(
     if live_policy != want_policy:
         return False
     labels = live.labels
-    if len(labels) != len(keys) + (PLAN_LABEL in labels):
+    marked = PLAN_LABEL in labels
+    if len(labels) != len(keys) + marked:
         return False
-    return all(labels.get(k) == v for k, v in keys.items())
+    return keys.items() <= labels.items() if marked else labels == keys
 
 
 def in_transit_only(live: StoragePolicy | None, facts: OrgFacts) -> bool:
