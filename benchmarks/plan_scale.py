@@ -61,7 +61,8 @@ def seed(server: Any, projects: int, topics: int) -> int:
             continue
         pb = protos.Topic(
             name=topic.address,
-            labels={"team": "t1", "reconcile-managed": "true", "owner": "someone"},
+            labels={"team": "t1", "reconcile-managed": "true", "reconcile-owner": "default",
+                    "owner": "someone"},
         )
         pb.message_storage_policy.allowed_persistence_regions.extend(REGIONS)
         live.append(pb)

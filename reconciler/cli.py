@@ -8,19 +8,51 @@ through the output boundary (reconciler/commands/output.py), escaped.
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
+from types import FrameType
 from typing import Any, NoReturn
 
 from reconciler.commands import output
-from reconciler.errors import EXIT_ERROR, EXIT_INTERRUPTED, ReconcileError
+from reconciler.errors import (
+    EXIT_ERROR,
+    EXIT_INTERRUPTED,
+    EXIT_TERMINATED,
+    ReconcileError,
+    Terminated,
+)
 from reconciler.perf import gc_paused
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """Entry point, and the only place that exits: a verb returns its exit code (0 ok,
     2 changes with --detailed-exitcode); every user-caused error becomes a message and
-    1 (click usage errors 2), Ctrl-C 130."""
+    1 (click usage errors 2), Ctrl-C 130, SIGTERM 143."""
     args = sys.argv[1:] if argv is None else list(argv)
+    previous = _terminate_on_sigterm()
+    try:
+        _main(args)
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _terminate_on_sigterm() -> Any:
+    """SIGTERM raises Terminated in the main thread, as Ctrl-C raises KeyboardInterrupt,
+    so that what a command opened is closed on the way out (a plan's read-ahead process
+    first of all) and it exits 143 with a word; apply's own handler replaces this one
+    while it executes (apply/interrupt.py). The previous handler, to restore."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def terminate(signum: int, frame: FrameType | None) -> None:
+        raise Terminated()
+
+    return signal.signal(signal.SIGTERM, terminate)
+
+
+def _main(args: list[str]) -> NoReturn:
     try:
         with gc_paused():  # from click's import on (reconciler/perf.py)
             from reconciler.clickapp import run_click
@@ -32,6 +64,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except KeyboardInterrupt:
         output.stderr().line("Interrupted.")
         sys.exit(EXIT_INTERRUPTED)
+    except Terminated:
+        output.stderr().line("Terminated (SIGTERM).")
+        sys.exit(EXIT_TERMINATED)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the one place that catches everything

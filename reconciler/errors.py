@@ -10,7 +10,8 @@ from __future__ import annotations
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
+EXIT_TERMINATED = 143  # SIGTERM (what CI runners send on cancel): 128 + 15
 
 
 class ReconcileError(Exception):
@@ -70,8 +71,26 @@ def is_propagation_message(text: str) -> bool:
 
 
 class StalePlanError(ReconcileError):
-    """A saved plan no longer matches the live state it was made against."""
+    """A saved plan no longer matches the live state it was made against. `reason`:
+    "stale" (the live state moved), "already applied" (this very plan ran: its marker
+    is on the topics it changes) or "superseded" (another plan was applied since)."""
+
+    def __init__(self, message: str, *, hint: str | None = None, reason: str = "stale") -> None:
+        super().__init__(message, hint=hint)
+        self.reason = reason
+
+
+class OwnershipRefused(ReconcileError):
+    """Apply would take over a topic another spec tree owns without being told to
+    (`--adopt-from OWNER`); nothing was changed."""
 
 
 class Interrupted(ReconcileError):
     exit_code = EXIT_INTERRUPTED
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised in the main thread by the CLI's handler (or apply's, at
+    a second signal), a BaseException like KeyboardInterrupt so that no `except
+    Exception` swallows it; the `finally` blocks on its way close what is open (the
+    plan's read-ahead process, the clients) and the boundary exits 143."""

@@ -96,18 +96,28 @@ def label_key_problem(key: str) -> str | None:
 
 def label_value_problem(key: str, value: str) -> str | None:
     """0 to 63 characters of the key's character classes, at most 128 bytes in UTF-8."""
+    return _value_problem(value, f"label {key!r} value {value!r}", f"label {key!r} has a value of")
+
+
+def owner_name_problem(name: str) -> str | None:
+    """A spec tree's owner identity is a label value (it is recorded as one on every
+    topic the tree manages), and never empty."""
+    if not name:
+        return "the owner name is empty; name the spec tree, e.g. `team-payments`"
+    return _value_problem(name, f"the owner name {name!r}", "the owner name has")
+
+
+def _value_problem(value: str, named: str, sized: str) -> str | None:
+    """A label value's rules; `named` and `sized` begin the messages."""
     if len(value) > MAX_LABEL_CHARS:
-        return f"label {key!r} has a value of {len(value)} characters; the limit is 63"
+        return f"{sized} {len(value)} characters; the limit is 63"
     if not all(_label_char(c) for c in value):
         return (
-            f"label {key!r} value {value!r} may contain only lowercase letters, digits, "
-            f"'_' and '-' (found {_bad_chars(value)})"
+            f"{named} may contain only lowercase letters, digits, '_' and '-' "
+            f"(found {_bad_chars(value)})"
         )
     if size := _too_many_bytes(value):
-        return (
-            f"label {key!r} value {value!r} is not valid UTF-8 text of at most 128 bytes "
-            f"({size})"
-        )
+        return f"{named} is not valid UTF-8 text of at most 128 bytes ({size})"
     return None
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.ownership import is_reserved
+from reconciler.ownership import PLAN_LABEL, is_reserved
 
 LABELS = "labels"
 STORAGE_POLICY = "message_storage_policy"
@@ -113,7 +113,9 @@ def shape_json(labels: Mapping[str, str], policy: StoragePolicy | None) -> dict[
 
 
 def is_managed_key(key: str, declared: Mapping[str, str]) -> bool:
-    return key in declared or is_reserved(key)
+    """A declared key, or a reserved one other than the plan marker: apply stamps the
+    marker on each topic it changes, and no plan compares, sets or removes it."""
+    return key in declared or (is_reserved(key) and key != PLAN_LABEL)
 
 
 def request_body(

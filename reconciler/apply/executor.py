@@ -1,11 +1,20 @@
 """Runs a plan's requests: N workers, each topic independent of the others.
 
 Minimal calls: exactly the plan's request per changed topic, nothing for a no-op.
-A failing topic is recorded and the others go on. A stop request (Ctrl-C) lets calls
-in flight finish and starts no new one; whatever was not started is reported as not
-attempted. Calls are idempotent at the level of the end state, so a rerun converges:
-a create that finds the topic already there with the declared settings, or a delete
-that finds it gone, counts as done.
+A failing topic is recorded and the others go on. A stop request (Ctrl-C, SIGTERM)
+lets calls in flight finish and starts no new one; whatever was not started is reported
+as not attempted.
+
+Each CreateTopic and UpdateTopic also sets the plan's marker (`reconcile-plan`, the
+first digits of its digest: reconciler/ownership.py) in the same call, so that a saved
+plan can tell later that it was applied, or that another was applied since
+(apply/freshness.py). An update that changes only the storage policy therefore sets
+labels too: the topic is re-read right before it, as for any label update, and only
+the marker is added to what the service has.
+
+Calls are idempotent at the level of the end state, so a rerun converges: a create
+that finds the topic already there with the declared settings, or a delete that finds
+it gone, counts as done.
 """
 
 from __future__ import annotations
@@ -20,11 +29,18 @@ from reconciler.apply.events import EventSink, TopicFinished, ignore
 from reconciler.apply.freshness import StaleTopic, fresh_labels
 from reconciler.apply.guard import Guard, StopRequested
 from reconciler.apply.result import ApplyResult, TopicResult
-from reconciler.apply.retry import AdminRetry, Attempts, Stopped, error_message, error_status_name
+from reconciler.apply.retry import (
+    AdminRetry,
+    Attempts,
+    Stopped,
+    error_message,
+    error_status_name,
+    rerun_may_help,
+)
 from reconciler.backends.base import Backend, ObservedTopic
-from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_owned
+from reconciler.ownership import DEFAULT_OWNER, OWNER_LABEL, PLAN_LABEL, is_owned_by, owner_of
 from reconciler.plan.model import ResourceChange
-from reconciler.topic import LABELS, TopicShape, norm_policy, request_shape
+from reconciler.topic import LABELS, MASK_PATHS, TopicShape, norm_policy, request_shape
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a new topic may answer NOT_FOUND for a while (Terraform
@@ -60,7 +76,12 @@ class Executor:
         allow_delete: bool = False,
         readback: AdminRetry = READBACK,
         clock: Callable[[], float] = time.monotonic,
+        marker: str = "",
+        owner: str = DEFAULT_OWNER,
     ) -> None:
+        """`marker`: the plan's `reconcile-plan` value, set on every topic created or
+        updated ("" = none); `owner`: the plan's owner, which a topic must still carry
+        right before it is pruned."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.backend = backend
@@ -70,6 +91,8 @@ class Executor:
         self.allow_delete = allow_delete
         self.readback = readback
         self.clock = clock
+        self.marker = marker
+        self.owner = owner
 
     @property
     def stop(self) -> threading.Event:
@@ -122,7 +145,7 @@ class Executor:
         )
         try:
             if rc.request is None:
-                raise _Refused(f"the plan has no request for this {rc.action}")
+                raise _Refused(f"the plan has no request for this {rc.action}", rerun=False)
             if rc.action == "create":
                 self._create(rc, attempts, res)
             elif rc.action == "update":
@@ -130,7 +153,7 @@ class Executor:
             elif rc.action == "delete":
                 self._delete(rc, attempts, res)
             else:
-                raise _Refused(f"unknown action {rc.action!r}")
+                raise _Refused(f"unknown action {rc.action!r}", rerun=False)
         except StopRequested:
             res.status = "not-attempted"
         except Stopped as exc:
@@ -139,10 +162,11 @@ class Executor:
         except _Refused as exc:
             res.status = "failed"
             res.error = str(exc)
+            res.rerun_helps = exc.rerun_helps
         except Exception as exc:  # one topic failing must not stop the others
             res.status = "failed"
             res.error = error_message(exc) if error_status_name(exc) else _unexpected(exc)
-            res.rerun_helps = bool(getattr(exc, "rerun_helps", True))
+            res.rerun_helps = rerun_may_help(exc)
         res.attempts = attempts.count
         if attempts.propagation_errors:
             res.notes.append(
@@ -156,31 +180,41 @@ class Executor:
         return self.guard.run(rc.project, fn, attempts)
 
     def _update(self, rc: ResourceChange, attempts: Attempts) -> ObservedTopic:
-        """The plan's UpdateTopic; when it sets labels, merged onto a fresh read of the
-        topic (apply/freshness.py: others' labels added meanwhile are kept)."""
+        """The plan's UpdateTopic; when it sets labels (the marker included), merged
+        onto a fresh read of the topic (apply/freshness.py: others' labels added
+        meanwhile are kept)."""
         assert rc.request is not None
         mask = list(rc.request.update_mask)
         if not mask:
-            raise _Refused("the plan's update has an empty update mask; nothing to send")
+            raise _Refused(
+                "the plan's update has an empty update mask; nothing to send", rerun=False
+            )
         body = _with_name(rc)
-        if LABELS in mask:
+        if LABELS in mask or self.marker:
             # The read's own attempts are not the update's (TopicResult.attempts).
             live = self._call(rc, Attempts(), lambda: self.backend.get_topic(rc.address))
             if live is None:
                 raise _Refused("stale: the topic was deleted since the plan")
             try:
-                body[LABELS] = fresh_labels(rc, live.shape)
+                labels = fresh_labels(rc, live.shape)
             except StaleTopic as exc:
                 raise _Refused(f"stale: {exc}; not updated (make a new plan)") from None
+            if self.marker:
+                labels[PLAN_LABEL] = self.marker
+                mask = [p for p in MASK_PATHS if p in mask or p == LABELS]
+            body[LABELS] = labels
         updated: ObservedTopic = self._call(
             rc, attempts, lambda: self.backend.update_topic(body, mask)
         )
         return updated
 
     def _create(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
-        body = _with_name(rc)
+        body = _with_name(rc)  # what the plan declares (compared on read-back)
+        sent = dict(body)
+        if self.marker:
+            sent[LABELS] = {**(body.get(LABELS) or {}), PLAN_LABEL: self.marker}
         try:
-            self._call(rc, attempts, lambda: self.backend.create_topic(body))
+            self._call(rc, attempts, lambda: self.backend.create_topic(sent))
         except StopRequested:
             raise
         except Exception as exc:
@@ -234,16 +268,19 @@ class Executor:
 
     def _delete(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
         if not self.allow_delete:
-            raise _Refused("deletion needs --prune (and a plan made with it)")
+            raise _Refused("deletion needs --prune (and a plan made with it)", rerun=False)
         # Re-check ownership on the live topic right before deleting.
         live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
         if live is None:
             res.notes.append("already absent")
             return
-        if not is_owned(live.shape.labels):
+        if not is_owned_by(live.shape.labels, self.owner):
+            now = owner_of(live.shape.labels)
+            has = f"{OWNER_LABEL}={now}" if now else "no owner"
             raise _Refused(
-                f"refusing to delete: the live topic no longer carries the ownership label "
-                f"{OWNERSHIP_LABEL}={OWNERSHIP_VALUE}"
+                f"refusing to delete: the live topic is no longer owned by this spec tree "
+                f"(expected {OWNER_LABEL}={self.owner}; it has {has})",
+                rerun=False,
             )
         try:
             self._call(rc, attempts, lambda: self.backend.delete_topic(rc.address))
@@ -256,7 +293,12 @@ class Executor:
 
 
 class _Refused(Exception):
-    """Apply itself declines this topic (no call, or no further call, made)."""
+    """Apply itself declines this topic (no call, or no further call, made). `rerun`:
+    whether another apply may do it (the live state moved: a new plan sees it)."""
+
+    def __init__(self, message: str, *, rerun: bool = True) -> None:
+        super().__init__(message)
+        self.rerun_helps = rerun
 
 
 def _with_name(rc: ResourceChange) -> dict[str, Any]:

@@ -6,6 +6,13 @@ the plan fingerprinted and every project's org policy inputs are read again (the
 `observe` that planning uses: one ListTopics pager per project) and any difference
 refuses the whole apply, before any mutating call.
 
+Against Google Cloud there is no state of ours to say "this plan ran": apply leaves the
+plan's marker on each topic it creates or updates (`reconcile-plan`, the first digits
+of the plan's digest, set in the same call: apply/executor.py). The fingerprints cover
+it like every label, so a plan replayed after its change was reverted (A -> B -> A) is
+refused too, and the marker says why: the topic carries this plan's marker (already
+applied) or another plan's that replaced the one it had when planned (superseded).
+
 During the apply (minutes for a large tree) others may still write: right before each
 UpdateTopic that touches labels the executor re-reads the topic and `fresh_labels`
 merges the plan's label changes onto that fresh read, so a label another tool adds
@@ -19,62 +26,152 @@ concurrent change to it is kept.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final, Literal
 
-from reconciler.backends.base import Backend
+from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.errors import StalePlanError
 from reconciler.names import project_of
-from reconciler.ownership import is_reserved
+from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import Plan, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
 
+# Why a saved plan is refused (helper-independent values: the CLI maps them to exit
+# codes and the JSON outcome): the live state moved; this very plan was applied
+# already (its marker is on a topic it changes); another plan was applied since.
+Refusal = Literal["stale", "already applied", "superseded"]
+STALE: Final[Refusal] = "stale"
+ALREADY_APPLIED: Final[Refusal] = "already applied"
+SUPERSEDED: Final[Refusal] = "superseded"
 
-def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
-    """Every way the live state differs from the plan's fingerprints ([] = fresh)."""
+
+@dataclass(frozen=True)
+class Moved:
+    """One fingerprinted thing that is not what the plan saw: `kind` is "applied" (it
+    carries this plan's marker), "superseded" (another plan's marker replaced the one
+    it had), "gone" (a topic the plan deletes no longer exists) or "stale"."""
+
+    address: str
+    text: str
+    kind: Literal["applied", "superseded", "gone", "stale"] = "stale"
+
+
+def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
+    """Everything that differs from the plan's fingerprints ([] = fresh), each told by
+    what the live topic's plan marker says about it."""
     fps = plan.fingerprints
-    reasons: list[str] = []
+    moved: list[Moved] = []
     for rc in plan.resource_changes:
         if rc.action != "no-op" and rc.address not in fps.topics:
-            reasons.append(f"{rc.address}: the plan has no fingerprint for it")
+            moved.append(Moved(rc.address, f"{rc.address}: the plan has no fingerprint for it"))
     projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
-        return reasons
+        return moved
     seen = observe(backend, projects)
+    marker = plan_marker(plan.digest)
+    changes = {rc.address: rc for rc in plan.resource_changes}
     for address, expected in sorted(fps.topics.items()):
         live = seen.topics.get(address)
-        now = topic_fingerprint(live)
-        if now == expected:
-            continue
-        if expected == "absent":
-            reasons.append(f"{address}: created since the plan")
-        elif live is None:
-            reasons.append(f"{address}: deleted since the plan")
-        else:
-            reasons.append(f"{address}: modified since the plan")
+        if topic_fingerprint(live) != expected:
+            moved.append(_topic_moved(address, expected, live, changes.get(address), marker))
     for project, expected in sorted(fps.org_policy.items()):
         inputs = seen.org.get(project)
         if inputs is None or org_fingerprint(inputs) != expected:
-            reasons.append(
+            moved.append(Moved(
+                f"projects/{project}",
                 f"projects/{project}: effective org policy changed since the plan "
-                "(constraints/gcp.resourceLocations or in-transit enforcement)"
+                "(constraints/gcp.resourceLocations or in-transit enforcement)",
+            ))
+    return moved
+
+
+def _topic_moved(
+    address: str,
+    expected: str,
+    live: ObservedTopic | None,
+    rc: ResourceChange | None,
+    marker: str,
+) -> Moved:
+    if live is None:
+        if rc is not None and rc.action == "delete":
+            return Moved(
+                address,
+                f"{address}: deleted since the plan (by this plan, if it was applied "
+                "before, or by someone else)",
+                "gone",
             )
-    return reasons
+        return Moved(address, f"{address}: deleted since the plan")
+    now = live.shape.labels.get(PLAN_LABEL)
+    if now == marker:
+        return Moved(
+            address, f"{address}: already changed by this plan ({PLAN_LABEL}={marker})",
+            "applied",
+        )
+    before: Mapping[str, str] = ((rc.change.before or {}) if rc else {}).get(LABELS) or {}
+    if now is not None and now != before.get(PLAN_LABEL):
+        return Moved(
+            address,
+            f"{address}: another plan was applied to it since ({PLAN_LABEL}={now})",
+            "superseded",
+        )
+    what = "created" if expected == "absent" else "modified"
+    return Moved(address, f"{address}: {what} since the plan")
+
+
+def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
+    """Every way the live state differs from the plan's fingerprints ([] = fresh)."""
+    return [m.text for m in moved_since(plan, backend)]
+
+
+def verdict(plan: Plan, moved: list[Moved]) -> tuple[Refusal, str]:
+    """Why the plan is refused and the message saying so (nothing was applied)."""
+    listed = "\n".join(f"  - {m.text}" for m in moved)
+    marker = plan_marker(plan.digest)
+    applied = [m for m in moved if m.kind == "applied"]
+    if applied:
+        changes = sum(1 for rc in plan.resource_changes if rc.action in ("create", "update"))
+        part = "" if len(applied) >= changes else (
+            f" in part ({len(applied)} of the {changes} topics it creates or updates carry "
+            "its marker: an earlier run stopped part way)"
+        )
+        return ALREADY_APPLIED, (
+            f"the saved plan was already applied{part}: the topics it changed carry its "
+            f"marker {PLAN_LABEL}={marker}; a plan applies once, so nothing was applied. "
+            f"Changed since the plan:\n{listed}"
+        )
+    if any(m.kind == "superseded" for m in moved):
+        return SUPERSEDED, (
+            "the saved plan was superseded: another plan was applied since it was made, "
+            f"so nothing was applied. Changed since the plan:\n{listed}"
+        )
+    if all(m.kind == "gone" for m in moved):
+        return STALE, (
+            "the topics this saved plan deletes are gone already (by this plan, if it was "
+            "applied before, or by someone else); nothing was applied. Changed since the "
+            f"plan:\n{listed}"
+        )
+    return STALE, (
+        f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}"
+    )
 
 
 def check_fresh(plan: Plan, backend: Backend) -> None:
-    """Raise StalePlanError naming every change; return quietly when the plan holds."""
+    """Raise StalePlanError naming every change, its `reason` saying whether the plan
+    is stale, already applied or superseded; return quietly when the plan holds."""
     if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
         raise StalePlanError(
             "the plan file records no fingerprints, so it cannot be checked against the "
             "live state; nothing was applied",
             hint="write the plan with `reconcile plan --out PLANFILE`",
         )
-    reasons = stale_reasons(plan, backend)
-    if reasons:
-        listed = "\n".join(f"  - {r}" for r in reasons)
+    moved = moved_since(plan, backend)
+    if moved:
+        reason, message = verdict(plan, moved)
         raise StalePlanError(
-            f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}",
+            message,
             hint="make a new plan (`reconcile plan --out PLANFILE`), review it, and apply that",
+            reason=reason,
         )
 
 

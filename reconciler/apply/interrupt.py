@@ -1,5 +1,9 @@
-"""Ctrl-C during apply: the first starts no new call and lets those in flight finish
-(so the summary is true); the second aborts at once."""
+"""Ctrl-C or SIGTERM during apply (SIGTERM is what CI runners send on cancel): the
+first starts no new call and lets those in flight finish, so the summary is true; a
+second signal aborts at once.
+
+The exit code says which signal stopped the run: 130 for SIGINT, 143 for SIGTERM.
+"""
 
 from __future__ import annotations
 
@@ -7,30 +11,52 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 
 from reconciler.apply.events import EventSink, Notice
+from reconciler.errors import EXIT_INTERRUPTED, EXIT_TERMINATED, Terminated
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+NAMES = {signal.SIGINT: "Interrupt", signal.SIGTERM: "Terminate signal (SIGTERM)"}
+
+
+@dataclass
+class Received:
+    """The first stop signal that arrived, if any."""
+
+    signum: int | None = None
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_TERMINATED if self.signum == signal.SIGTERM else EXIT_INTERRUPTED
 
 
 @contextmanager
-def stop_on_sigint(stop: threading.Event, events: EventSink) -> Iterator[None]:
-    """First Ctrl-C: set `stop` (the executor starts no new call). Second: abort."""
+def stop_on_signals(stop: threading.Event, events: EventSink) -> Iterator[Received]:
+    """First SIGINT or SIGTERM: set `stop` (the executor starts no new call) and say so.
+    A second: abort (KeyboardInterrupt for SIGINT, Terminated for SIGTERM)."""
+    received = Received()
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
-    previous = signal.getsignal(signal.SIGINT)
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if stop.is_set():
-            raise KeyboardInterrupt
+            if signum == signal.SIGINT:
+                raise KeyboardInterrupt
+            raise Terminated()
+        received.signum = signum
         stop.set()
+        again = "Ctrl-C" if signum == signal.SIGINT else "SIGTERM"
         events(Notice(
-            "Interrupt: starting no new calls; waiting for those in flight "
-            "(Ctrl-C again to abort at once)"
+            f"{NAMES.get(signal.Signals(signum), 'Signal')}: starting no new calls; "
+            f"waiting for those in flight ({again} again to abort at once)"
         ))
 
-    signal.signal(signal.SIGINT, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in STOP_SIGNALS}
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, before in previous.items():
+            signal.signal(sig, before)

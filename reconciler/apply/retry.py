@@ -126,6 +126,24 @@ def _service_text(exc: BaseException) -> str:
     return str(exc)
 
 
+# Failures another apply may well not meet: the service was briefly unwell (transient
+# codes, after the retries ran out), our own deadline passed (`TIMEOUT`), or the live
+# state moved under the plan (a topic deleted or created meanwhile: the next plan sees
+# it). Every other code is the service's considered refusal (INVALID_ARGUMENT "at most
+# 64 labels", PERMISSION_DENIED, FAILED_PRECONDITION): the same call fails again.
+RERUN_CODES = TRANSIENT_CODES | {"TIMEOUT", "NOT_FOUND", "ALREADY_EXISTS"}
+
+
+def rerun_may_help(exc: BaseException) -> bool:
+    """May `reconcile apply` run again succeed where this error failed a topic? Only
+    then does the summary advise it."""
+    if getattr(exc, "rerun_helps", True) is False:
+        return False
+    if isinstance(exc, PropagationTimeout | Stopped):
+        return True  # it may have propagated by then; the run was stopped
+    return error_status_name(exc) in RERUN_CODES
+
+
 # Seconds to keep retrying what a recently created project refuses (apply --propagation-wait).
 DEFAULT_PROPAGATION_WAIT = 300.0
 

@@ -7,7 +7,8 @@ applied afterwards), open the target; and the plan document shown for errors.
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
     new_diagnostics(plan, validation)     what the live org policy added
     recorded_or_bare(options) -> PlanTarget
-    errors_only(diagnostics, origin) -> Plan   no changes, only the errors
+    errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
+    conflict(diagnostics) -> str          what the live state conflicts with
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
 """
 
@@ -21,6 +22,8 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import InputError
+from reconciler.ownership import DEFAULT_OWNER
+from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
 from reconciler.plan.origin import record_target
 from reconciler.render import diagnostics as report
@@ -76,10 +79,25 @@ def recorded_or_bare(options: TargetOptions) -> PlanTarget:
         return PlanTarget(org_policy="snapshot", snapshot=str(options.org_policy))
 
 
-def errors_only(diagnostics: Sequence[Diagnostic], origin: PlanTarget) -> Plan:
+def conflict(diagnostics: Sequence[Diagnostic]) -> str:
+    """Why a plan with errors is not made or applied: the live org policy, or the labels
+    others set on the live topics (plan/differ.py's label budget), or both."""
+    codes = {d.code for d in diagnostics if d.is_error}
+    labels = LABEL_BUDGET in codes
+    if labels and codes == {LABEL_BUDGET}:
+        return "the labels on the live topics leave no room for the declared ones"
+    if labels:
+        return "the specs conflict with the live org policy and the live topics' labels"
+    return "the specs conflict with the live org policy"
+
+
+def errors_only(
+    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER
+) -> Plan:
     """No plan is made from a tree with errors; JSON and markdown still print a plan
-    document carrying them."""
+    document carrying them (and the tree's owner)."""
     return Plan(
+        owner=owner,
         diagnostics=list(diagnostics),
         target=origin,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),

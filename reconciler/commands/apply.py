@@ -14,10 +14,15 @@ for `plan`: `apply PATH... --strict-groups` refuses what `plan PATH...
 made without it that carries a refusal resting on inferred membership is refused
 (one made with it never carries one: it would not have been made).
 
+Ownership (docs/cli.md): a change that takes over a topic another spec tree owns
+is refused, before any call, unless `--adopt-from OWNER` names that tree. Each create
+and update also records the plan's marker on the topic (apply/executor.py), which is
+how a replayed saved plan is told "already applied" or "superseded".
+
 Output: the plan and per-topic lines/bar go to stdout with `--format text`; with
 `--format json` stdout carries only the results JSON and everything else goes to
 stderr. Exit codes: 0 applied (or nothing to do), 1 any failure or refusal, 130
-interrupted (after the summary).
+interrupted by Ctrl-C, 143 by SIGTERM (after the summary, either way).
 """
 
 from __future__ import annotations
@@ -36,7 +41,7 @@ from reconciler.apply.executor import (
 )
 from reconciler.apply.freshness import check_fresh
 from reconciler.apply.guard import Guard, GuardedBackend
-from reconciler.apply.interrupt import stop_on_sigint
+from reconciler.apply.interrupt import stop_on_signals
 from reconciler.apply.ratelimit import DEFAULT_RATE, ProjectRateLimiter
 from reconciler.apply.result import ApplyResult
 from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, AdminRetry
@@ -44,17 +49,19 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import project_option, strict_groups_option, target_options
-from reconciler.commands._planning import open_target, show_plan, validate_specs
+from reconciler.commands._planning import conflict, open_target, show_plan, validate_specs
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
-    EXIT_INTERRUPTED,
     EXIT_OK,
+    OwnershipRefused,
     ReconcileError,
     UsageError,
     ValidationFailed,
 )
+from reconciler.ownership import plan_marker
 from reconciler.perf import gc_resumed
+from reconciler.plan.differ import taken_from
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.origin import anchored, apply_target, record_target
@@ -82,6 +89,7 @@ class ApplyOptions:
     expect_digest: str | None = None
     projects: tuple[str, ...] = ()  # --project: only these projects' declared topics
     strict_groups: bool = False
+    adopt_from: tuple[str, ...] = ()  # --adopt-from: owners whose topics may be taken over
 
     def guard(self) -> Guard:
         """The rate limit and retry these options ask for."""
@@ -100,7 +108,9 @@ class ApplyOptions:
 @project_option
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
 @click.option(
-    "--prune", is_flag=True, help="Delete undeclared topics that carry the ownership label."
+    "--prune",
+    is_flag=True,
+    help="Delete undeclared topics that this spec tree owns (label reconcile-owner).",
 )
 @click.option(
     "--concurrency",
@@ -143,6 +153,14 @@ class ApplyOptions:
     metavar="sha256:HEX",
     help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
 )
+@click.option(
+    "--adopt-from",
+    "adopt_from",
+    multiple=True,
+    metavar="OWNER",
+    help="Take over declared topics that the spec tree OWNER owns (label reconcile-owner); "
+    "without it apply refuses to. Repeatable.",
+)
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
 @strict_groups_option
 def command(
@@ -161,6 +179,7 @@ def command(
     expect_digest: str | None,
     projects: tuple[str, ...],
     strict_groups: bool,
+    adopt_from: tuple[str, ...],
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE (with
     --strict-groups: refused if it records a refusal resting on inferred membership)."""
@@ -176,6 +195,7 @@ def command(
         expect_digest=expect_digest,
         projects=projects,
         strict_groups=strict_groups,
+        adopt_from=adopt_from,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
@@ -219,6 +239,7 @@ def apply_planfile(path: Path, target: TargetOptions, options: ApplyOptions) -> 
         check_expected_digest(plan, options.expect_digest, path)
     check_plan_projects(plan.projects, options.projects, path)
     refuse_plan_with_errors(plan, options.strict_groups)
+    refuse_takeovers(plan, options.adopt_from)
     use, notes = apply_target(plan.target, target, path)
     for note in notes:
         output.stderr().line(note)
@@ -233,7 +254,7 @@ def apply_planfile(path: Path, target: TargetOptions, options: ApplyOptions) -> 
         except ReconcileError as exc:
             raise _naming(path, exc) from None
         _show(plan, options)
-        return execute(plan, backend, guard, options)
+        return execute(plan, backend, guard, options, saved=True)
     finally:
         backend.close()
 
@@ -273,6 +294,7 @@ def apply_specs(paths: Sequence[Path], target: TargetOptions, options: ApplyOpti
         )
         _show(plan, options)
         refuse_plan_with_errors(plan)
+        refuse_takeovers(plan, options.adopt_from)
         if not plan.has_changes:
             text = options.fmt == "text"
             writer = output.stdout() if text else output.stderr()
@@ -300,7 +322,37 @@ def refuse_plan_with_errors(plan: Plan, strict_groups: bool = False) -> None:
     errors = [d for d in diagnostics if d.is_error]
     if errors:
         output.stderr().document(report.text(errors))
-        raise ValidationFailed("the specs conflict with the live org policy; nothing was applied")
+        raise ValidationFailed(f"{conflict(errors)}; nothing was applied")
+
+
+def refuse_takeovers(plan: Plan, adopt_from: Sequence[str]) -> None:
+    """A topic another spec tree owns is never taken over silently: refused, naming the
+    owner, unless `--adopt-from OWNER` names it. An --adopt-from that adopts nothing is
+    said (a misspelt owner would otherwise pass unnoticed)."""
+    taken: dict[str, list[str]] = {}
+    for rc in plan.resource_changes:
+        other = taken_from(rc)
+        if other is not None:
+            taken.setdefault(other, []).append(rc.address)
+    for name in dict.fromkeys(adopt_from):
+        if name not in taken:
+            output.stderr().line(
+                f"note: --adopt-from {name}: no topic of this plan is owned by {name!r}"
+            )
+    refused = {o: addresses for o, addresses in taken.items() if o not in adopt_from}
+    if refused:
+        listed = "\n".join(
+            f"  - {address} (owner {other})"
+            for other, addresses in sorted(refused.items())
+            for address in addresses
+        )
+        flags = " ".join(f"--adopt-from {o}" for o in sorted(refused))
+        raise OwnershipRefused(
+            f"refusing to take over topics that another spec tree owns (this plan is "
+            f"owner {plan.owner!r}); nothing was applied:\n{listed}",
+            hint=f"if this tree should own them, remove them from the other tree's specs "
+            f"and apply again with {flags}; otherwise remove them from this tree's specs",
+        )
 
 
 def _interactive() -> bool:
@@ -313,9 +365,11 @@ def _confirm() -> bool:
     return output.ask("Do you want to perform these actions?").strip() == CONFIRM_WORD
 
 
-def execute(plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions) -> int:
-    """Run the plan's changes, showing progress; Ctrl-C stops starting new calls.
-    Returns the exit code."""
+def execute(
+    plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions, saved: bool = False
+) -> int:
+    """Run the plan's changes, showing progress; Ctrl-C or SIGTERM stops starting new
+    calls. Returns the exit code."""
     work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
     progress = progress_for(options.out, work)
     executor = Executor(
@@ -325,16 +379,18 @@ def execute(plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOpt
         events=progress,
         allow_delete=plan.prune,
         readback=readback_policy(options.readback_wait),
+        marker=plan_marker(plan.digest),
+        owner=plan.owner,
     )
     guard.events = progress
     # Minutes of calls whose errors and retries make cycles (reconciler/perf.py).
-    with gc_resumed(), stop_on_sigint(guard.stop, progress):
+    with gc_resumed(), stop_on_signals(guard.stop, progress) as received:
         result = executor.run(plan.resource_changes)
     progress.close()
     text = options.fmt == "text"
-    (output.stdout() if text else output.stderr()).document(summary_text(result))
+    (output.stdout() if text else output.stderr()).document(summary_text(result, saved))
     if not text:
         output.stdout().data(result.dumps())
     if result.interrupted:
-        return EXIT_INTERRUPTED
+        return received.exit_code
     return EXIT_ERROR if result.failed else EXIT_OK

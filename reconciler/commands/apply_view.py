@@ -48,9 +48,10 @@ def line_for(result: TopicResult) -> str:
     return f"{address}: {result.action} not attempted"
 
 
-def summary_text(result: ApplyResult) -> str:
+def summary_text(result: ApplyResult, saved: bool = False) -> str:
     """The closing report: counts, then every failure with its reason, then what was
-    not attempted (so that a rerun's scope is obvious)."""
+    not attempted (so that a rerun's scope is obvious). `saved`: a PLANFILE was applied,
+    which applies once, so the way to converge is a new plan."""
     counts = result.counts()
     applied = result.by_status("applied")
     per_action = {
@@ -71,7 +72,12 @@ def summary_text(result: ApplyResult) -> str:
     if skipped:
         lines.append("Not attempted:")
         lines += [f"  {esc(r.address)} ({r.action})" for r in skipped]
-    if skipped or any(r.rerun_helps for r in failed):
+    if (skipped or any(r.rerun_helps for r in failed)) and saved:
+        lines.append(
+            "Make a new plan (`reconcile plan --out PLANFILE`) and apply it to converge the "
+            "rest: a saved plan applies once; applied changes are kept."
+        )
+    elif skipped or any(r.rerun_helps for r in failed):
         lines.append("Run `reconcile apply` again to converge the rest; applied changes are kept.")
     elif failed:
         lines.append("Running apply again will not fix these failures (see each reason).")

@@ -27,6 +27,7 @@ from reconciler.commands._options import (
     target_options,
 )
 from reconciler.commands._planning import (
+    conflict,
     errors_only,
     new_diagnostics,
     open_target,
@@ -72,8 +73,8 @@ class PlanOptions:
 @click.option(
     "--prune",
     is_flag=True,
-    help="Also delete undeclared topics of the named projects that carry the "
-    "reconcile-managed label.",
+    help="Also delete undeclared topics of the named projects that this spec tree owns "
+    "(label reconcile-owner).",
 )
 @strict_groups_option
 def command(
@@ -121,7 +122,8 @@ def _run(
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
         output.stderr().line(report.summary(validation, result.files) + "; no plan made")
-        return _refused(errors_only(validation, recorded_or_bare(target)), options.fmt)
+        owner = result.desired.owner.name
+        return _refused(errors_only(validation, recorded_or_bare(target), owner), options.fmt)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
     origin = record_target(target)
@@ -146,10 +148,8 @@ def _run(
         backend.close()
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
-        output.stderr().line(
-            "the specs conflict with the live org policy; no plan made, nothing changed"
-        )
-        return _refused(errors_only(plan.diagnostics, origin), options.fmt)
+        output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
+        return _refused(errors_only(plan.diagnostics, origin, plan.owner), options.fmt)
     if options.out is not None:
         write_plan(plan, options.out)
     show_plan(plan, options.fmt, options.colour)

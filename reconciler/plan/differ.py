@@ -9,8 +9,9 @@ its top-level update-mask path. Requests keep foreign labels (an update of
 unmanaged field.
 
 Stable entry points (make_plan and apply use them):
-    diff_topic(desired, live, facts) -> ResourceChange      create / update / no-op
-    delete_change(live) -> ResourceChange                   --prune
+    diff_topic(desired, live, facts, owner) -> ResourceChange   create / update / no-op
+    delete_change(live, owner) -> ResourceChange                --prune
+    label_budget(desired, rc) -> Diagnostic | None          over the service's 64 labels
     unmanaged_drift(desired, live, facts) -> Drift | None   warnings only
     org_diagnostics(desired, facts) -> list[Diagnostic]     spec/orgrules.py's rules, on
                                                             the live org policy
@@ -22,11 +23,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.diagnostics import Diagnostic
-from reconciler.names import split_topic_name
+from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.names import MAX_LABELS, split_topic_name
 from reconciler.orgpolicy.locations import catalog
-from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
-from reconciler.ownership import is_owned as owned_labels
+from reconciler.ownership import (
+    DEFAULT_OWNER,
+    OWN_LABELS,
+    OWNER_LABEL,
+    OWNERSHIP_LABEL,
+    OWNERSHIP_VALUE,
+    PLAN_LABEL,
+    is_owned_by,
+    owner_of,
+)
 from reconciler.plan.frozen import FrozenDict
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
@@ -59,6 +68,9 @@ from reconciler.topic import (
 )
 
 REASON_ADOPT = "adopt"
+LABEL_BUDGET = "label-budget"  # the diagnostic code
+MAX_NAMED = 20  # foreign label keys named in a label-budget error
+REASON_ADOPT_FROM = "adopt-from:"  # + the owner whose topic this plan takes over
 REASON_IN_TRANSIT = "in-transit-differs-from-org-policy"
 
 CATEGORY_TEXT = {
@@ -76,9 +88,9 @@ CATEGORY_FIX = {
 # -- desired side ----------------------------------------------------------------
 
 
-def desired_labels(desired: DesiredTopic) -> dict[str, str]:
-    """The spec's labels (user + hedging) plus the ownership label."""
-    return {**desired.labels, OWNERSHIP_LABEL: OWNERSHIP_VALUE}
+def desired_labels(desired: DesiredTopic, owner: str = DEFAULT_OWNER) -> dict[str, str]:
+    """The spec's labels (user + hedging) plus the ownership label and the tree's owner."""
+    return {**desired.labels, OWNERSHIP_LABEL: OWNERSHIP_VALUE, OWNER_LABEL: owner}
 
 
 def merged_labels(live: TopicShape, desired_keys: Mapping[str, str]) -> dict[str, str]:
@@ -194,12 +206,12 @@ def _source(desired: DesiredTopic) -> FrozenDict[str, Any] | None:
 
 
 def diff_topic(
-    desired: DesiredTopic, live: ObservedTopic | None, facts: OrgFacts
+    desired: DesiredTopic, live: ObservedTopic | None, facts: OrgFacts, owner: str = DEFAULT_OWNER
 ) -> ResourceChange:
-    """Create, update or no-op for one declared topic."""
+    """Create, update or no-op for one declared topic of the tree `owner`."""
     if live is None:
-        return _create(desired, facts)
-    keys = desired_labels(desired)
+        return _create(desired, facts, owner)
+    keys = desired_labels(desired, owner)
     live_shape = live.shape
     live_policy = live_policy_of(live_shape.policy)
     mode = desired.storage.mode
@@ -219,8 +231,8 @@ def diff_topic(
     reasons: list[str] = []
     warnings: list[str] = []
     computed: list[str] = []
-    if LABELS in mask and live_shape.labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
-        reasons.append(REASON_ADOPT)
+    if LABELS in mask:
+        reasons += _adoption(live_shape.labels, owner, warnings)
     if STORAGE_POLICY in mask:
         if mode == "inherit":
             computed.append(STORAGE_POLICY)
@@ -247,6 +259,30 @@ def diff_topic(
     )
 
 
+def _adoption(live: Mapping[str, str], owner: str, warnings: list[str]) -> list[str]:
+    """Why a label update adopts the topic: it has no owner yet ("adopt": unlabelled, or
+    labelled by a reconcile before owners), or another tree owns it ("adopt-from:X",
+    which apply refuses unless told `--adopt-from X`)."""
+    found = owner_of(live)
+    if found is not None and found != owner:
+        warnings.append(
+            f"owned by the spec tree {found!r} (label {OWNER_LABEL}={found}): this plan "
+            f"takes it over for {owner!r}; apply refuses unless given --adopt-from {found}"
+        )
+        return [REASON_ADOPT_FROM + found]
+    if found is None or live.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
+        return [REASON_ADOPT]
+    return []
+
+
+def taken_from(rc: ResourceChange) -> str | None:
+    """The other owner whose topic this change takes over, if it does."""
+    for reason in rc.reasons:
+        if reason.startswith(REASON_ADOPT_FROM):
+            return reason[len(REASON_ADOPT_FROM):]
+    return None
+
+
 def _no_op(desired: DesiredTopic, before: dict[str, Any]) -> ResourceChange:
     """Nothing to send: what the topic will be is what it is, so one document serves
     both sides (made read-only once, by the model)."""
@@ -266,11 +302,17 @@ def _settled(
     want_policy: StoragePolicy | None,
 ) -> bool:
     """The common case at scale, decided without building both comparable shapes: the
-    live labels are exactly the declared ones (no foreign or stray reserved key) and the
-    policy compares equal (both normalised by live_policy_of already; unmanaged: the
-    live one on both sides). True implies `mask_of` would find nothing; False only
-    means "compare in full"."""
-    return live.labels == keys and live_policy == want_policy
+    live labels are exactly the declared ones (no foreign or stray reserved key), the
+    plan marker apart, and the policy compares equal (both normalised by live_policy_of
+    already; unmanaged: the live one on both sides). True implies `mask_of` would find
+    nothing; False only means "compare in full"."""
+    if live_policy != want_policy:
+        return False
+    labels = live.labels
+    marked = PLAN_LABEL in labels
+    if len(labels) != len(keys) + marked:
+        return False
+    return keys.items() <= labels.items() if marked else labels == keys
 
 
 def in_transit_only(live: StoragePolicy | None, facts: OrgFacts) -> bool:
@@ -286,10 +328,10 @@ def in_transit_only(live: StoragePolicy | None, facts: OrgFacts) -> bool:
     )
 
 
-def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
+def _create(desired: DesiredTopic, facts: OrgFacts, owner: str) -> ResourceChange:
     """CreateTopic carries the full declared topic; without an explicit policy the
     service computes one from the org policy, which is what `after` shows."""
-    labels = dict(sorted(desired_labels(desired).items()))
+    labels = dict(sorted(desired_labels(desired, owner).items()))
     explicit = desired.storage.mode == "explicit"
     after_policy = expected_policy(desired, facts) if explicit else computed_policy(facts)
     return ResourceChange(
@@ -306,8 +348,8 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
     )
 
 
-def delete_change(live: ObservedTopic) -> ResourceChange:
-    """--prune: a live, undeclared topic that carries the ownership label."""
+def delete_change(live: ObservedTopic, owner: str = DEFAULT_OWNER) -> ResourceChange:
+    """--prune: a live, undeclared topic that this tree owns."""
     split = split_topic_name(live.name)
     assert split is not None, live.name  # the service only lists well-formed names
     project, topic = split
@@ -318,13 +360,43 @@ def delete_change(live: ObservedTopic) -> ResourceChange:
         project=project,
         topic=topic,
         change=Change(actions=ONE_ACTION["delete"], before=before, after=None),
-        reasons=["prune: not declared, carries the ownership label"],
+        reasons=[f"prune: not declared, owned by this spec tree ({OWNER_LABEL}={owner})"],
         warnings=["its subscriptions are detached and stop receiving messages"],
     )
 
 
-def is_owned(live: ObservedTopic) -> bool:
-    return owned_labels(live.shape.labels)
+def owned_by(live: ObservedTopic, owner: str) -> bool:
+    """May this tree's `--prune` delete the topic (if undeclared)?"""
+    return is_owned_by(live.shape.labels, owner)
+
+
+def label_budget(desired: DesiredTopic, rc: ResourceChange) -> Diagnostic | None:
+    """An error when the topic would carry more labels than the service allows after
+    this change: the declared ones, reconcile's own (the plan marker that apply adds
+    included) and those others set on it, which apply keeps. The service would refuse
+    the call ("at most 64 labels"); the plan says so first, naming the foreign keys."""
+    if rc.action not in ("create", "update"):
+        return None
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    total = len(after) + (PLAN_LABEL not in after)
+    if total <= MAX_LABELS:
+        return None
+    declared = desired.labels
+    foreign = sorted(k for k in after if k not in declared and k not in OWN_LABELS)
+    named = ", ".join(foreign[:MAX_NAMED]) or "none"
+    if len(foreign) > MAX_NAMED:
+        named += f" and {len(foreign) - MAX_NAMED} more"
+    return Diagnostic(
+        desired.file or desired.address, desired.line, 1 if desired.line else 0,
+        Severity.ERROR, LABEL_BUDGET,
+        f"{desired.address} would carry {total} labels after apply, over the service's "
+        f"limit of {MAX_LABELS}: {len(declared)} declared, {len(OWN_LABELS)} of reconcile's "
+        f"own ({', '.join(OWN_LABELS)}) and {len(foreign)} set by others on the live "
+        f"topic, which apply keeps ({named})",
+        hint=f"remove {total - MAX_LABELS} or more of them: foreign labels you no longer "
+        f"need with `gcloud pubsub topics update {desired.topic} --project "
+        f"{desired.project} --remove-labels=KEY,...`, or declared ones from the spec",
+    )
 
 
 def org_diagnostics(

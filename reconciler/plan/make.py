@@ -13,6 +13,13 @@ the service can do is what the backend states (`Backend.info`: Google's emulator
 computes no storage policy, so `inherit` is not planned there). The plan is built
 whole and then only read: nothing is assigned to it after this function returns.
 
+Ownership (docs/cli.md): the plan records the tree's owner; its creates and
+adoptions label the topics with it, a topic another tree owns is planned with a
+warning (apply refuses it unless told `--adopt-from`), `--prune` deletes only
+undeclared topics of this owner, and one labelled by a reconcile before owners is left
+alone with a warning saying how to claim it. A change that would put a topic over the
+service's 64 labels is an error, not planned.
+
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
 every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
 `org_policy` has each named project's `observe.org_fingerprint(OrgInputs)`.
@@ -26,10 +33,12 @@ from datetime import UTC, datetime
 
 from reconciler.backends.base import Backend, BackendInfo
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.names import split_topic_name
+from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
 from reconciler.plan import differ
 from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
-from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
+from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
 
@@ -57,6 +66,7 @@ def make_plan(
     topic_prints: dict[str, str] = {}
     declared = set()
     info = backend.info
+    owner = desired.owner
     left_alone: list[DesiredTopic] = []
     org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
     for topic in sorted(desired.topics, key=lambda t: t.address):
@@ -73,7 +83,14 @@ def make_plan(
         if not info.computes_storage_policy and topic.storage.mode == "inherit":
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
             left_alone.append(topic)
-        changes.append(differ.diff_topic(diffed, live, facts))
+        change = differ.diff_topic(diffed, live, facts, owner.name)
+        over = differ.label_budget(topic, change)
+        if over is not None:  # the service would refuse the call: not planned
+            diagnostics.append(over)
+            continue
+        if (other := differ.taken_from(change)) is not None:
+            diagnostics.append(takeover_warning(topic, other, owner))
+        changes.append(change)
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
@@ -82,15 +99,20 @@ def make_plan(
         for project in desired.projects:
             for name in sorted(observation.projects.get(project, [])):
                 live = observation.topics[name]
-                if name not in declared and differ.is_owned(live):
+                if name in declared:
+                    continue
+                if differ.owned_by(live, owner.name):
                     topic_prints[name] = topic_fingerprint(live)
-                    changes.append(differ.delete_change(live))
+                    changes.append(differ.delete_change(live, owner.name))
+                elif is_legacy(live.shape.labels):
+                    diagnostics.append(legacy_warning(name, owner))
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
     org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
     if strict_groups:
         diagnostics = promote_inferred(diagnostics)
     return Plan(
+        owner=owner.name,
         resource_changes=changes,
         diagnostics=diagnostics,
         drift=drifts,
@@ -99,6 +121,37 @@ def make_plan(
         prune=prune,
         created_at=created_at,
         projects=sorted(set(projects)),
+    )
+
+
+def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnostic:
+    """A declared topic that another spec tree owns: planned (so the reviewer sees it),
+    and refused by apply unless it is told `--adopt-from OTHER`."""
+    return Diagnostic(
+        topic.file or topic.address, topic.line, 1 if topic.line else 0,
+        Severity.WARNING, "owned-by-another-tree",
+        f"{topic.address} is owned by the spec tree {other!r} ({OWNER_LABEL}={other}), "
+        f"not by this one ({owner.name!r}, {owner.where()}); applying this plan takes it "
+        f"over, so apply refuses unless given --adopt-from {other}",
+        hint=f"if {other!r} should keep it, remove it from this tree's specs; if this tree "
+        f"takes it over, remove it from {other!r}'s specs and apply with --adopt-from "
+        f"{other}",
+    )
+
+
+def legacy_warning(address: str, owner: Owner) -> Diagnostic:
+    """An undeclared topic labelled by a reconcile before owners: `--prune` cannot tell
+    which tree it belonged to, so it is left alone, and the plan says how to claim it."""
+    split = split_topic_name(address)
+    project, topic = split if split is not None else ("PROJECT", address)
+    return Diagnostic(
+        address, 0, 0, Severity.WARNING, "prune-unowned",
+        f"not pruned: {address} carries {OWNERSHIP_LABEL}={OWNERSHIP_VALUE} from a "
+        f"reconcile before owners but no {OWNER_LABEL}, so it may belong to another spec "
+        f"tree; --prune deletes only topics of this tree ({owner.name!r})",
+        hint=f"to let this tree prune it, claim it: `gcloud pubsub topics update {topic} "
+        f"--project {project} --update-labels={OWNER_LABEL}={owner.name}` (or declare it, "
+        "apply, then remove it from the specs); to keep it, nothing to do",
     )
 
 

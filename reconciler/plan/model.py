@@ -16,10 +16,15 @@ sent.
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
 
+Format 3.0 (incompatible with 2.x): `owner`, the spec tree's owner identity; its
+creates and adoptions record it on the topics, its prune deletes only topics that
+carry it, and apply refuses to take over another owner's topic unless told to
+(docs/cli.md: Ownership). A 2.x file is refused with a message to make the plan again: its
+prune deleted any topic labelled `reconcile-managed`, whichever tree manages it.
 Format 2.0 (incompatible with 1.x): `digest` ("sha256:HEX" over the canonical JSON of
 everything else), `target` an object (where the plan was made and which org policy it
-used), `change.computed`. A 1.x file is refused with a message to make the plan again:
-it has no digest and no recorded target, so it cannot be checked.
+used), `change.computed`. A 1.x file has no digest and no recorded target, so it
+cannot be checked.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
+from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.frozen import EMPTY, FrozenDict, FrozenList, freeze, thaw
 from reconciler.plan.jsonform import canonical_bytes, indented_text
 from reconciler.plan.shape import (
@@ -57,11 +63,12 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "2.0"
+FORMAT_VERSION = "3.0"
 DIGEST_PREFIX = "sha256:"
 DIGEST = Pattern(r"sha256:[0-9a-f]{64}", "sha256:HEX (64 lowercase hex digits)")
 TOPIC_NAME = Pattern(r"projects/[^/]+/topics/[^/]+", "projects/PROJECT/topics/TOPIC")
-VERSION = Pattern(FORMAT_VERSION.split(".")[0] + r"\.[0-9]+", "MAJOR.MINOR, major 2")
+MAJOR = FORMAT_VERSION.split(".")[0]
+VERSION = Pattern(MAJOR + r"\.[0-9]+", f"MAJOR.MINOR, major {MAJOR}")
 
 Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
@@ -274,7 +281,7 @@ def digest_of(data: Mapping[str, Any]) -> str:
 
 @frozen_model
 class Plan:
-    """A reconcile plan (format_version 2.x): what `reconcile plan --format json`
+    """A reconcile plan (format_version 3.x): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
     format_version: Annotated[
@@ -296,9 +303,15 @@ class Plan:
     ] = EMPTY
     fingerprints: Fingerprints = field(default_factory=Fingerprints)
     target: PlanTarget = field(default_factory=PlanTarget)
-    prune: Annotated[bool, Doc("Whether deletes of undeclared managed topics were planned.")] = (
-        False
-    )
+    owner: Annotated[
+        str,
+        Doc("The spec tree's owner identity (its Owner document, or `default`): recorded "
+            "on the topics the plan creates or adopts (label reconcile-owner); a prune "
+            "deletes only topics that carry it."),
+    ] = DEFAULT_OWNER
+    prune: Annotated[
+        bool, Doc("Whether deletes of this owner's undeclared topics were planned.")
+    ] = False
     created_at: Annotated[str, Doc("When the plan was made (ISO 8601, UTC).")] = ""
     projects: Annotated[
         Strings, OMIT_EMPTY,

@@ -6,8 +6,9 @@
     looks_like_plan_file(paths)   one argument naming a file that is not a YAML spec
 
 Reading checks, in order, before anything is rendered or applied: JSON; the format
-version (1.x files predate the digest and the recorded target: refused, make the plan
-again); every field's type (plan/planschema.py, from the plan model); the digest over
+version (1.x files predate the digest and the recorded target, 2.x files the owner:
+refused, make the plan again; a newer minor with keys this reader does not know is
+named as such); every field's type (plan/planschema.py, from the plan model); the digest over
 the canonical content; and that every stored request and `fields` entry is the one the
 model derives from its change (plan/derive.py). Any failure refuses the whole plan.
 """
@@ -24,7 +25,7 @@ from typing import Any
 from reconciler.errors import InputError, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
-from reconciler.plan.model import DIGEST, FORMAT_VERSION, Plan, digest_of
+from reconciler.plan.model import DIGEST, FORMAT_VERSION, MAJOR, Plan, digest_of
 from reconciler.plan.planschema import PlanShapeError, check_plan
 
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
@@ -72,12 +73,27 @@ def _check_version(path: Path, data: Any) -> None:
             "has no digest and no recorded target, so it cannot be checked or applied",
             hint=REMAKE_HINT,
         )
-    if major != FORMAT_VERSION.split(".")[0]:
+    if major == "2":
+        raise InputError(
+            f"{path}: plan format_version {version} was written by an older reconcile; it "
+            "records no owner, so its prune and its adoptions cannot be checked against "
+            "the spec tree that owns each topic (docs/cli.md: Ownership)",
+            hint=REMAKE_HINT,
+        )
+    if major != MAJOR:
         raise InputError(
             f"{path}: plan format_version {version} is not supported (this reconcile "
             f"reads and writes {FORMAT_VERSION})",
             hint=REMAKE_HINT,
         )
+
+
+def _newer_minor(version: str) -> bool:
+    """A version of our major with a higher minor than ours (it may hold keys this
+    reconcile does not know)."""
+    minor = version.split(".", 1)[1] if "." in version else ""
+    ours = FORMAT_VERSION.split(".", 1)[1]
+    return minor.isdigit() and int(minor) > int(ours)
 
 
 def read_plan(path: Path) -> Plan:
@@ -88,6 +104,13 @@ def read_plan(path: Path) -> Plan:
     try:
         check_plan(data)
     except PlanShapeError as exc:
+        if _newer_minor(data["format_version"]):
+            raise InputError(
+                f"{path}: plan format_version {data['format_version']} was written by a "
+                f"newer reconcile (this one reads {FORMAT_VERSION}): field {exc.where}: "
+                f"{exc.what}",
+                hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
+            ) from None
         raise InputError(
             f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
             hint=REMAKE_HINT,

@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from reconciler.plan.model import DIGEST, Plan
+from reconciler.plan.model import DIGEST, MAJOR, Plan
 from reconciler.plan.shape import (
     AnyValue,
     Enum,
@@ -35,7 +35,7 @@ from reconciler.plan.shape import (
 )
 
 COMMAND = "python -m reconciler.plan.planschema > docs/plan.schema.json"
-SCHEMA_ID = "https://reconcile.invalid/schemas/plan-v2.json"
+SCHEMA_ID = f"https://reconcile.invalid/schemas/plan-v{MAJOR}.json"
 
 # The file's top level: the plan's content, and its digest after the version.
 DIGEST_MEMBER = Member(
@@ -177,7 +177,7 @@ _PLAN_CHECK: list[Check] = []
 
 
 def check_plan(data: Any) -> None:
-    """Raise PlanShapeError at the first field that is not what format 2.x writes."""
+    """Raise PlanShapeError at the first field that is not what this format major writes."""
     if not _PLAN_CHECK:
         _PLAN_CHECK.append(checker(plan_file_node()))
     _PLAN_CHECK[0](data, "")
@@ -245,7 +245,8 @@ def plan_schema() -> dict[str, Any]:
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": SCHEMA_ID,
-        "title": "reconcile plan (format_version 2.x): `reconcile plan --format json` and "
+        "title": f"reconcile plan (format_version {MAJOR}.x): `reconcile plan --format json` "
+        "and "
         "the --out PLANFILE",
         "description": "Generated from the plan model by `" + COMMAND + "`. Readers must "
         "ignore keys they do not know: a minor format_version may add some.",

@@ -14,8 +14,9 @@ here, as the same class with the same message, when the plan asks for the backen
 the child fails any other way, the plan reads in this process instead, and `note`
 says why (the command prints it).
 
-Not for --local (the embedded server lives in this process), not on Windows (it waits
-on a pipe with `selectors`) and not for small trees:
+The child stops with this process, however it stops (Ctrl-C, SIGTERM, kill -9): see
+plan/readahead_child.py. Not for --local (the embedded server lives in this
+process), not on Windows (it waits on a pipe with `selectors`) and not for small trees:
 starting the child costs more than it saves below a few thousand topics.
 `RECONCILE_READ_AHEAD_FROM` sets the number of Topic documents from which it starts
 (default 5000; `0` always, `off` never).
@@ -31,6 +32,7 @@ import selectors
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -147,6 +149,10 @@ class ReadAhead:
     def _start(self) -> None:
         command = [sys.executable, "-P", "-m", "reconciler.plan.readahead_child"]
         command += ["--timeout", str(self.target.timeout)]
+        if threading.current_thread() is threading.main_thread():
+            # PR_SET_PDEATHSIG fires when the creating *thread* ends: only from the one
+            # that lives as long as the command (else the pipe's end of file stops it).
+            command += ["--parent", str(os.getpid())]
         if self.target.emulator:
             command += ["--emulator", self.target.emulator]
         if self.target.org_policy is not None:
@@ -224,11 +230,10 @@ class ReadAheadBackend:
 
 
 def _read_to_end(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
-    """Close the child's stdin (it has the final list), then read its stdout to the
-    end; None when `deadline` (time.monotonic) passes first."""
-    assert proc.stdin is not None and proc.stdout is not None
-    with contextlib.suppress(OSError):
-        proc.stdin.close()
+    """Read the child's stdout to the end; None when `deadline` (time.monotonic) passes
+    first. Its stdin stays open until `close`: end of file there tells the child that
+    this process is gone (plan/readahead_child.py)."""
+    assert proc.stdout is not None
     chunks: list[bytes] = []
     fd = proc.stdout.fileno()
     with selectors.DefaultSelector() as selector:

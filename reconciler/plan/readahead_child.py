@@ -3,16 +3,25 @@ would, reads each project's topics and org inputs as soon as the parent names it
 answers once the parent has sent the final list (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
-        [--org-policy FILE] [--timeout SECONDS]
+        [--org-policy FILE] [--timeout SECONDS] [--parent PID]
+
+It stops with its parent, whatever stops the parent (Ctrl-C, SIGTERM, kill -9): the
+parent holds the request pipe open until it has the answer, so end of file on it
+means the parent is gone, and this process then exits at once, without waiting for
+the calls in flight; on Linux the kernel also kills it when the parent dies
+(PR_SET_PDEATHSIG, asked for when `--parent` names the parent).
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
 import json
 import marshal
 import os
+import signal
 import sys
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -29,6 +38,34 @@ from reconciler.plan.readahead_wire import error_row, org_row
 # Each project's topics (as rows, made while the parent still validates) and org inputs.
 Reads = dict[str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]"]]
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_GONE = 3  # the exit status when the parent went away (nobody reads it)
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent dies (Linux), and leave now if
+    the parent is gone already (it may have died before the request was made)."""
+    if sys.platform.startswith("linux"):
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):
+            pass  # the pipe's end of file still stops it
+    if os.getppid() != parent:
+        os._exit(PARENT_GONE)
+
+
+def exit_at_end_of_file(requests: IO[str]) -> None:
+    """After the final list the parent sends nothing more but keeps the pipe open until
+    it has the answer: end of file means it is gone. Watched on a daemon thread."""
+
+    def watch() -> None:
+        while requests.readline():
+            pass
+        os._exit(PARENT_GONE)  # now: not after the calls in flight
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+
 
 def main(argv: list[str], requests: IO[str]) -> int:
     """The child's program: `requests` is the parent's pipe (JSON lines), the answer
@@ -37,7 +74,10 @@ def main(argv: list[str], requests: IO[str]) -> int:
     parser.add_argument("--emulator")
     parser.add_argument("--org-policy", type=Path)
     parser.add_argument("--timeout", type=float, required=True)
+    parser.add_argument("--parent", type=int)
     args = parser.parse_args(argv)
+    if args.parent is not None:
+        die_with_parent(args.parent)
     # The answer gets the pipe to itself: anything else printed goes nowhere, and
     # closing it tells the parent "that is all" before this process has torn down.
     answer_to = os.fdopen(os.dup(1), "wb")
@@ -50,8 +90,9 @@ def main(argv: list[str], requests: IO[str]) -> int:
     try:
         with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
             final = _read_as_named(backend, pool, requests)
-            if final is None:
-                return 1  # the parent went away without a final list
+            if final is None:  # the parent went away without a final list: stop now,
+                os._exit(PARENT_GONE)  # not after the calls in flight
+            exit_at_end_of_file(requests)
             return _answer(answer_to, _collect(backend, final))
     finally:
         backend.close()

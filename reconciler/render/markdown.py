@@ -50,6 +50,7 @@ def _header(plan: Plan) -> list[str]:
         f"- Target: {md_code(plan.target.describe())}, org policy: "
         f"{md_code(plan.target.describe_policy())}",
         *projects,
+        f"- Owner: {md_code(plan.owner)}",
         f"- Digest: `{plan.digest}` (apply exactly this plan with "
         f"`reconcile apply PLANFILE --expect-digest {plan.digest}`)",
         "",

@@ -43,17 +43,20 @@ def _q(value: Any) -> str:
 
 
 def header(plan: Plan) -> list[str]:
-    """Where the plan was made and which plan it is (the digest a reviewer checks)."""
+    """Where the plan was made, for which spec tree, and which plan it is (the digest a
+    reviewer checks)."""
     digest = plan.digest
     projects = []
     if plan.projects:
         projects = [f"Projects: {esc(', '.join(plan.projects))} only (--project)"]
+    owner = f"Owner: {esc(plan.owner)}"
     if not plan.target.kind and not plan.target.address:
-        return [*projects, f"Digest: {digest}"]
+        return [*projects, owner, f"Digest: {digest}"]
     return [
         f"Target: {esc(plan.target.describe())}; org policy: "
         f"{esc(plan.target.describe_policy())}",
         *projects,
+        owner,
         f"Digest: {digest}",
     ]
 

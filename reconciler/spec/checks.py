@@ -16,6 +16,7 @@ from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
+from reconciler.spec.owner import check_owner
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree
@@ -27,7 +28,7 @@ __all__ = ["OrgFacts", "check_tree"]
 def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
     profiles = index_profiles(tree.profiles, diags)
     defaults = index_defaults(tree.defaults, diags)
-    state = DesiredState()
+    state = DesiredState(owner=check_owner(tree.owners, diags))
     seen: dict[tuple[str, str], Located[TopicDoc]] = {}
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()

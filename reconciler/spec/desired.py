@@ -11,6 +11,7 @@ from typing import Literal
 
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.names import topic_name
+from reconciler.ownership import DEFAULT_OWNER
 
 StorageMode = Literal["unmanaged", "inherit", "explicit"]
 
@@ -23,6 +24,25 @@ class StorageIntent:
     mode: StorageMode = "unmanaged"
     regions: tuple[str, ...] = ()
     enforce_in_transit: bool | None = None
+
+
+@dataclass(frozen=True)
+class Owner:
+    """Who the tree is, and where that was declared ("" = the default: not declared)."""
+
+    name: str = DEFAULT_OWNER
+    file: str = ""
+    line: int = 0
+
+    @property
+    def declared(self) -> bool:
+        return bool(self.file)
+
+    def where(self) -> str:
+        """For messages: `declared at FILE:LINE`, or that it is the default."""
+        if self.declared:
+            return f"declared at {self.file}:{self.line}"
+        return "the default: the spec tree has no Owner document"
 
 
 @dataclass(frozen=True, slots=True)  # one per topic: no __dict__
@@ -47,6 +67,7 @@ class DesiredTopic:
 @dataclass
 class DesiredState:
     topics: list[DesiredTopic] = field(default_factory=list)
+    owner: Owner = field(default_factory=Owner)
 
     @property
     def projects(self) -> list[str]:

@@ -15,7 +15,7 @@ _set = object.__setattr__
 
 
 API_VERSION = 'reconcile.pubsub/v1'
-KINDS = ('Topic', 'HedgingProfile', 'Defaults')
+KINDS = ('Topic', 'HedgingProfile', 'Defaults', 'Owner')
 
 
 class TopicMetadata(_Record):
@@ -184,7 +184,31 @@ class DefaultsDoc(_Record):
         _set(self, 'spec', DefaultsSpec() if spec is None else spec)
 
 
-Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc
+class OwnerMetadata(_Record):
+    """The record of `models.OwnerMetadata`."""
+
+    __slots__ = ('name',)
+    name: str
+
+    def __init__(self, *, name: str) -> None:
+        _set(self, 'name', name)
+
+
+class OwnerDoc(_Record):
+    """The record of `models.OwnerDoc`."""
+
+    __slots__ = ('api_version', 'kind', 'metadata')
+    api_version: str
+    kind: Literal['Owner']
+    metadata: OwnerMetadata
+
+    def __init__(self, *, api_version: str, kind: Literal['Owner'], metadata: OwnerMetadata) -> None:
+        _set(self, 'api_version', api_version)
+        _set(self, 'kind', kind)
+        _set(self, 'metadata', metadata)
+
+
+Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerDoc
 RECORDS: dict[str, type[_Record]] = {
     'TopicMetadata': TopicMetadata,
     'StoragePolicySpec': StoragePolicySpec,
@@ -198,8 +222,10 @@ RECORDS: dict[str, type[_Record]] = {
     'DefaultsMetadata': DefaultsMetadata,
     'DefaultsSpec': DefaultsSpec,
     'DefaultsDoc': DefaultsDoc,
+    'OwnerMetadata': OwnerMetadata,
+    'OwnerDoc': OwnerDoc,
 }
-RECORD_BY_KIND: dict[str, type[_Record]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc}
+RECORD_BY_KIND: dict[str, type[_Record]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc, 'Owner': OwnerDoc}
 
 # Model name -> fields: (alias, attribute, default, kind).
 SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
@@ -261,5 +287,13 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('kind', 'kind', ('required',), ('literal', ('Defaults',))),
         ('metadata', 'metadata', ('factory', 'DefaultsMetadata'), ('model', 'DefaultsMetadata')),
         ('spec', 'spec', ('factory', 'DefaultsSpec'), ('model', 'DefaultsSpec')),
+    ),
+    'OwnerMetadata': (
+        ('name', 'name', ('required',), ('str',)),
+    ),
+    'OwnerDoc': (
+        ('apiVersion', 'api_version', ('required',), ('str',)),
+        ('kind', 'kind', ('required',), ('literal', ('Owner',))),
+        ('metadata', 'metadata', ('required',), ('model', 'OwnerMetadata')),
     ),
 }

@@ -14,7 +14,7 @@ from typing import Any
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
-from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, TopicDoc
+from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, OwnerDoc, TopicDoc
 from reconciler.spec.fastshape import fast_record
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.spec.values import did_you_mean, type_name
@@ -138,5 +138,7 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
         tree.topics.append(located)
     elif isinstance(record, HedgingProfileDoc):
         tree.profiles.append(located)
+    elif isinstance(record, OwnerDoc):
+        tree.owners.append(located)
     else:
         tree.defaults.append(located)

@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 
 API_VERSION = "reconcile.pubsub/v1"
-KINDS = ("Topic", "HedgingProfile", "Defaults")
+KINDS = ("Topic", "HedgingProfile", "Defaults", "Owner")
 
 
 def _duration(value: Any) -> int:
@@ -226,8 +226,27 @@ class DefaultsDoc(_Model):
     spec: DefaultsSpec = Field(default_factory=DefaultsSpec, description=_SPEC)
 
 
+class OwnerMetadata(_Model):
+    name: str = Field(
+        description="The spec tree's owner identity, recorded on every topic it creates "
+        "or adopts as the label `reconcile-owner`: 1-63 lowercase letters, digits, `_` "
+        "and `-`. Without an `Owner` document the tree is owner `default`.",
+    )
+
+
+class OwnerDoc(_Model):
+    """Who this spec tree is: declared once per tree (any file). `--prune` deletes only
+    topics that carry this owner, and a topic another tree owns is never taken over
+    without `apply --adopt-from OWNER` (docs/cli.md: Ownership)."""
+
+    api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
+    kind: Literal["Owner"] = Field(description=_KIND)
+    metadata: OwnerMetadata = Field(description=_METADATA)
+
+
 MODEL_BY_KIND: dict[str, type[_Model]] = {
     "Topic": TopicDoc,
     "HedgingProfile": HedgingProfileDoc,
     "Defaults": DefaultsDoc,
+    "Owner": OwnerDoc,
 }

@@ -23,6 +23,7 @@ from pydantic_core import PydanticUndefined
 
 from reconciler.hedging import labels as hedge_labels
 from reconciler.hedging import profile as hedging
+from reconciler.ownership import DEFAULT_OWNER, MARKER_DIGITS, OWNER_LABEL, PLAN_LABEL
 from reconciler.spec.models import API_VERSION, MODEL_BY_KIND
 
 
@@ -148,6 +149,10 @@ def render() -> str:
               "| label | from |", "| --- | --- |",
               f"| `{hedge_labels.OWNERSHIP_LABEL}` | `{hedge_labels.OWNERSHIP_VALUE}` on every "
               "topic reconcile created or adopted |",
+              f"| `{OWNER_LABEL}` | the spec tree's `Owner` name (`{DEFAULT_OWNER}` without "
+              "one): `--prune` deletes only this owner's topics |",
+              f"| `{PLAN_LABEL}` | the first {MARKER_DIGITS} hex digits of the digest of the "
+              "last plan applied to the topic: a saved plan applies once |",
               f"| `{hedge_labels.PROFILE}` | the profile name, or "
               f"`{hedge_labels.INLINE_NAME}` |",
               f"| `{hedge_labels.DELAY}` | `hedgeDelay` in milliseconds |",

@@ -7,14 +7,14 @@ from typing import Any
 
 from pydantic import TypeAdapter
 
-from reconciler.spec.models import DefaultsDoc, HedgingProfileDoc, TopicDoc
+from reconciler.spec.models import DefaultsDoc, HedgingProfileDoc, OwnerDoc, TopicDoc
 
 SCHEMA_ID = "https://reconcile.invalid/schemas/spec-v1.json"
 
 
 def spec_schema() -> dict[str, Any]:
-    adapter: TypeAdapter[TopicDoc | HedgingProfileDoc | DefaultsDoc] = TypeAdapter(
-        TopicDoc | HedgingProfileDoc | DefaultsDoc
+    adapter: TypeAdapter[TopicDoc | HedgingProfileDoc | DefaultsDoc | OwnerDoc] = TypeAdapter(
+        TopicDoc | HedgingProfileDoc | DefaultsDoc | OwnerDoc
     )
     schema = adapter.json_schema(by_alias=True, mode="validation")
     return {

@@ -18,6 +18,7 @@ from reconciler.names import (
     project_id_problem,
     topic_id_problem,
 )
+from reconciler.ownership import OWN_LABELS
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec, TopicDoc
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
@@ -98,12 +99,12 @@ def check_topic(
         labels.update(encoded)
     if endpoint is not None:
         labels[hedging_labels.ENDPOINT] = endpoint
-    total = len(labels) + 1  # + the ownership label
+    total = len(labels) + len(OWN_LABELS)
     if total > MAX_LABELS:
         rep.error(
             ("spec", "labels"), "label-count",
-            f"the topic would carry {total} labels (its own, hedging and ownership "
-            f"labels); the limit is {MAX_LABELS}",
+            f"the topic would carry {total} labels (its own, hedging labels and reconcile's "
+            f"{len(OWN_LABELS)}: {', '.join(OWN_LABELS)}); the limit is {MAX_LABELS}",
             key=True,
         )
     return DesiredTopic(

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from reconciler.spec.documents import DefaultsDoc, HedgingProfileDoc, TopicDoc
+from reconciler.spec.documents import DefaultsDoc, HedgingProfileDoc, OwnerDoc, TopicDoc
 from reconciler.yamlio import Document, PathKey
 
 M = TypeVar("M")  # a record of `documents.py`
@@ -52,6 +52,7 @@ class SpecTree:
     topics: list[Located[TopicDoc]] = field(default_factory=list)
     profiles: list[Located[HedgingProfileDoc]] = field(default_factory=list)
     defaults: list[Located[DefaultsDoc]] = field(default_factory=list)
+    owners: list[Located[OwnerDoc]] = field(default_factory=list)  # one, or none
     snapshot: Path | None = None
     # Directories searched for an org-policy snapshot, nearest first.
     snapshot_looked: list[Path] = field(default_factory=list)

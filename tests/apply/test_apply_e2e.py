@@ -8,13 +8,14 @@ import subprocess
 import time
 from typing import Any
 
+import pytest
 from apply_support import Tree, mutating_calls, reconcile, reconcile_process
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.types import Encoding, SchemaSettings, Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 US = {"allowedPersistenceRegions": ["us-central1", "us-east1"], "enforceInTransit": False}
 
 
@@ -225,17 +226,32 @@ def _apply_under_way(server: Any, tree: Tree) -> subprocess.Popen[str]:
     return proc
 
 
-def test_sigint_midway_reports_and_a_rerun_converges(server: Any, tree: Tree) -> None:
+@pytest.mark.parametrize(
+    ("signum", "code", "notice"),
+    [(signal.SIGINT, 130, "Interrupt:"), (signal.SIGTERM, 143, "Terminate signal (SIGTERM):")],
+)
+def test_a_stop_signal_midway_reports_and_a_rerun_converges(
+    server: Any, tree: Tree, client: Any, signum: int, code: int, notice: str
+) -> None:
+    """Ctrl-C, and SIGTERM (what CI runners send on cancel): calls in flight finish, the
+    summary says what was and was not done, and the rerun makes exactly the rest."""
     proc = _apply_under_way(server, tree)
-    proc.send_signal(signal.SIGINT)
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=30)
-    assert proc.returncode == 130, out + err
+    assert proc.returncode == code, out + err
+    assert f"{notice} starting no new calls" in out + err
     assert "Apply interrupted" in out and "not attempted" in out
     assert "Not attempted:" in out
+    assert "Traceback" not in err
 
     server.faults.clear()
+    made = len(list(client.list_topics(request={"project": f"projects/{tree.project}"})))
+    assert 0 < made < 16
+    server.counters.reset()
     rerun = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
     assert rerun.code == 0, rerun.text
+    assert server.counters.get("CreateTopic") == 16 - made
+    assert server.counters.get("UpdateTopic") == 0
     assert reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode").code == 0
 
 

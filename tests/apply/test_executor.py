@@ -19,7 +19,7 @@ from reconciler.apply.result import ApplyResult
 from reconciler.apply.retry import AdminRetry
 from reconciler.plan.model import Plan
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 QUICK_READBACK = AdminRetry(initial=0.001, maximum=0.002, max_attempts=3, deadline=1.0)
 
 
@@ -174,7 +174,7 @@ def test_delete_rechecks_the_ownership_label_on_the_live_topic(
     by = {r.address: r for r in result.results}
     assert by[name("owned")].status == "applied"
     assert by[name("foreign")].status == "failed"
-    assert "ownership label" in (by[name("foreign")].error or "")
+    assert "no longer owned by this spec tree" in (by[name("foreign")].error or "")
     assert live(client, "foreign") is not None
     assert live(client, "owned") is None
     assert server.counters.get("DeleteTopic") == 1

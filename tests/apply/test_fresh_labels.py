@@ -19,7 +19,7 @@ from reconciler.apply.executor import Executor
 from reconciler.apply.guard import GuardedBackend
 from reconciler.apply.result import ApplyResult
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 FIRST, SECOND = (f"projects/{PROJECT}/topics/{n}" for n in ("first", "second"))
 
 

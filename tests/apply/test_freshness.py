@@ -17,7 +17,7 @@ from reconciler.orgpolicy.model import Policy
 from reconciler.plan.model import Plan
 
 A, B, C = (f"projects/{PROJECT}/topics/{n}" for n in ("alpha", "bravo", "charlie"))
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
 def snapshot_plan(backend: GuardedBackend) -> Plan:

@@ -68,7 +68,7 @@ def test_a_create_answered_already_exists_reads_once_and_counts_as_done(
     client.create_topic(
         request=Topic(
             name=tree.address("topic-000"),
-            labels={"team": "a", "reconcile-managed": "true"},
+            labels={"team": "a", "reconcile-managed": "true", "reconcile-owner": "default"},
         )
     )
     held.release()

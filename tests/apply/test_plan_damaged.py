@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer
+from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.model import digest_of
 from reconciler.plan.planfile import read_plan
 
-OWNED = {"reconcile-managed": "true"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 PROJECT = "apply-e2e"
 SEEDED = {"upd": {"team": "old", "other": "x"}, "gone": OWNED, "bystander": {"team": "z"}}
 
@@ -104,7 +105,8 @@ CASES = [
     (_set("resource_changes", 1, "change", "after", "labels", "team", value=7),
      "field resource_changes[1].change.after.labels.team: expected a string, found a number"),
     (_set("surprise", value=1), "field surprise: unknown field"),
-    (_set("format_version", value="3.1"), "plan format_version 3.1 is not supported"),
+    (_set("format_version", value="4.0"), "plan format_version 4.0 is not supported"),
+    (_set("format_version", value="2.0"), "plan format_version 2.0 was written by an older"),
     (_set("format_version", value="1.0"), "plan format_version 1.0 was written by an older"),
     (_set("digest", value="md5:abc"), "field digest: expected sha256:HEX"),
     (_set("prune", value=False), "a delete in a plan made without --prune"),
@@ -140,8 +142,10 @@ def test_not_json_and_not_an_object_are_named(world: World) -> None:
 def test_the_undamaged_plan_applies_exactly(world: World) -> None:
     run = reconcile("apply", str(world.plan))
     assert run.code == 0, run.text
-    assert world.labels("upd") == {"team": "payments", "other": "x", **OWNED}
-    assert world.labels("new") == {"a": "b", **OWNED}
+    # Each topic changed also carries the plan's marker (a plan applies once).
+    mark = {PLAN_LABEL: plan_marker(read_plan(world.plan).digest)}
+    assert world.labels("upd") == {"team": "payments", "other": "x", **OWNED, **mark}
+    assert world.labels("new") == {"a": "b", **OWNED, **mark}
     assert world.labels("gone") is None
     assert world.labels("bystander") == {"team": "z"}
 
@@ -176,6 +180,7 @@ def _check_outcome(world: World, run: Any) -> None:
     assert run.code == 0, run.text
     # A correct apply: the live topics are what the (damaged, yet valid) plan shows.
     plan = read_plan(world.plan)
+    mark = {PLAN_LABEL: plan_marker(plan.digest)}
     planned = set()
     for rc in plan.resource_changes:
         topic = rc.topic
@@ -184,7 +189,7 @@ def _check_outcome(world: World, run: Any) -> None:
             assert world.labels(topic) is None
         elif rc.action in ("create", "update"):
             assert rc.change.after is not None
-            assert world.labels(topic) == rc.change.after["labels"]
+            assert world.labels(topic) == {**rc.change.after["labels"], **mark}
     for topic, labels in SEEDED.items():
         if topic not in planned:  # never named by the plan: untouched
             assert world.labels(topic) == labels

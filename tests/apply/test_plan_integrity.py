@@ -15,6 +15,7 @@ from apply_support import Tree, mutating_calls, reconcile
 from google.pubsub_v1.types import Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
+from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.model import digest_of
 
 NONE = {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
@@ -140,7 +141,10 @@ def test_apply_planfile_prints_the_plan_it_applies_and_keeps_foreign_labels(
     assert f"Digest: {digest}" in run.out
     assert shown_at < run.out.index(f"{tree.address('orders')}: updated")
     labels = dict(client.get_topic(request={"topic": tree.address("orders")}).labels)
-    assert labels == {"team": "payments", "keep": "me", "reconcile-managed": "true"}
+    assert labels == {
+        "team": "payments", "keep": "me", "reconcile-managed": "true",
+        "reconcile-owner": "default", PLAN_LABEL: plan_marker(digest),
+    }
 
 
 # -- the digest ------------------------------------------------------------------------

@@ -11,6 +11,7 @@ import yaml
 
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+from reconciler.ownership import OWNER_LABEL
 
 PROJECT = "acme-import"
 OTHER = "acme-import-two"
@@ -106,12 +107,12 @@ def test_import_validates_and_plans_only_the_adoption(
     changes = json.loads(plan.stdout)["resource_changes"]
     assert len(changes) == 5
     for rc in changes:
-        # The only change a fresh import plans: adopting the topic (ownership label).
+        # The only change a fresh import plans: adopting the topic (ownership labels).
         assert rc["change"]["actions"] == ["update"], rc["address"]
         assert rc["update_mask"] == ["labels"]
         before = rc["change"]["before"]["labels"]
         after = rc["change"]["after"]["labels"]
-        assert after == {**before, hl.OWNERSHIP_LABEL: hl.OWNERSHIP_VALUE}
+        assert after == {**before, hl.OWNERSHIP_LABEL: hl.OWNERSHIP_VALUE, OWNER_LABEL: "default"}
 
 
 def test_topic_filter_and_reuse_of_an_existing_profile(

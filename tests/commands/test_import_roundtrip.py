@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
+from reconciler.ownership import DEFAULT_OWNER, OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 
 PROJECT = "acme-yaml-words"
 # Each a valid Google label value (and key, where it starts with a letter).
@@ -28,7 +28,7 @@ def test_import_of_yaml_typed_labels_validates_and_plans_no_changes(
             request={
                 "name": f"projects/{PROJECT}/topics/{topic}",
                 # Managed already (a tree lost and imported again): nothing to adopt.
-                "labels": {**VALUES, OWNERSHIP_LABEL: OWNERSHIP_VALUE},
+                "labels": {**VALUES, OWNERSHIP_LABEL: OWNERSHIP_VALUE, OWNER_LABEL: DEFAULT_OWNER},
                 "message_storage_policy": {"allowed_persistence_regions": ["us-east1"]},
             }
         )
@@ -64,6 +64,7 @@ def test_a_fresh_import_converges_after_the_adoption(
     assert adopt.exit_code == 2, adopt.stdout + adopt.stderr
     assert "Plan: 0 to create, 1 to update, 0 to delete." in adopt.stdout
     assert f'+ "{OWNERSHIP_LABEL}" = "{OWNERSHIP_VALUE}"' in adopt.stdout
+    assert f'+ "{OWNER_LABEL}"   = "{DEFAULT_OWNER}"' in adopt.stdout
     applied = run_cli("apply", str(out), "--emulator", addr, "--auto-approve")
     assert applied.exit_code == 0, applied.stderr
     again = run_cli("plan", str(out), "--emulator", addr, "--detailed-exitcode")

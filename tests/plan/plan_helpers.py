@@ -50,6 +50,11 @@ def topic_doc(
     return "\n".join(lines) + "\n"
 
 
+def owner_doc(name: str) -> str:
+    """The `kind: Owner` document that names a spec tree (docs/cli.md, Ownership)."""
+    return f"apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {{name: {name}}}\n"
+
+
 def every_kind_plan(projects: list[str] | None = None) -> Plan:
     """A plan with one change of each action, a diagnostic, drift and fingerprints."""
     labels = {"team": "a", "reconcile-managed": "true"}

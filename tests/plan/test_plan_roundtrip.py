@@ -18,7 +18,7 @@ from reconciler.orgpolicy.model import Policy
 from reconciler.plan.make import make_plan
 from reconciler.spec.validate import validate_paths
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
 def execute(backend: GcpBackend, plan: Any) -> None:

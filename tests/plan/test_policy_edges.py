@@ -13,7 +13,7 @@ from plan_helpers import topic_doc
 from reconciler.localserver import protos
 from reconciler.orgpolicy.snapshot import load_snapshot
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
 def store(server: Any, name: str, policy: Any) -> None:

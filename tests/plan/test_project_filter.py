@@ -11,7 +11,9 @@ from typing import Any
 
 from plan_helpers import topic_doc
 
-OWN = {"reconcile-managed": "true"}
+from reconciler.ownership import PLAN_LABEL
+
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 TWO = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),
     topic_doc("events", project="proj-b", labels={"team": "data"}),
@@ -175,7 +177,7 @@ def test_apply_specs_with_a_project_applies_only_that_project(
     assert run.exit_code == 0, run.stderr
     assert local_server.counters.projects("ListTopics") == {"proj-b"}
     assert local_server.counters.projects("CreateTopic") == {"proj-b"}
-    assert live(publisher_client, "proj-b") == {
-        "events": {"team": "data", "reconcile-managed": "true"}
-    }
+    labels = live(publisher_client, "proj-b")["events"]
+    assert labels.pop(PLAN_LABEL)  # the marker of the plan apply made and applied
+    assert labels == {"team": "data", "reconcile-managed": "true", "reconcile-owner": "default"}
     assert live(publisher_client, "proj-a") == {}

@@ -64,7 +64,7 @@ def test_read_ahead_makes_the_same_plan(
     run_cli: Any, local_server: Any, specs: Any, seed: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed("orders", {"team": "old", "reconcile-managed": "true"})
-    seed("stray", {"reconcile-managed": "true"})
+    seed("stray", {"reconcile-managed": "true", "reconcile-owner": "default"})
     seed("audit", {"team": "c"}, ["us-east1"], project="proj-c")
     root = specs(
         topic_doc("orders", project="proj-a", labels={"team": "a"}),

@@ -79,7 +79,7 @@ def test_json_format_lists_the_same_diagnostics(run_cli, tmp_path: Path) -> None
             "severity": "error",
             "code": "unknown-kind",
             "message": "unknown kind 'Topik'; expected one of: Topic, HedgingProfile, "
-            "Defaults; did you mean 'Topic'?",
+            "Defaults, Owner; did you mean 'Topic'?",
             "hint": None,
         }
     ]

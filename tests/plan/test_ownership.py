@@ -1,0 +1,162 @@
+"""Ownership per spec tree (issue 21, item 2): two trees split one project; each records
+its owner on the topics it creates or adopts, `--prune` deletes only its own, a topic
+another tree owns is named in the plan and taken over only with `--adopt-from`, and
+topics labelled by a reconcile before owners are claimed or left alone, never pruned.
+Through the CLI against the local server, read back with the real PublisherClient."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from plan_helpers import owner_doc, topic_doc
+
+from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL
+
+MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
+LEGACY = {OWNERSHIP_LABEL: "true"}  # what a reconcile before owners left on its topics
+
+
+def tree(root: Path, *docs: str) -> Path:
+    """A spec tree of its own (two trees live side by side in one test)."""
+    root.mkdir(exist_ok=True)
+    (root / "topics.yaml").write_text("---\n".join(docs))
+    return root
+
+
+def labels(client: Any, name: str) -> dict[str, str] | None:
+    topics = client.list_topics(request={"project": "projects/proj-a"})
+    found = {t.name.rsplit("/", 1)[1]: dict(t.labels) for t in topics}
+    return found.get(name)
+
+
+def mutations(server: Any) -> int:
+    return sum(server.counters.get(m) for m in MUTATING)
+
+
+def apply(run_cli: Any, server: Any, root: Path, *extra: str) -> Any:
+    return run_cli("apply", str(root), "--emulator", server.address, "--auto-approve", *extra)
+
+
+def test_two_trees_split_a_project_and_prune_only_their_own(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    team_a = tree(tmp_path / "a", owner_doc("team-a"), topic_doc("orders-a"))
+    team_b = tree(tmp_path / "b", owner_doc("team-b"), topic_doc("orders-b"))
+    assert apply(run_cli, local_server, team_a).exit_code == 0
+    assert apply(run_cli, local_server, team_b).exit_code == 0
+    assert (labels(publisher_client, "orders-a") or {})[OWNER_LABEL] == "team-a"
+    assert (labels(publisher_client, "orders-b") or {})[OWNER_LABEL] == "team-b"
+
+    local_server.counters.reset()
+    run = apply(run_cli, local_server, team_b, "--prune")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    assert "No changes" in run.stdout
+    assert local_server.counters.get("DeleteTopic") == 0
+    assert labels(publisher_client, "orders-a") is not None
+
+    # Team B replaces its topic: its prune deletes that one, and only that one.
+    tree(tmp_path / "b", owner_doc("team-b"), topic_doc("payments-b"))
+    run = apply(run_cli, local_server, team_b, "--prune")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    assert "orders-b will be destroyed (prune: not declared, owned by this spec tree " \
+        f"({OWNER_LABEL}=team-b))" in run.stdout
+    assert "orders-a" not in run.stdout
+    assert labels(publisher_client, "orders-b") is None
+    assert labels(publisher_client, "orders-a") is not None
+
+
+def test_a_tree_without_an_owner_document_is_owner_default(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    root = tree(tmp_path / "specs", topic_doc("orders"))
+    run = run_cli("plan", str(root), "--emulator", local_server.address)
+    assert "Owner: default" in run.stdout
+    assert f'+ "{OWNER_LABEL}"   = "default"' in run.stdout
+    assert apply(run_cli, local_server, root).exit_code == 0
+    assert (labels(publisher_client, "orders") or {})[OWNER_LABEL] == "default"
+
+
+def test_another_trees_topic_is_named_and_taken_over_only_when_told(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    team_a = tree(tmp_path / "a", owner_doc("team-a"), topic_doc("orders"))
+    assert apply(run_cli, local_server, team_a).exit_code == 0
+    team_b = tree(tmp_path / "b", owner_doc("team-b"),
+                  topic_doc("orders", labels={"team": "b"}))
+
+    plan = run_cli("plan", str(team_b), "--emulator", local_server.address)
+    assert plan.exit_code == 0, plan.stderr
+    assert "is owned by the spec tree 'team-a' (reconcile-owner=team-a)" in plan.stdout
+    assert "apply refuses unless given --adopt-from team-a" in plan.stdout
+    as_json = run_cli("plan", str(team_b), "--emulator", local_server.address,
+                      "--format", "json")
+    [rc] = json.loads(as_json.stdout)["resource_changes"]
+    assert rc["reasons"] == ["adopt-from:team-a"]
+
+    local_server.counters.reset()
+    refused = apply(run_cli, local_server, team_b)
+    assert refused.exit_code == 1
+    assert "refusing to take over topics that another spec tree owns" in refused.stderr
+    assert "projects/proj-a/topics/orders (owner team-a)" in refused.stderr
+    assert mutations(local_server) == 0
+    assert (labels(publisher_client, "orders") or {})[OWNER_LABEL] == "team-a"
+
+    # A misspelt owner adopts nothing and says so.
+    wrong = apply(run_cli, local_server, team_b, "--adopt-from", "team-x")
+    assert wrong.exit_code == 1
+    assert "--adopt-from team-x: no topic of this plan is owned by 'team-x'" in wrong.stderr
+    assert mutations(local_server) == 0
+
+    taken = apply(run_cli, local_server, team_b, "--adopt-from", "team-a")
+    assert taken.exit_code == 0, taken.stdout + taken.stderr
+    now = labels(publisher_client, "orders") or {}
+    assert now[OWNER_LABEL] == "team-b" and now["team"] == "b"
+    # Team A's prune now leaves it alone.
+    tree(tmp_path / "a", owner_doc("team-a"), topic_doc("refunds"))
+    local_server.counters.reset()
+    assert apply(run_cli, local_server, team_a, "--prune").exit_code == 0
+    assert local_server.counters.get("DeleteTopic") == 0
+
+
+def test_topics_of_a_reconcile_before_owners_are_claimed_or_left_alone(
+    run_cli: Any, local_server: Any, publisher_client: Any, seed: Any, tmp_path: Path
+) -> None:
+    seed("declared", {"team": "a", **LEGACY})
+    seed("undeclared", dict(LEGACY))
+    root = tree(tmp_path / "specs", owner_doc("team-a"),
+                topic_doc("declared", labels={"team": "a"}))
+    run = apply(run_cli, local_server, root, "--prune")
+    assert run.exit_code == 0, run.stdout + run.stderr
+    # The declared one is claimed (one label added); the other is not pruned, and the
+    # plan says why and how to claim it.
+    assert "Plan: 0 to create, 1 to update, 0 to delete." in run.stdout
+    assert f'+ "{OWNER_LABEL}"' in run.stdout
+    assert "not pruned: projects/proj-a/topics/undeclared carries reconcile-managed=true " \
+        "from a reconcile before owners" in run.stdout
+    assert f"--update-labels={OWNER_LABEL}=team-a" in run.stdout
+    assert local_server.counters.get("DeleteTopic") == 0
+    assert labels(publisher_client, "undeclared") == LEGACY
+    assert (labels(publisher_client, "declared") or {})[OWNER_LABEL] == "team-a"
+    again = run_cli("plan", str(root), "--emulator", local_server.address,
+                    "--detailed-exitcode")
+    assert again.exit_code == 0, again.stdout + again.stderr
+
+
+def test_the_owner_is_declared_once_with_a_label_value_for_a_name(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    root = tree(tmp_path / "specs", owner_doc("team-a"), topic_doc("orders"))
+    (root / "more.yaml").write_text(owner_doc("team-b"))
+    run = run_cli("validate", str(root))
+    assert run.exit_code == 1
+    assert "declares its owner twice: 'team-b' here and 'team-a' at" in run.stdout + run.stderr
+    assert f"{root / 'more.yaml'}:3" in run.stdout + run.stderr
+
+    bad = tree(tmp_path / "bad", owner_doc("Team A"), topic_doc("orders"))
+    run = run_cli("validate", str(bad))
+    assert run.exit_code == 1
+    assert "the owner name 'Team A' may contain only lowercase letters" in (
+        run.stdout + run.stderr
+    )
