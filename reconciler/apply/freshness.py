@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from reconciler.backends.base import Backend
-from reconciler.errors import StalePlanError
+from reconciler.errors import PlanRefused
 from reconciler.names import project_of
 from reconciler.ownership import is_reserved
 from reconciler.plan.model import Plan, ResourceChange
@@ -62,9 +62,11 @@ def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
 
 
 def check_fresh(plan: Plan, backend: Backend) -> None:
-    """Raise StalePlanError naming every change; return quietly when the plan holds."""
+    """Raise PlanRefused ("stale") naming every change; return quietly when the plan
+    holds."""
     if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
-        raise StalePlanError(
+        raise PlanRefused(
+            "damaged",
             "the plan file records no fingerprints, so it cannot be checked against the "
             "live state; nothing was applied",
             hint="write the plan with `reconcile plan --out PLANFILE`",
@@ -72,9 +74,11 @@ def check_fresh(plan: Plan, backend: Backend) -> None:
     reasons = stale_reasons(plan, backend)
     if reasons:
         listed = "\n".join(f"  - {r}" for r in reasons)
-        raise StalePlanError(
+        raise PlanRefused(
+            "stale",
             f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}",
             hint="make a new plan (`reconcile plan --out PLANFILE`), review it, and apply that",
+            details=reasons,
         )
 
 
