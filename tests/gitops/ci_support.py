@@ -13,8 +13,12 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -244,3 +248,119 @@ def copy_reference_specs(root: Path) -> None:
     shutil.copytree(ROOT / "specs", root / "specs")
     (root / "ci").mkdir()
     shutil.copy2(CI_SCRIPT, root / "ci" / "reconcile_ci.py")
+
+
+class GitLabApi(BaseHTTPRequestHandler):
+    """The parts of GitLab's REST API the examples call, in memory: merge-request notes
+    and labels, the merge requests of a commit, issues and their notes, and job
+    artifacts (`files[(job, path)]`). Every call's token is kept."""
+
+    notes: dict[int, list[dict[str, Any]]]
+    labels: dict[int, set[str]]
+    merged: dict[str, int]  # merge commit -> merge request
+    issues: list[dict[str, Any]]
+    files: dict[tuple[str, str], bytes]
+    tokens: list[str]
+    prefix = "/api/v4/projects/42"
+
+    def _reply(self, data: Any, raw: bytes | None = None, status: int = 200) -> None:
+        body = raw if raw is not None else json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _body(self) -> dict[str, Any]:
+        data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        return data
+
+    def _route(self) -> tuple[list[str], dict[str, list[str]]]:
+        self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
+        url = urllib.parse.urlsplit(self.path)
+        assert url.path.startswith(self.prefix), url.path
+        return url.path[len(self.prefix):].strip("/").split("/"), urllib.parse.parse_qs(url.query)
+
+    def do_GET(self) -> None:
+        parts, query = self._route()
+        if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
+            return self._reply(self.notes.get(int(parts[1]), []))
+        if parts[:2] == ["repository", "commits"] and parts[3:] == ["merge_requests"]:
+            mr = self.merged.get(parts[2])
+            return self._reply([] if mr is None else [{"iid": mr, "state": "merged"}])
+        if parts == ["issues"]:
+            label = query.get("labels", [""])[0]
+            return self._reply([i for i in self.issues
+                                if i["state"] == "opened" and label in i["labels"]])
+        if parts[:1] == ["jobs"] and parts[2:3] == ["artifacts"]:
+            found = self.files.get((parts[1], "/".join(parts[3:])))
+            if found is None:
+                return self._reply({"message": "404 Not found"}, status=404)
+            return self._reply(None, raw=found)
+        return self._reply({"message": f"unexpected GET {self.path}"}, status=500)
+
+    def do_POST(self) -> None:
+        parts, _ = self._route()
+        body = self._body()
+        if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
+            notes = self.notes.setdefault(int(parts[1]), [])
+            note = {"id": 1 + sum(len(n) for n in self.notes.values()), "body": body["body"]}
+            notes.append(note)
+            return self._reply(note)
+        if parts == ["issues"]:
+            issue = {"iid": len(self.issues) + 1, "title": body["title"], "state": "opened",
+                     "description": body["description"], "labels": body["labels"].split(","),
+                     "notes": []}
+            self.issues.append(issue)
+            return self._reply(issue)
+        if parts[:1] == ["issues"] and parts[2:] == ["notes"]:
+            issue = next(i for i in self.issues if i["iid"] == int(parts[1]))
+            issue["notes"].append(body["body"])
+            return self._reply({})
+        return self._reply({"message": f"unexpected POST {self.path}"}, status=500)
+
+    def do_PUT(self) -> None:
+        parts, _ = self._route()
+        body = self._body()
+        if parts[:1] == ["merge_requests"] and parts[2:3] == ["notes"]:
+            note = next(n for n in self.notes[int(parts[1])] if n["id"] == int(parts[3]))
+            note["body"] = body["body"]
+            return self._reply(note)
+        if parts[:1] == ["merge_requests"] and len(parts) == 2:
+            have = self.labels.setdefault(int(parts[1]), set())
+            have |= set(filter(None, body.get("add_labels", "").split(",")))
+            have -= set(filter(None, body.get("remove_labels", "").split(",")))
+            return self._reply({})
+        if parts[:1] == ["issues"] and len(parts) == 2:
+            issue = next(i for i in self.issues if i["iid"] == int(parts[1]))
+            if "description" in body:
+                issue["description"] = body["description"]
+            if body.get("state_event") == "close":
+                issue["state"] = "closed"
+            return self._reply(issue)
+        return self._reply({"message": f"unexpected PUT {self.path}"}, status=500)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def gitlab_api() -> Iterator[tuple[str, type[GitLabApi]]]:
+    """A GitLab API on loopback: (CI_API_V4_URL, the handler class holding its state)."""
+    handler = type("Api", (GitLabApi,), {"notes": {}, "labels": {}, "merged": {},
+                                         "issues": [], "files": {}, "tokens": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/api/v4", handler
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def gitlab_env(url: str, **extra: str) -> dict[str, str]:
+    """The CI/CD variables the GitLab jobs read (project 42, a note token)."""
+    return {"CI_API_V4_URL": url, "CI_PROJECT_ID": "42", "RECONCILE_NOTE_TOKEN": "note-token",
+            "CI_DEFAULT_BRANCH": "main", "CI_PIPELINE_URL": "https://gitlab.example/p/-/pipelines/1",
+            **extra}

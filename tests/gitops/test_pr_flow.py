@@ -225,7 +225,8 @@ def test_a_partial_failure_is_reported_as_such_not_as_a_stale_plan(
     topics = "specs/acme-payments/topics.yaml"
     new = "\n---\napiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata:\n  name: {}\n"
     text = (repo.root / topics).read_text()
-    number, branch = repo.open_pr([(topics, text, text + new.format("ledger") + new.format("payouts"))])
+    added = text + new.format("ledger") + new.format("payouts")
+    number, branch = repo.open_pr([(topics, text, added)])
     pr_run(repo, number, branch, 101)
     _, sha = repo.merge(number, branch)
     local_server.faults.add("CreateTopic", error="PERMISSION_DENIED",
