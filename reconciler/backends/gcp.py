@@ -18,6 +18,7 @@ Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
+import grpc
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
@@ -33,6 +35,7 @@ from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
+from reconciler.localserver.rpc import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -215,12 +218,6 @@ class GcpBackend:
         neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one
         cheap probe, made once per command; the
         answer is stated in `info`."""
-        import json
-
-        import grpc
-
-        from reconciler.localserver.rpc import CAPABILITIES_METHOD, SERVER_NAME
-
         try:
             probe = self.publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
             answer = json.loads(probe(b"", timeout=5.0))

@@ -10,7 +10,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     new_diagnostics(plan, validation)     what the live org policy added
     recorded_or_bare(options) -> PlanTarget
     errors_only(diagnostics, origin) -> Plan   no changes, only the errors
-    show_plan(plan, fmt, colour=False, digest=None, to=stdout)   (plan, show, apply)
+    show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
 """
 
 from __future__ import annotations
@@ -130,14 +130,12 @@ def show_plan(
     plan: Plan,
     fmt: str,
     colour: bool = False,
-    digest: str | None = None,
     to: output.Writer | None = None,
 ) -> None:
-    """The plan in `fmt` (stdout by default); colour for text only. `digest`:
-    plan.digest when the caller has it already."""
+    """The plan in `fmt` (stdout by default); colour for text only."""
     writer = to or output.stdout()
     colour = colour and fmt == "text"
-    text = render(plan, fmt, colour, digest)
+    text = render(plan, fmt, colour)
     if fmt == "json":
         writer.data(text)
     else:

@@ -155,14 +155,13 @@ def _run(
             "the specs conflict with the live org policy; no plan made, nothing changed"
         )
         return _refused(errors_only(plan.diagnostics, origin), options.fmt)
-    digest = plan.digest  # once: it serialises the whole plan
     if options.out is not None:
-        write_plan(plan, options.out, digest)
-    show_plan(plan, options.fmt, options.colour, digest)
+        write_plan(plan, options.out)
+    show_plan(plan, options.fmt, options.colour)
     if options.out is not None:
         output.stderr().line(
-            f"Saved the plan to {options.out} (digest {digest}); apply exactly this plan "
-            f"with `reconcile apply {options.out} --expect-digest {digest}`."
+            f"Saved the plan to {options.out} (digest {plan.digest}); apply exactly this "
+            f"plan with `reconcile apply {options.out} --expect-digest {plan.digest}`."
         )
     leave_to_exit(result, plan, size=len(plan.resource_changes))
     if options.detailed_exitcode and plan.has_changes:

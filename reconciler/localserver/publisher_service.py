@@ -18,6 +18,7 @@ from reconciler.localserver.paging import decode_token, encode_token, page_size
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
 from reconciler.localserver.status import already_exists, failed_precondition, invalid, not_found
+from reconciler.localserver.subscriber_service import parse_subscription
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
@@ -253,7 +254,6 @@ class PublisherService:
         return response
 
     def detach_subscription(self, request: Any, call: CallInfo) -> Any:
-        from reconciler.localserver.subscriber_service import parse_subscription
 
         parse_subscription(request.subscription)
         if not self.state.subs.detach(request.subscription):

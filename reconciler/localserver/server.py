@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 
+from reconciler import __version__
 from reconciler.errors import UsageError
 from reconciler.localserver import protos
 from reconciler.localserver.backlog import BacklogStats
@@ -77,7 +78,6 @@ def method_names() -> list[str]:
 
 def capabilities_answer() -> bytes:
     """What GetCapabilities answers (JSON; the request is ignored)."""
-    from reconciler import __version__
 
     return json.dumps(
         {"server": SERVER_NAME, "version": __version__, "capabilities": list(CAPABILITIES)}

@@ -51,9 +51,10 @@ def make_plan(
     diagnostics = list(validation)
     already = {(d.file, d.code, d.message) for d in diagnostics}
     observation = observe(backend, desired.projects)
+    created_at = datetime.now(UTC).isoformat(timespec="seconds")
     changes: list[ResourceChange] = []
-    drift: list[Drift] = []
-    fingerprints = Fingerprints()
+    drifts: list[Drift] = []
+    topic_prints: dict[str, str] = {}
     declared = set()
     info = backend.info
     left_alone: list[DesiredTopic] = []
@@ -62,7 +63,7 @@ def make_plan(
         declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
-        fingerprints.topics[topic.address] = topic_fingerprint(live)
+        topic_prints[topic.address] = topic_fingerprint(live)
         problems = differ.org_diagnostics(topic, facts, org_seen)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
@@ -74,30 +75,29 @@ def make_plan(
             left_alone.append(topic)
         changes.append(differ.diff_topic(diffed, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":
-            found = differ.unmanaged_drift(topic, live, facts)
-            if found is not None:
-                drift.append(found)
+            drift = differ.unmanaged_drift(topic, live, facts)
+            if drift is not None:
+                drifts.append(drift)
     if prune:
         for project in desired.projects:
             for name in sorted(observation.projects.get(project, [])):
                 live = observation.topics[name]
                 if name not in declared and differ.is_owned(live):
-                    fingerprints.topics[name] = topic_fingerprint(live)
+                    topic_prints[name] = topic_fingerprint(live)
                     changes.append(differ.delete_change(live))
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
-    for project, inputs in sorted(observation.org.items()):
-        fingerprints.org_policy[project] = org_fingerprint(inputs)
+    org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
     if strict_groups:
         diagnostics = promote_inferred(diagnostics)
     return Plan(
         resource_changes=changes,
         diagnostics=diagnostics,
-        drift=drift,
-        fingerprints=fingerprints,
+        drift=drifts,
+        fingerprints=Fingerprints(topic_prints, org_prints),
         target=origin or recorded_from(info),
         prune=prune,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        created_at=created_at,
         projects=sorted(set(projects)),
     )
 

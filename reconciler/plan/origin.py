@@ -23,8 +23,10 @@ from pathlib import Path
 
 from reconciler.backends.base import TargetOptions
 from reconciler.errors import InputError, PlanRefused, UsageError
+from reconciler.fileio import FileProblem, read_bytes
 from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
+from reconciler.yamlio import MAX_FILE_BYTES
 
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
@@ -37,8 +39,6 @@ def anchored(options: TargetOptions, paths: Sequence[Path]) -> TargetOptions:
 
 
 def file_sha256(path: Path) -> str:
-    from reconciler.fileio import FileProblem, read_bytes
-    from reconciler.yamlio import MAX_FILE_BYTES
 
     try:
         return hashlib.sha256(read_bytes(path, MAX_FILE_BYTES)).hexdigest()

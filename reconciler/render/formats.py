@@ -8,13 +8,12 @@ from reconciler.render import FORMATS, markdown, text
 from reconciler.render import json as render_json
 
 
-def render(plan: Plan, fmt: str, color: bool = False, digest: str | None = None) -> str:
-    """The plan in `fmt` (one of FORMATS); colour applies to text only; `digest`:
-    plan.digest, when the caller has it already (computing it serialises the plan)."""
+def render(plan: Plan, fmt: str, color: bool = False) -> str:
+    """The plan in `fmt` (one of FORMATS); colour applies to text only."""
     if fmt == "json":
-        return render_json.render(plan, digest)
+        return render_json.render(plan)
     if fmt == "markdown":
-        return markdown.render(plan, digest)
+        return markdown.render(plan)
     if fmt == "text":
-        return text.render(plan, color=color, digest=digest)
+        return text.render(plan, color=color)
     raise ValueError(f"unknown plan format {fmt!r}; expected one of {', '.join(FORMATS)}")

@@ -42,10 +42,9 @@ def _q(value: Any) -> str:
     return esc(json.dumps(value, ensure_ascii=False), backslash=False)
 
 
-def header(plan: Plan, digest: str | None = None) -> list[str]:
-    """Where the plan was made and which plan it is (the digest a reviewer checks;
-    pass it when known: computing it serialises the whole plan)."""
-    digest = digest or plan.digest
+def header(plan: Plan) -> list[str]:
+    """Where the plan was made and which plan it is (the digest a reviewer checks)."""
+    digest = plan.digest
     projects = []
     if plan.projects:
         projects = [f"Projects: {esc(', '.join(plan.projects))} only (--project)"]
@@ -69,11 +68,11 @@ def summary_line(plan: Plan) -> str:
     )
 
 
-def render(plan: Plan, color: bool = False, digest: str | None = None) -> str:
+def render(plan: Plan, color: bool = False) -> str:
     style = _styler(color)
     lines: list[str] = []
     changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    lines += header(plan, digest)
+    lines += header(plan)
     lines.append("")
     if changes:
         lines.append("reconcile will perform the following actions:")

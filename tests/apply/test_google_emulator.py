@@ -112,7 +112,7 @@ def test_label_update_refused_says_why_and_does_not_advise_a_rerun(
     assert reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").code == 0
     emu_tree.write({"orders": {"labels": {"team": "b"}}})
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     failed = [line for line in run.text.splitlines() if "update FAILED" in line]
     assert len(failed) == 1, run.text
     assert "Google's Pub/Sub emulator cannot update labels of a topic" in failed[0]
@@ -129,6 +129,6 @@ def test_storage_policy_update_refused_says_why(google_emulator: str, emu_tree: 
         {"orders": {"messageStoragePolicy": {"allowedPersistenceRegions": ["us-central1"]}}}
     )
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     assert "cannot update message storage policies of a topic" in run.text
     assert "Run `reconcile apply` again" not in run.text

@@ -14,10 +14,11 @@ from apply_support import Tree, mutating_calls
 from reconciler.orgpolicy.snapshot import load_snapshot
 
 # Ordering keys from a region the org policy's inferred group may not hold (the
-# snapshot allows in:us-locations, whose members are inferred, not verified).
+# snapshot allows in:us-locations, whose members are inferred, not verified: us-west8
+# may be one; a region outside the US would be a certain non-member, an error).
 ORDERED = {
     "messageStoragePolicy": "inherit",
-    "publishers": {"regions": ["europe-west1"], "messageOrdering": True},
+    "publishers": {"regions": ["us-west8"], "messageOrdering": True},
 }
 PLAIN = {"labels": {"team": "payments"}}
 
