@@ -3,7 +3,7 @@ dataclasses (reconciler/apply/outcome.py), never written by hand:
 
     python -m reconciler.apply.outcomeschema > docs/apply-outcome.schema.json
 
-(tests/gitops/test_apply_outcome.py fails when the published file is stale). Imported
+(tests/apply/test_apply_outcome.py fails when the published file is stale). Imported
 by nothing on the command's path: pydantic is only the generator here.
 """
 
