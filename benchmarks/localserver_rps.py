@@ -14,11 +14,15 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py --publish-cpu [--batches 2000] [--rounds 5]
     python benchmarks/localserver_rps.py --publish-soak [--messages 1000000]
     python benchmarks/localserver_rps.py --publish-pull [--batches 1000] [--rounds 5]
+    python benchmarks/localserver_rps.py --publish-pull --front-only   # the front's cost
 
 --publish-pull (issue 22) measures publish -> pull end to end beside Google's emulator:
 per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
 B Acknowledge calls of 100, each phase's server CPU divided by B; ours runs in memory
-and with --state (journal + fsync before each reply); peak RSS is VmHWM.
+and with --state (journal + fsync before each reply); peak RSS is VmHWM. Ours in memory
+runs twice (issue 23): as `reconcile local-server` serves (gRPC and REST on one port,
+the gRPC connections relayed by the front to the gRPC server's internal socket), and
+with gRPC alone on the port (`LocalServer(front=False)`), so the front's cost shows.
 """
 
 from __future__ import annotations
@@ -220,6 +224,26 @@ def _ours(extra: list[str] | None = None) -> _Child:
     return child
 
 
+# The server as it was before the front: gRPC alone on the port, nothing relayed.
+_GRPC_ONLY = """
+import signal, sys, threading
+from reconciler.localserver import LocalServer
+server = LocalServer(port=int(sys.argv[1]), front=False).start()
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+stop.wait()
+server.stop()
+"""
+
+
+def _ours_grpc_only() -> _Child:
+    port = _free_port()
+    argv = [sys.executable, "-c", _GRPC_ONLY, str(port)]
+    child = _Child(argv, f"127.0.0.1:{port}", "reconcile (memory, no front)")
+    child.ready(60)
+    return child
+
+
 def _emulator() -> tuple[_Child | None, str]:
     """Google's emulator when gcloud and its pubsub-emulator component are installed;
     otherwise None and why."""
@@ -390,18 +414,22 @@ def _subscriber(child: _Child) -> Any:
     return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
 
 
-def publish_pull(batches: int, rounds: int, warmup: int) -> None:
+def publish_pull(batches: int, rounds: int, warmup: int, front_only: bool = False) -> None:
     """Server CPU per 100-message Publish, Pull and Acknowledge: ours (in memory, and
-    durable with --state) beside Google's emulator, rounds interleaved."""
+    durable with --state) beside Google's emulator, rounds interleaved; with
+    `front_only`, ours in memory with and without the front alone."""
     topic = f"{PROJECT}/topics/publish-pull"
     sub_name = f"{PROJECT}/subscriptions/publish-pull"
     with tempfile.TemporaryDirectory() as tmp:
         servers = [_ours()]
         servers[0].name = "reconcile (memory)"
-        durable = _ours(["--state", tmp])
-        durable.name = "reconcile (--state)"
-        servers.append(durable)
-        _, why = _add_emulator(servers)
+        servers.append(_ours_grpc_only())
+        why = "not run (--front-only)"
+        if not front_only:
+            durable = _ours(["--state", tmp])
+            durable.name = "reconcile (--state)"
+            servers.append(durable)
+            _, why = _add_emulator(servers)
         try:
             _publish_pull_rounds(servers, topic, sub_name, batches, rounds, warmup, why)
         finally:
@@ -485,6 +513,17 @@ def _publish_pull_rounds(
                 for k in ("publish", "pull", "ack")
             }
             print(f"ratio {name} / emulator (medians): {ratios[name]}", flush=True)
+    front_ratio = {}
+    with_front, without = "reconcile (memory)", "reconcile (memory, no front)"
+    if with_front in summary and without in summary:
+        front_ratio = {
+            k: round(
+                summary[with_front][f"{k}_cpu_ms_median"] / summary[without][f"{k}_cpu_ms_median"],
+                3,
+            )
+            for k in ("publish", "pull", "ack")
+        }
+        print(f"ratio {with_front} / {without} (medians): {front_ratio}", flush=True)
     for name, row in summary.items():
         print(
             f"{name:26} publish {row['publish_cpu_ms_median']:.3f} ms, pull "
@@ -503,6 +542,7 @@ def _publish_pull_rounds(
                 "warmup_batches": warmup,
                 "summary": summary,
                 "ratios": ratios,
+                "front_ratio": front_ratio,
                 "emulator": why or "measured",
                 "cpus": mp.cpu_count(),
                 "python": platform.python_version(),
@@ -527,9 +567,14 @@ def main() -> None:
     parser.add_argument(
         "--publish-pull", action="store_true", help="publish -> pull -> ack CPU vs emulator"
     )
+    parser.add_argument(
+        "--front-only",
+        action="store_true",
+        help="with --publish-pull: only ours in memory, with and without the front",
+    )
     args = parser.parse_args()
     if args.publish_pull:
-        publish_pull(args.batches, args.rounds, args.warmup)
+        publish_pull(args.batches, args.rounds, args.warmup, args.front_only)
         return
     if args.publish_cpu or args.publish_soak:
         if args.publish_cpu:

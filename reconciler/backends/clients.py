@@ -50,6 +50,18 @@ def orgpolicy_client(address: str) -> Any:
     return OrgPolicyClient(transport=transport)
 
 
+def monitoring_client(address: str) -> Any:
+    """A `google.cloud.monitoring_v3.MetricServiceClient` talking to `address` in
+    plaintext (the local server serves `ListTimeSeries` on its one port)."""
+    from google.cloud.monitoring_v3 import MetricServiceClient
+    from google.cloud.monitoring_v3.services.metric_service.transports import (
+        MetricServiceGrpcTransport,
+    )
+
+    transport = MetricServiceGrpcTransport(channel=insecure_channel(address))
+    return MetricServiceClient(transport=transport)
+
+
 # Google Cloud endpoints can be overridden (a locational or Private Service Connect
 # endpoint, or a test's listener); the default is the library's own.
 PUBSUB_ENDPOINT_ENV = "RECONCILE_PUBSUB_ENDPOINT"

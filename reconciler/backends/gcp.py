@@ -35,7 +35,7 @@ from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
-from reconciler.localserver.rpc import CAPABILITIES_METHOD, SERVER_NAME
+from reconciler.localserver.identity import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,

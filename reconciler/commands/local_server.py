@@ -248,7 +248,8 @@ def command(
     where = f"state in {state_dir}" if state_dir else "in memory"
     if state_dir is not None:
         publish_server(state_dir, server.address)
-    output.stderr().line(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).")
+    served = "Local Pub/Sub (gRPC and REST), Org Policy and Monitoring server"
+    output.stderr().line(f"{served} on {server.address} ({where}).")
     if local:
         output.stderr().line("`--local` commands of this repository use this server.")
     output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from reconciler.localserver.rpc import CAPABILITIES_METHOD, CLIENT_REGION_KEY, SERVER_NAME
+from reconciler.localserver.identity import CAPABILITIES_METHOD, CLIENT_REGION_KEY, SERVER_NAME
 
 if TYPE_CHECKING:
     from reconciler.localserver.server import LocalServer

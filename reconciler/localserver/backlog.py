@@ -106,8 +106,12 @@ class BacklogStats:
 
     unacked: dict[str, RegionStats] = field(default_factory=dict)
     retained_acked: dict[str, RegionStats] = field(default_factory=dict)
+    # Every region a message was persisted in since the subscription was created (or
+    # the server started), held now or not: a gauge reads 0 there once it empties.
+    regions: set[str] = field(default_factory=set)
 
     def merge(self, other: BacklogStats) -> None:
+        self.regions |= other.regions
         pairs = ((self.unacked, other.unacked), (self.retained_acked, other.retained_acked))
         for mine, theirs in pairs:
             for region, stats in theirs.items():
@@ -137,12 +141,14 @@ class Backlog:
         self._leases: list[tuple[float, int, list[int]]] = []  # (deadline, lease, ids)
         self._acked: deque[tuple[Batch, int, int]] = deque()  # (batch, i, ack time ns)
         self._next_lease = 1
+        self.regions: set[str] = set()  # see BacklogStats.regions
         self.unacked = 0
         self.dropped = 0  # by the cap or retention, never delivered again
 
     # ------------------------------------------------------------------ arrivals
 
     def add(self, batch: Batch) -> None:
+        self.regions.add(batch.region)
         self._pending.append([batch, 0, len(batch)])
         self.unacked += len(batch)
         if self.unacked > self.cap:
@@ -335,7 +341,7 @@ class Backlog:
         yield from self._acked
 
     def stats(self) -> BacklogStats:
-        out = BacklogStats()
+        out = BacklogStats(regions=set(self.regions))
         for batch, index in self.unacked_refs():
             out.unacked.setdefault(batch.region, RegionStats()).add(batch, index)
         for batch, index, _ in self._acked:
@@ -348,5 +354,7 @@ class Backlog:
         """Refill from a snapshot: unacknowledged messages wait for (re)delivery."""
         for batch, index in unacked:
             self._redeliver[batch.first_id + index] = (batch, index, 0)
+            self.regions.add(batch.region)
+        self.regions.update(batch.region for batch, _, _ in acked)
         self.unacked += len(unacked)
         self._acked.extend(acked)

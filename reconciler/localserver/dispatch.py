@@ -1,7 +1,7 @@
 """One call of one RPC, independent of the transport: count it, inject faults, run the
 handler, record Publish outcomes, and turn every failure into a `ServiceError` (the
-status a client sees). The gRPC wiring (`server`) is a thin layer over this; another
-face (REST) can call `Dispatcher.call` with the same requests.
+status a client sees). The gRPC wiring (`server`) and the REST face (`rest`) are
+thin layers over this, calling `Dispatcher.call` with the same request messages.
 """
 
 from __future__ import annotations
@@ -74,6 +74,8 @@ class Dispatcher:
             code = err.code.name
             raise
         finally:
+            if code == "OK" and call.gone is not None:
+                code = call.gone() or code
             self.outcomes.record(
                 PublishOutcome(
                     time.time_ns(),

@@ -228,9 +228,7 @@ def scan_v1(data: bytes, start: int) -> Scan:
             out.records.append(record)
             out.end = pos = end
             continue
-        nxt = next(
-            (p for p in range(pos + 1, len(data)) if _v1_frame_at(data, p)[0] == "ok"), None
-        )
+        nxt = next((p for p in range(pos + 1, len(data)) if _v1_frame_at(data, p)[0] == "ok"), None)
         if nxt is None:
             if status == "torn" or not data[pos:].strip(b"\0"):
                 out.torn = Damage(pos, len(data), "incomplete last record (torn write)")

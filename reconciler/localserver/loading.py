@@ -152,8 +152,12 @@ def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
         lost = head.count - len(scan.records)
         if not problems and (lost or scan.end - f.HEADER_SIZE != head.body):
             problems = [
-                f.Damage(scan.end, len(data), f"holds {len(scan.records)} records of "
-                         f"{head.count}", max(lost, 0))
+                f.Damage(
+                    scan.end,
+                    len(data),
+                    f"holds {len(scan.records)} records of {head.count}",
+                    max(lost, 0),
+                )
             ]
         elif problems and lost >= 0:
             # The header's count makes the loss exact (a tail's count is an estimate).

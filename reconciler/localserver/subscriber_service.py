@@ -126,8 +126,7 @@ def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
         table = sub.bigquery_config.table
         if not _BQ_TABLE.match(table):
             raise invalid(
-                f"Invalid bigquery_config.table {table!r}: expected "
-                "PROJECT_ID.DATASET_ID.TABLE_ID."
+                f"Invalid bigquery_config.table {table!r}: expected PROJECT_ID.DATASET_ID.TABLE_ID."
             )
     storage = "cloud_storage_config" in fields and _set(sub, "cloud_storage_config")
     if storage and not sub.cloud_storage_config.bucket:
@@ -204,6 +203,8 @@ class SubscriberService:
             sub.ClearField("state")
             sub.ClearField("topic_message_retention_duration")
             sub.detached = False
+            if not any(sub.HasField(c) for c in _DELIVERY_CONFIGS):
+                sub.push_config.SetInParent()  # a pull one: `pushConfig: {}`, as the service
             if not sub.ack_deadline_seconds:
                 sub.ack_deadline_seconds = DEFAULT_ACK_DEADLINE_S
             if not sub.HasField("message_retention_duration"):
@@ -269,9 +270,7 @@ class SubscriberService:
                     setattr(sub, field, getattr(given, field))
                 elif field == "message_retention_duration" and not given.HasField(field):
                     sub.message_retention_duration.Clear()
-                    sub.message_retention_duration.seconds = int(
-                        DEFAULT_SUBSCRIPTION_RETENTION_S
-                    )
+                    sub.message_retention_duration.seconds = int(DEFAULT_SUBSCRIPTION_RETENTION_S)
                 elif given.HasField(field):
                     for other in _DELIVERY_CONFIGS:  # setting one delivery type clears the rest
                         if field in _DELIVERY_CONFIGS and other != field:

@@ -53,6 +53,7 @@ class ServerState(Protocol):
     def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
     def maybe_compact(self) -> None: ...
 
+
 DELETED_TOPIC = "_deleted-topic_"
 _U64 = struct.Struct("<Q")
 _PUBLISH = struct.Struct("<QQB")
