@@ -30,13 +30,17 @@ class _LazyGroup(click.Group):
         return command
 
 
+# The distribution's name on a package index: `reconcile` there is someone else's.
+DISTRIBUTION = "pubsub-reconcile"
+
+
 def version() -> str:
     """The installed distribution's version; the package's own when run from a source
     tree that is not installed (e.g. `python -m reconciler` from a checkout)."""
     import importlib.metadata  # only for --version (reconciler/perf.py)
 
     try:
-        return importlib.metadata.version("reconcile")
+        return importlib.metadata.version(DISTRIBUTION)
     except importlib.metadata.PackageNotFoundError:
         return reconciler.__version__
 

@@ -3,15 +3,41 @@
 Anything a user can cause is raised as a `ReconcileError` subclass with a message that
 names the file and line, or the topic and project, and says what to do. Anything else
 that escapes is a bug in the tool and is reported as an internal error.
+
+Exit codes (docs/ci.md has the table pipelines branch on):
+    0   success (plan: no changes; apply: all applied, or nothing to do)
+    1   an error before any change: the specs, the command line, the service,
+        credentials (apply: anything not about the saved plan)
+    2   click's usage errors; `plan`/`residency --detailed-exitcode`: changes found
+    3   apply: partial failure, at least one topic failed (others may be applied)
+    4   apply: the saved plan is refused before any change (`PlanRefused.reason`)
+    130 interrupted (SIGINT), 143 terminated (SIGTERM)
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Literal, get_args
+
 EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CHANGES = 2
+EXIT_PARTIAL = 3
+EXIT_REFUSED = 4
 EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
 EXIT_TERMINATED = 143  # SIGTERM (what CI runners send on cancel): 128 + 15
+
+# Why apply refused a saved plan, for pipelines (`apply --format json`'s `reason`):
+#   stale            the live topics or org policy inputs changed since the plan
+#   already-applied  this plan was applied already (a plan applies once)
+#   superseded       another plan was applied to its topics since it was made
+#   digest-mismatch  not the --expect-digest plan, or content that is not its digest's
+#   retarget         another target, org-policy source or set of projects than recorded
+#   damaged          not a whole, readable, supported plan file
+RefusalReason = Literal[
+    "stale", "already-applied", "superseded", "digest-mismatch", "retarget", "damaged"
+]
+REFUSAL_REASONS: tuple[RefusalReason, ...] = get_args(RefusalReason)
 
 
 class ReconcileError(Exception):
@@ -70,14 +96,25 @@ def is_propagation_message(text: str) -> bool:
     return any(phrase in low for phrase in PROPAGATION_PHRASES)
 
 
-class StalePlanError(ReconcileError):
-    """A saved plan no longer matches the live state it was made against. `reason`:
-    "stale" (the live state moved), "already applied" (this very plan ran: its marker
-    is on the topics it changes) or "superseded" (another plan was applied since)."""
+class PlanRefused(ReconcileError):
+    """A saved plan that apply will not run, decided before any change: one class for
+    every refusal, with a machine-readable `reason` (exit code 4), so that a pipeline
+    tells "re-plan" (stale, already-applied, superseded) from "someone changed the
+    file or the target" (digest-mismatch, damaged, retarget) without reading text."""
 
-    def __init__(self, message: str, *, hint: str | None = None, reason: str = "stale") -> None:
+    exit_code = EXIT_REFUSED
+
+    def __init__(
+        self,
+        reason: RefusalReason,
+        message: str,
+        *,
+        hint: str | None = None,
+        details: Sequence[str] = (),
+    ) -> None:
         super().__init__(message, hint=hint)
-        self.reason = reason
+        self.reason: RefusalReason = reason
+        self.details = tuple(details)  # each thing found, one line each (the JSON's)
 
 
 class OwnershipRefused(ReconcileError):

@@ -1,7 +1,9 @@
 """Specs that reproduce live topics, so that an existing project can be brought under
 reconcile without retyping it (the `reconcile import` flow: commands/import_.py).
 
-    read_live(target, projects) -> ({project: [ObservedTopic]}, source label)
+    read_live(target, projects) -> Live: topics per project, where they were read,
+                                       and the storage policy each project's org
+                                       policy computes (for `inherit`)
     select(project, topics, wanted)         the --topic filter
     missing_topics(projects, found, wanted) --topic values that matched nothing
     existing_profiles(out_dir, skip)        profiles the output tree defines already
@@ -12,15 +14,20 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.backends.base import ObservedTopic, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostics
+from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
+from reconciler.plan.observe import facts_of
+from reconciler.plan.policy import computed_policy
 from reconciler.spec.export import settings_key
 from reconciler.spec.loader import discover, load_tree
 from reconciler.spec.profiles import profile_from_settings
+from reconciler.topic import StoragePolicy
 
 
 def select(
@@ -65,13 +72,32 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     return out
 
 
-def read_live(
-    target: TargetOptions, projects: Sequence[str]
-) -> tuple[dict[str, list[ObservedTopic]], str]:
-    """Every topic of each project, and the label of where they were read."""
+@dataclass
+class Live:
+    topics: dict[str, list[ObservedTopic]]
+    source: str  # the backend's label: where the topics were read
+    computed: dict[str, StoragePolicy | None] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def read_live(target: TargetOptions, projects: Sequence[str]) -> Live:
+    """Every topic of each project, where they were read, and what each project's
+    effective org policy computes for a topic (its Org Policy API unreadable: said in
+    `warnings`, and the policies are written out explicitly)."""
     backend = open_backend(target)
     try:
-        return {p: backend.list_topics(p) for p in projects}, backend.info.label
+        live = Live({p: backend.list_topics(p) for p in projects}, backend.info.label)
+        for project in projects:
+            try:
+                facts = facts_of(backend.effective_policy(project))
+            except BackendError as exc:
+                live.warnings.append(
+                    f"projects/{project}: the org policy could not be read ({exc.message}); "
+                    "storage policies are written as explicit regions, none as `inherit`"
+                )
+                continue
+            live.computed[project] = computed_policy(facts)
+        return live
     finally:
         backend.close()
 

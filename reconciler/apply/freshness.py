@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from reconciler.backends.base import Backend, ObservedTopic
-from reconciler.errors import StalePlanError
+from reconciler.errors import PlanRefused, RefusalReason
 from reconciler.names import project_of
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import Plan, ResourceChange
@@ -40,10 +40,9 @@ from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, 
 # Why a saved plan is refused (helper-independent values: the CLI maps them to exit
 # codes and the JSON outcome): the live state moved; this very plan was applied
 # already (its marker is on a topic it changes); another plan was applied since.
-Refusal = Literal["stale", "already applied", "superseded"]
-STALE: Final[Refusal] = "stale"
-ALREADY_APPLIED: Final[Refusal] = "already applied"
-SUPERSEDED: Final[Refusal] = "superseded"
+STALE: Final[RefusalReason] = "stale"
+ALREADY_APPLIED: Final[RefusalReason] = "already-applied"
+SUPERSEDED: Final[RefusalReason] = "superseded"
 
 
 @dataclass(frozen=True)
@@ -124,7 +123,7 @@ def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
     return [m.text for m in moved_since(plan, backend)]
 
 
-def verdict(plan: Plan, moved: list[Moved]) -> tuple[Refusal, str]:
+def verdict(plan: Plan, moved: list[Moved]) -> tuple[RefusalReason, str]:
     """Why the plan is refused and the message saying so (nothing was applied)."""
     listed = "\n".join(f"  - {m.text}" for m in moved)
     marker = plan_marker(plan.digest)
@@ -157,10 +156,11 @@ def verdict(plan: Plan, moved: list[Moved]) -> tuple[Refusal, str]:
 
 
 def check_fresh(plan: Plan, backend: Backend) -> None:
-    """Raise StalePlanError naming every change, its `reason` saying whether the plan
-    is stale, already applied or superseded; return quietly when the plan holds."""
+    """Raise PlanRefused naming every change, its `reason` saying whether the plan is
+    stale, already applied or superseded; return quietly when the plan holds."""
     if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
-        raise StalePlanError(
+        raise PlanRefused(
+            "damaged",
             "the plan file records no fingerprints, so it cannot be checked against the "
             "live state; nothing was applied",
             hint="write the plan with `reconcile plan --out PLANFILE`",
@@ -168,10 +168,11 @@ def check_fresh(plan: Plan, backend: Backend) -> None:
     moved = moved_since(plan, backend)
     if moved:
         reason, message = verdict(plan, moved)
-        raise StalePlanError(
+        raise PlanRefused(
+            reason,
             message,
             hint="make a new plan (`reconcile plan --out PLANFILE`), review it, and apply that",
-            reason=reason,
+            details=[m.text for m in moved],
         )
 
 

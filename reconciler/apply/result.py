@@ -1,30 +1,49 @@
 """Per-topic outcomes of an apply, whatever happened: what was applied, what failed
 (the service's message, code first) and what was never attempted. The summary printed
 from them (on success, on failures and on Ctrl-C alike) is
-reconciler/commands/apply_view.py's; the JSON form is `ApplyResult.dumps()`.
+reconciler/commands/apply_view.py's; the JSON document is reconciler/apply/outcome.py's.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Literal
+
+from reconciler.plan.model import Action
 
 Status = Literal["applied", "failed", "not-attempted"]
 
 
 @dataclass
 class TopicResult:
+    """What happened to one planned change."""
+
+    __pydantic_config__ = {  # noqa: RUF012  (read by the schema generator only)
+        "use_attribute_docstrings": True,
+        "json_schema_serialization_defaults_required": True,
+    }
+
     address: str
-    action: str  # create | update | delete
+    """The topic, `projects/P/topics/T`."""
+    action: Action
+    """What the plan does to it (create, update or delete)."""
     status: Status
+    """applied: done; failed: the service refused or failed (see `error`);
+    not-attempted: no call was made (a refusal, an interruption, an earlier error)."""
     method: str = ""
+    """The call: CreateTopic, UpdateTopic or DeleteTopic."""
     update_mask: list[str] = field(default_factory=list)
-    error: str | None = None  # the service's message, code first
+    """The fields an UpdateTopic changes (labels, message_storage_policy)."""
+    error: str | None = None
+    """The service's message, its status code first (failed only)."""
     attempts: int = 0
+    """Calls made for this change, retries included."""
     notes: list[str] = field(default_factory=list)
+    """What else happened (e.g. a briefly cached NOT_FOUND after CreateTopic)."""
     seconds: float = 0.0
-    rerun_helps: bool = True  # False: another apply cannot fix this failure
+    """Time spent on it, retries included."""
+    rerun_helps: bool = True
+    """False when another apply cannot fix this failure (see `error`)."""
 
 
 @dataclass
@@ -45,12 +64,3 @@ class ApplyResult:
         for r in self.results:
             out[r.status] += 1
         return out
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "summary": {**self.counts(), "interrupted": self.interrupted},
-            "results": [asdict(r) for r in self.results],
-        }
-
-    def dumps(self) -> str:
-        return json.dumps(self.to_json(), indent=2) + "\n"

@@ -54,13 +54,18 @@ class BackendInfo:
     directory) or an emulator (HOST:PORT). `google_emulator`: the server there is
     Google's Pub/Sub emulator, which computes no message storage policy and cannot
     update labels or storage policies. `org_policy`: where `effective_policy`
-    answers from, the Org Policy API or the snapshot file `snapshot`."""
+    answers from, the Org Policy API or the snapshot file `snapshot`;
+    `snapshot_fallback`: that snapshot is the spec tree's own, used because the
+    emulator serves no Org Policy API. `served_by`: for the local state, the address
+    of the `reconcile local-server` serving it ("" when embedded in this process)."""
 
     kind: ServiceKind = "gcp"
     address: str = ""
     google_emulator: bool = False
     org_policy: OrgPolicySource = "api"
     snapshot: str = ""
+    snapshot_fallback: bool = False
+    served_by: str = ""
 
     @property
     def label(self) -> str:

@@ -12,7 +12,10 @@ from it. `client_retry=False` (apply) turns off the client library's own retry, 
 that apply's bounded, counted retry is the only one. `local_seed` (the spec tree's
 org-policy snapshot) gives a brand-new embedded server the same org policy the specs
 were validated against, so a first `--local` run behaves like the organisation it
-models; an existing local state is never overwritten. Credentials
+models; an existing local state is never overwritten. While `reconcile local-server`
+serves the local state, `--local` talks to it (reconciler/localstate.py). Google's
+emulator serves no Org Policy API: there the spec tree's snapshot answers, unless
+--org-policy names one (`BackendInfo.snapshot_fallback` says so). Credentials
 and tokens are never printed; a credentials problem becomes a BackendError with
 google-auth's reason (backends/credentials.py).
 
@@ -40,7 +43,13 @@ from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
-from reconciler.localstate import local_state_dir, shown
+from reconciler.localstate import (
+    SERVER_FILE,
+    local_state_dir,
+    prepare_state_dir,
+    running_server,
+    shown,
+)
 from reconciler.orgpolicy.snapshot import load_snapshot
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -61,10 +70,12 @@ def open_backend(
     policy_store: PolicyStore | None = None,
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
+    tree_snapshot: tuple[Path, PolicyStore] | None = None,
 ) -> GcpBackend:
     """Build the backend for the chosen target (the caller closes it); every call it
     makes ends within `options.timeout` seconds. `policy_store`: the --org-policy
-    snapshot when the caller has loaded it already."""
+    snapshot when the caller has loaded it already; `tree_snapshot`: the spec tree's
+    own snapshot (path, store), used where --emulator serves no Org Policy API."""
     if options.local and options.emulator:
         raise UsageError("--local and --emulator are alternatives; pass one of them")
     store = policy_store
@@ -86,7 +97,7 @@ def open_backend(
         return _local(settings, source, local_seed, state_dir)
     address = emulator_address(options.emulator)
     if address is not None:
-        return _emulator(address, settings, source)
+        return _emulator(address, settings, source, None if store else tree_snapshot)
     return _google_cloud(settings, source)
 
 
@@ -98,11 +109,15 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
 def _local(
     options: dict[str, Any], source: BackendInfo, seed: PolicyStore | None, state_dir: Path
 ) -> GcpBackend:
+    """The local state, served by the `reconcile local-server` that holds it when one
+    runs (so that both see the same topics), else by a server embedded in this
+    process for the command's duration."""
     from reconciler.localserver import LocalServer
+    from reconciler.localserver.journal import StateInUse
 
     try:
-        state_dir.mkdir(parents=True, exist_ok=True)
-        fresh = not any(state_dir.iterdir())
+        prepare_state_dir(state_dir)
+        fresh = not any(p.name != SERVER_FILE for p in state_dir.iterdir())
     except OSError as exc:
         raise UsageError(
             f"cannot use the local state directory {state_dir}: {exc.strerror}",
@@ -110,7 +125,10 @@ def _local(
             "root: make it writable, or run the local server elsewhere and use --emulator",
         ) from None
     # Its messages (e.g. the --recover command) name the dir as the user would type it.
-    server = LocalServer(state_dir=Path(shown(str(state_dir))), host="127.0.0.1", port=0)
+    try:
+        server = LocalServer(state_dir=Path(shown(str(state_dir))), host="127.0.0.1", port=0)
+    except StateInUse as exc:
+        return _running_local(options, source, state_dir, exc)
     server.start()
     if fresh and seed is not None:
         server.seed_policies(seed)
@@ -123,24 +141,67 @@ def _local(
     return GcpBackend(publisher, orgpolicy, info, on_close=server.stop, **options)
 
 
+def _running_local(
+    options: dict[str, Any], source: BackendInfo, state_dir: Path, in_use: UsageError
+) -> GcpBackend:
+    """The `reconcile local-server` serving `state_dir` (it holds the lock and wrote
+    its address there), checked to answer as ours; else the state is held by another
+    command's embedded server and `in_use` says so."""
+    address = running_server(state_dir)
+    if address is None:
+        raise UsageError(
+            f"the local state {shown(str(state_dir))} is in use by another reconcile "
+            "process (a command running with --local)",
+            hint="wait for it to finish; to share one state between commands, serve it "
+            "with `reconcile local-server --local`: --local then uses that server",
+        ) from in_use
+    info = replace(source, kind="local", address=str(state_dir), served_by=address)
+    what = f"the local server serving {shown(str(state_dir))}"
+    backend = _connected(address, options, info, what)
+    if backend.detect_google_emulator():
+        backend.close()
+        raise UsageError(
+            f"{state_dir / SERVER_FILE} names {address}, which is not a reconcile local "
+            "server",
+            hint="stop what holds the state and remove that file",
+        )
+    return backend
+
+
 # An emulator is local or nearby: a handshake slower than this is a wrong address.
 CONNECT_TIMEOUT = 5.0
 
 
-def _emulator(address: str, options: dict[str, Any], source: BackendInfo) -> GcpBackend:
+def _connected(address: str, options: dict[str, Any], info: BackendInfo, what: str) -> GcpBackend:
+    """A backend over the server at `address`, once it answers (within CONNECT_TIMEOUT,
+    or the timeout if shorter)."""
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    info = replace(source, kind="emulator", address=address)
     backend = GcpBackend(publisher, orgpolicy, info, **options)
     budget = min(CONNECT_TIMEOUT, options["timeout"])
     if wait_ready({address: publisher.transport.grpc_channel}, budget):
         backend.close()
         raise BackendError(
-            f"cannot connect to the emulator at {address} (no answer within "
+            f"cannot connect to {what} at {address} (no answer within "
             f"{seconds_text(budget)})",
             hint="start it (e.g. `reconcile local-server --port PORT`), or fix --emulator "
             "/ PUBSUB_EMULATOR_HOST",
         )
-    backend.detect_google_emulator()
+    return backend
+
+
+def _emulator(
+    address: str,
+    options: dict[str, Any],
+    source: BackendInfo,
+    fallback: tuple[Path, PolicyStore] | None,
+) -> GcpBackend:
+    """The server at --emulator. Google's emulator serves no Org Policy API: without
+    --org-policy, the spec tree's own snapshot (`fallback`) answers for it, and `info`
+    says so (`org_policy_fallback`)."""
+    info = replace(source, kind="emulator", address=address)
+    backend = _connected(address, options, info, "the emulator")
+    if backend.detect_google_emulator() and fallback is not None:
+        backend.use_snapshot(*fallback)
     return backend
 
 

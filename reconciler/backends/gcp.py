@@ -23,6 +23,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -225,6 +226,15 @@ class GcpBackend:
             ours = False  # UNIMPLEMENTED (Google's emulator) and the like
         self.info = replace(self.info, google_emulator=not ours)
         return not ours
+
+    def use_snapshot(self, path: Path, store: PolicyStore) -> None:
+        """Answer `effective_policy` from the spec tree's snapshot: the server serves
+        no Org Policy API (Google's emulator) and no --org-policy was given."""
+        self.policy_store = store
+        self.policy_source = f"snapshot {path}"
+        self.info = replace(
+            self.info, org_policy="snapshot", snapshot=str(path), snapshot_fallback=True
+        )
 
     @property
     def _rpc(self) -> dict[str, Any]:

@@ -10,6 +10,7 @@ one output boundary), `_options` (the shared click options), `_planning` (the st
 
 COMMANDS: dict[str, str] = {
     "validate": "reconciler.commands.validate",
+    "projects": "reconciler.commands.projects",
     "schema": "reconciler.commands.schema",
     "plan": "reconciler.commands.plan",
     "show": "reconciler.commands.show",

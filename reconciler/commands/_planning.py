@@ -5,6 +5,8 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
+    say_target(info)                      what the target turned out to be, on stderr
+    recorded_with(origin, info, options)  the origin naming the snapshot actually used
     new_diagnostics(plan, validation)     what the live org policy added
     recorded_or_bare(options) -> PlanTarget
     errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
@@ -15,13 +17,15 @@ applied afterwards), open the target; and the plan document shown for errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.backends.base import Backend, TargetOptions
+from reconciler.backends.base import Backend, BackendInfo, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import InputError
+from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
@@ -59,10 +63,46 @@ def open_target(
     # and so never imports google-cloud (reconciler/perf.py).
     from reconciler.backends.connect import open_backend
 
-    store = result.policy_store if options.org_policy is not None else None
-    return open_backend(
-        options, policy_store=store, local_seed=result.policy_store, client_retry=client_retry
+    given = options.org_policy is not None
+    store = result.policy_store if given else None
+    tree = None
+    if not given and result.policy_source is not None and result.policy_store is not None:
+        tree = (result.policy_source, result.policy_store)
+    backend = open_backend(
+        options,
+        policy_store=store,
+        local_seed=result.policy_store,
+        client_retry=client_retry,
+        tree_snapshot=tree,
     )
+    say_target(backend.info)
+    return backend
+
+
+def say_target(info: BackendInfo) -> None:
+    """What the target turned out to be, when the command line did not say it: the
+    running local server that serves the local state, or the spec tree's snapshot
+    standing in for an Org Policy API the emulator does not serve."""
+    if info.served_by:
+        output.stderr().line(
+            f"Local state {shown(info.address)}: using the running `reconcile local-server` "
+            f"at {info.served_by}."
+        )
+    if info.snapshot_fallback:
+        output.stderr().line(
+            f"Org policy: the spec tree's snapshot {info.snapshot} (Google's Pub/Sub "
+            f"emulator at {info.address} serves no Org Policy API; --org-policy FILE "
+            "names another)."
+        )
+
+
+def recorded_with(origin: PlanTarget, info: BackendInfo, options: TargetOptions) -> PlanTarget:
+    """The target a plan records: `origin`, or, when the backend answers the org policy
+    from the spec tree's snapshot (the emulator serves no Org Policy API), that
+    snapshot with its hash, so that `apply PLANFILE` uses and checks the same file."""
+    if info.snapshot_fallback and options.org_policy is None:
+        return record_target(replace(options, org_policy=Path(info.snapshot)))
+    return origin
 
 
 def new_diagnostics(plan: Plan, validation: Sequence[Diagnostic]) -> list[Diagnostic]:

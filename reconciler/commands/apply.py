@@ -20,14 +20,18 @@ and update also records the plan's marker on the topic (apply/executor.py), whic
 how a replayed saved plan is told "already applied" or "superseded".
 
 Output: the plan and per-topic lines/bar go to stdout with `--format text`; with
-`--format json` stdout carries only the results JSON and everything else goes to
-stderr. Exit codes: 0 applied (or nothing to do), 1 any failure or refusal, 130
-interrupted by Ctrl-C, 143 by SIGTERM (after the summary, either way).
+`--format json` stdout carries only one outcome document (reconciler/apply/outcome.py),
+whatever happened, refusals and errors included, and everything else goes to stderr.
+Exit codes (reconciler/errors.py): 0 applied (or nothing to do), 1 an error before any
+change, 3 partial failure (at least one topic failed), 4 the saved plan refused before
+any change (`PlanRefused`: stale, already applied, superseded, digest mismatch,
+retarget, damaged), 130 interrupted by Ctrl-C, 143 by SIGTERM (after the summary,
+either way).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,18 +46,25 @@ from reconciler.apply.executor import (
 from reconciler.apply.freshness import check_fresh
 from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.interrupt import stop_on_signals
+from reconciler.apply.outcome import ApplyOutcome, finished, no_changes, stopped
 from reconciler.apply.ratelimit import DEFAULT_RATE, ProjectRateLimiter
-from reconciler.apply.result import ApplyResult
 from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, AdminRetry
 from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import project_option, strict_groups_option, target_options
-from reconciler.commands._planning import conflict, open_target, show_plan, validate_specs
+from reconciler.commands._planning import (
+    conflict,
+    open_target,
+    recorded_with,
+    say_target,
+    show_plan,
+    validate_specs,
+)
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
-    EXIT_OK,
+    EXIT_INTERRUPTED,
     OwnershipRefused,
     ReconcileError,
     UsageError,
@@ -197,20 +208,51 @@ def command(
         strict_groups=strict_groups,
         adopt_from=adopt_from,
     )
-    return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
+    target = TargetOptions(local, emulator, org_policy, timeout)
+    return reporting(lambda seen: run(paths, target, options, seen), options)
 
 
-def run(paths: Sequence[Path], target: TargetOptions, options: ApplyOptions) -> int:
+class Seen:
+    """The plan an apply has read or made so far, for the outcome of a refusal or an
+    error (its digest and its changes, none attempted)."""
+
+    plan: Plan | None = None
+
+
+def reporting(flow: Callable[[Seen], ApplyOutcome], options: ApplyOptions) -> int:
+    """Run the apply flow; with `--format json`, print its one outcome document
+    whatever happened (a refusal or an error too, also said on stderr). Returns the
+    exit code."""
+    seen = Seen()
+    if options.fmt != "json":
+        return flow(seen).exit_code
+    try:
+        outcome = flow(seen)
+    except ReconcileError as exc:
+        output.stderr().line(f"Error: {exc}")
+        outcome = stopped(exc, seen.plan)
+    except KeyboardInterrupt:
+        output.stderr().line("Interrupted.")
+        outcome = stopped(ReconcileError("interrupted; nothing was applied"), seen.plan,
+                          EXIT_INTERRUPTED)
+    output.stdout().data(outcome.dumps())
+    return outcome.exit_code
+
+
+def run(
+    paths: Sequence[Path], target: TargetOptions, options: ApplyOptions, seen: Seen | None = None
+) -> ApplyOutcome:
     """One argument naming a saved plan applies that plan; otherwise PATH... specs."""
+    seen = seen or Seen()
     if looks_like_plan_file(paths):
-        return apply_planfile(paths[0], target, options)
+        return apply_planfile(paths[0], target, options, seen)
     if options.expect_digest is not None:
         raise UsageError(
             "--expect-digest applies to a saved plan: `reconcile apply PLANFILE "
             "--expect-digest sha256:...`",
             hint="save the plan with `reconcile plan --out PLANFILE` and review its digest",
         )
-    return apply_specs(paths, target, options)
+    return apply_specs(paths, target, options, seen)
 
 
 def open_guarded(
@@ -222,19 +264,22 @@ def open_guarded(
     inner: Backend
     if result is None:
         inner = open_backend(target, client_retry=False)
+        say_target(inner.info)
     else:
         inner = open_target(target, result, client_retry=False)
     return GuardedBackend(inner, guard)
 
 
-def apply_planfile(path: Path, target: TargetOptions, options: ApplyOptions) -> int:
+def apply_planfile(
+    path: Path, target: TargetOptions, options: ApplyOptions, seen: Seen
+) -> ApplyOutcome:
     """Apply a saved plan: checked whole and unedited, where it was made, still fresh."""
     if options.prune:
         raise UsageError(
             "--prune is decided when the plan is made; it cannot be added to a saved plan",
             hint="make the plan with `reconcile plan --prune --out PLANFILE`",
         )
-    plan = read_plan(path)
+    plan = seen.plan = read_plan(path)
     if options.expect_digest is not None:
         check_expected_digest(plan, options.expect_digest, path)
     check_plan_projects(plan.projects, options.projects, path)
@@ -265,7 +310,9 @@ def _naming(path: Path, exc: ReconcileError) -> ReconcileError:
     return exc
 
 
-def apply_specs(paths: Sequence[Path], target: TargetOptions, options: ApplyOptions) -> int:
+def apply_specs(
+    paths: Sequence[Path], target: TargetOptions, options: ApplyOptions, seen: Seen
+) -> ApplyOutcome:
     """Validate, plan, show, confirm (unless --auto-approve), execute."""
     if not options.auto_approve and not _interactive():
         raise UsageError(
@@ -282,6 +329,7 @@ def apply_specs(paths: Sequence[Path], target: TargetOptions, options: ApplyOpti
     origin = record_target(target)
     guard = options.guard()
     backend = open_guarded(target, guard, result)
+    origin = recorded_with(origin, backend.info, target)
     try:
         plan = make_plan(
             desired,
@@ -292,19 +340,17 @@ def apply_specs(paths: Sequence[Path], target: TargetOptions, options: ApplyOpti
             projects=options.projects,
             strict_groups=options.strict_groups,
         )
+        seen.plan = plan
         _show(plan, options)
         refuse_plan_with_errors(plan)
         refuse_takeovers(plan, options.adopt_from)
         if not plan.has_changes:
-            text = options.fmt == "text"
-            writer = output.stdout() if text else output.stderr()
-            writer.line("No changes. The live topics match the specs; nothing to apply.")
-            if not text:
-                output.stdout().data(ApplyResult(unchanged=len(plan.resource_changes)).dumps())
-            return EXIT_OK
+            options.out.line("No changes. The live topics match the specs; nothing to apply.")
+            return no_changes(plan)
         if not options.auto_approve and not _confirm():
-            output.stderr().line("Apply cancelled; nothing was changed.")
-            return EXIT_ERROR
+            message = "Apply cancelled; nothing was changed."
+            output.stderr().line(message)
+            return stopped(ReconcileError(message), plan, EXIT_ERROR)
         return execute(plan, backend, guard, options)
     finally:
         backend.close()
@@ -367,9 +413,10 @@ def _confirm() -> bool:
 
 def execute(
     plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions, saved: bool = False
-) -> int:
+) -> ApplyOutcome:
     """Run the plan's changes, showing progress; Ctrl-C or SIGTERM stops starting new
-    calls. Returns the exit code."""
+    calls. Returns the outcome (its exit code: 0, 3 partial failure, 130 or 143
+    interrupted)."""
     work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
     progress = progress_for(options.out, work)
     executor = Executor(
@@ -387,10 +434,5 @@ def execute(
     with gc_resumed(), stop_on_signals(guard.stop, progress) as received:
         result = executor.run(plan.resource_changes)
     progress.close()
-    text = options.fmt == "text"
-    (output.stdout() if text else output.stderr()).document(summary_text(result, saved))
-    if not text:
-        output.stdout().data(result.dumps())
-    if result.interrupted:
-        return received.exit_code
-    return EXIT_ERROR if result.failed else EXIT_OK
+    options.out.document(summary_text(result, saved))
+    return finished(result, plan.digest, received.exit_code if result.interrupted else None)

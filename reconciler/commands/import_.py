@@ -79,7 +79,8 @@ def run(
             f"refusing to overwrite {', '.join(clash)}",
             hint="pass --force to replace them, or choose another --out directory",
         )
-    live, source = read_live(target, names)
+    read = read_live(target, names)
+    live, source = read.topics, read.source
     missing = missing_topics(names, live, topics)
     if missing:
         raise BackendError(
@@ -88,9 +89,9 @@ def run(
         )
     chosen = {p: select(p, live[p], topics) for p in names}
     skip = {path.resolve() for path in files.values()}
-    result = build_documents(chosen, existing_profiles(out_dir, skip))
+    result = build_documents(chosen, existing_profiles(out_dir, skip), read.computed)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in result.warnings:
+    for warning in [*read.warnings, *result.warnings]:
         output.stderr().line(f"warning: {warning}")
     for project in names:
         docs = result.documents.get(project, [])

@@ -1,5 +1,11 @@
 """`reconcile local-server`: run the embedded Pub/Sub + Org Policy server in the
-foreground until Ctrl-C or SIGTERM."""
+foreground until Ctrl-C or SIGTERM.
+
+With `--local` it serves the state `--local` commands use (`.reconcile/local/` at the
+repository root; a brand-new one is seeded from the spec tree's org-policy snapshot,
+as `--local` does); with `--state DIR`, that directory. Either way it writes its
+address into the state directory (reconciler/localstate.py) while it serves, so that
+`plan --local` / `apply --local` talk to it instead of refusing the locked state."""
 
 from __future__ import annotations
 
@@ -17,9 +23,37 @@ from reconciler.commands import output
 from reconciler.errors import InputError, UsageError
 from reconciler.localserver.exports import check_key
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localstate import (
+    DEFAULT_SPECS,
+    SERVER_FILE,
+    local_state_dir,
+    prepare_state_dir,
+    publish_server,
+    shown,
+    withdraw_server,
+)
 from reconciler.perf import gc_resumed
+from reconciler.spec.discover import find_snapshot
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _local_state(org_policy: Path | None) -> tuple[Path, Path | None]:
+    """--local: the repository's local state, and the snapshot to seed a brand-new one
+    with (--org-policy, else the one the default spec tree finds)."""
+    state_dir = Path(shown(str(local_state_dir())))
+    try:
+        prepare_state_dir(state_dir)
+        fresh = not any(p.name != SERVER_FILE for p in state_dir.iterdir())
+    except OSError as exc:
+        raise UsageError(
+            f"cannot use the local state directory {state_dir}: {exc.strerror}"
+        ) from None
+    if org_policy is None and fresh and DEFAULT_SPECS.is_dir():
+        org_policy = find_snapshot(DEFAULT_SPECS)
+        if org_policy is not None:
+            output.stderr().line(f"Seeding the new local state's org policy from {org_policy}.")
+    return state_dir, org_policy
 
 
 @click.command("local-server")
@@ -36,6 +70,13 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     "state_dir",
     type=click.Path(file_okay=False, path_type=Path),
     help="Keep topics and policies in this directory (crash-safe); in memory when omitted.",
+)
+@click.option(
+    "--local",
+    "local",
+    is_flag=True,
+    help="Serve the state --local uses (.reconcile/local/ at the repository root), so "
+    "that `plan --local` and `apply --local` use this server.",
 )
 @click.option(
     "--org-policy",
@@ -105,6 +146,7 @@ def command(
     host: str,
     port: int,
     state_dir: Path | None,
+    local: bool,
     org_policy: Path | None,
     reset_org_policy: bool,
     recover: bool,
@@ -119,6 +161,10 @@ def command(
     from reconciler.localserver.faultspec import parse_fault_spec
     from reconciler.localserver.server import method_names
 
+    if local and state_dir is not None:
+        raise UsageError("--local and --state are alternatives; pass one of them")
+    if local:
+        state_dir, org_policy = _local_state(org_policy)
     if reset_org_policy and org_policy is None:
         raise UsageError("--reset-org-policy needs --org-policy FILE")
     if recover and state_dir is None:
@@ -200,8 +246,12 @@ def command(
             f"warning: listening on {host}, not only on loopback; there is no authentication"
         )
     where = f"state in {state_dir}" if state_dir else "in memory"
+    if state_dir is not None:
+        publish_server(state_dir, server.address)
     served = "Local Pub/Sub (gRPC and REST), Org Policy and Monitoring server"
     output.stderr().line(f"{served} on {server.address} ({where}).")
+    if local:
+        output.stderr().line("`--local` commands of this repository use this server.")
     output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")
     output.stderr().line("Press Ctrl-C to stop.")
     try:
@@ -212,6 +262,8 @@ def command(
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        if state_dir is not None:
+            withdraw_server(state_dir)
         server.stop()
         output.stderr().line("Local server stopped.")
     # Stopped cleanly, state closed: end the process now. Tearing down the gRPC and

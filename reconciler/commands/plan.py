@@ -32,6 +32,7 @@ from reconciler.commands._planning import (
     new_diagnostics,
     open_target,
     recorded_or_bare,
+    recorded_with,
     show_plan,
     validate_specs,
 )
@@ -44,6 +45,7 @@ from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
+from reconciler.spec.validate import ValidationResult
 
 
 @dataclass(frozen=True)
@@ -132,8 +134,11 @@ def _run(
         backend = read_ahead.backend(desired.projects)
         if read_ahead.note is not None:
             output.stderr().line(read_ahead.note)
+        if _needs_tree_snapshot(backend, result):
+            backend = None  # no Org Policy API there: open it here, with the tree's snapshot
     if backend is None:
         backend = open_target(target, result)
+    origin = recorded_with(origin, backend.info, target)
     try:
         plan = make_plan(
             desired,
@@ -162,6 +167,15 @@ def _run(
     if options.detailed_exitcode and plan.has_changes:
         return EXIT_CHANGES
     return EXIT_OK
+
+
+def _needs_tree_snapshot(backend: Backend | None, result: ValidationResult) -> bool:
+    """The read-ahead found Google's emulator (no Org Policy API) where the spec tree
+    has a snapshot to answer for it: `open_target` does that in this process."""
+    if backend is None:
+        return False
+    info = backend.info
+    return info.google_emulator and info.org_policy == "api" and result.policy_store is not None
 
 
 def _refused(plan: Plan, fmt: str) -> int:

@@ -1,4 +1,6 @@
-"""`reconcile show PLANFILE`: render a saved plan in any format (nothing is contacted)."""
+"""`reconcile show PLANFILE`: render a saved plan in any format (nothing is contacted).
+A plan file that cannot be read is an input error here (exit 1): the refusal codes are
+apply's."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ import click
 from reconciler.commands import output
 from reconciler.commands._options import format_option
 from reconciler.commands._planning import show_plan
-from reconciler.errors import EXIT_OK
+from reconciler.errors import EXIT_OK, InputError, PlanRefused
 from reconciler.plan.planfile import read_plan
 
 
@@ -18,5 +20,9 @@ from reconciler.plan.planfile import read_plan
 @format_option()
 def command(planfile: Path, fmt: str) -> int:
     """Print the plan saved in PLANFILE (by `reconcile plan --out`)."""
-    show_plan(read_plan(planfile), fmt, output.colour_wanted())
+    try:
+        plan = read_plan(planfile)
+    except PlanRefused as exc:
+        raise InputError(exc.message, hint=exc.hint) from None
+    show_plan(plan, fmt, output.colour_wanted())
     return EXIT_OK

@@ -1,5 +1,5 @@
 """The advisor's CDF plot: publish latency with and without hedging (matplotlib, an
-optional extra: `pip install 'reconcile[plot]'`)."""
+optional extra: `pip install 'pubsub-reconcile[plot]'`)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def plot_cdf(advice: Advice, out: Path) -> None:
     except ImportError:
         raise UsageError(
             "--plot needs matplotlib, which is not installed",
-            hint="pip install 'reconcile[plot]' (or pip install matplotlib), or leave "
+            hint="pip install 'pubsub-reconcile[plot]' (or pip install matplotlib), or leave "
             "out --plot",
         ) from None
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)

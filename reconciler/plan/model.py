@@ -265,6 +265,8 @@ class PlanTarget:
     def describe_policy(self) -> str:
         if self.org_policy == "snapshot":
             return f"snapshot {self.snapshot} ({DIGEST_PREFIX}{self.snapshot_sha256[:12]}…)"
+        if self.kind == "local":
+            return "local server"  # its own Org Policy service: Google is not called
         return "live Org Policy API"
 
 

@@ -7,7 +7,8 @@
     apply_target(recorded, options, path) -> (TargetOptions, notes)
         what `apply PLANFILE` uses: the recorded target when no target flag is given;
         a different flag, a changed snapshot, or a snapshot where the plan used the
-        Org Policy API (or the reverse) is refused naming both, before any call.
+        Org Policy API (or the reverse) is refused naming both, before any call
+        (`PlanRefused`: "retarget"; a snapshot whose content changed: "stale").
         A `--local` plan records its absolute state dir and is applied there, from
         whichever directory `apply` runs in.
 """
@@ -21,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reconciler.backends.base import TargetOptions
-from reconciler.errors import InputError, UsageError
+from reconciler.errors import InputError, PlanRefused, UsageError
 from reconciler.fileio import FileProblem, read_bytes
 from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
@@ -89,7 +90,8 @@ def apply_target(
     elif asked.kind != recorded.kind or (
         asked.kind == "emulator" and asked.address != recorded.address
     ):
-        raise UsageError(
+        raise PlanRefused(
+            "retarget",
             f"{path} was made against {recorded.describe()}, but this apply targets "
             f"{asked.describe()} ({_flag(options)}); nothing was applied",
             hint="run `reconcile apply PLANFILE` without --local/--emulator (and without "
@@ -110,16 +112,19 @@ def _snapshot(
     given = options.org_policy
     if recorded.org_policy == "api":
         if given is not None:
-            raise UsageError(
-                f"{path} was made with the live Org Policy API, but this apply passes "
-                f"--org-policy {given}; nothing was applied",
+            raise PlanRefused(
+                "retarget",
+                f"{path} was made with the org policy read from the "
+                f"{recorded.describe_policy()}, but this apply passes --org-policy {given}; "
+                "nothing was applied",
                 hint="apply it without --org-policy, or make a new plan with that snapshot",
             )
         return None
     snapshot = given if given is not None else Path(recorded.snapshot)
     if given is None:
         if not snapshot.exists():
-            raise InputError(
+            raise PlanRefused(
+                "retarget",
                 f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
                 "not there; nothing was applied",
                 hint="pass the same snapshot with --org-policy FILE",
@@ -129,7 +134,8 @@ def _snapshot(
         raise UsageError(f"{snapshot}: org-policy file not found")
     now = file_sha256(snapshot)
     if now != recorded.snapshot_sha256:
-        raise InputError(
+        raise PlanRefused(
+            "stale",
             f"the org-policy snapshot {snapshot} changed since {path} was made (the plan "
             f"used {recorded.snapshot} with sha256:{recorded.snapshot_sha256[:12]}…, it "
             f"is now sha256:{now[:12]}…); nothing was applied",

@@ -1,7 +1,7 @@
 """The plan file: what `plan --out` writes and `apply PLANFILE` / `show` read.
 
     write_plan(plan, path)        atomically: a reader never sees half a plan
-    read_plan(path) -> Plan       checked, or an InputError naming the file and the field
+    read_plan(path) -> Plan       checked, or a PlanRefused naming the file and the field
     check_expected_digest(plan, expected)   --expect-digest sha256:HEX
     looks_like_plan_file(paths)   one argument naming a file that is not a YAML spec
 
@@ -10,7 +10,10 @@ version (1.x files predate the digest and the recorded target, 2.x files the own
 refused, make the plan again; a newer minor with keys this reader does not know is
 named as such); every field's type (plan/planschema.py, from the plan model); the digest over
 the canonical content; and that every stored request and `fields` entry is the one the
-model derives from its change (plan/derive.py). Any failure refuses the whole plan.
+model derives from its change (plan/derive.py). Any failure refuses the whole plan:
+`PlanRefused` (exit code 4) with reason "damaged", or "digest-mismatch" for content that
+is not its digest's and for a plan that is not the `--expect-digest` one (`show` reports
+them as input errors).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler.errors import InputError, UsageError
+from reconciler.errors import PlanRefused, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
 from reconciler.plan.model import DIGEST, FORMAT_VERSION, MAJOR, Plan, digest_of
@@ -40,48 +43,56 @@ def write_plan(plan: Plan, path: Path) -> None:
 
 def _load(path: Path) -> Any:
     if path.is_dir():
-        raise InputError(f"{path}: is a directory, not a plan file")
+        raise PlanRefused("damaged", f"{path}: is a directory, not a plan file")
     try:
         text = read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT).decode("utf-8")
     except FileProblem as exc:  # missing, not a regular file, too large, unreadable
         if exc.errno == errno.ENOENT:
-            raise InputError(f"{path}: plan file not found") from None
-        raise InputError(f"{path}: cannot read the plan file: {exc.message}") from None
+            raise PlanRefused("damaged", f"{path}: plan file not found") from None
+        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc.message}") from None
     except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: cannot read the plan file: {exc}") from None
+        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})",
             hint=REMAKE_HINT,
         ) from None
     except (RecursionError, ValueError) as exc:
-        raise InputError(f"{path}: not a plan file ({exc})", hint=REMAKE_HINT) from None
+        raise PlanRefused("damaged", f"{path}: not a plan file ({exc})", hint=REMAKE_HINT) from None
 
 
 def _check_version(path: Path, data: Any) -> None:
     if not isinstance(data, dict) or "format_version" not in data:
-        raise InputError(f"{path}: not a reconcile plan file (no format_version)", hint=REMAKE_HINT)
+        raise PlanRefused(
+            "damaged", f"{path}: not a reconcile plan file (no format_version)", hint=REMAKE_HINT
+        )
     version = data["format_version"]
     if not isinstance(version, str):
-        raise InputError(f"{path}: format_version: expected a string like {FORMAT_VERSION!r}")
+        raise PlanRefused(
+            "damaged", f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
+        )
     major = version.split(".")[0]
     if major == "1":
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}: plan format_version {version} was written by an older reconcile; it "
             "has no digest and no recorded target, so it cannot be checked or applied",
             hint=REMAKE_HINT,
         )
     if major == "2":
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}: plan format_version {version} was written by an older reconcile; it "
             "records no owner, so its prune and its adoptions cannot be checked against "
             "the spec tree that owns each topic (docs/cli.md: Ownership)",
             hint=REMAKE_HINT,
         )
     if major != MAJOR:
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}: plan format_version {version} is not supported (this reconcile "
             f"reads and writes {FORMAT_VERSION})",
             hint=REMAKE_HINT,
@@ -97,7 +108,7 @@ def _newer_minor(version: str) -> bool:
 
 
 def read_plan(path: Path) -> Plan:
-    """A saved plan that is whole, unedited and self-consistent, or an InputError
+    """A saved plan that is whole, unedited and self-consistent, or a PlanRefused
     naming the file and what is wrong with it."""
     data = _load(path)
     _check_version(path, data)
@@ -105,19 +116,22 @@ def read_plan(path: Path) -> Plan:
         check_plan(data)
     except PlanShapeError as exc:
         if _newer_minor(data["format_version"]):
-            raise InputError(
+            raise PlanRefused(
+                "damaged",
                 f"{path}: plan format_version {data['format_version']} was written by a "
                 f"newer reconcile (this one reads {FORMAT_VERSION}): field {exc.where}: "
                 f"{exc.what}",
                 hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
             ) from None
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
             hint=REMAKE_HINT,
         ) from None
     actual = digest_of(data)
     if actual != data["digest"]:
-        raise InputError(
+        raise PlanRefused(
+            "digest-mismatch",
             f"{path}: the plan's content does not match its digest {data['digest']} (the "
             f"content hashes to {actual}): the file was changed after it was made",
             hint=REMAKE_HINT,
@@ -127,13 +141,17 @@ def read_plan(path: Path) -> Plan:
     if found:
         listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
         more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
-        raise InputError(
+        raise PlanRefused(
+            "damaged",
             f"{path}: the plan's requests are not the changes it shows; refusing the "
             f"whole plan:\n{listed}{more}",
             hint="the file was edited after it was made; " + REMAKE_HINT,
+            details=found,
         )
     if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
-        raise InputError(f"{path}: the plan file does not read back as written", hint=REMAKE_HINT)
+        raise PlanRefused(
+            "damaged", f"{path}: the plan file does not read back as written", hint=REMAKE_HINT
+        )
     return plan
 
 
@@ -163,7 +181,8 @@ def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
             f"--expect-digest must be sha256: followed by 64 hex digits, got {expected!r:.80}"
         )
     if plan.digest != want:
-        raise InputError(
+        raise PlanRefused(
+            "digest-mismatch",
             f"{path}: the plan's digest is {plan.digest}, not the expected {want}: this is "
             "not the plan that was reviewed; nothing was applied",
             hint="apply the reviewed plan file, or review this one and pass its digest",

@@ -133,9 +133,30 @@ def find_snapshot(start: Path) -> Path | None:
     return find_snapshot_looked(start)[0]
 
 
+def search_bound(here: Path) -> Path:
+    """The last directory the snapshot search climbs to from `here` (resolved): the
+    repository root (the nearest ancestor holding `.git`); outside a repository the
+    home directory, else the current directory, when `here` is under it; else `here`
+    itself. Never `/` or a shared folder such as /tmp, where anyone can leave an
+    org-policy.yaml that would change what validation allows."""
+    for directory in (here, *here.parents):
+        if (directory / ".git").exists():
+            return directory
+    for candidate in (Path.home(), Path.cwd()):
+        try:
+            top = candidate.resolve()
+        except (OSError, RuntimeError):
+            continue
+        if top != Path(top.anchor) and here.is_relative_to(top):
+            return top
+    return here
+
+
 def find_snapshot_looked(start: Path) -> tuple[Path | None, list[Path]]:
-    """The snapshot (if any) and every directory searched for it, nearest first."""
+    """The snapshot (if any) and every directory searched for it, nearest first, up to
+    `search_bound`."""
     here = start.resolve()
+    bound = search_bound(here)
     looked: list[Path] = []
     for directory in (here, *here.parents):
         looked.append(directory)
@@ -145,6 +166,6 @@ def find_snapshot_looked(start: Path) -> tuple[Path | None, list[Path]]:
             # device is reported by the reader, not taken for "no snapshot".
             if candidate.exists() and not candidate.is_dir():
                 return candidate, looked
-        if (directory / ".git").exists():
+        if directory == bound:
             break
     return None, looked

@@ -5,8 +5,10 @@ fresh import validates and plans as "no changes" apart from adopting the ownersh
 label (`render_documents` writes every string so that it reads back as that string:
 a label value `1e3` or `yes` is quoted):
 user labels (reserved `reconcile-` keys left out, they are derived), the storage
-policy as explicit regions and enforceInTransit (omitted when the topic has none),
-and a `publishers:` block decoded from the hedging labels.
+policy as `inherit` when it is exactly what the org policy computes for the project
+(`computed`, worked out by the caller from the effective org policy), else as explicit
+regions and enforceInTransit (omitted when the topic has none), and a `publishers:`
+block decoded from the hedging labels.
 
 A profile recorded under a name is emitted as a `kind: HedgingProfile` document and
 referenced by name (an inline profile would change the `reconcile-hedge-profile`
@@ -24,7 +26,7 @@ from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
 from reconciler.spec.documents import API_VERSION
-from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape
+from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape, norm_policy
 from reconciler.yamltext import dump_all
 
 Doc = dict[str, Any]
@@ -93,7 +95,15 @@ class _Profiles:
         return True
 
 
-def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings: list[str]) -> Doc:
+def topic_doc(
+    project: str,
+    topic: ObservedTopic,
+    profiles: _Profiles,
+    warnings: list[str],
+    computed: StoragePolicy | None = None,
+) -> Doc:
+    """`computed`: the policy the org policy gives a topic of `project` (None: unknown,
+    or no resource-location constraint: then a policy is written out explicitly)."""
     shape: TopicShape = topic.shape
     labels = shape.labels
     spec: Doc = {}
@@ -101,7 +111,9 @@ def topic_doc(project: str, topic: ObservedTopic, profiles: _Profiles, warnings:
     if user:
         spec["labels"] = user
     policy = storage_policy(shape.policy)
-    if policy is not None:
+    if computed is not None and norm_policy(shape.policy) == norm_policy(computed):
+        spec["messageStoragePolicy"] = "inherit"
+    elif policy is not None:
         spec["messageStoragePolicy"] = policy
     elif shape.policy is not None:
         warnings.append(
@@ -157,15 +169,21 @@ def publishers_block(
 def build_documents(
     topics: Mapping[str, Iterable[ObservedTopic]],
     existing_profiles: Mapping[str, tuple[int, int, int]] | None = None,
+    computed: Mapping[str, StoragePolicy | None] | None = None,
 ) -> ImportResult:
     """Spec documents per project, topics in name order; profiles used by several
-    projects are defined once, in the first project's file (projects sorted)."""
+    projects are defined once, in the first project's file (projects sorted).
+    `computed`: per project, the storage policy its org policy gives a topic (a topic
+    that has exactly that one is imported as `inherit`)."""
     result = ImportResult()
     profiles = _Profiles(existing_profiles or {})
     topic_docs: dict[str, list[Doc]] = {}
     for project in sorted(topics):
         ordered = sorted(topics[project], key=lambda t: t.name)
-        topic_docs[project] = [topic_doc(project, t, profiles, result.warnings) for t in ordered]
+        given = (computed or {}).get(project)
+        topic_docs[project] = [
+            topic_doc(project, t, profiles, result.warnings, given) for t in ordered
+        ]
     for project, docs in topic_docs.items():
         result.documents[project] = profiles.new_docs.get(project, []) + docs
     return result

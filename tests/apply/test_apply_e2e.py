@@ -115,7 +115,7 @@ def test_saved_plan_is_refused_after_the_topic_changed(
     )
     server.counters.reset()
     run = reconcile("apply", "plan.json", *target(server, tree))
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert "stale" in run.err and f"{tree.address('audit')}: modified since the plan" in run.err
     assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
     assert live(client, tree.address("orders")).labels["team"] == "payments"
@@ -130,7 +130,7 @@ def test_saved_plan_is_refused_after_the_org_policy_changed(server: Any, tree: T
     tree.set_allowed("in:us-locations, in:eu-locations")
     server.counters.reset()
     run = reconcile("apply", "plan.json", *target(server, tree))
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert f"the org-policy snapshot {tree.policy} changed since plan.json was made" in run.err
     assert "effective org policy changed" not in run.err
     assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
@@ -179,7 +179,7 @@ def test_one_permission_denied_topic_fails_alone(server: Any, tree: Tree, client
     server.faults.add(method="UpdateTopic", error="PERMISSION_DENIED", resource=denied)
     server.counters.reset()
     run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     assert "5 applied" in run.text and "1 failed" in run.text
     assert f"{denied} (update):" in run.text and "PERMISSION_DENIED" in run.text
     assert server.counters.get("UpdateTopic") == 6  # permanent: never retried
@@ -314,7 +314,7 @@ def test_saved_plan_is_refused_after_the_org_policy_changed_through_the_api(
     )
     server.counters.reset()
     run = reconcile("apply", "plan.json", *api)
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert f"projects/{tree.project}: effective org policy changed" in run.err
     assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 

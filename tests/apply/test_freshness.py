@@ -12,7 +12,7 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.apply.freshness import check_fresh, stale_reasons
 from reconciler.apply.guard import GuardedBackend
-from reconciler.errors import StalePlanError
+from reconciler.errors import PlanRefused
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.model import Plan
 
@@ -61,8 +61,10 @@ def test_every_topic_change_is_named(server: Any, client: Any, backend: GuardedB
         f"{B}: deleted since the plan",
         f"{C}: created since the plan",
     ]
-    with pytest.raises(StalePlanError, match="nothing was applied"):
+    with pytest.raises(PlanRefused, match="nothing was applied") as refused:
         check_fresh(plan, backend)
+    assert refused.value.reason == "stale"
+    assert refused.value.exit_code == 4
     assert server.counters.get("UpdateTopic") == 0
     assert server.counters.get("CreateTopic") == 0
     assert server.counters.get("DeleteTopic") == 0
@@ -96,6 +98,7 @@ def test_a_plan_without_fingerprints_is_refused(
     plan = Plan.from_json(saved)
     assert plan.has_changes
     server.counters.reset()
-    with pytest.raises(StalePlanError, match="no fingerprints"):
+    with pytest.raises(PlanRefused, match="no fingerprints") as refused:
         check_fresh(plan, backend)
+    assert refused.value.reason == "damaged"
     assert server.counters.total() == 0

@@ -125,7 +125,7 @@ def test_other_failed_preconditions_stay_permanent(server: Any, tree: Tree) -> N
         message="The requested message storage policy contains regions that are not allowed.",
     )
     run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     assert "FAILED_PRECONDITION" in run.text and "not allowed" in run.text
     assert "waiting up to" not in run.text
     assert server.counters.get("CreateTopic") == 1
@@ -137,7 +137,7 @@ def test_propagation_wait_is_bounded_and_says_so(server: Any, tree: Tree) -> Non
     run = reconcile(
         "apply", "specs", *target(server, tree), "--auto-approve", "--propagation-wait", "0"
     )
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     failed = [line for line in run.text.splitlines() if "create FAILED" in line]
     assert len(failed) == 1, run.text
     assert "FAILED_PRECONDITION" in failed[0] and "recently created" in failed[0]

@@ -8,6 +8,7 @@ is absent."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +59,7 @@ def test_label_update_refused_says_why_and_does_not_advise_a_rerun(
     assert reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").code == 0
     emu_tree.write({"orders": {"labels": {"team": "b"}}})
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     failed = [line for line in run.text.splitlines() if "update FAILED" in line]
     assert len(failed) == 1, run.text
     assert "Google's Pub/Sub emulator cannot update labels of a topic" in failed[0]
@@ -75,6 +76,26 @@ def test_storage_policy_update_refused_says_why(google_emulator: str, emu_tree: 
         {"orders": {"messageStoragePolicy": {"allowedPersistenceRegions": ["us-central1"]}}}
     )
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 1, run.text
+    assert run.code == 3, run.text
     assert "cannot update message storage policies of a topic" in run.text
     assert "Run `reconcile apply` again" not in run.text
+
+
+def test_without_org_policy_the_spec_trees_snapshot_answers_and_it_says_so(
+    google_emulator: str, emu_tree: Tree
+) -> None:
+    """Google's emulator serves no Org Policy API: the snapshot at the spec root is
+    used (as `validate` uses it), said on stderr, and recorded in the plan."""
+    snapshot = emu_tree.specs / "org-policy.yaml"
+    snapshot.write_bytes(emu_tree.policy.read_bytes())
+    emu_tree.policy.unlink()
+    emu_tree.write({"orders": {"messageStoragePolicy": US}})
+    plan = reconcile("plan", "specs", "--emulator", google_emulator, "--out", "plan.json")
+    assert plan.code == 0, plan.text
+    assert f"Org policy: the spec tree's snapshot {snapshot}" in plan.err
+    assert "serves no Org Policy API" in plan.err
+    assert "--org-policy" not in plan.err.replace("--org-policy FILE names another", "")
+    recorded = json.loads((emu_tree.root / "plan.json").read_text())["target"]
+    assert (recorded["org_policy"], recorded["snapshot"]) == ("snapshot", str(snapshot))
+    run = reconcile("apply", "plan.json")
+    assert run.code == 0, run.text

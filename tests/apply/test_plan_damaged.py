@@ -118,9 +118,9 @@ def test_a_damaged_plan_file_gets_one_clear_error(
     world: World, change: Any, message: str
 ) -> None:
     damage(world.plan, change, redigest="field digest" not in message)
-    for verb in ("show", "apply"):
+    for verb, code in (("show", 1), ("apply", 4)):  # apply: refused before any change
         run = reconcile(verb, str(world.plan))
-        assert run.code == 1, run.text
+        assert run.code == code, run.text
         assert run.err.startswith(f"Error: {world.plan}"), run.err
         assert message in run.err
         assert "internal error" not in run.err and "Traceback" not in run.err
@@ -130,10 +130,10 @@ def test_a_damaged_plan_file_gets_one_clear_error(
 def test_not_json_and_not_an_object_are_named(world: World) -> None:
     world.plan.write_text("{not json")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 1 and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.err
+    assert run.code == 4 and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.err
     world.plan.write_text("[1, 2]")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 1 and "not a reconcile plan file (no format_version)" in run.err
+    assert run.code == 4 and "not a reconcile plan file (no format_version)" in run.err
     world.plan.write_text("[" * 100_000)
     run = reconcile("show", str(world.plan))
     assert run.code == 1 and "internal error" not in run.err
@@ -174,7 +174,7 @@ JSON = st.recursive(
 
 def _check_outcome(world: World, run: Any) -> None:
     assert "internal error" not in run.text and "Traceback" not in run.text, run.text
-    if run.code == 1:
+    if run.code == 4:  # refused before any change
         assert f"Error: {world.plan}" in run.err, run.err
         return
     assert run.code == 0, run.text

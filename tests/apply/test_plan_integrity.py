@@ -50,8 +50,9 @@ def edit(path: Path, change: Callable[[dict[str, Any]], None], redigest: bool = 
     path.write_text(json.dumps(data, indent=2))
 
 
-def refused(server: Any, run: Any) -> None:
-    assert run.code == 1, run.text
+def refused(server: Any, run: Any, code: int = 4) -> None:
+    """Nothing called; exit 4 (the saved plan refused) or 1 (a usage error)."""
+    assert run.code == code, run.text
     assert "internal error" not in run.text
     assert server.counters.total() == 0, server.counters.snapshot()
 
@@ -191,7 +192,7 @@ def test_expect_digest_pins_the_reviewed_plan(server: Any, tree: Tree, client: A
     assert "not the plan that was reviewed; nothing was applied" in run.err
 
     bad = reconcile("apply", str(path), *target(server, tree), "--expect-digest", "abc")
-    refused(server, bad)
+    refused(server, bad, code=1)
     assert "--expect-digest must be sha256: followed by 64 hex digits" in bad.err
 
     # A re-made plan (same changes, new created_at) is a different plan.
@@ -212,5 +213,5 @@ def test_expect_digest_needs_a_saved_plan(server: Any, tree: Tree) -> None:
         "apply", "specs", *target(server, tree), "--auto-approve", "--expect-digest",
         "sha256:" + "0" * 64,
     )
-    refused(server, run)
+    refused(server, run, code=1)
     assert "--expect-digest applies to a saved plan" in run.err

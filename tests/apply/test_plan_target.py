@@ -58,13 +58,13 @@ def test_without_a_target_flag_apply_goes_where_the_plan_was_made(
 def test_another_target_flag_is_refused_naming_both(server: Any, tree: Tree) -> None:
     plan_with(server, tree)
     run = reconcile("apply", "plan.json", "--local")
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert (
         f"plan.json was made against emulator {server.address}, but this apply targets "
         "local (.reconcile/local) (--local); nothing was applied" in run.err
     )
     other = reconcile("apply", "plan.json", "--emulator", "127.0.0.1:1")
-    assert other.code == 1
+    assert other.code == 4
     assert "but this apply targets emulator 127.0.0.1:1 (--emulator 127.0.0.1:1)" in other.err
     assert server.counters.total() == 0
     assert not (tree.root / ".reconcile").exists()
@@ -75,9 +75,10 @@ def test_a_snapshot_where_the_plan_used_the_api_is_refused_naming_both(
 ) -> None:
     plan_with(server, tree)  # the Org Policy API decided
     run = reconcile("apply", "plan.json", "--org-policy", str(tree.policy))
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert (
-        f"plan.json was made with the live Org Policy API, but this apply passes "
+        f"plan.json was made with the org policy read from the live Org Policy API, but "
+        f"this apply passes "
         f"--org-policy {tree.policy}; nothing was applied" in run.err
     )
     assert "effective org policy changed" not in run.err
@@ -96,7 +97,7 @@ def test_the_same_snapshot_content_at_another_path_is_accepted(
     copy.write_bytes(tree.policy.read_bytes())
     tree.policy.unlink()
     missing = reconcile("apply", "plan.json")
-    assert missing.code == 1
+    assert missing.code == 4
     assert f"plan.json was made with the org-policy snapshot {tree.policy}, which is not there" in (
         missing.err
     )
@@ -108,7 +109,7 @@ def test_a_changed_snapshot_is_named_as_such(server: Any, tree: Tree) -> None:
     plan_with(server, tree, "--org-policy", str(tree.policy))
     tree.set_allowed("in:us-locations, in:eu-locations")
     run = reconcile("apply", "plan.json")
-    assert run.code == 1, run.text
+    assert run.code == 4, run.text
     assert f"the org-policy snapshot {tree.policy} changed since plan.json was made" in run.err
     assert "effective org policy changed" not in run.err
     assert server.counters.total() == 0

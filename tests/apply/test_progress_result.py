@@ -6,9 +6,11 @@ import io
 import json
 
 from reconciler.apply.events import TopicFinished
+from reconciler.apply.outcome import finished
 from reconciler.apply.result import ApplyResult, TopicResult
 from reconciler.commands.apply_view import BarProgress, LineProgress, progress_for, summary_text
 from reconciler.commands.output import Writer
+from reconciler.errors import EXIT_TERMINATED
 
 
 def results() -> ApplyResult:
@@ -45,7 +47,8 @@ def test_summary_lists_applied_failed_and_not_attempted() -> None:
 
 
 def test_json_carries_every_result() -> None:
-    data = json.loads(results().dumps())
+    data = json.loads(finished(results(), "sha256:" + "0" * 64, EXIT_TERMINATED).dumps())
+    assert (data["outcome"], data["exit_code"]) == ("interrupted", 143)
     assert data["summary"] == {
         "applied": 2,
         "failed": 1,

@@ -30,7 +30,7 @@ def test_the_progress_line_and_the_summary_escape_the_service_text(
     run_cli: Any, local_server: Any, tree: Tree
 ) -> None:
     result = _failing_apply(run_cli, local_server, tree)
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     address = f"projects/{tree.project}/topics/orders"
     lines = result.stdout.splitlines()
     error = f"INVALID_ARGUMENT: failed to create topic for {address}: INVALID_ARGUMENT: "
@@ -47,7 +47,7 @@ def test_with_json_the_summary_on_stderr_is_escaped_and_the_json_exact(
     run_cli: Any, local_server: Any, tree: Tree
 ) -> None:
     result = _failing_apply(run_cli, local_server, tree, "--format", "json")
-    assert result.exit_code == 1
+    assert result.exit_code == 3
     assert f": INVALID_ARGUMENT: {ESCAPED}\n" in result.stderr
     for raw in RAW:
         assert raw not in result.stdout + result.stderr, repr(raw)

@@ -11,6 +11,7 @@ import yaml
 
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+from reconciler.orgpolicy.model import Policy
 from reconciler.ownership import OWNER_LABEL
 
 PROJECT = "acme-import"
@@ -226,3 +227,38 @@ def test_a_profile_name_with_other_settings_is_written_inline_with_a_warning() -
     b = result.documents[PROJECT][2]["spec"]["publishers"]["hedging"]
     assert b == {"hedgeDelay": "300ms", "maxTokens": 10, "refillRatio": 0.1}
     assert len(result.warnings) == 1 and "fast" in result.warnings[0]
+
+
+def test_a_topic_with_the_policy_the_org_policy_computes_is_imported_as_inherit(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    """Issue 26 item 9: not the computed region list (21 regions under in:us-locations,
+    restricted us-central2 among them, which would then warn), but `inherit`."""
+    project = "acme-import-inherit"
+    local_server.put_policy(
+        Policy.from_dict(
+            {
+                "name": f"projects/{project}/policies/gcp.resourceLocations",
+                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
+            }
+        )
+    )
+    create(publisher_client, project, "computed")  # the server computes its policy
+    create(publisher_client, project, "pinned", regions=["us-east1"])
+    live = publisher_client.get_topic(request={"topic": f"projects/{project}/topics/computed"})
+    assert len(live.message_storage_policy.allowed_persistence_regions) > 1  # computed
+    out = tmp_path / "imported"
+    addr = local_server.address
+    result = run_cli("import", "--project", project, "--out", str(out), "--emulator", addr)
+    assert result.exit_code == 0, result.stderr
+    by_name = {d["metadata"]["name"]: d["spec"] for d in docs(out / f"{project}.yaml")}
+    assert by_name["computed"] == {"messageStoragePolicy": "inherit"}
+    assert by_name["pinned"] == {
+        "messageStoragePolicy": {"allowedPersistenceRegions": ["us-east1"]}
+    }
+    assert "us-central2" not in (out / f"{project}.yaml").read_text()
+    plan = run_cli("plan", str(out), "--emulator", addr, "--format", "json")
+    assert plan.exit_code == 0, plan.stderr
+    assert "us-central2" not in plan.stderr  # no restricted-region warning
+    for rc in json.loads(plan.stdout)["resource_changes"]:
+        assert rc["update_mask"] == ["labels"], rc  # only the adoption

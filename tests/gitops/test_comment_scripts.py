@@ -1,213 +1,295 @@
-"""The scripts inside the CI examples, run for real on real plan files: the comment
-step writes ONE sticky comment (created once, then updated) carrying each project's
-digest behind a hidden marker, and the apply step reads back exactly that digest and
-the run that made the plan. GitHub's scripts run under node with an in-memory
-repository (tests/gitops/github_script_harness.js); GitLab's note script runs under
-Python against a loopback HTTP server speaking the Notes API, and the apply job's jq
-program extracts the digest from the notes it wrote."""
+"""The comment, label, drift and glue scripts of the CI examples, run for real on real
+plan files: GitHub's github-script steps under node against an in-memory GitHub
+(github_script_harness.js), GitLab's jobs under bash against a loopback GitLab API,
+examples/ci/reconcile_ci.py as the workflows call it. One sticky comment per pull
+request (created once, then edited) with the validation diagnostics, each project's
+plan and digest, a destroy warning and tfcmt's labels; one drift issue per drifting
+project, closed when the drift is gone."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import subprocess
 import sys
-import threading
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from tests.gitops.ci_support import (
+    CI_SCRIPT,
+    DRIFT,
+    GITHUB,
+    GITLAB,
+    Repo,
+    gitlab_api,
+    gitlab_env,
+    gitlab_script,
+    make_repo,
+    run_block,
+    runner_env,
+)
 from tests.gitops.workflow_lines import ROOT
 
-GITHUB = yaml.safe_load((ROOT / "examples" / "github" / "reconcile.yml").read_text())
-GITLAB = yaml.safe_load((ROOT / "examples" / "gitlab" / ".gitlab-ci.yml").read_text())
-HARNESS = Path(__file__).with_name("github_script_harness.js")
-FAKE_DIGEST = "sha256:" + "ab" * 32
+TOPIC = "apiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata: {{project: {p}, name: {t}}}\n"
 
 
-def github_script(job: str, name: str) -> str:
-    for step in GITHUB["jobs"][job]["steps"]:
-        if step.get("name") == name:
-            return str(step["with"]["script"])
-    raise AssertionError(f"no step {name!r} in job {job!r}")
+def ci(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(CI_SCRIPT), *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=120)
 
 
 @pytest.fixture
-def plans(run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """Real plan files (reference specs, --local), one directory per project as the
-    plan jobs leave them: plan.json, plan.md, exit-code. Returns project -> digest."""
+def artifacts(run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """What the plan and validate jobs of a pull request leave, as download-artifact
+    lays them out (reconcile-plan-PROJECT/, reconcile-validation/), made with --local:
+    for acme-payments a plan with an update and a deletion (--prune), for
+    acme-analytics none; the validation's diagnostics with a warning."""
     monkeypatch.chdir(tmp_path)
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
-    made = run_cli("plan", "specs", "--local", "--out", "plan.json")
-    assert made.exit_code == 0, made.stderr
-    shown = run_cli("show", "plan.json", "--format", "markdown")
-    assert shown.exit_code == 0, shown.stderr
-    plan = json.loads((tmp_path / "plan.json").read_text())
-    plan.setdefault("digest", FAKE_DIGEST)  # until plans carry their own digest
-    digests = {}
-    for project, code in (("acme-payments", "2"), ("acme-analytics", "0")):
-        for root in (tmp_path / "plans" / f"reconcile-plan-{project}", tmp_path / "out" / project):
-            root.mkdir(parents=True)
-            (root / "plan.json").write_text(json.dumps(plan))
-            (root / "plan.md").write_text(shown.stdout)
-            (root / "exit-code").write_text(code + "\n")
-        digests[project] = plan["digest"]
-    return digests
+    assert run_cli("apply", "specs", "--local", "--auto-approve").exit_code == 0
+    topics = tmp_path / "specs" / "acme-payments" / "topics.yaml"
+    text = topics.read_text()
+    topics.write_text(text[: text.index("---\n# Storage policy omitted")].replace(
+        "tier: critical", "tier: gold"))
+    root = tmp_path / "artifacts"
+    for project, code in (("acme-payments", 2), ("acme-analytics", 0)):
+        out = root / f"reconcile-plan-{project}"
+        out.mkdir(parents=True)
+        made = run_cli("plan", "specs", "--local", "--project", project, "--prune",
+                       "--out", str(out / "plan.json"), "--format", "markdown",
+                       "--detailed-exitcode")
+        assert made.exit_code == code, made.stderr
+        (out / "plan.md").write_text(made.stdout)
+        (out / "exit-code").write_text(f"{code}\n")
+        (out / "source").write_text("111\n")
+    validation = root / "reconcile-validation"
+    validation.mkdir()
+    checked = run_cli("validate", "specs", "--format", "json")
+    (validation / "diagnostics.json").write_text(json.dumps([
+        *json.loads(checked.stdout),
+        {"file": "specs/acme-payments/topics.yaml", "line": 3, "col": 1, "severity": "warning",
+         "code": "example-warning", "message": "a warning `with` <b>markup</b>", "hint": None},
+    ]))
+    (validation / "exit-code").write_text("0\n")
+    return root
 
 
-def plans_dir(root: Path) -> str:
-    """Where the `plans` fixture's --local plans record their state."""
-    return str(root.resolve() / ".reconcile" / "local")
-
-
-def run_node(script: str, state: dict[str, Any], cwd: Path) -> dict[str, Any]:
-    node = shutil.which("node")
-    if node is None:
-        pytest.fail("node is needed to run the actions/github-script steps of the example")
-    (cwd / "script.js").write_text(script)
-    (cwd / "state.json").write_text(json.dumps(state))
-    done = subprocess.run([node, str(HARNESS), "script.js", "state.json"], cwd=cwd,
-                          capture_output=True, text=True, timeout=60)
+def comment_body(root: Path, touched: str, *, cwd: Path) -> tuple[str, dict[str, Any]]:
+    done = ci("comment", "--validation", str(root / "reconcile-validation"), "--plans",
+              str(root), "--touched", touched, "--header", "Commit `abc`.",
+              "--out", str(cwd / "comment.md"), "--labels", str(cwd / "labels.json"), cwd=cwd)
     assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads((cwd / "state.json").read_text())
-    return result
+    return (cwd / "comment.md").read_text(), json.loads((cwd / "labels.json").read_text())
 
 
-def test_github_one_sticky_comment_then_apply_reads_its_digest(
-    plans: dict[str, str], tmp_path: Path
+def test_the_comment_shows_validation_plans_digests_and_a_destroy_warning(
+    artifacts: Path, tmp_path: Path
 ) -> None:
-    comment = github_script("comment", "Post or update the one sticky plan comment")
-    context = {
-        "repo": {"owner": "acme", "repo": "specs"}, "runId": 111,
-        "serverUrl": "https://github.com",
-        "payload": {"pull_request": {"number": 5, "head": {"sha": "headsha"}}},
-    }
-    state: dict[str, Any] = {"comments": [], "context": context}
-    state = run_node(comment, state, tmp_path)
-    assert [c[0] for c in state["calls"]] == ["listComments", "createComment"]
-    state = run_node(comment, state, tmp_path)  # a second push: the same comment
-    assert [c[0] for c in state["calls"]] == ["listComments", "updateComment"]
-    assert len(state["comments"]) == 1
-    body = state["comments"][0]["body"]
-    assert body.startswith("<!-- reconcile-plan -->\n")
-    for project, digest in plans.items():
-        assert f"<!-- reconcile-digest {project} {digest} -->" in body
-        assert f"digest: `{digest}`" in body
-    assert "### `acme-payments`: changes" in body
+    body, labels = comment_body(artifacts, '["acme-analytics", "acme-payments"]', cwd=tmp_path)
+    assert body.startswith("<!-- reconcile-plan -->\n## reconcile plan\n\nCommit `abc`.")
+    assert "**Validation**: ⚠️ 0 error(s), 1 warning(s)" in body
+    assert "warning[example-warning]: a warning `with` <b>markup</b>" in body
+    # In a code fence longer than any backtick run inside: inert, whatever it holds.
+    assert "```text\nspecs/acme-payments/topics.yaml:3:1: warning[example-warning]" in body
+    plan = json.loads((artifacts / "reconcile-plan-acme-payments" / "plan.json")
+                      .read_text())
+    assert f"<!-- reconcile-digest acme-payments {plan['digest']} 111 -->" in body
+    assert "### `acme-payments`: 0 to add, 1 to change, 1 to destroy" in body
     assert "### `acme-analytics`: no changes" in body
-    assert f"target: `local {plans_dir(tmp_path)}`, digest" in body
-    assert "Plan: 7 to create" in body
-    assert len(body) < 65536  # GitHub's comment limit
-
-    find = github_script("apply", "Find the reviewed plan")
-    state["context"] = {"repo": context["repo"], "runId": 222, "eventName": "push",
-                        "sha": "mergesha", "payload": {}}
-    state["prs"] = [{"number": 5, "merged_at": "2026-11-30T00:00:00Z",
-                     "merge_commit_sha": "mergesha", "head": {"sha": "headsha"}}]
-    state["runs"] = [{"id": 111}]
-    state["env"] = {"PROJECT": "acme-payments"}
-    found = run_node(find, state, tmp_path)
-    assert found["failed"] is None, found["failed"]
-    assert found["outputs"] == {"run_id": "111", "digest": plans["acme-payments"], "pr": "5"}
-    listed = next(args for name, args in found["calls"] if name == "listWorkflowRuns")
-    assert listed == {"owner": "acme", "repo": "specs", "workflow_id": 4242,
-                      "event": "pull_request", "head_sha": "headsha", "status": "success"}
-
-    state["env"] = {"PROJECT": "acme-unknown"}
-    missing = run_node(find, state, tmp_path)
-    assert missing["failed"] == "no reviewed digest for acme-unknown in the plan comment of #5"
-    assert "run_id" not in missing["outputs"]
+    assert ("> **Topic deletion will happen** in `acme-payments`: "
+            "`projects/acme-payments/topics/payment-audit`") in body
+    assert labels == {"add": ["add-or-update", "destroy"], "remove": ["no-changes"]}
+    assert len(body) < 65536
 
 
-class NotesApi(BaseHTTPRequestHandler):
-    """GitLab's merge-request Notes API, in memory: GET list, POST create, PUT update."""
-
-    notes: list[dict[str, Any]]
-    tokens: list[str]
-
-    def _reply(self, data: Any) -> None:
-        body = json.dumps(data).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _body(self) -> dict[str, Any]:
-        data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        return data
-
-    def do_GET(self) -> None:
-        self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
-        self._reply(self.notes)
-
-    def do_POST(self) -> None:
-        self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
-        note = {"id": len(self.notes) + 1, "body": self._body()["body"], "path": self.path}
-        self.notes.append(note)
-        self._reply(note)
-
-    def do_PUT(self) -> None:
-        self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
-        note_id = int(self.path.rsplit("/", 1)[1])
-        note = next(n for n in self.notes if n["id"] == note_id)
-        note["body"] = self._body()["body"]
-        self._reply(note)
-
-    def log_message(self, *args: Any) -> None:
-        pass
+def test_no_changes_earns_the_no_changes_label(artifacts: Path, tmp_path: Path) -> None:
+    body, labels = comment_body(artifacts, '["acme-analytics"]', cwd=tmp_path)
+    assert labels == {"add": ["no-changes"], "remove": ["add-or-update", "destroy"]}
+    assert "### `acme-payments`" not in body and "reconcile-digest acme-payments" not in body
 
 
-@pytest.fixture
-def notes_api() -> Iterator[tuple[str, type[NotesApi]]]:
-    handler = type("Notes", (NotesApi,), {"notes": [], "tokens": []})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/api/v4", handler
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def test_gitlab_one_note_then_apply_extracts_its_digest(
-    plans: dict[str, str], tmp_path: Path, notes_api: tuple[str, type[NotesApi]]
+def test_github_posts_one_sticky_comment_and_keeps_the_labels_current(
+    artifacts: Path, tmp_path: Path
 ) -> None:
-    url, api = notes_api
-    script = GITLAB["comment"]["script"][0]
-    program = script.split("<<'PY'\n", 1)[1].rsplit("PY", 1)[0]
-    env = {"CI_API_V4_URL": url, "CI_PROJECT_ID": "42", "CI_MERGE_REQUEST_IID": "7",
-           "RECONCILE_NOTE_TOKEN": "note-token", "CI_COMMIT_SHA": "headsha",
-           "CI_PIPELINE_URL": "https://gitlab.example/p/-/pipelines/1", "PATH": "/usr/bin:/bin"}
-    for _ in range(2):
-        done = subprocess.run([sys.executable, "-"], input=program, cwd=tmp_path, env=env,
-                              capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-    assert len(api.notes) == 1
-    assert api.notes[0]["path"] == "/api/v4/projects/42/merge_requests/7/notes"
-    assert set(api.tokens) == {"note-token"}
-    body = api.notes[0]["body"]
-    assert body.startswith("<!-- reconcile-plan -->\n")
-    assert f"target: `local {plans_dir(tmp_path)}`, digest" in body
-    for project, digest in plans.items():
-        assert f"<!-- reconcile-digest {project} {digest} -->" in body
+    runner = tmp_path / "runner"
+    shutil.copytree(artifacts, runner / "artifacts")  # download-artifact, pattern reconcile-*
+    repo = Repo(runner, runner, runner_env(None), stash=runner)
+    for touched in ('["acme-analytics", "acme-payments"]', '["acme-analytics"]'):
+        made = repo.bash(run_block(GITHUB, "comment", "body"), 111, TOUCHED=touched,
+                         HEAD_SHA="headsha")
+        assert made.code == 0, made.err
+        present = [{"name": n} for n in repo.github.get("labels", {}).get("5", [])]
+        done = repo.script("comment", "Post or update the one sticky plan comment",
+                           {"runId": 111, "payload": {"pull_request": {"number": 5,
+                                                                       "labels": present}}})
+        assert done["failed"] is None
+    assert len(repo.comments_on(5)) == 1  # created once, then edited
+    assert "### `acme-payments`" not in repo.comments_on(5)[0]
+    assert repo.github["labels"]["5"] == ["no-changes"]  # add-or-update, destroy taken off
+    calls = [c[0] for c in done["calls"]]
+    assert calls == ["listComments", "updateComment", "addLabels", "removeLabel", "removeLabel"]
 
-    jq = shutil.which("jq")
-    if jq is None:
-        pytest.fail("jq is needed to run the apply job's digest extraction")
-    apply_script = "\n".join(GITLAB["apply"]["script"])
-    line = next(li for li in apply_script.splitlines() if li.startswith("DIGEST="))
-    jq_program = re.search(r"--arg p \"\$PROJECT\" '(.*)'\)$", line)
-    assert jq_program is not None, line
-    extracted = subprocess.run(
-        [jq, "-r", "--arg", "p", "acme-payments", jq_program.group(1)],
-        input=json.dumps(api.notes), capture_output=True, text=True, timeout=60,
-    )
-    assert extracted.returncode == 0, extracted.stderr
-    assert extracted.stdout.strip() == plans["acme-payments"]
+
+def test_covered_says_whether_the_reviewed_plan_showed_every_change(tmp_path: Path) -> None:
+    def plan(*changes: tuple[str, str, dict[str, Any]]) -> Path:
+        path = tmp_path / f"plan{len(list(tmp_path.iterdir()))}.json"
+        path.write_text(json.dumps({"resource_changes": [
+            {"address": a, "change": {"actions": [act], "after": after}}
+            for a, act, after in changes
+        ]}))
+        return path
+
+    gold = {"labels": {"tier": "gold"}}
+    reviewed = plan(("t/a", "update", gold), ("t/b", "create", {"labels": {}}))
+    assert ci("covered", str(plan(("t/a", "update", gold))), str(reviewed), cwd=tmp_path) \
+        .returncode == 0
+    other = ci("covered", str(plan(("t/a", "update", {"labels": {"tier": "x"}}))), str(reviewed),
+               cwd=tmp_path)
+    assert other.returncode == 1 and "t/a: not in the reviewed plan" in other.stdout
+    extra = ci("covered", str(plan(("t/a", "update", gold), ("t/c", "delete", None))),
+               str(reviewed), cwd=tmp_path)
+    assert extra.returncode == 1 and "t/c" in extra.stdout
+
+
+def test_gitlab_child_pipeline_has_a_job_per_touched_project(tmp_path: Path) -> None:
+    (tmp_path / "projects.json").write_text(json.dumps({"touched": ["acme-payments", "acme-x"]}))
+    for mode in ("plan", "apply"):
+        assert ci("child", "--mode", mode, "--projects", "projects.json", "--out",
+                  f"{mode}.yml", cwd=tmp_path).returncode == 0
+    plan = yaml.safe_load((tmp_path / "plan.yml").read_text())
+    assert plan["include"] == [{"local": ".gitlab-ci.yml"}]
+    assert plan["plan acme-payments"] == {"extends": ".reconcile-plan",
+                                          "variables": {"PROJECT": "acme-payments"}}
+    assert plan["comment"]["needs"] == ["validate", "plan acme-payments", "plan acme-x"]
+    assert json.loads(plan["comment"]["variables"]["TOUCHED"]) == ["acme-payments", "acme-x"]
+    apply = yaml.safe_load((tmp_path / "apply.yml").read_text())
+    assert set(apply) == {"include", "apply acme-payments", "apply acme-x"}
+    for template in (".reconcile-plan", ".reconcile-apply", ".reconcile-comment",
+                     ".reconcile-nothing"):
+        assert template in GITLAB
+    (tmp_path / "projects.json").write_text(json.dumps({"touched": []}))
+    assert ci("child", "--mode", "apply", "--projects", "projects.json", "--out", "none.yml",
+              cwd=tmp_path).returncode == 0
+    none = yaml.safe_load((tmp_path / "none.yml").read_text())
+    assert none["nothing to apply"] == {"extends": ".reconcile-nothing"}
+    exe = shutil.which("check-jsonschema", path=str(Path(sys.executable).parent))
+    assert exe is not None
+    for name in ("plan.yml", "apply.yml", "none.yml"):
+        checked = subprocess.run([exe, "--builtin-schema", "vendor.gitlab-ci", name],
+                                 cwd=tmp_path, capture_output=True, text=True, timeout=120)
+        assert checked.returncode == 0, checked.stdout
+
+
+def test_gitlab_one_note_with_labels_then_apply_finds_its_digest(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "job"
+    work.mkdir()
+    shutil.copytree(artifacts / "reconcile-validation", work / "validation")
+    for project in ("acme-payments", "acme-analytics"):
+        shutil.copytree(artifacts / f"reconcile-plan-{project}", work / "out" / project)
+    with gitlab_api() as (url, api):
+        env = {**runner_env(None), **gitlab_env(url), "MR_IID": "7", "CI_COMMIT_SHA": "headsha",
+               "TOUCHED": '["acme-analytics", "acme-payments"]'}
+        for _ in range(2):
+            done = subprocess.run(
+                ["bash", "-eo", "pipefail", "-c", gitlab_script(".reconcile-comment")],
+                cwd=work, env=env, capture_output=True, text=True, timeout=120,
+            )
+            assert done.returncode == 0, done.stderr
+        assert len(api.notes[7]) == 1
+        body = api.notes[7][0]["body"]
+        assert "### `acme-payments`: 0 to add, 1 to change, 1 to destroy" in body
+        assert api.labels[7] == {"add-or-update", "destroy"}
+        assert set(api.tokens) == {"note-token"}
+        api.merged["mergesha"] = 7
+        found = ci("gitlab", "reviewed", "--commit", "mergesha", "--project", "acme-payments",
+                   cwd=work, env=env)
+        assert found.returncode == 0, found.stderr
+        plan = json.loads((work / "out" / "acme-payments" / "plan.json").read_text())
+        assert json.loads(found.stdout) == {"mr": 7, "digest": plan["digest"], "job": "111"}
+
+
+def drift_repo(tmp_path: Path, server: Any) -> Repo:
+    def prepare(root: Path) -> None:
+        (root / "specs").mkdir()
+        (root / "specs" / "t.yaml").write_text(
+            TOPIC.format(p="drift-a", t="one") + "spec: {labels: {team: a}}\n---\n"
+            + TOPIC.format(p="drift-b", t="two") + "spec: {labels: {team: b}}\n")
+        (root / "ci").mkdir()
+        shutil.copy2(CI_SCRIPT, root / "ci" / "reconcile_ci.py")
+
+    return make_repo(tmp_path, server.address, prepare)
+
+
+def test_github_drift_schedule_keeps_one_issue_per_drifting_project(
+    tmp_path: Path, local_server: Any, publisher_client: Any
+) -> None:
+    repo = drift_repo(tmp_path, local_server)
+    applied = repo.reconcile("apply", "specs/", "--auto-approve")
+    assert applied.code == 0, applied.err
+    listed = repo.bash(run_block(DRIFT, "projects", "projects"))
+    assert listed.outputs["declared"] == '["drift-a","drift-b"]'
+
+    def schedule() -> None:
+        for project in ("drift-a", "drift-b"):
+            repo.clean("drift")
+            plan = repo.bash(run_block(DRIFT, "drift", "plan"), 9, PROJECT=project,
+                             GITHUB_SHA="0123456789abcdef")
+            assert plan.code == 0, plan.err
+            done = repo.script("drift", "Open, update or close the project's drift issue",
+                               {"sha": "0123456789abcdef"}, DRIFT, PROJECT=project,
+                               DRIFT=plan.outputs["drift"])
+            assert done["failed"] is None
+
+    schedule()
+    assert repo.github["issues"] == []  # no drift, no issue
+    publisher_client.update_topic(request={
+        "topic": {"name": "projects/drift-a/topics/one", "labels": {"team": "by-hand"}},
+        "update_mask": {"paths": ["labels"]}})
+    schedule()
+    schedule()  # still drifting: the same issue, updated
+    (issue,) = repo.github["issues"]
+    assert issue["title"] == "reconcile: drift in drift-a" and issue["state"] == "open"
+    assert issue["labels"] == ["reconcile-drift"]
+    assert "<!-- reconcile-drift drift-a -->" in issue["body"] and "by-hand" in issue["body"]
+    assert repo.reconcile("apply", "specs/", "--auto-approve").code == 0
+    schedule()
+    (issue,) = repo.github["issues"]
+    assert issue["state"] == "closed"
+    assert any("No drift any more" in c["body"] for c in repo.github["comments"])
+
+
+def test_github_drift_schedule_fails_on_an_error_rather_than_closing(
+    tmp_path: Path, local_server: Any
+) -> None:
+    repo = drift_repo(tmp_path, local_server)
+    local_server.faults.add("ListTopics", error="PERMISSION_DENIED")
+    plan = repo.bash(run_block(DRIFT, "drift", "plan"), 9, PROJECT="drift-a")
+    assert plan.code == 1 and "drift" not in plan.outputs
+
+
+def test_gitlab_drift_schedule_opens_updates_and_closes_issues(
+    tmp_path: Path, local_server: Any, publisher_client: Any
+) -> None:
+    repo = drift_repo(tmp_path, local_server)
+    assert repo.reconcile("apply", "specs/", "--auto-approve").code == 0
+    publisher_client.update_topic(request={
+        "topic": {"name": "projects/drift-b/topics/two", "labels": {"team": "by-hand"}},
+        "update_mask": {"paths": ["labels"]}})
+    with gitlab_api() as (url, api):
+        env = {**gitlab_env(url), "CI_COMMIT_SHA": "0123456789abcdef", "CI_JOB_URL": "https://j"}
+        for _ in range(2):
+            ran = repo.bash(gitlab_script("drift"), **env)
+            assert ran.code == 0, ran.err
+        (issue,) = api.issues
+        assert (issue["title"], issue["state"]) == ("reconcile: drift in drift-b", "opened")
+        assert "by-hand" in issue["description"]
+        assert repo.reconcile("apply", "specs/", "--auto-approve").code == 0
+        assert repo.bash(gitlab_script("drift"), **env).code == 0
+        assert issue["state"] == "closed" and "No drift any more" in issue["notes"][0]

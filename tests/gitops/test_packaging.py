@@ -38,8 +38,9 @@ def test_sdist_and_wheel_install_into_a_fresh_venv_and_validate(tmp_path: Path) 
     built = run(sys.executable, "-m", "build", "--outdir", dist, source, cwd=source, env=env)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     version = reconciler.__version__
-    wheel = dist / f"reconcile-{version}-py3-none-any.whl"
-    sdist = dist / f"reconcile-{version}.tar.gz"
+    # The distribution is pubsub-reconcile (normalised to pubsub_reconcile in file names).
+    wheel = dist / f"pubsub_reconcile-{version}-py3-none-any.whl"
+    (sdist,) = [p for p in dist.glob(f"pubsub[-_]reconcile-{version}.tar.gz")]
     assert wheel.is_file() and sdist.is_file(), sorted(p.name for p in dist.iterdir())
     with zipfile.ZipFile(wheel) as zf:
         names = set(zf.namelist())
@@ -59,6 +60,8 @@ def test_sdist_and_wheel_install_into_a_fresh_venv_and_validate(tmp_path: Path) 
     shown = run(bindir / "reconcile", "--version", cwd=tmp_path, env=env)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout == f"reconcile {version}\n"
+    listed = run(bindir / "python", "-m", "pip", "show", "pubsub-reconcile", cwd=tmp_path, env=env)
+    assert listed.returncode == 0 and f"Version: {version}" in listed.stdout, listed.stderr
     checked = run(bindir / "reconcile", "validate", source / "specs", cwd=tmp_path, env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "0 errors" in checked.stderr

@@ -1,226 +1,401 @@
-"""The pull-request flow of examples/github/reconcile.yml end to end, against the local
-server: the workflow's own `run:` blocks (validate, plan, apply, re-plan) run under
-bash with the installed `reconcile`, and its own github-script steps (the sticky
-comment, then "Find the reviewed plan") carry the digest from the plan to the apply,
-as on GitHub. Then the stale path: a topic changed between plan and apply is refused
-(exit 1, naming the topic, nothing applied) and the re-plan shows the change."""
+"""examples/github/reconcile.yml end to end against the local server: the workflow's own
+`run:` blocks under bash and its own github-script steps under node (an in-memory
+GitHub), in a git repository with pull requests as branches and merges pushed to a
+bare origin, artifacts kept per run. A pull request is planned for the projects it
+touches only and commented once; a merge applies the reviewed plan and every merged
+pull request ends with a comment: applied, applied by a later merge's run
+(superseded), stale with the command to apply the fresh plan, or failed; the
+workflow branches on apply's exit codes and JSON outcome, never on its text."""
 
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from reconciler.orgpolicy.snapshot import load_snapshot
-from tests.gitops.test_comment_scripts import github_script, run_node
+from tests.gitops.ci_support import GITHUB, Repo, copy_reference_specs, make_repo, step_of
 from tests.gitops.test_plan_schema import errors as schema_errors
-from tests.gitops.workflow_lines import ROOT
 
-WORKFLOW = yaml.safe_load((ROOT / "examples" / "github" / "reconcile.yml").read_text())
-PROJECT = "acme-payments"
-OTHERS = ("acme-analytics", "acme-platform")
-DIGEST_LINE = re.compile(r"^- Digest: `(sha256:[0-9a-f]{64})`", re.MULTILINE)
-
-
-def run_block(job: str, step_id: str | None = None, starts: str = "") -> str:
-    """The `run:` script of a workflow step, by its id or by how its script starts."""
-    for step in WORKFLOW["jobs"][job]["steps"]:
-        script = step.get("run")
-        if script is None:
-            continue
-        if (step_id is not None and step.get("id") == step_id) or (
-            step_id is None and script.startswith(starts)
-        ):
-            return str(script)
-    raise AssertionError(f"no run step {step_id or starts!r} in job {job!r}")
-
-
-@dataclass
-class Shell:
-    code: int
-    out: str
-    err: str
-    outputs: dict[str, str]
-
-
-@dataclass
-class Repo:
-    """A spec repository checked out in a temporary directory, as a runner sees it."""
-
-    root: Path
-    env: dict[str, str]
-
-    def bash(self, script: str, **extra: str) -> Shell:
-        """A step's script the way GitHub Actions runs it (bash -eo pipefail)."""
-        outputs = self.root / "github-output"
-        outputs.write_text("")
-        env = {**self.env, **extra, "GITHUB_OUTPUT": str(outputs)}
-        done = subprocess.run(
-            ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-            cwd=self.root, env=env, capture_output=True, text=True, timeout=600,
-        )
-        pairs = (line.split("=", 1) for line in outputs.read_text().splitlines() if "=" in line)
-        return Shell(done.returncode, done.stdout, done.stderr, dict(pairs))
-
-    def reconcile(self, *args: str) -> Shell:
-        return self.bash("reconcile " + " ".join(f"'{a}'" for a in args))
+PAYMENTS = "acme-payments"
+ORDERS = ("specs/acme-payments/topics.yaml", "tier: critical", "tier: gold")
+AUDIT = ("specs/acme-payments/topics.yaml", "retention: long", "retention: longer")
+REFUNDS = ("specs/acme-payments/topics.yaml", "  name: refunds\nspec:\n",
+           "  name: refunds\nspec:\n  labels: {owner: refunds-team}\n")
+DIGEST = re.compile(r"<!-- reconcile-digest (\S+) (sha256:[0-9a-f]{64}) (\d+) -->")
 
 
 @pytest.fixture
-def repo(tmp_path: Path, local_server: Any) -> Iterator[Repo]:
-    """The reference specs in a git repository; the local server seeded with their
-    org-policy snapshot stands in for Google Cloud (PUBSUB_EMULATOR_HOST, as a CI job
-    pointed at an emulator would set it)."""
-    root = tmp_path / "spec-repo"
-    shutil.copytree(ROOT / "specs", root / "specs")
-    assert subprocess.run(["git", "init", "-q", str(root)], capture_output=True).returncode == 0
-    local_server.seed_policies(load_snapshot(root / "specs" / "org-policy.yaml"))
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "COV"))}
-    env.update(
-        PATH=f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}",
-        PUBSUB_EMULATOR_HOST=local_server.address, SPECS="specs/", PROJECT=PROJECT,
-        NO_COLOR="1",
-    )
-    yield Repo(root, env)
+def repo(tmp_path: Path, local_server: Any, run_cli: Any) -> Iterator[Repo]:
+    """The reference specs on main, already applied to the local server (seeded with
+    their org-policy snapshot), which stands in for Google Cloud."""
+    made = make_repo(tmp_path, local_server.address, copy_reference_specs)
+    local_server.seed_policies(load_snapshot(made.root / "specs" / "org-policy.yaml"))
+    applied = run_cli("apply", str(made.root / "specs"), "--emulator", local_server.address,
+                      "--auto-approve")
+    assert applied.exit_code == 0, applied.stderr
+    yield made
 
 
-def live_labels(client: Any, project: str) -> dict[str, dict[str, str]]:
+def labels(client: Any, project: str = PAYMENTS) -> dict[str, dict[str, str]]:
     return {
         t.name.rsplit("/", 1)[1]: dict(t.labels)
         for t in client.list_topics(request={"project": f"projects/{project}"})
     }
 
 
-def reviewed_digest(repo: Repo) -> str:
-    """The digest the way the workflow carries it: the comment step reads the plan
-    artifacts and writes the sticky comment, the apply job's script reads the comment."""
-    artifact = repo.root / "plans" / f"reconcile-plan-{PROJECT}"
-    if artifact.exists():
-        shutil.rmtree(artifact)
-    shutil.copytree(repo.root / "out", artifact)
-    context = {
-        "repo": {"owner": "acme", "repo": "specs"}, "runId": 111,
-        "serverUrl": "https://github.com",
-        "payload": {"pull_request": {"number": 5, "head": {"sha": "headsha"}}},
-    }
-    state: dict[str, Any] = {"comments": [], "context": context}
-    state = run_node(github_script("comment", "Post or update the one sticky plan comment"),
-                     state, repo.root)
-    body = state["comments"][0]["body"]
-    address = repo.env["PUBSUB_EMULATOR_HOST"]
-    assert f"target: `emulator {address}`, digest: `sha256:" in body
-    state["context"] = {"repo": context["repo"], "runId": 222, "eventName": "push",
-                        "sha": "mergesha", "payload": {}}
-    state["prs"] = [{"number": 5, "merged_at": "2026-11-30T00:00:00Z",
-                     "merge_commit_sha": "mergesha", "head": {"sha": "headsha"}}]
-    state["runs"] = [{"id": 111}]
-    state["env"] = {"PROJECT": PROJECT}
-    found = run_node(github_script("apply", "Find the reviewed plan"), state, repo.root)
+def writes(server: Any) -> int:
+    return sum(server.counters.get(m) for m in ("CreateTopic", "UpdateTopic", "DeleteTopic"))
+
+
+def pr_run(repo: Repo, number: int, branch: str, run_id: int) -> list[str]:
+    """The pull_request run: projects, validate, plan per touched project (artifacts),
+    the comment job. Returns the touched projects."""
+    head = repo.pr_checkout(branch)
+    repo.clean("out", "validation", "artifacts")
+    projects = repo.step("projects", "projects", run_id, EVENT="pull_request", BEFORE="",
+                         DISPATCHED="")
+    assert projects.code == 0, projects.err
+    touched = projects.outputs["touched"]
+    repo.step("validate", "validate", run_id)
+    repo.upload(run_id, "reconcile-validation", "validation")
+    for project in json.loads(touched):
+        repo.clean("out")
+        repo.step("plan", "plan", run_id, PROJECT=project)  # a failed plan fails its job
+        repo.upload(run_id, f"reconcile-plan-{project}", "out")  # uploaded always()
+    repo.clean("artifacts")
+    for (rid, name), _ in list(repo.artifacts.items()):
+        if rid == run_id:
+            repo.download(rid, name, f"artifacts/{name}")
+    body = repo.step("comment", "body", run_id, TOUCHED=touched, HEAD_SHA=head)
+    assert body.code == 0, body.err
+    pull = {"number": number, "labels": [{"name": n} for n in repo.github.get("labels", {})
+                                         .get(str(number), [])]}
+    posted = repo.script("comment", "Post or update the one sticky plan comment",
+                         {"runId": run_id, "payload": {"pull_request": pull}})
+    assert posted["failed"] is None
+    repo.git("checkout", "-q", "main")
+    return list(json.loads(touched))
+
+
+@dataclass
+class ApplyRun:
+    mode: str
+    result: str
+    state: str
+    failed: str | None
+    outcome: dict[str, Any] | None
+
+
+def apply_run(repo: Repo, sha: str, run_id: int, project: str = PAYMENTS,
+              context: dict[str, Any] | None = None) -> ApplyRun:
+    """One matrix entry of the apply job at merge commit `sha`, step by step, each
+    step's `if:` as the workflow writes it."""
+    repo.checkout(sha)
+    repo.clean("out", "fresh", "reviewed", "report.md", "earlier.md", "history.txt")
+    env = {"PROJECT": project, "GITHUB_SHA": sha}
+    ctx = context or {"eventName": "push", "sha": sha, "payload": {}}
+    found = repo.script("apply", "reviewed", {**ctx, "runId": run_id}, PROJECT=project)
     assert found["failed"] is None, found["failed"]
-    digest: str = found["outputs"]["digest"]
-    return digest
+    out = found["outputs"]
+    mode = out["mode"]
+    assert step_of(GITHUB, "apply", "apply")["if"] == "steps.reviewed.outputs.mode == 'apply'"
+    applied = replanned = ""
+    if mode == "apply":
+        repo.download(int(out["run_id"]), f"reconcile-plan-{project}", "reviewed")
+        step = repo.step("apply", "apply", run_id, DIGEST=out["digest"], **env)
+        assert step.code == 0, step.err
+        applied = step.outputs["result"]
+    assert step_of(GITHUB, "apply", "replan")["if"] == (
+        "steps.reviewed.outputs.mode != 'apply' || steps.apply.outputs.result == 'replan'"
+    )
+    if mode != "apply" or applied == "replan":
+        step = repo.step("apply", "replan", run_id, MODE=mode, **env)
+        assert step.code == 0, step.err
+        replanned = step.outputs["result"]
+        if replanned == "stale":
+            repo.upload(run_id, f"reconcile-plan-{project}", "fresh")
+    settle = repo.step("apply", "settle", run_id, APPLIED=applied, REPLANNED=replanned,
+                       MODE=mode, PR=out["pr"], **env)
+    assert settle.code == 0, settle.err
+    state = settle.outputs["state"]
+    reported = repo.script("apply", "Report", {**ctx, "runId": run_id}, PROJECT=project,
+                           PR=out["pr"], STATE=state)
+    outcome_file = repo.root / "out" / "outcome.json"
+    outcome = json.loads(outcome_file.read_text()) if outcome_file.exists() else None
+    repo.git("checkout", "-q", "main")
+    return ApplyRun(mode, replanned or applied, state, reported["failed"], outcome)
 
 
-def plan_step(repo: Repo) -> tuple[str, str]:
-    """The plan job's step; returns (its recorded exit code, plan.md)."""
-    done = repo.bash(run_block("plan", "plan"))
-    assert done.code == 0, done.err
-    markdown = (repo.root / "out" / "plan.md").read_text()
-    code = (repo.root / "out" / "exit-code").read_text().strip()
-    return code, markdown
+def result_of(repo: Repo, number: int, project: str = PAYMENTS) -> tuple[str, str]:
+    """The one result comment on the pull request for the project: (state, body)."""
+    found = [b for b in repo.comments_on(number) if f"<!-- reconcile-result {project} " in b]
+    assert len(found) == 1, found
+    state = re.search(rf"<!-- reconcile-result {project} ([a-z-]+) -->", found[0])
+    assert state is not None
+    return state.group(1), found[0]
 
 
-def download(repo: Repo) -> None:
-    """The apply job's download of the plan job's artifact into reviewed/."""
-    reviewed = repo.root / "reviewed"
-    if reviewed.exists():
-        shutil.rmtree(reviewed)
-    shutil.copytree(repo.root / "out", reviewed)
+def sticky(repo: Repo, number: int) -> str:
+    found = [b for b in repo.comments_on(number) if b.startswith("<!-- reconcile-plan -->")]
+    assert len(found) == 1, found
+    return found[0]
 
 
-def apply_step(repo: Repo, digest: str) -> Shell:
-    """The apply job's step on the downloaded artifact (reviewed/)."""
-    download(repo)
-    return repo.bash(run_block("apply", "apply"), DIGEST=digest)
-
-
-def test_pull_request_plan_comment_apply_then_no_changes(
+def test_a_pull_request_is_planned_for_what_it_touches_and_applied_on_merge(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
-    validated = repo.bash(run_block("validate", starts="reconcile validate"))
-    assert validated.code == 0, validated.err
+    number, branch = repo.open_pr([ORDERS])
     local_server.counters.reset()
-    code, markdown = plan_step(repo)
-    assert code == "2"  # changes
-    assert local_server.counters.projects("ListTopics") == {PROJECT}
-    assert local_server.counters.projects("GetEffectivePolicy") == {PROJECT}
-    shown = DIGEST_LINE.search(markdown)
-    assert shown is not None, markdown
-    assert f"- Projects: `{PROJECT}` only (`--project`)" in markdown
-    plan = json.loads((repo.root / "out" / "plan.json").read_text())
-    assert plan["projects"] == [PROJECT]
-    assert schema_errors(plan) == []  # docs/plan.schema.json knows `projects`
-    digest = reviewed_digest(repo)
-    assert digest == shown.group(1) == plan["digest"]
+    assert pr_run(repo, number, branch, 101) == [PAYMENTS]
+    # Only the touched project is read: no other project's plan, nor approval.
+    assert local_server.counters.projects("ListTopics") == {PAYMENTS}
+    body = sticky(repo, number)
+    assert "**Validation**: ✅ no errors, no warnings." in body
+    found = DIGEST.findall(body)
+    plan = json.loads((repo.stash / "artifact-101-reconcile-plan-acme-payments" / "plan.json")
+                      .read_text())
+    assert found == [(PAYMENTS, plan["digest"], "101")]
+    assert schema_errors(plan) == []
+    assert "### `acme-payments`: 0 to add, 1 to change, 0 to destroy" in body
+    assert repo.github["labels"][str(number)] == ["add-or-update"]
 
-    applied = apply_step(repo, digest)
-    assert applied.code == 0, applied.out + applied.err
-    assert applied.outputs == {}  # not stale
-    assert "Apply complete: 3 applied (3 created" in applied.out
-    assert set(live_labels(publisher_client, PROJECT)) == {"orders", "refunds", "payment-audit"}
-    for other in OTHERS:
-        assert live_labels(publisher_client, other) == {}
-
-    again = repo.reconcile("plan", "specs/", "--project", PROJECT, "--detailed-exitcode")
+    before, sha = repo.merge(number, branch)
+    repo.checkout(sha)
+    pushed = repo.step("projects", "projects", 201, EVENT="push", BEFORE=before, DISPATCHED="")
+    assert pushed.outputs["touched"] == '["acme-payments"]'
+    run = apply_run(repo, sha, 201)
+    assert (run.mode, run.result, run.state, run.failed) == ("apply", "applied", "applied", None)
+    assert run.outcome is not None and run.outcome["outcome"] == "applied"
+    assert run.outcome["digest"] == plan["digest"] and run.outcome["exit_code"] == 0
+    state, text = result_of(repo, number)
+    assert state == "applied" and "The reviewed plan was applied" in text
+    assert labels(publisher_client)["orders"]["tier"] == "gold"
+    again = repo.reconcile("plan", "specs/", "--project", PAYMENTS, "--detailed-exitcode")
     assert again.code == 0, again.out + again.err
-    assert "No changes. The live topics match the specs." in again.out
 
 
-def test_a_topic_changed_between_plan_and_apply_is_refused_and_replanned(
+def test_an_untouched_pull_request_plans_nothing_and_passes_the_required_check(
+    repo: Repo, local_server: Any
+) -> None:
+    (repo.root / "NOTES.txt").write_text("not a spec\n")
+    repo.git("checkout", "-q", "-B", "docs", "main")
+    repo.git("add", "-f", "NOTES.txt")
+    repo.git("commit", "-q", "-m", "docs only")
+    repo.git("checkout", "-q", "main")
+    local_server.counters.reset()
+    assert pr_run(repo, 1, "docs", 101) == []
+    assert local_server.counters.get("ListTopics") == 0
+    body = sticky(repo, 1)
+    assert "No project is touched by this change: nothing to plan or apply." in body
+    assert "add-or-update" not in repo.github.get("labels", {}).get("1", [])
+
+
+def test_validation_errors_and_plan_warnings_reach_the_comment(repo: Repo) -> None:
+    number, branch = repo.open_pr([
+        ("specs/acme-platform/topics.yaml", "[us-east4, us-west1, europe-west1]",
+         "[us-east4, europe-west1]"),
+    ])
+    assert pr_run(repo, number, branch, 101) == ["acme-platform"]
+    body = sticky(repo, number)
+    assert "narrows the storage regions (no longer allowed: us-west1)" in body
+    assert [p for p, _, _ in DIGEST.findall(body)] == ["acme-platform"]
+    # A second push breaks the tree: the same comment now shows the errors, no digest.
+    repo.git("checkout", "-q", branch)
+    repo.edit("specs/acme-analytics/topics.yaml", "europe-west4", "asia-east1")
+    repo.git("commit", "-q", "-am", "a region the org policy denies")
+    repo.git("checkout", "-q", "main")
+    assert pr_run(repo, number, branch, 102) == ["acme-analytics", "acme-platform"]
+    body = sticky(repo, number)
+    assert "**Validation**: ❌ 1 error(s), 0 warning(s)" in body
+    assert "error[org-location-denied]: region 'asia-east1' is not allowed" in body
+    assert "### `acme-analytics`: ❌ ERROR" in body and "### `acme-platform`: ❌ ERROR" in body
+    assert DIGEST.findall(body) == []  # a plan that failed has no digest to apply
+    assert "add-or-update" not in repo.github["labels"][str(number)]
+
+
+def test_a_partial_failure_is_reported_as_such_not_as_a_stale_plan(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
+    topics = "specs/acme-payments/topics.yaml"
+    new = "\n---\napiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata:\n  name: {}\n"
+    text = (repo.root / topics).read_text()
+    added = text + new.format("ledger") + new.format("payouts")
+    number, branch = repo.open_pr([(topics, text, added)])
+    pr_run(repo, number, branch, 101)
+    _, sha = repo.merge(number, branch)
+    local_server.faults.add("CreateTopic", error="PERMISSION_DENIED",
+                            resource=f"projects/{PAYMENTS}/topics/payouts")
+    run = apply_run(repo, sha, 201)
+    assert (run.result, run.state) == ("partial-failure", "failed")
+    assert run.failed is not None and "acme-payments: failed" in run.failed
+    assert run.outcome is not None
+    assert (run.outcome["outcome"], run.outcome["exit_code"]) == ("partial-failure", 3)
+    assert run.outcome["summary"]["applied"] == 1 and run.outcome["summary"]["failed"] == 1
+    state, body = result_of(repo, number)
+    assert state == "failed"
+    assert "stale" not in body.lower()
+    assert f"projects/{PAYMENTS}/topics/payouts (create): PERMISSION_DENIED" in body
+    assert "ledger" in labels(publisher_client) and "payouts" not in labels(publisher_client)
+
+
+def hand_edit(client: Any, topic: str, key: str, value: str) -> None:
     from google.pubsub_v1.types import Topic
 
-    first = repo.reconcile("apply", "specs/", "--project", PROJECT, "--auto-approve")
-    assert first.code == 0, first.err
-    defaults = repo.root / "specs" / PROJECT / "defaults.yaml"
-    defaults.write_text(defaults.read_text().replace("team: payments", "team: payments-core"))
-    code, _ = plan_step(repo)
-    assert code == "2"
-    digest = reviewed_digest(repo)
-    # Someone changes a topic by hand after the review, before the merge.
-    name = f"projects/{PROJECT}/topics/orders"
-    labels = {**live_labels(publisher_client, PROJECT)["orders"], "tier": "hand-edited"}
-    publisher_client.update_topic(
-        request={"topic": Topic(name=name, labels=labels), "update_mask": {"paths": ["labels"]}}
-    )
+    name = f"projects/{PAYMENTS}/topics/{topic}"
+    current = labels(client)[topic]
+    client.update_topic(request={"topic": Topic(name=name, labels={**current, key: value}),
+                                 "update_mask": {"paths": ["labels"]}})
+
+
+def test_a_stale_plan_whose_changes_were_reviewed_is_applied_from_a_fresh_plan(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    number, branch = repo.open_pr([ORDERS])
+    pr_run(repo, number, branch, 101)
+    hand_edit(publisher_client, "orders", "tier", "hand-edited")  # after review
+    _, sha = repo.merge(number, branch)
+    run = apply_run(repo, sha, 201)
+    assert (run.result, run.state, run.failed) == ("applied-fresh", "applied-fresh", None)
+    state, body = result_of(repo, number)
+    assert state == "applied" and "refused as **stale**" in body
+    assert labels(publisher_client)["orders"]["tier"] == "gold"
+
+
+def test_a_stale_plan_with_unreviewed_changes_is_not_applied_and_says_how_to_apply_it(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    number, branch = repo.open_pr([ORDERS])
+    pr_run(repo, number, branch, 101)
+    hand_edit(publisher_client, "refunds", "team", "someone-else")  # a topic not reviewed
+    _, sha = repo.merge(number, branch)
     local_server.counters.reset()
+    run = apply_run(repo, sha, 201)
+    assert (run.result, run.state) == ("stale", "stale")
+    assert run.failed is not None
+    assert writes(local_server) == 0  # nothing applied
+    assert run.outcome is not None
+    assert (run.outcome["outcome"], run.outcome["reason"]) == ("refused", "stale")
+    assert f"projects/{PAYMENTS}/topics/refunds: modified since the plan" in run.outcome["details"]
+    state, body = result_of(repo, number)
+    assert state == "stale"
+    fresh = json.loads((repo.stash / "artifact-201-reconcile-plan-acme-payments" / "plan.json")
+                       .read_text())
+    command = (f"gh workflow run reconcile.yml -f project={PAYMENTS} -f run_id=201 "
+               f"-f digest={fresh['digest']} -f pr={number}")
+    assert command in body
+    assert "someone-else" in body  # the fresh plan, shown
 
-    download(repo)
-    refused = repo.reconcile("apply", "reviewed/plan.json", "--expect-digest", digest)
-    assert refused.code == 1
-    assert f"  - {name}: modified since the plan" in refused.err
-    assert "the saved plan is stale; nothing was applied" in refused.err
-    step = apply_step(repo, digest)
-    assert step.code == 0, step.out + step.err  # the workflow turns it into a re-plan
-    assert step.outputs == {"stale": "true"}
-    assert f"{name}: modified since the plan" in (repo.root / "apply.log").read_text()
-    assert sum(local_server.counters.get(m) for m in ("CreateTopic", "UpdateTopic")) == 0
-    assert live_labels(publisher_client, PROJECT)["orders"]["team"] == "payments"
+    # The command, as a dispatch: the fresh plan is applied and the comment updated.
+    dispatch = {"eventName": "workflow_dispatch", "sha": sha, "payload": {"inputs": {
+        "project": PAYMENTS, "run_id": "201", "digest": fresh["digest"], "pr": str(number)}}}
+    again = apply_run(repo, sha, 301, context=dispatch)
+    assert (again.result, again.state, again.failed) == ("applied", "applied", None)
+    assert result_of(repo, number)[0] == "applied"
+    live = labels(publisher_client)
+    assert live["orders"]["tier"] == "gold" and live["refunds"]["team"] == "payments"
 
-    replanned = repo.bash(run_block("apply", "replan"))
-    assert replanned.code == 0, replanned.err
-    fresh = (repo.root / "out" / "plan.md").read_text()
-    assert "hand-edited" in fresh and "payments-core" in fresh
-    assert replanned.outputs["digest"] != digest
-    assert (repo.root / "out" / "exit-code").read_text().strip() == "2"
+
+def test_a_digest_mismatch_is_refused_and_nothing_is_applied(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    number, branch = repo.open_pr([ORDERS])
+    pr_run(repo, number, branch, 101)
+    # The artifact is replaced after review by another plan (same project, other change).
+    repo.edit(*AUDIT)
+    made = repo.reconcile("plan", "specs/", "--project", PAYMENTS, "--out",
+                          str(repo.artifacts[(101, "reconcile-plan-acme-payments")] / "plan.json"))
+    assert made.code == 0, made.err
+    repo.git("checkout", "-q", "--", "specs")
+    _, sha = repo.merge(number, branch)
+    local_server.counters.reset()
+    run = apply_run(repo, sha, 201)
+    assert (run.result, run.state) == ("refused", "refused")
+    assert run.outcome is not None
+    assert (run.outcome["reason"], run.outcome["exit_code"]) == ("digest-mismatch", 4)
+    assert writes(local_server) == 0
+    state, body = result_of(repo, number)
+    assert state == "refused" and "digest-mismatch" in body
+    assert f"gh workflow run reconcile.yml -f project={PAYMENTS} -f pr={number}" in body
+    assert labels(publisher_client)["orders"]["tier"] == "critical"
+
+
+def test_three_quick_merges_every_pull_request_ends_with_a_comment(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    """GitHub keeps one running and one pending run per concurrency group; C queueing
+    cancels B's pending run. All three were planned before A's apply (quick merges,
+    each branch brought up to date first): C's run finds its plan stale, applies the
+    fresh plan of main (every change in it is one C's plan showed), and settles B."""
+    a, a_branch = repo.open_pr([ORDERS])
+    pr_run(repo, a, a_branch, 101)
+    _, a_sha = repo.merge(a, a_branch)
+    b, b_branch = repo.open_pr([REFUNDS])
+    pr_run(repo, b, b_branch, 102)
+    c, c_branch = repo.open_pr([AUDIT])
+    repo.update_branch(c_branch)
+    # A's run: applied. B merges; C is brought up to date and planned (A not applied
+    # when it was made: its plan shows A's change too); C merges.
+    _, b_sha = repo.merge(b, b_branch)
+    repo.update_branch(c_branch)
+    pr_run(repo, c, c_branch, 103)
+    first = apply_run(repo, a_sha, 201)
+    assert first.state == "applied"
+    _, c_sha = repo.merge(c, c_branch)
+    # B's run was pending when C's queued: GitHub cancelled it; it never ran.
+    last = apply_run(repo, c_sha, 203)
+    assert (last.result, last.state, last.failed) == ("applied-fresh", "applied-fresh", None)
+    assert result_of(repo, a)[0] == "applied"
+    state, body = result_of(repo, b)
+    assert state == "superseded" and f"#{c}'s apply" in body
+    assert result_of(repo, c)[0] == "applied"
+    live = labels(publisher_client)
+    assert (live["orders"]["tier"], live["refunds"]["owner"], live["payment-audit"]["retention"]) \
+        == ("gold", "refunds-team", "longer")
+    assert b_sha != c_sha
+
+
+def test_a_run_overtaken_by_a_later_merge_waits_and_is_settled_by_it(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    """B's run starts after C merged (GitLab's queue, or a re-run): its plan is stale
+    and main changes the project again, so it waits; C's run settles it."""
+    a, a_branch = repo.open_pr([ORDERS])
+    b, b_branch = repo.open_pr([REFUNDS])
+    pr_run(repo, a, a_branch, 101)
+    pr_run(repo, b, b_branch, 102)
+    _, a_sha = repo.merge(a, a_branch)
+    assert apply_run(repo, a_sha, 201).state == "applied"
+    _, b_sha = repo.merge(b, b_branch)  # B's plan predates A's apply
+    c, c_branch = repo.open_pr([AUDIT])
+    pr_run(repo, c, c_branch, 103)
+    _, c_sha = repo.merge(c, c_branch)
+    waiting = apply_run(repo, b_sha, 202)
+    assert (waiting.result, waiting.state, waiting.failed) == ("deferred", "deferred", None)
+    assert result_of(repo, b)[0] == "deferred"
+    last = apply_run(repo, c_sha, 203)
+    assert last.state == "applied" and last.failed is None
+    assert result_of(repo, b)[0] == "superseded"  # the same comment, now final
+    assert result_of(repo, a)[0] == "applied"
+    assert labels(publisher_client)["refunds"]["owner"] == "refunds-team"
+
+
+def test_a_push_without_a_reviewed_plan_applies_nothing(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    repo.edit(*ORDERS)
+    repo.git("commit", "-q", "-am", "straight to main")
+    repo.git("push", "-q", "origin", "main")
+    sha = repo.git("rev-parse", "HEAD")
+    local_server.counters.reset()
+    run = apply_run(repo, sha, 201)
+    assert (run.mode, run.state) == ("none", "stale")
+    assert run.failed is not None
+    assert writes(local_server) == 0
+    report = (repo.root / "report.md").read_text()
+    assert "this merge has no reviewed plan for acme-payments" in report

@@ -1,4 +1,5 @@
-"""`reconcile --version` names the installed version, and the package's own when the
+"""`reconcile --version` names the installed version (of the distribution
+`pubsub-reconcile`: the command keeps its name), and the package's own when the
 distribution's metadata is missing (a source tree run without installing)."""
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import reconciler
 def test_version_option_prints_the_installed_version(run_cli: Any) -> None:
     result = run_cli("--version")
     assert result.exit_code == 0
-    assert result.stdout == f"reconcile {importlib.metadata.version('reconcile')}\n"
-    assert importlib.metadata.version("reconcile") == reconciler.__version__
+    assert result.stdout == f"reconcile {importlib.metadata.version('pubsub-reconcile')}\n"
+    assert importlib.metadata.version("pubsub-reconcile") == reconciler.__version__
 
 
 def test_version_falls_back_to_the_package_version(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -42,11 +42,25 @@ def test_reconcile_line_parses_with_the_real_cli(line: CommandLine) -> None:
 
 
 def test_the_flow_uses_the_contracted_commands() -> None:
-    """Each CI file validates with a required snapshot, plans per project to a file and
-    applies that file with the reviewed digest: the steps the docs describe."""
+    """Each CI file validates with a required snapshot, lists the touched projects,
+    plans per project to a file and applies that file with the reviewed digest and a
+    JSON outcome: the steps the docs describe. The drift schedule plans with
+    --detailed-exitcode."""
     for path in WORKFLOWS:
         texts = [" ".join(argv(line.text)) for line in command_lines(path)]
         where = path.relative_to(Path(__file__).parents[2])
+        assert any(
+            t.startswith("plan ") and "--detailed-exitcode" in t and "--project" in t
+            for t in texts
+        ), where
+        if path.name == "drift.yml":
+            assert any(t.startswith("projects ") and "--format json" in t for t in texts)
+            continue
+        assert any(t.startswith("projects ") and "--changed-from" in t for t in texts), where
+        assert any(
+            t.startswith("apply ") and "--format json" in t and "--expect-digest" in t
+            for t in texts
+        ), where
         assert any(t.startswith("validate ") and "--require-org-policy" in t for t in texts), where
         assert any(
             t.startswith("plan ") and "--out" in t and "--project" in t for t in texts

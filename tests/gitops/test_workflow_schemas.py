@@ -15,6 +15,7 @@ from tests.gitops.workflow_lines import ROOT
 
 SCHEMAS = {
     ROOT / "examples" / "github" / "reconcile.yml": "vendor.github-workflows",
+    ROOT / "examples" / "github" / "drift.yml": "vendor.github-workflows",
     ROOT / "examples" / "gitlab" / ".gitlab-ci.yml": "vendor.gitlab-ci",
 }
 
@@ -40,8 +41,8 @@ def test_example_validates_against_the_official_schema(path: Path) -> None:
     [
         (ROOT / "examples" / "github" / "reconcile.yml", "runs-on: ubuntu-latest",
          "runs-on: ubuntu-latest\n    timeout: 5"),
-        (ROOT / "examples" / "gitlab" / ".gitlab-ci.yml", "  resource_group: reconcile-$PROJECT",
-         "  resource_group: [reconcile-$PROJECT]"),
+        (ROOT / "examples" / "gitlab" / ".gitlab-ci.yml", "    strategy: depend",
+         "    strategy: [depend]"),
     ],
     ids=["github-unknown-key", "gitlab-wrong-type"],
 )

@@ -17,6 +17,7 @@ import yaml
 ROOT = Path(__file__).parents[2]
 WORKFLOWS = (
     ROOT / "examples" / "github" / "reconcile.yml",
+    ROOT / "examples" / "github" / "drift.yml",
     ROOT / "examples" / "gitlab" / ".gitlab-ci.yml",
 )
 PRE_COMMIT_EXAMPLE = ROOT / "examples" / "pre-commit-config.yaml"

@@ -73,7 +73,7 @@ def test_the_filter_is_part_of_the_digest(
     data["projects"] = ["proj-a"]  # an edit that would narrow what apply does
     path.write_text(json.dumps(data))
     run = run_cli("apply", str(path))
-    assert run.exit_code == 1
+    assert run.exit_code == 4
     assert "the plan's content does not match its digest" in run.stderr
 
 
@@ -137,13 +137,13 @@ def test_apply_planfile_with_another_project_filter_is_refused(
     assert made.exit_code == 0, made.stderr
     local_server.counters.reset()
     other = run_cli("apply", str(out), "--project", "proj-b")
-    assert other.exit_code == 1
+    assert other.exit_code == 4
     assert (
         f"{out} was made for the projects proj-a (--project), but this apply names "
         "--project proj-b; nothing was applied" in other.stderr
     )
     wider = run_cli("apply", str(out), "--project", "proj-a", "--project", "proj-b")
-    assert wider.exit_code == 1
+    assert wider.exit_code == 4
     assert "this apply names --project proj-a, proj-b" in wider.stderr
     assert local_server.counters.total() == 0
     same = run_cli("apply", str(out), "--project", "proj-a")
@@ -162,7 +162,7 @@ def test_apply_planfile_without_a_filter_refuses_a_project_flag(
         "plan", str(root), "--emulator", local_server.address, "--out", str(out)
     ).exit_code == 0
     run = run_cli("apply", str(out), "--project", "proj-a")
-    assert run.exit_code == 1
+    assert run.exit_code == 4
     assert "was made for every declared project (no --project)" in run.stderr
 
 

@@ -1,0 +1,112 @@
+"""`reconcile projects [PATH...] [--changed-from GIT_REF]`: the projects the spec tree
+declares and, with `--changed-from`, the ones a change touches, so that a CI matrix is
+built from the specs (never typed twice) and only touched projects are planned and
+applied (docs/ci.md).
+
+A project is touched when its desired state moved between GIT_REF and the working
+tree: a topic added, removed or changed (its own file, a Defaults file, a hedging
+profile it uses), or its effective org policy in the snapshot. Offline: nothing is
+contacted; git is asked for the tree at GIT_REF (reconciler/gitrev.py).
+
+Output: `--format text` prints one project per line (the touched ones with
+`--changed-from`, else every declared one) and what touched them on stderr;
+`--format json` one document: `declared`, `touched`, `undeclared` (touched, but no
+topic of theirs is left: nothing to plan), `changes` (per project, what moved),
+`changed_from` and `commit`. A tree with errors still lists what it can (exit 0:
+`validate` is the check that fails on errors).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import click
+
+from reconciler.commands import output
+from reconciler.errors import EXIT_OK
+from reconciler.gitrev import at_revision, repository_of, resolve
+from reconciler.spec.touched import declared, touched
+from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
+
+
+@click.command("projects")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@click.option(
+    "--changed-from",
+    "changed_from",
+    metavar="GIT_REF",
+    help="Also say which projects the change from GIT_REF (a branch, tag or commit) to "
+    "the working tree touches.",
+)
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+def command(paths: tuple[Path, ...], changed_from: str | None, fmt: str) -> int:
+    """List the projects the specs under PATH... declare (default: specs/)."""
+    specs = list(paths) or [DEFAULT_PATH]
+    now = _validated(specs, "the specs")
+    document: dict[str, Any] = {
+        "declared": declared(now),
+        "changed_from": changed_from,
+        "commit": None,
+        "touched": declared(now),
+        "undeclared": [],
+        "changes": {},
+    }
+    if changed_from is not None:
+        changes, commit = _changes(specs, now, changed_from)
+        document.update(
+            commit=commit,
+            touched=[p for p in changes if p in document["declared"]],
+            undeclared=[p for p in changes if p not in document["declared"]],
+            changes=changes,
+        )
+    if fmt == "json":
+        output.stdout().data(json.dumps(document, indent=2) + "\n")
+    else:
+        for project in document["touched"]:
+            output.stdout().line(project)
+        output.stderr().line(_summary(document))
+    return EXIT_OK
+
+
+def _validated(paths: list[Path], what: str) -> ValidationResult:
+    result = validate_paths(paths)
+    errors = [d for d in result.diagnostics.sorted() if d.is_error]
+    if errors:
+        output.stderr().line(
+            f"note: {what} have {len(errors)} error(s) (`reconcile validate` lists them); "
+            "the projects of the topics that could be read are listed"
+        )
+    return result
+
+
+def _changes(
+    paths: list[Path], now: ValidationResult, ref: str
+) -> tuple[dict[str, list[str]], str]:
+    """What moved per project from `ref` to the working tree, and the commit of `ref`."""
+    root = repository_of(paths[0])
+    commit = resolve(root, ref)
+    snapshot = [now.policy_source] if now.policy_source is not None else []
+    with tempfile.TemporaryDirectory(prefix="reconcile-rev-") as scratch:
+        then_paths = at_revision(root, commit, paths, snapshot, Path(scratch))
+        then = _validated(then_paths, f"the specs at {ref}") if then_paths else None
+        return touched(then, now), commit
+
+
+def _summary(document: dict[str, Any]) -> str:
+    declared_ = document["declared"]
+    head = f"{len(declared_)} project(s) declared: {', '.join(declared_) or 'none'}"
+    if document["changed_from"] is None:
+        return head
+    lines = [head + f"; touched since {document['changed_from']}: "
+             + (", ".join(document["touched"]) or "none")]
+    for project, reasons in document["changes"].items():
+        lines += [f"  {project}: {reason}" for reason in reasons]
+    if document["undeclared"]:
+        lines.append(
+            "no topic is declared any more in " + ", ".join(document["undeclared"])
+            + ": nothing to plan there (their topics are left as they are)"
+        )
+    return "\n".join(lines)
