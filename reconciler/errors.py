@@ -34,8 +34,9 @@ EXIT_TERMINATED = 143  # SIGTERM (what CI runners send on cancel): 128 + 15
 #   digest-mismatch  not the --expect-digest plan, or content that is not its digest's
 #   retarget         another target, org-policy source or set of projects than recorded
 #   damaged          not a whole, readable, supported plan file
+#   takeover         a change takes over a topic another spec tree owns (--adopt-from)
 RefusalReason = Literal[
-    "stale", "already-applied", "superseded", "digest-mismatch", "retarget", "damaged"
+    "stale", "already-applied", "superseded", "digest-mismatch", "retarget", "damaged", "takeover"
 ]
 REFUSAL_REASONS: tuple[RefusalReason, ...] = get_args(RefusalReason)
 
@@ -117,9 +118,12 @@ class PlanRefused(ReconcileError):
         self.details = tuple(details)  # each thing found, one line each (the JSON's)
 
 
-class OwnershipRefused(ReconcileError):
+class OwnershipRefused(PlanRefused):
     """Apply would take over a topic another spec tree owns without being told to
-    (`--adopt-from OWNER`); nothing was changed."""
+    (`--adopt-from OWNER`); nothing was changed (exit code 4, reason "takeover")."""
+
+    def __init__(self, message: str, *, hint: str | None = None, details: Sequence[str] = ()):
+        super().__init__("takeover", message, hint=hint, details=details)
 
 
 class Interrupted(ReconcileError):

@@ -398,6 +398,7 @@ def refuse_takeovers(plan: Plan, adopt_from: Sequence[str]) -> None:
             f"owner {plan.owner!r}); nothing was applied:\n{listed}",
             hint=f"if this tree should own them, remove them from the other tree's specs "
             f"and apply again with {flags}; otherwise remove them from this tree's specs",
+            details=[line.strip()[2:] for line in listed.splitlines()],
         )
 
 

@@ -49,7 +49,7 @@ def test_a_saved_plan_replayed_is_already_applied_or_superseded(
     # The same plan twice: already applied, nothing sent.
     local_server.counters.reset()
     twice = run_cli("apply", str(pr1), *target)
-    assert twice.exit_code == 1
+    assert twice.exit_code == 4
     assert "the saved plan was already applied: the topics it changed carry its marker " \
         f"{PLAN_LABEL}={marker}" in twice.stderr
     assert "stale" not in twice.stderr.split("\n")[0]
@@ -63,7 +63,7 @@ def test_a_saved_plan_replayed_is_already_applied_or_superseded(
     assert regions_now == ["us-east1"] and labels_now[PLAN_LABEL] != marker
     local_server.counters.reset()
     replay = run_cli("apply", str(pr1), *target)
-    assert replay.exit_code == 1
+    assert replay.exit_code == 4
     assert "the saved plan was superseded: another plan was applied since it was made" \
         in replay.stderr
     assert f"another plan was applied to it since ({PLAN_LABEL}={labels_now[PLAN_LABEL]})" \
@@ -92,7 +92,7 @@ def test_a_plan_that_only_changes_the_storage_policy_still_leaves_its_marker(
     assert run_cli("apply", "p.json", *target).exit_code == 0
     assert live(publisher_client, tree)[1][PLAN_LABEL] == plan_marker(plan.digest)
     again = run_cli("apply", "p.json", *target)
-    assert again.exit_code == 1 and "already applied" in again.stderr
+    assert again.exit_code == 4 and "already applied" in again.stderr
 
 
 def test_a_saved_plan_applied_in_part_is_not_applied_again(
@@ -108,14 +108,14 @@ def test_a_saved_plan_applied_in_part_is_not_applied_again(
     local_server.faults.add(method="UpdateTopic", error="NOT_FOUND",
                             resource=tree.address("refunds"))
     part = run_cli("apply", "p.json", *target)
-    assert part.exit_code == 1
+    assert part.exit_code == 3
     assert "1 applied" in part.stdout and "1 failed" in part.stdout
     assert "Make a new plan (`reconcile plan --out PLANFILE`) and apply it" in part.stdout
     assert "Run `reconcile apply` again" not in part.stdout
     local_server.faults.clear()
     local_server.counters.reset()
     again = run_cli("apply", "p.json", *target)
-    assert again.exit_code == 1
+    assert again.exit_code == 4
     assert "the saved plan was already applied in part (1 of the 2 topics it creates or " \
         "updates carry its marker" in again.stderr
     assert mutating_calls(local_server) == NONE

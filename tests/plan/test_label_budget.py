@@ -63,7 +63,7 @@ def test_a_permanent_failure_does_not_advise_a_rerun(
     root = specs(topic_doc("orders", labels={"team": "new"}))
     local_server.faults.add(method="UpdateTopic", error=status)
     apply = run_cli("apply", str(root), "--emulator", local_server.address, "--auto-approve")
-    assert apply.exit_code == 1
+    assert apply.exit_code == 3
     assert f"update FAILED: {status}" in apply.stdout
     assert "Running apply again will not fix these failures" in apply.stdout
     assert RERUN not in apply.stdout + apply.stderr
@@ -77,5 +77,5 @@ def test_a_failure_a_new_plan_can_fix_still_advises_a_rerun(
     root = specs(topic_doc("orders", labels={"team": "new"}))
     local_server.faults.add(method="UpdateTopic", error="NOT_FOUND")
     apply = run_cli("apply", str(root), "--emulator", local_server.address, "--auto-approve")
-    assert apply.exit_code == 1
+    assert apply.exit_code == 3
     assert RERUN in apply.stdout

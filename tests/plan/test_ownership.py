@@ -97,7 +97,7 @@ def test_another_trees_topic_is_named_and_taken_over_only_when_told(
 
     local_server.counters.reset()
     refused = apply(run_cli, local_server, team_b)
-    assert refused.exit_code == 1
+    assert refused.exit_code == 4
     assert "refusing to take over topics that another spec tree owns" in refused.stderr
     assert "projects/proj-a/topics/orders (owner team-a)" in refused.stderr
     assert mutations(local_server) == 0
@@ -105,7 +105,7 @@ def test_another_trees_topic_is_named_and_taken_over_only_when_told(
 
     # A misspelt owner adopts nothing and says so.
     wrong = apply(run_cli, local_server, team_b, "--adopt-from", "team-x")
-    assert wrong.exit_code == 1
+    assert wrong.exit_code == 4
     assert "--adopt-from team-x: no topic of this plan is owned by 'team-x'" in wrong.stderr
     assert mutations(local_server) == 0
 
