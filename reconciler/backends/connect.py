@@ -31,8 +31,10 @@ from typing import Any
 
 from reconciler.backends.base import BackendInfo, TargetOptions
 from reconciler.backends.clients import (
+    cloud_monitoring_client,
     cloud_orgpolicy_client,
     cloud_publisher_client,
+    monitoring_client,
     orgpolicy_client,
     publisher_client,
 )
@@ -120,7 +122,15 @@ def _local(
         server.stop()
         raise
     info = replace(source, kind="local", address=str(state_dir))
-    return GcpBackend(publisher, orgpolicy, info, on_close=server.stop, **options)
+    address = server.address
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        info,
+        on_close=server.stop,
+        metrics_client=lambda: (monitoring_client(address), address),
+        **options,
+    )
 
 
 # An emulator is local or nearby: a handshake slower than this is a wrong address.
@@ -130,7 +140,13 @@ CONNECT_TIMEOUT = 5.0
 def _emulator(address: str, options: dict[str, Any], source: BackendInfo) -> GcpBackend:
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
     info = replace(source, kind="emulator", address=address)
-    backend = GcpBackend(publisher, orgpolicy, info, **options)
+    backend = GcpBackend(
+        publisher,
+        orgpolicy,
+        info,
+        metrics_client=lambda: (monitoring_client(address), address),
+        **options,
+    )
     budget = min(CONNECT_TIMEOUT, options["timeout"])
     if wait_ready({address: publisher.transport.grpc_channel}, budget):
         backend.close()
@@ -151,4 +167,10 @@ def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
     orgpolicy = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
-    return GcpBackend(publisher, orgpolicy, source, **options)
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        source,
+        metrics_client=lambda: cloud_monitoring_client(credentials),
+        **options,
+    )
