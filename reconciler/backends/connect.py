@@ -34,9 +34,11 @@ from reconciler.backends.clients import (
     cloud_monitoring_client,
     cloud_orgpolicy_client,
     cloud_publisher_client,
+    cloud_subscriber_client,
     monitoring_client,
     orgpolicy_client,
     publisher_client,
+    subscriber_client,
 )
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
@@ -129,6 +131,7 @@ def _local(
         info,
         on_close=server.stop,
         metrics_client=lambda: (monitoring_client(address), address),
+        subscriber=subscriber_client(address),
         **options,
     )
 
@@ -145,6 +148,7 @@ def _emulator(address: str, options: dict[str, Any], source: BackendInfo) -> Gcp
         orgpolicy,
         info,
         metrics_client=lambda: (monitoring_client(address), address),
+        subscriber=subscriber_client(address),
         **options,
     )
     budget = min(CONNECT_TIMEOUT, options["timeout"])
@@ -172,5 +176,6 @@ def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
         orgpolicy,
         source,
         metrics_client=lambda: cloud_monitoring_client(credentials),
+        subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),
         **options,
     )

@@ -30,9 +30,17 @@ from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
-from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    BackendInfo,
+    ObservedTopic,
+    OrgInputs,
+    StoredMessages,
+    SubscriptionListing,
+)
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
+from reconciler.backends.stored import read_stored
+from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver.identity import CAPABILITIES_METHOD, SERVER_NAME
@@ -198,6 +206,7 @@ class GcpBackend:
         policy_store: PolicyStore | None = None,
         on_close: Callable[[], None] | None = None,
         metrics_client: Callable[[], tuple[Any, str]] | None = None,
+        subscriber: Any | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
@@ -212,6 +221,7 @@ class GcpBackend:
         self.policy_source = f"snapshot {info.snapshot}" if info.snapshot else "snapshot"
         self._on_close = on_close
         self._metrics_client = metrics_client
+        self.subscriber = subscriber
         self._metrics: MetricsReader | None = None
         self._timeout = timeout
 
@@ -355,10 +365,37 @@ class GcpBackend:
             self._metrics = open_reader(self._metrics_client, self._timeout)
         return self._metrics
 
+    def stored(
+        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
+    ) -> StoredMessages:
+        """Where the messages of `project`'s topics (scope "topic") or subscriptions
+        ("subscription") are stored, from the by-region gauges; `ids`: only these."""
+        try:
+            reader = self.metrics()
+        except MetricsUnavailable as exc:
+            return StoredMessages({}, {}, unavailable=exc.reason)
+        return read_stored(reader, project, scope, ids, retained)
+
+    # -- subscriptions ------------------------------------------------------------
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        """Every subscription of the project (one paged ListSubscriptions), or why they
+        cannot be listed: never an error that stops a plan."""
+        if self.subscriber is None:
+            return SubscriptionListing(
+                unavailable=f"cannot list subscriptions in {project} ({self.info.label} "
+                "was opened without a Subscriber client)"
+            )
+        try:
+            return list_subscriptions(self.subscriber, project, self._rpc)
+        except BackendError as exc:  # e.g. Google Cloud unreachable (ConnectFirst)
+            return SubscriptionListing(
+                unavailable=f"cannot list subscriptions in {project} ({exc.message})"
+            )
+
     def close(self) -> None:
         if self._metrics is not None:
             self._metrics.close()
-        for client in (self.publisher, self.orgpolicy):
+        for client in (self.publisher, self.orgpolicy, self.subscriber):
             transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
             closer = getattr(transport, "close", None)
             if callable(closer):

@@ -43,7 +43,12 @@ from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, AdminRetry
 from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
-from reconciler.commands._options import project_option, strict_groups_option, target_options
+from reconciler.commands._options import (
+    project_option,
+    prune_subscribed_option,
+    strict_groups_option,
+    target_options,
+)
 from reconciler.commands._planning import open_target, show_plan, validate_specs
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
@@ -82,6 +87,7 @@ class ApplyOptions:
     expect_digest: str | None = None
     projects: tuple[str, ...] = ()  # --project: only these projects' declared topics
     strict_groups: bool = False
+    prune_subscribed: bool = False  # --prune-subscribed (implies prune)
 
     def guard(self) -> Guard:
         """The rate limit and retry these options ask for."""
@@ -144,6 +150,7 @@ class ApplyOptions:
     help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@prune_subscribed_option
 @strict_groups_option
 def command(
     paths: tuple[Path, ...],
@@ -161,12 +168,13 @@ def command(
     expect_digest: str | None,
     projects: tuple[str, ...],
     strict_groups: bool,
+    prune_subscribed: bool,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE (with
     --strict-groups: refused if it records a refusal resting on inferred membership)."""
     options = ApplyOptions(
         auto_approve,
-        prune,
+        prune or prune_subscribed,
         concurrency,
         rate_limit,
         fmt,
@@ -176,6 +184,7 @@ def command(
         expect_digest=expect_digest,
         projects=projects,
         strict_groups=strict_groups,
+        prune_subscribed=prune_subscribed,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
@@ -270,6 +279,7 @@ def apply_specs(paths: Sequence[Path], target: TargetOptions, options: ApplyOpti
             origin=origin,
             projects=options.projects,
             strict_groups=options.strict_groups,
+            prune_subscribed=options.prune_subscribed,
         )
         _show(plan, options)
         refuse_plan_with_errors(plan)

@@ -18,16 +18,19 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from reconciler.backends.base import OrgInputs, TargetOptions
+from reconciler.backends.base import OrgInputs, SubscriptionListing, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
-from reconciler.plan.readahead_wire import error_row, org_row
+from reconciler.plan.readahead_wire import error_row, org_row, subscriptions_row
 
-# Each project's topics (as rows, made while the parent still validates) and org inputs.
-Reads = dict[str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]"]]
+# Each project's topics (as rows, made while the parent still validates), org inputs
+# and subscriptions.
+Reads = dict[
+    str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]", "Future[SubscriptionListing]"]
+]
 
 
 def main(argv: list[str], requests: IO[str]) -> int:
@@ -68,6 +71,7 @@ def _read_as_named(
             reads[project] = (
                 pool.submit(backend.list_topics_as, project, topic_row_pb),
                 pool.submit(backend.effective_policy, project),
+                pool.submit(backend.list_subscriptions, project),
             )
 
     for line in requests:
@@ -85,7 +89,7 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
     projects, reads = final
     answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:
-        listing, org = reads[project]
+        listing, org, subscriptions = reads[project]
         entry: dict[str, Any] = {}
         try:
             entry["topics"] = listing.result()
@@ -95,6 +99,7 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
             entry["org"] = org_row(org.result())
         except ReconcileError as exc:
             entry["org_error"] = error_row(exc)
+        entry["subscriptions"] = subscriptions_row(subscriptions.result())
         answer["projects"][project] = entry
     return answer
 

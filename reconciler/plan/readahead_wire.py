@@ -17,7 +17,12 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler import errors
-from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    ObservedSubscription,
+    ObservedTopic,
+    OrgInputs,
+    SubscriptionListing,
+)
 from reconciler.orgpolicy.model import Policy, PolicySpec
 from reconciler.topic import StoragePolicy, TopicShape
 
@@ -73,3 +78,24 @@ def error_of(row: dict[str, Any]) -> errors.ReconcileError:
     if issubclass(kind, errors.BackendError):
         return kind(row["message"], hint=row["hint"], status=row["status"])
     return kind(row["message"], hint=row["hint"])
+
+
+def subscriptions_row(listing: SubscriptionListing) -> dict[str, Any]:
+    return {
+        "rows": [
+            [s.name, s.topic, s.kind, s.state, s.retention_seconds, s.retain_acked]
+            for s in listing.subscriptions
+        ],
+        "unavailable": listing.unavailable,
+        "calls": listing.calls,
+    }
+
+
+def subscriptions_of(row: dict[str, Any] | None) -> SubscriptionListing:
+    if row is None:
+        return SubscriptionListing(unavailable="subscriptions were not read ahead")
+    return SubscriptionListing(
+        tuple(ObservedSubscription(*r) for r in row["rows"]),
+        unavailable=row["unavailable"],
+        calls=row["calls"],
+    )
