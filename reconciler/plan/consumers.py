@@ -24,6 +24,7 @@ from reconciler.ownership import OWNERSHIP_LABEL
 from reconciler.plan.differ import delete_change, is_owned
 from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
 from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 PULL_KINDS = ("pull",)
@@ -155,18 +156,6 @@ def paused_export_diagnostic(
     )
 
 
-def _age(seconds: int | None) -> str:
-    if seconds is None:
-        return "unknown age"
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds // 3600} h"
-    return f"{seconds // 86400} d"
-
-
 def left_behind(
     affected: AffectedPolicy,
     stored: Mapping[str, RegionStored] | None,
@@ -198,7 +187,7 @@ def left_behind(
         size = "" if item.bytes is None else f", {item.bytes} bytes"
         warnings.append(
             f"{item.messages} unacknowledged messages{size} stay stored in {item.region}, "
-            f"which the new policy no longer allows (oldest {_age(item.oldest_age_seconds)}): "
+            f"which the new policy no longer allows (oldest {age_text(item.oldest_age_seconds)}): "
             "a policy change does not move stored messages; they leave when acknowledged or "
             "when their retention ends"
         )
@@ -376,11 +365,9 @@ def consumer_step(
             figures, unknown, more = left_behind(
                 policy, measured.unacked.get(rc.topic, {}), None
             )
-        kept = [w for w in rc.warnings if not w.startswith("narrows the storage regions")] \
-            if figures or not unknown else list(rc.warnings)
         out[i] = replace(
             rc,
-            warnings=[*kept, *warnings, *more],
+            warnings=[*rc.warnings, *warnings, *more],
             subscriptions=refs(subs or ()),
             left_behind=figures,
             left_behind_unknown=unknown,

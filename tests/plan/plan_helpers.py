@@ -9,9 +9,11 @@ from reconciler.plan.model import (
     Change,
     Drift,
     Fingerprints,
+    LeftBehind,
     Plan,
     PlanTarget,
     ResourceChange,
+    SubscriptionRef,
 )
 
 
@@ -66,10 +68,13 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
                {"labels": labels, "message_storage_policy": None}),
         update_mask=["labels"],
         reasons=["adopt"], warnings=["careful"],
+        left_behind=[LeftBehind("us-west1", 3, 30, 60)],
     )
     delete = ResourceChange(
         "projects/p/topics/gone", "p", "gone",
         Change(["delete"], {"labels": labels, "message_storage_policy": None}, None),
+        subscriptions=[SubscriptionRef("projects/p/subscriptions/s", "pull", "ACTIVE", 2)],
+        left_behind_unknown="metrics unavailable",
     )
     noop = ResourceChange(
         "projects/p/topics/same", "p", "same",
