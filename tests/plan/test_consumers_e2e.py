@@ -184,3 +184,37 @@ def test_a_topic_renamed_in_the_specs_is_flagged(
     assert rc["change"]["actions"] == ["create"]
     assert any(w.startswith("probable rename of projects/proj-a/topics/orders ")
                for w in rc["warnings"])
+
+
+def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_project(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    seed("refunds", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    seed("retired", labels=OWN)
+    local_server.faults.add(method="ListSubscriptions", error="PERMISSION_DENIED")
+    local_server.faults.add(method="ListTimeSeries", error="PERMISSION_DENIED")
+    root = specs(
+        topic_doc("orders", storage=(["us-central1"], False)),
+        topic_doc("refunds", storage=(["us-central1"], False)),
+    )
+    policy = org_policy_file(None)
+    data = _json(run_cli, local_server, root, policy, "--prune")
+    [unknown] = [d for d in data["diagnostics"] if d["code"] == "subscriptions-unknown"]
+    assert unknown["file"] == "proj-a"
+    assert "cannot list subscriptions in proj-a (permission denied; needs " \
+        "pubsub.subscriptions.list, e.g. roles/pubsub.viewer)" in unknown["message"]
+    rc = _change(data)
+    assert rc["left_behind_unknown"].startswith("permission denied to read metrics in project "
+                                                "proj-a (needs monitoring.timeSeries.list, "
+                                                "e.g. role roles/monitoring.viewer)")
+    # Unknown subscriptions: prune does not delete by surprise.
+    assert [rc["address"] for rc in data["resource_changes"]
+            if rc["change"]["actions"] == ["delete"]] == []
+    [kept] = [d for d in data["diagnostics"] if d["code"] == "prune-subscribed"]
+    assert "its subscriptions are unknown" in kept["message"]
+    residency = run_cli("residency", str(root), "--emulator", local_server.address,
+                        "--org-policy", str(policy))
+    assert residency.exit_code == 0, residency.stderr
+    assert "roles/monitoring.viewer" in residency.stdout
+    assert "roles/pubsub.viewer" in residency.stdout
