@@ -218,3 +218,23 @@ def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_pr
     assert residency.exit_code == 0, residency.stderr
     assert "roles/monitoring.viewer" in residency.stdout
     assert "roles/pubsub.viewer" in residency.stdout
+
+
+def test_the_read_ahead_process_reads_the_subscriptions_too(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", "0")  # a large tree's way, always
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    subscriber.create_subscription(
+        request={"name": "projects/proj-a/subscriptions/orders-pull", "topic": T}
+    )
+    _publish(publisher_client, "us-east1", 2)
+    root = specs(topic_doc("orders", storage=(["us-central1"], True)))
+    local_server.counters.reset()
+    rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))
+    assert [s["name"] for s in rc["subscriptions"]] == ["projects/proj-a/subscriptions/orders-pull"]
+    assert [(x["region"], x["messages"]) for x in rc["left_behind"]] == [("us-east1", 2)]
+    assert any(w.startswith("pull subscriptions orders-pull (pull)") for w in rc["warnings"])
+    counts = local_server.counters.snapshot()
+    assert (counts["ListSubscriptions"], counts["ListTimeSeries"]) == (1, 3)
