@@ -113,8 +113,13 @@ class ObservedSubscription:
         return self.name.rsplit("/", 1)[-1]
 
     @property
-    def paused(self) -> bool:
-        return self.state == PAUSED_STATE
+    def delivery_paused(self) -> bool:
+        """An export paused by in-transit restriction, or a push subscription in
+        RESOURCE_ERROR (the API has no in-transit state for push; the local server
+        reports a paused push so, and the service any push it cannot deliver)."""
+        if self.state == PAUSED_STATE:
+            return True
+        return self.kind == "push" and self.state == "RESOURCE_ERROR"
 
 
 @dataclass(frozen=True)

@@ -143,7 +143,7 @@ def paused_export_diagnostic(
 ) -> Diagnostic | None:
     """An export (or push) subscription already paused by in-transit restriction:
     a warning on the topic, whether or not the plan changes it."""
-    paused = [s for s in subs if s.paused or (s.kind == "push" and s.state == "RESOURCE_ERROR")]
+    paused = [s for s in subs if s.delivery_paused]
     if not paused:
         return None
     names = ", ".join(f"{s.short_name} ({KIND_TEXT[s.kind]}, {s.state})" for s in paused)
@@ -194,6 +194,16 @@ def left_behind(
     return found, None, warnings
 
 
+def _listed(subs: Sequence[ObservedSubscription], backlog: Mapping[str, int] | None) -> str:
+    """"a (pull, 3 unacknowledged), b (push)": each subscription, kind, backlog."""
+    return ", ".join(
+        f"{s.short_name} ({KIND_TEXT[s.kind]}"
+        + ("" if backlog is None else f", {backlog.get(s.short_name, 0)} unacknowledged")
+        + ")"
+        for s in subs
+    )
+
+
 def prune_refusal(
     name: str, subs: Sequence[ObservedSubscription] | None, unknown: str | None,
     backlog: Mapping[str, int] | None,
@@ -203,13 +213,8 @@ def prune_refusal(
     if subs is None:
         what = f"its subscriptions are unknown ({unknown})"
     else:
-        listed = ", ".join(
-            f"{s.short_name} ({KIND_TEXT[s.kind]}"
-            + ("" if backlog is None else f", {backlog.get(s.short_name, 0)} unacknowledged")
-            + ")"
-            for s in subs
-        )
-        what = f"it has {len(subs)} subscription{'s' if len(subs) != 1 else ''}: {listed}"
+        count = f"{len(subs)} subscription{'s' if len(subs) != 1 else ''}"
+        what = f"it has {count}: {_listed(subs, backlog)}"
     return Diagnostic(
         name, 0, 0, Severity.WARNING, "prune-subscribed",
         f"{name} is not declared and carries the ownership label, but is not deleted: {what}; "
@@ -225,14 +230,9 @@ def delete_warnings(
         return ["its subscriptions are unknown: any it has are detached and stop receiving"]
     if not subs:
         return ["it has no subscriptions"]
-    listed = ", ".join(
-        f"{s.short_name} ({KIND_TEXT[s.kind]}"
-        + ("" if backlog is None else f", {backlog.get(s.short_name, 0)} unacknowledged")
-        + ")"
-        for s in subs
-    )
     return [
-        f"its subscriptions are detached and stop receiving messages: {listed}; their "
+        f"its subscriptions are detached and stop receiving messages: "
+        f"{_listed(subs, backlog)}; their "
         "backlog is not moved to any other topic"
     ]
 

@@ -92,7 +92,7 @@ def topic_residency(
     paused = [
         PausedExport(s.name, s.kind, s.state)
         for s in sorted(subs or (), key=lambda s: s.name)
-        if s.paused or (s.kind == "push" and s.state == "RESOURCE_ERROR")
+        if s.delivery_paused
     ]
     return TopicResidency(
         topic.address, topic.project, topic.topic, True,

@@ -93,3 +93,16 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
         created_at="2026-11-30T16:00:00+00:00",
         projects=projects or [],
     )
+
+
+def publish_from(publisher: Any, topic: str, region: str, count: int) -> None:
+    """`count` 10-byte messages published as if from `region` (the local server reads
+    the client's region from CLIENT_REGION_KEY)."""
+    from reconciler.localserver import CLIENT_REGION_KEY
+
+    publisher.publish(
+        topic=topic,
+        messages=[{"data": b"x" * 10} for _ in range(count)],
+        metadata=[(CLIENT_REGION_KEY, region)],
+        retry=None,
+    )

@@ -4,26 +4,17 @@ the local server through the real Publisher, Subscriber and Monitoring clients."
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
+from plan_helpers import publish_from, topic_doc
 
 from reconciler.localserver import CLIENT_REGION_KEY
 
 OWN = {"reconcile-managed": "true"}
 T = "projects/proj-a/topics/orders"
 
-
-@pytest.fixture
-def subscriber(local_server: Any) -> Iterator[Any]:
-    from reconciler.backends.clients import subscriber_client
-
-    client = subscriber_client(local_server.address)
-    yield client
-    client.transport.close()
 
 
 def _plan(run_cli: Any, server: Any, root: Path, policy: Path, *extra: str) -> Any:
@@ -44,13 +35,6 @@ def _change(data: dict[str, Any], address: str = T) -> dict[str, Any]:
     return rc
 
 
-def _publish(publisher: Any, region: str, count: int, topic: str = T) -> None:
-    publisher.publish(
-        topic=topic,
-        messages=[{"data": b"x" * 10} for _ in range(count)],
-        metadata=[(CLIENT_REGION_KEY, region)],
-        retry=None,
-    )
 
 
 def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_acked(
@@ -60,7 +44,7 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     sub = "projects/proj-a/subscriptions/orders-pull"
     subscriber.create_subscription(request={"name": sub, "topic": T})
-    _publish(publisher_client, "us-east1", 3)
+    publish_from(publisher_client, T, "us-east1", 3)
     root = specs(topic_doc("orders", storage=(["us-central1"], False)))
     policy = org_policy_file(["us-central1", "us-east1"])
 
@@ -143,7 +127,7 @@ def test_prune_keeps_a_subscribed_topic_unless_prune_subscribed(
     subscriber.create_subscription(
         request={"name": "projects/proj-a/subscriptions/billing", "topic": old}
     )
-    _publish(publisher_client, "us-central1", 2, topic=old)
+    publish_from(publisher_client, old, "us-central1", 2)
     root = specs(topic_doc("orders"))
     policy = org_policy_file(None)
 
@@ -229,7 +213,7 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     subscriber.create_subscription(
         request={"name": "projects/proj-a/subscriptions/orders-pull", "topic": T}
     )
-    _publish(publisher_client, "us-east1", 2)
+    publish_from(publisher_client, T, "us-east1", 2)
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     local_server.counters.reset()
     rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))

@@ -4,12 +4,11 @@ Publisher, Subscriber and Monitoring clients."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
+from plan_helpers import publish_from, topic_doc
 
 from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.residency.schema import residency_schema
@@ -18,14 +17,6 @@ OWN = {"reconcile-managed": "true"}
 T = "projects/proj-a/topics/orders"
 SUB = "projects/proj-a/subscriptions/orders-pull"
 
-
-@pytest.fixture
-def subscriber(local_server: Any) -> Iterator[Any]:
-    from reconciler.backends.clients import subscriber_client
-
-    client = subscriber_client(local_server.address)
-    yield client
-    client.transport.close()
 
 
 def residency(run_cli: Any, server: Any, root: Path, policy: Path, *extra: str) -> Any:
@@ -42,11 +33,6 @@ def report(run_cli: Any, server: Any, root: Path, policy: Path) -> dict[str, Any
     return data
 
 
-def _publish(publisher: Any, region: str, count: int) -> None:
-    publisher.publish(
-        topic=T, messages=[{"data": b"x" * 10} for _ in range(count)],
-        metadata=[(CLIENT_REGION_KEY, region)], retry=None,
-    )
 
 
 def _narrow(publisher: Any, regions: list[str], eit: bool = False) -> None:
@@ -65,9 +51,9 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     subscriber.create_subscription(request={
         "name": SUB, "topic": T, "message_retention_duration": {"seconds": 3600},
     })
-    _publish(publisher_client, "us-east1", 4)
+    publish_from(publisher_client, T, "us-east1", 4)
     _narrow(publisher_client, ["us-central1"])
-    _publish(publisher_client, "us-east1", 1)  # stored in us-central1 now
+    publish_from(publisher_client, T, "us-east1", 1)  # stored in us-central1 now
     root = specs(topic_doc("orders", storage=(["us-central1"], False)))
     policy = org_policy_file(["us-central1", "us-east1"])
 
