@@ -136,6 +136,25 @@ def _local(
     )
 
 
+def open_metrics(options: TargetOptions) -> GcpBackend:
+    """A backend that only reads metrics (`stored`), for a plan whose live state the
+    read-ahead process read: a Monitoring client only, no Pub/Sub or Org Policy client
+    (not for --local: the read-ahead never serves it)."""
+    address = emulator_address(options.emulator)
+    if address is not None:
+        return GcpBackend(
+            None, None, BackendInfo(kind="emulator", address=address),
+            metrics_client=lambda: (monitoring_client(address), address),
+            timeout=options.timeout,
+        )
+    credentials = default_credentials()
+    return GcpBackend(
+        None, None, BackendInfo(),
+        metrics_client=lambda: cloud_monitoring_client(credentials),
+        timeout=options.timeout,
+    )
+
+
 # An emulator is local or nearby: a handshake slower than this is a wrong address.
 CONNECT_TIMEOUT = 5.0
 

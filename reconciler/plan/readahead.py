@@ -227,9 +227,9 @@ class ReadAheadBackend:
         if self._target is None:
             return StoredMessages({}, {}, unavailable="no target to read metrics from")
         if self._metrics_backend is None:
-            from reconciler.backends.connect import open_backend  # google-cloud: on need
+            from reconciler.backends.connect import open_metrics  # google-cloud: on need
 
-            self._metrics_backend = open_backend(self._target)
+            self._metrics_backend = open_metrics(self._target)
         stored: StoredMessages = self._metrics_backend.stored(project, scope, ids, retained)
         return stored
 

@@ -17,17 +17,21 @@ def _size(value: int | None) -> str:
     return "unknown" if value is None else f"{value} B"
 
 
+def _topics(n: int) -> str:
+    return f"{n} topic" if n == 1 else f"{n} topics"
+
+
 def summary(report: ResidencyReport) -> str:
     outside = sum(1 for t in report.topics if t.outside)
     paused = sum(len(t.paused_exports) for t in report.topics)
     unknown = sum(1 for t in report.topics if t.unknown)
     if not outside and not paused:
-        head = f"{len(report.topics)} topics: nothing stored outside the allowed regions"
+        head = f"{_topics(len(report.topics))}: nothing stored outside the allowed regions"
         head += ", no export paused"
     else:
         head = (
-            f"{len(report.topics)} topics: {outside} with messages stored outside the allowed "
-            f"regions, {paused} paused exports"
+            f"{_topics(len(report.topics))}: {outside} with messages stored outside the "
+            f"allowed regions, {paused} paused exports"
         )
     if unknown:
         head += f"; {unknown} with figures unknown (see notes)"
@@ -72,7 +76,7 @@ def _topic_text(t: TopicResidency) -> list[str]:
 
 
 def text(report: ResidencyReport) -> str:
-    lines = [f"Residency of {len(report.topics)} declared topics on {esc(report.target)}", ""]
+    lines = [f"Residency of {_topics(len(report.topics))} declared on {esc(report.target)}", ""]
     for t in report.topics:
         lines += _topic_text(t)
     if report.notes:
