@@ -46,7 +46,13 @@ from reconciler.backends.base import (
     TargetOptions,
 )
 from reconciler.errors import BackendError, UsageError
-from reconciler.plan.readahead_wire import error_of, org_of, subscriptions_of, topic_of
+from reconciler.plan.readahead_wire import (
+    error_of,
+    org_of,
+    stored_of,
+    subscriptions_of,
+    topic_of,
+)
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
@@ -222,8 +228,12 @@ class ReadAheadBackend:
     def stored(
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
     ) -> StoredMessages:
-        """Metrics are read only for the few changes that remove regions, once the
-        plan knows them: through a backend of this process, opened on first need."""
+        """The topics' unacknowledged figures come from the child (it read them beside
+        the validation); anything else (a prune's subscription backlogs) through a
+        Monitoring client of this process, opened on first need."""
+        row = self._entry(project).get("stored")
+        if scope == "topic" and not retained and row is not None:
+            return stored_of(row, ids)
         if self._target is None:
             return StoredMessages({}, {}, unavailable="no target to read metrics from")
         if self._metrics_backend is None:

@@ -21,6 +21,8 @@ from reconciler.backends.base import (
     ObservedSubscription,
     ObservedTopic,
     OrgInputs,
+    RegionStored,
+    StoredMessages,
     SubscriptionListing,
 )
 from reconciler.orgpolicy.model import Policy, PolicySpec
@@ -99,3 +101,25 @@ def subscriptions_of(row: dict[str, Any] | None) -> SubscriptionListing:
         unavailable=row["unavailable"],
         calls=row["calls"],
     )
+
+
+def stored_row(stored: StoredMessages) -> dict[str, Any]:
+    """The unacknowledged figures only (what a plan reads)."""
+    return {
+        "unacked": {
+            rid: [[r.region, r.messages, r.bytes, r.oldest_age_seconds] for r in regions.values()]
+            for rid, regions in stored.unacked.items()
+        },
+        "unavailable": stored.unavailable,
+        "calls": stored.calls,
+    }
+
+
+def stored_of(row: dict[str, Any], ids: list[str] | None) -> StoredMessages:
+    wanted = None if ids is None else set(ids)
+    unacked = {
+        rid: {r[0]: RegionStored(*r) for r in regions}
+        for rid, regions in row["unacked"].items()
+        if wanted is None or rid in wanted
+    }
+    return StoredMessages(unacked, {}, unavailable=row["unavailable"], calls=row["calls"])
