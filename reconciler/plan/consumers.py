@@ -2,14 +2,17 @@
 subscriptions a change affects (in-transit enforcement, removed regions, a delete),
 exports already paused, messages left behind in removed regions, prune refusals and
 probable renames. Pure functions over the observation (plan/observe.py) and the
-changes the differ made; `make_plan` calls them and the model carries the result.
+changes the differ made, and one step that `make_plan` calls (`consumer_step`): it
+reads the by-region gauges (`backend.stored`, one call per metric type per project)
+only for the changes that remove regions and the prune candidates with subscriptions.
 
+    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed)
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
-    consumer_warnings(rc, subs, affected) -> list[str]
+    consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
-    left_behind(rc, stored, affected) -> (list[LeftBehind], warnings)
-    prune_refusal(live, subs, unknown) -> Diagnostic
-    probable_renames(changes, undeclared) -> {address: warning}
+    left_behind(affected, stored, unknown) -> (figures, why unknown, warnings)
+    prune_refusal(name, subs, unknown, backlog) -> Diagnostic
+    probable_renames(creates, undeclared) -> {address: warning}
 """
 
 from __future__ import annotations
@@ -102,15 +105,12 @@ def _regions(allowed: frozenset[str] | None) -> str:
 
 
 def consumer_warnings(
-    rc: ResourceChange,
-    subs: Sequence[ObservedSubscription] | None,
-    affected: AffectedPolicy,
-    unknown: str | None = None,
+    subs: Sequence[ObservedSubscription] | None, affected: AffectedPolicy
 ) -> list[str]:
     """Which of the topic's subscriptions the change affects, and how."""
-    if subs is None:
-        return [f"its subscriptions are unknown ({unknown}): check its consumers before "
-                "applying"]
+    if subs is None:  # the reason is said once, per project (subscriptions-unknown)
+        return ["its subscriptions are unknown (see warning subscriptions-unknown): check its "
+                "consumers before applying"]
     if not subs:
         return []
     where = _regions(affected.allowed)
@@ -353,9 +353,7 @@ def consumer_step(
     for i, policy in affected.items():
         rc = changes[i]
         subs = _subs_of(observation, rc.address)
-        warnings = consumer_warnings(
-            rc, subs, policy, observation.subscriptions_unknown.get(rc.project)
-        )
+        warnings = consumer_warnings(subs, policy)
         measured = stored.get(rc.project)
         if measured is None:
             figures, unknown, more = left_behind(policy, None, "metrics not read")

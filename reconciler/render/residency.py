@@ -59,7 +59,7 @@ def _region_line(r: RegionStore) -> str:
 
 def _topic_text(t: TopicResidency) -> list[str]:
     mark = "!" if t.has_findings else " "
-    subs = f"{t.subscriptions} subscriptions"
+    subs = f"{t.subscriptions} subscription" + ("" if t.subscriptions == 1 else "s")
     if t.subscriptions is None:
         subs = "subscriptions unknown"
     if not t.exists:
