@@ -52,6 +52,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "the fast check (spec/fastshape.py) is not sure of",
     "reconciler.spec.fastshape": "the generated records, once the first document is checked",
     "reconciler.fileio": "tempfile only when a file is written",
+    "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
+    "removes regions), in this process, after the read-ahead answered",
     "reconciler.backends.connect": "the embedded local server only for --local; each client "
     "library only for a client the target needs",
     "reconciler.backends.clients": "each Google client library only when that client is built "

@@ -22,7 +22,7 @@ import grimp
 from reconciler.perf import DEFERRED_IMPORTS
 
 PACKAGE = Path(__file__).parents[1] / "reconciler"
-LIBRARIES = ("spec", "orgpolicy", "plan", "apply", "render")
+LIBRARIES = ("spec", "orgpolicy", "plan", "apply", "render", "residency")
 
 
 def _graph() -> grimp.ImportGraph:

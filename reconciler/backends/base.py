@@ -15,7 +15,17 @@ from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.orgpolicy.model import PolicySpec
 from reconciler.topic import ObservedTopic
 
-__all__ = ["Backend", "BackendInfo", "ObservedTopic", "OrgInputs", "TargetOptions"]
+__all__ = [
+    "Backend",
+    "BackendInfo",
+    "ObservedSubscription",
+    "ObservedTopic",
+    "OrgInputs",
+    "RegionStored",
+    "StoredMessages",
+    "SubscriptionListing",
+    "TargetOptions",
+]
 
 
 @dataclass(frozen=True)
@@ -83,6 +93,72 @@ class BackendInfo:
         return not self.google_emulator
 
 
+SubscriptionKind = Literal["pull", "push", "bigquery", "cloud_storage"]
+PAUSED_STATE = "IN_TRANSIT_LOCATION_RESTRICTION"
+EXPORT_KINDS: tuple[SubscriptionKind, ...] = ("bigquery", "cloud_storage")
+DEFAULT_SUBSCRIPTION_RETENTION = 7 * 24 * 3600  # the service's default, seconds
+
+
+@dataclass(frozen=True, slots=True)
+class ObservedSubscription:
+    """A live subscription as plan and residency need it. `state`: the export config's
+    state for bigquery / cloud_storage (e.g. IN_TRANSIT_LOCATION_RESTRICTION), else the
+    subscription's own (ACTIVE, RESOURCE_ERROR); `retention_seconds`: how long an
+    unacknowledged (and, with `retain_acked`, an acknowledged) message is kept."""
+
+    name: str  # projects/P/subscriptions/S
+    topic: str  # projects/P/topics/T, or _deleted-topic_
+    kind: SubscriptionKind
+    state: str
+    retention_seconds: int
+    retain_acked: bool
+
+    @property
+    def short_name(self) -> str:
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def delivery_paused(self) -> bool:
+        """An export paused by in-transit restriction, or a push subscription in
+        RESOURCE_ERROR (the API has no in-transit state for push; the local server
+        reports a paused push so, and the service any push it cannot deliver)."""
+        if self.state == PAUSED_STATE:
+            return True
+        return self.kind == "push" and self.state == "RESOURCE_ERROR"
+
+
+@dataclass(frozen=True)
+class SubscriptionListing:
+    """One project's subscriptions, or why they could not be listed (`unavailable`:
+    a sentence naming the permission and role; plan and residency go on without)."""
+
+    subscriptions: tuple[ObservedSubscription, ...] = ()
+    unavailable: str | None = None
+    calls: int = 0  # ListSubscriptions pages read
+
+
+@dataclass(frozen=True, slots=True)
+class RegionStored:
+    """What the by-region gauges say is stored in one region (None: not reported)."""
+
+    region: str
+    messages: int
+    bytes: int | None
+    oldest_age_seconds: int | None
+
+
+@dataclass(frozen=True)
+class StoredMessages:
+    """Where the messages of a project's topics (or subscriptions) are stored:
+    resource id -> region -> figures, unacknowledged and retained acknowledged
+    separately; `unavailable`: why the metrics could not be read (None: read)."""
+
+    unacked: dict[str, dict[str, RegionStored]]
+    retained: dict[str, dict[str, RegionStored]]
+    unavailable: str | None = None
+    calls: int = 0
+
+
 class Backend(Protocol):
     info: BackendInfo
 
@@ -100,5 +176,15 @@ class Backend(Protocol):
     def update_topic(self, body: dict[str, Any], update_mask: list[str]) -> ObservedTopic: ...
 
     def delete_topic(self, name: str) -> None: ...
+
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        """One paged ListSubscriptions; why not, as a value, when it cannot be read."""
+        ...
+
+    def stored(
+        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
+    ) -> StoredMessages:
+        """Where messages are stored, by the by-region gauges (unavailable: why not)."""
+        ...
 
     def close(self) -> None: ...

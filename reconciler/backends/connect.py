@@ -34,10 +34,14 @@ from typing import Any
 
 from reconciler.backends.base import BackendInfo, TargetOptions
 from reconciler.backends.clients import (
+    cloud_monitoring_client,
     cloud_orgpolicy_client,
     cloud_publisher_client,
+    cloud_subscriber_client,
+    monitoring_client,
     orgpolicy_client,
     publisher_client,
+    subscriber_client,
 )
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
@@ -138,7 +142,35 @@ def _local(
         server.stop()
         raise
     info = replace(source, kind="local", address=str(state_dir))
-    return GcpBackend(publisher, orgpolicy, info, on_close=server.stop, **options)
+    address = server.address
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        info,
+        on_close=server.stop,
+        metrics_client=lambda: (monitoring_client(address), address),
+        subscriber=subscriber_client(address),
+        **options,
+    )
+
+
+def open_metrics(options: TargetOptions) -> GcpBackend:
+    """A backend that only reads metrics (`stored`), for a plan whose live state the
+    read-ahead process read: a Monitoring client only, no Pub/Sub or Org Policy client
+    (not for --local: the read-ahead never serves it)."""
+    address = emulator_address(options.emulator)
+    if address is not None:
+        return GcpBackend(
+            None, None, BackendInfo(kind="emulator", address=address),
+            metrics_client=lambda: (monitoring_client(address), address),
+            timeout=options.timeout,
+        )
+    credentials = default_credentials()
+    return GcpBackend(
+        None, None, BackendInfo(),
+        metrics_client=lambda: cloud_monitoring_client(credentials),
+        timeout=options.timeout,
+    )
 
 
 def _running_local(
@@ -176,7 +208,14 @@ def _connected(address: str, options: dict[str, Any], info: BackendInfo, what: s
     """A backend over the server at `address`, once it answers (within CONNECT_TIMEOUT,
     or the timeout if shorter)."""
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    backend = GcpBackend(publisher, orgpolicy, info, **options)
+    backend = GcpBackend(
+        publisher,
+        orgpolicy,
+        info,
+        metrics_client=lambda: (monitoring_client(address), address),
+        subscriber=subscriber_client(address),
+        **options,
+    )
     budget = min(CONNECT_TIMEOUT, options["timeout"])
     if wait_ready({address: publisher.transport.grpc_channel}, budget):
         backend.close()
@@ -212,4 +251,11 @@ def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
     orgpolicy = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
-    return GcpBackend(publisher, orgpolicy, source, **options)
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        source,
+        metrics_client=lambda: cloud_monitoring_client(credentials),
+        subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),
+        **options,
+    )

@@ -40,8 +40,11 @@ _SHORT = 3
 # Public constants a message may name (google-auth lists the valid types).
 _PUBLIC = frozenset(
     {
-        "authorized_user", "service_account", "external_account",
-        "external_account_authorized_user", "impersonated_service_account",
+        "authorized_user",
+        "service_account",
+        "external_account",
+        "external_account_authorized_user",
+        "impersonated_service_account",
         "gdch_service_account",
     }
 )

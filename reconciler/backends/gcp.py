@@ -31,8 +31,17 @@ from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
-from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    BackendInfo,
+    ObservedTopic,
+    OrgInputs,
+    StoredMessages,
+    SubscriptionListing,
+)
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
+from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
+from reconciler.backends.stored import read_stored
+from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver.identity import CAPABILITIES_METHOD, SERVER_NAME
@@ -122,8 +131,7 @@ def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
         )
     if isinstance(exc, gexc.RetryError | gexc.DeadlineExceeded):
         return BackendError(
-            f"the service did not answer in time while trying to {action} for "
-            f"{resource}: {detail}",
+            f"the service did not answer in time while trying to {action} for {resource}: {detail}",
             hint="check the network or the --emulator address, then retry",
         )
     grpc_code = getattr(exc, "grpc_status_code", None)
@@ -198,6 +206,8 @@ class GcpBackend:
         *,
         policy_store: PolicyStore | None = None,
         on_close: Callable[[], None] | None = None,
+        metrics_client: Callable[[], tuple[Any, str]] | None = None,
+        subscriber: Any | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
@@ -211,6 +221,10 @@ class GcpBackend:
         self.policy_store = policy_store
         self.policy_source = f"snapshot {info.snapshot}" if info.snapshot else "snapshot"
         self._on_close = on_close
+        self._metrics_client = metrics_client
+        self.subscriber = subscriber
+        self._metrics: MetricsReader | None = None
+        self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
         """Is the server at --emulator Google's emulator rather than ours? Ours answers
@@ -351,8 +365,47 @@ class GcpBackend:
         except PolicyFormatError as exc:
             raise BackendError(f"unreadable effective policy {name}: {exc}") from None
 
+    # -- metrics ----------------------------------------------------------------
+    def metrics(self) -> MetricsReader:
+        """The Cloud Monitoring reader for this target (made on first use, closed with
+        the backend), or MetricsUnavailable saying why there is none."""
+        if self._metrics is None:
+            if self._metrics_client is None:
+                raise MetricsUnavailable(f"{self.info.label} serves no Cloud Monitoring API")
+            self._metrics = open_reader(self._metrics_client, self._timeout)
+        return self._metrics
+
+    def stored(
+        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
+    ) -> StoredMessages:
+        """Where the messages of `project`'s topics (scope "topic") or subscriptions
+        ("subscription") are stored, from the by-region gauges; `ids`: only these."""
+        try:
+            reader = self.metrics()
+        except MetricsUnavailable as exc:
+            return StoredMessages({}, {}, unavailable=exc.reason)
+        return read_stored(reader, project, scope, ids, retained)
+
+    # -- subscriptions ------------------------------------------------------------
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        """Every subscription of the project (one paged ListSubscriptions), or why they
+        cannot be listed: never an error that stops a plan."""
+        if self.subscriber is None:
+            return SubscriptionListing(
+                unavailable=f"cannot list subscriptions in {project} ({self.info.label} "
+                "was opened without a Subscriber client)"
+            )
+        try:
+            return list_subscriptions(self.subscriber, project, self._rpc)
+        except BackendError as exc:  # e.g. Google Cloud unreachable (ConnectFirst)
+            return SubscriptionListing(
+                unavailable=f"cannot list subscriptions in {project} ({exc.message})"
+            )
+
     def close(self) -> None:
-        for client in (self.publisher, self.orgpolicy):
+        if self._metrics is not None:
+            self._metrics.close()
+        for client in (self.publisher, self.orgpolicy, self.subscriber):
             transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
             closer = getattr(transport, "close", None)
             if callable(closer):

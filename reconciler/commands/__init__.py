@@ -19,4 +19,5 @@ COMMANDS: dict[str, str] = {
     "policy": "reconciler.commands.policy",
     "local-server": "reconciler.commands.local_server",
     "hedging": "reconciler.commands.hedging",
+    "residency": "reconciler.commands.residency",
 }

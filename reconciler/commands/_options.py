@@ -75,6 +75,18 @@ def project_option(fn: F) -> F:
     )(fn)
 
 
+def prune_subscribed_option(fn: F) -> F:
+    """--prune-subscribed: prune deletes topics that have subscriptions too (implies
+    --prune); without it such a topic is kept and the plan says why."""
+    return click.option(
+        "--prune-subscribed",
+        "prune_subscribed",
+        is_flag=True,
+        help="With --prune (implied), also delete undeclared managed topics that have "
+        "subscriptions (they are detached and stop receiving messages).",
+    )(fn)
+
+
 def strict_groups_option(fn: F) -> F:
     """--strict-groups: refusals resting on inferred value-group members become errors,
     an input to validation (and to the plan's org-policy checks) wherever it is given."""

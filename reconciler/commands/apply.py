@@ -52,7 +52,12 @@ from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, AdminRetry
 from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
-from reconciler.commands._options import project_option, strict_groups_option, target_options
+from reconciler.commands._options import (
+    project_option,
+    prune_subscribed_option,
+    strict_groups_option,
+    target_options,
+)
 from reconciler.commands._planning import (
     conflict,
     open_target,
@@ -101,6 +106,7 @@ class ApplyOptions:
     projects: tuple[str, ...] = ()  # --project: only these projects' declared topics
     strict_groups: bool = False
     adopt_from: tuple[str, ...] = ()  # --adopt-from: owners whose topics may be taken over
+    prune_subscribed: bool = False  # --prune-subscribed (implies prune)
 
     def guard(self) -> Guard:
         """The rate limit and retry these options ask for."""
@@ -173,6 +179,7 @@ class ApplyOptions:
     "without it apply refuses to. Repeatable.",
 )
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@prune_subscribed_option
 @strict_groups_option
 def command(
     paths: tuple[Path, ...],
@@ -191,12 +198,13 @@ def command(
     projects: tuple[str, ...],
     strict_groups: bool,
     adopt_from: tuple[str, ...],
+    prune_subscribed: bool,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE (with
     --strict-groups: refused if it records a refusal resting on inferred membership)."""
     options = ApplyOptions(
         auto_approve,
-        prune,
+        prune or prune_subscribed,
         concurrency,
         rate_limit,
         fmt,
@@ -207,6 +215,7 @@ def command(
         projects=projects,
         strict_groups=strict_groups,
         adopt_from=adopt_from,
+        prune_subscribed=prune_subscribed,
     )
     target = TargetOptions(local, emulator, org_policy, timeout)
     return reporting(lambda seen: run(paths, target, options, seen), options)
@@ -339,6 +348,7 @@ def apply_specs(
             origin=origin,
             projects=options.projects,
             strict_groups=options.strict_groups,
+            prune_subscribed=options.prune_subscribed,
         )
         seen.plan = plan
         _show(plan, options)

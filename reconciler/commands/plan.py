@@ -23,6 +23,7 @@ from reconciler.commands import output
 from reconciler.commands._options import (
     format_option,
     project_option,
+    prune_subscribed_option,
     strict_groups_option,
     target_options,
 )
@@ -59,6 +60,7 @@ class PlanOptions:
     colour: bool = False
     strict_groups: bool = False
     projects: tuple[str, ...] = ()
+    prune_subscribed: bool = False
 
 
 @click.command("plan")
@@ -78,6 +80,7 @@ class PlanOptions:
     help="Also delete undeclared topics of the named projects that this spec tree owns "
     "(label reconcile-owner).",
 )
+@prune_subscribed_option
 @strict_groups_option
 def command(
     paths: tuple[Path, ...],
@@ -91,10 +94,12 @@ def command(
     timeout: float,
     strict_groups: bool,
     projects: tuple[str, ...],
+    prune_subscribed: bool,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     options = PlanOptions(
-        out, fmt, detailed_exitcode, prune, output.colour_wanted(), strict_groups, projects
+        out, fmt, detailed_exitcode, prune or prune_subscribed, output.colour_wanted(),
+        strict_groups, projects, prune_subscribed,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
@@ -148,6 +153,7 @@ def _run(
             origin=origin,
             projects=options.projects,
             strict_groups=options.strict_groups,
+            prune_subscribed=options.prune_subscribed,
         )
     finally:
         backend.close()

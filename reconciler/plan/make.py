@@ -36,6 +36,7 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
 from reconciler.plan import differ
+from reconciler.plan.consumers import consumer_step
 from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
@@ -50,13 +51,15 @@ def make_plan(
     origin: PlanTarget | None = None,
     projects: Sequence[str] = (),
     strict_groups: bool = False,
+    prune_subscribed: bool = False,
 ) -> Plan:
     """One plan over every project the specs name, made once and complete.
     `validation`: what validation already reported, kept first in the plan's
     diagnostics and not repeated; `origin`: where it is made (plan/origin.py; default:
     what the backend states it is); `projects`: the --project filter `desired` was
     narrowed to (recorded in the plan); `strict_groups`: refusals resting on inferred
-    value-group membership are errors (spec/orgrules.py)."""
+    value-group membership are errors (spec/orgrules.py); `prune_subscribed`: prune
+    deletes topics that have subscriptions too (plan/consumers.py)."""
     diagnostics = list(validation)
     already = {(d.file, d.code, d.message) for d in diagnostics}
     observation = observe(backend, desired.projects)
@@ -95,6 +98,7 @@ def make_plan(
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
                 drifts.append(drift)
+    candidates = []
     if prune:
         for project in desired.projects:
             for name in sorted(observation.projects.get(project, [])):
@@ -102,10 +106,18 @@ def make_plan(
                 if name in declared:
                     continue
                 if differ.owned_by(live, owner.name):
-                    topic_prints[name] = topic_fingerprint(live)
-                    changes.append(differ.delete_change(live, owner.name))
+                    candidates.append(live)
                 elif is_legacy(live.shape.labels):
                     diagnostics.append(legacy_warning(name, owner))
+    step = consumer_step(
+        changes, {t.address: t for t in desired.topics}, candidates, observation, backend,
+        prune_subscribed, owner.name,
+    )
+    changes = step.changes
+    diagnostics.extend(step.diagnostics)
+    for rc in step.deletes:
+        topic_prints[rc.address] = topic_fingerprint(observation.topics[rc.address])
+        changes.append(rc)
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
     org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}

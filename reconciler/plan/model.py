@@ -173,6 +173,36 @@ class Change:
     ] = EMPTY
 
 
+SubscriptionKind = Literal["pull", "push", "bigquery", "cloud_storage"]
+
+
+@frozen_model
+class SubscriptionRef:
+    """A subscription attached to the topic, as the plan names it."""
+
+    name: Annotated[str, Doc("projects/P/subscriptions/S")]
+    kind: SubscriptionKind
+    state: Annotated[
+        str, Doc("The export config's state (bigquery, cloud_storage), else the "
+                 "subscription's: ACTIVE, IN_TRANSIT_LOCATION_RESTRICTION, RESOURCE_ERROR.")
+    ]
+    backlog: Annotated[
+        int | None, Doc("Unacknowledged messages (read for a delete); null when not read "
+                        "or unknown.")
+    ] = None
+
+
+@frozen_model
+class LeftBehind:
+    """Messages stored in a region the change removes: a policy change applies only to
+    messages published after it, stored ones are not moved (by the by-region gauges)."""
+
+    region: str
+    messages: int
+    bytes: int | None = None
+    oldest_age_seconds: Annotated[int | None, Doc("Age of the oldest, seconds.")] = None
+
+
 @frozen_model
 class ResourceChange:
     """One declared topic (or one topic to delete with prune); its request and its
@@ -195,6 +225,20 @@ class ResourceChange:
     reasons: Annotated[Strings, Doc("Why: drift category, adoption.")] = EMPTY
     warnings: Annotated[Strings, Doc("What a reviewer should know.")] = EMPTY
     source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
+    subscriptions: Annotated[
+        Sequence[SubscriptionRef], OMIT_EMPTY,
+        Doc("The topic's subscriptions, for a change that affects them (in-transit "
+            "enforcement, regions removed, a delete) or a paused export; absent when none."),
+    ] = EMPTY
+    left_behind: Annotated[
+        Sequence[LeftBehind], OMIT_EMPTY,
+        Doc("For a change that removes regions: what is stored in each removed region "
+            "(absent when nothing is, or when unknown: see left_behind_unknown)."),
+    ] = EMPTY
+    left_behind_unknown: Annotated[
+        str | None, OMIT_EMPTY,
+        Doc("Why what is stored in the removed regions is unknown (metrics unavailable)."),
+    ] = None
 
     def __post_init__(self) -> None:
         if self.change.actions[0] == "no-op":

@@ -1,8 +1,9 @@
 """Observe: read the live state a plan is made against, and fingerprint it.
 
-One ListTopics pager and one pair of GetEffectivePolicy calls per project, projects in
-parallel: never one GetTopic per topic. What the org policy makes of a topic is
-plan/policy.py's; how topics compare is reconciler/topic.py's.
+One ListTopics pager, one ListSubscriptions pager and one pair of GetEffectivePolicy
+calls per project, projects in parallel: never one GetTopic per topic. Subscriptions
+that cannot be listed are a note of the project, not a failure. What the org policy
+makes of a topic is plan/policy.py's; how topics compare is reconciler/topic.py's.
 
 Stable entry points (apply uses them to check a saved plan):
     observe(backend, projects) -> Observation   (org policy: backend.effective_policy)
@@ -19,7 +20,13 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    Backend,
+    ObservedSubscription,
+    ObservedTopic,
+    OrgInputs,
+    SubscriptionListing,
+)
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
 from reconciler.spec.orgrules import OrgFacts, facts_from_specs
@@ -34,6 +41,9 @@ class Observation:
     topics: dict[str, ObservedTopic] = field(default_factory=dict)
     projects: dict[str, list[str]] = field(default_factory=dict)  # project -> names
     org: dict[str, OrgInputs] = field(default_factory=dict)
+    # topic name -> its subscriptions; project -> why its subscriptions are unknown
+    subscriptions: dict[str, list[ObservedSubscription]] = field(default_factory=dict)
+    subscriptions_unknown: dict[str, str] = field(default_factory=dict)
 
     _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
 
@@ -69,6 +79,10 @@ def observe(
         inputs: dict[str, Future[OrgInputs]] = {
             p: pool.submit(backend.effective_policy, p) for p in names
         }
+        lister = getattr(backend, "list_subscriptions", None)  # a bare test backend has none
+        subs: dict[str, Future[SubscriptionListing]] = (
+            {p: pool.submit(lister, p) for p in names} if lister is not None else {}
+        )
         for p in names:
             try:
                 topics = listing[p].result()
@@ -82,6 +96,8 @@ def observe(
                 out.org[p] = fut.result()
             except BackendError as exc:
                 errors.append(str(exc))
+        for p, listed in subs.items():
+            attach_subscriptions(out, p, listed.result())
     finally:
         # On Ctrl-C or an unexpected error, do not wait for the other projects' calls.
         pool.shutdown(wait=False, cancel_futures=True)
@@ -89,6 +105,16 @@ def observe(
         unique = list(dict.fromkeys(errors))
         raise BackendError("\n".join(unique))
     return out
+
+
+def attach_subscriptions(out: Observation, project: str, listing: SubscriptionListing) -> None:
+    """Each subscription under its topic's name (a detached one, `_deleted-topic_`,
+    belongs to none); why they are unknown, when they are."""
+    if listing.unavailable is not None:
+        out.subscriptions_unknown[project] = listing.unavailable
+        return
+    for sub in listing.subscriptions:
+        out.subscriptions.setdefault(sub.topic, []).append(sub)
 
 
 # -- fingerprints --------------------------------------------------------------

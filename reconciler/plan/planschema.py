@@ -238,21 +238,33 @@ class _Schema:
 _JSON_TYPES = {str: "string", int: "integer", bool: "boolean"}
 
 
-def plan_schema() -> dict[str, Any]:
-    """docs/plan.schema.json: the model's types and constraints, objects left open."""
+def model_schema(
+    root: Object, schema_id: str, title: str, command: str, what: str
+) -> dict[str, Any]:
+    """The JSON Schema of a model's root object (the plan's, the residency report's):
+    its types and constraints, objects left open."""
     builder = _Schema()
-    body = builder.object(plan_file_node())
+    body = builder.object(root)
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$id": SCHEMA_ID,
-        "title": f"reconcile plan (format_version {MAJOR}.x): `reconcile plan --format json` "
-        "and "
-        "the --out PLANFILE",
-        "description": "Generated from the plan model by `" + COMMAND + "`. Readers must "
+        "$id": schema_id,
+        "title": title,
+        "description": f"Generated from the {what} model by `{command}`. Readers must "
         "ignore keys they do not know: a minor format_version may add some.",
         **{k: v for k, v in body.items() if k != "description"},
         "$defs": dict(sorted(builder.defs.items())),
     }
+
+
+def plan_schema() -> dict[str, Any]:
+    """docs/plan.schema.json: the model's types and constraints, objects left open."""
+    return model_schema(
+        plan_file_node(), SCHEMA_ID,
+        f"reconcile plan (format_version {MAJOR}.x): `reconcile plan --format json` and the "
+        "--out PLANFILE",
+        COMMAND,
+        "plan",
+    )
 
 
 def plan_schema_text() -> str:

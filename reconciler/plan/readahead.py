@@ -39,9 +39,22 @@ from pathlib import Path
 from typing import IO, Any
 
 import reconciler
-from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs, TargetOptions
+from reconciler.backends.base import (
+    BackendInfo,
+    ObservedTopic,
+    OrgInputs,
+    StoredMessages,
+    SubscriptionListing,
+    TargetOptions,
+)
 from reconciler.errors import BackendError, UsageError
-from reconciler.plan.readahead_wire import error_of, org_of, topic_of
+from reconciler.plan.readahead_wire import (
+    error_of,
+    org_of,
+    stored_of,
+    subscriptions_of,
+    topic_of,
+)
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
@@ -121,7 +134,7 @@ class ReadAhead:
         answer = marshal.loads(out)
         if "open_error" in answer:
             raise error_of(answer["open_error"])
-        return ReadAheadBackend(answer)
+        return ReadAheadBackend(answer, self.target)
 
     def close(self) -> None:
         """Stop the child: it has answered, or the plan ended early (errors, Ctrl-C).
@@ -191,9 +204,11 @@ class ReadAhead:
 class ReadAheadBackend:
     """The read half of a backend, served from the child's answer (plan never writes)."""
 
-    def __init__(self, answer: dict[str, Any]) -> None:
+    def __init__(self, answer: dict[str, Any], target: TargetOptions | None = None) -> None:
         self.info = BackendInfo(**answer["info"])
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
+        self._target = target
+        self._metrics_backend: Any = None  # opened only when a plan reads metrics
 
     def _entry(self, project: str) -> dict[str, Any]:
         entry = self._projects.get(project)
@@ -213,6 +228,27 @@ class ReadAheadBackend:
             raise error_of(entry["org_error"])
         return org_of(entry["org"])
 
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        return subscriptions_of(self._entry(project).get("subscriptions"))
+
+    def stored(
+        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
+    ) -> StoredMessages:
+        """The topics' unacknowledged figures come from the child (it read them beside
+        the validation); anything else (a prune's subscription backlogs) through a
+        Monitoring client of this process, opened on first need."""
+        row = self._entry(project).get("stored")
+        if scope == "topic" and not retained and row is not None:
+            return stored_of(row, ids)
+        if self._target is None:
+            return StoredMessages({}, {}, unavailable="no target to read metrics from")
+        if self._metrics_backend is None:
+            from reconciler.backends.connect import open_metrics  # google-cloud: on need
+
+            self._metrics_backend = open_metrics(self._target)
+        stored: StoredMessages = self._metrics_backend.stored(project, scope, ids, retained)
+        return stored
+
     def get_topic(self, name: str) -> ObservedTopic | None:
         raise BackendError("a plan's read-ahead answers no GetTopic")
 
@@ -226,7 +262,8 @@ class ReadAheadBackend:
         raise BackendError("a plan's read-ahead makes no change")
 
     def close(self) -> None:
-        pass
+        if self._metrics_backend is not None:
+            self._metrics_backend.close()
 
 
 def _read_to_end(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:

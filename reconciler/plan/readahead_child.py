@@ -27,16 +27,30 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, BinaryIO
 
-from reconciler.backends.base import OrgInputs, TargetOptions
+from reconciler.backends.base import (
+    OrgInputs,
+    StoredMessages,
+    SubscriptionListing,
+    TargetOptions,
+)
 from reconciler.backends.connect import open_backend
 from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
-from reconciler.plan.readahead_wire import error_row, org_row
+from reconciler.plan.readahead_wire import error_row, org_row, stored_row, subscriptions_row
 
-# Each project's topics (as rows, made while the parent still validates) and org inputs.
-Reads = dict[str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]"]]
+# Each project's topics (as rows, made while the parent still validates), org inputs,
+# subscriptions, and where its topics' unacknowledged messages are stored (for the
+# changes that remove regions: read here, beside the validation, so that the parent
+# never loads the Monitoring client).
+Reads = dict[
+    str,
+    tuple[
+        "Future[list[list[Any]]]", "Future[OrgInputs]", "Future[SubscriptionListing]",
+        "Future[StoredMessages]",
+    ],
+]
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_GONE = 3  # the exit status when the parent went away (nobody reads it)
@@ -109,6 +123,8 @@ def _read_as_named(
             reads[project] = (
                 pool.submit(backend.list_topics_as, project, topic_row_pb),
                 pool.submit(backend.effective_policy, project),
+                pool.submit(backend.list_subscriptions, project),
+                pool.submit(backend.stored, project, "topic", None, False),
             )
 
     for line in requests:
@@ -126,7 +142,7 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
     projects, reads = final
     answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:
-        listing, org = reads[project]
+        listing, org, subscriptions, stored = reads[project]
         entry: dict[str, Any] = {}
         try:
             entry["topics"] = listing.result()
@@ -136,6 +152,8 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
             entry["org"] = org_row(org.result())
         except ReconcileError as exc:
             entry["org_error"] = error_row(exc)
+        entry["subscriptions"] = subscriptions_row(subscriptions.result())
+        entry["stored"] = stored_row(stored.result())
         answer["projects"][project] = entry
     return answer
 

@@ -17,7 +17,14 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler import errors
-from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    ObservedSubscription,
+    ObservedTopic,
+    OrgInputs,
+    RegionStored,
+    StoredMessages,
+    SubscriptionListing,
+)
 from reconciler.orgpolicy.model import Policy, PolicySpec
 from reconciler.topic import StoragePolicy, TopicShape
 
@@ -73,3 +80,46 @@ def error_of(row: dict[str, Any]) -> errors.ReconcileError:
     if issubclass(kind, errors.BackendError):
         return kind(row["message"], hint=row["hint"], status=row["status"])
     return kind(row["message"], hint=row["hint"])
+
+
+def subscriptions_row(listing: SubscriptionListing) -> dict[str, Any]:
+    return {
+        "rows": [
+            [s.name, s.topic, s.kind, s.state, s.retention_seconds, s.retain_acked]
+            for s in listing.subscriptions
+        ],
+        "unavailable": listing.unavailable,
+        "calls": listing.calls,
+    }
+
+
+def subscriptions_of(row: dict[str, Any] | None) -> SubscriptionListing:
+    if row is None:
+        return SubscriptionListing(unavailable="subscriptions were not read ahead")
+    return SubscriptionListing(
+        tuple(ObservedSubscription(*r) for r in row["rows"]),
+        unavailable=row["unavailable"],
+        calls=row["calls"],
+    )
+
+
+def stored_row(stored: StoredMessages) -> dict[str, Any]:
+    """The unacknowledged figures only (what a plan reads)."""
+    return {
+        "unacked": {
+            rid: [[r.region, r.messages, r.bytes, r.oldest_age_seconds] for r in regions.values()]
+            for rid, regions in stored.unacked.items()
+        },
+        "unavailable": stored.unavailable,
+        "calls": stored.calls,
+    }
+
+
+def stored_of(row: dict[str, Any], ids: list[str] | None) -> StoredMessages:
+    wanted = None if ids is None else set(ids)
+    unacked = {
+        rid: {r[0]: RegionStored(*r) for r in regions}
+        for rid, regions in row["unacked"].items()
+        if wanted is None or rid in wanted
+    }
+    return StoredMessages(unacked, {}, unavailable=row["unavailable"], calls=row["calls"])

@@ -66,3 +66,16 @@ def parse_duration_ms(text: str) -> int:
 def _short(text: str) -> str:
     """The value as written, shortened when it is absurdly long."""
     return repr(text) if len(text) <= 40 else repr(text[:20] + "..." + text[-8:])
+
+
+def age_text(seconds: int | None) -> str:
+    """An age or a time left for people: "45 s", "12 min", "5 h", "6 d"; "unknown"."""
+    if seconds is None:
+        return "unknown"
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h"
+    return f"{seconds // 86400} d"

@@ -45,8 +45,10 @@ def test_creates_cost_one_create_and_one_read_back_each(server: Any, tree: Tree)
     assert run.code == 0, run.text
     assert "25 applied (25 created" in run.text
     # The plan's one ListTopics already saw they do not exist: no GetTopic before any
-    # CreateTopic, only the read-back after it.
-    assert server.counters.snapshot() == {"ListTopics": 1, "CreateTopic": 25, "GetTopic": 25}
+    # CreateTopic, only the read-back after it (and the plan's one ListSubscriptions).
+    assert server.counters.snapshot() == {
+        "ListTopics": 1, "ListSubscriptions": 1, "CreateTopic": 25, "GetTopic": 25
+    }
 
 
 def test_a_create_answered_already_exists_reads_once_and_counts_as_done(
@@ -77,7 +79,9 @@ def test_a_create_answered_already_exists_reads_once_and_counts_as_done(
     assert run.code == 0, run.text
     assert "already existed with the declared settings" in run.text
     # Apply's CreateTopic (ALREADY_EXISTS) and one read of the topic; ours is the other.
-    assert server.counters.snapshot() == {"ListTopics": 1, "CreateTopic": 2, "GetTopic": 1}
+    assert server.counters.snapshot() == {
+        "ListTopics": 1, "ListSubscriptions": 1, "CreateTopic": 2, "GetTopic": 1
+    }
 
 
 def test_a_recently_created_project_is_waited_for_and_converges(server: Any, tree: Tree) -> None:

@@ -71,6 +71,16 @@ def seed(publisher_client: Any) -> Callable[..., None]:
 
 
 @pytest.fixture
+def subscriber(local_server: Any) -> Iterator[Any]:
+    """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
+    from reconciler.backends.clients import subscriber_client
+
+    client = subscriber_client(local_server.address)
+    yield client
+    client.transport.close()
+
+
+@pytest.fixture
 def server(local_server: Any) -> Iterator[Any]:
     """The local server with counters reset after seeding (call .counters.reset())."""
     yield local_server

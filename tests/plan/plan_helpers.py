@@ -9,9 +9,11 @@ from reconciler.plan.model import (
     Change,
     Drift,
     Fingerprints,
+    LeftBehind,
     Plan,
     PlanTarget,
     ResourceChange,
+    SubscriptionRef,
 )
 
 
@@ -71,10 +73,13 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
                {"labels": labels, "message_storage_policy": None}),
         update_mask=["labels"],
         reasons=["adopt"], warnings=["careful"],
+        left_behind=[LeftBehind("us-west1", 3, 30, 60)],
     )
     delete = ResourceChange(
         "projects/p/topics/gone", "p", "gone",
         Change(["delete"], {"labels": labels, "message_storage_policy": None}, None),
+        subscriptions=[SubscriptionRef("projects/p/subscriptions/s", "pull", "ACTIVE", 2)],
+        left_behind_unknown="metrics unavailable",
     )
     noop = ResourceChange(
         "projects/p/topics/same", "p", "same",
@@ -92,4 +97,17 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
         prune=True,
         created_at="2026-11-30T16:00:00+00:00",
         projects=projects or [],
+    )
+
+
+def publish_from(publisher: Any, topic: str, region: str, count: int) -> None:
+    """`count` 10-byte messages published as if from `region` (the local server reads
+    the client's region from CLIENT_REGION_KEY)."""
+    from reconciler.localserver import CLIENT_REGION_KEY
+
+    publisher.publish(
+        topic=topic,
+        messages=[{"data": b"x" * 10} for _ in range(count)],
+        metadata=[(CLIENT_REGION_KEY, region)],
+        retry=None,
     )

@@ -20,6 +20,10 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     data["diagnostics"] = [d.to_json() for d in plan.diagnostics]
     if not data["projects"]:
         del data["projects"]
+    for rc in data["resource_changes"]:  # left out when empty (OMIT_EMPTY)
+        for key in ("subscriptions", "left_behind", "left_behind_unknown"):
+            if not rc[key]:
+                del rc[key]
     return {"format_version": data.pop("format_version"), **data}
 
 

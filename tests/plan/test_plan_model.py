@@ -140,6 +140,8 @@ def test_the_reader_checks_every_member_of_the_model() -> None:
     for where, node, _ in objects:
         for member in node.members:
             broken = copy.deepcopy(document)
+            if member.omit_empty and member.name not in _at(broken, where):
+                continue  # left out of this object, as the model allows
             del _at(broken, where)[member.name]
             path = f"{where}.{member.name}".lstrip(".")
             if member.omit_empty:

@@ -12,7 +12,7 @@ import pytest
 from plan_helpers import topic_doc
 
 from reconciler.backends.base import BackendInfo
-from reconciler.backends.clients import orgpolicy_client, publisher_client
+from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.make import make_plan
@@ -62,6 +62,7 @@ def test_plan_after_executing_its_requests_is_empty(
         publisher_client(local_server.address),
         orgpolicy_client(local_server.address),
         BackendInfo("emulator", local_server.address),
+        subscriber=subscriber_client(local_server.address),  # prune sees no subscription
     )
     try:
         first = make_plan(desired, backend, prune=True)

@@ -1,0 +1,166 @@
+"""Residency's cost (issue 24, item 5): a plan of 10,000 topics in 10 projects with
+20,000 subscriptions against the local server, with this tree's code (subscriptions
+listed, left-behind metrics read for the 1% of changes that remove a region) and with
+the code before it (`--before REV`: `git archive REV`, run the same way), side by
+side in one run (A B A B ...), medians and ratios; the RPCs each plan made, per
+project; and `reconcile residency` beside `reconcile validate` of the same tree.
+
+    python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
+        [--runs 3] [--before 5a58859]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+REGIONS = ["us-central1", "us-east1"]
+PER_FILE = 100
+
+
+def project(p: int) -> str:
+    return f"bench-{p:02d}"
+
+
+def write_tree(root: Path, projects: int, topics: int) -> tuple[Path, Path]:
+    """Specs: every topic explicit in two regions, 1 in 100 narrowed to one (a change
+    that removes a region); an org-policy snapshot that restricts nothing."""
+    specs = root / "specs"
+    specs.mkdir()
+    per = topics // projects
+    docs: list[str] = []
+    n = 0
+    for p in range(projects):
+        for t in range(per):
+            regions = REGIONS[:1] if t % 100 == 7 else REGIONS
+            docs.append(
+                "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
+                f"metadata: {{project: {project(p)}, name: topic-{t:05d}}}\n"
+                f"spec:\n  labels: {{team: t1}}\n  messageStoragePolicy:\n"
+                f"    allowedPersistenceRegions: [{', '.join(regions)}]\n"
+                "    enforceInTransit: false\n"
+            )
+            if len(docs) == PER_FILE:
+                (specs / f"topics-{n:04d}.yaml").write_text("---\n".join(docs))
+                docs, n = [], n + 1
+    if docs:
+        (specs / f"topics-{n:04d}.yaml").write_text("---\n".join(docs))
+    policy = root / "org-policy.yaml"
+    policy.write_text("[]\n")
+    return specs, policy
+
+
+def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
+    """Every declared topic live (managed, both regions) with its subscriptions."""
+    from reconciler.backends.clients import subscriber_client
+    from reconciler.localserver import protos
+
+    per = topics // projects
+    live = []
+    for p in range(projects):
+        for t in range(per):
+            pb = protos.Topic(
+                name=f"projects/{project(p)}/topics/topic-{t:05d}",
+                labels={"team": "t1", "reconcile-managed": "true"},
+            )
+            pb.message_storage_policy.allowed_persistence_regions.extend(REGIONS)
+            pb.message_storage_policy.enforce_in_transit = False
+            live.append(pb)
+    server.state.create_topics(live)
+    client = subscriber_client(server.address)
+
+    def create(index: int) -> None:
+        topic = live[index // subs_per_topic].name
+        name = topic.replace("/topics/", "/subscriptions/") + f"-s{index % subs_per_topic}"
+        client.create_subscription(request={"name": name, "topic": topic}, retry=None)
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(create, range(len(live) * subs_per_topic)))
+    client.transport.close()
+    return len(live) * subs_per_topic
+
+
+def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pythonpath), "HOME": str(cwd)}
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - started
+    if done.returncode not in (0, 2):
+        raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return wall, done.returncode
+
+
+def per_project(counts: dict[str, int], projects: int) -> str:
+    return ", ".join(f"{m} {c / projects:g}" for m, c in sorted(counts.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--projects", type=int, default=10)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--subs-per-topic", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--before", default="5a58859")
+    args = parser.parse_args()
+
+    from reconciler.localserver import LocalServer
+
+    with tempfile.TemporaryDirectory() as tmp, LocalServer(state_dir=None, fsync=False) as server:
+        work = Path(tmp)
+        before = work / "before"
+        before.mkdir()
+        archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
+                                 check=True, capture_output=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        specs, policy = write_tree(work, args.projects, args.topics)
+        started = time.perf_counter()
+        subs = seed(server, args.projects, args.topics, args.subs_per_topic)
+        print(f"{args.topics} topics in {args.projects} projects, {subs} subscriptions "
+              f"(seeded in {time.perf_counter() - started:.0f} s); runs: {args.runs} each, "
+              "alternating", flush=True)
+        target = ["--emulator", server.address, "--org-policy", str(policy)]
+        py = sys.executable
+        commands = {
+            "plan (this tree)": ([py, "-m", "reconciler", "plan", str(specs), *target], ROOT),
+            "plan (before)": ([py, "-m", "reconciler", "plan", str(specs), *target], before),
+            "residency": ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT),
+            "validate": ([py, "-m", "reconciler", "validate", str(specs)], ROOT),
+        }
+        walls: dict[str, list[float]] = {k: [] for k in commands}
+        rpcs: dict[str, Counter[str]] = {}
+        for _ in range(args.runs):
+            for name, (command, path) in commands.items():
+                server.counters.reset()
+                wall, _code = timed(command, path, work)
+                walls[name].append(wall)
+                rpcs[name] = Counter(server.counters.snapshot())
+        med = {k: statistics.median(v) for k, v in walls.items()}
+        for name in commands:
+            print(f"{name:18} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
+                  f"{max(walls[name]):.2f}); RPCs per project: "
+                  f"{per_project(rpcs[name], args.projects)}")
+        extra = rpcs["plan (this tree)"] - rpcs["plan (before)"]
+        pairs = [a / b for a, b in zip(walls["plan (this tree)"], walls["plan (before)"],
+                                       strict=True)]
+        rv = [a / b for a, b in zip(walls["residency"], walls["validate"], strict=True)]
+        print(f"\nextra plan RPCs per project: {per_project(dict(extra), args.projects)} "
+              f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
+        print(f"plan wall ratio this tree / before: median {statistics.median(pairs):.2f} "
+              f"(pairs {', '.join(f'{x:.2f}' for x in pairs)}; target <= 1.15)")
+        print(f"residency / validate: median {statistics.median(rv):.2f} "
+              f"(pairs {', '.join(f'{x:.2f}' for x in rv)}; target <= 1.5)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,99 @@
+"""Subscriptions as plain values: one paged ListSubscriptions per project (never one
+call per topic), each subscription reduced to what plan and residency need. A caller
+who may not list them gets a value saying so, not a failed plan.
+
+    list_subscriptions(subscriber, project, options) -> SubscriptionListing
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from google.api_core import exceptions as gexc
+
+from reconciler.backends.base import (
+    DEFAULT_SUBSCRIPTION_RETENTION,
+    ObservedSubscription,
+    SubscriptionKind,
+    SubscriptionListing,
+)
+
+PAGE_SIZE = 1000  # the service's largest page
+LIST_PERMISSION = ("pubsub.subscriptions.list", "roles/pubsub.viewer")
+
+
+def cannot_list(project: str, why: str = "permission denied") -> str:
+    permission, role = LIST_PERMISSION
+    return (
+        f"cannot list subscriptions in {project} ({why}; needs {permission}, e.g. {role})"
+    )
+
+
+def list_subscriptions(
+    subscriber: Any, project: str, options: dict[str, Any]
+) -> SubscriptionListing:
+    """Every subscription of `project` (1000 a page), or why it cannot be listed."""
+    request = {"project": f"projects/{project}", "page_size": PAGE_SIZE}
+    calls = 0
+    found: list[ObservedSubscription] = []
+    try:
+        pager = subscriber.list_subscriptions(request=request, **options)
+        for page in pager.pages:
+            calls += 1
+            found += [observed_subscription(pb) for pb in type(page).pb(page).subscriptions]
+    except gexc.PermissionDenied:
+        return SubscriptionListing(unavailable=cannot_list(project), calls=calls + 1)
+    except gexc.MethodNotImplemented:
+        return SubscriptionListing(
+            unavailable=f"cannot list subscriptions in {project} (the target serves no "
+            "Subscriber API)",
+            calls=calls + 1,
+        )
+    except gexc.Unauthenticated:
+        return SubscriptionListing(
+            unavailable=cannot_list(project, "not authenticated"), calls=calls + 1
+        )
+    except (gexc.GoogleAPIError, gexc.RetryError) as exc:
+        code = getattr(getattr(exc, "grpc_status_code", None), "name", None)
+        return SubscriptionListing(
+            unavailable=f"cannot list subscriptions in {project} ({code or type(exc).__name__})",
+            calls=calls + 1,
+        )
+    return SubscriptionListing(tuple(found), calls=calls)
+
+
+def _kind(pb: Any) -> SubscriptionKind:
+    if pb.HasField("bigquery_config") and pb.bigquery_config.table:
+        return "bigquery"
+    if pb.HasField("cloud_storage_config") and pb.cloud_storage_config.bucket:
+        return "cloud_storage"
+    if pb.HasField("push_config") and pb.push_config.push_endpoint:
+        return "push"
+    return "pull"
+
+
+def _state_name(message: Any) -> str:
+    field = message.DESCRIPTOR.fields_by_name["state"]
+    return str(field.enum_type.values_by_number[message.state].name)
+
+
+def observed_subscription(pb: Any) -> ObservedSubscription:
+    """A bare protobuf Subscription as a plain value."""
+    kind = _kind(pb)
+    if kind == "bigquery":
+        state = _state_name(pb.bigquery_config)
+    elif kind == "cloud_storage":
+        state = _state_name(pb.cloud_storage_config)
+    else:
+        state = _state_name(pb)
+    retention = DEFAULT_SUBSCRIPTION_RETENTION
+    if pb.HasField("message_retention_duration"):
+        retention = int(pb.message_retention_duration.seconds)
+    return ObservedSubscription(
+        name=pb.name,
+        topic=pb.topic,
+        kind=kind,
+        state=state,
+        retention_seconds=retention,
+        retain_acked=bool(pb.retain_acked_messages),
+    )

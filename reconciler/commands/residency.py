@@ -1,0 +1,118 @@
+"""`reconcile residency [PATH...]`: for every declared topic, where its messages are
+stored (by the by-region gauges), which of those regions its live policy, its declared
+policy or the effective org policy does not allow, when the last of them ages out, and
+every export paused by in-transit restriction (docs/residency.md).
+
+Exit codes: 0 clean, 1 error (the specs, a project that cannot be read), 2 with
+--detailed-exitcode when anything is stored outside the allowed regions or an export
+is paused. What cannot be read (metrics, subscriptions) is reported as unknown, with
+why, and does not fail the run. Per project: one ListTopics pager, one
+ListSubscriptions pager, the org policy, one ListTimeSeries per gauge (six).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from datetime import UTC, datetime
+from pathlib import Path
+
+import click
+
+from reconciler.backends.base import TargetOptions
+from reconciler.backends.residency_reads import ProjectReads, read_project
+from reconciler.commands import output
+from reconciler.commands._options import format_option, project_option, target_options
+from reconciler.commands._planning import open_target, validate_specs
+from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BackendError
+from reconciler.plan.observe import MAX_WORKERS
+from reconciler.plan.origin import anchored
+from reconciler.plan.projects import select_projects
+from reconciler.render import diagnostics as report_text
+from reconciler.render.residency import render
+from reconciler.residency.build import build_report
+
+# Projects from which a progress line is drawn on a terminal.
+PROGRESS_FROM = 2
+
+
+@click.command("residency")
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@target_options
+@project_option
+@format_option()
+@click.option(
+    "--detailed-exitcode",
+    is_flag=True,
+    help="Exit 2 when messages are stored outside the allowed regions or an export is paused.",
+)
+def command(
+    paths: tuple[Path, ...],
+    local: bool,
+    emulator: str | None,
+    org_policy: Path | None,
+    timeout: float,
+    projects: tuple[str, ...],
+    fmt: str,
+    detailed_exitcode: bool,
+) -> int:
+    """Where the declared topics' messages are stored, and what is outside the allowed."""
+    return run(paths, TargetOptions(local, emulator, org_policy, timeout), projects, fmt,
+               detailed_exitcode)
+
+
+def run(
+    paths: Sequence[Path],
+    target: TargetOptions,
+    projects: Sequence[str],
+    fmt: str,
+    detailed_exitcode: bool,
+) -> int:
+    result = validate_specs(paths, target.org_policy)
+    if result.diagnostics.has_errors:
+        output.stderr().line(
+            report_text.summary(result.diagnostics.sorted(), result.files)
+            + "; no residency report made"
+        )
+        return EXIT_ERROR
+    desired = select_projects(result.desired, projects)
+    target = anchored(target, paths)
+    backend = open_target(target, result)
+    try:
+        reads = _read(backend, desired.projects)
+        label = backend.info.label
+    finally:
+        backend.close()
+    report = build_report(
+        desired.topics, reads, label, datetime.now(UTC).isoformat(timespec="seconds")
+    )
+    text = render(report, fmt)
+    if fmt == "json":
+        output.stdout().data(text)
+    else:
+        output.stdout().document(text)
+    if detailed_exitcode and report.has_findings:
+        return EXIT_CHANGES
+    return EXIT_OK
+
+
+def _read(backend: object, projects: Sequence[str]) -> dict[str, ProjectReads]:
+    """Every project in parallel; all failures reported together, naming the project."""
+    err = output.stderr()
+    progress = len(projects) >= PROGRESS_FROM and err.is_terminal()
+    reads: dict[str, ProjectReads] = {}
+    errors: list[str] = []
+    with ThreadPoolExecutor(max_workers=max(1, min(MAX_WORKERS, len(projects)))) as pool:
+        futures = {pool.submit(read_project, backend, p): p for p in projects}  # type: ignore[arg-type]
+        for done, future in enumerate(as_completed(futures), 1):
+            try:
+                reads[futures[future]] = future.result()
+            except BackendError as exc:
+                errors.append(str(exc))
+            if progress:
+                err.redraw(f"residency: read {done}/{len(projects)} projects")
+    if progress:
+        err.end_line()
+    if errors:
+        raise BackendError("\n".join(sorted(errors)))
+    return reads

@@ -1,0 +1,132 @@
+"""The residency report for people (text), for a PR or a scheduled report (markdown)
+and for machines (JSON: the report object itself, docs/residency.schema.json), all
+from the same ResidencyReport."""
+
+from __future__ import annotations
+
+from reconciler.plan.jsonform import indented_text
+from reconciler.render.escape import md_code, md_prose
+from reconciler.render.escape import text as esc
+from reconciler.residency.model import RegionStore, ResidencyReport, TopicResidency
+from reconciler.spec.durations import age_text as duration
+
+RULE_TEXT = {"live": "live policy", "declared": "declared policy", "org": "org policy"}
+
+
+def _size(value: int | None) -> str:
+    return "unknown" if value is None else f"{value} B"
+
+
+def _topics(n: int) -> str:
+    return f"{n} topic" if n == 1 else f"{n} topics"
+
+
+def summary(report: ResidencyReport) -> str:
+    outside = sum(1 for t in report.topics if t.outside)
+    paused = sum(len(t.paused_exports) for t in report.topics)
+    unknown = sum(1 for t in report.topics if t.unknown)
+    if not outside and not paused:
+        head = f"{_topics(len(report.topics))}: nothing stored outside the allowed regions"
+        head += ", no export paused"
+    else:
+        head = (
+            f"{_topics(len(report.topics))}: {outside} with messages stored outside the "
+            f"allowed regions, {paused} paused exports"
+        )
+    if unknown:
+        head += f"; {unknown} with figures unknown (see notes)"
+    return head + "."
+
+
+def _region_line(r: RegionStore) -> str:
+    line = (
+        f"{r.region}: {r.unacked_messages} unacked ({_size(r.unacked_bytes)}, oldest "
+        f"{duration(r.oldest_unacked_age_seconds)})"
+    )
+    if r.retained_acked_messages:
+        line += (
+            f", {r.retained_acked_messages} retained acked ({_size(r.retained_acked_bytes)}, "
+            f"oldest {duration(r.oldest_retained_acked_age_seconds)})"
+        )
+    if r.not_allowed_by:
+        rules = ", ".join(RULE_TEXT[x] for x in r.not_allowed_by)
+        line += (
+            f"  NOT ALLOWED by the {rules}; the last ages out within "
+            f"{duration(r.ages_out_within_seconds)}"
+        )
+    return line
+
+
+def _topic_text(t: TopicResidency) -> list[str]:
+    mark = "!" if t.has_findings else " "
+    subs = f"{t.subscriptions} subscription" + ("" if t.subscriptions == 1 else "s")
+    if t.subscriptions is None:
+        subs = "subscriptions unknown"
+    if not t.exists:
+        return [f"{mark} {esc(t.address)}: does not exist ({subs})"]
+    out = [f"{mark} {esc(t.address)} ({subs})"]
+    if not t.regions and not t.unknown:
+        out.append("    nothing stored")
+    out += [f"    {esc(_region_line(r))}" for r in t.regions]
+    out += [
+        f"    export {esc(p.name)} ({p.kind}) paused: {esc(p.state)}" for p in t.paused_exports
+    ]
+    out += [f"    unknown: {esc(u)}" for u in t.unknown]
+    return out
+
+
+def text(report: ResidencyReport) -> str:
+    lines = [f"Residency of {_topics(len(report.topics))} declared on {esc(report.target)}", ""]
+    for t in report.topics:
+        lines += _topic_text(t)
+    if report.notes:
+        lines += ["", "Notes:"] + [f"  {esc(n)}" for n in report.notes]
+    lines += ["", summary(report)]
+    return "\n".join(lines) + "\n"
+
+
+def markdown(report: ResidencyReport) -> str:
+    lines = [f"### Residency: {md_prose(summary(report))}", ""]
+    lines += [
+        "| Topic | Region | Unacked | Bytes | Oldest | Retained acked | Not allowed by | "
+        "Ages out within |",
+        "|---|---|---:|---:|---|---:|---|---|",
+    ]
+    for t in report.topics:
+        name = md_code(t.address, in_table=True)
+        if not t.regions:
+            what = "does not exist" if not t.exists else (
+                "unknown" if t.unknown else "nothing stored")
+            lines.append(f"| {name} | {what} | | | | | | |")
+        for r in t.regions:
+            rules = ", ".join(RULE_TEXT[x] for x in r.not_allowed_by) or "—"
+            age = duration(r.ages_out_within_seconds) if r.not_allowed_by else "—"
+            lines.append(
+                f"| {name} | {md_code(r.region, in_table=True)} | {r.unacked_messages} | "
+                f"{_size(r.unacked_bytes)} | {duration(r.oldest_unacked_age_seconds)} | "
+                f"{r.retained_acked_messages} | {rules} | {age} |"
+            )
+    paused = [(t, p) for t in report.topics for p in t.paused_exports]
+    if paused:
+        lines += ["", "**Paused exports**", ""]
+        lines += [
+            f"- {md_code(p.name)} ({p.kind}) on {md_code(t.address)}: {md_code(p.state)}"
+            for t, p in paused
+        ]
+    unknown = [(t, u) for t in report.topics for u in t.unknown]
+    if report.notes or unknown:
+        lines += ["", "**Unknown**", ""]
+        lines += [f"- {md_prose(n)}" for n in report.notes]
+    return "\n".join(lines) + "\n"
+
+
+def json(report: ResidencyReport) -> str:
+    return indented_text(report.to_json())
+
+
+def render(report: ResidencyReport, fmt: str) -> str:
+    if fmt == "json":
+        return json(report)
+    if fmt == "markdown":
+        return markdown(report)
+    return text(report)

@@ -1,0 +1,103 @@
+"""The residency report: a plain, read-only model, and the one description of
+`reconcile residency --format json` (docs/residency.schema.json is generated from it
+by `python -m reconciler.residency.schema`, as the plan's is from the plan model)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
+
+from reconciler.plan.frozen import EMPTY
+from reconciler.plan.model import Source, SubscriptionKind
+from reconciler.plan.shape import OMIT_EMPTY, Doc, Shape, document, frozen_model
+
+FORMAT_VERSION = "1.0"
+Rule = Literal["live", "declared", "org"]
+Strings = Sequence[str]
+
+
+@frozen_model
+class RegionStore:
+    """What the by-region gauges say is stored in one region for the topic (across its
+    subscriptions), and whether that region is allowed."""
+
+    region: str
+    unacked_messages: int
+    unacked_bytes: int | None
+    oldest_unacked_age_seconds: int | None
+    retained_acked_messages: int
+    retained_acked_bytes: int | None
+    oldest_retained_acked_age_seconds: int | None
+    not_allowed_by: Annotated[
+        Sequence[Rule],
+        Doc("Which policies do not allow this region: the topic's live policy, its "
+            "declared policy, the effective org policy (empty: allowed by all)."),
+    ] = EMPTY
+    ages_out_within_seconds: Annotated[
+        int | None,
+        Doc("When the last message stored here reaches the end of its retention, from "
+            "now (the longest retention of the topic and its subscriptions, less the "
+            "oldest message's age); null when unknown."),
+    ] = None
+
+
+@frozen_model
+class PausedExport:
+    """An export or push subscription whose delivery is paused by in-transit
+    restriction."""
+
+    name: str
+    kind: SubscriptionKind
+    state: str
+
+
+@frozen_model
+class TopicResidency:
+    """One declared topic: where its messages are, and what is outside the allowed."""
+
+    address: str
+    project: str
+    topic: str
+    exists: Annotated[bool, Doc("Whether the topic exists live.")]
+    regions: Annotated[Sequence[RegionStore], Doc("Regions holding messages, by name.")] = EMPTY
+    outside: Annotated[
+        Strings, Doc("Regions holding messages that some policy does not allow.")
+    ] = EMPTY
+    ages_out_within_seconds: Annotated[
+        int | None,
+        Doc("When the last message stored outside the allowed regions ages out, from now "
+            "(null: nothing outside, or unknown)."),
+    ] = None
+    paused_exports: Sequence[PausedExport] = EMPTY
+    subscriptions: Annotated[int | None, Doc("Attached subscriptions; null: unknown.")] = None
+    unknown: Annotated[
+        Strings, OMIT_EMPTY, Doc("Why some figures are unknown (metrics, subscriptions).")
+    ] = EMPTY
+    source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
+
+    @property
+    def has_findings(self) -> bool:
+        return bool(self.outside or self.paused_exports)
+
+
+@frozen_model
+class ResidencyReport:
+    """`reconcile residency --format json`: every declared topic's stored messages by
+    region, what is outside the allowed regions, and paused exports."""
+
+    format_version: Annotated[str, Doc("MAJOR.MINOR; readers ignore keys they do not know.")] = (
+        FORMAT_VERSION
+    )
+    created_at: Annotated[str, Doc("When the report was made (ISO 8601, UTC).")] = ""
+    target: Annotated[str, Doc("Google Cloud, local (DIR) or emulator HOST:PORT.")] = ""
+    topics: Sequence[TopicResidency] = EMPTY
+    notes: Annotated[
+        Strings, Doc("Per project: what could not be read and why (the role it needs).")
+    ] = EMPTY
+
+    @property
+    def has_findings(self) -> bool:
+        return any(t.has_findings for t in self.topics)
+
+    def to_json(self) -> dict[str, Any]:
+        return document(self)

@@ -1,0 +1,224 @@
+"""Subscriptions and stored messages in `reconcile plan`, end to end: the CLI against
+the local server through the real Publisher, Subscriber and Monitoring clients."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plan_helpers import publish_from, topic_doc
+
+from reconciler.localserver import CLIENT_REGION_KEY
+
+OWN = {"reconcile-managed": "true"}
+T = "projects/proj-a/topics/orders"
+
+
+
+def _plan(run_cli: Any, server: Any, root: Path, policy: Path, *extra: str) -> Any:
+    return run_cli(
+        "plan", str(root), "--emulator", server.address, "--org-policy", str(policy), *extra
+    )
+
+
+def _json(run_cli: Any, server: Any, root: Path, policy: Path, *extra: str) -> dict[str, Any]:
+    result = _plan(run_cli, server, root, policy, "--format", "json", *extra)
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+def _change(data: dict[str, Any], address: str = T) -> dict[str, Any]:
+    (rc,) = [rc for rc in data["resource_changes"] if rc["address"] == address]
+    return rc
+
+
+
+
+def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_acked(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber: Any,
+) -> None:
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    sub = "projects/proj-a/subscriptions/orders-pull"
+    subscriber.create_subscription(request={"name": sub, "topic": T})
+    publish_from(publisher_client, T, "us-east1", 3)
+    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    policy = org_policy_file(["us-central1", "us-east1"])
+
+    rc = _change(_json(run_cli, local_server, root, policy))
+    assert rc["change"]["actions"] == ["update"]
+    assert rc["subscriptions"] == [
+        {"name": sub, "kind": "pull", "state": "ACTIVE", "backlog": None}
+    ]
+    [left] = rc["left_behind"]
+    assert (left["region"], left["messages"], left["bytes"]) == ("us-east1", 3, 30)
+    assert 0 <= left["oldest_age_seconds"] < 3600
+    text = _plan(run_cli, local_server, root, policy).stdout
+    assert "3 unacknowledged messages, 30 bytes stay stored in us-east1" in text
+    assert "orders-pull (pull)" in text
+
+    got = subscriber.pull(request={"subscription": sub, "max_messages": 10}, retry=None)
+    subscriber.acknowledge(
+        request={"subscription": sub, "ack_ids": [m.ack_id for m in got.received_messages]}
+    )
+    rc = _change(_json(run_cli, local_server, root, policy))
+    assert "left_behind" not in rc
+    assert any("nothing unacknowledged is stored in the removed regions" in w
+               for w in rc["warnings"])
+
+
+def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after_apply(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    subscriber: Any,
+) -> None:
+    from google.api_core import exceptions
+
+    seed("orders", labels=OWN, regions=["us-central1"], eit=False)
+    sub = "projects/proj-a/subscriptions/orders-pull"
+    subscriber.create_subscription(request={"name": sub, "topic": T})
+    root = specs(topic_doc("orders", storage=(["us-central1"], True)))
+    policy = org_policy_file(["us-central1"])
+    text = _plan(run_cli, local_server, root, policy).stdout
+    assert "pull subscriptions orders-pull (pull): Pull and StreamingPull from outside " \
+        "us-central1 will be refused (FAILED_PRECONDITION)" in text
+
+    applied = run_cli(
+        "apply", str(root), "--emulator", local_server.address, "--org-policy", str(policy),
+        "--auto-approve",
+    )
+    assert applied.exit_code == 0, applied.stderr
+    with pytest.raises(exceptions.FailedPrecondition):
+        subscriber.pull(
+            request={"subscription": sub, "max_messages": 1},
+            metadata=[(CLIENT_REGION_KEY, "europe-west1")],
+            retry=None,
+        )
+
+
+def test_a_paused_export_is_a_warning_on_the_topic_even_with_no_change(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    subscriber: Any,
+) -> None:
+    local_server.set_destination_location("bigquery:proj-a.sales", "europe-west1")
+    seed("orders", labels=OWN, regions=["us-central1"], eit=True)
+    subscriber.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/to-bq", "topic": T,
+        "bigquery_config": {"table": "proj-a.sales.orders"},
+    })
+    root = specs(topic_doc("orders", storage=(["us-central1"], True)))
+    policy = org_policy_file(["us-central1"])
+    result = _plan(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert result.exit_code == 0, result.stderr  # a warning, not a change
+    assert "warning[export-paused]" in result.stdout
+    assert "to-bq (BigQuery export, IN_TRANSIT_LOCATION_RESTRICTION)" in result.stdout
+
+
+def test_prune_keeps_a_subscribed_topic_unless_prune_subscribed(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber: Any,
+) -> None:
+    seed("orders", labels=OWN)
+    seed("old-orders", labels=OWN)
+    seed("unused", labels=OWN)
+    old = "projects/proj-a/topics/old-orders"
+    subscriber.create_subscription(
+        request={"name": "projects/proj-a/subscriptions/billing", "topic": old}
+    )
+    publish_from(publisher_client, old, "us-central1", 2)
+    root = specs(topic_doc("orders"))
+    policy = org_policy_file(None)
+
+    data = _json(run_cli, local_server, root, policy, "--prune")
+    deleted = [rc["address"] for rc in data["resource_changes"] if rc["change"]["actions"]
+               == ["delete"]]
+    assert deleted == ["projects/proj-a/topics/unused"]
+    assert _change(data, "projects/proj-a/topics/unused")["warnings"] == [
+        "it has no subscriptions"
+    ]
+    [kept] = [d for d in data["diagnostics"] if d["code"] == "prune-subscribed"]
+    assert kept["file"] == old
+    assert "billing (pull, 2 unacknowledged)" in kept["message"]
+
+    applied = run_cli(
+        "apply", str(root), "--emulator", local_server.address, "--org-policy", str(policy),
+        "--auto-approve", "--prune",
+    )
+    assert applied.exit_code == 0, applied.stderr
+    assert publisher_client.get_topic(topic=old).name == old  # still there
+
+    data = _json(run_cli, local_server, root, policy, "--prune-subscribed")
+    rc = _change(data, old)
+    assert rc["change"]["actions"] == ["delete"]
+    assert rc["subscriptions"] == [{
+        "name": "projects/proj-a/subscriptions/billing", "kind": "pull", "state": "ACTIVE",
+        "backlog": 2,
+    }]
+
+
+def test_a_topic_renamed_in_the_specs_is_flagged(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    seed("orders", labels={**OWN, "team": "pay"}, regions=["us-central1"], eit=False)
+    root = specs(topic_doc("orders-v2", labels={"team": "pay"}, storage=(["us-central1"], False)))
+    policy = org_policy_file(None)
+    rc = _change(_json(run_cli, local_server, root, policy), "projects/proj-a/topics/orders-v2")
+    assert rc["change"]["actions"] == ["create"]
+    assert any(w.startswith("probable rename of projects/proj-a/topics/orders ")
+               for w in rc["warnings"])
+
+
+def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_project(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    seed("refunds", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    seed("retired", labels=OWN)
+    local_server.faults.add(method="ListSubscriptions", error="PERMISSION_DENIED")
+    local_server.faults.add(method="ListTimeSeries", error="PERMISSION_DENIED")
+    root = specs(
+        topic_doc("orders", storage=(["us-central1"], False)),
+        topic_doc("refunds", storage=(["us-central1"], False)),
+    )
+    policy = org_policy_file(None)
+    data = _json(run_cli, local_server, root, policy, "--prune")
+    [unknown] = [d for d in data["diagnostics"] if d["code"] == "subscriptions-unknown"]
+    assert unknown["file"] == "proj-a"
+    assert "cannot list subscriptions in proj-a (permission denied; needs " \
+        "pubsub.subscriptions.list, e.g. roles/pubsub.viewer)" in unknown["message"]
+    rc = _change(data)
+    assert rc["left_behind_unknown"].startswith("permission denied to read metrics in project "
+                                                "proj-a (needs monitoring.timeSeries.list, "
+                                                "e.g. role roles/monitoring.viewer)")
+    # Unknown subscriptions: prune does not delete by surprise.
+    assert [rc["address"] for rc in data["resource_changes"]
+            if rc["change"]["actions"] == ["delete"]] == []
+    [kept] = [d for d in data["diagnostics"] if d["code"] == "prune-subscribed"]
+    assert "its subscriptions are unknown" in kept["message"]
+    residency = run_cli("residency", str(root), "--emulator", local_server.address,
+                        "--org-policy", str(policy))
+    assert residency.exit_code == 0, residency.stderr
+    assert "roles/monitoring.viewer" in residency.stdout
+    assert "roles/pubsub.viewer" in residency.stdout
+
+
+def test_the_read_ahead_process_reads_the_subscriptions_too(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", "0")  # a large tree's way, always
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    subscriber.create_subscription(
+        request={"name": "projects/proj-a/subscriptions/orders-pull", "topic": T}
+    )
+    publish_from(publisher_client, T, "us-east1", 2)
+    root = specs(topic_doc("orders", storage=(["us-central1"], True)))
+    local_server.counters.reset()
+    rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))
+    assert [s["name"] for s in rc["subscriptions"]] == ["projects/proj-a/subscriptions/orders-pull"]
+    assert [(x["region"], x["messages"]) for x in rc["left_behind"]] == [("us-east1", 2)]
+    assert any(w.startswith("pull subscriptions orders-pull (pull)") for w in rc["warnings"])
+    counts = local_server.counters.snapshot()
+    assert (counts["ListSubscriptions"], counts["ListTimeSeries"]) == (1, 3)

@@ -1,0 +1,174 @@
+"""`reconcile residency` end to end: the CLI against the local server through the real
+Publisher, Subscriber and Monitoring clients."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plan_helpers import publish_from, topic_doc
+
+from reconciler.localserver import CLIENT_REGION_KEY
+from reconciler.residency.schema import residency_schema
+
+OWN = {"reconcile-managed": "true"}
+T = "projects/proj-a/topics/orders"
+SUB = "projects/proj-a/subscriptions/orders-pull"
+
+
+
+def residency(run_cli: Any, server: Any, root: Path, policy: Path, *extra: str) -> Any:
+    return run_cli(
+        "residency", str(root), "--emulator", server.address, "--org-policy", str(policy),
+        *extra,
+    )
+
+
+def report(run_cli: Any, server: Any, root: Path, policy: Path) -> dict[str, Any]:
+    result = residency(run_cli, server, root, policy, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    data: dict[str, Any] = json.loads(result.stdout)
+    return data
+
+
+
+
+def _narrow(publisher: Any, regions: list[str], eit: bool = False) -> None:
+    publisher.update_topic(request={
+        "topic": {"name": T, "message_storage_policy": {
+            "allowed_persistence_regions": regions, "enforce_in_transit": eit}},
+        "update_mask": {"paths": ["message_storage_policy"]},
+    })
+
+
+def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber: Any,
+) -> None:
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    subscriber.create_subscription(request={
+        "name": SUB, "topic": T, "message_retention_duration": {"seconds": 3600},
+    })
+    publish_from(publisher_client, T, "us-east1", 4)
+    _narrow(publisher_client, ["us-central1"])
+    publish_from(publisher_client, T, "us-east1", 1)  # stored in us-central1 now
+    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    policy = org_policy_file(["us-central1", "us-east1"])
+
+    data = report(run_cli, local_server, root, policy)
+    [topic] = data["topics"]
+    regions = {r["region"]: r for r in topic["regions"]}
+    assert regions["us-east1"]["unacked_messages"] == 4
+    assert regions["us-east1"]["unacked_bytes"] == 40
+    assert regions["us-east1"]["not_allowed_by"] == ["live", "declared"]
+    assert 3500 <= regions["us-east1"]["ages_out_within_seconds"] <= 3600
+    assert regions["us-central1"]["unacked_messages"] == 1
+    assert regions["us-central1"]["not_allowed_by"] == []
+    assert topic["outside"] == ["us-east1"]
+    assert topic["subscriptions"] == 1
+    result = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert result.exit_code == 2, result.stderr
+    assert "us-east1: 4 unacked (40 B" in result.stdout
+    assert "NOT ALLOWED by the live policy, declared policy" in result.stdout
+    md = residency(run_cli, local_server, root, policy, "--format", "markdown").stdout
+    assert "| `projects/proj-a/topics/orders` | `us-east1` | 4 | 40 B |" in md
+
+    got = subscriber.pull(request={"subscription": SUB, "max_messages": 10}, retry=None)
+    subscriber.acknowledge(
+        request={"subscription": SUB, "ack_ids": [m.ack_id for m in got.received_messages]}
+    )
+    [topic] = report(run_cli, local_server, root, policy)["topics"]
+    assert topic["regions"] == [] and topic["outside"] == []
+    assert residency(run_cli, local_server, root, policy, "--detailed-exitcode").exit_code == 0
+
+
+def test_in_transit_refuses_an_outside_puller_and_a_paused_export_is_shown(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    subscriber: Any,
+) -> None:
+    from google.api_core import exceptions
+
+    local_server.set_destination_location("storage:eu-bucket", "europe-west1")
+    seed("orders", labels=OWN, regions=["us-central1"], eit=True)
+    subscriber.create_subscription(request={"name": SUB, "topic": T})
+    subscriber.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/to-gcs", "topic": T,
+        "cloud_storage_config": {"bucket": "eu-bucket"},
+    })
+    with pytest.raises(exceptions.FailedPrecondition):
+        subscriber.pull(request={"subscription": SUB, "max_messages": 1},
+                        metadata=[(CLIENT_REGION_KEY, "europe-west1")], retry=None)
+    root = specs(topic_doc("orders", storage=(["us-central1"], True)))
+    policy = org_policy_file(["us-central1"])
+    [topic] = report(run_cli, local_server, root, policy)["topics"]
+    assert topic["paused_exports"] == [{
+        "name": "projects/proj-a/subscriptions/to-gcs", "kind": "cloud_storage",
+        "state": "IN_TRANSIT_LOCATION_RESTRICTION",
+    }]
+    result = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert result.exit_code == 2
+    assert "export projects/proj-a/subscriptions/to-gcs (cloud_storage) paused" in result.stdout
+
+
+def test_a_project_with_no_subscriptions_and_a_missing_topic_is_clean(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    seed("orders", labels=OWN)
+    root = specs(topic_doc("orders"), topic_doc("later"))
+    policy = org_policy_file(None)
+    result = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert result.exit_code == 0, result.stderr
+    assert "projects/proj-a/topics/later: does not exist" in result.stdout
+    assert "nothing stored outside the allowed regions, no export paused" in result.stdout
+
+
+def test_a_typo_d_project_and_a_broken_spec_exit_1_naming_them(
+    run_cli: Any, local_server: Any, specs: Any, org_policy_file: Any, tmp_path: Path,
+) -> None:
+    root = specs(topic_doc("orders"))
+    policy = org_policy_file(None)
+    typo = residency(run_cli, local_server, root, policy, "--project", "proj-b")
+    assert typo.exit_code == 1
+    assert "--project proj-b: no spec declares a topic in this project" in typo.stderr
+    assert "did you mean 'proj-a'?" in typo.stderr
+    (root / "topics.yaml").write_text("apiVersion: reconcile.pubsub/v1\nkind: Topic\n")
+    broken = residency(run_cli, local_server, root, policy)
+    assert broken.exit_code == 1
+    assert "topics.yaml:" in broken.stderr and "no residency report made" in broken.stderr
+    assert "Traceback" not in broken.stderr
+
+
+def test_google_s_emulator_has_no_monitoring_and_residency_says_unknown(
+    run_cli: Any, google_emulator: str, specs: Any, org_policy_file: Any,
+) -> None:
+    from reconciler.backends.clients import publisher_client
+
+    client = publisher_client(google_emulator)
+    client.create_topic(request={"name": "projects/proj-a/topics/orders", "labels": OWN})
+    client.transport.close()
+    root = specs(topic_doc("orders"))
+    policy = org_policy_file(None)
+    result = run_cli("residency", str(root), "--emulator", google_emulator,
+                     "--org-policy", str(policy), "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    [topic] = json.loads(result.stdout)["topics"]
+    assert topic["subscriptions"] == 0
+    assert any("serves no Cloud Monitoring API" in u for u in topic["unknown"])
+
+
+def test_the_json_matches_the_published_schema(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    import jsonschema
+
+    seed("orders", labels=OWN)
+    root = specs(topic_doc("orders"))
+    data = report(run_cli, local_server, root, org_policy_file(None))
+    jsonschema.validate(data, residency_schema())
+    published = Path(__file__).parents[2] / "docs" / "residency.schema.json"
+    assert json.loads(published.read_text()) == residency_schema(), (
+        "docs/residency.schema.json is stale: run `python -m reconciler.residency.schema "
+        "> docs/residency.schema.json`"
+    )
