@@ -1,11 +1,13 @@
-"""`reconcile hedging advise`: read latency samples, simulate candidate hedge delays,
-recommend one. Pure Python (no google or gRPC imports).
+"""`reconcile hedging advise`: read publish latencies, simulate candidate hedge delays
+with the publisher's semantics (simulate.py), recommend one. Pure Python (no google
+or gRPC imports).
 
-Samples come from a text file (milliseconds, one or more per line, `#` comments) or
-from Cloud Monitoring's `topic/send_request_latencies` distribution exported as JSON
-(a `timeSeries` list as `projects.timeSeries.list` returns it, one time series, or
-one `distributionValue`): every bucket contributes its count of samples, spread
-evenly (geometrically, for exponential buckets) across the bucket.
+Latencies come from a text file (milliseconds, one or more per line, `#` comments)
+or from Cloud Monitoring's `topic/send_request_latencies` distribution exported as
+JSON (a `timeSeries` list as `projects.timeSeries.list` returns it, one time series,
+or one `distributionValue`): every bucket keeps its count, its draws spread across
+it (distribution.py). `advise` takes any `LatencyDistribution`, so a caller that
+reads the metric itself passes its buckets straight in.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import InputError
+from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
 from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
-from reconciler.hedging.simulate import Outcome, simulate
+from reconciler.hedging.simulate import Outcome, as_distribution, simulate
 
 CANDIDATES_MS = (100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
 MAX_SAMPLES = 2_000_000
@@ -28,15 +31,16 @@ MAX_FILE_BYTES = 256 * 1024 * 1024
 
 @dataclass(frozen=True)
 class Advice:
-    samples: int
+    samples: int  # observations in the distribution
     baseline: Outcome
     candidates: tuple[Outcome, ...]
     recommended: Outcome
     profile: HedgingProfile
     max_extra: float
+    rate: float | None = None  # batches per second simulated (None: one after another)
 
 
-def read_samples(path: Path) -> list[float]:
+def read_samples(path: Path) -> LatencyDistribution:
     """Latencies in milliseconds; InputError naming file and line for bad input."""
     try:
         if path.stat().st_size > MAX_FILE_BYTES:
@@ -47,8 +51,11 @@ def read_samples(path: Path) -> list[float]:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     stripped = text.lstrip()
-    samples = _from_json(path, stripped) if stripped[:1] in "{[" else _from_text(path, text)
-    if not samples:
+    if stripped[:1] in "{[":
+        samples = _from_json(path, stripped)
+    else:
+        samples = LatencyDistribution.from_samples(_from_text(path, text))
+    if not samples.count:
         raise InputError(
             f"{path}: no latency samples found",
             hint="write one latency in milliseconds per line, or export "
@@ -76,25 +83,23 @@ def _from_text(path: Path, text: str) -> list[float]:
     return out
 
 
-def _from_json(path: Path, text: str) -> list[float]:
+def _from_json(path: Path, text: str) -> LatencyDistribution:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    out: list[float] = []
+    out = LatencyDistribution()
     found = False
     for dist in _distributions(data):
         found = True
         try:
-            out.extend(_expand(dist))
+            out += _buckets(dist)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
                 f"{path}: a distributionValue cannot be read ({exc})",
                 hint="export topic/send_request_latencies with its bucketOptions and "
                 "bucketCounts",
             ) from None
-        if len(out) > MAX_SAMPLES:
-            raise InputError(f"{path}: more than {MAX_SAMPLES} samples; shorten the interval")
     if not found:
         raise InputError(
             f"{path}: no Cloud Monitoring distribution found",
@@ -116,8 +121,8 @@ def _distributions(data: Any) -> Iterator[dict[str, Any]]:
                 yield from _distributions(data[key])
 
 
-def _bounds(options: dict[str, Any], n: int) -> list[float]:
-    """The n - 1 finite boundaries between n buckets (underflow ... overflow)."""
+def _bounds(options: dict[str, Any]) -> list[float]:
+    """The finite boundaries between the buckets (underflow ... overflow)."""
     if "explicitBuckets" in options:
         return [float(b) for b in options["explicitBuckets"]["bounds"]]
     if "linearBuckets" in options:
@@ -129,40 +134,32 @@ def _bounds(options: dict[str, Any], n: int) -> list[float]:
     return [scale * growth**i for i in range(int(o["numFiniteBuckets"]) + 1)]
 
 
-def _expand(dist: dict[str, Any]) -> list[float]:
+def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
     counts = [int(c) for c in dist.get("bucketCounts", [])]
-    bounds = _bounds(dist["bucketOptions"], len(counts))
-    geometric = "exponentialBuckets" in dist["bucketOptions"]
-    out: list[float] = []
-    for i, count in enumerate(counts):
-        if count <= 0:
-            continue
-        lo = bounds[i - 1] if i > 0 else 0.0
-        hi = bounds[i] if i < len(bounds) else lo  # overflow: its lower bound
-        for k in range(count):
-            f = (k + 0.5) / count
-            if geometric and lo > 0 and hi > lo:
-                out.append(lo * (hi / lo) ** f)
-            else:
-                out.append(lo + (hi - lo) * f)
-    return out
+    options = dist["bucketOptions"]
+    geometric = "exponentialBuckets" in options
+    buckets = buckets_from_bounds(_bounds(options), counts, geometric)
+    return LatencyDistribution(buckets=tuple(buckets))
 
 
 def advise(
-    samples: Sequence[float],
+    latencies: LatencyDistribution | Sequence[float],
     profile: HedgingProfile | None = None,
     max_extra: float = 0.05,
     batches: int = 20_000,
     seed: int = 2026,
+    rate: float | None = None,
 ) -> Advice:
-    """Simulate every candidate delay; recommend the lowest p99 within `max_extra`
-    extra requests (ties within 1%: the fewer extra requests)."""
+    """Simulate every candidate delay (with `profile`'s tokens and refill, batches
+    arriving at `rate` per second if known); recommend the lowest p99 within
+    `max_extra` extra requests (ties within 1%: the fewer extra requests)."""
+    dist = as_distribution(latencies)
     base = profile or HedgingProfile()
-    baseline = simulate(samples, None, batches, seed)
+    baseline = simulate(dist, None, batches, seed)
     delays = sorted({*CANDIDATES_MS, base.hedge_delay_ms})
     lo, hi = HEDGE_DELAY_MS
     outcomes = tuple(
-        simulate(samples, replace(base, hedge_delay_ms=d), batches, seed)
+        simulate(dist, replace(base, hedge_delay_ms=d), batches, seed, rate)
         for d in delays
         if lo <= d <= hi
     )
@@ -173,16 +170,18 @@ def advise(
         low = min(o.p99_ms for o in allowed)
         near = [o for o in allowed if o.p99_ms <= low * 1.01]
         best = min(near, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
-    return Advice(len(samples), baseline, outcomes, best, base, max_extra)
+    return Advice(dist.count, baseline, outcomes, best, base, max_extra, rate)
 
 
 def render(advice: Advice, source: str) -> str:
     b, p = advice.baseline, advice.profile
     name = p.name or "default"
+    arrival = f"at {advice.rate:g}/s" if advice.rate else "one after another"
     lines = [
         f"{advice.samples} latency samples from {source}",
         f"profile {name}: maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g} "
-        f"(simulated {len(b.latencies_ms)} batches, attempts drawn independently)",
+        f"(simulated {len(b.latencies_ms)} batches {arrival}, attempts drawn "
+        "independently, token bucket starting empty)",
         "",
         f"{'hedge delay':<12} {'p50':>10} {'p99':>10} {'p99.9':>10} {'extra requests':>15}",
     ]
@@ -205,10 +204,10 @@ def render(advice: Advice, source: str) -> str:
         f"{_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> {_ms(r.p999_ms)}, "
         f"{r.extra_fraction:.2%} extra requests (limit {advice.max_extra:.0%})",
     ]
-    if r.throttled_fraction > 0:
+    if r.dropped_fraction > 0:
         lines.append(
-            f"note: {r.throttled_fraction:.2%} of batches found no token; raise maxTokens "
-            "or refillRatio for more"
+            f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "
+            "raise maxTokens or refillRatio for more"
         )
     return "\n".join(lines)
 
