@@ -142,6 +142,8 @@ class PublisherClient:
 
     def __getattr__(self, name: str) -> Any:
         # Topic administration and the transport: the official client's own.
+        if name == "_official":  # construction failed before it was built
+            raise AttributeError(name)
         return getattr(self._official, name)
 
     def publish(
@@ -382,6 +384,8 @@ class PublisherClient:
         wait = self._waits.pop(topic, None)
         if wait is not None:
             wait.cancel()
+        if self._stopped and topic in self._setups:
+            return  # closing: no new channel for a late answer
         if labels is None:
             assert error is not None
             publisher.count(profile_lookup_failures=1)
