@@ -130,10 +130,11 @@ class HedgedPublisher:
         self._idle = threading.Condition(self._lock)
         self._current: _Batch | None = None
         self._open: set[_Batch] = set()  # created and not finished
-        self._held: list[_Batch] | None = [] if deferred else None  # until reroute
+        self._held: list[_Batch] | None = None
         self._closed = False
         self.profile: HedgingProfile | None = None
-        self._route = self._make_route(
+        self._route: Route | None = None
+        self.reroute(
             client,
             profile,
             policy
@@ -143,11 +144,13 @@ class HedgedPublisher:
                 backoff=backoff or Backoff(),
             ),
         )
-        self.profile = profile
+        if deferred:
+            self._held = []  # batches wait for the next reroute
 
     @property
     def policy(self) -> RetryPolicy:
         """The retry policy batches use unless a publish call gives its own."""
+        assert self._route is not None
         return self._route.policy
 
     def reroute(
@@ -159,47 +162,38 @@ class HedgedPublisher:
         fallback: bool = False,
         error: BaseException | None = None,
     ) -> None:
-        """Send the batches committed from now on (and those held) this way. The token
-        bucket carries over while the profile stays the same; a new profile starts a
-        new, empty bucket, as a new official publisher would."""
-        route = self._make_route(client, profile, policy, fallback=fallback, error=error)
+        """Send the batches committed from now on (and those held) through `client`,
+        with `profile` (None: unhedged) and `policy`; `error`: fail them with it. The
+        token bucket carries over while the profile stays the same; a new profile
+        starts a new, empty bucket, as a new official publisher would."""
+        rpc = publish_rpc(client)
+        hedging = None
+        if profile is not None and error is None:
+            current = self._route.hedging if self._route is not None else None
+            if current is not None and profile == self.profile:
+                tokens = current.tokens
+            else:
+                tokens = TokenBucket(profile.max_tokens, profile.refill_ratio)
+            delay = profile.hedge_delay_ms / 1000
+            # A request with no message and a deadline already past: nothing could
+            # be stored, and it never leaves the client (lag.py).
+            probe = LagProbe(
+                rpc,
+                pubsub.PublishRequest(topic=self.topic),
+                self._metadata,
+                self._scheduler.lag,
+                self._scheduler.call_soon,
+                fresh_for=delay / 10,
+                on_send=lambda: self._stats.add(lag_probes=1),
+            )
+            hedging = Hedging(delay, tokens, probe)
+        route = Route(rpc, policy, hedging, fallback, error)
         with self._lock:
             self._route = route
             self.profile = profile
             held, self._held = self._held, None
         for batch in held or ():
             self._commit(batch)
-
-    def _make_route(
-        self,
-        client: Any,
-        profile: HedgingProfile | None,
-        policy: RetryPolicy,
-        *,
-        fallback: bool = False,
-        error: BaseException | None = None,
-    ) -> Route:
-        rpc = publish_rpc(client)
-        if profile is None or error is not None:
-            return Route(rpc, policy, None, fallback, error)
-        current = getattr(self, "_route", None)
-        if current is not None and current.hedging is not None and profile == self.profile:
-            tokens = current.hedging.tokens
-        else:
-            tokens = TokenBucket(profile.max_tokens, profile.refill_ratio)
-        delay = profile.hedge_delay_ms / 1000
-        # A request with no message and a deadline already past: nothing could be
-        # stored, and it never leaves the client (lag.py).
-        probe = LagProbe(
-            rpc,
-            pubsub.PublishRequest(topic=self.topic),
-            self._metadata,
-            self._scheduler.lag,
-            self._scheduler.call_soon,
-            fresh_for=delay / 10,
-            on_send=lambda: self._stats.add(lag_probes=1),
-        )
-        return Route(rpc, policy, Hedging(delay, tokens, probe), fallback)
 
     @classmethod
     def from_spec(
@@ -351,6 +345,7 @@ class HedgedPublisher:
         self.close()
 
     def counters(self) -> HedgingCounters:
+        assert self._route is not None
         hedging = self._route.hedging
         tokens = hedging.tokens.available if hedging is not None else None
         return self._stats.snapshot(tokens, self._scheduler.lag.current())
@@ -379,6 +374,7 @@ class HedgedPublisher:
                 self._held.append(batch)  # the route is not known yet
                 return
             route = self._route
+        assert route is not None
         if route.error is not None:
             self._stats.add(batches_failed=1)
             self._resolve(batch, None, route.error)

@@ -37,7 +37,7 @@ NODE = "Node handwritten/pubsub/src/publisher/hedging.ts (google-cloud-node)"
 GO = "Go pubsub/v2/hedging.go (google-cloud-go PR #20136)"
 RUST = "Rust (google-cloud-rust PRs #6777, #6779, #6809)"
 ALL = (JAVA, NODE, GO, RUST)
-OURS = "reconcile: issue 25 (ordered messages go unhedged instead)"
+OURS = "reconcile (issue 25: ordered messages go unhedged instead of refusing)"
 
 TOPIC = "projects/hedge-parity/topics/orders"
 CLOCK = "projects/hedge-parity/topics/clock"
@@ -47,8 +47,10 @@ QUICK_RETRY = retries.Retry(initial=0.01, maximum=0.05, multiplier=2.0, timeout=
 Wait = Callable[..., None]
 
 
-def short(sources: tuple[str, ...]) -> str:
-    return "+".join(s.split()[0] for s in sources)
+def table(cases: list[Any], name: str = "name") -> pytest.MarkDecorator:
+    """Parametrize a test over `cases`, each one's id naming the clients it follows."""
+    ids = [f"{getattr(c, name)} [{'+'.join(s.split()[0] for s in c.follows)}]" for c in cases]
+    return pytest.mark.parametrize("case", cases, ids=ids)
 
 
 @pytest.fixture
@@ -120,9 +122,7 @@ BUCKET_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "case", BUCKET_CASES, ids=[f"{c.name} [{short(c.follows)}]" for c in BUCKET_CASES]
-)
+@table(BUCKET_CASES)
 def test_the_bucket_starts_empty(
     case: BucketCase, hedged: Callable[..., PublisherClient], local_server: Any,
     wait_until: Wait,
@@ -178,9 +178,7 @@ HEDGE_FAILURES = [HedgeFailure("UNAVAILABLE"), HedgeFailure("INTERNAL"),
                   HedgeFailure("INVALID_ARGUMENT")]
 
 
-@pytest.mark.parametrize(
-    "case", HEDGE_FAILURES, ids=[f"{c.code} [{short(c.follows)}]" for c in HEDGE_FAILURES]
-)
+@table(HEDGE_FAILURES, "code")
 def test_a_failed_hedge_is_never_retried(
     case: HedgeFailure, hedged: Callable[..., PublisherClient], local_server: Any,
     wait_until: Wait,
@@ -235,9 +233,7 @@ TIMEOUT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "case", TIMEOUT_CASES, ids=[f"{c.name} [{short(c.follows)}]" for c in TIMEOUT_CASES]
-)
+@table(TIMEOUT_CASES)
 def test_a_hedge_runs_with_min_of_time_left_and_10s(
     case: TimeoutCase, local_server: Any, wait_until: Wait
 ) -> None:
@@ -337,9 +333,7 @@ END_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "case", END_CASES, ids=[f"{c.name} [{short(c.follows)}]" for c in END_CASES]
-)
+@table(END_CASES)
 def test_how_a_batch_ends(
     case: EndCase, hedged: Callable[..., PublisherClient], local_server: Any,
     wait_until: Wait,
@@ -410,9 +404,7 @@ BUILD_CASES = [
 ]
 
 
-@pytest.mark.parametrize(
-    "case", BUILD_CASES, ids=[f"{c.name} [{short(c.follows)}]" for c in BUILD_CASES]
-)
+@table(BUILD_CASES)
 def test_what_construction_refuses(
     case: BuildCase, make_client: Callable[..., PublisherClient]
 ) -> None:
