@@ -64,6 +64,7 @@ log = logging.getLogger("reconciler.hedging")
 TOPIC_LABELS = "topic-labels"  # the default, spelled out
 _RAW_MESSAGE = pubsub.PubsubMessage.pb()
 _DEFAULT = gapic_v1.method.DEFAULT
+_POLICY_CACHE = 64  # distinct (retry, timeout) arguments remembered
 _IGNORE = types.PublishFlowControl(limit_exceeded_behavior=types.LimitExceededBehavior.IGNORE)
 
 
@@ -341,11 +342,15 @@ class PublisherClient:
         base = publisher.policy
         key = (id(retry), id(timeout), id(base))
         cached = self._policies.get(key)
-        if cached is None or cached[0] is not retry or cached[1] is not timeout:
-            made = policy_from_options(retry, timeout, base=base)
-            cached = (retry, timeout, base, made or base)
-            self._policies[key] = cached
-        return cached[3]
+        if cached is not None and cached[0] is retry and cached[1] is timeout and (
+            cached[2] is base
+        ):
+            return cached[3]
+        made = policy_from_options(retry, timeout, base=base) or base
+        if len(self._policies) >= _POLICY_CACHE:
+            self._policies.clear()  # a new Retry object per publish: keep it bounded
+        self._policies[key] = (retry, timeout, base, made)
+        return made
 
     def _setup(self, topic: str, labels: Mapping[str, str]) -> TopicSetup:
         """What the labels mean; never raises (a bad label is the setup's error)."""
