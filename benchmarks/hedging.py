@@ -27,8 +27,8 @@ difference (copies beyond the first), `acked_not_stored` messages whose future
 succeeded and that the server does not hold (must be 0); `duplicates_counted` is the
 client's bound (attempts in flight when their batch ended).
 
-    python benchmarks/hedging.py            # 60,000 bulk / 20,000 per tail shape (~6 min)
-    python benchmarks/hedging.py --quick    # 15,000 / 3,000 (~2 min; sampling noise!)
+    python benchmarks/hedging.py            # 60,000 bulk / 20,000 per shape at 500/s (~8 min)
+    python benchmarks/hedging.py --quick    # 15,000 / 3,000 (~3 min; sampling noise!)
     python benchmarks/hedging.py --latencies-out lat.txt   # then: reconcile hedging advise lat.txt
 
 The last line of output is one JSON object with every figure.
@@ -294,7 +294,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer messages (~2 min)")
     parser.add_argument("--seed", type=int, default=2026, help="fault injection seed")
-    parser.add_argument("--rate", type=float, default=1000.0, help="tail shapes' offered load")
+    parser.add_argument("--rate", type=float, default=500.0, help="tail shapes' offered load")
+    parser.add_argument("--per-shape", type=int, help="messages per tail shape and client")
     parser.add_argument("--server-workers", type=int, default=512)
     parser.add_argument("--only-shapes", action="store_true", help="skip throughput/saturation")
     parser.add_argument(
@@ -302,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     bulk = 15_000 if args.quick else 60_000
-    tail = 3_000 if args.quick else 20_000
+    tail = args.per_shape or (3_000 if args.quick else 20_000)
 
     from google.cloud.pubsub_v1 import types
 
