@@ -18,8 +18,10 @@ keeps every message, so that what it stored can be counted exactly.
   draws of the same distribution, recommends a hedge delay, and predicts p99 and
   extra requests (token bucket starting empty, batches arriving at the offered
   rate); the hedged publisher then runs that profile (the token-bound shape: 100 ms,
-  to test the bucket). Target: within 10% of the measured p99 and extra-request
-  ratio; on the 2% tail, hedged p99 <= 150 ms against >= 2 s unhedged.
+  to test the bucket). Target: within 10% of the measured p99 (from each publish()
+  call to its callback, what the advisor models; p50/p99/p99.9 are also given from
+  the due time) and extra-request ratio; on the 2% tail, hedged p99 <= 150 ms
+  against >= 2 s unhedged.
 
 Figures per run: `stored_messages` is what the server stored on the topic (every
 copy), `stored_distinct` the distinct messages among them, `stored_duplicates` their
@@ -27,7 +29,7 @@ difference (copies beyond the first), `acked_not_stored` messages whose future
 succeeded and that the server does not hold (must be 0); `duplicates_counted` is the
 client's bound (attempts in flight when their batch ended).
 
-    python benchmarks/hedging.py            # 60,000 bulk / 20,000 per shape at 500/s (~8 min)
+    python benchmarks/hedging.py            # 60,000 bulk / 30,000 per shape at 500/s (~12 min)
     python benchmarks/hedging.py --quick    # 15,000 / 3,000 (~3 min; sampling noise!)
     python benchmarks/hedging.py --latencies-out lat.txt   # then: reconcile hedging advise lat.txt
 
@@ -52,6 +54,8 @@ PROJECT = "bench-project"
 HEDGE_DELAY_MS = 100
 KEEP_MESSAGES = 250_000  # per topic: more than any run publishes, so nothing is dropped
 MAX_EXTRA = 0.15  # the advisor's extra-request budget here
+ADVISOR_SAMPLES = 200_000  # draws of the injected distribution the advisor reads
+PREDICTED = 200_000  # batches simulated for each prediction
 
 # Injected Publish latency: every rule adds its delay (uniform in [delay, delay_max]
 # when delay_max is given) and, on tail_fraction of calls, tail_delay (seconds).
@@ -179,18 +183,20 @@ def run(
     client = make_client(kind, batch)
     client.create_topic(request={"name": topic, "labels": labels_for(profile)})
     calls_before = srv.ask("publish_calls")
-    latencies: list[float] = []
+    latencies: list[float] = []  # from each message's due time
+    from_call: list[float] = []  # from its publish() call
     acked: list[int] = []
     errors: list[str] = []
     lock = threading.Lock()
     slots = threading.BoundedSemaphore(inflight)
     pad = os.urandom(max(0, size - 8))
 
-    def done(index: int, due: float, future: Future[str]) -> None:
-        elapsed = time.perf_counter() - due
+    def done(index: int, due: float, called: float, future: Future[str]) -> None:
+        now = time.perf_counter()
         error = future.exception()
         with lock:
-            latencies.append(elapsed)
+            latencies.append(now - due)
+            from_call.append(now - called)
             if error is None:
                 acked.append(index)
             else:
@@ -207,8 +213,9 @@ def run(
         if pause > 0:
             time.sleep(pause)
         slots.acquire()
+        called = time.perf_counter()
         future = client.publish(topic, b"%08d" % i + pad)
-        future.add_done_callback(lambda f, i=i, d=due: done(i, d, f))
+        future.add_done_callback(lambda f, i=i, d=due, c=called: done(i, d, c, f))
     for _ in range(inflight):
         slots.acquire()  # every future done
     wall = time.perf_counter() - began
@@ -224,6 +231,7 @@ def run(
     time.sleep(late_wait)  # cancelled slow attempts still land on the server
     stored, kept, indices = srv.ask("stored", topic)
     latencies.sort()
+    from_call.sort()
     distinct = set(indices)
     out: dict[str, Any] = {
         "latencies_ms": [x * 1000 for x in latencies],
@@ -235,6 +243,10 @@ def run(
         "p50_ms": round(percentile(latencies, 50) * 1000, 1),
         "p99_ms": round(percentile(latencies, 99) * 1000, 1),
         "p999_ms": round(percentile(latencies, 99.9) * 1000, 1),
+        # What the advisor models: from publish() to the future's callback, without
+        # the load generator's own lateness on a busy machine.
+        "p50_call_ms": round(percentile(from_call, 50) * 1000, 1),
+        "p99_call_ms": round(percentile(from_call, 99) * 1000, 1),
         "server_publish_calls": calls,
         "stored_messages": stored,
         # Exact only if the server kept every copy (it keeps KEEP_MESSAGES per topic).
@@ -273,12 +285,12 @@ def predict(samples: list[float], delay_ms: int, rate: float, seed: int) -> dict
     from reconciler.hedging.profile import HedgingProfile
     from reconciler.hedging.simulate import simulate
 
-    outcome = simulate(samples, HedgingProfile(hedge_delay_ms=delay_ms), 50_000, seed, rate)
+    outcome = simulate(samples, HedgingProfile(hedge_delay_ms=delay_ms), PREDICTED, seed, rate)
     return {"p99_ms": round(outcome.p99_ms, 1), "extra": round(outcome.extra_fraction, 4)}
 
 
 def compare(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
-    p99, extra = measured["p99_ms"], measured["extra_request_ratio"]
+    p99, extra = measured["p99_call_ms"], measured["extra_request_ratio"]
     return {
         "predicted_p99_ms": predicted["p99_ms"],
         "measured_p99_ms": p99,
@@ -303,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     bulk = 15_000 if args.quick else 60_000
-    tail = args.per_shape or (3_000 if args.quick else 20_000)
+    tail = args.per_shape or (3_000 if args.quick else 30_000)
 
     from google.cloud.pubsub_v1 import types
 
@@ -332,7 +344,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r.get('extra_request_ratio', 0):.2%}", file=sys.stderr)
         one = types.BatchSettings(max_messages=1)
         for n, (shape, rules) in enumerate(SHAPES.items()):
-            samples = draws(rules, 50_000, args.seed + n)
+            samples = draws(rules, ADVISOR_SAMPLES, args.seed + n)
             advice = advise(samples, HedgingProfile(), MAX_EXTRA, 20_000, args.seed, args.rate)
             recommended = advice.recommended.hedge_delay_ms
             assert recommended is not None
@@ -349,7 +361,8 @@ def main(argv: list[str] | None = None) -> int:
                                  profile if kind == "ours-hedged" else None, late_wait=late)
                 r = runs[kind]
                 print(f"{shape} {kind:>11}: p50 {r['p50_ms']} p99 {r['p99_ms']} p99.9 "
-                      f"{r['p999_ms']} ms, extra {r.get('extra_request_ratio', 0):.2%}",
+                      f"{r['p999_ms']} ms (from the call: p50 {r['p50_call_ms']} p99 "
+                      f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}",
                       file=sys.stderr)
             hedged = runs["ours-hedged"]
             shapes[shape] = {
@@ -392,6 +405,8 @@ def main(argv: list[str] | None = None) -> int:
         targets[f"{shape}: advisor p99 within 10%"] = (a["p99_error"] or 0) <= 0.10
         targets[f"{shape}: advisor extra within 10%"] = (a["extra_error"] or 0) <= 0.10
     targets["2% tail: hedged p99 <= 150 ms"] = target["ours-hedged"]["p99_ms"] <= 150
+    targets["2% tail: hedged p99 from the call <= 150 ms"] = (
+        target["ours-hedged"]["p99_call_ms"] <= 150)
     targets["2% tail: unhedged p99 >= 2 s"] = target["official"]["p99_ms"] >= 2000
     summary = {
         "benchmark": "publish-hedging",

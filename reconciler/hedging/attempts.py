@@ -12,10 +12,11 @@
 - the first success completes the batch, cancels the other attempts (best effort:
   each may still be stored, counted in `duplicates`) and refills the bucket.
 
-Ours only: a hedge check measures the attempt's time *on the wire* (its age less
-the client's own lag, see lag.py) and waits while the client runs a hedge delay
-late (`lag_paused_hedges`), so a saturated client does not hedge its own slowness.
-With a client that keeps up, the checks fire exactly as above.
+Ours only: a hedge check first lets the client notice what has already arrived (a
+local probe, answered behind every response that came before it, see lag.py), and
+waits while the client runs a hedge delay late (`lag_paused_hedges`), so a
+saturated client does not hedge its own slowness. With a client that keeps up, the
+checks fire as above (the probe takes well under a millisecond).
 
 `Engine` is what every batch of one publisher shares; `Route` how a batch is sent
 (endpoint, hedging, retry policy); `BatchRun` is one batch. gRPC's callbacks and the
@@ -228,18 +229,16 @@ class BatchRun:
             lag = self.engine.scheduler.lag.current(now)
             if probe is not None:
                 lag = max(lag, probe.age(now))
-            on_wire = now - self.last_send - lag
             if lag >= delay:
                 # The client itself runs a hedge delay behind: a hedge now would
                 # measure our lag, not the service. Look again later.
                 self._arm_hedge(now + delay)
                 outcome = "paused"
-            elif on_wire < delay:
-                # Give a response the client may not have noticed yet its lag.
-                self._arm_hedge(now + (delay - on_wire))
-                return
             elif probe is not None and not probe.fresh(now):
-                outcome = "probe"  # decide once the client's lag has been measured
+                # Decide once a probe sent now has been answered: it completes behind
+                # every response that reached the client before it, so a response
+                # already there but not yet noticed has been noticed by then.
+                outcome = "probe"
             elif not hedging.tokens.try_acquire():
                 # Token and attempt under one lock: no token is spent on a batch
                 # that completed in between. No token: dropped, never requeued.
