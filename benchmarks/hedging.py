@@ -203,6 +203,7 @@ def run(
                 errors.append(str(error))
         slots.release()
 
+    load_before = os.getloadavg()[0]
     cpu0 = time.process_time()
     began = time.perf_counter()
     for i in range(messages):
@@ -238,6 +239,9 @@ def run(
         "messages": messages,
         "errors": len(errors),
         "wall_s": round(wall, 2),
+        # The machine's 1-minute load average before and after (2 cores, shared):
+        # above ~3, the client's own stalls show in its tail.
+        "load_average": [round(load_before, 1), round(os.getloadavg()[0], 1)],
         "throughput_msg_s": round(messages / wall),
         "client_cpu_us_per_msg": round(cpu / messages * 1e6, 1),
         "p50_ms": round(percentile(latencies, 50) * 1000, 1),
@@ -362,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
                 r = runs[kind]
                 print(f"{shape} {kind:>11}: p50 {r['p50_ms']} p99 {r['p99_ms']} p99.9 "
                       f"{r['p999_ms']} ms (from the call: p50 {r['p50_call_ms']} p99 "
-                      f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}",
-                      file=sys.stderr)
+                      f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}, "
+                      f"load {r['load_average']}", file=sys.stderr)
             hedged = runs["ours-hedged"]
             shapes[shape] = {
                 "rules": rules,
