@@ -37,11 +37,12 @@ from typing import Any
 from reconciler.apply.executor import Executor
 from reconciler.apply.guard import Guard
 from reconciler.apply.ratelimit import ProjectRateLimiter
+from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import publisher_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.localserver import LocalServer
 from reconciler.orgpolicy.store import PolicyStore
-from reconciler.plan.model import Change, Request, ResourceChange
+from reconciler.plan.model import Action, Change, ResourceChange
 
 PROJECT = "bench-project"
 LATENCY = 0.020
@@ -49,22 +50,27 @@ TARGET_RATIO_AT_8 = 1.5
 CALLS_PER_UPDATE = 2
 
 
-def update_changes(n: int, value: str, previous: str = "") -> list[ResourceChange]:
+def update_changes(
+    n: int, value: str, previous: str = "", action: Action = "update"
+) -> list[ResourceChange]:
     """Label updates wave: previous -> value (the executor merges them onto a fresh read
-    of each topic, so `before` must be what the topic carries)."""
+    of each topic, so `before` must be what the topic carries); or the creates of the
+    topics with `value`. Each request is derived from its change (UpdateTopic of the
+    labels, or CreateTopic)."""
     out = []
     for i in range(n):
         name = f"projects/{PROJECT}/topics/t{i:04d}"
-        body = {"name": name, "labels": {"reconcile-managed": "true", "wave": value}}
+        after = {"labels": {"reconcile-managed": "true", "wave": value}}
         before = {"labels": {"reconcile-managed": "true", "wave": previous}}
         out.append(
             ResourceChange(
                 address=name,
                 project=PROJECT,
                 topic=f"t{i:04d}",
-                change=Change(actions=["update"], before=before, after=body),
-                update_mask=["labels"],
-                request=Request("UpdateTopic", body, ["labels"]),
+                change=Change(
+                    actions=[action], before=None if action == "create" else before, after=after
+                ),
+                update_mask=["labels"] if action == "update" else [],
             )
         )
     return out
@@ -127,14 +133,11 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         "runs": [],
     }
     with server_at(mode, LATENCY) as (address, server):
-        backend = GcpBackend(publisher_client(address), None, "bench", client_retry=False)
+        backend = GcpBackend(
+            publisher_client(address), None, BackendInfo("emulator", address), client_retry=False
+        )
         guard = Guard(ProjectRateLimiter(None))
-        creates = []
-        for rc in update_changes(updates, "0"):
-            assert rc.request is not None
-            rc.change.actions = ["create"]
-            rc.request = Request("CreateTopic", rc.request.topic)
-            creates.append(rc)
+        creates = update_changes(updates, "0", action="create")
         created = Executor(backend, guard, concurrency=32).run(creates)
         assert not created.failed, "setup failed"
         for n, level in enumerate(levels, start=1):
@@ -187,7 +190,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
         backend = GcpBackend(
             publisher_client(address),
             None,
-            "bench",
+            BackendInfo("emulator", address, org_policy="snapshot"),
             policy_store=PolicyStore(),
             client_retry=False,
         )

@@ -13,6 +13,15 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py [--seconds 5] [--clients 8] [--topics 10000]
     python benchmarks/localserver_rps.py --publish-cpu [--batches 2000] [--rounds 5]
     python benchmarks/localserver_rps.py --publish-soak [--messages 1000000]
+    python benchmarks/localserver_rps.py --publish-pull [--batches 1000] [--rounds 5]
+
+--publish-pull (issue 22) measures publish -> pull end to end beside Google's emulator:
+per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
+B Acknowledge calls of 100, each phase's server CPU divided by B; ours runs in memory
+and with --state (journal + fsync before each reply); peak RSS is VmHWM. Ours in memory
+runs twice (issue 23): as `reconcile local-server` serves (gRPC and REST on one port,
+the gRPC connections relayed by the front to the gRPC server's internal socket), and
+with gRPC alone on the port (`LocalServer(front=False)`), so the front's cost shows.
 """
 
 from __future__ import annotations
@@ -214,6 +223,26 @@ def _ours(extra: list[str] | None = None) -> _Child:
     return child
 
 
+# The server as it was before the front: gRPC alone on the port, nothing relayed.
+_GRPC_ONLY = """
+import signal, sys, threading
+from reconciler.localserver import LocalServer
+server = LocalServer(port=int(sys.argv[1]), front=False).start()
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+stop.wait()
+server.stop()
+"""
+
+
+def _ours_grpc_only() -> _Child:
+    port = _free_port()
+    argv = [sys.executable, "-c", _GRPC_ONLY, str(port)]
+    child = _Child(argv, f"127.0.0.1:{port}", "reconcile (memory, no front)")
+    child.ready(60)
+    return child
+
+
 def _emulator() -> tuple[_Child | None, str]:
     """Google's emulator when gcloud and its pubsub-emulator component are installed;
     otherwise None and why."""
@@ -230,6 +259,16 @@ def _emulator() -> tuple[_Child | None, str]:
         child.stop()
         return None, f"the emulator did not start ({type(exc).__name__})"
     return child, ""
+
+
+def _add_emulator(servers: list[_Child]) -> tuple[_Child | None, str]:
+    """Start Google's emulator beside `servers` when it can be; (it, why not)."""
+    emulator, why = _emulator()
+    if emulator is None:
+        print(f"Google's emulator not measured: {why}", flush=True)
+    else:
+        servers.append(emulator)
+    return emulator, why
 
 
 def _request(topic: str) -> Any:
@@ -252,11 +291,7 @@ def publish_cpu(batches: int, rounds: int, warmup: int) -> None:
     ours and the emulator's, rounds interleaved, same client, same requests."""
     topic = f"{PROJECT}/topics/publish-cpu"
     servers = [_ours()]
-    emulator, why = _emulator()
-    if emulator is None:
-        print(f"Google's emulator not measured: {why}", flush=True)
-    else:
-        servers.append(emulator)
+    emulator, why = _add_emulator(servers)
     try:
         clients = {s.name: _publisher(s, topic) for s in servers}
         request = _request(topic)
@@ -357,6 +392,161 @@ def publish_soak(messages: int) -> None:
     )
 
 
+def _rss_peak_mb(pids: list[int]) -> float:
+    kib = 0
+    for pid in pids:
+        try:
+            lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        kib += next((int(x.split()[1]) for x in lines if x.startswith("VmHWM:")), 0)
+    return kib / 1024
+
+
+def _subscriber(child: _Child) -> Any:
+    from google.pubsub_v1 import SubscriberClient
+    from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+
+    from reconciler.backends.clients import insecure_channel
+
+    channel = insecure_channel(child.address)
+    return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
+
+
+def publish_pull(batches: int, rounds: int, warmup: int) -> None:
+    """Server CPU per 100-message Publish, Pull and Acknowledge: ours (in memory, and
+    durable with --state) beside Google's emulator, rounds interleaved."""
+    topic = f"{PROJECT}/topics/publish-pull"
+    sub_name = f"{PROJECT}/subscriptions/publish-pull"
+    with tempfile.TemporaryDirectory() as tmp:
+        servers = [_ours()]
+        servers[0].name = "reconcile (memory)"
+        servers.append(_ours_grpc_only())
+        durable = _ours(["--state", tmp])
+        durable.name = "reconcile (--state)"
+        servers.append(durable)
+        _, why = _add_emulator(servers)
+        try:
+            _publish_pull_rounds(servers, topic, sub_name, batches, rounds, warmup, why)
+        finally:
+            for s in servers:
+                s.stop()
+
+
+def _publish_pull_rounds(
+    servers: list[_Child],
+    topic: str,
+    sub_name: str,
+    batches: int,
+    rounds: int,
+    warmup: int,
+    why: str,
+) -> None:
+    request = _request(topic)
+    pubs = {s.name: _publisher(s, topic) for s in servers}
+    subs = {s.name: _subscriber(s) for s in servers}
+    for s in servers:
+        subs[s.name].create_subscription(
+            request={"name": sub_name, "topic": topic, "ack_deadline_seconds": 600}
+        )
+
+    def cycle(s: _Child, n: int, cpu: dict[str, list[float]] | None) -> None:
+        pub, sub = pubs[s.name], subs[s.name]
+        pids = s.pids()
+        c0 = _cpu_seconds(pids)
+        for _ in range(n):
+            pub.publish(request=request, retry=None, timeout=30)
+        c1 = _cpu_seconds(pids)
+        acks: list[list[str]] = []
+        while len(acks) < n:
+            got = sub.pull(
+                request={"subscription": sub_name, "max_messages": BATCH},
+                retry=None,
+                timeout=30,
+            ).received_messages
+            if got:
+                acks.append([m.ack_id for m in got])
+        c2 = _cpu_seconds(pids)
+        for ids in acks:
+            sub.acknowledge(
+                request={"subscription": sub_name, "ack_ids": ids}, retry=None, timeout=30
+            )
+        c3 = _cpu_seconds(pids)
+        if cpu is not None:
+            cpu["publish"].append((c1 - c0) / n * 1000)
+            cpu["pull"].append((c2 - c1) / n * 1000)
+            cpu["ack"].append((c3 - c2) / n * 1000)
+
+    for s in servers:  # warm-up: the JVM's JIT, allocator pools
+        for _ in range(max(1, warmup // 500)):
+            cycle(s, min(500, warmup), None)
+    results: dict[str, dict[str, list[float]]] = {
+        s.name: {"publish": [], "pull": [], "ack": []} for s in servers
+    }
+    for r in range(rounds):
+        for s in servers:
+            cycle(s, batches, results[s.name])
+            last = {k: round(v[-1], 3) for k, v in results[s.name].items()}
+            print(f"round {r + 1}: {s.name:26} server CPU ms per call {last}", flush=True)
+    by_name = {s.name: s for s in servers}
+    summary = {
+        name: {
+            **{f"{k}_cpu_ms_median": round(statistics.median(v), 3) for k, v in phases.items()},
+            **{f"{k}_cpu_ms_rounds": [round(x, 3) for x in v] for k, v in phases.items()},
+            "peak_rss_mb": round(_rss_peak_mb(by_name[name].pids()), 1),
+        }
+        for name, phases in results.items()
+    }
+    emulator_name = "Google's Pub/Sub emulator"
+    ratios = {}
+    if emulator_name in summary:
+        emu = summary[emulator_name]
+        for name in summary:
+            if name == emulator_name:
+                continue
+            ratios[name] = {
+                k: round(summary[name][f"{k}_cpu_ms_median"] / emu[f"{k}_cpu_ms_median"], 2)
+                for k in ("publish", "pull", "ack")
+            }
+            print(f"ratio {name} / emulator (medians): {ratios[name]}", flush=True)
+    front_ratio = {}
+    with_front, without = "reconcile (memory)", "reconcile (memory, no front)"
+    if with_front in summary and without in summary:
+        front_ratio = {
+            k: round(
+                summary[with_front][f"{k}_cpu_ms_median"] / summary[without][f"{k}_cpu_ms_median"],
+                3,
+            )
+            for k in ("publish", "pull", "ack")
+        }
+        print(f"ratio {with_front} / {without} (medians): {front_ratio}", flush=True)
+    for name, row in summary.items():
+        print(
+            f"{name:26} publish {row['publish_cpu_ms_median']:.3f} ms, pull "
+            f"{row['pull_cpu_ms_median']:.3f} ms, ack {row['ack_cpu_ms_median']:.3f} ms, "
+            f"peak RSS {row['peak_rss_mb']} MB",
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "benchmark": "publish_pull",
+                "batch": BATCH,
+                "message_bytes": MESSAGE_BYTES,
+                "batches_per_round": batches,
+                "rounds": rounds,
+                "warmup_batches": warmup,
+                "summary": summary,
+                "ratios": ratios,
+                "front_ratio": front_ratio,
+                "emulator": why or "measured",
+                "cpus": mp.cpu_count(),
+                "python": platform.python_version(),
+            }
+        )
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=5.0)
@@ -370,7 +560,13 @@ def main() -> None:
         "--warmup", type=int, default=15_000, help="batches before measuring (the JVM's JIT)"
     )
     parser.add_argument("--messages", type=int, default=1_000_000, help="soak length")
+    parser.add_argument(
+        "--publish-pull", action="store_true", help="publish -> pull -> ack CPU vs emulator"
+    )
     args = parser.parse_args()
+    if args.publish_pull:
+        publish_pull(args.batches, args.rounds, args.warmup)
+        return
     if args.publish_cpu or args.publish_soak:
         if args.publish_cpu:
             publish_cpu(args.batches, args.rounds, args.warmup)

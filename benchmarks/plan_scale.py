@@ -74,7 +74,7 @@ class TerraformStyle:
 
     def __init__(self, inner: Any, desired: DesiredState) -> None:
         self.inner = inner
-        self.target = "baseline"
+        self.info = inner.info
         self.by_project: dict[str, list[str]] = {}
         for t in desired.topics:
             self.by_project.setdefault(t.project, []).append(t.address)
@@ -94,12 +94,14 @@ class TerraformStyle:
 
 def child(mode: str, address: str, projects: int, topics: int) -> None:
     """One plan, measured; prints a JSON line."""
+    from reconciler.backends.base import BackendInfo
     from reconciler.backends.clients import orgpolicy_client, publisher_client
     from reconciler.backends.gcp import GcpBackend
     from reconciler.plan.make import make_plan
 
     desired = desired_state(projects, topics)
-    backend: Any = GcpBackend(publisher_client(address), orgpolicy_client(address), "bench")
+    info = BackendInfo("emulator", address)
+    backend: Any = GcpBackend(publisher_client(address), orgpolicy_client(address), info)
     if mode == "baseline":
         backend = TerraformStyle(backend, desired)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

@@ -228,12 +228,13 @@ class Figures:
 def seed_live(server: Any, tree: Path) -> int:
     """Live topics as an earlier apply left them: every declared topic but one in 200,
     one in 100 with a drifted label."""
+    from reconciler.backends.base import BackendInfo
     from reconciler.backends.topicproto import topic_to_proto
     from reconciler.plan.make import make_plan
     from reconciler.spec.validate import validate_paths
 
     class Empty:
-        target = "seed"
+        info = BackendInfo()
 
         def list_topics(self, project: str) -> list[Any]:
             return []

@@ -1,29 +1,28 @@
-"""The `reconcile` click group: verbs imported only when they run, and click's own
-exceptions (usage errors, aborts) turned into exit codes for `reconciler.cli.main`."""
+"""The `reconcile` click group: a verb's module imported only when that verb runs, and
+click's own outcomes (usage errors, aborts, --help, --version) turned into exit codes
+and written through the output boundary for `reconciler.cli.main`."""
 
 from __future__ import annotations
 
+import importlib
+import io
 from typing import Any
 
 import click
 
+import reconciler
+from reconciler.commands import COMMANDS, output
 from reconciler.errors import EXIT_INTERRUPTED
 
 
 class _LazyGroup(click.Group):
-    """Imports a verb's module only when that verb runs, so that `reconcile validate`
-    never pays for the google-cloud imports of the others."""
+    """Imports a verb's module only when that verb runs (or its help is shown), so
+    that `reconcile validate` never pays for the google-cloud imports of the others."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        from reconciler.commands import COMMANDS
-
         return sorted(COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        import importlib
-
-        from reconciler.commands import COMMANDS
-
         module_name = COMMANDS.get(cmd_name)
         if module_name is None:
             return None
@@ -31,12 +30,20 @@ class _LazyGroup(click.Group):
         return command
 
 
-def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    """Looked up only when asked for, not on every start of every command."""
-    if value and not ctx.resilient_parsing:
-        from reconciler.cli import version
+def version() -> str:
+    """The installed distribution's version; the package's own when run from a source
+    tree that is not installed (e.g. `python -m reconciler` from a checkout)."""
+    import importlib.metadata  # only for --version (reconciler/perf.py)
 
-        click.echo(f"reconcile {version()}")
+    try:
+        return importlib.metadata.version("reconcile")
+    except importlib.metadata.PackageNotFoundError:
+        return reconciler.__version__
+
+
+def _print_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value and not ctx.resilient_parsing:
+        output.stdout().line(f"reconcile {version()}")
         ctx.exit()
 
 
@@ -54,14 +61,17 @@ def cli() -> None:
 
 
 def run_click(args: list[str]) -> Any:
-    """The verb's return value; click's exceptions as exit codes (others propagate)."""
+    """The verb's return value; click's exceptions as exit codes (others propagate).
+    Click's usage messages quote what was typed: written escaped, like everything."""
     try:
         return cli.main(args=args, prog_name="reconcile", standalone_mode=False)
     except click.exceptions.Abort:
-        click.echo("Interrupted.", err=True)
+        output.stderr().line("Interrupted.")
         return EXIT_INTERRUPTED
     except click.ClickException as exc:
-        exc.show()
+        shown = io.StringIO()
+        exc.show(file=shown)
+        output.stderr().document(shown.getvalue())
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return exc.exit_code

@@ -1,9 +1,12 @@
 """File I/O with clear errors: atomic writes (a reader, or a crash, never sees half a
-plan, spec or snapshot) and bounded text reads that name the encoding at fault."""
+plan, spec or snapshot), and bounded reads of regular files only (`read_bytes`, the
+one reader of every file a user names) with text decoding that names the encoding at
+fault."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from reconciler.errors import InputError
@@ -36,14 +39,22 @@ def write_atomically(path: Path, text: str, what: str) -> None:
 
 
 class FileProblem(Exception):
-    """A file cannot be read as text; `code` is the diagnostic code, line/col 1-based."""
+    """A file cannot be read (as text); `code` is the diagnostic code, line/col 1-based
+    (0: the problem is the whole file's, e.g. it is a FIFO)."""
 
-    def __init__(self, code: str, message: str, line: int = 1, col: int = 1) -> None:
+    def __init__(
+        self, code: str, message: str, line: int = 1, col: int = 1, errno: int | None = None
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.line = line
         self.col = col
+        self.errno = errno  # the OSError's, for file-unreadable
+
+    def where(self, path: Path | str) -> str:
+        """`path:line:col`, or `path` for a problem of the whole file (line 0)."""
+        return f"{path}:{self.line}:{self.col}" if self.line else str(path)
 
 
 _BOMS = (
@@ -71,23 +82,114 @@ def _wide_encoding(raw: bytes) -> str | None:
     return None
 
 
+# What a path that is not a regular file is, for the message (stat's file types).
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+# O_NONBLOCK: should a FIFO get past the type check (swapped in after it), opening it
+# returns at once instead of waiting for a writer; it changes nothing for a regular file.
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NONBLOCK", 0)
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+_CHUNK = 1 << 20
+_FIRST_UNSIZED = 1 << 16  # st_size 0 (/proc files): a page-sized read, not a byte
+
+
+def _not_regular(path: Path, mode: int) -> FileProblem | None:
+    """None for a regular file; otherwise the problem, naming what the path is (and,
+    for a symlink, where it leads)."""
+    if stat.S_ISREG(mode):
+        return None
+    kind = next((name for test, name in _KINDS if test(mode)), "of an unknown kind")
+    what = f"this path is {kind}"
+    if os.path.islink(path):
+        what = f"this path is a symlink to {os.path.realpath(path)}, {kind}"
+    return FileProblem(
+        "file-not-regular",
+        f"{what}, not a regular file; reconcile reads only regular files: replace it "
+        "with one, or remove it",
+        0,
+        0,
+    )
+
+
+def _too_large(max_bytes: int, size: int, advice: str, grew: bool = False) -> FileProblem:
+    what = (
+        f"the file holds more than {max_bytes:,} bytes (its size said {size:,}: it grew "
+        "while being read, or is not an ordinary file), over the limit"
+        if grew
+        else f"the file is {size:,} bytes, over the {max_bytes:,}-byte limit"
+    )
+    return FileProblem("file-too-large", f"{what}; {advice}")
+
+
+def read_bytes(
+    path: Path, max_bytes: int, too_large: str = "split it into several files"
+) -> bytes:
+    """The content of a regular file of at most `max_bytes`, or a FileProblem
+    (`too_large`: what to do about a larger one).
+
+    The one reader for every file named by a user (specs, org-policy snapshots, plan
+    files, latency samples, credential files): FIFOs, sockets and devices (directly or
+    through a symlink) are refused before they are opened (a FIFO would block `open`
+    forever, /dev/zero would never end), and the bound holds for the bytes actually
+    read, whatever `st_size` claims (0 for /dev/zero and /proc files; a file may grow
+    while it is read)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as exc:
+        raise _unreadable(exc) from exc
+    problem = _not_regular(path, mode)
+    if problem is not None:
+        raise problem
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        raise _unreadable(exc) from exc
+    try:
+        info = os.fstat(fd)  # what was opened, not what was looked at before
+        problem = _not_regular(path, info.st_mode)
+        if problem is not None:
+            raise problem
+        if info.st_size > max_bytes:
+            raise _too_large(max_bytes, info.st_size, too_large)
+        # The whole file in one read when st_size is honest (then one empty read at
+        # the end); past the bound, the read stops within one more chunk.
+        chunks: list[bytes] = []
+        total = 0
+        want = info.st_size + 1 if info.st_size else _FIRST_UNSIZED
+        while True:
+            chunk = os.read(fd, want)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise _too_large(max_bytes, info.st_size, too_large, grew=True)
+            want = _CHUNK
+    except OSError as exc:
+        raise _unreadable(exc) from exc
+    finally:
+        os.close(fd)
+    return b"".join(chunks)  # one chunk: that very object, no copy
+
+
+def _unreadable(exc: OSError) -> FileProblem:
+    return FileProblem("file-unreadable", f"cannot read the file: {exc.strerror}", errno=exc.errno)
+
+
 def read_text(path: Path, max_bytes: int) -> str:
     """A text file within `max_bytes`, decoded as UTF-8 (a BOM is allowed); anything
     else is a FileProblem that says what the file is and what to do."""
-    try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise FileProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
-    if size > max_bytes:
-        raise FileProblem(
-            "file-too-large",
-            f"the file is {size:,} bytes, over the {max_bytes:,}-byte limit; "
-            "split it into several files",
-        )
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise FileProblem("file-unreadable", f"cannot read the file: {exc.strerror}") from exc
+    raw = read_bytes(path, max_bytes)
     wide = _wide_encoding(raw)
     if wide:
         raise FileProblem(

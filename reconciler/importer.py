@@ -1,29 +1,26 @@
-"""`reconcile import` from end to end: write specs that reproduce live topics, so that
-an existing project can be brought under reconcile without retyping it.
+"""Specs that reproduce live topics, so that an existing project can be brought under
+reconcile without retyping it (the `reconcile import` flow: commands/import_.py).
 
-    run_import(projects, topics, out_dir, force, local, emulator, timeout) -> exit code
-
-One file per project (`DIR/<project>.yaml`); nothing is written unless every target
-file is new (or `--force`), so a refusal never leaves half an import behind. Usage
-errors are raised before any call to the service.
+    read_live(target, projects) -> ({project: [ObservedTopic]}, source label)
+    select(project, topics, wanted)         the --topic filter
+    missing_topics(projects, found, wanted) --topic values that matched nothing
+    existing_profiles(out_dir, skip)        profiles the output tree defines already
+    render(docs, header) -> str             one spec file's text
+    header(source, stamp, project, count)   its comment
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import click
-import yaml
-
-from reconciler.backends.base import ObservedTopic
-from reconciler.backends.deadline import DEFAULT_TIMEOUT
-from reconciler.errors import EXIT_OK, BackendError, UsageError
-from reconciler.fileio import write_atomically
+from reconciler.backends.base import ObservedTopic, TargetOptions
+from reconciler.backends.connect import open_backend
+from reconciler.diagnostics import Diagnostics
 from reconciler.names import topic_name, topics_prefix
-from reconciler.spec.export import Doc, build_documents, settings_key
+from reconciler.spec.export import settings_key
+from reconciler.spec.loader import discover, load_tree
+from reconciler.spec.profiles import profile_from_settings
 
 
 def select(
@@ -55,10 +52,6 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     redefining them (a duplicate profile name would fail validation)."""
     if not out_dir.is_dir():
         return {}
-    from reconciler.diagnostics import Diagnostics
-    from reconciler.spec.loader import discover, load_tree
-    from reconciler.spec.profiles import profile_from_settings
-
     scratch = Diagnostics()
     files, _ = discover([out_dir], scratch)
     files = [f for f in files if f.resolve() not in skip]
@@ -72,69 +65,21 @@ def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, in
     return out
 
 
-def render(docs: list[Doc], header: str) -> str:
-    body: str = yaml.safe_dump_all(
-        docs, sort_keys=False, explicit_start=True, default_flow_style=False, width=100
-    )
-    return "".join(f"# {line}\n" for line in header.splitlines()) + body
-
-
 def read_live(
-    local: bool, emulator: str | None, projects: Sequence[str], timeout: float = DEFAULT_TIMEOUT
+    target: TargetOptions, projects: Sequence[str]
 ) -> tuple[dict[str, list[ObservedTopic]], str]:
-    from reconciler.backends.target import open_backend
-
-    backend: Any = open_backend(local, emulator, None, timeout=timeout)
+    """Every topic of each project, and the label of where they were read."""
+    backend = open_backend(target)
     try:
-        return {p: backend.list_topics(p) for p in projects}, str(backend.target)
+        return {p: backend.list_topics(p) for p in projects}, backend.info.label
     finally:
         backend.close()
 
 
-def run_import(
-    projects: Sequence[str],
-    topics: Sequence[str],
-    out_dir: Path,
-    force: bool = False,
-    local: bool = False,
-    emulator: str | None = None,
-    timeout: float = DEFAULT_TIMEOUT,
-) -> int:
-    """Read the live topics of `projects` and write one spec file per project."""
-    projects = list(dict.fromkeys(projects))
-    targets = {p: out_dir / f"{p}.yaml" for p in projects}
-    if out_dir.exists() and not out_dir.is_dir():
-        raise UsageError(f"--out {out_dir} exists and is not a directory")
-    clash = [str(path) for path in targets.values() if path.exists()]
-    if clash and not force:
-        raise UsageError(
-            f"refusing to overwrite {', '.join(clash)}",
-            hint="pass --force to replace them, or choose another --out directory",
-        )
-    live, target = read_live(local, emulator, projects, timeout)
-    missing = missing_topics(projects, live, topics)
-    if missing:
-        raise BackendError(
-            f"no such topic in {', '.join(projects)}: {', '.join(missing)}; nothing written",
-            hint="list the topics with `gcloud pubsub topics list --project P`",
-        )
-    chosen = {p: select(p, live[p], topics) for p in projects}
-    skip = {path.resolve() for path in targets.values()}
-    result = build_documents(chosen, existing_profiles(out_dir, skip))
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in result.warnings:
-        click.echo(f"warning: {warning}", err=True)
-    for project in projects:
-        docs = result.documents.get(project, [])
-        count = sum(1 for d in docs if d["kind"] == "Topic")
-        if not count:
-            click.echo(f"project {project}: no topics to import; nothing written", err=True)
-            continue
-        header = (
-            f"Imported by `reconcile import` from {target} at {stamp}.\n"
-            f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
-            "(expect only the ownership label to be added)."
-        )
-        write_atomically(targets[project], render(docs, header), "spec file")
-        click.echo(f"wrote {targets[project]} ({count} topic(s))", err=True)
-    return EXIT_OK
+def header(source: str, stamp: str, project: str, count: int) -> str:
+    """The comment at the top of DIR/<project>.yaml: where and when it was imported."""
+    return (
+        f"Imported by `reconcile import` from {source} at {stamp}.\n"
+        f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
+        "(expect only the ownership label to be added)."
+    )

@@ -141,11 +141,12 @@ class ObservedTopic:
     TopicShape (either is worked out from the other when first asked for); `raw` is
     every field as JSON, for fingerprints and for showing what is kept. A backend that
     has the topic's wire form gives `digest` (sha256 of it, every field) instead of
-    `raw`: converting 100,000 topics to JSON only to hash them is most of a plan.
+    `raw`: converting every topic of a large plan to JSON only to hash them would be
+    most of the plan's time.
 
     The shape's labels are sorted by key (a plan shows them so, without copying them
-    again for each of 50,000 topics): `of_shape` callers give them sorted, and a shape
-    worked out from `body` sorts them.
+    again for each topic): `of_shape` callers give them sorted, and a shape worked out
+    from `body` sorts them.
 
     A plain class with slots, not a dataclass: a plan makes one per live topic, and a
     frozen dataclass's constructor was a fifth of that. Never changed once made."""

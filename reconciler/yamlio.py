@@ -7,7 +7,6 @@ without bound and every value keeps its position for diagnostics.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ import yaml
 from reconciler.fileio import FileProblem
 from reconciler.fileio import read_text as _read_text
 from reconciler.yamldoc import Document, Mark, PathKey, Source, YamlProblem, _mark, _Marks, _pair
-from reconciler.yamltext import MergeError, check_flow_depth, merge_pairs, tab_at
+from reconciler.yamltext import JSON_FLOAT, MergeError, check_flow_depth, merge_pairs, tab_at
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
     from yaml import CSafeLoader as _BaseLoader
@@ -44,9 +43,6 @@ _FLOAT_TAG = "tag:yaml.org,2002:float"
 _INTERN_UP_TO = 64
 _intern = sys.intern
 _MERGE_TAG = "tag:yaml.org,2002:merge"
-# JSON / YAML 1.2 numbers that YAML 1.1 reads as text (`1e-3` has no dot): the JSON
-# Schema calls them numbers, so the loader does too.
-_JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
@@ -64,7 +60,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
             return _STR_TAG
         tag = str(super().resolve(kind, value, implicit))
         exponent = kind is yaml.ScalarNode and ("e" in value or "E" in value)
-        if tag == _STR_TAG and implicit[0] and exponent and _JSON_FLOAT.fullmatch(value):
+        if tag == _STR_TAG and implicit[0] and exponent and JSON_FLOAT.fullmatch(value):
             return _FLOAT_TAG
         return tag
 

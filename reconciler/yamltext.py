@@ -1,11 +1,34 @@
 """YAML helpers around libyaml: nesting refused before it parses (some builds recurse
-without a limit), tabs named when it stops on one, and `<<` merge-key pairs."""
+without a limit), tabs named when it stops on one, `<<` merge-key pairs, and the
+writer (`dump_all`) that quotes every string some YAML reader would take for
+something else."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterable
+from functools import cache
 from typing import Any
 
 import yaml
+
+# Plain scalars that YAML 1.1 (PyYAML, the tool's loader) reads as text but that are
+# numbers elsewhere. JSON_FLOAT: `1e3`, `1e-3` (no dot); the JSON Schema calls them
+# numbers, so the tool's loader does too (yamlio.py).
+JSON_FLOAT = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?[eE][-+]?[0-9]+")
+# What else the writer quotes (compiled when a file is written, not for validate):
+# the YAML 1.2 core schema's ints and floats (`0o17`, `09`, `1.`, `1e3`...), YAML
+# 1.1's one-letter booleans (PyYAML leaves them out; other 1.1 readers do not), and a
+# signed NaN (text to both specs, a float to some readers).
+_NOT_TEXT = (
+    (
+        "tag:yaml.org,2002:float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?|0o[0-7]+|0x[0-9a-fA-F]+)$",
+        "-+0123456789.",
+    ),
+    ("tag:yaml.org,2002:bool", r"^(?:y|Y|n|N)$", "yYnN"),
+    ("tag:yaml.org,2002:float", r"^[-+]\.(?:nan|NaN|NAN)$", "-+"),
+)
 
 
 class MergeError(ValueError):
@@ -84,3 +107,30 @@ def merge_pairs(
         seen.add(key_node.value)
         out.append((key_node, value_node))
     return out
+
+
+@cache
+def _dumper() -> type:
+    """PyYAML's safe dumper, knowing the plain scalars above too: a string the
+    resolver takes for anything but text is written quoted."""
+    base: type = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    dumper: Any = type("SpecDumper", (base,), {})
+    for tag, pattern, first in _NOT_TEXT:
+        dumper.add_implicit_resolver(tag, re.compile(pattern), list(first))
+    return dumper  # type: ignore[no-any-return]
+
+
+def dump_all(docs: Iterable[Any], width: int | None = None) -> str:
+    """YAML documents (`---` before each, keys in their order, block style) whose every
+    string reads back as the same string with YAML 1.1, YAML 1.2 and the tool's loader:
+    a label value `1e3`, `yes`, `0o17`, `~` or `2001-12-14` is written quoted."""
+    text: str = yaml.dump_all(
+        docs,
+        Dumper=_dumper(),
+        sort_keys=False,
+        explicit_start=True,
+        default_flow_style=False,
+        allow_unicode=True,
+        width=width,
+    )
+    return text

@@ -3,8 +3,15 @@ clients talking to it over gRPC."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +50,16 @@ def orgpolicy_client(local_server: Any) -> Iterator[Any]:
     client.transport.close()
 
 
+@pytest.fixture
+def monitoring_client(local_server: Any) -> Iterator[Any]:
+    """A real `google.cloud.monitoring_v3.MetricServiceClient` pointed at `local_server`."""
+    from reconciler.backends.clients import monitoring_client
+
+    client = monitoring_client(local_server.address)
+    yield client
+    client.transport.close()
+
+
 @dataclass
 class CliResult:
     exit_code: int
@@ -69,3 +86,86 @@ def run_cli(
         return CliResult(code if isinstance(code, int) else 1, out, err)
 
     return run
+
+
+SPECIAL_KINDS = ("fifo", "dev-zero", "socket")
+
+
+@pytest.fixture
+def special_file() -> Iterator[Callable[[str, Path], tuple[Path, str]]]:
+    """Make a path that is not a regular file, where a user file is expected: "fifo"
+    (a named pipe: `open` blocks), "dev-zero" (a symlink to /dev/zero: endless) or
+    "socket" (a bound Unix socket). Returns the path and what the reader calls it."""
+    if not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"):
+        pytest.skip("needs POSIX FIFOs, Unix sockets and /dev/zero")
+    bound: list[socket.socket] = []
+
+    def make(kind: str, path: Path) -> tuple[Path, str]:
+        if kind == "fifo":
+            os.mkfifo(path)
+            return path, "a FIFO (named pipe)"
+        if kind == "dev-zero":
+            path.symlink_to("/dev/zero")
+            return path, "a symlink to /dev/zero, a character device"
+        assert kind == "socket", kind
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        bound.append(sock)
+        sock.bind(str(path))
+        return path, "a socket"
+
+    try:
+        yield make
+    finally:
+        for sock in bound:
+            sock.close()
+
+
+START_TIMEOUT = 60.0  # a safety net for a wedged JVM start, not a latency expectation
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def google_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Google's Pub/Sub emulator (`gcloud beta emulators pubsub start`) on a free
+    loopback port for the module, stopped after it; host:port. Skipped, with the
+    reason printed, only where gcloud or its emulator component is absent."""
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        reason = "gcloud is not installed: Google's Pub/Sub emulator cannot be started"
+        print(f"SKIPPED: {reason}")
+        pytest.skip(reason)
+    port = _free_port()
+    address = f"127.0.0.1:{port}"
+    log = tmp_path_factory.mktemp("emulator") / "emulator.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [gcloud, "beta", "emulators", "pubsub", "start", f"--host-port={address}", "--quiet"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: gcloud starts a JVM child
+        )
+    try:
+        deadline = time.monotonic() + START_TIMEOUT
+        while "Server started" not in log.read_text():
+            if proc.poll() is not None:
+                reason = f"Google's Pub/Sub emulator did not start: {log.read_text()[-500:]}"
+                print(f"SKIPPED: {reason}")
+                pytest.skip(reason)
+            if time.monotonic() > deadline:
+                pytest.fail(f"the emulator did not start within {START_TIMEOUT:g} s")
+            time.sleep(0.2)
+        yield address
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)  # the group this fixture started
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()

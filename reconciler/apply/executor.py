@@ -16,11 +16,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.apply.events import EventSink, TopicFinished, ignore
 from reconciler.apply.freshness import StaleTopic, fresh_labels
 from reconciler.apply.guard import Guard, StopRequested
-from reconciler.apply.progress import NullReporter, Reporter
 from reconciler.apply.result import ApplyResult, TopicResult
-from reconciler.apply.retry import Attempts, RetryPolicy, Stopped, error_message, error_status_name
+from reconciler.apply.retry import AdminRetry, Attempts, Stopped, error_message, error_status_name
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_owned
 from reconciler.plan.model import ResourceChange
@@ -33,9 +33,9 @@ DEFAULT_CONCURRENCY = 8
 DEFAULT_READBACK_WAIT = 120.0
 
 
-def readback_policy(wait: float = DEFAULT_READBACK_WAIT) -> RetryPolicy:
+def readback_policy(wait: float = DEFAULT_READBACK_WAIT) -> AdminRetry:
     """Bounded by time only (the attempt bound is out of reach)."""
-    return RetryPolicy(
+    return AdminRetry(
         initial=0.05, maximum=5.0, multiplier=2.0, max_attempts=1_000_000, deadline=wait
     )
 
@@ -56,9 +56,9 @@ class Executor:
         guard: Guard,
         *,
         concurrency: int = DEFAULT_CONCURRENCY,
-        reporter: Reporter | None = None,
+        events: EventSink = ignore,
         allow_delete: bool = False,
-        readback: RetryPolicy = READBACK,
+        readback: AdminRetry = READBACK,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if concurrency < 1:
@@ -66,7 +66,7 @@ class Executor:
         self.backend = backend
         self.guard = guard
         self.concurrency = concurrency
-        self.reporter = reporter or NullReporter()
+        self.events = events
         self.allow_delete = allow_delete
         self.readback = readback
         self.clock = clock
@@ -90,7 +90,7 @@ class Executor:
                     return
                 outcome = self._one(job.change)
                 slots[job.index] = outcome
-                self.reporter.finished(outcome)
+                self.events(TopicFinished(outcome))
 
         threads = [
             threading.Thread(target=worker, name=f"apply-{n}", daemon=True)

@@ -6,7 +6,7 @@ the plan fingerprinted and every project's org policy inputs are read again (the
 `observe` that planning uses: one ListTopics pager per project) and any difference
 refuses the whole apply, before any mutating call.
 
-During the apply (minutes at 10,000 topics) others may still write: right before each
+During the apply (minutes for a large tree) others may still write: right before each
 UpdateTopic that touches labels the executor re-reads the topic and `fresh_labels`
 merges the plan's label changes onto that fresh read, so a label another tool adds
 meanwhile is kept; a managed label or storage policy that moved since the plan makes

@@ -12,8 +12,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from reconciler.apply.events import EventSink, Notice, ignore
 from reconciler.apply.ratelimit import ProjectRateLimiter
-from reconciler.apply.retry import Attempts, RetryPolicy, call_with_retry, error_message
+from reconciler.apply.retry import AdminRetry, Attempts, call_with_retry, error_message
 from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
 from reconciler.names import project_of
 
@@ -28,33 +29,33 @@ class Guard:
     def __init__(
         self,
         limiter: ProjectRateLimiter | None = None,
-        policy: RetryPolicy | None = None,
+        policy: AdminRetry | None = None,
         stop: threading.Event | None = None,
         *,
         clock: Callable[[], float] = time.monotonic,
         rng: random.Random | None = None,
     ) -> None:
         self.limiter = limiter or ProjectRateLimiter(None)
-        self.policy = policy or RetryPolicy()
+        self.policy = policy or AdminRetry()
         self.stop = stop or threading.Event()
         self.clock = clock
         self.rng = rng or random.Random()
-        # Where "waiting for the org policy to propagate" lines go (apply's reporter);
+        # Where "waiting for the org policy to propagate" notices go (apply's events);
         # said once per project.
-        self.notify: Callable[[str], None] | None = None
+        self.events: EventSink = ignore
         self._waiting: set[str] = set()
         self._waiting_lock = threading.Lock()
 
     def _propagating(self, project: str, exc: BaseException) -> None:
         with self._waiting_lock:
-            if project in self._waiting or self.notify is None:
+            if project in self._waiting:
                 return
             self._waiting.add(project)
-        self.notify(
+        self.events(Notice(
             f"projects/{project}: waiting up to {self.policy.propagation_wait:g} s for the "
             "project's organization policy to reach Pub/Sub (the service says the project "
             f"was recently created: {error_message(exc)}); retrying with backoff"
-        )
+        ))
 
     def run(self, project: str, fn: Callable[[], T], attempts: Attempts | None = None) -> T:
         """Call `fn` under the project's rate limit, retrying transient errors; raises
@@ -84,7 +85,7 @@ class GuardedBackend:
     def __init__(self, inner: Backend, guard: Guard) -> None:
         self.inner = inner
         self.guard = guard
-        self.target = inner.target
+        self.info = inner.info
 
     def list_topics(self, project: str) -> list[ObservedTopic]:
         return self.guard.run(project, lambda: self.inner.list_topics(project))

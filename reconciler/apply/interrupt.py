@@ -9,11 +9,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from reconciler.apply.progress import Reporter
+from reconciler.apply.events import EventSink, Notice
 
 
 @contextmanager
-def stop_on_sigint(stop: threading.Event, reporter: Reporter) -> Iterator[None]:
+def stop_on_sigint(stop: threading.Event, events: EventSink) -> Iterator[None]:
     """First Ctrl-C: set `stop` (the executor starts no new call). Second: abort."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -24,10 +24,10 @@ def stop_on_sigint(stop: threading.Event, reporter: Reporter) -> Iterator[None]:
         if stop.is_set():
             raise KeyboardInterrupt
         stop.set()
-        reporter.message(
+        events(Notice(
             "Interrupt: starting no new calls; waiting for those in flight "
             "(Ctrl-C again to abort at once)"
-        )
+        ))
 
     signal.signal(signal.SIGINT, handler)
     try:

@@ -1,7 +1,7 @@
-"""Per-topic outcomes of an apply and the summary printed after it, whatever happened.
-
-The same summary is printed on success, on failures and on Ctrl-C, so a pipeline log
-always says what was applied, what failed (and why) and what was never attempted.
+"""Per-topic outcomes of an apply, whatever happened: what was applied, what failed
+(the service's message, code first) and what was never attempted. The summary printed
+from them (on success, on failures and on Ctrl-C alike) is
+reconciler/commands/apply_view.py's; the JSON form is `ApplyResult.dumps()`.
 """
 
 from __future__ import annotations
@@ -54,33 +54,3 @@ class ApplyResult:
 
     def dumps(self) -> str:
         return json.dumps(self.to_json(), indent=2) + "\n"
-
-
-def summary_text(result: ApplyResult) -> str:
-    """The closing report: counts, then every failure with its reason, then what was
-    not attempted (so that a rerun's scope is obvious)."""
-    counts = result.counts()
-    applied = result.by_status("applied")
-    per_action = {
-        a: sum(1 for r in applied if r.action == a) for a in ("create", "update", "delete")
-    }
-    head = "Apply interrupted" if result.interrupted else "Apply complete"
-    lines = [
-        f"{head}: {counts['applied']} applied ({per_action['create']} created, "
-        f"{per_action['update']} updated, {per_action['delete']} deleted), "
-        f"{counts['failed']} failed, {counts['not-attempted']} not attempted, "
-        f"{counts['unchanged']} unchanged."
-    ]
-    failed = result.by_status("failed")
-    if failed:
-        lines.append("Failed:")
-        lines += [f"  {r.address} ({r.action}): {r.error}" for r in failed]
-    skipped = result.by_status("not-attempted")
-    if skipped:
-        lines.append("Not attempted:")
-        lines += [f"  {r.address} ({r.action})" for r in skipped]
-    if skipped or any(r.rerun_helps for r in failed):
-        lines.append("Run `reconcile apply` again to converge the rest; applied changes are kept.")
-    elif failed:
-        lines.append("Running apply again will not fix these failures (see each reason).")
-    return "\n".join(lines) + "\n"

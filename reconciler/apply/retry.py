@@ -11,7 +11,7 @@ yet (a project created minutes ago) answers FAILED_PRECONDITION or INVALID_ARGUM
 with a message saying the project "was recently created" or asking to "retry this
 operation". Terraform retries exactly those (matching the message) for up to its
 create timeout; we retry them too, with a longer backoff and their own time budget
-(`RetryPolicy.propagation_wait`, `reconcile apply --propagation-wait`). Every other
+(`AdminRetry.propagation_wait`, `reconcile apply --propagation-wait`). Every other
 FAILED_PRECONDITION stays permanent.
 
 Everything here is pure: clock, sleep and randomness are injected, so tests need no
@@ -131,8 +131,10 @@ DEFAULT_PROPAGATION_WAIT = 300.0
 
 
 @dataclass(frozen=True)
-class RetryPolicy:
-    """Capped exponential backoff with full jitter, bounded by attempts and by time.
+class AdminRetry:
+    """How apply retries an admin call (not the publisher's retry, which is
+    hedging/batching.py's): capped exponential backoff with full jitter, bounded by
+    attempts and by time.
 
     delay(n) = uniform(0, min(maximum, initial * multiplier**n)) — "full jitter", which
     spreads a burst of failed calls out instead of retrying them in lock-step.
@@ -193,7 +195,7 @@ class Attempts:
 
 def call_with_retry(
     fn: Callable[[], T],
-    policy: RetryPolicy,
+    policy: AdminRetry,
     *,
     clock: Callable[[], float],
     wait: Callable[[float], bool],

@@ -41,6 +41,16 @@ def batching_publisher_client(address: str) -> Any:
     return PublisherClient(transport=transport)
 
 
+def subscriber_client(address: str) -> Any:
+    """A `google.pubsub_v1.SubscriberClient` (the GAPIC client: subscriptions, Pull)
+    talking to `address` without TLS or credentials."""
+    from google.pubsub_v1 import SubscriberClient
+    from google.pubsub_v1.services.subscriber.transports import SubscriberGrpcTransport
+
+    transport = SubscriberGrpcTransport(channel=insecure_channel(address))
+    return SubscriberClient(transport=transport)
+
+
 def orgpolicy_client(address: str) -> Any:
     """A `google.cloud.orgpolicy_v2.OrgPolicyClient` talking to `address` in plaintext."""
     from google.cloud.orgpolicy_v2 import OrgPolicyClient
@@ -50,10 +60,23 @@ def orgpolicy_client(address: str) -> Any:
     return OrgPolicyClient(transport=transport)
 
 
+def monitoring_client(address: str) -> Any:
+    """A `google.cloud.monitoring_v3.MetricServiceClient` talking to `address` in
+    plaintext (the local server serves `ListTimeSeries` on its one port)."""
+    from google.cloud.monitoring_v3 import MetricServiceClient
+    from google.cloud.monitoring_v3.services.metric_service.transports import (
+        MetricServiceGrpcTransport,
+    )
+
+    transport = MetricServiceGrpcTransport(channel=insecure_channel(address))
+    return MetricServiceClient(transport=transport)
+
+
 # Google Cloud endpoints can be overridden (a locational or Private Service Connect
 # endpoint, or a test's listener); the default is the library's own.
 PUBSUB_ENDPOINT_ENV = "RECONCILE_PUBSUB_ENDPOINT"
 ORGPOLICY_ENDPOINT_ENV = "RECONCILE_ORGPOLICY_ENDPOINT"
+MONITORING_ENDPOINT_ENV = "RECONCILE_MONITORING_ENDPOINT"
 
 
 def _endpoint(override: str | None, default: str) -> str:
@@ -79,4 +102,24 @@ def cloud_orgpolicy_client(credentials: Any) -> tuple[Any, str]:
     override = os.environ.get(ORGPOLICY_ENDPOINT_ENV) or None
     options = {"api_endpoint": override} if override else None
     client = OrgPolicyClient(credentials=credentials, client_options=options)
+    return client, _endpoint(override, client.api_endpoint)
+
+
+def cloud_monitoring_client(credentials: Any) -> tuple[Any, str]:
+    """The MetricServiceClient for Google Cloud (TLS, `credentials`), and its endpoint."""
+    from google.cloud.monitoring_v3 import MetricServiceClient
+
+    override = os.environ.get(MONITORING_ENDPOINT_ENV) or None
+    options = {"api_endpoint": override} if override else None
+    client = MetricServiceClient(credentials=credentials, client_options=options)
+    return client, _endpoint(override, client.api_endpoint)
+
+
+def cloud_subscriber_client(credentials: Any) -> tuple[Any, str]:
+    """The GAPIC SubscriberClient for Google Cloud (the Pub/Sub endpoint), and its endpoint."""
+    from google.pubsub_v1 import SubscriberClient
+
+    override = os.environ.get(PUBSUB_ENDPOINT_ENV) or None
+    options = {"api_endpoint": override} if override else None
+    client = SubscriberClient(credentials=credentials, client_options=options)
     return client, _endpoint(override, client.api_endpoint)

@@ -1,13 +1,13 @@
 """The one Backend: the real google-cloud client libraries, whatever they point at.
 
 Google Cloud (Application Default Credentials), the embedded local server and any
-emulator differ only in how the two clients are built (`reconciler.backends.target`);
+emulator differ only in how the two clients are built (`reconciler.backends.connect`);
 this module turns their answers into plan-shaped dicts and their failures into
 `BackendError`s that name the project or topic and the permission needed.
 
 Stable entry points (plan and apply use them):
-    GcpBackend(publisher, orgpolicy, target, policy_store=None, policy_source=None,
-               client_retry=True, timeout=DEFAULT_TIMEOUT)
+    GcpBackend(publisher, orgpolicy, info, policy_store=None, client_retry=True,
+               timeout=DEFAULT_TIMEOUT)
     topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -18,19 +18,24 @@ Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, TypeVar
 
+import grpc
 from google.api_core import exceptions as gexc
 from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
-from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
+from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
+from reconciler.localserver.identity import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -117,8 +122,7 @@ def _api_error(exc: Exception, action: str, resource: str) -> BackendError:
         )
     if isinstance(exc, gexc.RetryError | gexc.DeadlineExceeded):
         return BackendError(
-            f"the service did not answer in time while trying to {action} for "
-            f"{resource}: {detail}",
+            f"the service did not answer in time while trying to {action} for {resource}: {detail}",
             hint="check the network or the --emulator address, then retry",
         )
     grpc_code = getattr(exc, "grpc_status_code", None)
@@ -182,52 +186,49 @@ class GcpBackend:
     bounded retry of all transient codes is the only one and every attempt is counted.
     Every call ends within `timeout` seconds (backends/deadline.py); when it does not,
     the client's endpoint is named (the target for the emulator and --local).
+    `info` states what the backend is (backends/base.py).
     """
 
     def __init__(
         self,
         publisher: Any,
         orgpolicy: Any | None,
-        target: str,
+        info: BackendInfo,
         *,
         policy_store: PolicyStore | None = None,
-        policy_source: str | None = None,
         on_close: Callable[[], None] | None = None,
+        metrics_client: Callable[[], tuple[Any, str]] | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
         self.client_retry = client_retry
-        self.deadline = Deadline(timeout, endpoint_of(publisher, target))
-        self.policy_deadline = Deadline(timeout, endpoint_of(orgpolicy, target))
+        self.deadline = Deadline(timeout, endpoint_of(publisher, info.label))
+        self.policy_deadline = Deadline(timeout, endpoint_of(orgpolicy, info.label))
         self._options = call_options(timeout, client_retry)
         self.publisher = publisher
         self.orgpolicy = orgpolicy
-        self.target = target
+        self.info = info
         self.policy_store = policy_store
-        self.policy_source = policy_source or "snapshot"
+        self.policy_source = f"snapshot {info.snapshot}" if info.snapshot else "snapshot"
         self._on_close = on_close
-
-    # Google's own Pub/Sub emulator (set by backends/target.py for --emulator targets):
-    # it computes no message storage policy and cannot update labels or policies.
-    google_emulator: bool = False
+        self._metrics_client = metrics_client
+        self._metrics: MetricsReader | None = None
+        self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
-        """Is the server at --emulator Google's emulator rather than ours? Google's
-        serves ListTopicSubscriptions, the embedded local server does not (UNIMPLEMENTED,
-        which it neither counts nor logs): one cheap probe, made once per command."""
-        request = {"topic": "projects/reconcile-probe/topics/reconcile-probe", "page_size": 1}
+        """Is the server at --emulator Google's emulator rather than ours? Ours answers
+        `GetCapabilities` of its own service (an RPC no other server has; it is
+        neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one
+        cheap probe, made once per command; the
+        answer is stated in `info`."""
         try:
-            pager = self.publisher.list_topic_subscriptions(
-                request=request, timeout=5.0, retry=None
-            )
-            next(iter(pager), None)
-        except gexc.MethodNotImplemented:
-            self.google_emulator = False
-        except API_ERRORS:
-            self.google_emulator = True  # it knows the method (NOT_FOUND and the like)
-        else:
-            self.google_emulator = True
-        return self.google_emulator
+            probe = self.publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
+            answer = json.loads(probe(b"", timeout=5.0))
+            ours = isinstance(answer, dict) and answer.get("server") == SERVER_NAME
+        except (grpc.RpcError, ValueError, AttributeError):
+            ours = False  # UNIMPLEMENTED (Google's emulator) and the like
+        self.info = replace(self.info, google_emulator=not ours)
+        return not ours
 
     @property
     def _rpc(self) -> dict[str, Any]:
@@ -295,7 +296,7 @@ class GcpBackend:
     # -- org policy -----------------------------------------------------------
     def effective_policy(self, project: str) -> OrgInputs:
         """The project's effective org policy, from the snapshot or the API: which one
-        was decided when the target was opened (backends/target.py)."""
+        was decided when the target was opened (backends/connect.py)."""
         resource = f"projects/{project}"
         if self.policy_store is not None:
             return OrgInputs(
@@ -305,7 +306,7 @@ class GcpBackend:
             )
         if self.orgpolicy is None:
             raise BackendError(
-                f"no Org Policy API at {self.target} to read the org policy of {resource}",
+                f"no Org Policy API at {self.info.label} to read the org policy of {resource}",
                 hint=ORG_POLICY_UNSERVED_HINT,
             )
         return OrgInputs(
@@ -322,7 +323,7 @@ class GcpBackend:
         name = f"{resource}/policies/{constraint}"
         if self.orgpolicy is None:
             raise BackendError(
-                f"no Org Policy API at {self.target} to read {name}",
+                f"no Org Policy API at {self.info.label} to read {name}",
                 hint=ORG_POLICY_UNSERVED_HINT,
             )
         orgpolicy = self.orgpolicy
@@ -344,7 +345,19 @@ class GcpBackend:
         except PolicyFormatError as exc:
             raise BackendError(f"unreadable effective policy {name}: {exc}") from None
 
+    # -- metrics ----------------------------------------------------------------
+    def metrics(self) -> MetricsReader:
+        """The Cloud Monitoring reader for this target (made on first use, closed with
+        the backend), or MetricsUnavailable saying why there is none."""
+        if self._metrics is None:
+            if self._metrics_client is None:
+                raise MetricsUnavailable(f"{self.info.label} serves no Cloud Monitoring API")
+            self._metrics = open_reader(self._metrics_client, self._timeout)
+        return self._metrics
+
     def close(self) -> None:
+        if self._metrics is not None:
+            self._metrics.close()
         for client in (self.publisher, self.orgpolicy):
             transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
             closer = getattr(transport, "close", None)

@@ -1,7 +1,11 @@
-"""One module per verb. Each module exposes `command`, a click.Command.
+"""One module per verb, each holding that verb's flow; each exposes `command`, a
+click.Command.
 
-The table maps verb name to module path so that the CLI imports only the verb that
-runs: keeping `validate` free of google-cloud and deepdiff imports.
+The table maps a verb to its module so that the CLI imports only the verb that runs
+(reconciler/clickapp.py): `validate` stays free of google-cloud, gRPC and the other
+verbs (reconciler/perf.py says why that matters). Shared by the verbs: `output` (the
+one output boundary), `_options` (the shared click options), `_planning` (the steps
+`plan` and `apply PATH...` share).
 """
 
 COMMANDS: dict[str, str] = {
@@ -15,4 +19,3 @@ COMMANDS: dict[str, str] = {
     "local-server": "reconciler.commands.local_server",
     "hedging": "reconciler.commands.hedging",
 }
-

@@ -1,20 +1,16 @@
-"""CLI options shared by `plan`, `show` and `apply`: the target (--local, --emulator,
---org-policy), the output format, and how a plan is printed.
+"""CLI options shared by the verbs: the target (--local, --emulator, --org-policy,
+--timeout), the output format, --project and --strict-groups; each declared once, so
+that it means one thing and reads the same in every `--help`.
 
     @server_options            adds local, emulator, timeout (import, policy pull)
-    @target_options            adds local, emulator, org_policy
+    @target_options            adds local, emulator, org_policy, timeout
     @format_option(choices)    adds fmt
     @project_option            adds projects (plan, apply: --project P, repeatable)
-    @strict_groups_option      adds strict_groups (validate, plan)
-    use_colour()               colour on a terminal only, never with NO_COLOR
-
-Rendering is reconciler.render.render; the plan file is reconciler.plan.planfile.
+    @strict_groups_option      adds strict_groups (validate, plan, apply)
 """
 
 from __future__ import annotations
 
-import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -80,7 +76,8 @@ def project_option(fn: F) -> F:
 
 
 def strict_groups_option(fn: F) -> F:
-    """--strict-groups: refusals resting on inferred value-group members become errors."""
+    """--strict-groups: refusals resting on inferred value-group members become errors,
+    an input to validation (and to the plan's org-policy checks) wherever it is given."""
     return click.option(
         "--strict-groups",
         is_flag=True,
@@ -92,10 +89,3 @@ def format_option(choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
     return click.option(
         "--format", "fmt", type=click.Choice(list(choices)), default="text", show_default=True
     )
-
-
-def use_colour() -> bool:
-    """Colour on a terminal only, never with NO_COLOR (https://no-color.org)."""
-    if os.environ.get("NO_COLOR"):
-        return False
-    return sys.stdout.isatty()

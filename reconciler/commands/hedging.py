@@ -10,8 +10,13 @@ from pathlib import Path
 
 import click
 
+from reconciler.commands import output
+from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError, UsageError
+from reconciler.hedging.advise import advise, read_samples, render
 from reconciler.hedging.profile import HedgingProfile
+from reconciler.render import escape
+from reconciler.spec.loader import load_tree
 
 
 @click.group(name="hedging")
@@ -50,25 +55,22 @@ def advise_command(
 ) -> None:
     """Simulate hedging over LATENCIES (milliseconds, or a Cloud Monitoring
     send_request_latencies JSON export) and recommend a hedge delay."""
-    from reconciler.hedging.advise import advise, read_samples, render
-
-    if not latencies.is_file():
+    if not latencies.exists():  # the reader names anything else
         raise UsageError(f"{latencies}: no such file", hint="pass a file of latency samples")
     profile = _profile(profile_name, specs) if profile_name else None
     samples = read_samples(latencies)
     advice = advise(samples, profile, max_extra=max_extra, batches=batches, seed=seed)
-    click.echo(render(advice, str(latencies)))
+    # The report names the file: escaped before it goes into the report's lines.
+    source = escape.text(str(latencies), backslash=False)
+    output.stdout().document(render(advice, source) + "\n")
     if plot is not None:
-        from reconciler.hedging.plot import plot_cdf
+        from reconciler.hedging.plot import plot_cdf  # matplotlib, an optional extra
 
         plot_cdf(advice, plot)
-        click.echo(f"plot written to {plot}")
+        output.stdout().line(f"plot written to {plot}")
 
 
 def _profile(name: str, specs: Path) -> HedgingProfile:
-    from reconciler.diagnostics import Diagnostics
-    from reconciler.spec.loader import load_tree
-
     diags = Diagnostics()
     tree = load_tree([specs], diags)
     for located in tree.profiles:

@@ -1,13 +1,25 @@
-"""`reconcile import`: options in, one call to reconciler.importer, exit code out
-(what is written, and when nothing is, is documented there)."""
+"""`reconcile import --project P... --out DIR`: write specs that reproduce the live
+topics, one file per project (`DIR/<project>.yaml`).
+
+Nothing is written unless every target file is new (or `--force`), so a refusal never
+leaves half an import behind; usage errors are raised before any call to the service;
+a --topic that matches no live topic is an error and nothing is written.
+"""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import click
 
+from reconciler.backends.base import TargetOptions
+from reconciler.commands import output
 from reconciler.commands._options import server_options
+from reconciler.errors import EXIT_OK, BackendError, UsageError
+from reconciler.fileio import write_atomically
+from reconciler.importer import existing_profiles, header, missing_topics, read_live, select
+from reconciler.spec.export import build_documents, render_documents
 
 
 @click.command("import")
@@ -46,6 +58,47 @@ def command(
     timeout: float,
 ) -> int:
     """Write specs that reproduce the live topics of --project P into DIR."""
-    from reconciler.importer import run_import
+    return run(projects, topics, out_dir, force, TargetOptions(local, emulator, None, timeout))
 
-    return run_import(projects, topics, out_dir, force, local, emulator, timeout)
+
+def run(
+    projects: tuple[str, ...],
+    topics: tuple[str, ...],
+    out_dir: Path,
+    force: bool,
+    target: TargetOptions,
+) -> int:
+    """Read the live topics of `projects` and write one spec file per project."""
+    names = list(dict.fromkeys(projects))
+    files = {p: out_dir / f"{p}.yaml" for p in names}
+    if out_dir.exists() and not out_dir.is_dir():
+        raise UsageError(f"--out {out_dir} exists and is not a directory")
+    clash = [str(path) for path in files.values() if path.exists()]
+    if clash and not force:
+        raise UsageError(
+            f"refusing to overwrite {', '.join(clash)}",
+            hint="pass --force to replace them, or choose another --out directory",
+        )
+    live, source = read_live(target, names)
+    missing = missing_topics(names, live, topics)
+    if missing:
+        raise BackendError(
+            f"no such topic in {', '.join(names)}: {', '.join(missing)}; nothing written",
+            hint="list the topics with `gcloud pubsub topics list --project P`",
+        )
+    chosen = {p: select(p, live[p], topics) for p in names}
+    skip = {path.resolve() for path in files.values()}
+    result = build_documents(chosen, existing_profiles(out_dir, skip))
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    for warning in result.warnings:
+        output.stderr().line(f"warning: {warning}")
+    for project in names:
+        docs = result.documents.get(project, [])
+        count = sum(1 for d in docs if d["kind"] == "Topic")
+        if not count:
+            output.stderr().line(f"project {project}: no topics to import; nothing written")
+            continue
+        text = render_documents(docs, header(source, stamp, project, count))
+        write_atomically(files[project], text, "spec file")
+        output.stderr().line(f"wrote {files[project]} ({count} topic(s))")
+    return EXIT_OK

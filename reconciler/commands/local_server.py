@@ -3,15 +3,21 @@ foreground until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
+import logging
+import os
 import signal
+import sys
 import threading
 from pathlib import Path
 from types import FrameType
 
 import click
 
+from reconciler.commands import output
 from reconciler.errors import InputError, UsageError
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
+from reconciler.localserver.exports import check_key
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.perf import gc_resumed
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -58,6 +64,22 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     help="Published messages kept per topic (the last N; all are counted).",
 )
 @click.option(
+    "--max-backlog",
+    default=DEFAULT_MAX_BACKLOG,
+    show_default=True,
+    type=click.IntRange(1, 100_000_000),
+    metavar="N",
+    help="Unacknowledged messages kept per subscription (the oldest beyond N are dropped).",
+)
+@click.option(
+    "--destination-location",
+    "destinations",
+    multiple=True,
+    metavar="KEY=LOCATION",
+    help="Where an export or push destination is, e.g. bigquery:PROJECT.DATASET=EU, "
+    "storage:BUCKET=us-east1, push:HOST=europe-west1 (docs/local-server.md). Repeatable.",
+)
+@click.option(
     "--client-region",
     default=None,
     help="Region requests are deemed to come from (for enforceInTransit); "
@@ -78,6 +100,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
     hidden=True,
     help="Skip fsync (faster, not crash-safe; benchmarks only).",
 )
+@gc_resumed()  # a server runs until it is stopped: the collector on (reconciler/perf.py)
 def command(
     host: str,
     port: int,
@@ -86,6 +109,8 @@ def command(
     reset_org_policy: bool,
     recover: bool,
     keep_messages: int,
+    max_backlog: int,
+    destinations: tuple[str, ...],
     client_region: str | None,
     faults: tuple[str, ...],
     no_fsync: bool,
@@ -106,11 +131,21 @@ def command(
         except ValueError as exc:
             raise UsageError(f"--fault: {exc}") from None
 
+    locations = {}
+    for item in destinations:
+        key, sep, where = item.partition("=")
+        try:
+            if not sep or not where:
+                raise ValueError(f"{item!r} is not KEY=LOCATION")
+            locations[check_key(key)] = where
+        except ValueError as exc:
+            raise UsageError(f"--destination-location: {exc}") from None
+
     store = None
     if org_policy is not None:
-        if not org_policy.is_file():
+        if not org_policy.exists():  # the reader names anything else
             raise UsageError(f"{org_policy}: org-policy file not found")
-        from reconciler.orgpolicy.store import load_snapshot
+        from reconciler.orgpolicy.snapshot import load_snapshot
 
         store = load_snapshot(org_policy)
 
@@ -127,6 +162,8 @@ def command(
             recover=recover,
             keep_messages=keep_messages,
             reset_org_policy=reset_org_policy,
+            max_backlog=max_backlog,
+            destination_locations=locations,
         )
     except SeedConflict as exc:
         raise UsageError(f"--org-policy {org_policy}: {exc.message}", hint=exc.hint) from None
@@ -135,7 +172,7 @@ def command(
     loaded = server.state.loaded  # its notes (torn tail, migration) are logged as warnings
     if loaded is not None:
         for line in loaded.report():
-            click.echo(line, err=True)
+            output.stderr().line(line)
     try:
         for kwargs in fault_kwargs:
             server.faults.add(**kwargs)  # type: ignore[arg-type]
@@ -159,14 +196,13 @@ def command(
     # the server always stops through the same clean path, journal compacted.
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     if host not in LOOPBACK:
-        click.echo(
-            f"warning: listening on {host}, not only on loopback; there is no authentication",
-            err=True,
+        output.stderr().line(
+            f"warning: listening on {host}, not only on loopback; there is no authentication"
         )
     where = f"state in {state_dir}" if state_dir else "in memory"
-    click.echo(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).", err=True)
-    click.echo(f"export PUBSUB_EMULATOR_HOST={server.address}", nl=True)
-    click.echo("Press Ctrl-C to stop.", err=True)
+    output.stderr().line(f"Local Pub/Sub + Org Policy server on {server.address} ({where}).")
+    output.stdout().line(f"export PUBSUB_EMULATOR_HOST={server.address}")
+    output.stderr().line("Press Ctrl-C to stop.")
     try:
         while not stopping.wait(0.5):
             pass
@@ -176,4 +212,11 @@ def command(
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         server.stop()
-        click.echo("Local server stopped.", err=True)
+        output.stderr().line("Local server stopped.")
+    # Stopped cleanly, state closed: end the process now. Tearing down the gRPC and
+    # protobuf modules at interpreter exit takes another 0.5-1.5 s on a loaded machine,
+    # and a stop must take at most 2 s whatever was in flight.
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)

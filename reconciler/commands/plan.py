@@ -1,22 +1,61 @@
-"""`reconcile plan`: options in, one call to reconciler.plan.run, exit code out.
+"""`reconcile plan [PATH...]`: validate, observe, diff, render; optionally save.
 
 Exit codes: 0 no changes (drift warnings do not count), 1 error, 2 changes with
 --detailed-exitcode.
+
+Every format carries the diagnostics: with errors, `--format json` prints a plan
+document with no changes and the `diagnostics`, `--format markdown` a comment whose
+body is the errors (exit 1 either way); text prints them on stderr. The plan records
+where it was made (plan/origin.py); a large tree's live topics are read by a second
+process while this one validates (plan/readahead.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
+from reconciler.backends.base import Backend, TargetOptions
+from reconciler.commands import output
 from reconciler.commands._options import (
     format_option,
     project_option,
     strict_groups_option,
     target_options,
-    use_colour,
 )
+from reconciler.commands._planning import (
+    errors_only,
+    new_diagnostics,
+    open_target,
+    recorded_or_bare,
+    show_plan,
+    validate_specs,
+)
+from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from reconciler.perf import leave_to_exit
+from reconciler.plan.make import make_plan
+from reconciler.plan.model import Plan
+from reconciler.plan.origin import anchored, record_target
+from reconciler.plan.planfile import write_plan
+from reconciler.plan.projects import select_projects
+from reconciler.plan.readahead import ReadAhead
+from reconciler.render import diagnostics as report
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """How to plan: the CLI's plan options (the target apart)."""
+
+    out: Path | None = None
+    fmt: str = "text"
+    detailed_exitcode: bool = False
+    prune: bool = False
+    colour: bool = False
+    strict_groups: bool = False
+    projects: tuple[str, ...] = ()
 
 
 @click.command("plan")
@@ -51,16 +90,82 @@ def command(
     projects: tuple[str, ...],
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
-    from reconciler.plan.run import Target, run_plan
-
-    return run_plan(
-        paths,
-        Target(local, emulator, org_policy, timeout),
-        out=out,
-        fmt=fmt,
-        detailed_exitcode=detailed_exitcode,
-        prune=prune,
-        color=use_colour(),
-        strict_groups=strict_groups,
-        projects=projects,
+    options = PlanOptions(
+        out, fmt, detailed_exitcode, prune, output.colour_wanted(), strict_groups, projects
     )
+    return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
+
+
+def run(paths: Sequence[Path], target: TargetOptions, options: PlanOptions) -> int:
+    """The whole plan flow."""
+    read_ahead = ReadAhead.for_target(target, options.projects)
+    try:
+        return _run(paths, target, options, read_ahead)
+    finally:
+        if read_ahead is not None:
+            read_ahead.close()
+
+
+def _run(
+    paths: Sequence[Path],
+    target: TargetOptions,
+    options: PlanOptions,
+    read_ahead: ReadAhead | None,
+) -> int:
+    result = validate_specs(
+        paths,
+        target.org_policy,
+        options.strict_groups,
+        read_ahead.document if read_ahead is not None else None,
+    )
+    validation = result.diagnostics.sorted()
+    if result.diagnostics.has_errors:
+        output.stderr().line(report.summary(validation, result.files) + "; no plan made")
+        return _refused(errors_only(validation, recorded_or_bare(target)), options.fmt)
+    desired = select_projects(result.desired, options.projects, options.prune)
+    target = anchored(target, paths)
+    origin = record_target(target)
+    backend: Backend | None = None
+    if read_ahead is not None:
+        backend = read_ahead.backend(desired.projects)
+        if read_ahead.note is not None:
+            output.stderr().line(read_ahead.note)
+    if backend is None:
+        backend = open_target(target, result)
+    try:
+        plan = make_plan(
+            desired,
+            backend,
+            prune=options.prune,
+            validation=validation,
+            origin=origin,
+            projects=options.projects,
+            strict_groups=options.strict_groups,
+        )
+    finally:
+        backend.close()
+    if plan.has_errors:
+        output.stderr().document(report.text(new_diagnostics(plan, validation)))
+        output.stderr().line(
+            "the specs conflict with the live org policy; no plan made, nothing changed"
+        )
+        return _refused(errors_only(plan.diagnostics, origin), options.fmt)
+    if options.out is not None:
+        write_plan(plan, options.out)
+    show_plan(plan, options.fmt, options.colour)
+    if options.out is not None:
+        output.stderr().line(
+            f"Saved the plan to {options.out} (digest {plan.digest}); apply exactly this "
+            f"plan with `reconcile apply {options.out} --expect-digest {plan.digest}`."
+        )
+    leave_to_exit(result, plan, size=len(plan.resource_changes))
+    if options.detailed_exitcode and plan.has_changes:
+        return EXIT_CHANGES
+    return EXIT_OK
+
+
+def _refused(plan: Plan, fmt: str) -> int:
+    """Text has printed the errors on stderr; JSON and markdown print a document."""
+    if fmt != "text":
+        show_plan(plan, fmt)
+    return EXIT_ERROR

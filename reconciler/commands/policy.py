@@ -1,5 +1,9 @@
-"""`reconcile policy pull`: options in, one call to reconciler.policy_pull, exit
-code out (what the snapshot holds is documented there)."""
+"""`reconcile policy pull --project P... --out FILE`: save the effective org policy
+of each project as a snapshot (what it holds: reconciler/policy_pull.py).
+
+The command line is checked first (no call is made for a usage error); nothing is
+written unless every read succeeded, and then atomically.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,13 @@ from pathlib import Path
 
 import click
 
+from reconciler.backends.base import TargetOptions
+from reconciler.backends.connect import open_backend
+from reconciler.commands import output
 from reconciler.commands._options import server_options
+from reconciler.errors import EXIT_OK
+from reconciler.orgpolicy.snapshot import dump_snapshot
+from reconciler.policy_pull import header, pull
 
 
 @click.group("policy")
@@ -37,6 +47,17 @@ def pull_command(
     projects: tuple[str, ...], out: Path, local: bool, emulator: str | None, timeout: float
 ) -> int:
     """Write the effective org policy of each --project P to FILE."""
-    from reconciler.policy_pull import pull_snapshot
-
-    return pull_snapshot(projects, out, local, emulator, timeout)
+    if out.is_dir():
+        raise click.UsageError(f"--out {out} is a directory; name a file")
+    names = list(dict.fromkeys(projects))
+    backend = open_backend(TargetOptions(local, emulator, None, timeout))
+    try:
+        store, defaults = pull(backend, names)
+        source = backend.info.label
+    finally:
+        backend.close()
+    dump_snapshot(store, out, header(source, names, defaults))
+    output.stderr().line(
+        f"wrote {out} ({len(store.policies)} policies for {len(names)} project(s))"
+    )
+    return EXIT_OK

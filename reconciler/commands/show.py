@@ -6,8 +6,11 @@ from pathlib import Path
 
 import click
 
-from reconciler.commands._options import format_option, use_colour
+from reconciler.commands import output
+from reconciler.commands._options import format_option
+from reconciler.commands._planning import show_plan
 from reconciler.errors import EXIT_OK
+from reconciler.plan.planfile import read_plan
 
 
 @click.command("show")
@@ -15,9 +18,5 @@ from reconciler.errors import EXIT_OK
 @format_option()
 def command(planfile: Path, fmt: str) -> int:
     """Print the plan saved in PLANFILE (by `reconcile plan --out`)."""
-    from reconciler.plan.planfile import read_plan
-    from reconciler.render import render
-
-    color = use_colour() and fmt == "text"
-    click.echo(render(read_plan(planfile), fmt, color), nl=False, color=color)
+    show_plan(read_plan(planfile), fmt, output.colour_wanted())
     return EXIT_OK

@@ -1,13 +1,31 @@
-"""`reconcile validate`: check specs offline, the org policy snapshot included."""
+"""`reconcile validate [PATH...]`: check the specs offline, the org-policy snapshot
+included, and report every problem.
+
+Output: with `--format text` the diagnostics on stdout and the summary on stderr;
+with `--format json` only the diagnostics' JSON list on stdout. Exit code 1 when any
+diagnostic is an error, else 0.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 import click
 
+from reconciler.commands import output
 from reconciler.commands._options import strict_groups_option
-from reconciler.commands.validate_run import ValidateOptions, run
+from reconciler.errors import EXIT_ERROR, EXIT_OK
+from reconciler.render import diagnostics as report
+from reconciler.spec.validate import validate_paths
+
+
+class ValidateOptions(NamedTuple):
+    paths: tuple[Path, ...]
+    org_policy: Path | None = None
+    require_org_policy: bool = False
+    fmt: str = "text"
+    strict_groups: bool = False
 
 
 @click.command("validate")
@@ -35,5 +53,21 @@ def command(
     strict_groups: bool,
 ) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem."""
-    options = ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups)
-    return run(options)
+    return run(ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups))
+
+
+def run(options: ValidateOptions) -> int:
+    """The whole validate flow."""
+    result = validate_paths(
+        options.paths,
+        options.org_policy,
+        missing_snapshot="require" if options.require_org_policy else "warn",
+        strict_groups=options.strict_groups,
+    )
+    diagnostics = result.diagnostics.sorted()
+    if options.fmt == "json":
+        output.stdout().data(report.as_json(diagnostics))
+    else:
+        output.stdout().document(report.text(diagnostics))
+        output.stderr().line(report.summary(diagnostics, result.files))
+    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK

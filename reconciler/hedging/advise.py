@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.errors import InputError
+from reconciler.fileio import FileProblem, read_bytes
 from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
 from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
 from reconciler.hedging.simulate import Outcome, as_distribution, simulate
@@ -43,11 +44,12 @@ class Advice:
 def read_samples(path: Path) -> LatencyDistribution:
     """Latencies in milliseconds; InputError naming file and line for bad input."""
     try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            raise InputError(f"{path}: larger than {MAX_FILE_BYTES // 2**20} MiB; sample it")
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        text = read_bytes(path, MAX_FILE_BYTES).decode("utf-8")
+    except FileProblem as exc:  # not a regular file (a FIFO, a device), unreadable
+        if exc.code == "file-too-large":
+            limit = MAX_FILE_BYTES // 2**20
+            raise InputError(f"{path}: larger than {limit} MiB; sample it") from None
+        raise InputError(f"{exc.where(path)}: {exc.message}") from None
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     stripped = text.lstrip()

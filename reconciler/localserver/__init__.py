@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from reconciler.localserver.identity import CAPABILITIES_METHOD, CLIENT_REGION_KEY, SERVER_NAME
+
 if TYPE_CHECKING:
     from reconciler.localserver.server import LocalServer
 
-__all__ = ["CLIENT_REGION_KEY", "LocalServer"]
-
-CLIENT_REGION_KEY = "x-reconcile-client-region"
+__all__ = ["CAPABILITIES_METHOD", "CLIENT_REGION_KEY", "SERVER_NAME", "LocalServer"]
 
 
 def __getattr__(name: str) -> Any:

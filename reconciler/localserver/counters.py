@@ -15,11 +15,11 @@ class RpcCounters:
         self._counts: Counter[str] = Counter()
         self._projects: Counter[tuple[str, str]] = Counter()
 
-    def incr(self, method: str, project: str | None = None) -> None:
+    def incr(self, method: str, project: str | None = None, *, amount: int = 1) -> None:
         with self._lock:
-            self._counts[method] += 1
+            self._counts[method] += amount
             if project:
-                self._projects[(method, project)] += 1
+                self._projects[(method, project)] += amount
 
     def for_project(self, method: str, project: str) -> int:
         with self._lock:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import random
 import threading
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
@@ -55,6 +54,7 @@ class FaultRule:
 
 
 MAX_DELAY_SECONDS = 3600.0
+STOPPING = "local server is stopping"
 RESOURCE_PREFIXES = ("projects/", "folders/", "organizations/")
 
 
@@ -148,6 +148,14 @@ class Faults:
         self._rules: list[FaultRule] = []
         self._holds: list[Hold] = []
         self._random = random.Random(seed)
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """The server is stopping: injected delays end now and their calls answer
+        UNAVAILABLE, so no handler thread outlives the stop (it used to sleep on,
+        and the process waited for it to exit)."""
+        self._stopping.set()
+        self.end_holds("UNAVAILABLE", STOPPING)
 
     def add(self, method: str = "*", **options: Unpack[RuleOptions]) -> FaultRule:
         """Add a rule (checked by `make_rule`).
@@ -276,7 +284,7 @@ class Faults:
             if answer is not None:
                 raise answer
         delay, failure = self.decide(method, resource)
-        if delay > 0:
-            time.sleep(delay)
+        if delay > 0 and self._stopping.wait(delay):
+            raise ServiceError(grpc.StatusCode.UNAVAILABLE, STOPPING)
         if failure is not None:
             raise failure

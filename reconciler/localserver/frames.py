@@ -1,5 +1,11 @@
-"""On-disk format of the local server's state (format version 2): headers, framed
+"""On-disk format of the local server's state (format version 3): headers, framed
 records, and a scanner that tells intact records from damage.
+
+Version 3 frames records exactly as version 2 did and adds record kinds
+(subscriptions, published messages, acknowledgements: see `journal`). The version
+is bumped all the same so that an older reconcile refuses a newer state instead of
+skipping records it does not know and compacting them away; version 2 files are
+read as they are and rewritten as version 3 on open (the old files kept aside).
 
 Both state files start with a 32-byte header, checksummed so that damage to it is
 seen rather than mistaken for "no snapshot":
@@ -24,7 +30,8 @@ import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (2, 3)  # same framing; 2 has only the topic and policy kinds
 SNAPSHOT_MAGIC = b"RCLSNAP2"
 JOURNAL_MAGIC = b"RCLJRNL2"
 V1_SNAPSHOT_MAGIC = b"RCLSNAP1"
@@ -221,9 +228,7 @@ def scan_v1(data: bytes, start: int) -> Scan:
             out.records.append(record)
             out.end = pos = end
             continue
-        nxt = next(
-            (p for p in range(pos + 1, len(data)) if _v1_frame_at(data, p)[0] == "ok"), None
-        )
+        nxt = next((p for p in range(pos + 1, len(data)) if _v1_frame_at(data, p)[0] == "ok"), None)
         if nxt is None:
             if status == "torn" or not data[pos:].strip(b"\0"):
                 out.torn = Damage(pos, len(data), "incomplete last record (torn write)")

@@ -3,7 +3,9 @@ what is a torn tail (dropped), what is damage (refused, or skipped under --recov
 and whether the state must be rewritten (recovery, or a format-1 migration).
 
 Format 1 (before checksummed headers) is read strictly and migrated on open: the
-state is rewritten in format 2 and the old files are kept beside it as `*.v1-TIME`.
+state is rewritten in the current format and the old files are kept beside it as
+`*.v1-TIME`; format 2 (the same framing as 3, without subscription and message
+records) likewise, kept as `*.v2-TIME`.
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
         return True
     head = f.read_header(data)
     _refuse_newer(path, head, f.SNAPSHOT_MAGIC)
-    if head is None or head.magic != f.SNAPSHOT_MAGIC or head.version != f.FORMAT_VERSION:
+    if head is None or head.magic != f.SNAPSHOT_MAGIC or head.version not in f.READABLE_VERSIONS:
         scan, problems = _bad_header(data, "snapshot", torn_is_damage=True)
     else:
         scan = f.scan(data, f.HEADER_SIZE)
@@ -150,17 +152,29 @@ def _load_snapshot(path: Path, out: Loaded, recover: bool) -> bool:
         lost = head.count - len(scan.records)
         if not problems and (lost or scan.end - f.HEADER_SIZE != head.body):
             problems = [
-                f.Damage(scan.end, len(data), f"holds {len(scan.records)} records of "
-                         f"{head.count}", max(lost, 0))
+                f.Damage(
+                    scan.end,
+                    len(data),
+                    f"holds {len(scan.records)} records of {head.count}",
+                    max(lost, 0),
+                )
             ]
         elif problems and lost >= 0:
             # The header's count makes the loss exact (a tail's count is an estimate).
             counted = sum(p.records for p in problems)
             problems[-1].records = max(0, problems[-1].records + lost - counted)
     _settle(path, out, recover, problems)
+    if head is not None and head.version < f.FORMAT_VERSION:
+        _migrating(path, out, head.version)
     out.records.extend(scan.records)
     out.kept[path.name] = len(scan.records)
     return False
+
+
+def _migrating(path: Path, out: Loaded, version: int) -> None:
+    """A file of an older framing-compatible version: rewritten on open, kept aside."""
+    out.aside.setdefault(path.name, f"v{version}")
+    out.notes.append(f"{path}: format {version} state, migrated to format {f.FORMAT_VERSION}")
 
 
 def _load_journal(path: Path, out: Loaded, recover: bool, v1_snapshot: bool) -> None:
@@ -170,9 +184,11 @@ def _load_journal(path: Path, out: Loaded, recover: bool, v1_snapshot: bool) -> 
     head = f.read_header(data)
     _refuse_newer(path, head, f.JOURNAL_MAGIC)
     fresh_header = f.header(f.JOURNAL_MAGIC)
-    if head is not None and head.magic == f.JOURNAL_MAGIC and head.version == f.FORMAT_VERSION:
+    if head is not None and head.magic == f.JOURNAL_MAGIC and head.version in f.READABLE_VERSIONS:
         scan = f.scan(data, f.HEADER_SIZE)
         _settle(path, out, recover, _problems(scan, torn_is_damage=False))
+        if head.version < f.FORMAT_VERSION:
+            _migrating(path, out, head.version)
         out.journal_end = scan.end
         out.journal_seq = scan.last_seq
         out.journal_records = len(scan.records)

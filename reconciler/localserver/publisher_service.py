@@ -7,17 +7,18 @@ exists`, the update-mask sentences) and say more where it is silent.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import re
 from typing import Any
 
 from reconciler.localserver import protos
 from reconciler.localserver.counters import RpcCounters
+from reconciler.localserver.limits import MAX_TOPIC_RETENTION_S, MIN_RETENTION_S, check_publish
 from reconciler.localserver.names import parse_project, parse_topic
+from reconciler.localserver.paging import decode_token, encode_token, page_size
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
 from reconciler.localserver.status import already_exists, failed_precondition, invalid, not_found
+from reconciler.localserver.subscriber_service import parse_subscription
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
@@ -31,10 +32,6 @@ UPDATABLE_PATHS = (
     "ingestion_data_source_settings",
     "message_transforms",
 )
-MIN_RETENTION_S = 10 * 60
-MAX_RETENTION_S = 31 * 24 * 3600
-DEFAULT_PAGE_SIZE = 100
-MAX_PAGE_SIZE = 1000
 _KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 
 _KIND_TEXT = {
@@ -143,7 +140,7 @@ class PublisherService:
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
             d = topic.message_retention_duration
             seconds = d.seconds + d.nanos / 1e9
-            if not MIN_RETENTION_S <= seconds <= MAX_RETENTION_S:
+            if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
                 raise invalid("message_retention_duration out of bounds")
         if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
             raise invalid(
@@ -236,22 +233,32 @@ class PublisherService:
 
     def list_topics(self, request: Any, call: CallInfo) -> Any:
         project = parse_project(request.project)
-        if request.page_size < 0:
-            raise invalid("page_size must not be negative.")
-        size = min(request.page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
-        after = ""
-        if request.page_token:
-            try:
-                after = base64.urlsafe_b64decode(request.page_token.encode("ascii")).decode()
-            except (binascii.Error, UnicodeError, ValueError):
-                raise invalid(f"Invalid page token {request.page_token!r}.") from None
-            if not after.startswith(topics_prefix(project)):
-                raise invalid(f"Invalid page token {request.page_token!r}.")
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, topics_prefix(project))
         topics, last = self.state.list_topics(project, after, size)
         response = protos.ListTopicsResponse(topics=topics)
         if last:
-            response.next_page_token = base64.urlsafe_b64encode(last.encode()).decode("ascii")
+            response.next_page_token = encode_token(last)
         return response
+
+    def list_topic_subscriptions(self, request: Any, call: CallInfo) -> Any:
+        project, _ = parse_topic(request.topic)
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
+        if self.state.get_topic(request.topic) is None:
+            raise not_found("Topic not found")
+        names, last = self.state.subs.list_topic(request.topic, after, size)
+        response = protos.ListTopicSubscriptionsResponse(subscriptions=names)
+        if last:
+            response.next_page_token = encode_token(last)
+        return response
+
+    def detach_subscription(self, request: Any, call: CallInfo) -> Any:
+
+        parse_subscription(request.subscription)
+        if not self.state.subs.detach(request.subscription):
+            raise not_found("Subscription does not exist")
+        return protos.DetachSubscriptionResponse()
 
     def delete_topic(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
@@ -261,10 +268,8 @@ class PublisherService:
 
     def publish(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
-        if not request.messages:
-            raise invalid("No messages to publish")
-        if any(not m.data and not m.attributes for m in request.messages):
-            raise invalid("Some messages are empty")
+        ordering = check_publish(len(call.raw), request.messages, call.raw)
+        call.notes["has_ordering"] = ordering
         topic = self.state.get_topic(request.topic)
         if topic is None:
             raise not_found("Topic not found")
@@ -280,18 +285,19 @@ class PublisherService:
                         f"storage policy of {request.topic} does not allow "
                         f"(enforce_in_transit is set; allowed regions: {', '.join(allowed)})."
                     )
-                if any(m.ordering_key for m in request.messages):
+                if ordering:
                     raise failed_precondition(
                         f"Cannot publish messages with an ordering key from region {region}: "
                         f"the message storage policy of {request.topic} does not allow it "
                         f"(allowed regions: {', '.join(allowed)})."
                     )
                 rerouted = True
-        ids = self.state.add_messages(request.topic, request.messages)
-        if ids is None:
+        stored = self.state.subs.publish(request.topic, request, call.raw, region)
+        if stored is None:
             raise not_found("Topic not found")
-        for _ in ids if rerouted else ():
-            self.rerouted.incr(request.topic)
+        ids, _ = stored
+        if rerouted:
+            self.rerouted.incr(request.topic, amount=len(ids))
         return protos.PublishResponse(message_ids=ids)
 
     def rpcs(self) -> list[Rpc]:
@@ -314,5 +320,26 @@ class PublisherService:
                 lambda r: r.project,
             ),
             Rpc("DeleteTopic", self.delete_topic, p.DeleteTopicRequest, p.Empty, lambda r: r.topic),
-            Rpc("Publish", self.publish, p.PublishRequest, p.PublishResponse, lambda r: r.topic),
+            Rpc(
+                "ListTopicSubscriptions",
+                self.list_topic_subscriptions,
+                p.ListTopicSubscriptionsRequest,
+                p.ListTopicSubscriptionsResponse,
+                lambda r: r.topic,
+            ),
+            Rpc(
+                "DetachSubscription",
+                self.detach_subscription,
+                p.DetachSubscriptionRequest,
+                p.DetachSubscriptionResponse,
+                lambda r: r.subscription,
+            ),
+            Rpc(
+                "Publish",
+                self.publish,
+                p.PublishRequest,
+                p.PublishResponse,
+                lambda r: r.topic,
+                raw=True,
+            ),
         ]

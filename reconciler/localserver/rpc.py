@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from reconciler.localserver import CLIENT_REGION_KEY as CLIENT_REGION_KEY
+import grpc
+
+from reconciler.localserver.identity import CAPABILITIES_METHOD as CAPABILITIES_METHOD
+from reconciler.localserver.identity import CLIENT_REGION_KEY as CLIENT_REGION_KEY
+from reconciler.localserver.identity import SERVER_NAME as SERVER_NAME
+from reconciler.localserver.status import ServiceError
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CallInfo:
-    """Per-call facts a handler may need: the region the request 'comes from'."""
+    """Per-call facts a handler may need: the region the request 'comes from', and
+    for a `raw` RPC the request's own bytes (its size is a limit; journaling them
+    costs no second serialization). `gone`, when the face can tell, says how the
+    call ended on the client's side once the client stopped waiting for it
+    ("CANCELLED", "DEADLINE_EXCEEDED"; None while it waits): a Publish answered
+    after that is recorded so, as the service's send_request_count counts it."""
 
     client_region: str | None
+    raw: bytes = b""
+    notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
+    gone: Callable[[], str | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -23,3 +36,30 @@ class Rpc:
     request_type: Any
     response_type: Any
     resource: Callable[[Any], str]  # the resource a fault rule may target
+    raw: bool = False  # the handler also gets the request bytes (CallInfo.raw)
+    stream: bool = False  # bidirectional streaming: the handler opens a stream object
+
+
+# Methods of the served services that this server does not implement: both faces
+# answer them UNIMPLEMENTED with the same words (`unserved`).
+UNSERVED_METHODS = {
+    "google.pubsub.v1.Publisher": ("ListTopicSnapshots",),
+    "google.pubsub.v1.Subscriber": (
+        "ModifyPushConfig",
+        "GetSnapshot",
+        "ListSnapshots",
+        "CreateSnapshot",
+        "UpdateSnapshot",
+        "DeleteSnapshot",
+        "Seek",
+    ),
+}
+
+
+def unserved(full_name: str) -> ServiceError:
+    """What a method this server does not implement answers ("google.pubsub.v1.X.Y")."""
+    return ServiceError(
+        grpc.StatusCode.UNIMPLEMENTED,
+        f"Method {full_name} is not served by the local server (snapshots, Seek and push "
+        "configuration changes are not modelled).",
+    )

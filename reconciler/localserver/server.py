@@ -1,10 +1,20 @@
-"""`LocalServer`: the gRPC wiring of the Publisher and OrgPolicy services, with RPC
-counters and fault injection around every handler."""
+"""`LocalServer`: the gRPC wiring of the Publisher, Subscriber, OrgPolicy and
+Monitoring (`ListTimeSeries`) services (a thin layer over `dispatch.Dispatcher`,
+which counts, injects faults and runs the transport-independent handlers), the REST
+face over the same dispatcher (`rest`), both on one address (`front`), plus one RPC
+only this server answers: `reconcile.localserver.v1.LocalServer/GetCapabilities`,
+which lets a client tell it from Google's emulator (`CAPABILITIES_METHOD`)."""
 
 from __future__ import annotations
 
+import errno
+import json
 import logging
-from collections.abc import Callable, Iterable
+import shutil
+import socket
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures
 from pathlib import Path
 from types import TracebackType
@@ -12,37 +22,83 @@ from typing import Any
 
 import grpc
 
+from reconciler import __version__
 from reconciler.errors import UsageError
 from reconciler.localserver import protos
+from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
+from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES
+from reconciler.localserver.front import Front, InFlight, Limits
+from reconciler.localserver.http1 import Request, Response
+from reconciler.localserver.http1 import serve as serve_http1
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.monitoring_service import MonitoringService
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
+from reconciler.localserver.outcomes import PublishOutcomes
 from reconciler.localserver.publisher_service import PublisherService
-from reconciler.localserver.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
+from reconciler.localserver.rest import RestFace
+from reconciler.localserver.rpc import (
+    CAPABILITIES_METHOD,
+    CLIENT_REGION_KEY,
+    SERVER_NAME,
+    UNSERVED_METHODS,
+    CallInfo,
+    Rpc,
+    unserved,
+)
 from reconciler.localserver.state import ServerState, policy_to_proto
 from reconciler.localserver.status import ServiceError
+from reconciler.localserver.subscriber_service import PullStream, SubscriberService
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
 log = logging.getLogger(__name__)
 
 PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
+SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
+MONITORING_SERVICE = "google.monitoring.v3.MetricService"
+CAPABILITIES_SERVICE = CAPABILITIES_METHOD.split("/")[1]
+CAPABILITIES = (
+    "storage-policy-validation",
+    "update-labels",
+    "update-storage-policy",
+    "org-policy",
+    "subscriber",
+    "in-transit-enforcement",
+    "rest",
+    "monitoring",
+)
 MAX_WORKERS = 64
+# Above the service's 10 MiB Publish limit, so that a larger request reaches the
+# limit check and gets the service's INVALID_ARGUMENT rather than gRPC's own refusal.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
-def _method_names(publisher: PublisherService, orgpolicy: OrgPolicyService) -> list[str]:
-    return [rpc.name for rpc in (*publisher.rpcs(), *orgpolicy.rpcs())]
+def _method_names(*services: Any) -> list[str]:
+    return [rpc.name for service in services for rpc in service.rpcs()]
 
 
 def method_names() -> list[str]:
     """Every RPC method a local server answers, without opening any state (for
     checking `--fault` specs before the server starts)."""
     state = ServerState()
-    return _method_names(PublisherService(state), OrgPolicyService(state))
+    return _method_names(
+        PublisherService(state),
+        SubscriberService(state),
+        OrgPolicyService(state),
+        MonitoringService(state, PublishOutcomes()),
+    )
+
+
+def capabilities_answer() -> bytes:
+    """What GetCapabilities answers (JSON; the request is ignored)."""
+
+    return json.dumps(
+        {"server": SERVER_NAME, "version": __version__, "capabilities": list(CAPABILITIES)}
+    ).encode()
 
 
 class SeedConflict(UsageError):
@@ -82,23 +138,40 @@ class LocalServer:
         recover: bool = False,
         keep_messages: int = DEFAULT_KEEP_MESSAGES,
         reset_org_policy: bool = False,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+        destination_locations: dict[str, str] | None = None,
+        front: bool = True,
+        limits: Limits | None = None,
     ) -> None:
         self.host = host
         self.port = port
+        # With the front (the default) one address serves gRPC and REST; without it
+        # gRPC alone listens there (benchmarks measure the front's cost this way).
+        self.front = front
+        self.limits = limits or Limits()
         self.client_region = client_region
         self.max_workers = max(max_workers, 1)
         self.counters = RpcCounters()
+        self.outcomes = PublishOutcomes()
         self.state = ServerState(
             Path(state_dir) if state_dir is not None else None,
             fsync=fsync,
             compact_after_bytes=compact_after_bytes,
             recover=recover,
             keep_messages=keep_messages,
+            max_backlog=max_backlog,
+            destination_locations=destination_locations,
         )
         self.publisher = PublisherService(self.state)
+        self.subscriber = SubscriberService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
+        self.monitoring = MonitoringService(self.state, self.outcomes)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
+        self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
         self._server: grpc.Server | None = None
+        self._front: Front | None = None
+        self._socket_dir: str | None = None
+        self._rest_calls = InFlight()
         if policy_store is not None:
             try:
                 self.seed_org_policy(policy_store, reset=reset_org_policy)
@@ -108,7 +181,7 @@ class LocalServer:
 
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
-        return _method_names(self.publisher, self.orgpolicy)
+        return _method_names(self.publisher, self.subscriber, self.orgpolicy, self.monitoring)
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -129,47 +202,116 @@ class LocalServer:
                 ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
                 ("grpc.so_reuseport", 0),
+                # A connection that starts HTTP/2 but stalls is dropped as the front
+                # drops one that sends nothing.
+                ("grpc.server_handshake_timeout_ms", int(self.limits.first_bytes_s * 1000)),
             ],
             maximum_concurrent_rpcs=None,
         )
         server.add_generic_rpc_handlers(
             (
                 self._generic(PUBLISHER_SERVICE, self.publisher.rpcs()),
+                self._generic(SUBSCRIBER_SERVICE, self.subscriber.rpcs()),
                 self._generic(ORGPOLICY_SERVICE, self.orgpolicy.rpcs()),
+                self._generic(MONITORING_SERVICE, self.monitoring.rpcs()),
+                *(_unserved_handler(service, names) for service, names in UNSERVED_METHODS.items()),
+                grpc.method_handlers_generic_handler(
+                    CAPABILITIES_SERVICE,
+                    {"GetCapabilities": grpc.unary_unary_rpc_method_handler(_capabilities)},
+                ),
             )
         )
+        if not self.front:
+            self.port = _add_port(server, self.address, self.address)
+            server.start()
+            self._server = server
+            return self
+        rest = RestFace(self.dispatcher, self._rpcs_by_name(), lambda: self.client_region)
+
+        def handle(request: Request) -> Response:
+            with self._rest_calls:
+                return rest.handle(request)
+
+        def http(conn: socket.socket, head: bytes) -> None:
+            serve_http1(conn, head, handle, self.limits, self.state.subs.stopping.is_set)
+
+        upstream = self._grpc_upstream(server)
         try:
-            port = server.add_insecure_port(self.address)
-        except RuntimeError as exc:
-            raise OSError(f"cannot listen on {self.address}: {exc}") from exc
-        if port == 0:
-            raise OSError(f"cannot listen on {self.address} (address in use?)")
-        self.port = port
+            front = Front(self.host, self.port, upstream, http, self.limits)
+        except BaseException:
+            server.stop(None)
+            self._remove_socket_dir()
+            raise
+        self.port = front.port
         server.start()
-        self._server = server
+        front.start()
+        self._server, self._front = server, front
         return self
+
+    def _grpc_upstream(self, server: grpc.Server) -> str:
+        """Bind the gRPC server where only the front reaches it: a Unix socket in a
+        directory only this user can enter, or a loopback port without Unix sockets."""
+        if hasattr(socket, "AF_UNIX"):
+            self._socket_dir = tempfile.mkdtemp(prefix="reconcile-ls-")
+            upstream = f"unix:{self._socket_dir}/grpc.sock"
+            _add_port(server, upstream, self.address)
+            return upstream
+        port = _add_port(server, "127.0.0.1:0", self.address)
+        return f"127.0.0.1:{port}"
+
+    def _rpcs_by_name(self) -> dict[str, Rpc]:
+        services = (
+            (PUBLISHER_SERVICE, self.publisher),
+            (SUBSCRIBER_SERVICE, self.subscriber),
+            (MONITORING_SERVICE, self.monitoring),
+        )
+        return {f"{name}.{rpc.name}": rpc for name, svc in services for rpc in svc.rpcs()}
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, then close the state (compacting the journal). Calls parked
-        by a fault hold are answered UNAVAILABLE first: none is left waiting, and no
-        handler runs against the closing state."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
+        by a fault hold or delay are answered UNAVAILABLE first: none is left waiting,
+        and no handler runs against the closing state."""
+        self.faults.stop()
+        self.state.subs.stop()  # waiting pulls and streams end now
+        self._stop_serving(grace)
+        self.state.close()
+
+    def _stop_serving(self, grace: float | None) -> None:
+        if self._front is not None:
+            self._front.close_listeners()  # open connections carry gRPC's goodbyes
         if self._server is not None:
             self._server.stop(grace).wait()
             self._server = None
-        self.state.close()
+        if self._front is not None:
+            if grace:  # as gRPC's grace: REST calls in flight may finish (None: abort)
+                self._rest_calls.wait_idle(grace)
+            self._front.stop()
+            self._front = None
+        self._remove_socket_dir()
+
+    def _remove_socket_dir(self) -> None:
+        if self._socket_dir is not None:
+            shutil.rmtree(self._socket_dir, ignore_errors=True)
+            self._socket_dir = None
 
     def compact(self) -> None:
         """Fold the journal into the snapshot now (it also happens as it grows)."""
         self.state.compact()
 
+    def fail_state_writes(
+        self, code: int = errno.ENOSPC, *, count: int = 1, at: str = "write"
+    ) -> None:
+        """Fault hook: the next `count` journal writes (`at="write"`) or fsyncs
+        (`at="fsync"`) fail with OSError(`code`), as a full or failing disk would.
+        Needs a state directory."""
+        self.state.inject_write_failure(code, count=count, at=at)
+
     def crash(self) -> None:
         """Stop at once without the clean-shutdown compaction, leaving the state
         directory as a kill -9 would (for crash-recovery tests)."""
-        self.faults.end_holds("UNAVAILABLE", "local server is stopping")
-        if self._server is not None:
-            self._server.stop(None).wait()
-            self._server = None
+        self.faults.stop()
+        self.state.subs.stop()
+        self._stop_serving(None)
         self.state.close(compact=False)
 
     def wait(self, timeout: float | None = None) -> bool:
@@ -196,34 +338,78 @@ class LocalServer:
     # ------------------------------------------------------------------ gRPC wiring
 
     def _generic(self, service: str, rpcs: list[Rpc]) -> grpc.GenericRpcHandler:
-        handlers = {
-            rpc.name: grpc.unary_unary_rpc_method_handler(
-                self._wrap(rpc),
-                request_deserializer=rpc.request_type.FromString,
-                response_serializer=rpc.response_type.SerializeToString,
-            )
-            for rpc in rpcs
-        }
+        handlers = {}
+        for rpc in rpcs:
+            if rpc.stream:
+                handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(
+                    self._wrap_stream(rpc),
+                    request_deserializer=rpc.request_type.FromString,
+                    response_serializer=rpc.response_type.SerializeToString,
+                )
+            else:
+                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
+                    self._wrap(rpc),
+                    request_deserializer=None if rpc.raw else rpc.request_type.FromString,
+                    response_serializer=rpc.response_type.SerializeToString,
+                )
         return grpc.method_handlers_generic_handler(service, handlers)
 
     def _wrap(self, rpc: Rpc) -> Callable[[Any, grpc.ServicerContext], Any]:
-        """Count, inject faults, run, and turn ServiceError into a status. Anything else
-        is INTERNAL (never UNKNOWN: some clients retry UNKNOWN for minutes)."""
+        """The dispatcher's answer, or its ServiceError as the call's status."""
+        parse = rpc.request_type.FromString
+        dispatch = self.dispatcher.call
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
+            raw = b""
+            if rpc.raw:
+                raw = request
+                try:
+                    request = parse(raw)
+                except Exception:
+                    self.counters.incr(rpc.name)
+                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
+            gone = _gone(context) if rpc.raw else None  # Publish: its outcome is recorded
+            call = CallInfo(self._client_region(context), raw, gone=gone)
             try:
-                resource = rpc.resource(request)
-            except Exception:
-                resource = None
-            self.counters.incr(rpc.name, _project(resource))
-            try:
-                self.faults.apply(rpc.name, resource)
-                return rpc.handler(request, CallInfo(self._client_region(context)))
+                return dispatch(rpc, request, call)
             except ServiceError as err:
                 context.abort(err.code, err.message)
-            except Exception as exc:
-                log.exception("local server: %s failed", rpc.name)
-                context.abort(grpc.StatusCode.INTERNAL, f"local server bug: {exc!r}")
+
+        return handle
+
+    def _wrap_stream(self, rpc: Rpc) -> Callable[[Iterator[Any], grpc.ServicerContext], Any]:
+        """StreamingPull: the first request opens a `PullStream` through the dispatcher
+        (counted, faults applied, checked); a reader thread feeds it the later
+        requests while this thread sends what it yields."""
+
+        def handle(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+            try:
+                first = next(requests)
+            except StopIteration:
+                return
+            try:
+                stream: PullStream = self.dispatcher.call(
+                    rpc, first, CallInfo(self._client_region(context))
+                )
+            except ServiceError as err:
+                context.abort(err.code, err.message)
+
+            def read() -> None:
+                try:
+                    for request in requests:
+                        stream.receive(request)
+                except Exception:  # the client went away or the server is stopping
+                    pass
+                finally:
+                    stream.end()
+
+            threading.Thread(target=read, name="streaming-pull-reader", daemon=True).start()
+            try:
+                yield from stream.responses(context.is_active)
+            except ServiceError as err:
+                context.abort(err.code, err.message)
+            finally:
+                stream.end()
 
         return handle
 
@@ -239,6 +425,29 @@ class LocalServer:
         """The last `keep_messages` published `PubsubMessage` protos of a topic, in
         publish order."""
         return self.state.messages(topic)
+
+    # ----------------------------------------------------------------- read API
+    # (what a Monitoring face serves: the by-region gauges and publish metrics)
+
+    def subscription_stats(self, subscription: str) -> BacklogStats | None:
+        """Per region the messages are persisted in: count, bytes and oldest publish
+        time of the subscription's unacked and retained acked messages."""
+        return self.state.subs.subscription_stats(subscription)
+
+    def topic_stats(self, topic: str) -> BacklogStats:
+        """The same across every subscription attached to the topic."""
+        return self.state.subs.topic_stats(topic)
+
+    def set_limits(self, limits: Limits) -> None:
+        """Change the front's bounds (timeouts, sizes); new connections follow them."""
+        self.limits = limits
+        if self._front is not None:
+            self._front.limits = limits
+
+    def set_destination_location(self, key: str, location: str | None) -> None:
+        """Declare where an export or push destination is (see `exports`): e.g.
+        "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
+        self.state.subs.set_location(key, location)
 
     def rerouted(self, topic: str) -> int:
         """Messages of `topic` published from a region its storage policy excludes and
@@ -309,8 +518,40 @@ class LocalServer:
         return self.state.create_topics(topics)
 
 
-def _project(resource: str | None) -> str | None:
-    """P of "projects/P/..." (what a per-project counter is keyed by)."""
-    if not resource or not resource.startswith("projects/"):
-        return None
-    return resource.split("/")[1] or None
+def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHandler:
+    def handler(name: str) -> grpc.RpcMethodHandler:
+        error = unserved(f"{service}.{name}")
+
+        def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
+            context.abort(error.code, error.message)
+            raise AssertionError("abort raises")  # for the type checker
+
+        return grpc.unary_unary_rpc_method_handler(answer)
+
+    return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
+
+
+def _gone(context: grpc.ServicerContext) -> Callable[[], str | None]:
+    """How the client ended the call if it stopped waiting (see `CallInfo.gone`)."""
+
+    def gone() -> str | None:
+        left = context.time_remaining()
+        if left is not None and left <= 0:  # known here even before the client's reset
+            return "DEADLINE_EXCEEDED"
+        return None if context.is_active() else "CANCELLED"
+
+    return gone
+
+
+def _add_port(server: grpc.Server, address: str, public: str) -> int:
+    try:
+        port = server.add_insecure_port(address)
+    except RuntimeError as exc:
+        raise OSError(f"cannot listen on {public}: {exc}") from exc
+    if port == 0:
+        raise OSError(f"cannot listen on {public} (address in use?)")
+    return int(port)
+
+
+def _capabilities(request: bytes, context: grpc.ServicerContext) -> bytes:
+    return capabilities_answer()

@@ -1,10 +1,19 @@
-"""Server state: topics, published messages, org policies and the resource ancestry.
+"""Server state: topics, org policies, the resource ancestry, and (in
+`subscriptions`) subscriptions with their messages.
 
-One lock orders every mutation; a mutation is applied in memory and appended to the
-journal under that lock (so the journal order is the memory order), then made durable
-with a shared fsync *after* the lock is released and before the reply is sent. Stored
-protos are never mutated in place, so a handler may serialize what it read after
-letting go of the lock. Published messages live in memory only, bounded (`messages`).
+Durable before visible: a change is journaled and fsynced *before* memory changes,
+so nothing a reader or a reply has seen can be lost by a crash, and a write that
+fails (`StateWriteError`: a full or failing disk) leaves memory as it was; the
+caller answers with an error and reads go on.
+
+Two locks. `wlock` orders every change and the journal (held while a change is
+decided and written; admin changes also hold it through their fsync, so one admin
+change is durable before the next is decided); `lock` guards memory, held briefly
+by readers and by each change as it is applied. Publish and Acknowledge, the hot
+paths, write under `wlock` but wait for their fsync outside it, sharing one fsync
+with every other writer then waiting (group commit), and are applied afterwards;
+compaction waits for those in flight. Stored protos are never mutated in place, so
+a handler may serialize what it read after letting go of the lock.
 """
 
 from __future__ import annotations
@@ -12,7 +21,6 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +29,9 @@ from google.protobuf import json_format
 
 from reconciler.localserver import journal as j
 from reconciler.localserver import protos
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, MessageLog
+from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.paging import page_after
+from reconciler.localserver.subscriptions import Subscriptions
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
@@ -44,7 +54,8 @@ class ServerState:
 
     Opening a damaged state raises `StateDamaged` unless `recover`; `loaded` then
     says what was found (torn tail dropped, migration, what a recovery dropped).
-    Published messages: a count per topic and the last `keep_messages` of them.
+    `subs` holds subscriptions and messages (`keep_messages`: the per-topic log of
+    recent messages, and the per-subscription bound on unacknowledged ones).
     """
 
     def __init__(
@@ -55,19 +66,25 @@ class ServerState:
         compact_after_bytes: int = 4 * 1024 * 1024,
         recover: bool = False,
         keep_messages: int = DEFAULT_KEEP_MESSAGES,
+        destination_locations: dict[str, str] | None = None,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
     ) -> None:
         if keep_messages < 0:
             raise ValueError("keep_messages must not be negative")
-        self._lock = threading.RLock()
+        self.wlock = threading.RLock()
+        self.lock = threading.RLock()
+        self._idle = threading.Condition(self.lock)
+        self._in_flight = 0  # grouped writes journaled but not yet applied
         self._topics: dict[str, Any] = {}
         self._by_project: dict[str, list[str]] = {}
-        self._messages: dict[str, MessageLog] = {}
         self.keep_messages = keep_messages
-        self._next_message_id = 1
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
         self._journal: j.Journal | None = None
         self.loaded: j.Loaded | None = None
+        self.subs = Subscriptions(
+            self, keep_messages, destination_locations or {}, max_backlog=max_backlog
+        )
         if state_dir is not None:
             journal = j.Journal(
                 Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
@@ -76,15 +93,21 @@ class ServerState:
                 self.loaded = journal.load(recover=recover)
                 for note in self.loaded.notes:
                     log.warning("local server: %s", note)
-                for record in self.loaded.records:
-                    self._apply(record)
+                with self.lock:  # nobody else yet; the conditions want it held
+                    for record in self.loaded.records:
+                        self._apply(record)
                 self.loaded.records = []  # applied; do not keep a second copy
+                self.subs.loaded()
                 if self.loaded.rewrite:  # recovery or migration: a fresh snapshot now
                     journal.compact(self._all_records())
             except BaseException:
                 journal.close()
                 raise
             self._journal = journal
+
+    @property
+    def durable(self) -> bool:
+        return self._journal is not None
 
     # ----------------------------------------------------------------- journal plumbing
 
@@ -102,19 +125,59 @@ class ServerState:
             self.policy_store.ancestry[key] = value.decode("utf-8")
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
+        else:
+            self.subs.apply(record)
 
-    def _log(self, *records: j.Record) -> int:
-        """Append under the state lock; compacts when the journal has grown enough."""
+    def commit(self, *records: j.Record) -> None:
+        """Make `records` durable, under `wlock` and before memory changes; raises
+        `StateWriteError` (nothing written) when the disk refuses."""
         if self._journal is None or not records:
+            return
+        self._journal.append(list(records))
+
+    def write_grouped(self, records: list[j.Record]) -> int:
+        """Under `wlock`: journal `records` (not yet durable) for a change applied
+        after `sync_grouped`; a ticket (0 in memory). Compaction waits for it."""
+        if self._journal is None:
             return 0
-        ticket = self._journal.write(list(records))
-        if self._journal.should_compact():
-            self._journal.compact(self._all_records())
+        ticket = self._journal.write(records)
+        with self.lock:
+            self._in_flight += 1
         return ticket
 
-    def _durable(self, ticket: int) -> None:
-        if self._journal is not None and ticket:
-            self._journal.sync(ticket)
+    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any:
+        """Outside `wlock`: wait for the shared fsync, then apply under `lock`."""
+        try:
+            if ticket:
+                assert self._journal is not None
+                self._journal.sync(ticket)
+            with self.lock:
+                return apply()
+        finally:
+            if ticket:
+                with self.lock:
+                    self._in_flight -= 1
+                    self._idle.notify_all()
+
+    def maybe_compact(self) -> None:
+        """Fold the journal into the snapshot once it has grown enough (under `wlock`,
+        after a change is in memory, which the snapshot must hold). A failure is
+        logged, not raised: the change is durable in the journal, which stays valid."""
+        journal = self._journal
+        if journal is None or not journal.should_compact():
+            return
+        try:
+            self._compact(journal)
+        except j.StateWriteError as exc:
+            journal.compact_after_bytes *= 2  # not on every later write
+            log.warning("local server: %s; the journal keeps every change", exc)
+
+    def _compact(self, journal: j.Journal) -> None:
+        with self.lock:
+            while self._in_flight:
+                self._idle.wait()
+            records = list(self._all_records())
+        journal.compact(records)
 
     def _all_records(self) -> Iterator[j.Record]:
         for child, parent in self.policy_store.ancestry.items():
@@ -123,20 +186,35 @@ class ServerState:
             yield j.PUT_POLICY, name, policy.SerializeToString()
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
+        yield from self.subs.records()
+
+    def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
+        if self._journal is None:
+            raise ValueError("an in-memory server writes no state to fail")
+        self._journal.inject_failure(code, count=count, at=at)
 
     def compact(self) -> None:
         """Fold the journal into the snapshot now (also done automatically)."""
-        with self._lock:
+        with self.wlock:
             if self._journal is not None:
-                self._journal.compact(self._all_records())
+                self._compact(self._journal)
 
     def close(self, *, compact: bool = True) -> None:
         """Release the state directory; `compact=False` leaves the journal exactly as
-        a crash would."""
-        with self._lock:
+        a crash would. A compaction the disk refuses is skipped with a warning: the
+        journal alone holds every acknowledged change."""
+        self.subs.stop()
+        with self.wlock:
             if self._journal is not None:
-                if compact:
-                    self._journal.compact(self._all_records())
+                if compact and self._journal.broken is None:
+                    try:
+                        self._compact(self._journal)
+                    except j.StateWriteError as exc:
+                        log.warning(
+                            "local server: not compacted at stop (%s); the journal keeps "
+                            "every acknowledged change",
+                            exc,
+                        )
                 self._journal.close()
                 self._journal = None
 
@@ -156,97 +234,82 @@ class ServerState:
         i = bisect.bisect_left(names, name)
         if i < len(names) and names[i] == name:
             del names[i]
-        self._messages.pop(name, None)
+        self.subs.topic_deleted(name)
         return True
 
     def get_topic(self, name: str) -> Any | None:
-        with self._lock:
+        with self.lock:
             return self._topics.get(name)
 
     def topic_count(self) -> int:
-        with self._lock:
+        with self.lock:
             return len(self._topics)
 
     def create_topic(self, name: str, build: Callable[[], Any]) -> Any | None:
         """Store what `build()` returns unless `name` exists (then None). `build` runs
-        under the lock so that validation sees the same org policy as the insert."""
-        with self._lock:
+        under `wlock` so that validation sees the same org policy as the insert."""
+        with self.wlock:
             if name in self._topics:
                 return None
             topic = build()
-            self._put_topic(topic)
-            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
-        self._durable(ticket)
+            self.commit((j.PUT_TOPIC, name, topic.SerializeToString()))
+            with self.lock:
+                self._put_topic(topic)
+            self.maybe_compact()
         return topic
 
     def create_topics(self, topics: Iterable[Any]) -> int:
         """Bulk seeding (tests, benchmarks): one journal write for all; skips existing."""
-        records: list[j.Record] = []
-        with self._lock:
-            for topic in topics:
-                if topic.name in self._topics:
-                    continue
-                self._put_topic(topic)
-                records.append((j.PUT_TOPIC, topic.name, topic.SerializeToString()))
-            ticket = self._log(*records)
-        self._durable(ticket)
-        return len(records)
+        with self.wlock:
+            new = {t.name: t for t in topics if t.name not in self._topics}
+            self.commit(*((j.PUT_TOPIC, n, t.SerializeToString()) for n, t in new.items()))
+            with self.lock:
+                for topic in new.values():
+                    self._put_topic(topic)
+            self.maybe_compact()
+        return len(new)
 
     def update_topic(self, name: str, change: Callable[[Any], Any]) -> Any | None:
         """Replace the topic with `change(current)` (a new proto); None if missing."""
-        with self._lock:
+        with self.wlock:
             current = self._topics.get(name)
             if current is None:
                 return None
             topic = change(current)
-            self._topics[name] = topic
-            ticket = self._log((j.PUT_TOPIC, name, topic.SerializeToString()))
-        self._durable(ticket)
+            self.commit((j.PUT_TOPIC, name, topic.SerializeToString()))
+            with self.lock:
+                self._topics[name] = topic
+            self.subs.settle_exports(name)
+            self.maybe_compact()
         return topic
 
     def delete_topic(self, name: str) -> bool:
-        with self._lock:
-            if not self._drop_topic(name):
+        """Delete the topic; its subscriptions stay, pointing at `_deleted-topic_`."""
+        with self.wlock:
+            if name not in self._topics:
                 return False
-            ticket = self._log((j.DELETE_TOPIC, name, b""))
-        self._durable(ticket)
+            self.commit((j.DELETE_TOPIC, name, b""))
+            with self.lock:
+                self._drop_topic(name)
+            self.maybe_compact()
         return True
 
     def list_topics(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
         """Up to `limit` topics of `project` named after `after`, in name order, and the
         last name returned when more follow (else "")."""
-        with self._lock:
-            names = self._by_project.get(project, [])
-            start = bisect.bisect_right(names, after) if after else 0
-            page = names[start : start + limit]
-            more = start + limit < len(names)
-            return [self._topics[n] for n in page], (page[-1] if more and page else "")
-
-    def add_messages(self, name: str, messages: Any) -> list[str] | None:
-        """Count and keep published messages (the request's own repeated field, not a
-        copy: the cheap path); their IDs, or None when the topic is gone."""
-        with self._lock:
-            if name not in self._topics:
-                return None
-            log = self._messages.get(name)
-            if log is None:
-                log = self._messages[name] = MessageLog(self.keep_messages)
-            first = self._next_message_id
-            self._next_message_id += len(messages)
-            log.add(first, time.time_ns(), messages)
-        return list(map(str, range(first, first + len(messages))))
+        with self.lock:
+            page, last = page_after(self._by_project.get(project, []), after, limit)
+            return [self._topics[n] for n in page], last
 
     def messages(self, name: str) -> list[Any]:
         """The last `keep_messages` messages of a topic, as stored `PubsubMessage`s."""
-        with self._lock:
-            log = self._messages.get(name)
-            return log.stored() if log is not None else []
+        with self.lock:
+            return self.subs.topic_messages(name)
 
     def message_count(self, name: str) -> int:
-        """How many messages were ever published to the topic (kept or not)."""
-        with self._lock:
-            log = self._messages.get(name)
-            return log.count if log is not None else 0
+        """How many messages were published to the topic in this server run."""
+        with self.lock:
+            return self.subs.topic_message_count(name)
 
     # ---------------------------------------------------------------------- policies
 
@@ -259,12 +322,12 @@ class ServerState:
         return self._policies.pop(name, None) is not None
 
     def get_policy(self, name: str) -> Any | None:
-        with self._lock:
+        with self.lock:
             return self._policies.get(name)
 
     def list_policies(self, parent: str) -> list[Any]:
         prefix = parent + "/policies/"
-        with self._lock:
+        with self.lock:
             return [p for n, p in sorted(self._policies.items()) if n.startswith(prefix)]
 
     def write_policy(
@@ -272,30 +335,34 @@ class ServerState:
     ) -> tuple[Any | None, Any | None]:
         """Atomically replace policy `name` by `change(current)` (None deletes it);
         returns (before, after)."""
-        with self._lock:
+        with self.wlock:
             before = self._policies.get(name)
             after = change(before)
             if after is None:
                 if before is None:
                     return None, None
-                self._drop_policy(name)
-                ticket = self._log((j.DELETE_POLICY, name, b""))
+                self.commit((j.DELETE_POLICY, name, b""))
+                with self.lock:
+                    self._drop_policy(name)
             else:
-                self._put_policy(after)
-                ticket = self._log((j.PUT_POLICY, name, after.SerializeToString()))
-        self._durable(ticket)
+                self.commit((j.PUT_POLICY, name, after.SerializeToString()))
+                with self.lock:
+                    self._put_policy(after)
+            self.maybe_compact()
         return before, after
 
     def set_ancestry(self, child: str, parent: str | None) -> None:
-        with self._lock:
+        with self.wlock:
             if parent is None:
-                self.policy_store.ancestry.pop(child, None)
-                ticket = self._log((j.DELETE_ANCESTRY, child, b""))
+                self.commit((j.DELETE_ANCESTRY, child, b""))
+                with self.lock:
+                    self.policy_store.ancestry.pop(child, None)
             else:
-                self.policy_store.ancestry[child] = parent
-                ticket = self._log((j.SET_ANCESTRY, child, parent.encode("utf-8")))
-        self._durable(ticket)
+                self.commit((j.SET_ANCESTRY, child, parent.encode("utf-8")))
+                with self.lock:
+                    self.policy_store.ancestry[child] = parent
+            self.maybe_compact()
 
     def locked(self) -> threading.RLock:
-        """The state lock, for evaluating the org policy consistently with a write."""
-        return self._lock
+        """The write lock, for evaluating the org policy consistently with a write."""
+        return self.wlock

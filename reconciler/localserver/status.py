@@ -18,7 +18,7 @@ class ServiceError(Exception):
 
 
 def suggestion(word: str, choices: Iterable[str]) -> str:
-    """"; did you mean 'X'?" for the nearest of `choices`, or ""."""
+    """ "; did you mean 'X'?" for the nearest of `choices`, or ""."""
     by_upper = {c.upper(): c for c in choices}
     match = difflib.get_close_matches(word.upper(), list(by_upper), n=1, cutoff=0.6)
     return f"; did you mean {by_upper[match[0]]!r}?" if match else ""
@@ -51,3 +51,7 @@ def already_exists(message: str) -> ServiceError:
 
 def failed_precondition(message: str) -> ServiceError:
     return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, message)
+
+
+def unavailable(message: str) -> ServiceError:
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, message)

@@ -8,7 +8,9 @@ nearest meaning) but treat what follows from it as unverified, and say so.
 
 Every refusal records whether it rests on inferred data (`inferred_basis`): a region
 left out of an unverified group might be in it, so diagnostics built on such a refusal
-are warnings unless `--strict-groups` is given.
+are warnings unless `--strict-groups` is given. Only might: an inferred group's
+members all lie in its geography (`within`, e.g. `us-*` for in:us-locations), so a
+region outside it (asia-east1) is certainly not a member, and refusing it is certain.
 """
 
 from __future__ import annotations
@@ -43,6 +45,19 @@ class ValueGroup:
     verified: bool
     basis: str
     source: str = ""  # where the group and its members come from (locations.yaml)
+    # Inferred groups: region-name patterns (`us-*`) or regions every member matches,
+    # whatever the members are; () = no bound known (anything may be a member).
+    within: tuple[str, ...] = ()
+
+    def may_contain(self, region: str) -> bool:
+        """False only when `region` is certainly not a member."""
+        if self.verified or region in self.regions:
+            return region in self.regions
+        if not self.within:
+            return True
+        return any(
+            region.startswith(p[:-1]) if p.endswith("*") else region == p for p in self.within
+        )
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,7 @@ class LocationCatalog:
 def catalog() -> LocationCatalog:
     text = _DATA.read_text("utf-8")
     raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    bodies = raw.get("groups") or {}
     groups = {
         name: ValueGroup(
             name=name,
@@ -117,8 +133,9 @@ def catalog() -> LocationCatalog:
             verified=bool(body.get("verified")),
             basis=str(body.get("basis", "")),
             source=str(body.get("source", "")),
+            within=_within(body.get("within") or [], bodies),
         )
-        for name, body in (raw.get("groups") or {}).items()
+        for name, body in bodies.items()
     }
     return LocationCatalog(
         regions=frozenset(raw["regions"]),
@@ -129,6 +146,17 @@ def catalog() -> LocationCatalog:
         },
         groups=groups,
     )
+
+
+def _within(patterns: list[str], bodies: dict[str, dict[str, list[str]]]) -> tuple[str, ...]:
+    """A group's geography with `in:GROUP` replaced by that group's regions."""
+    out: list[str] = []
+    for pattern in patterns:
+        if pattern.startswith("in:"):
+            out.extend(bodies[pattern[3:]]["regions"])
+        else:
+            out.append(pattern)
+    return tuple(out)
 
 
 @dataclass(frozen=True)
@@ -166,7 +194,7 @@ def expand_values(values: tuple[str, ...]) -> ValueExpansion:
                 continue
             regions |= group.regions
             if value.startswith("under:"):
-                under.append(value)
+                under.append(value)  # read as in:, with no bound on what it holds
                 group = ValueGroup(group.name, group.regions, False, UNDER_BASIS, group.source)
             if group.verified:
                 certain |= group.regions
@@ -204,12 +232,15 @@ class LocationRestriction:
 
     def inferred_basis(self, region: str) -> tuple[ValueGroup, ...]:
         """The unverified groups a refusal of `region` rests on; () when the region is
-        allowed or its refusal is certain (exact values, verified groups, denyAll)."""
+        allowed or its refusal is certain (exact values, verified groups, denyAll, or
+        a region outside the geography of every inferred group allowed)."""
         if self.allows(region) or region in self.denied_certain:
             return ()
         if region in self.candidates:  # allowed, then denied by an inferred group only
             return tuple(g for g in self.denied_inferred if region in g.regions)
-        return self.allowed_inferred  # might be a member of an allowed inferred group
+        # Refused for want of an allowed value: uncertain only where an allowed
+        # inferred group might, after all, hold the region.
+        return tuple(g for g in self.allowed_inferred if g.may_contain(region))
 
     def allowed_regions(self) -> tuple[str, ...]:
         if self.allowed is None:

@@ -2,7 +2,12 @@
 `org-policy.yaml:line:col` diagnostic (unknown keys with a suggestion, malformed
 policy names, misspelt constraints, rules mixing kinds, unknown regions and value
 groups, policies for projects no spec uses), so that a typo cannot quietly switch the
-org-policy checks off. Policies with errors are left out of the store."""
+org-policy checks off. Policies with errors are left out of the store.
+
+    read_snapshot(path, diags, projects=()) -> PolicyStore   validate: diagnostics
+    load_snapshot(path) -> PolicyStore       servers and backends: an InputError instead
+    dump_snapshot(store, path, header="")    `policy pull`: written atomically
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from reconciler.diagnostics import Diagnostics
+from reconciler.diagnostics import Diagnostics, Severity
+from reconciler.errors import InputError
+from reconciler.fileio import write_atomically
 from reconciler.names import project_id_problem
 from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
@@ -22,6 +29,7 @@ from reconciler.orgpolicy.model import (
 )
 from reconciler.orgpolicy.store import BOOLEAN_CONSTRAINTS, PolicyStore
 from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
+from reconciler.yamltext import dump_all
 
 POLICY_FIELDS = ("name", "spec", "dryRunSpec", "etag", "alternate")
 SPEC_FIELDS = ("rules", "inheritFromParent", "reset", "etag", "updateTime")
@@ -312,3 +320,29 @@ def _location_values(checker: _Checker, values: list[str], path: PathKey) -> Non
             hint = f"; did you mean {suggestion!r}?" if suggestion else ""
             checker.error(where, "policy-value", f"unknown location {value!r}{hint}")
 
+
+def load_snapshot(path: Path) -> PolicyStore:
+    """Read a snapshot file (YAML or JSON documents: Policy resources, plus an optional
+    `ancestry:` mapping) for a server or a backend: any error is an InputError listing
+    every problem with its line (validate reports them as diagnostics instead)."""
+    diags = Diagnostics()
+    store = read_snapshot(path, diags)
+    errors = [d for d in diags.sorted() if d.severity is Severity.ERROR]
+    if errors:
+        raise InputError(
+            "the org-policy snapshot has problems:\n  "
+            + "\n  ".join(d.render() for d in errors),
+            hint="fix the org-policy snapshot, or write a new one with `reconcile policy pull`",
+        )
+    return store
+
+
+def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
+    """Write the snapshot atomically (a reader never sees half a file)."""
+    docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
+    if store.ancestry:
+        docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
+    text = dump_all(docs)  # every string reads back as one (an etag `1e5` is quoted)
+    if header:
+        text = "".join(f"# {line}\n" for line in header.splitlines()) + text
+    write_atomically(path, text, "org-policy snapshot")

@@ -10,7 +10,6 @@ merge: the nearest policy decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from pathlib import Path
 
 from reconciler.orgpolicy.locations import expanded_values
 from reconciler.orgpolicy.model import (
@@ -85,38 +84,3 @@ class PolicyStore:
             allow_all=allow_all and not denied,
         )
         return Policy(name, replace(PolicySpec(), rules=(rule,)))
-
-
-def load_snapshot(path: Path) -> PolicyStore:
-    """Read a snapshot file (YAML or JSON documents: Policy resources, plus an optional
-    `ancestry:` mapping) for a server or a backend: any error is an InputError listing
-    every problem with its line (validate reports them as diagnostics instead)."""
-    from reconciler.diagnostics import Diagnostics, Severity
-    from reconciler.errors import InputError
-    from reconciler.orgpolicy.snapshot import read_snapshot
-
-    diags = Diagnostics()
-    store = read_snapshot(path, diags)
-    errors = [d for d in diags.sorted() if d.severity is Severity.ERROR]
-    if errors:
-        raise InputError(
-            "the org-policy snapshot has problems:\n  "
-            + "\n  ".join(d.render() for d in errors),
-            hint="fix the org-policy snapshot, or write a new one with `reconcile policy pull`",
-        )
-    return store
-
-
-def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
-    """Write the snapshot atomically (a reader never sees half a file)."""
-    import yaml
-
-    from reconciler.fileio import write_atomically
-
-    docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
-    if store.ancestry:
-        docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
-    text = yaml.safe_dump_all(docs, sort_keys=False, explicit_start=True)
-    if header:
-        text = "".join(f"# {line}\n" for line in header.splitlines()) + text
-    write_atomically(path, text, "org-policy snapshot")

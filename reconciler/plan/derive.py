@@ -1,85 +1,23 @@
-"""One source of truth for a change: its request and its `fields` follow from it.
+"""How a change read from a plan file contradicts itself.
 
-A change is its address, action, `before`/`after` shapes, update mask and the paths
-the service computes. The differ builds a change and calls these functions to fill in
-`request` and `fields`; reading a plan file calls them again and refuses the plan when
-the stored ones differ (`problems`), so `apply PLANFILE` sends exactly what `show`
-renders and nothing else.
+A change's request and `fields` are derived from it by the model (plan/model.py:
+`derive_request`, `derive_fields`), when the plan is made and again when a file is
+read. A plan file also stores them, for its readers; reading compares the stored ones
+with the derived ones and refuses the plan when they differ, so `apply PLANFILE` sends
+exactly what `show` renders and nothing else.
 
-    derive_request(rc) -> Request | None      the CreateTopic/UpdateTopic/DeleteTopic body
-    derive_fields(rc) -> list[FieldChange]    what the renderers show per path
-    problems(rc) -> list[str]                 how a stored change contradicts itself
+    problems(rc, stored) -> list[str]    [] = consistent
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from reconciler.names import split_topic_name
 from reconciler.plan.model import FieldChange, Request, ResourceChange
-from reconciler.topic import LABELS, MASK_PATHS, StoragePolicy, region_set
-
-NOTE_CREATE = "computed by the service from the effective org policy"
-NOTE_UPDATE = "recomputed from the effective org policy"
-
-
-def shown_paths(rc: ResourceChange) -> list[str]:
-    """The paths a change sets: an update's mask; a create's labels, and its storage
-    policy when there is one after it."""
-    if rc.action == "update":
-        return [p for p in MASK_PATHS if p in rc.update_mask]
-    if rc.action == "create":
-        after = rc.change.after or {}
-        return [p for p in MASK_PATHS if p == LABELS or after.get(p) is not None]
-    return []
-
-
-def derive_request(rc: ResourceChange) -> Request | None:
-    """The request that makes `before` into `after`: every shown path carries its
-    `after` value, except the computed ones (left out, or masked without a value)."""
-    if rc.action == "no-op":
-        return None
-    if rc.action == "delete":
-        return Request("DeleteTopic", {"name": rc.address})
-    after = rc.change.after or {}
-    body: dict[str, Any] = {"name": rc.address}
-    for path in shown_paths(rc):
-        if path not in rc.change.computed and after.get(path) is not None:
-            body[path] = after[path]
-    if rc.action == "create":
-        return Request("CreateTopic", body)
-    return Request("UpdateTopic", body, shown_paths(rc))
-
-
-def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:
-    """Members added and removed: label keys, or regions (none when a side allows
-    every region)."""
-    if path == LABELS:
-        b, a = set(before or {}), set(after or {})
-        return sorted(a - b), sorted(b - a)
-    rb = region_set(StoragePolicy.from_json(before))
-    ra = region_set(StoragePolicy.from_json(after))
-    if rb is None or ra is None:
-        return [], []
-    return sorted(ra - rb), sorted(rb - ra)
-
-
-def derive_fields(rc: ResourceChange) -> list[FieldChange]:
-    """Per shown path: before -> after straight from the change, the set members it
-    adds and removes, and a note when the service computes the value."""
-    before = rc.change.before or {}
-    after = rc.change.after or {}
-    out = []
-    for path in shown_paths(rc):
-        b, a = before.get(path), after.get(path)
-        if path == LABELS and rc.action == "create":
-            b = {}
-        added, removed = _sets(b, a, path)
-        note = None
-        if path in rc.change.computed:
-            note = NOTE_CREATE if rc.action == "create" else NOTE_UPDATE
-        out.append(FieldChange(path, b, a, added=added, removed=removed, note=note))
-    return out
+from reconciler.plan.shape import decoder
+from reconciler.topic import MASK_PATHS
 
 
 def _shape_problems(rc: ResourceChange) -> list[str]:
@@ -122,8 +60,8 @@ def _request_problems(stored: Request | None, derived: Request | None) -> list[s
         out.append(f"the request names topic {name!r}, the change is for {derived.topic['name']}")
     if stored.update_mask != derived.update_mask:
         out.append(
-            f"the request's update mask {stored.update_mask} is not the change's "
-            f"{derived.update_mask}"
+            f"the request's update mask {list(stored.update_mask)} is not the change's "
+            f"{list(derived.update_mask)}"
         )
     for key in sorted(set(stored.topic) | set(derived.topic), key=str):
         if key == "name":
@@ -137,8 +75,9 @@ def _request_problems(stored: Request | None, derived: Request | None) -> list[s
     return out or ["the request differs from the change"]
 
 
-def problems(rc: ResourceChange) -> list[str]:
-    """Every way a stored change contradicts itself ([] = consistent)."""
+def problems(rc: ResourceChange, stored: Mapping[str, Any]) -> list[str]:
+    """Every way a change read from a file contradicts itself; `stored`: its entry in
+    the file, whose `request` and `change.fields` must be the derived ones."""
     split = split_topic_name(rc.address)
     if split is None:
         return [f"address {rc.address!r} is not projects/PROJECT/topics/TOPIC"]
@@ -147,7 +86,11 @@ def problems(rc: ResourceChange) -> list[str]:
     out = _shape_problems(rc)
     if out:
         return out
-    out += _request_problems(rc.request, derive_request(rc))
-    if rc.change.fields != derive_fields(rc):
+    request = stored["request"]
+    out += _request_problems(
+        None if request is None else decoder(Request)(request), rc.request
+    )
+    fields = [decoder(FieldChange)(f) for f in stored["change"]["fields"]]
+    if fields != rc.change.fields:
         out.append("its `fields` do not follow from `before`/`after` and the update mask")
     return out

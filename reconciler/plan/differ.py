@@ -2,9 +2,9 @@
 
 Both sides are normalised to one comparable shape (managed label keys only, the storage
 policy as a `reconciler.topic.StoragePolicy`, left out when the spec does not manage
-it), compared key by key (plain dicts, lists, text and booleans: `!=` is exact there;
-deepdiff cost a millisecond a drifted topic), and every difference is
-mapped to its top-level update-mask path. Requests keep foreign labels (an update of
+it), compared key by key (plain dicts, lists, text and booleans: `!=` is exact there,
+and cheap enough for every topic of a large plan), and every difference is mapped to
+its top-level update-mask path. Requests keep foreign labels (an update of
 `labels` sends the live map with the managed keys set or removed) and never name an
 unmanaged field.
 
@@ -27,14 +27,16 @@ from reconciler.names import split_topic_name
 from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.ownership import is_owned as owned_labels
-from reconciler.plan.derive import derive_fields, derive_request
+from reconciler.plan.frozen import FrozenDict
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     DRIFT_BOTH,
     DRIFT_MISSES_ALLOWED,
+    ONE_ACTION,
     Change,
     Drift,
     ResourceChange,
+    topic_state,
 )
 from reconciler.plan.policy import (
     computed_policy,
@@ -54,7 +56,6 @@ from reconciler.topic import (
     norm_policy,
     policy_json,
     region_set,
-    shape_json,
 )
 
 REASON_ADOPT = "adopt"
@@ -177,7 +178,7 @@ def unmanaged_drift(desired: DesiredTopic, live: ObservedTopic, facts: OrgFacts)
     )
     return Drift(
         address=desired.address,
-        category=category,
+        category=category,  # type: ignore[arg-type]  # one of DRIFT_* (plan/policy.py)
         message=message,
         fix=fix,
         disallowed=disallowed if topic_regions is not None else [],
@@ -188,8 +189,8 @@ def unmanaged_drift(desired: DesiredTopic, live: ObservedTopic, facts: OrgFacts)
 # -- changes ---------------------------------------------------------------------
 
 
-def _source(desired: DesiredTopic) -> dict[str, Any] | None:
-    return {"file": desired.file, "line": desired.line} if desired.file else None
+def _source(desired: DesiredTopic) -> FrozenDict[str, Any] | None:
+    return FrozenDict(file=desired.file, line=desired.line) if desired.file else None
 
 
 def diff_topic(
@@ -205,7 +206,7 @@ def diff_topic(
     want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         want_policy = live_policy  # what the service computes there: no permanent diff
-    before = shape_json(live_shape.labels, live_policy)  # sorted, read-only (ObservedTopic)
+    before = topic_state(live_shape.labels, live_policy)  # the live labels come sorted
     if _settled(live_shape, keys, live_policy, want_policy):
         return _no_op(desired, before)
     mask = mask_of(
@@ -215,38 +216,45 @@ def diff_topic(
     if not mask:
         return _no_op(desired, before)
     after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
-    rc = ResourceChange(
-        address=desired.address,
-        project=desired.project,
-        topic=desired.topic,
-        change=Change(
-            actions=["update"], before=before, after=shape_json(after_labels, want_policy)
-        ),
-        update_mask=mask,
-        source=_source(desired),
-    )
+    reasons: list[str] = []
+    warnings: list[str] = []
+    computed: list[str] = []
     if LABELS in mask and live_shape.labels.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
-        rc.reasons.append(REASON_ADOPT)
+        reasons.append(REASON_ADOPT)
     if STORAGE_POLICY in mask:
         if mode == "inherit":
-            rc.change.computed = [STORAGE_POLICY]
+            computed.append(STORAGE_POLICY)
             found = drift_category(live_policy, facts)
-            rc.reasons.append(found[0] if found else REASON_IN_TRANSIT)
+            reasons.append(found[0] if found else REASON_IN_TRANSIT)
         if is_regionless(live_policy):
-            rc.warnings.append("no region allowed (invalid) on the live topic: " + REGIONLESS_TEXT)
+            warnings.append("no region allowed (invalid) on the live topic: " + REGIONLESS_TEXT)
         elif warning := narrowing_warning(live_policy, want_policy):
-            rc.warnings.append(warning)
-    return _derived(rc)
-
-
-def _no_op(desired: DesiredTopic, before: dict[str, Any]) -> ResourceChange:
-    """Nothing to send: what the topic will be is what it is, so one document serves
-    both sides (read-only, as every plan document: model.Plan.content)."""
+            warnings.append(warning)
     return ResourceChange(
         address=desired.address,
         project=desired.project,
         topic=desired.topic,
-        change=Change(actions=["no-op"], before=before, after=before),
+        change=Change(
+            actions=ONE_ACTION["update"],
+            before=before,
+            after=topic_state(after_labels, want_policy),
+            computed=computed,  # type: ignore[arg-type]  # MASK_PATHS
+        ),
+        update_mask=mask,  # type: ignore[arg-type]
+        reasons=reasons,
+        warnings=warnings,
+        source=_source(desired),
+    )
+
+
+def _no_op(desired: DesiredTopic, before: dict[str, Any]) -> ResourceChange:
+    """Nothing to send: what the topic will be is what it is, so one document serves
+    both sides (made read-only once, by the model)."""
+    return ResourceChange(
+        address=desired.address,
+        project=desired.project,
+        topic=desired.topic,
+        change=Change(actions=ONE_ACTION["no-op"], before=before, after=before),
         source=_source(desired),
     )
 
@@ -263,14 +271,6 @@ def _settled(
     live one on both sides). True implies `mask_of` would find nothing; False only
     means "compare in full"."""
     return live.labels == keys and live_policy == want_policy
-
-
-def _derived(rc: ResourceChange) -> ResourceChange:
-    """Request and fields follow from the change (plan/derive.py), here as when a plan
-    file is read back."""
-    rc.change.fields = derive_fields(rc)
-    rc.request = derive_request(rc)
-    return rc
 
 
 def in_transit_only(live: StoragePolicy | None, facts: OrgFacts) -> bool:
@@ -292,19 +292,18 @@ def _create(desired: DesiredTopic, facts: OrgFacts) -> ResourceChange:
     labels = dict(sorted(desired_labels(desired).items()))
     explicit = desired.storage.mode == "explicit"
     after_policy = expected_policy(desired, facts) if explicit else computed_policy(facts)
-    rc = ResourceChange(
+    return ResourceChange(
         address=desired.address,
         project=desired.project,
         topic=desired.topic,
         change=Change(
-            actions=["create"],
+            actions=ONE_ACTION["create"],
             before=None,
-            after=TopicShape(labels, after_policy).to_json(),
-            computed=[] if explicit else [STORAGE_POLICY],
+            after=topic_state(labels, after_policy),
+            computed=[] if explicit else [STORAGE_POLICY],  # type: ignore[list-item]
         ),
         source=_source(desired),
     )
-    return _derived(rc)
 
 
 def delete_change(live: ObservedTopic) -> ResourceChange:
@@ -313,16 +312,15 @@ def delete_change(live: ObservedTopic) -> ResourceChange:
     assert split is not None, live.name  # the service only lists well-formed names
     project, topic = split
     shape = live.shape
-    before = TopicShape(dict(sorted(shape.labels.items())), shape.policy).to_json()
-    rc = ResourceChange(
+    before = topic_state(dict(sorted(shape.labels.items())), shape.policy)
+    return ResourceChange(
         address=live.name,
         project=project,
         topic=topic,
-        change=Change(actions=["delete"], before=before, after=None),
+        change=Change(actions=ONE_ACTION["delete"], before=before, after=None),
         reasons=["prune: not declared, carries the ownership label"],
         warnings=["its subscriptions are detached and stop receiving messages"],
     )
-    return _derived(rc)
 
 
 def is_owned(live: ObservedTopic) -> bool:
@@ -337,8 +335,8 @@ def org_diagnostics(
     """The org-policy rules `validate` applies to the snapshot, applied to the live org
     policy (errors stop the topic before any call; warnings are reported). `seen`: the
     problems found so far for each distinct (project, storage, publishers), when the
-    caller checks many topics against one project's facts each (a plan: most of
-    50,000 topics share a few combinations)."""
+    caller checks many topics against one project's facts each (a plan: most topics
+    of a large tree share a few combinations)."""
     if seen is None:
         problems = org_problems(desired, facts)
     else:

@@ -6,9 +6,9 @@ orjson writes both (a 50,000-topic plan's canonical form is 62 MB: 0.15 s instea
 library's `json.dumps` writes with the same settings, so digests do not depend on
 which of the two made them (tests/plan/test_jsonform.py holds them together, every
 code point included). A value orjson would write differently or refuses (an integer
-beyond 64 bits, a key that is not text, a str/int/dict subclass, a dataclass) goes to
-`json` instead. Plan documents hold no floats (the one type the two spell differently
-for some values: `1e+16` against `1e16`).
+beyond 64 bits, a key that is not text, a dataclass) goes to `json` instead. Plan
+documents hold no floats (the one type the two spell differently for some values:
+`1e+16` against `1e16`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from typing import Any
 
 import orjson
 
-# Anything but plain JSON types raises in orjson instead of being written its own way.
-_PLAIN_ONLY = (
-    orjson.OPT_PASSTHROUGH_DATACLASS
-    | orjson.OPT_PASSTHROUGH_DATETIME
-    | orjson.OPT_PASSTHROUGH_SUBCLASS
-)
+# Anything but JSON types raises in orjson instead of being written its own way. The
+# subclasses of str, int, dict and list are written as what they are (the plan's values
+# are read-only dicts and lists: plan/frozen.py), as `json` writes them.
+_PLAIN_ONLY = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 
 def canonical_bytes(data: Any) -> bytes:

@@ -1,13 +1,17 @@
 """Make a plan: observe the named projects, check against the live org policy, diff.
 
-    make_plan(desired, backend, prune=False, validation=()) -> Plan
+    make_plan(desired, backend, prune=False, validation=(), origin=None, projects=(),
+              strict_groups=False) -> Plan
 
 Shared by `plan` and `apply PATH...`. The caller validated the tree first and passes
 what validation reported (`validation`, warnings only: a tree with errors is never
 planned); the plan's `diagnostics` are those, then what the live org policy adds (not
 said twice). A plan with an error there (the specs break the live org policy:
 spec/orgrules.py) must not be applied: `Plan.has_errors`. The org policy is whatever
-the backend was opened with (`Backend.effective_policy`: snapshot or API).
+the backend was opened with (`Backend.effective_policy`: snapshot or API), and what
+the service can do is what the backend states (`Backend.info`: Google's emulator
+computes no storage policy, so `inherit` is not planned there). The plan is built
+whole and then only read: nothing is assigned to it after this function returns.
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
 every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
@@ -20,13 +24,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 
-from reconciler.backends.base import Backend
+from reconciler.backends.base import Backend, BackendInfo
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan import differ
-from reconciler.plan.model import Fingerprints, Plan, PlanTarget
+from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, StorageIntent
-from reconciler.spec.orgrules import OrgProblem
+from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
 
 def make_plan(
@@ -36,61 +40,72 @@ def make_plan(
     validation: Iterable[Diagnostic] = (),
     origin: PlanTarget | None = None,
     projects: Sequence[str] = (),
+    strict_groups: bool = False,
 ) -> Plan:
-    """One plan over every project the specs name; `validation`: what validation
-    already reported, kept first in the plan's diagnostics and not repeated; `origin`:
-    where it is made (plan/origin.py; default: read from the backend's label);
-    `projects`: the --project filter `desired` was narrowed to (recorded in the plan)."""
-    reported = list(validation)
-    already = {(d.file, d.code, d.message) for d in reported}
+    """One plan over every project the specs name, made once and complete.
+    `validation`: what validation already reported, kept first in the plan's
+    diagnostics and not repeated; `origin`: where it is made (plan/origin.py; default:
+    what the backend states it is); `projects`: the --project filter `desired` was
+    narrowed to (recorded in the plan); `strict_groups`: refusals resting on inferred
+    value-group membership are errors (spec/orgrules.py)."""
+    diagnostics = list(validation)
+    already = {(d.file, d.code, d.message) for d in diagnostics}
     observation = observe(backend, desired.projects)
-    plan = Plan(
-        target=origin or PlanTarget.from_label(backend.target),
-        prune=prune,
-        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        diagnostics=reported,
-        projects=sorted(set(projects)),
-    )
-    fingerprints = Fingerprints()
+    created_at = datetime.now(UTC).isoformat(timespec="seconds")
+    changes: list[ResourceChange] = []
+    drifts: list[Drift] = []
+    topic_prints: dict[str, str] = {}
     declared = set()
-    # Google's emulator computes no storage policy: `inherit` could never settle there.
-    no_policy = bool(getattr(backend, "google_emulator", False))
+    info = backend.info
     left_alone: list[DesiredTopic] = []
     org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
     for topic in sorted(desired.topics, key=lambda t: t.address):
         declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
-        fingerprints.topics[topic.address] = topic_fingerprint(live)
+        topic_prints[topic.address] = topic_fingerprint(live)
         problems = differ.org_diagnostics(topic, facts, org_seen)
         if problems:  # rare: the common case skips two generators a topic
-            plan.diagnostics.extend(
-                d for d in problems if (d.file, d.code, d.message) not in already
-            )
+            diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):
                 continue
         diffed = topic
-        if no_policy and topic.storage.mode == "inherit":
+        if not info.computes_storage_policy and topic.storage.mode == "inherit":
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
             left_alone.append(topic)
-        plan.resource_changes.append(differ.diff_topic(diffed, live, facts))
+        changes.append(differ.diff_topic(diffed, live, facts))
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
-                plan.drift.append(drift)
+                drifts.append(drift)
     if prune:
         for project in desired.projects:
             for name in sorted(observation.projects.get(project, [])):
                 live = observation.topics[name]
                 if name not in declared and differ.is_owned(live):
-                    fingerprints.topics[name] = topic_fingerprint(live)
-                    plan.resource_changes.append(differ.delete_change(live))
+                    topic_prints[name] = topic_fingerprint(live)
+                    changes.append(differ.delete_change(live))
     if left_alone:
-        plan.diagnostics.append(emulator_inherit_warning(left_alone))
-    for project, inputs in sorted(observation.org.items()):
-        fingerprints.org_policy[project] = org_fingerprint(inputs)
-    plan.fingerprints = fingerprints
-    return plan
+        diagnostics.append(emulator_inherit_warning(left_alone))
+    org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
+    if strict_groups:
+        diagnostics = promote_inferred(diagnostics)
+    return Plan(
+        resource_changes=changes,
+        diagnostics=diagnostics,
+        drift=drifts,
+        fingerprints=Fingerprints(topic_prints, org_prints),
+        target=origin or recorded_from(info),
+        prune=prune,
+        created_at=created_at,
+        projects=sorted(set(projects)),
+    )
+
+
+def recorded_from(info: BackendInfo) -> PlanTarget:
+    """The target a plan made in-process records: what the backend states it is (the
+    CLI records its own options instead, with the snapshot's hash: plan/origin.py)."""
+    return PlanTarget(info.kind, info.address, info.org_policy, info.snapshot)
 
 
 def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:

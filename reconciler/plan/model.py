@@ -1,9 +1,17 @@
-"""The plan: a plain, versioned, serialisable object.
+"""The plan: a plain, versioned, read-only object, and the one description of the plan
+file.
 
 Renderers read it, `--format json` prints it, the plan file stores it and apply
-executes its `request`s. Each request (and each `fields` entry) is derived from its
-change by plan/derive.py, when the plan is made and again when a file is read, so
-what a reviewer sees is what apply sends.
+executes its `request`s. These dataclasses are the format: plan/shape.py reads their
+annotations once, and the document, the reading of a file, the reader's shape check
+and docs/plan.schema.json (plan/planschema.py) all follow from them.
+
+A plan cannot change once made: the dataclasses are frozen and every list and object
+they hold is read-only (plan/frozen.py), so `Plan.digest` is computed once, when first
+asked for, and stays true. Each change's `request` and `fields` are derived from it
+(never given): what a reviewer sees is what apply sends. The update mask is stored once,
+on the resource change; the request carries it because the request is exactly what is
+sent.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
@@ -16,111 +24,226 @@ it has no digest and no recorded target, so it cannot be checked.
 
 from __future__ import annotations
 
-import copy
 import hashlib
-from dataclasses import dataclass, field
-from typing import Any, Literal
+import typing
+from collections.abc import Mapping, Sequence
+from dataclasses import field
+from functools import cached_property, lru_cache
+from typing import Annotated, Any, Literal, TypedDict
 
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
+from reconciler.plan.frozen import EMPTY, FrozenDict, FrozenList, freeze, thaw
 from reconciler.plan.jsonform import canonical_bytes, indented_text
+from reconciler.plan.shape import (
+    DERIVED,
+    OMIT_EMPTY,
+    Choice,
+    Doc,
+    Exactly,
+    Pattern,
+    Shape,
+    decoder,
+    document,
+    frozen_model,
+)
+from reconciler.topic import (
+    LABELS,
+    MASK_PATHS,
+    STORAGE_POLICY,
+    StoragePolicy,
+    norm_policy,
+    policy_json,
+    region_set,
+)
 
 FORMAT_VERSION = "2.0"
 DIGEST_PREFIX = "sha256:"
+DIGEST = Pattern(r"sha256:[0-9a-f]{64}", "sha256:HEX (64 lowercase hex digits)")
+TOPIC_NAME = Pattern(r"projects/[^/]+/topics/[^/]+", "projects/PROJECT/topics/TOPIC")
+VERSION = Pattern(FORMAT_VERSION.split(".")[0] + r"\.[0-9]+", "MAJOR.MINOR, major 2")
 
 Action = Literal["create", "update", "delete", "no-op"]
-ACTION_ORDER: tuple[Action, ...] = ("create", "update", "delete", "no-op")
+ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
+ONE_ACTION: dict[Action, Sequence[Action]] = {a: FrozenList([a]) for a in ACTION_ORDER}
+Method = Literal["CreateTopic", "UpdateTopic", "DeleteTopic"]
+MaskPath = Literal["labels", "message_storage_policy"]  # reconciler.topic.MASK_PATHS
 
 # The three console categories (docs/storage-policy.md) of a topic out of step with the org policy.
-DRIFT_ALLOWS_DISALLOWED = "allows-disallowed-locations"
-DRIFT_MISSES_ALLOWED = "misses-allowed-locations"
-DRIFT_BOTH = "allowed-and-disallowed-stale"
+DriftCategory = Literal[
+    "allows-disallowed-locations", "misses-allowed-locations", "allowed-and-disallowed-stale"
+]
+DRIFT_ALLOWS_DISALLOWED, DRIFT_MISSES_ALLOWED, DRIFT_BOTH = typing.get_args(DriftCategory)
+
+TARGET_KINDS = ("gcp", "local", "emulator")
+POLICY_SOURCES = ("api", "snapshot")
+
+Strings = Sequence[str]
 
 
-@dataclass
+# -- JSON objects held as read-only dicts --------------------------------------------
+
+
+class PolicyState(TypedDict):
+    """A message storage policy as the plan shows it."""
+
+    allowed_persistence_regions: Strings
+    enforce_in_transit: bool
+
+
+class TopicState(TypedDict):
+    """A topic as the plan compares it, with proto field names (the names of update
+    masks); null when the topic does not exist."""
+
+    labels: Mapping[str, str]
+    message_storage_policy: PolicyState | None
+
+
+class Source(TypedDict):
+    """Where the topic is declared."""
+
+    file: str
+    line: int
+
+
+TopicJSON = Annotated[Mapping[str, Any] | None, Shape(TopicState)]
+
+
+def topic_state(labels: Mapping[str, str], policy: StoragePolicy | None) -> FrozenDict[str, Any]:
+    """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
+    JSON once per distinct policy (most topics share a few), the labels copied once."""
+    return FrozenDict({LABELS: FrozenDict(labels), STORAGE_POLICY: _policy_state(policy)})
+
+
+@lru_cache(maxsize=1024)
+def _policy_state(policy: StoragePolicy | None) -> Any:
+    return freeze(policy_json(norm_policy(policy)))
+
+
+# -- the model ----------------------------------------------------------------------
+
+
+@frozen_model
 class Request:
     """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body."""
 
-    method: Literal["CreateTopic", "UpdateTopic", "DeleteTopic"]
-    topic: dict[str, Any]
-    update_mask: list[str] = field(default_factory=list)
+    method: Method
+    topic: Annotated[Mapping[str, Any], Doc("The topic as sent: its name and the masked fields.")]
+    update_mask: Annotated[Strings, Doc("The update's mask (UpdateTopic only).")] = EMPTY
 
 
-@dataclass
+@frozen_model
 class FieldChange:
     """One top-level path that changes, with enough detail for a reviewer."""
 
-    path: str
+    path: MaskPath
     before: Any
     after: Any
-    added: list[str] = field(default_factory=list)  # set members (regions, label keys)
-    removed: list[str] = field(default_factory=list)
-    note: str | None = None  # e.g. "recomputed from the org policy"
+    added: Annotated[Strings, Doc("Set members added (regions, label keys).")] = EMPTY
+    removed: Annotated[Strings, Doc("Set members removed.")] = EMPTY
+    note: Annotated[str | None, Doc("e.g. recomputed from the org policy.")] = None
 
 
-@dataclass
+@frozen_model
 class Change:
-    actions: list[Action]
-    before: dict[str, Any] | None
-    after: dict[str, Any] | None
-    fields: list[FieldChange] = field(default_factory=list)
-    # Paths whose `after` the service computes from the org policy: a create leaves
-    # them out of its request, an update names them in its mask without a value.
-    computed: list[str] = field(default_factory=list)
+    """The topic before and after, and what the service computes."""
+
+    actions: Annotated[
+        Sequence[Action], Exactly(1, "exactly one action"),
+        Doc("A list with one action (the form Terraform's plans use)."),
+    ]
+    before: Annotated[TopicJSON, Doc("The live topic; null when it does not exist.")]
+    after: Annotated[TopicJSON, Doc("The topic after the change; null for a delete.")]
+    fields: Annotated[
+        Sequence[FieldChange], DERIVED,
+        Doc("Per top-level path the change sets: before/after, set members added/removed, "
+            "a note. Derived from the change, filled in by its resource change."),
+    ] = field(default=EMPTY, init=False)
+    computed: Annotated[
+        Sequence[MaskPath],
+        Doc("Paths whose `after` the service computes from the org policy: a create leaves "
+            "them out of its request, an update names them in its mask without a value."),
+    ] = EMPTY
 
 
-@dataclass
+@frozen_model
 class ResourceChange:
-    address: str  # projects/P/topics/T
+    """One declared topic (or one topic to delete with prune); its request and its
+    change's fields are derived from it when it is made."""
+
+    address: Annotated[str, TOPIC_NAME]
     project: str
     topic: str
     change: Change
-    update_mask: list[str] = field(default_factory=list)
-    request: Request | None = None
-    reasons: list[str] = field(default_factory=list)  # drift categories, adoption...
-    warnings: list[str] = field(default_factory=list)
-    source: dict[str, Any] | None = None  # {"file": ..., "line": ...}
+    update_mask: Annotated[
+        Sequence[MaskPath],
+        Doc("Top-level proto paths an update sends: labels, message_storage_policy (empty "
+            "for create, delete and no-op)."),
+    ] = EMPTY
+    request: Annotated[
+        Request | None, DERIVED,
+        Doc("Exactly what apply sends, derived from the address, the change and the update "
+            "mask (null for a no-op)."),
+    ] = field(default=None, init=False)
+    reasons: Annotated[Strings, Doc("Why: drift category, adoption.")] = EMPTY
+    warnings: Annotated[Strings, Doc("What a reviewer should know.")] = EMPTY
+    source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
+
+    def __post_init__(self) -> None:
+        if self.change.actions[0] == "no-op":
+            return  # no request, no fields: most of a large plan
+        fields = derive_fields(self)
+        if fields:
+            self.__dict__["change"] = _with_fields(self.change, fields)
+        self.__dict__["request"] = derive_request(self)
 
     @property
     def action(self) -> Action:
         return self.change.actions[0]
 
 
-@dataclass
-class Drift:
-    """A live topic out of step with the org policy; reported, never applied."""
+def _with_fields(change: Change, fields: list[FieldChange]) -> Change:
+    """A copy of `change` carrying its derived fields (the given change is not changed)."""
+    copy = object.__new__(Change)
+    copy.__dict__.update(change.__dict__, fields=FrozenList(fields))
+    return copy
 
-    address: str
-    category: str
+
+@frozen_model
+class Drift:
+    """A live topic out of step with the org policy whose storage policy is unmanaged:
+    reported, never applied."""
+
+    address: Annotated[str, TOPIC_NAME]
+    category: DriftCategory
     message: str
     fix: str
-    disallowed: list[str] = field(default_factory=list)
-    missing: list[str] = field(default_factory=list)
+    disallowed: Strings = EMPTY
+    missing: Strings = EMPTY
 
 
-@dataclass
+@frozen_model
 class Fingerprints:
     """What the plan was made against: sha256 of every observed topic (or "absent") and
-    of each project's effective org policy inputs."""
+    of each project's effective org policy inputs; apply PLANFILE re-reads and compares
+    them."""
 
-    topics: dict[str, str] = field(default_factory=dict)
-    org_policy: dict[str, str] = field(default_factory=dict)
-
-
-TARGET_KINDS = ("gcp", "local", "emulator")
-POLICY_SOURCES = ("api", "snapshot")
+    topics: Mapping[str, str] = field(default_factory=dict)
+    org_policy: Mapping[str, str] = field(default_factory=dict)
 
 
-@dataclass
+@frozen_model
 class PlanTarget:
     """Where the plan was made: the service (`kind`, `address`: the emulator's
     HOST:PORT or the local state dir) and the org policy's source (the live API, or a
-    snapshot file with the sha256 of its bytes). `apply PLANFILE` goes there."""
+    snapshot file with the sha256 of its bytes). `apply PLANFILE` goes there and refuses
+    another target or org-policy source."""
 
-    kind: str = ""  # one of TARGET_KINDS; "" = not recorded (plans made in-process)
-    address: str = ""
-    org_policy: str = "api"  # one of POLICY_SOURCES
-    snapshot: str = ""
+    # "" = not recorded (plans made in-process); a plan file always records one.
+    kind: Annotated[str, Choice(TARGET_KINDS)] = ""
+    address: Annotated[str, Doc("The local state dir or the emulator HOST:PORT.")] = ""
+    org_policy: Annotated[str, Choice(POLICY_SOURCES)] = "api"
+    snapshot: Annotated[str, Doc("The --org-policy snapshot, when org_policy is snapshot.")] = ""
     snapshot_sha256: str = ""
 
     def describe(self) -> str:
@@ -137,81 +260,51 @@ class PlanTarget:
             return f"snapshot {self.snapshot} ({DIGEST_PREFIX}{self.snapshot_sha256[:12]}…)"
         return "live Org Policy API"
 
-    @classmethod
-    def from_label(cls, label: str) -> PlanTarget:
-        """From a backend's label ("gcp", "local (DIR)", "emulator ADDR")."""
-        if label == "gcp":
-            return cls("gcp")
-        if label.startswith("local (") and label.endswith(")"):
-            return cls("local", label[len("local (") : -1])
-        if label.startswith("emulator "):
-            return cls("emulator", label[len("emulator ") :])
-        return cls("", label)
 
-
-def _plain(value: Any) -> Any:
-    """`dataclasses.asdict` of a value of the plan's own types: dataclasses become dicts
-    (fields in declaration order), lists and dicts stay shared (the plan's JSON values
-    are never modified through its document). asdict deep-copies every leaf, which
-    was most of a 50,000-topic plan's digest; tests/plan/test_document.py holds the
-    two to the same output."""
-    names = getattr(type(value), "__dataclass_fields__", None)
-    if names is None:
-        return value
-    return {f: getattr(value, f) for f in names}  # no field below Plan nests a dataclass
-
-
-def _change(rc: ResourceChange) -> dict[str, Any]:
-    """`_plain(rc)` written out: one of these per declared topic."""
-    ch = rc.change
-    request = rc.request
-    return {
-        "address": rc.address,
-        "project": rc.project,
-        "topic": rc.topic,
-        "change": {
-            "actions": ch.actions,
-            "before": ch.before,
-            "after": ch.after,
-            "fields": [_plain(f) for f in ch.fields] if ch.fields else [],
-            "computed": ch.computed,
-        },
-        "update_mask": rc.update_mask,
-        "request": None if request is None else {
-            "method": request.method,
-            "topic": request.topic,
-            "update_mask": request.update_mask,
-        },
-        "reasons": rc.reasons,
-        "warnings": rc.warnings,
-        "source": rc.source,
-    }
-
-
-def canonical(data: dict[str, Any]) -> bytes:
+def canonical(data: Mapping[str, Any]) -> bytes:
     """Canonical JSON of a plan document without its digest: sorted keys, no
     whitespace, UTF-8."""
     return canonical_bytes({k: v for k, v in data.items() if k != "digest"})
 
 
-def digest_of(data: dict[str, Any]) -> str:
+def digest_of(data: Mapping[str, Any]) -> str:
     """"sha256:HEX" of a plan document's canonical content (its `digest` excluded)."""
     return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
 
 
-@dataclass
+@frozen_model
 class Plan:
-    resource_changes: list[ResourceChange] = field(default_factory=list)
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    drift: list[Drift] = field(default_factory=list)
+    """A reconcile plan (format_version 2.x): what `reconcile plan --format json`
+    prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
+
+    format_version: Annotated[
+        str, VERSION, Doc("MAJOR.MINOR; a reader refuses another major version.")
+    ] = FORMAT_VERSION
+    resource_changes: Annotated[
+        Sequence[ResourceChange],
+        Doc("One entry per declared topic (and per topic to delete with prune)."),
+    ] = EMPTY
+    diagnostics: Annotated[
+        Sequence[Diagnostic],
+        Doc("Validation and live org-policy findings; a plan with an error cannot be "
+            "applied."),
+    ] = EMPTY
+    drift: Annotated[
+        Sequence[Drift],
+        Doc("Live topics out of step with the org policy whose storage policy is "
+            "unmanaged: warnings, never changes."),
+    ] = EMPTY
     fingerprints: Fingerprints = field(default_factory=Fingerprints)
     target: PlanTarget = field(default_factory=PlanTarget)
-    prune: bool = False
-    created_at: str = ""
-    format_version: str = FORMAT_VERSION
-    # --project: the only projects planned, sorted ([] = every declared project; then
-    # the key is left out of the document, so plans without a filter read as before).
-    projects: list[str] = field(default_factory=list)
+    prune: Annotated[bool, Doc("Whether deletes of undeclared managed topics were planned.")] = (
+        False
+    )
+    created_at: Annotated[str, Doc("When the plan was made (ISO 8601, UTC).")] = ""
+    projects: Annotated[
+        Strings, OMIT_EMPTY,
+        Doc("Only with plan --project: the projects planned (sorted); absent when every "
+            "declared project was planned."),
+    ] = EMPTY
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)
@@ -238,80 +331,101 @@ class Plan:
 
     def content(self) -> dict[str, Any]:
         """The document without its digest (what the digest is computed over); it
-        shares the plan's lists and dicts: read it, do not change it."""
-        data: dict[str, Any] = {
-            "resource_changes": [_change(rc) for rc in self.resource_changes],
-            "diagnostics": [d.to_json() for d in self.diagnostics],
-            "drift": [_plain(d) for d in self.drift],
-            "fingerprints": _plain(self.fingerprints),
-            "target": _plain(self.target),
-            "prune": self.prune,
-            "created_at": self.created_at,
-            "format_version": self.format_version,
-            "projects": self.projects,
-        }
-        if not data["projects"]:
-            del data["projects"]
-        return {"format_version": data.pop("format_version"), **data}
+        shares the plan's read-only lists and dicts."""
+        return document(self)
 
-    @property
+    @cached_property
     def digest(self) -> str:
+        """Computed once, when first asked for (at 50,000 topics it serialises the whole
+        plan); the plan cannot change, so it stays true."""
         return digest_of(self.content())
 
-    def to_json(self) -> dict[str, Any]:
-        """The document, a copy the caller may change."""
-        return copy.deepcopy(self._document())
-
-    def _document(self, digest: str | None = None) -> dict[str, Any]:
-        """The document, sharing the plan's lists and dicts (read only); `digest`:
-        `self.digest` when the caller has it already (at 50k topics each computation
-        serialises the whole plan)."""
+    def document(self) -> dict[str, Any]:
+        """The plan file's document: the content with its digest after the version,
+        sharing the plan's read-only values."""
         data = self.content()
-        digest = digest or digest_of(data)
-        return {"format_version": data.pop("format_version"), "digest": digest, **data}
+        return {"format_version": data.pop("format_version"), "digest": self.digest, **data}
 
-    def dumps(self, digest: str | None = None) -> str:
-        return indented_text(self._document(digest))
+    def to_json(self) -> dict[str, Any]:
+        """The document, a plain copy the caller may change."""
+        result: dict[str, Any] = thaw(self.document())
+        return result
+
+    def dumps(self) -> str:
+        return indented_text(self.document())
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Plan:
-        """Inverse of to_json for a document plan/planschema.py accepted (a plan file is
-        checked there first; this trusts the shape)."""
-        version = str(data["format_version"])
-        changes = []
-        for rc in data["resource_changes"]:
-            ch = rc["change"]
-            req = rc.get("request")
-            changes.append(
-                ResourceChange(
-                    address=rc["address"],
-                    project=rc["project"],
-                    topic=rc["topic"],
-                    change=Change(
-                        actions=list(ch["actions"]),
-                        before=ch["before"],
-                        after=ch["after"],
-                        fields=[FieldChange(**f) for f in ch.get("fields", [])],
-                        computed=list(ch.get("computed", [])),
-                    ),
-                    update_mask=list(rc.get("update_mask", [])),
-                    request=Request(**req) if req else None,
-                    reasons=list(rc.get("reasons", [])),
-                    warnings=list(rc.get("warnings", [])),
-                    source=rc.get("source"),
-                )
-            )
-        fp = data.get("fingerprints") or {}
-        return cls(
-            resource_changes=changes,
-            diagnostics=[Diagnostic.from_json(d) for d in data.get("diagnostics", [])],
-            drift=[Drift(**d) for d in data.get("drift", [])],
-            fingerprints=Fingerprints(
-                topics=dict(fp.get("topics", {})), org_policy=dict(fp.get("org_policy", {}))
-            ),
-            target=PlanTarget(**(data.get("target") or {})),
-            prune=bool(data.get("prune", False)),
-            projects=list(data.get("projects", [])),
-            created_at=str(data.get("created_at", "")),
-            format_version=version,
-        )
+    def from_json(cls, data: Mapping[str, Any]) -> Plan:
+        """The plan of a document plan/planschema.py accepted (a plan file is checked
+        there first; this trusts the shape). Requests and fields are derived again."""
+        plan: Plan = decoder(cls)(data)
+        return plan
+
+
+# -- what a change's request and fields are ---------------------------------------------
+
+NOTE_CREATE = "computed by the service from the effective org policy"
+NOTE_UPDATE = "recomputed from the effective org policy"
+
+
+def shown_paths(rc: ResourceChange) -> list[str]:
+    """The paths a change sets: an update's mask; a create's labels, and its storage
+    policy when there is one after it."""
+    if rc.action == "update":
+        return [p for p in MASK_PATHS if p in rc.update_mask]
+    if rc.action == "create":
+        after = rc.change.after or {}
+        return [p for p in MASK_PATHS if p == LABELS or after.get(p) is not None]
+    return []
+
+
+def derive_request(rc: ResourceChange) -> Request | None:
+    """The request that makes `before` into `after`: every shown path carries its
+    `after` value, except the computed ones (left out, or masked without a value)."""
+    if rc.action == "no-op":
+        return None
+    if rc.action == "delete":
+        return Request("DeleteTopic", {"name": rc.address})
+    after = rc.change.after or {}
+    body: dict[str, Any] = {"name": rc.address}
+    paths = shown_paths(rc)
+    for path in paths:
+        if path not in rc.change.computed and after.get(path) is not None:
+            body[path] = after[path]
+    if rc.action == "create":
+        return Request("CreateTopic", body)
+    return Request("UpdateTopic", body, paths)
+
+
+def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:
+    """Members added and removed: label keys, or regions (none when a side allows
+    every region)."""
+    if path == LABELS:
+        b, a = set(before or {}), set(after or {})
+        return sorted(a - b), sorted(b - a)
+    rb = region_set(StoragePolicy.from_json(before))
+    ra = region_set(StoragePolicy.from_json(after))
+    if rb is None or ra is None:
+        return [], []
+    return sorted(ra - rb), sorted(rb - ra)
+
+
+def derive_fields(rc: ResourceChange) -> list[FieldChange]:
+    """Per shown path: before -> after straight from the change, the set members it
+    adds and removes, and a note when the service computes the value."""
+    paths = shown_paths(rc)
+    if not paths:
+        return []
+    before = rc.change.before or {}
+    after = rc.change.after or {}
+    out = []
+    for path in paths:
+        b, a = before.get(path), after.get(path)
+        if path == LABELS and rc.action == "create":
+            b = {}
+        added, removed = _sets(b, a, path)
+        note = None
+        if path in rc.change.computed:
+            note = NOTE_CREATE if rc.action == "create" else NOTE_UPDATE
+        out.append(FieldChange(path, b, a, added, removed, note))  # type: ignore[arg-type]
+    return out

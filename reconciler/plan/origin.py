@@ -1,9 +1,10 @@
 """Where a plan is made and where it is applied: the same place, or a clear refusal.
 
-    Target                               the CLI's --local / --emulator / --org-policy
-    anchored(target, paths) -> Target    --local's state dir fixed (reconciler/localstate.py)
-    record_target(target) -> PlanTarget  what `plan` stores (service, org-policy source)
-    apply_target(recorded, target, path) -> (Target, notes)
+    anchored(options, paths) -> TargetOptions   --local's state dir fixed
+                                                (reconciler/localstate.py)
+    record_target(options) -> PlanTarget        what `plan` stores (service, org-policy
+                                                source)
+    apply_target(recorded, options, path) -> (TargetOptions, notes)
         what `apply PLANFILE` uses: the recorded target when no target flag is given;
         a different flag, a changed snapshot, or a snapshot where the plan used the
         Org Policy API (or the reverse) is refused naming both, before any call.
@@ -16,81 +17,73 @@ from __future__ import annotations
 import hashlib
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
-from reconciler.backends.deadline import DEFAULT_TIMEOUT
+from reconciler.backends.base import TargetOptions
 from reconciler.errors import InputError, UsageError
+from reconciler.fileio import FileProblem, read_bytes
 from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
+from reconciler.yamlio import MAX_FILE_BYTES
 
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
 
-@dataclass(frozen=True)
-class Target:
-    """Where plan and apply look: --local, --emulator HOST:PORT, --org-policy FILE, and
-    --timeout SECONDS (the deadline of each call to it); `state_dir`: --local's
-    absolute state directory (None: anchored at the current directory)."""
-
-    local: bool = False
-    emulator: str | None = None
-    org_policy: Path | None = None
-    timeout: float = DEFAULT_TIMEOUT
-    state_dir: Path | None = None
-
-
-def anchored(target: Target, paths: Sequence[Path]) -> Target:
-    """The target with --local's state directory anchored at the specs' repository."""
-    if not target.local or target.state_dir is not None:
-        return target
-    return replace(target, state_dir=local_state_dir(paths))
+def anchored(options: TargetOptions, paths: Sequence[Path]) -> TargetOptions:
+    """The target options with --local's state directory anchored at the specs' repository."""
+    if not options.local or options.state_dir is not None:
+        return options
+    return replace(options, state_dir=local_state_dir(paths))
 
 
 def file_sha256(path: Path) -> str:
+
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.strerror}") from None
+        return hashlib.sha256(read_bytes(path, MAX_FILE_BYTES)).hexdigest()
+    except FileProblem as exc:
+        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.message}") from None
 
 
-def _service(target: Target) -> PlanTarget | None:
+def _service(options: TargetOptions) -> PlanTarget | None:
     """The service a command line names (--local, --emulator, $PUBSUB_EMULATOR_HOST);
     None when it names none (Google Cloud for `plan`)."""
-    if target.local:
-        return PlanTarget("local", str(target.state_dir or local_state_dir()))
-    address = target.emulator or os.environ.get(EMULATOR_ENV)
+    if options.local:
+        return PlanTarget("local", str(options.state_dir or local_state_dir()))
+    address = options.emulator or os.environ.get(EMULATOR_ENV)
     if address:
         return PlanTarget("emulator", address)
     return None
 
 
-def record_target(target: Target) -> PlanTarget:
+def record_target(options: TargetOptions) -> PlanTarget:
     """What a plan made with these options records about where it was made."""
-    service = _service(target) or PlanTarget("gcp")
-    if target.org_policy is None:
+    service = _service(options) or PlanTarget("gcp")
+    if options.org_policy is None:
         return service
     return PlanTarget(
         service.kind,
         service.address,
         "snapshot",
-        str(target.org_policy),
-        file_sha256(target.org_policy),
+        str(options.org_policy),
+        file_sha256(options.org_policy),
     )
 
 
-def _flag(target: Target) -> str:
-    if target.local:
+def _flag(options: TargetOptions) -> str:
+    if options.local:
         return "--local"
-    if target.emulator:
-        return f"--emulator {target.emulator}"
+    if options.emulator:
+        return f"--emulator {options.emulator}"
     return f"{EMULATOR_ENV}={os.environ.get(EMULATOR_ENV)}"
 
 
-def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Target, list[str]]:
+def apply_target(
+    recorded: PlanTarget, options: TargetOptions, path: Path
+) -> tuple[TargetOptions, list[str]]:
     """The target `apply PATH` runs against, and what to tell the user about it."""
     notes: list[str] = []
-    asked = _service(target)
+    asked = _service(options)
     if asked is None:
         notes.append(f"Applying to the plan's recorded target: {recorded.describe()}.")
     elif asked.kind != recorded.kind or (
@@ -98,7 +91,7 @@ def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Targ
     ):
         raise UsageError(
             f"{path} was made against {recorded.describe()}, but this apply targets "
-            f"{asked.describe()} ({_flag(target)}); nothing was applied",
+            f"{asked.describe()} ({_flag(options)}); nothing was applied",
             hint="run `reconcile apply PLANFILE` without --local/--emulator (and without "
             f"{EMULATOR_ENV}) to apply it where it was made, or make a new plan there",
         )
@@ -107,12 +100,14 @@ def apply_target(recorded: PlanTarget, target: Target, path: Path) -> tuple[Targ
     state_dir = Path(os.path.abspath(recorded.address)) if local else None
     if asked is not None and local and Path(asked.address) != state_dir:
         notes.append(f"Applying to the plan's recorded local state {shown(str(state_dir))}.")
-    snapshot = _snapshot(recorded, target, path, notes)
-    return Target(local, emulator, snapshot, target.timeout, state_dir), notes
+    snapshot = _snapshot(recorded, options, path, notes)
+    return TargetOptions(local, emulator, snapshot, options.timeout, state_dir), notes
 
 
-def _snapshot(recorded: PlanTarget, target: Target, path: Path, notes: list[str]) -> Path | None:
-    given = target.org_policy
+def _snapshot(
+    recorded: PlanTarget, options: TargetOptions, path: Path, notes: list[str]
+) -> Path | None:
+    given = options.org_policy
     if recorded.org_policy == "api":
         if given is not None:
             raise UsageError(
@@ -123,14 +118,14 @@ def _snapshot(recorded: PlanTarget, target: Target, path: Path, notes: list[str]
         return None
     snapshot = given if given is not None else Path(recorded.snapshot)
     if given is None:
-        if not snapshot.is_file():
+        if not snapshot.exists():
             raise InputError(
                 f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
                 "not there; nothing was applied",
                 hint="pass the same snapshot with --org-policy FILE",
             )
         notes.append(f"Org policy: the plan's recorded snapshot {recorded.snapshot}.")
-    elif not snapshot.is_file():
+    elif not snapshot.exists():
         raise UsageError(f"{snapshot}: org-policy file not found")
     now = file_sha256(snapshot)
     if now != recorded.snapshot_sha256:

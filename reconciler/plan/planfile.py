@@ -7,42 +7,46 @@
 
 Reading checks, in order, before anything is rendered or applied: JSON; the format
 version (1.x files predate the digest and the recorded target: refused, make the plan
-again); every field's type (plan/planschema.py); the digest over the canonical
-content; and that every stored request and `fields` entry is the one derived from its
-change (plan/derive.py). Any failure refuses the whole plan.
+again); every field's type (plan/planschema.py, from the plan model); the digest over
+the canonical content; and that every stored request and `fields` entry is the one the
+model derives from its change (plan/derive.py). Any failure refuses the whole plan.
 """
 
 from __future__ import annotations
 
+import errno
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from reconciler.errors import InputError, UsageError
-from reconciler.fileio import write_atomically
+from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
-from reconciler.plan.model import FORMAT_VERSION, Plan, digest_of
-from reconciler.plan.planschema import DIGEST, PlanShapeError, check_plan
+from reconciler.plan.model import DIGEST, FORMAT_VERSION, Plan, digest_of
+from reconciler.plan.planschema import PlanShapeError, check_plan
 
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
 SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
+MAX_PLAN_BYTES = 1 << 30  # 50,000 topics: 62 MB of canonical JSON; past 1 GiB, not a plan
 
 
-def write_plan(plan: Plan, path: Path, digest: str | None = None) -> None:
-    """`digest`: plan.digest, when the caller has it already."""
-    write_atomically(path, plan.dumps(digest), "plan file")
+def write_plan(plan: Plan, path: Path) -> None:
+    write_atomically(path, plan.dumps(), "plan file")
 
 
 def _load(path: Path) -> Any:
+    if path.is_dir():
+        raise InputError(f"{path}: is a directory, not a plan file")
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: plan file not found") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not a plan file") from None
-    except (OSError, UnicodeDecodeError) as exc:
+        text = read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT).decode("utf-8")
+    except FileProblem as exc:  # missing, not a regular file, too large, unreadable
+        if exc.errno == errno.ENOENT:
+            raise InputError(f"{path}: plan file not found") from None
+        raise InputError(f"{path}: cannot read the plan file: {exc.message}") from None
+    except UnicodeDecodeError as exc:
         raise InputError(f"{path}: cannot read the plan file: {exc}") from None
     try:
         return json.loads(text)
@@ -96,9 +100,7 @@ def read_plan(path: Path) -> Plan:
             hint=REMAKE_HINT,
         )
     plan = Plan.from_json(data)
-    if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
-        raise InputError(f"{path}: the plan file does not read back as written", hint=REMAKE_HINT)
-    found = inconsistencies(plan)
+    found = inconsistencies(plan, data["resource_changes"])
     if found:
         listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
         more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
@@ -107,15 +109,18 @@ def read_plan(path: Path) -> Plan:
             f"whole plan:\n{listed}{more}",
             hint="the file was edited after it was made; " + REMAKE_HINT,
         )
+    if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
+        raise InputError(f"{path}: the plan file does not read back as written", hint=REMAKE_HINT)
     return plan
 
 
-def inconsistencies(plan: Plan) -> list[str]:
-    """Every change whose stored request or fields are not derived from it, and every
-    address planned twice."""
+def inconsistencies(plan: Plan, stored: Sequence[Any]) -> list[str]:
+    """Every change whose stored request or fields (`stored`: the file's
+    `resource_changes`) are not the ones derived from it, and every address planned
+    twice."""
     out: list[str] = []
     seen: set[str] = set()
-    for rc in plan.resource_changes:
+    for rc, entry in zip(plan.resource_changes, stored, strict=True):
         if rc.address in seen:
             out.append(f"{rc.address}: planned more than once")
         if rc.action == "delete" and not plan.prune:
@@ -123,14 +128,14 @@ def inconsistencies(plan: Plan) -> list[str]:
         if plan.projects and rc.project not in plan.projects:
             out.append(f"{rc.address}: not in the plan's projects ({', '.join(plan.projects)})")
         seen.add(rc.address)
-        out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
+        out += [f"{rc.address}: {problem}" for problem in derive.problems(rc, entry)]
     return out
 
 
 def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
     """--expect-digest: the plan must be exactly the one whose digest was reviewed."""
     want = expected.strip().lower()
-    if not DIGEST.fullmatch(want):
+    if not re.fullmatch(DIGEST.regex, want):
         raise UsageError(
             f"--expect-digest must be sha256: followed by 64 hex digits, got {expected!r:.80}"
         )
@@ -145,6 +150,6 @@ def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
 def looks_like_plan_file(paths: Sequence[Path]) -> bool:
     """One argument naming a file that is not a YAML spec: a saved plan (read_plan
     then says clearly when it is not one)."""
-    if len(paths) != 1 or not paths[0].is_file():
+    if len(paths) != 1 or not paths[0].exists() or paths[0].is_dir():
         return False
     return paths[0].suffix.lower() not in SPEC_SUFFIXES

@@ -1,16 +1,18 @@
 """Read ahead: a large plan reads the live topics in a second process while this one
 validates the specs.
 
-At 50,000 topics, reading them (the google-cloud imports, ListTopics, turning each
-protobuf topic into Python values) is ~0.7 s of CPU after a ~4.5 s validation; done by
-a child process on another core, from the moment validation names a project, it costs
-this process only the answer's decoding. Against Google Cloud it also hides the
-network's round trips behind the validation.
+For a large tree, reading the live topics (the google-cloud imports, ListTopics,
+turning each protobuf topic into Python values) is a sizeable part of a plan that
+only starts after validation; done by a child process on another core, from the
+moment validation names a project, it costs this process only the answer's decoding
+(benchmarks/README.md). Against Google Cloud it also hides the network's round trips
+behind the validation.
 
 The child (plan/readahead_child.py) opens the target exactly as `plan` would and reads
 what `plan/observe.py` reads, so the plan is the same; an error it meets is raised
 here, as the same class with the same message, when the plan asks for the backend. If
-the child fails any other way, the plan reads in this process instead (and says so).
+the child fails any other way, the plan reads in this process instead, and `note`
+says why (the command prints it).
 
 Not for --local (the embedded server lives in this process), not on Windows (it waits
 on a pipe with `selectors`) and not for small trees:
@@ -34,12 +36,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-import click
-
 import reconciler
-from reconciler.backends.base import ObservedTopic, OrgInputs
+from reconciler.backends.base import BackendInfo, ObservedTopic, OrgInputs, TargetOptions
 from reconciler.errors import BackendError, UsageError
-from reconciler.plan.origin import Target
 from reconciler.plan.readahead_wire import error_of, org_of, topic_of
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
@@ -67,7 +66,7 @@ class ReadAhead:
     """Started by `plan` before validation; `document` is validation's hook (one call
     a Topic document, with its project, and one per Defaults naming a project)."""
 
-    def __init__(self, target: Target, start_at: int, only: Sequence[str] = ()) -> None:
+    def __init__(self, target: TargetOptions, start_at: int, only: Sequence[str] = ()) -> None:
         self.target = target
         self.start_at = start_at
         self.only = frozenset(only)  # --project: read no other project
@@ -77,9 +76,10 @@ class ReadAhead:
         self.broken = False
         # Its stderr, read only to say why it failed (a pipe nobody reads could fill).
         self.stderr: IO[bytes] | None = None
+        self.note: str | None = None  # why the plan read in this process after all
 
     @classmethod
-    def for_target(cls, target: Target, only: Sequence[str] = ()) -> ReadAhead | None:
+    def for_target(cls, target: TargetOptions, only: Sequence[str] = ()) -> ReadAhead | None:
         start_at = start_threshold()
         if target.local or start_at is None or os.name != "posix":  # waits on a pipe
             return None
@@ -95,8 +95,9 @@ class ReadAhead:
             self._start()
 
     def backend(self, projects: Sequence[str]) -> ReadAheadBackend | None:
-        """What the child read for exactly `projects`, or None when it did not run (the
-        caller then opens the target itself). Raises the error opening it raised."""
+        """What the child read for exactly `projects`, or None when it did not run or
+        failed (the caller then opens the target itself; `note` says why it failed).
+        Raises the error opening the target raised."""
         proc = self.proc
         if proc is None:
             return None
@@ -109,10 +110,9 @@ class ReadAhead:
                 else f"exit status {proc.wait()}: {self._last_words()}"
             )
             self.close()
-            click.echo(
+            self.note = (
                 f"note: reading the live topics in a second process failed ({why}); "
-                "reading them in this one instead",
-                err=True,
+                "reading them in this one instead"
             )
             return None
         self.close()  # it has said everything: its memory is not needed while planning
@@ -186,8 +186,7 @@ class ReadAheadBackend:
     """The read half of a backend, served from the child's answer (plan never writes)."""
 
     def __init__(self, answer: dict[str, Any]) -> None:
-        self.target: str = answer["target"]
-        self.google_emulator: bool = bool(answer["google_emulator"])
+        self.info = BackendInfo(**answer["info"])
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
 
     def _entry(self, project: str) -> dict[str, Any]:

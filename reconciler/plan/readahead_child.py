@@ -14,12 +14,13 @@ import marshal
 import os
 import sys
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
-from reconciler.backends.base import OrgInputs
+from reconciler.backends.base import OrgInputs, TargetOptions
+from reconciler.backends.connect import open_backend
 from reconciler.backends.gcp import GcpBackend
-from reconciler.backends.target import open_backend
 from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
@@ -29,7 +30,9 @@ from reconciler.plan.readahead_wire import error_row, org_row
 Reads = dict[str, tuple["Future[list[list[Any]]]", "Future[OrgInputs]"]]
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str], requests: IO[str]) -> int:
+    """The child's program: `requests` is the parent's pipe (JSON lines), the answer
+    goes to file descriptor 1."""
     parser = argparse.ArgumentParser(prog="reconcile-read-ahead")
     parser.add_argument("--emulator")
     parser.add_argument("--org-policy", type=Path)
@@ -40,12 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     answer_to = os.fdopen(os.dup(1), "wb")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     try:
-        backend = open_backend(False, args.emulator, args.org_policy, timeout=args.timeout)
+        options = TargetOptions(False, args.emulator, args.org_policy, args.timeout)
+        backend = open_backend(options)
     except ReconcileError as exc:
         return _answer(answer_to, {"open_error": error_row(exc)})
     try:
         with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
-            final = _read_as_named(backend, pool)
+            final = _read_as_named(backend, pool, requests)
             if final is None:
                 return 1  # the parent went away without a final list
             return _answer(answer_to, _collect(backend, final))
@@ -53,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         backend.close()
 
 
-def _read_as_named(backend: GcpBackend, pool: ThreadPoolExecutor) -> tuple[list[str], Reads] | None:
+def _read_as_named(
+    backend: GcpBackend, pool: ThreadPoolExecutor, requests: IO[str]
+) -> tuple[list[str], Reads] | None:
     """Start each project's reads the moment the parent names it; the final list."""
     reads: Reads = {}
 
@@ -64,7 +70,7 @@ def _read_as_named(backend: GcpBackend, pool: ThreadPoolExecutor) -> tuple[list[
                 pool.submit(backend.effective_policy, project),
             )
 
-    for line in sys.stdin:
+    for line in requests:
         message = json.loads(line)
         if "projects" in message:
             final = [str(p) for p in message["projects"]]
@@ -77,11 +83,7 @@ def _read_as_named(backend: GcpBackend, pool: ThreadPoolExecutor) -> tuple[list[
 
 def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
     projects, reads = final
-    answer: dict[str, Any] = {
-        "target": backend.target,
-        "google_emulator": backend.google_emulator,
-        "projects": {},
-    }
+    answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:
         listing, org = reads[project]
         entry: dict[str, Any] = {}
@@ -106,4 +108,4 @@ def _answer(to: BinaryIO, answer: dict[str, Any]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(sys.argv[1:], sys.stdin))

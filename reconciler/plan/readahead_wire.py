@@ -2,14 +2,14 @@
 
 The parent sends `{"project": P}` for each project as validation comes across it, then
 `{"projects": [...]}`, the final list, and closes the pipe. The child answers once:
-the backend's target label, whether it is Google's emulator, and for each project of
+what the backend states it is (`BackendInfo`, as a dict), and for each project of
 the final list its topics and effective org inputs, or the error reading them raised
 (re-raised in the parent as the same class, message and hint: the user sees what
 reading in one process would have shown).
 
 The parent's messages are JSON lines; the answer is one `marshal` document of plain
-values (the same interpreter runs both sides; for 50,000 topics it loads in a third
-of the time JSON takes, and it can carry only data).
+values: the same interpreter runs both sides, it loads much faster than JSON for a
+large tree (benchmarks/README.md), and it can carry only data.
 """
 
 from __future__ import annotations

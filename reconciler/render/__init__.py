@@ -1,29 +1,13 @@
 """Renderers: a Plan (or diagnostics) as text for people, markdown for a pull request,
-JSON for machines. `render(plan, fmt, color)` is the one entry the commands use."""
+JSON for machines. They return strings and write nothing: the commands hand them to
+the output boundary (reconciler/commands/output.py).
 
-from __future__ import annotations
+    formats.render(plan, fmt, color)   the one entry for a plan (text, json, markdown)
+    diagnostics                        diagnostics as lines, a summary, JSON
+    escape                             data made inert for where it is printed
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from reconciler.plan.model import Plan
+This package's own module is light (the validate path reads FORMATS and imports
+`diagnostics` and `escape` without the plan model).
+"""
 
 FORMATS = ("text", "json", "markdown")
-
-
-def render(plan: Plan, fmt: str, color: bool = False, digest: str | None = None) -> str:
-    """The plan in `fmt` (one of FORMATS); colour applies to text only; `digest`:
-    plan.digest, when the caller has it already (computing it serialises the plan)."""
-    if fmt == "json":
-        from reconciler.render import json as render_json
-
-        return render_json.render(plan, digest)
-    if fmt == "markdown":
-        from reconciler.render import markdown
-
-        return markdown.render(plan, digest)
-    if fmt == "text":
-        from reconciler.render import text
-
-        return text.render(plan, color=color, digest=digest)
-    raise ValueError(f"unknown plan format {fmt!r}; expected one of {', '.join(FORMATS)}")

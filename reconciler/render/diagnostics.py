@@ -1,4 +1,4 @@
-"""Diagnostics reporters: one line per problem for people, a JSON list for machines.
+"""Diagnostics rendered: one line per problem for people, a JSON list for machines.
 
 File names and messages are data (a file may be called anything): each line is
 escaped (render/escape.py), so no control character reaches a terminal or a log.

@@ -12,6 +12,19 @@ they must never change the structure of what reconcile prints.
     md_prose(s)    markdown text: inline markup characters backslash-escaped, @ kept
                    from pinging (a word joiner after it), whitespace runs collapsed
     md_fence(body) a fenced code block whose fence is longer than any run inside
+
+    lines(s)       a message of several lines: `text` on each line, line breaks kept
+    document(s, colour=False)
+                   a rendered document (data already escaped by the renderers) made
+                   inert once more: C0 and C1 controls but the line break, DEL, bidi
+                   controls and line separators escaped; with `colour`, the SGR
+                   colour sequences the text renderer writes are kept
+    json_text(s)   JSON text made inert without changing what it parses to: the
+                   characters JSON leaves raw in strings (DEL, C1, bidi controls,
+                   line separators) written as \\uXXXX escapes
+
+The last three are what the output boundary (reconciler/commands/output.py) applies to
+everything it writes; the renderers escape each piece of data with the first four.
 """
 
 from __future__ import annotations
@@ -83,3 +96,31 @@ def md_fence(body: str, info: str = "text") -> str:
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{body}\n{fence}"
+
+
+def lines(message: str) -> str:
+    """A message's lines, each `text` (backslashes left alone), joined again."""
+    return "\n".join(text(line, backslash=False) for line in message.split("\n"))
+
+
+# What may never reach a terminal raw, even from a renderer: C0 controls but the line
+# break, DEL, C1, the bidi controls and the line and paragraph separators.
+_DANGEROUS = "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+_DOCUMENT = re.compile(f"(\x1b\\[[0-9;]*m)|[{_DANGEROUS}]")
+_JSON_RAW = re.compile(f"[{_DANGEROUS}]")
+
+
+def document(rendered: str, colour: bool = False) -> str:
+    """`rendered` with nothing dangerous left raw (see the module docstring)."""
+
+    def one(match: re.Match[str]) -> str:
+        if match.group(1) is not None:
+            return match.group(1) if colour else "\\x1b" + match.group(1)[1:]
+        return _escape_char(match.group())
+
+    return _DOCUMENT.sub(one, rendered)
+
+
+def json_text(data: str) -> str:
+    """`data` (JSON text) with the characters it may hold raw escaped the JSON way."""
+    return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", data)

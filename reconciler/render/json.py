@@ -6,5 +6,5 @@ from __future__ import annotations
 from reconciler.plan.model import Plan
 
 
-def render(plan: Plan, digest: str | None = None) -> str:
-    return plan.dumps(digest)
+def render(plan: Plan) -> str:
+    return plan.dumps()

@@ -30,7 +30,7 @@ def _diagnostic(d: Diagnostic) -> str:
     return out
 
 
-def _header(plan: Plan, digest: str) -> list[str]:
+def _header(plan: Plan) -> list[str]:
     if plan.has_errors:
         headline = (
             f"**❌ {_plural(len(plan.errors), 'error')}: this plan cannot be applied.** "
@@ -50,8 +50,8 @@ def _header(plan: Plan, digest: str) -> list[str]:
         f"- Target: {md_code(plan.target.describe())}, org policy: "
         f"{md_code(plan.target.describe_policy())}",
         *projects,
-        f"- Digest: `{digest}` (apply exactly this plan with "
-        f"`reconcile apply PLANFILE --expect-digest {digest}`)",
+        f"- Digest: `{plan.digest}` (apply exactly this plan with "
+        f"`reconcile apply PLANFILE --expect-digest {plan.digest}`)",
         "",
     ]
 
@@ -78,9 +78,8 @@ def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
     return [f"**{title}**", "", *(_diagnostic(d) for d in diagnostics), ""]
 
 
-def render(plan: Plan, digest: str | None = None) -> str:
-    digest = digest or plan.digest
-    lines = _header(plan, digest)
+def render(plan: Plan) -> str:
+    lines = _header(plan)
     lines += _listed(f"Errors ({len(plan.errors)})", plan.errors)
     lines += _table(plan)
     lines += _listed(f"Warnings ({len(plan.warnings)})", plan.warnings)
@@ -97,7 +96,7 @@ def render(plan: Plan, digest: str | None = None) -> str:
         lines += [
             "<details><summary>Full plan</summary>",
             "",
-            md_fence(text.render(plan, color=False, digest=digest).rstrip("\n")),
+            md_fence(text.render(plan, color=False).rstrip("\n")),
             "",
             "</details>",
         ]

@@ -10,15 +10,15 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import click
-
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
 from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
-COLOUR = {"+": "green", "~": "yellow", "-": "red", "!": "magenta"}
+# ANSI SGR foreground colours (green, yellow, red, magenta) and the reset after them.
+COLOUR = {"+": "\x1b[32m", "~": "\x1b[33m", "-": "\x1b[31m", "!": "\x1b[35m"}
+RESET = "\x1b[0m"
 VERB = {
     "create": "will be created",
     "update": "will be updated in-place",
@@ -32,7 +32,7 @@ def _styler(color: bool) -> Style:
     def style(symbol: str, text: str) -> str:
         if not color or symbol not in COLOUR:
             return text
-        return click.style(text, fg=COLOUR[symbol])
+        return f"{COLOUR[symbol]}{text}{RESET}"
 
     return style
 
@@ -42,10 +42,9 @@ def _q(value: Any) -> str:
     return esc(json.dumps(value, ensure_ascii=False), backslash=False)
 
 
-def header(plan: Plan, digest: str | None = None) -> list[str]:
-    """Where the plan was made and which plan it is (the digest a reviewer checks;
-    pass it when known: computing it serialises the whole plan)."""
-    digest = digest or plan.digest
+def header(plan: Plan) -> list[str]:
+    """Where the plan was made and which plan it is (the digest a reviewer checks)."""
+    digest = plan.digest
     projects = []
     if plan.projects:
         projects = [f"Projects: {esc(', '.join(plan.projects))} only (--project)"]
@@ -69,11 +68,11 @@ def summary_line(plan: Plan) -> str:
     )
 
 
-def render(plan: Plan, color: bool = False, digest: str | None = None) -> str:
+def render(plan: Plan, color: bool = False) -> str:
     style = _styler(color)
     lines: list[str] = []
     changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    lines += header(plan, digest)
+    lines += header(plan)
     lines.append("")
     if changes:
         lines.append("reconcile will perform the following actions:")

@@ -33,15 +33,17 @@ def discover_tree(paths: Sequence[Path], diags: Diagnostics) -> Discovery:
     org-policy snapshot found at a spec root or above it, if any."""
     out = Discovery()
     for root in paths:
-        if root.is_file():
-            out.files.append(root)
-            _snapshot_for(root.parent, out)
-            continue
         if not root.exists():
             reason = "no such file or directory; check the PATH"
             if root.is_symlink():
                 reason = "a broken or looping symlink; fix the link or the PATH"
             diags.error(str(root), 0, 0, "path-missing", reason)
+            continue
+        if not root.is_dir():
+            # A file, or a FIFO, socket or device named as a PATH: the reader refuses
+            # anything but a regular file, naming it (file-not-regular).
+            out.files.append(root)
+            _snapshot_for(root.parent, out)
             continue
         found: list[Path] = []
         _walk(root, found, diags)
@@ -139,7 +141,9 @@ def find_snapshot_looked(start: Path) -> tuple[Path | None, list[Path]]:
         looked.append(directory)
         for name in SNAPSHOT_NAMES:
             candidate = directory / name
-            if candidate.is_file():
+            # Anything there but a folder is the snapshot: one that is a FIFO or a
+            # device is reported by the reader, not taken for "no snapshot".
+            if candidate.exists() and not candidate.is_dir():
                 return candidate, looked
         if (directory / ".git").exists():
             break

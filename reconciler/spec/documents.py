@@ -30,8 +30,8 @@ class TopicMetadata(_Record):
         _set(self, 'name', name)
 
 
-class StoragePolicy(_Record):
-    """The record of `models.StoragePolicy`."""
+class StoragePolicySpec(_Record):
+    """The record of `models.StoragePolicySpec`."""
 
     __slots__ = ('allowed_persistence_regions', 'enforce_in_transit')
     allowed_persistence_regions: list[str]
@@ -54,8 +54,8 @@ class Retry(_Record):
         _set(self, 'total_timeout', total_timeout)
 
 
-class HedgingSettings(_Record):
-    """The record of `models.HedgingSettings`."""
+class HedgingProfileSpec(_Record):
+    """The record of `models.HedgingProfileSpec`."""
 
     __slots__ = ('hedge_delay', 'max_tokens', 'refill_ratio')
     hedge_delay: int | None
@@ -76,9 +76,9 @@ class Publishers(_Record):
     endpoint: str | None
     message_ordering: bool
     retry: Retry | None
-    hedging: str | HedgingSettings | None
+    hedging: str | HedgingProfileSpec | None
 
-    def __init__(self, *, regions: list[str] | None = None, endpoint: str | None = None, message_ordering: bool = False, retry: Retry | None = None, hedging: str | HedgingSettings | None = None) -> None:
+    def __init__(self, *, regions: list[str] | None = None, endpoint: str | None = None, message_ordering: bool = False, retry: Retry | None = None, hedging: str | HedgingProfileSpec | None = None) -> None:
         _set(self, 'regions', [] if regions is None else regions)
         _set(self, 'endpoint', endpoint)
         _set(self, 'message_ordering', message_ordering)
@@ -91,10 +91,10 @@ class TopicSpec(_Record):
 
     __slots__ = ('labels', 'message_storage_policy', 'publishers')
     labels: dict[str, str]
-    message_storage_policy: Literal['inherit'] | StoragePolicy | None
+    message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
     publishers: Publishers | None
 
-    def __init__(self, *, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicy | None = None, publishers: Publishers | None = None) -> None:
+    def __init__(self, *, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, publishers: Publishers | None = None) -> None:
         _set(self, 'labels', {} if labels is None else labels)
         _set(self, 'message_storage_policy', message_storage_policy)
         _set(self, 'publishers', publishers)
@@ -133,13 +133,13 @@ class HedgingProfileDoc(_Record):
     api_version: str
     kind: Literal['HedgingProfile']
     metadata: ProfileMetadata
-    spec: HedgingSettings
+    spec: HedgingProfileSpec
 
-    def __init__(self, *, api_version: str, kind: Literal['HedgingProfile'], metadata: ProfileMetadata, spec: HedgingSettings | None = None) -> None:
+    def __init__(self, *, api_version: str, kind: Literal['HedgingProfile'], metadata: ProfileMetadata, spec: HedgingProfileSpec | None = None) -> None:
         _set(self, 'api_version', api_version)
         _set(self, 'kind', kind)
         _set(self, 'metadata', metadata)
-        _set(self, 'spec', HedgingSettings() if spec is None else spec)
+        _set(self, 'spec', HedgingProfileSpec() if spec is None else spec)
 
 
 class DefaultsMetadata(_Record):
@@ -158,10 +158,10 @@ class DefaultsSpec(_Record):
     __slots__ = ('project', 'labels', 'message_storage_policy', 'publishers')
     project: str | None
     labels: dict[str, str]
-    message_storage_policy: Literal['inherit'] | StoragePolicy | None
+    message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
     publishers: Publishers | None
 
-    def __init__(self, *, project: str | None = None, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicy | None = None, publishers: Publishers | None = None) -> None:
+    def __init__(self, *, project: str | None = None, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, publishers: Publishers | None = None) -> None:
         _set(self, 'project', project)
         _set(self, 'labels', {} if labels is None else labels)
         _set(self, 'message_storage_policy', message_storage_policy)
@@ -184,12 +184,12 @@ class DefaultsDoc(_Record):
         _set(self, 'spec', DefaultsSpec() if spec is None else spec)
 
 
-Record = TopicMetadata | StoragePolicy | Retry | HedgingSettings | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc
+Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc
 RECORDS: dict[str, type[_Record]] = {
     'TopicMetadata': TopicMetadata,
-    'StoragePolicy': StoragePolicy,
+    'StoragePolicySpec': StoragePolicySpec,
     'Retry': Retry,
-    'HedgingSettings': HedgingSettings,
+    'HedgingProfileSpec': HedgingProfileSpec,
     'Publishers': Publishers,
     'TopicSpec': TopicSpec,
     'TopicDoc': TopicDoc,
@@ -207,7 +207,7 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('project', 'project', ('value', None), ('union', (('str',), ('none',)))),
         ('name', 'name', ('required',), ('str',)),
     ),
-    'StoragePolicy': (
+    'StoragePolicySpec': (
         ('allowedPersistenceRegions', 'allowed_persistence_regions', ('required',), ('list_str',)),
         ('enforceInTransit', 'enforce_in_transit', ('value', None), ('union', (('bool',), ('none',)))),
     ),
@@ -215,7 +215,7 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('initialRpcTimeout', 'initial_rpc_timeout', ('value', None), ('union', (('duration',), ('none',)))),
         ('totalTimeout', 'total_timeout', ('value', None), ('union', (('duration',), ('none',)))),
     ),
-    'HedgingSettings': (
+    'HedgingProfileSpec': (
         ('hedgeDelay', 'hedge_delay', ('value', None), ('union', (('duration',), ('none',)))),
         ('maxTokens', 'max_tokens', ('value', None), ('union', (('whole',), ('none',)))),
         ('refillRatio', 'refill_ratio', ('value', None), ('union', (('number',), ('none',)))),
@@ -225,11 +225,11 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('endpoint', 'endpoint', ('value', None), ('union', (('str',), ('none',)))),
         ('messageOrdering', 'message_ordering', ('value', False), ('bool',)),
         ('retry', 'retry', ('value', None), ('union', (('model', 'Retry'), ('none',)))),
-        ('hedging', 'hedging', ('value', None), ('union', (('str',), ('model', 'HedgingSettings'), ('none',)))),
+        ('hedging', 'hedging', ('value', None), ('union', (('str',), ('model', 'HedgingProfileSpec'), ('none',)))),
     ),
     'TopicSpec': (
         ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
-        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicy'), ('none',)))),
+        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
         ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
     ),
     'TopicDoc': (
@@ -245,7 +245,7 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('apiVersion', 'api_version', ('required',), ('str',)),
         ('kind', 'kind', ('required',), ('literal', ('HedgingProfile',))),
         ('metadata', 'metadata', ('required',), ('model', 'ProfileMetadata')),
-        ('spec', 'spec', ('factory', 'HedgingSettings'), ('model', 'HedgingSettings')),
+        ('spec', 'spec', ('factory', 'HedgingProfileSpec'), ('model', 'HedgingProfileSpec')),
     ),
     'DefaultsMetadata': (
         ('name', 'name', ('value', None), ('union', (('str',), ('none',)))),
@@ -253,7 +253,7 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
     'DefaultsSpec': (
         ('project', 'project', ('value', None), ('union', (('str',), ('none',)))),
         ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
-        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicy'), ('none',)))),
+        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
         ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
     ),
     'DefaultsDoc': (

@@ -1,7 +1,9 @@
 """Live topics -> spec documents (plain dicts in the spec format), for `reconcile import`.
 
 Pure: no I/O, no clients. The documents reproduce what `plan` compares, so that a
-fresh import plans as "no changes" apart from adopting the ownership label:
+fresh import validates and plans as "no changes" apart from adopting the ownership
+label (`render_documents` writes every string so that it reads back as that string:
+a label value `1e3` or `yes` is quoted):
 user labels (reserved `reconcile-` keys left out, they are derived), the storage
 policy as explicit regions and enforceInTransit (omitted when the topic has none),
 and a `publishers:` block decoded from the hedging labels.
@@ -23,6 +25,7 @@ from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
 from reconciler.spec.documents import API_VERSION
 from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape
+from reconciler.yamltext import dump_all
 
 Doc = dict[str, Any]
 
@@ -172,3 +175,10 @@ def _topic_id(name: str) -> str:
     """The topic ID of a listed topic (the service lists only well-formed names)."""
     split = split_topic_name(name)
     return name if split is None else split[1]
+
+
+def render_documents(docs: list[Doc], header: str) -> str:
+    """The spec file: `header` as comment lines, then the documents (yamltext.dump_all:
+    no string is written where YAML would read a number, boolean, null or date)."""
+    comments = "".join(f"# {line}\n" for line in header.splitlines())
+    return comments + dump_all(docs, width=100)

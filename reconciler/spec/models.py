@@ -75,85 +75,155 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, populate_by_name=False)
 
 
-class StoragePolicy(_Model):
-    allowed_persistence_regions: list[str] = Field(alias="allowedPersistenceRegions")
-    enforce_in_transit: bool | None = Field(default=None, alias="enforceInTransit")
+# What each field means: its `description` is the one source of docs/spec-reference.md
+# and of the published schema's descriptions (a field without one has an empty cell).
+_API_VERSION = f"Always `{API_VERSION}`."
+_KIND = "The document kind."
+_METADATA = "Which object the document is about."
+_SPEC = "The desired state."
+_LABELS = (
+    "Managed label keys and values; labels others set on the topic are kept. Keys "
+    "starting with `reconcile-` are reserved."
+)
+_STORAGE = (
+    "Omitted: unmanaged (never touched). `inherit`: follow the effective org policy "
+    "(recompute). An object: these regions exactly."
+)
+_PUBLISHERS = (
+    "Where and how the topic's publishers run; checked against the storage policy and "
+    "recorded on the topic as `reconcile-` labels."
+)
 
 
-class HedgingSettings(_Model):
-    hedge_delay: DurationMs | None = Field(default=None, alias="hedgeDelay")
-    max_tokens: Whole | None = Field(default=None, alias="maxTokens")
-    refill_ratio: Number | None = Field(default=None, alias="refillRatio")
+class StoragePolicySpec(_Model):
+    allowed_persistence_regions: list[str] = Field(
+        alias="allowedPersistenceRegions",
+        description="Region names only (no zones, multi-regions, dual-regions, exclusions "
+        "or value groups); a set, order is not a diff; never empty; each must be allowed by "
+        "the org policy.",
+    )
+    enforce_in_transit: bool | None = Field(
+        default=None, alias="enforceInTransit",
+        description="Reject Publish/Pull received outside the allowed regions; absent and "
+        "`false` are equal.",
+    )
+
+
+class HedgingProfileSpec(_Model):
+    hedge_delay: DurationMs | None = Field(
+        default=None, alias="hedgeDelay",
+        description="Send a hedged attempt when one has not completed within this delay.",
+    )
+    max_tokens: Whole | None = Field(
+        default=None, alias="maxTokens",
+        description="Token bucket size: at most this many hedged attempts in a burst.",
+    )
+    refill_ratio: Number | None = Field(
+        default=None, alias="refillRatio",
+        description="Tokens refilled per successful publish (at most six decimals).",
+    )
 
 
 class Retry(_Model):
-    initial_rpc_timeout: DurationMs | None = Field(default=None, alias="initialRpcTimeout")
-    total_timeout: DurationMs | None = Field(default=None, alias="totalTimeout")
+    initial_rpc_timeout: DurationMs | None = Field(
+        default=None, alias="initialRpcTimeout",
+        description="Initial RPC timeout; must exceed the hedge delay.",
+    )
+    total_timeout: DurationMs | None = Field(
+        default=None, alias="totalTimeout",
+        description="Total timeout; must exceed the hedge delay.",
+    )
 
 
 class Publishers(_Model):
-    regions: list[str] = Field(default_factory=list)
+    regions: list[str] = Field(
+        default_factory=list, description="Regions the publishers run in."
+    )
     endpoint: str | None = Field(
         default=None,
         description="Region of the locational endpoint publishers use "
         "(REGION-pubsub.googleapis.com), e.g. us-east1.",
     )
-    message_ordering: bool = Field(default=False, alias="messageOrdering")
-    retry: Retry | None = None
-    hedging: str | HedgingSettings | None = None
+    message_ordering: bool = Field(
+        default=False, alias="messageOrdering",
+        description="Publishers use ordering keys (cannot be combined with hedging).",
+    )
+    retry: Retry | None = Field(
+        default=None, description="The publishers' retry timeouts (client defaults 5s / 60s)."
+    )
+    hedging: str | HedgingProfileSpec | None = Field(
+        default=None,
+        description="A `HedgingProfile` name, or an inline profile object (fields as in "
+        "`HedgingProfile.spec`).",
+    )
 
 
 class TopicMetadata(_Model):
-    project: str | None = None  # may come from a Defaults document
-    name: str
+    project: str | None = Field(
+        default=None, description="Google Cloud project ID; may come from a `Defaults` document."
+    )
+    name: str = Field(
+        description="Topic ID (3-255 characters, starts with a letter, not `goog`)."
+    )
 
 
 class TopicSpec(_Model):
-    labels: dict[str, str] = Field(default_factory=dict)
-    message_storage_policy: Literal["inherit"] | StoragePolicy | None = Field(
-        default=None, alias="messageStoragePolicy"
+    labels: dict[str, str] = Field(default_factory=dict, description=_LABELS)
+    message_storage_policy: Literal["inherit"] | StoragePolicySpec | None = Field(
+        default=None, alias="messageStoragePolicy", description=_STORAGE
     )
-    publishers: Publishers | None = None
+    publishers: Publishers | None = Field(default=None, description=_PUBLISHERS)
 
 
 class TopicDoc(_Model):
-    api_version: ApiVersion = Field(alias="apiVersion")
-    kind: Literal["Topic"]
-    metadata: TopicMetadata
-    spec: TopicSpec = Field(default_factory=TopicSpec)
+    """One Pub/Sub topic: its labels, message storage policy and publishers."""
+
+    api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
+    kind: Literal["Topic"] = Field(description=_KIND)
+    metadata: TopicMetadata = Field(description=_METADATA)
+    spec: TopicSpec = Field(default_factory=TopicSpec, description=_SPEC)
 
 
 class ProfileMetadata(_Model):
-    name: str
+    name: str = Field(description="Profile name, referenced by `publishers.hedging`.")
 
 
 class HedgingProfileDoc(_Model):
-    api_version: ApiVersion = Field(alias="apiVersion")
-    kind: Literal["HedgingProfile"]
-    metadata: ProfileMetadata
-    spec: HedgingSettings = Field(default_factory=HedgingSettings)
+    """A named publish-hedging profile that topics refer to."""
+
+    api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
+    kind: Literal["HedgingProfile"] = Field(description=_KIND)
+    metadata: ProfileMetadata = Field(description=_METADATA)
+    spec: HedgingProfileSpec = Field(default_factory=HedgingProfileSpec, description=_SPEC)
 
 
 class DefaultsMetadata(_Model):
-    name: str | None = None
+    name: str | None = Field(default=None, description="Optional name, for readers.")
 
 
 class DefaultsSpec(_Model):
     """Applies to every Topic in the same directory and below; topics override."""
 
-    project: str | None = None
-    labels: dict[str, str] = Field(default_factory=dict)
-    message_storage_policy: Literal["inherit"] | StoragePolicy | None = Field(
-        default=None, alias="messageStoragePolicy"
+    project: str | None = Field(
+        default=None,
+        description="Project for every Topic in this directory and below that does not "
+        "name one.",
     )
-    publishers: Publishers | None = None
+    labels: dict[str, str] = Field(default_factory=dict, description=_LABELS)
+    message_storage_policy: Literal["inherit"] | StoragePolicySpec | None = Field(
+        default=None, alias="messageStoragePolicy", description=_STORAGE
+    )
+    publishers: Publishers | None = Field(default=None, description=_PUBLISHERS)
 
 
 class DefaultsDoc(_Model):
-    api_version: ApiVersion = Field(alias="apiVersion")
-    kind: Literal["Defaults"]
-    metadata: DefaultsMetadata = Field(default_factory=DefaultsMetadata)
-    spec: DefaultsSpec = Field(default_factory=DefaultsSpec)
+    """Values merged under every Topic in the same directory and below (topics override;
+    labels are merged)."""
+
+    api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
+    kind: Literal["Defaults"] = Field(description=_KIND)
+    metadata: DefaultsMetadata = Field(default_factory=DefaultsMetadata, description=_METADATA)
+    spec: DefaultsSpec = Field(default_factory=DefaultsSpec, description=_SPEC)
 
 
 MODEL_BY_KIND: dict[str, type[_Model]] = {

@@ -7,7 +7,8 @@ policy and places them on the topic. Both report the same codes and messages.
 A refusal that rests on an inferred value-group membership (`in:us-locations` and
 the other unverified groups of reconciler/data/locations.yaml) is a warning that says
 so: the region may well be a member. `--strict-groups` (validate, plan) turns those
-warnings back into errors (`promote_inferred`).
+warnings back into errors (`promote_inferred`). A region outside the geography such a
+group can hold (asia-east1 for in:us-locations) is certainly refused: an error.
 """
 
 from __future__ import annotations
@@ -115,6 +116,19 @@ def _inferred(
     )
 
 
+def _outside(region: str, restriction: LocationRestriction) -> str:
+    """Why a refusal is certain although the allowed groups' members are inferred:
+    the region lies outside the geography every member of theirs lies in."""
+    if restriction.inferred_basis(region) or not restriction.allowed_inferred:
+        return ""
+    bounds = "; ".join(
+        f"in:{g.name} holds only {', '.join(g.within)} regions"
+        for g in sorted(restriction.allowed_inferred, key=lambda g: g.name)
+        if g.within and all(p.endswith("*") for p in g.within)
+    )
+    return f"; {region} is in none of the allowed groups: {bounds}" if bounds else ""
+
+
 def promote_inferred(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
     """`--strict-groups`: every warning that rests on inferred membership is an error."""
     return [
@@ -147,7 +161,8 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
                     Severity.ERROR,
                     f"region {region!r} is not allowed by the effective "
                     f"constraints/gcp.resourceLocations of project {topic.project} "
-                    f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}); "
+                    f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}"
+                    f"{_outside(region, restriction)}); "
                     "the service would reject it with FAILED_PRECONDITION",
                     restriction.inferred_basis(region),
                 )
@@ -188,12 +203,14 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
         enforce = facts.enforce_in_transit
     if allowed is None:
         return []
+    if not allowed:
+        return _nowhere_to_publish(topic, restriction is not None)
 
     def basis(region: str) -> tuple[ValueGroup, ...]:
         return restriction.inferred_basis(region) if restriction is not None else ()
 
-    allowed_text = ", ".join(sorted(allowed)) or "none"
-    example = f"{sorted(allowed)[0]}-pubsub.googleapis.com" if allowed else "none"
+    allowed_text = ", ".join(sorted(allowed))
+    example = f"{sorted(allowed)[0]}-pubsub.googleapis.com"
     out: list[OrgProblem] = []
 
     def add(severity: Severity, code: str, text: str, path: tuple[str, ...], region: str) -> None:
@@ -259,3 +276,31 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 PUBLISHER_REGIONS, region,
             )
     return out
+
+
+def _nowhere_to_publish(topic: DesiredTopic, by_org_policy: bool) -> list[OrgProblem]:
+    """Publishers of a topic whose policy allows no region at all: no endpoint or
+    region of theirs can help (the error on the policy itself says what to fix)."""
+    if by_org_policy:
+        cause = (
+            f"the effective constraints/gcp.resourceLocations of project {topic.project} "
+            "allows no region, so the topic has none to store messages in (see "
+            "org-deny-all); fix the org policy"
+        )
+    else:
+        cause = "the storage policy lists no region; list at least one"
+    endpoint = topic.publisher_endpoint
+    if endpoint is not None:
+        host = f"{endpoint}-pubsub.googleapis.com"
+        where = [(PUBLISHER_ENDPOINT, endpoint, f"publishers using {host}")]
+    else:
+        where = [(PUBLISHER_REGIONS, r, f"publishers in {r!r}") for r in topic.publisher_regions]
+    return [
+        OrgProblem(
+            Severity.WARNING, "publisher-region-denied",
+            f"{who} cannot publish to this topic, from any region or through any "
+            f"endpoint: {cause}",
+            path, region,
+        )
+        for path, region, who in where
+    ]

@@ -14,7 +14,7 @@ from reconciler.diagnostics import Diagnostics
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, Problem
 from reconciler.names import label_value_problem
-from reconciler.spec.documents import HedgingProfileDoc, HedgingSettings
+from reconciler.spec.documents import HedgingProfileDoc, HedgingProfileSpec
 from reconciler.spec.reporter import Reporter
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey
@@ -22,7 +22,7 @@ from reconciler.yamlio import PathKey
 Profiles = Mapping[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]]
 
 
-def profile_from_settings(settings: HedgingSettings, name: str | None) -> HedgingProfile:
+def profile_from_settings(settings: HedgingProfileSpec, name: str | None) -> HedgingProfile:
     """The profile a spec's settings describe, each setting left out taking the default."""
     base = HedgingProfile()
     return HedgingProfile(

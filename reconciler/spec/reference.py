@@ -1,9 +1,11 @@
 """The spec reference (docs/spec-reference.md), generated from the pydantic models so
 that the documentation cannot fall behind the format: every field of every kind, its
-type, whether it is required and its default. A test regenerates it and fails when the
-checked-in page differs.
+type, whether it is required, its default and its meaning (the field's `description`;
+each kind's introduction is its model's docstring). A test regenerates it and fails
+when the checked-in page differs.
 
-    python -m reconciler.spec.reference > docs/spec-reference.md
+    python -m reconciler.spec.shapegen    # this page, specs/schema.json, documents.py
+    python -m reconciler.spec.reference > docs/spec-reference.md   # this page only
 """
 
 from __future__ import annotations
@@ -22,51 +24,6 @@ from pydantic_core import PydanticUndefined
 from reconciler.hedging import labels as hedge_labels
 from reconciler.hedging import profile as hedging
 from reconciler.spec.models import API_VERSION, MODEL_BY_KIND
-
-# What a field means, keyed `Kind.path` (aliases). A field the models gain without an
-# entry here (and without a pydantic `description`) is listed with an empty cell.
-DESCRIPTIONS: dict[str, str] = {
-    "*.apiVersion": f"Always `{API_VERSION}`.",
-    "*.kind": "The document kind.",
-    "*.metadata": "Which object the document is about.",
-    "*.spec": "The desired state.",
-    "Topic.metadata.project": "Google Cloud project ID; may come from a `Defaults` document.",
-    "Topic.metadata.name": "Topic ID (3-255 characters, starts with a letter, not `goog`).",
-    "*.spec.labels": "Managed label keys and values; labels others set on the topic are "
-    "kept. Keys starting with `reconcile-` are reserved.",
-    "*.spec.messageStoragePolicy": "Omitted: unmanaged (never touched). `inherit`: follow "
-    "the effective org policy (recompute). An object: these regions exactly.",
-    "*.spec.messageStoragePolicy.allowedPersistenceRegions": "Region names only (no zones, "
-    "multi-regions, dual-regions, exclusions or value groups); a set, order is not a diff; "
-    "never empty; each must be allowed by the org policy.",
-    "*.spec.messageStoragePolicy.enforceInTransit": "Reject Publish/Pull received outside "
-    "the allowed regions; absent and `false` are equal.",
-    "*.spec.publishers": "Where and how the topic's publishers run; checked against the "
-    "storage policy and recorded on the topic as `reconcile-` labels.",
-    "*.spec.publishers.regions": "Regions the publishers run in.",
-    "*.spec.publishers.messageOrdering": "Publishers use ordering keys (cannot be combined "
-    "with hedging).",
-    "*.spec.publishers.retry": "The publishers' retry timeouts (client defaults 5s / 60s).",
-    "*.spec.publishers.retry.initialRpcTimeout": "Initial RPC timeout; must exceed the "
-    "hedge delay.",
-    "*.spec.publishers.retry.totalTimeout": "Total timeout; must exceed the hedge delay.",
-    "*.spec.publishers.hedging": "A `HedgingProfile` name, or an inline profile object "
-    "(fields as in `HedgingProfile.spec`).",
-    "*.hedgeDelay": "Send a hedged attempt when one has not completed within this delay.",
-    "*.maxTokens": "Token bucket size: at most this many hedged attempts in a burst.",
-    "*.refillRatio": "Tokens refilled per successful publish (at most six decimals).",
-    "HedgingProfile.metadata.name": "Profile name, referenced by `publishers.hedging`.",
-    "Defaults.metadata.name": "Optional name, for readers.",
-    "Defaults.spec.project": "Project for every Topic in this directory and below that "
-    "does not name one.",
-}
-
-KIND_INTRO: dict[str, str] = {
-    "Topic": "One Pub/Sub topic: its labels, message storage policy and publishers.",
-    "HedgingProfile": "A named publish-hedging profile that topics refer to.",
-    "Defaults": "Values merged under every Topic in the same directory and below "
-    "(topics override; labels are merged).",
-}
 
 
 @dataclass(frozen=True)
@@ -122,18 +79,6 @@ def _default(field: FieldInfo) -> str:
     return f"`{str(value).lower() if isinstance(value, bool) else value}`"
 
 
-def _describe(kind: str, path: str, field: FieldInfo) -> str:
-    if field.description:
-        return field.description
-    parts = path.split(".")
-    for i in range(len(parts)):
-        tail = ".".join(parts[i:])
-        for key in (f"{kind}.{tail}", f"*.{tail}") if i == 0 else (f"*.{tail}",):
-            if key in DESCRIPTIONS:
-                return DESCRIPTIONS[key]
-    return ""
-
-
 def rows(kind: str, model: type[BaseModel], prefix: str = "") -> list[Row]:
     """Every field of `model`, depth first, nested objects expanded under their path."""
     out: list[Row] = []
@@ -145,7 +90,7 @@ def rows(kind: str, model: type[BaseModel], prefix: str = "") -> list[Row]:
                 _type_name(field.annotation),
                 field.is_required(),
                 _default(field),
-                _describe(kind, path, field),
+                field.description or "",
             )
         )
         for sub in _submodels(field.annotation):
@@ -186,7 +131,8 @@ def render() -> str:
         "",
     ]
     for kind, model in MODEL_BY_KIND.items():
-        lines += [f"## {kind}", "", KIND_INTRO.get(kind, ""), ""]
+        intro = " ".join((model.__doc__ or "").split())
+        lines += [f"## {kind}", "", intro, ""]
         lines += ["| field | type | required | default | meaning |",
                   "| --- | --- | --- | --- | --- |"]
         for r in rows(kind, model):

@@ -1,9 +1,13 @@
-"""Writes `reconciler/spec/documents.py` from the pydantic models: the plain records the
-checks read and the shape table the fast check interprets (`fastshape.py`), so that
-the validate path starts without importing pydantic while the models stay the one
-source of truth for the spec language. A test fails when the checked-in file is stale.
+"""Writes everything generated from the pydantic models (`models.py`, the one source of
+the spec language): `reconciler/spec/documents.py` (the plain records the checks read
+and the shape table the fast check interprets, `fastshape.py`, so that the validate
+path starts without importing pydantic), the JSON Schema `specs/schema.json` (what
+`reconcile schema` prints) and the reference page `docs/spec-reference.md`. Adding a
+field is one edit to the models and this command; a test fails when any of the three
+is stale.
 
-    python -m reconciler.spec.shapegen      # rewrites reconciler/spec/documents.py
+    python -m reconciler.spec.shapegen          # rewrites the three files
+    python -m reconciler.spec.shapegen --check  # exit 1, naming the stale ones
 
 Each field's kind is derived from its annotation and validators; an annotation this
 generator does not know raises, so a new kind of field forces extending it (and the
@@ -22,10 +26,12 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from reconciler.spec import models
+from reconciler.spec import models, reference
 from reconciler.spec.fastshape import Kind, accepted_types
+from reconciler.spec.schema import spec_schema_text
 
 TARGET = Path(__file__).with_name("documents.py")
+ROOT = Path(__file__).resolve().parents[2]  # a source checkout: docs/ and specs/ beside
 COMMAND = "python -m reconciler.spec.shapegen"
 
 # Before-validators of the models, by function: the kind the fast check applies.
@@ -199,10 +205,39 @@ def render() -> str:
     )
 
 
-def main() -> None:
-    TARGET.write_text(render())
-    sys.stdout.write(f"wrote {TARGET}\n")
+def artefacts() -> dict[Path, str]:
+    """Each generated file and what it must hold."""
+    return {
+        TARGET: render(),
+        ROOT / "specs" / "schema.json": spec_schema_text(),
+        ROOT / "docs" / "spec-reference.md": reference.render(),
+    }
+
+
+def main(argv: list[str]) -> tuple[int, list[str]]:
+    """Regenerate (or with --check, list) the stale artefacts: the exit code and the
+    lines to print (the module's own program prints them)."""
+    check = argv == ["--check"]
+    if argv and not check:
+        return 2, [f"usage: {COMMAND} [--check]"]
+    if not (ROOT / "docs").is_dir():
+        return 1, [f"{ROOT} is not a source checkout (no docs/): nothing to write"]
+    stale = []
+    for path, text in artefacts().items():
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current == text:
+            continue
+        stale.append(path.relative_to(ROOT))
+        if not check:
+            path.write_text(text, encoding="utf-8")
+    verb = "stale" if check else "wrote"
+    lines = [f"{verb} {path}" for path in stale]
+    if check and stale:
+        lines.append(f"run `{COMMAND}` to regenerate them from the models")
+    return (1 if check and stale else 0), lines
 
 
 if __name__ == "__main__":
-    main()
+    code, lines = main(sys.argv[1:])
+    (sys.stdout if code in (0, 1) else sys.stderr).write("".join(f"{x}\n" for x in lines))
+    raise SystemExit(code)

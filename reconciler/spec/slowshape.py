@@ -21,9 +21,26 @@ from reconciler.spec.errormap import error_paths, report_validation_error
 from reconciler.spec.models import MODEL_BY_KIND
 from reconciler.yamlio import Document, PathKey
 
-# Placeholders for required values that failed (or are missing), by key.
-_PLACEHOLDERS: dict[str, Any] = {"name": "", "metadata": {}, "allowedPersistenceRegions": []}
 _MAX_REPAIRS = 4
+_DOCUMENT_KEYS = ("apiVersion", "kind")  # never repaired: the document checks report them
+_EMPTY = {"str": "", "list_str": [], "dict_str_str": {}, "model": {}}
+
+
+def _placeholders() -> dict[str, Any]:
+    """The stand-in for a required value that failed (or is missing), by key: the empty
+    value of its kind, from the models' shape table."""
+    out: dict[str, Any] = {}
+    for fields in SHAPES.values():
+        for alias, _, default, kind in fields:
+            if default[0] != "required" or alias in _DOCUMENT_KEYS:
+                continue
+            empty = _EMPTY[kind[0]]  # a required kind without an empty value: extend _EMPTY
+            if out.setdefault(alias, empty) != empty:
+                raise AssertionError(f"required {alias!r} fields of two kinds")
+    return out
+
+
+_PLACEHOLDERS = _placeholders()
 
 
 def slow_record(
@@ -73,7 +90,7 @@ def _validate(
 
 def _repair(data: dict[str, Any], path: PathKey, etype: str, invalid: set[PathKey]) -> bool:
     """Drop or replace the value at `path`; False when there is nothing to repair."""
-    if not path or path in (("kind",), ("apiVersion",)):
+    if not path or (len(path) == 1 and path[0] in _DOCUMENT_KEYS):
         return False
     parent: Any = data
     for part in path[:-1]:

@@ -19,7 +19,7 @@ from reconciler.names import (
     topic_id_problem,
 )
 from reconciler.spec.desired import DesiredTopic, StorageIntent
-from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicy, TopicDoc
+from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec, TopicDoc
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
 from reconciler.spec.regions import check_endpoint, check_regions
 from reconciler.spec.reporter import Reporter
@@ -142,12 +142,12 @@ def check_labels(labels: Mapping[str, str], rep: Reporter, base: PathKey) -> Non
         )
 
 
-def check_storage(model: str | StoragePolicy | None, rep: Reporter) -> StorageIntent:
+def check_storage(model: str | StoragePolicySpec | None, rep: Reporter) -> StorageIntent:
     if model is None:
         return StorageIntent("unmanaged")
     if model == "inherit":
         return StorageIntent("inherit")
-    assert isinstance(model, StoragePolicy)
+    assert isinstance(model, StoragePolicySpec)
     base: PathKey = ("spec", "messageStoragePolicy", "allowedPersistenceRegions")
     if not model.allowed_persistence_regions:
         rep.error(

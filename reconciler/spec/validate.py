@@ -14,12 +14,12 @@ from typing import Literal
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
-from reconciler.gcpause import without_cyclic_gc
 from reconciler.orgpolicy.snapshot import read_snapshot
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.checks import check_tree
 from reconciler.spec.desired import DesiredState
 from reconciler.spec.loader import load_tree
+from reconciler.spec.orgrules import promote_inferred
 from reconciler.spec.tree import SpecTree
 
 # What a missing snapshot is: nothing (plan/apply check the live org policy), a
@@ -43,26 +43,21 @@ def validate_paths(
     org_policy: Path | None = None,
     missing_snapshot: MissingSnapshot = "ignore",
     on_document: Callable[[str | None], None] | None = None,
+    strict_groups: bool = False,
 ) -> ValidationResult:
-    """Load and check every spec under `paths`; `org_policy` overrides the snapshot
-    discovered at the spec root; `on_document`: see load_tree. Raises InputError only
-    for a named snapshot file that does not exist."""
-    with without_cyclic_gc():
-        return _validate_paths(paths, org_policy, missing_snapshot, on_document)
-
-
-def _validate_paths(
-    paths: Sequence[Path],
-    org_policy: Path | None,
-    missing_snapshot: MissingSnapshot,
-    on_document: Callable[[str | None], None] | None,
-) -> ValidationResult:
+    """Load and check every spec under `paths` (default: specs/); `org_policy`
+    overrides the snapshot discovered at the spec root; `on_document`: see load_tree;
+    `strict_groups`: refusals resting on inferred value-group membership are errors
+    (spec/orgrules.py). Raises InputError only for a named snapshot file that does not
+    exist (one that is not a regular file is a diagnostic). The commands pause the
+    cyclic collector around this (reconciler/perf.py)."""
+    paths = list(paths) or [DEFAULT_PATH]
     diags = Diagnostics()
     tree = load_tree(paths, diags, on_document)
     source = org_policy or tree.snapshot
     store = None
     if source is not None:
-        if not source.is_file():
+        if not source.exists():  # anything else is the reader's to name
             raise InputError(
                 f"{source}: org-policy file not found",
                 hint="pass an existing file to --org-policy, or write one with "
@@ -72,6 +67,8 @@ def _validate_paths(
     elif missing_snapshot != "ignore":
         _report_missing(tree, paths, diags, missing_snapshot)
     desired = check_tree(tree, store, diags)
+    if strict_groups:
+        diags.items = promote_inferred(diags.items)
     return ValidationResult(desired, diags, store, source, tree.files)
 
 

@@ -15,12 +15,12 @@ import yaml
 from click.testing import CliRunner
 
 from reconciler.apply.guard import Guard, GuardedBackend
-from reconciler.apply.retry import RetryPolicy
-from reconciler.apply.run import open_guarded
+from reconciler.apply.retry import AdminRetry
+from reconciler.backends.base import TargetOptions
 from reconciler.cli import main
+from reconciler.commands.apply import open_guarded
 from reconciler.plan.make import make_plan
 from reconciler.plan.model import Plan
-from reconciler.plan.run import Target
 from reconciler.spec.desired import DesiredState, DesiredTopic
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
@@ -115,14 +115,14 @@ PROJECT = "apply-unit"  # the server checks project IDs like Pub/Sub does (6-30 
 def quick_guard() -> Guard:
     """No rate limit, tiny backoffs: transient faults are retried without real waits.
     The deadline only bounds a retry loop that keeps failing; it is no test timeout."""
-    policy = RetryPolicy(initial=0.001, maximum=0.002, max_attempts=5, deadline=60.0)
+    policy = AdminRetry(initial=0.001, maximum=0.002, max_attempts=5, deadline=60.0)
     return Guard(None, policy)
 
 
 def apply_backend(address: str, guard: Guard) -> GuardedBackend:
     """The backend `reconcile apply --emulator ADDRESS` runs with: the real Pub/Sub and
     Org Policy clients (their own retry disabled) behind the apply guard."""
-    return open_guarded(Target(emulator=address), guard)
+    return open_guarded(TargetOptions(emulator=address), guard)
 
 
 def make(

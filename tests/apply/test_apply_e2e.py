@@ -12,7 +12,7 @@ from apply_support import Tree, mutating_calls, reconcile, reconcile_process
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.types import Encoding, SchemaSettings, Topic
 
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 OWNED = {"reconcile-managed": "true"}
 US = {"allowedPersistenceRegions": ["us-central1", "us-east1"], "enforceInTransit": False}
@@ -255,7 +255,7 @@ def test_sigkill_midway_then_a_rerun_converges(server: Any, tree: Tree) -> None:
 def test_on_a_terminal_apply_asks_and_only_yes_applies(
     server: Any, tree: Tree, monkeypatch: Any
 ) -> None:
-    import reconciler.apply.run as apply_command
+    import reconciler.commands.apply as apply_command
 
     monkeypatch.setattr(apply_command, "_interactive", lambda: True)
     tree.write(three_topics())

@@ -11,7 +11,7 @@ from apply_support import Tree, reconcile
 from google.pubsub_v1.types import Topic
 
 from reconciler.hedging import labels as hedging_labels
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 ENFORCED = """\
 name: projects/{project}/policies/gcp.resourceLocations

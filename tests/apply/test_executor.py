@@ -16,11 +16,11 @@ from google.pubsub_v1.types import MessageStoragePolicy, Topic
 from reconciler.apply.executor import Executor, matches
 from reconciler.apply.guard import GuardedBackend
 from reconciler.apply.result import ApplyResult
-from reconciler.apply.retry import RetryPolicy
+from reconciler.apply.retry import AdminRetry
 from reconciler.plan.model import Plan
 
 OWNED = {"reconcile-managed": "true"}
-QUICK_READBACK = RetryPolicy(initial=0.001, maximum=0.002, max_attempts=3, deadline=1.0)
+QUICK_READBACK = AdminRetry(initial=0.001, maximum=0.002, max_attempts=3, deadline=1.0)
 
 
 def name(topic: str) -> str:

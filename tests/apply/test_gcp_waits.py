@@ -12,7 +12,7 @@ from typing import Any
 from apply_support import Tree, reconcile
 from google.pubsub_v1.types import Topic
 
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 # The service's words (FAILED_PRECONDITION, knative-gcp #1701; 400, terraform-provider-
 # google #4349), shortened.

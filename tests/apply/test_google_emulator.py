@@ -2,71 +2,17 @@
 policies and computes no storage policy. Apply must say so instead of advising a rerun,
 and `inherit` topics must get one warning instead of a perpetual update.
 
-The emulator is started by `gcloud beta emulators pubsub start` on a free loopback port
-for this module and stopped after it; the tests are skipped, with the reason printed,
-only where gcloud (or its Pub/Sub emulator component) is absent."""
+The emulator is the suite's `google_emulator` fixture (tests/conftest.py); the tests are
+skipped, with the reason printed, only where gcloud (or its Pub/Sub emulator component)
+is absent."""
 
 from __future__ import annotations
 
-import os
-import shutil
-import signal
-import socket
-import subprocess
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from apply_support import Tree, reconcile
-
-START_TIMEOUT = 60.0  # a safety net for a wedged JVM start, not a latency expectation
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def google_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    gcloud = shutil.which("gcloud")
-    if gcloud is None:
-        reason = "gcloud is not installed: Google's Pub/Sub emulator cannot be started"
-        print(f"SKIPPED: {reason}")
-        pytest.skip(reason)
-    port = _free_port()
-    address = f"127.0.0.1:{port}"
-    log = tmp_path_factory.mktemp("emulator") / "emulator.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [gcloud, "beta", "emulators", "pubsub", "start", f"--host-port={address}", "--quiet"],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # its own process group: gcloud starts a JVM child
-        )
-    try:
-        deadline = time.monotonic() + START_TIMEOUT
-        while "Server started" not in log.read_text():
-            if proc.poll() is not None:
-                reason = f"Google's Pub/Sub emulator did not start: {log.read_text()[-500:]}"
-                print(f"SKIPPED: {reason}")
-                pytest.skip(reason)
-            if time.monotonic() > deadline:
-                pytest.fail(f"the emulator did not start within {START_TIMEOUT:g} s")
-            time.sleep(0.2)
-        yield address
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)  # the group this fixture started
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from typing import Any
 from apply_support import Tree, mutating_calls, reconcile
 from google.pubsub_v1.types import Topic
 
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 from reconciler.plan.model import digest_of
 
 NONE = {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}

@@ -11,7 +11,7 @@ from typing import Any
 
 from apply_support import Tree, mutating_calls, reconcile
 
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 THREE = {
     "orders": {"labels": {"team": "payments"}},

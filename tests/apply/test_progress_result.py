@@ -5,8 +5,10 @@ from __future__ import annotations
 import io
 import json
 
-from reconciler.apply.progress import BarReporter, LineReporter, make_reporter
-from reconciler.apply.result import ApplyResult, TopicResult, summary_text
+from reconciler.apply.events import TopicFinished
+from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.commands.apply_view import BarProgress, LineProgress, progress_for, summary_text
+from reconciler.commands.output import Writer
 
 
 def results() -> ApplyResult:
@@ -61,10 +63,10 @@ def test_json_carries_every_result() -> None:
 
 def test_piped_output_is_one_line_per_topic() -> None:
     out = io.StringIO()
-    reporter = make_reporter(out, 50, is_tty=False)
-    assert isinstance(reporter, LineReporter)
+    progress = progress_for(Writer(out), 50, is_tty=False)
+    assert isinstance(progress, LineProgress)
     for r in results().results:
-        reporter.finished(r)
+        progress(TopicFinished(r))
     lines = out.getvalue().splitlines()
     assert lines == [
         "projects/p/topics/a: created",
@@ -77,11 +79,11 @@ def test_piped_output_is_one_line_per_topic() -> None:
 
 def test_a_terminal_gets_a_bar_for_more_than_a_handful() -> None:
     out = io.StringIO()
-    assert isinstance(make_reporter(out, 3, is_tty=True), LineReporter)
-    bar = make_reporter(out, 40, is_tty=True)
-    assert isinstance(bar, BarReporter)
+    assert isinstance(progress_for(Writer(out), 3, is_tty=True), LineProgress)
+    bar = progress_for(Writer(out), 40, is_tty=True)
+    assert isinstance(bar, BarProgress)
     for r in results().results:
-        bar.finished(r)
+        bar(TopicFinished(r))
     bar.close()
     text = out.getvalue()
     assert "4/40, 1 failed" in text

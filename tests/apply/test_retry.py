@@ -9,9 +9,9 @@ import pytest
 from google.api_core import exceptions as gexc
 
 from reconciler.apply.retry import (
+    AdminRetry,
     Attempts,
     PropagationTimeout,
-    RetryPolicy,
     Stopped,
     call_with_retry,
     classify,
@@ -88,7 +88,7 @@ def test_codes_are_read_from_api_core_grpc_and_wrapped_errors() -> None:
 
 
 def test_backoff_is_capped_and_jittered() -> None:
-    policy = RetryPolicy(initial=0.5, maximum=4.0, multiplier=2.0)
+    policy = AdminRetry(initial=0.5, maximum=4.0, multiplier=2.0)
     rng = random.Random(7)
     for n in range(12):
         cap = min(4.0, 0.5 * 2**n)
@@ -109,7 +109,7 @@ def test_transient_errors_are_retried_until_success() -> None:
         return "ok"
 
     got = call_with_retry(
-        fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(1), attempts=stats
+        fn, AdminRetry(), clock=clock, wait=clock.wait, rng=random.Random(1), attempts=stats
     )
     assert got == "ok"
     assert stats.count == 3 and stats.transient_errors == 2
@@ -126,7 +126,7 @@ def test_permanent_error_is_not_retried() -> None:
         raise Coded("PERMISSION_DENIED", "denied on projects/p/topics/t")
 
     with pytest.raises(Coded, match="denied"):
-        call_with_retry(fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(1))
+        call_with_retry(fn, AdminRetry(), clock=clock, wait=clock.wait, rng=random.Random(1))
     assert calls == 1 and clock.waits == []
 
 
@@ -137,7 +137,7 @@ def test_attempts_are_bounded() -> None:
     def fn() -> None:
         raise Coded("UNAVAILABLE")
 
-    policy = RetryPolicy(max_attempts=4, deadline=1e9)
+    policy = AdminRetry(max_attempts=4, deadline=1e9)
     with pytest.raises(Coded):
         call_with_retry(
             fn, policy, clock=clock, wait=clock.wait, rng=random.Random(2), attempts=stats
@@ -152,7 +152,7 @@ def test_time_is_bounded() -> None:
         clock.now += 3.0  # each attempt takes 3 s
         raise Coded("DEADLINE_EXCEEDED")
 
-    policy = RetryPolicy(initial=1.0, maximum=1.0, max_attempts=1000, deadline=10.0)
+    policy = AdminRetry(initial=1.0, maximum=1.0, max_attempts=1000, deadline=10.0)
     with pytest.raises(Coded):
         call_with_retry(fn, policy, clock=clock, wait=clock.wait, rng=random.Random(3))
     assert clock.now <= 10.0 + 3.0  # no attempt starts after the deadline
@@ -164,7 +164,7 @@ def test_stop_during_backoff_ends_retrying() -> None:
 
     with pytest.raises(Stopped, match="try later"):
         call_with_retry(
-            fn, RetryPolicy(), clock=lambda: 0.0, wait=lambda s: True, rng=random.Random(4)
+            fn, AdminRetry(), clock=lambda: 0.0, wait=lambda s: True, rng=random.Random(4)
         )
 
 
@@ -184,7 +184,7 @@ def test_before_attempt_runs_for_every_attempt() -> None:
         return 1
 
     call_with_retry(
-        fn, RetryPolicy(), clock=clock, wait=clock.wait, rng=random.Random(5), before_attempt=hook
+        fn, AdminRetry(), clock=clock, wait=clock.wait, rng=random.Random(5), before_attempt=hook
     )
     assert hooks == 2
 
@@ -218,7 +218,7 @@ def test_propagation_errors_wait_up_to_their_own_budget_then_say_so() -> None:
     def refuse() -> None:
         raise Coded("FAILED_PRECONDITION", RECENT)
 
-    policy = RetryPolicy(max_attempts=3, deadline=5.0, propagation_wait=100.0)
+    policy = AdminRetry(max_attempts=3, deadline=5.0, propagation_wait=100.0)
     with pytest.raises(PropagationTimeout) as caught:
         call_with_retry(
             refuse,
@@ -246,7 +246,7 @@ def test_transient_budget_starts_afresh_after_propagation() -> None:
             raise answers.pop(0)
         return "ok"
 
-    policy = RetryPolicy(max_attempts=3, deadline=5.0, propagation_wait=300.0)
+    policy = AdminRetry(max_attempts=3, deadline=5.0, propagation_wait=300.0)
     stats = Attempts()
     got = call_with_retry(
         fn, policy, clock=clock, wait=clock.wait, rng=random.Random(2), attempts=stats
@@ -260,7 +260,7 @@ def test_zero_propagation_wait_fails_at_once() -> None:
     with pytest.raises(PropagationTimeout):
         call_with_retry(
             lambda: (_ for _ in ()).throw(Coded("INVALID_ARGUMENT", "retry this operation")),
-            RetryPolicy(propagation_wait=0.0),
+            AdminRetry(propagation_wait=0.0),
             clock=clock,
             wait=clock.wait,
             rng=random.Random(3),

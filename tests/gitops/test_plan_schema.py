@@ -1,5 +1,6 @@
-"""docs/plan.schema.json describes the plan files `reconcile plan --out` really writes
-(creates, updates, no-ops, drift), and rejects a plan without the contract's keys."""
+"""docs/plan.schema.json is the one the plan model generates, describes the plan files
+`reconcile plan --out` really writes (creates, updates, no-ops, drift), and rejects a
+plan without the contract's keys."""
 
 from __future__ import annotations
 
@@ -21,6 +22,13 @@ def errors(plan: dict[str, Any]) -> list[str]:
     validator = Draft202012Validator(SCHEMA, format_checker=Draft202012Validator.FORMAT_CHECKER)
     return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
             for e in validator.iter_errors(plan)]
+
+
+def test_the_checked_in_schema_is_the_generated_one() -> None:
+    from reconciler.plan.planschema import COMMAND, plan_schema_text
+
+    checked_in = (ROOT / "docs" / "plan.schema.json").read_text()
+    assert checked_in == plan_schema_text(), f"docs/plan.schema.json is stale: run `{COMMAND}`"
 
 
 def test_the_schema_is_a_valid_draft_2020_12_schema() -> None:

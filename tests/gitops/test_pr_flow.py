@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 import yaml
 
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 from tests.gitops.test_comment_scripts import github_script, run_node
 from tests.gitops.test_plan_schema import errors as schema_errors
 from tests.gitops.workflow_lines import ROOT

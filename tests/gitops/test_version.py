@@ -19,7 +19,7 @@ def test_version_option_prints_the_installed_version(run_cli: Any) -> None:
 
 
 def test_version_falls_back_to_the_package_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    from reconciler.cli import version
+    from reconciler.clickapp import version
 
     def not_installed(name: str) -> str:
         raise importlib.metadata.PackageNotFoundError(name)

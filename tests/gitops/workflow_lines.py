@@ -83,7 +83,7 @@ def argv(text: str) -> list[str]:
 def parse(args: list[str]) -> click.Context:
     """Build the context of the (sub)command as `reconcile ARGS` would; raises click's
     own UsageError (NoSuchOption, BadParameter, MissingParameter...) when it cannot."""
-    from reconciler.cli import cli
+    from reconciler.clickapp import cli
 
     ctx = cli.make_context("reconcile", list(args))
     command: Any = cli

@@ -141,3 +141,32 @@ def test_a_valid_spec_fires_through_the_client() -> None:
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_stops_at_once_while_a_delayed_call_is_in_flight(sig: signal.Signals) -> None:
+    """Issue 21 item 5: a call sleeping in a 600 s injected delay neither keeps the
+    process alive nor is left unanswered: it gets UNAVAILABLE and the process exits 0
+    (the 60 s safety net of `communicate` is a tenth of the delay)."""
+    from google.pubsub_v1.types import Topic
+
+    proc = _run("--port", "0", "--fault", "CreateTopic:delay=600s")
+    assert proc.stdout is not None
+    address = proc.stdout.readline().strip().split("=", 1)[1]
+    client = publisher_client(address)
+    # The transport's own stub, started without waiting: sent before the next call.
+    delayed = client.transport.create_topic.future(
+        Topic(name="projects/proj-alpha/topics/slow"), timeout=900
+    )
+    # Calls on one channel reach the handlers in order: once a later call is answered,
+    # the delayed one is in its handler (sleeping in the delay).
+    with pytest.raises(exceptions.NotFound):
+        client.get_topic(topic="projects/proj-alpha/topics/other", retry=None)
+    assert not delayed.done()
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert "Local server stopped." in err
+    error = delayed.exception(timeout=60)
+    assert error is not None and error.code().name == "UNAVAILABLE"
+    assert error.details() == "local server is stopping"

@@ -123,7 +123,7 @@ def test_boolean_constraint_effective(orgpolicy_client: Any, hierarchy: None) ->
 
 def test_server_seeded_from_snapshot_file(tmp_path: Path) -> None:
     from reconciler.localserver import LocalServer
-    from reconciler.orgpolicy.store import load_snapshot
+    from reconciler.orgpolicy.snapshot import load_snapshot
 
     snapshot = tmp_path / "org-policy.yaml"
     snapshot.write_text(

@@ -148,7 +148,7 @@ def test_format_1_state_is_read_and_migrated_keeping_the_old_files(
     assert list(created.message_storage_policy.allowed_persistence_regions) == ["us-east1"]
     client.transport.close()
     err = server.stop()
-    assert "format 1 state, migrated to format 2" in err
+    assert "format 1 state, migrated to format 3" in err
     kept = {p.name.split(".v1-")[0]: p.read_bytes() for p in state.glob("*.v1-*")}
     assert kept == old
     assert (state / Journal.SNAPSHOT).read_bytes()[:8] == SNAPSHOT_MAGIC

@@ -4,6 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.plan.model import (
+    Change,
+    Drift,
+    Fingerprints,
+    Plan,
+    PlanTarget,
+    ResourceChange,
+)
+
 
 def topic_doc(
     name: str,
@@ -38,3 +48,43 @@ def topic_doc(
     if lines[-1] == "spec:":
         lines[-1] = "spec: {}"
     return "\n".join(lines) + "\n"
+
+
+def every_kind_plan(projects: list[str] | None = None) -> Plan:
+    """A plan with one change of each action, a diagnostic, drift and fingerprints."""
+    labels = {"team": "a", "reconcile-managed": "true"}
+    policy = {"allowed_persistence_regions": ["us-east1"], "enforce_in_transit": True}
+    create = ResourceChange(
+        "projects/p/topics/new", "p", "new",
+        Change(["create"], None, {"labels": labels, "message_storage_policy": policy},
+               computed=["message_storage_policy"]),
+        source={"file": "specs/p.yaml", "line": 3},
+    )
+    update = ResourceChange(
+        "projects/p/topics/old", "p", "old",
+        Change(["update"], {"labels": {}, "message_storage_policy": None},
+               {"labels": labels, "message_storage_policy": None}),
+        update_mask=["labels"],
+        reasons=["adopt"], warnings=["careful"],
+    )
+    delete = ResourceChange(
+        "projects/p/topics/gone", "p", "gone",
+        Change(["delete"], {"labels": labels, "message_storage_policy": None}, None),
+    )
+    noop = ResourceChange(
+        "projects/p/topics/same", "p", "same",
+        Change(["no-op"], {"labels": labels, "message_storage_policy": policy},
+               {"labels": labels, "message_storage_policy": policy}),
+        source={"file": "specs/p.yaml", "line": 9},
+    )
+    return Plan(
+        resource_changes=[create, update, delete, noop],
+        diagnostics=[Diagnostic("specs/p.yaml", 3, 1, Severity.WARNING, "w-code", "a warning")],
+        drift=[Drift("projects/p/topics/same", "misses-allowed-locations", "m", "f",
+                     missing=["us-west1"])],
+        fingerprints=Fingerprints({"projects/p/topics/new": "absent"}, {"p": "ab" * 32}),
+        target=PlanTarget("emulator", "127.0.0.1:1"),
+        prune=True,
+        created_at="2026-11-30T16:00:00+00:00",
+        projects=projects or [],
+    )

@@ -1,4 +1,4 @@
-"""A large plan run leaves its records to the process's exit (plan/run.py): they must
+"""A large plan run leaves its records to the process's exit (reconciler/perf.py): they must
 stay alive and out of the collector's sight; a small run (what tests and in-process
 callers make) must free its records as usual."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 import gc
 import weakref
 
+from reconciler.perf import LARGE, leave_to_exit
 from reconciler.plan.model import Change, Plan, ResourceChange
-from reconciler.plan.run import LARGE, leave_to_exit
 
 
 class Records:
@@ -26,7 +26,8 @@ def test_small_run_frees_its_records() -> None:
     frozen = gc.get_freeze_count()
     records = Records()
     ref = weakref.ref(records)
-    leave_to_exit(records, _plan(3))
+    plan = _plan(3)
+    leave_to_exit(records, plan, size=len(plan.resource_changes))
     del records
     assert ref() is None
     assert gc.get_freeze_count() == frozen
@@ -36,7 +37,8 @@ def test_large_run_is_left_to_exit() -> None:
     records = Records()
     ref = weakref.ref(records)
     try:
-        leave_to_exit(records, _plan(LARGE))
+        plan = _plan(LARGE)
+        leave_to_exit(records, plan, size=len(plan.resource_changes))
         del records
         gc.collect()
         assert ref() is not None  # held, and no collection can reach it

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from plan_helpers import topic_doc
 
+from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import orgpolicy_client, publisher_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
@@ -58,7 +59,9 @@ def test_plan_after_executing_its_requests_is_empty(
     )
     desired = validate_paths([root]).desired
     backend = GcpBackend(
-        publisher_client(local_server.address), orgpolicy_client(local_server.address), "t"
+        publisher_client(local_server.address),
+        orgpolicy_client(local_server.address),
+        BackendInfo("emulator", local_server.address),
     )
     try:
         first = make_plan(desired, backend, prune=True)

@@ -11,7 +11,7 @@ from typing import Any
 from plan_helpers import topic_doc
 
 from reconciler.localserver import protos
-from reconciler.orgpolicy.store import load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
 
 OWN = {"reconcile-managed": "true"}
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from plan_helpers import topic_doc
 
-from reconciler.backends.target import open_backend
+from reconciler.backends.base import TargetOptions
+from reconciler.backends.connect import open_backend
 from reconciler.errors import BackendError, UsageError
-from reconciler.plan.origin import Target
 from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadBackend, start_threshold
 
 DEFAULTS_AND_TOPIC = """\
@@ -30,7 +30,7 @@ metadata: {name: audit}
 def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) -> None:
     seed("orders", {"team": "a", "zeta": "1", "alpha": "2"}, ["us-east1", "europe-west1"], True)
     seed("refunds", {"team": "b"}, project="proj-b")
-    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=2)
+    read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=2)
     read_ahead.document("proj-a")
     assert read_ahead.proc is None  # one document: not yet
     read_ahead.document(None)
@@ -38,13 +38,12 @@ def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) ->
     backend = read_ahead.backend(["proj-a", "proj-b", "proj-c"])
     assert isinstance(backend, ReadAheadBackend)
     assert read_ahead.proc is None  # it has answered and is gone
-    direct = open_backend(False, local_server.address, None)
+    direct = open_backend(TargetOptions(emulator=local_server.address))
     try:
         for project in ("proj-a", "proj-b", "proj-c"):
             assert backend.list_topics(project) == direct.list_topics(project)
             assert backend.effective_policy(project) == direct.effective_policy(project)
-        assert backend.target == direct.target
-        assert backend.google_emulator == direct.google_emulator
+        assert backend.info == direct.info
     finally:
         direct.close()
     [orders] = backend.list_topics("proj-a")
@@ -108,21 +107,20 @@ def test_an_unreachable_emulator_is_reported_the_same_way(
     assert "Traceback" not in result.stderr and "note:" not in result.stderr
 
 
-def test_a_child_that_dies_is_replaced_by_reading_here(
-    local_server: Any, capsys: pytest.CaptureFixture[str]
-) -> None:
-    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0)
+def test_a_child_that_dies_is_replaced_by_reading_here(local_server: Any) -> None:
+    """The note is a value; `plan` prints it on stderr (commands/plan.py)."""
+    read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
     read_ahead.document("proj-a")
     assert read_ahead.proc is not None
     read_ahead.proc.kill()
     assert read_ahead.backend(["proj-a"]) is None
-    err = capsys.readouterr().err
+    err = read_ahead.note or ""
     assert "note: reading the live topics in a second process failed (exit status -9" in err
     assert "reading them in this one instead" in err
 
 
 def test_closing_stops_the_child_and_it_never_starts_again(local_server: Any) -> None:
-    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0)
+    read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
     read_ahead.document("proj-a")
     proc = read_ahead.proc
     assert proc is not None
@@ -134,7 +132,8 @@ def test_closing_stops_the_child_and_it_never_starts_again(local_server: Any) ->
 
 def test_only_the_projects_asked_for_are_read(local_server: Any, seed: Any) -> None:
     seed("other", {"team": "b"}, project="proj-b")
-    read_ahead = ReadAhead(Target(emulator=local_server.address), start_at=0, only=["proj-a"])
+    target = TargetOptions(emulator=local_server.address)
+    read_ahead = ReadAhead(target, start_at=0, only=["proj-a"])
     for project in ("proj-a", "proj-b", None):
         read_ahead.document(project)
     assert list(read_ahead.seen) == ["proj-a"]
@@ -145,9 +144,9 @@ def test_only_the_projects_asked_for_are_read(local_server: Any, seed: Any) -> N
 
 
 def test_local_targets_and_off_never_read_ahead(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert ReadAhead.for_target(Target(local=True)) is None
+    assert ReadAhead.for_target(TargetOptions(local=True)) is None
     monkeypatch.setenv(START_ENV, "off")
-    assert ReadAhead.for_target(Target(emulator="127.0.0.1:1")) is None
+    assert ReadAhead.for_target(TargetOptions(emulator="127.0.0.1:1")) is None
     monkeypatch.setenv(START_ENV, "12")
     assert start_threshold() == 12
     monkeypatch.delenv(START_ENV)

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.plan.derive import derive_fields, derive_request
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     Action,
@@ -32,7 +31,7 @@ from reconciler.plan.model import (
     PlanTarget,
     ResourceChange,
 )
-from reconciler.render import render
+from reconciler.render.formats import render
 
 GOLDEN = Path(__file__).parent / "golden"
 UPDATE = bool(os.environ.get("UPDATE_GOLDEN"))
@@ -53,8 +52,8 @@ def _change(
     computed: list[str] | None = None,
     **extra: Any,
 ) -> ResourceChange:
-    """A change whose request and fields are derived from it, as the differ makes them."""
-    rc = ResourceChange(
+    """A change (its request and fields are derived from it by the model)."""
+    return ResourceChange(
         address=f"projects/{P}/topics/{topic}",
         project=P,
         topic=topic,
@@ -62,9 +61,6 @@ def _change(
         update_mask=mask or [],
         **extra,
     )
-    rc.change.fields = derive_fields(rc)
-    rc.request = derive_request(rc)
-    return rc
 
 
 def fixed_plan() -> Plan:

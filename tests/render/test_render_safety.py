@@ -20,10 +20,9 @@ from markdown_it import MarkdownIt
 from markdown_it.tree import SyntaxTreeNode
 
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.plan.derive import derive_fields, derive_request
 from reconciler.plan.model import Change, Drift, Plan, PlanTarget, ResourceChange
 from reconciler.render import diagnostics as report
-from reconciler.render import render
+from reconciler.render.formats import render
 
 NASTY = [
     *"`|<>@#*_[]()!\\ -=~&;:$\"'",
@@ -45,7 +44,7 @@ def _change(action: str, s: dict[str, str], n: int, **kw: Any) -> ResourceChange
     policy = {"allowed_persistence_regions": [s["region"]], "enforce_in_transit": False}
     before = {"labels": {f"old{s['key']}": "1"}, "message_storage_policy": None}
     after = {"labels": labels, "message_storage_policy": policy}
-    rc = ResourceChange(
+    return ResourceChange(
         address=f"projects/{s['project']}/topics/{s['topic']}{n}",
         project=s["project"],
         topic=s["topic"],
@@ -59,9 +58,6 @@ def _change(action: str, s: dict[str, str], n: int, **kw: Any) -> ResourceChange
         warnings=[s["warning"]],
         **kw,
     )
-    rc.change.fields = derive_fields(rc)
-    rc.request = derive_request(rc)
-    return rc
 
 
 def plan_of(s: dict[str, str]) -> Plan:

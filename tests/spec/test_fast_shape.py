@@ -174,6 +174,19 @@ def test_the_checked_in_records_and_table_match_the_models() -> None:
     )
 
 
+def test_every_artefact_generated_from_the_models_is_current() -> None:
+    """documents.py, specs/schema.json and docs/spec-reference.md: one command writes
+    them all from the models, and says which are stale."""
+    import subprocess
+    import sys
+
+    run = subprocess.run(
+        [sys.executable, "-m", "reconciler.spec.shapegen", "--check"],
+        cwd=ROOT, capture_output=True, text=True, check=False,
+    )
+    assert run.returncode == 0, f"stale, run `{shapegen.COMMAND}`:\n{run.stdout}{run.stderr}"
+
+
 def test_the_generator_refuses_an_annotation_it_does_not_know() -> None:
     from typing import Annotated
 

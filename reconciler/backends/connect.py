@@ -1,16 +1,18 @@
 """Which service a command talks to: `--local`, `--emulator HOST:PORT` (or
 PUBSUB_EMULATOR_HOST), or Google Cloud with Application Default Credentials.
 
-    open_backend(local, emulator, org_policy, policy_store=None, local_seed=None,
-                 client_retry=True, timeout=DEFAULT_TIMEOUT)
+    TargetOptions(local, emulator, org_policy, timeout, state_dir)   the command line's
+    open_backend(options, policy_store=None, local_seed=None, client_retry=True)
 
-`org_policy` (the --org-policy FILE) always wins over the Org Policy API: the source of
-the org policy (snapshot or API) is decided here, once, and the backend's
-`effective_policy(project)` answers from it. `client_retry=False` (apply) turns off the
-client library's own retry, so that apply's bounded, counted retry is the only one. `local_seed`
-(the spec tree's org-policy snapshot) gives a brand-new embedded server the same org
-policy the specs were validated against, so a first `--local` run behaves like the
-organisation it models; an existing local state is never overwritten. Credentials
+The opened backend states what it is (`BackendInfo`: kind, address, whether it is
+Google's emulator, where its org policy comes from). `org_policy` (the --org-policy
+FILE) always wins over the Org Policy API: the source of the org policy (snapshot or
+API) is decided here, once, and the backend's `effective_policy(project)` answers
+from it. `client_retry=False` (apply) turns off the client library's own retry, so
+that apply's bounded, counted retry is the only one. `local_seed` (the spec tree's
+org-policy snapshot) gives a brand-new embedded server the same org policy the specs
+were validated against, so a first `--local` run behaves like the organisation it
+models; an existing local state is never overwritten. Credentials
 and tokens are never printed; a credentials problem becomes a BackendError with
 google-auth's reason (backends/credentials.py).
 
@@ -23,19 +25,26 @@ address; every call after that ends within `timeout`, the library's retries incl
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from reconciler.backends.deadline import (
-    DEFAULT_TIMEOUT,
-    ConnectFirst,
-    seconds_text,
-    wait_ready,
+from reconciler.backends.base import BackendInfo, TargetOptions
+from reconciler.backends.clients import (
+    cloud_monitoring_client,
+    cloud_orgpolicy_client,
+    cloud_publisher_client,
+    monitoring_client,
+    orgpolicy_client,
+    publisher_client,
 )
+from reconciler.backends.credentials import default_credentials
+from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError, UsageError
 from reconciler.localstate import local_state_dir, shown
-from reconciler.orgpolicy.store import PolicyStore, load_snapshot
+from reconciler.orgpolicy.snapshot import load_snapshot
+from reconciler.orgpolicy.store import PolicyStore
 
 EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
@@ -50,50 +59,47 @@ def emulator_address(emulator: str | None) -> str | None:
 
 
 def open_backend(
-    local: bool,
-    emulator: str | None,
-    org_policy: Path | None,
+    options: TargetOptions,
     policy_store: PolicyStore | None = None,
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
-    timeout: float = DEFAULT_TIMEOUT,
-    state_dir: Path | None = None,
 ) -> GcpBackend:
     """Build the backend for the chosen target (the caller closes it); every call it
-    makes ends within `timeout` seconds. `state_dir`: --local's state (default: the
-    current directory's anchor, reconciler/localstate.py)."""
-    if local and emulator:
+    makes ends within `options.timeout` seconds. `policy_store`: the --org-policy
+    snapshot when the caller has loaded it already."""
+    if options.local and options.emulator:
         raise UsageError("--local and --emulator are alternatives; pass one of them")
     store = policy_store
-    source = None
-    if org_policy is not None:
-        if store is None:
-            if not org_policy.is_file():
-                raise UsageError(f"{org_policy}: org-policy file not found")
-            store = load_snapshot(org_policy)
-        source = f"snapshot {org_policy}"
-    options: dict[str, Any] = {
+    snapshot = options.org_policy
+    if snapshot is not None and store is None:
+        if not snapshot.exists():  # the reader names anything else
+            raise UsageError(f"{snapshot}: org-policy file not found")
+        store = load_snapshot(snapshot)
+    source = BackendInfo()
+    if snapshot is not None:
+        source = BackendInfo(org_policy="snapshot", snapshot=str(snapshot))
+    settings: dict[str, Any] = {
         "policy_store": store,
-        "policy_source": source,
         "client_retry": client_retry,
-        "timeout": timeout,
+        "timeout": options.timeout,
     }
-    if local:
-        return _local(options, local_seed, state_dir or local_state_dir())
-    address = emulator_address(emulator)
+    if options.local:
+        state_dir = options.state_dir or local_state_dir()
+        return _local(settings, source, local_seed, state_dir)
+    address = emulator_address(options.emulator)
     if address is not None:
-        return _emulator(address, options)
-    return _google_cloud(options)
+        return _emulator(address, settings, source)
+    return _google_cloud(settings, source)
 
 
 def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
-    from reconciler.backends.clients import orgpolicy_client, publisher_client
-
     orgpolicy = orgpolicy_client(address) if with_orgpolicy else None
     return publisher_client(address), orgpolicy
 
 
-def _local(options: dict[str, Any], seed: PolicyStore | None, state_dir: Path) -> GcpBackend:
+def _local(
+    options: dict[str, Any], source: BackendInfo, seed: PolicyStore | None, state_dir: Path
+) -> GcpBackend:
     from reconciler.localserver import LocalServer
 
     try:
@@ -115,11 +121,14 @@ def _local(options: dict[str, Any], seed: PolicyStore | None, state_dir: Path) -
     except BaseException:
         server.stop()
         raise
+    info = replace(source, kind="local", address=str(state_dir))
+    address = server.address
     return GcpBackend(
         publisher,
         orgpolicy,
-        f"local ({state_dir})",
+        info,
         on_close=server.stop,
+        metrics_client=lambda: (monitoring_client(address), address),
         **options,
     )
 
@@ -128,9 +137,16 @@ def _local(options: dict[str, Any], seed: PolicyStore | None, state_dir: Path) -
 CONNECT_TIMEOUT = 5.0
 
 
-def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
+def _emulator(address: str, options: dict[str, Any], source: BackendInfo) -> GcpBackend:
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    backend = GcpBackend(publisher, orgpolicy, f"emulator {address}", **options)
+    info = replace(source, kind="emulator", address=address)
+    backend = GcpBackend(
+        publisher,
+        orgpolicy,
+        info,
+        metrics_client=lambda: (monitoring_client(address), address),
+        **options,
+    )
     budget = min(CONNECT_TIMEOUT, options["timeout"])
     if wait_ready({address: publisher.transport.grpc_channel}, budget):
         backend.close()
@@ -144,14 +160,17 @@ def _emulator(address: str, options: dict[str, Any]) -> GcpBackend:
     return backend
 
 
-def _google_cloud(options: dict[str, Any]) -> GcpBackend:
-    from reconciler.backends.clients import cloud_orgpolicy_client, cloud_publisher_client
-    from reconciler.backends.credentials import default_credentials
-
+def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
     credentials = default_credentials()
     timeout = options["timeout"]
     publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
     orgpolicy = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
-    return GcpBackend(publisher, orgpolicy, "gcp", **options)
+    return GcpBackend(
+        publisher,
+        orgpolicy,
+        source,
+        metrics_client=lambda: cloud_monitoring_client(credentials),
+        **options,
+    )

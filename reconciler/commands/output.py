@@ -1,0 +1,108 @@
+"""The output boundary: every string a user sees is written here, and escaped on its
+way (reconciler/render/escape.py), so that nothing from a file, a name or the service
+can move the cursor, colour the terminal, reorder a line or fake one.
+
+    stdout(), stderr()          a Writer for the stream as it is now (tests swap them)
+    Writer.line(message)        a message (several lines allowed): every line escaped
+    Writer.document(text, colour=False)
+                                a rendered document (plan, diagnostics, markdown): made
+                                inert once more, the renderer's own colour kept
+    Writer.data(json_text)      JSON for machines: escaped the JSON way (same value)
+    Writer.redraw(line), Writer.above(line), Writer.end_line()
+                                a progress bar redrawn in place, lines printed above it
+    colour_wanted()             colour on a terminal only, never with NO_COLOR
+    stdin_is_terminal(), ask(question)
+                                the confirmation prompt (the answer is read here too)
+
+The libraries (spec, orgpolicy, plan, apply, render) never write: they return values
+and strings, and the command flows under reconciler/commands/ hand them to a Writer.
+Every write is flushed at once: a killed run has still shown what it did.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import TextIO
+
+from reconciler.render import escape
+
+# Erase the rest of the line (after a carriage return): a bar's line is reused.
+_ERASE_LINE = "\x1b[K"
+
+
+class Writer:
+    """Writes to one stream; `stream` None: sys.stdout or sys.stderr as they are at
+    the time of each write."""
+
+    def __init__(self, stream: TextIO | None = None, *, err: bool = False) -> None:
+        self._stream = stream
+        self._err = err
+
+    @property
+    def stream(self) -> TextIO:
+        if self._stream is not None:
+            return self._stream
+        return sys.stderr if self._err else sys.stdout
+
+    def is_terminal(self) -> bool:
+        return self.stream.isatty()
+
+    def _write(self, text: str) -> None:
+        stream = self.stream
+        stream.write(text)
+        stream.flush()
+
+    def line(self, message: str) -> None:
+        self._write(escape.lines(message) + "\n")
+
+    def document(self, text: str, colour: bool = False) -> None:
+        self._write(escape.document(text, colour))
+
+    def data(self, json_text: str) -> None:
+        self._write(escape.json_text(json_text))
+
+    def redraw(self, line: str) -> None:
+        """Replace the current line with `line` (no line break)."""
+        self._write("\r" + escape.lines(line))
+
+    def above(self, line: str) -> None:
+        """Print `line` where the bar is; the caller redraws the bar after it."""
+        self._write("\r" + _ERASE_LINE + escape.lines(line) + "\n")
+
+    def end_line(self) -> None:
+        self._write("\n")
+
+    def prompt(self, question: str) -> None:
+        """`question: ` with no line break (the answer is typed after it)."""
+        self._write(escape.lines(question) + ": ")
+
+
+def stdout() -> Writer:
+    return Writer()
+
+
+def stderr() -> Writer:
+    return Writer(err=True)
+
+
+def colour_wanted() -> bool:
+    """Colour on a terminal only, never with NO_COLOR (https://no-color.org)."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    return sys.stdout.isatty()
+
+
+def stdin_is_terminal() -> bool:
+    """A person can answer a prompt."""
+    return sys.stdin.isatty()
+
+
+def ask(question: str) -> str:
+    """Ask on stdout and read one line of answer from stdin; no answer (end of input)
+    is an interruption, as Ctrl-C is."""
+    stdout().prompt(question)
+    answer = sys.stdin.readline()
+    if not answer:
+        raise KeyboardInterrupt
+    return answer.rstrip("\n")

@@ -1,0 +1,111 @@
+"""Performance devices, in one place with their reasons. The command flows call them;
+the libraries never do. What each one bought is measured in benchmarks/README.md.
+
+    gc_paused()               the cyclic collector off while a command builds objects
+                              that live until it ends (nested use is one pause)
+    gc_resumed()              on again for a command's long-running part
+    leave_to_exit(*records)   a large run's records left for the process's exit
+    DEFERRED_IMPORTS          every module with a function-level import, and why
+
+The collector. Loading a spec tree, and the plan made from it, builds millions of
+small objects and frees almost none of them in cycles: the cyclic collector would
+re-scan all of them again and again, worse than linearly in the tree's size. Importing
+click and a command's modules is the same pattern on a smaller scale. So the CLI runs
+every command line with the collector paused, from click's import to the verb's exit
+code (reconciler/cli.py); reference counting still frees everything, and the
+collector runs again afterwards when it was on before. The parts that run long turn
+it on again: `apply` while it makes its calls (minutes; their errors and retries do
+make cycles) and `local-server` for as long as it runs.
+
+Freeing at exit. At the end of a large `plan` its records are dropped one by one when
+the command returns, after everything has been written; they are left for the
+process's exit instead (`leave_to_exit`). Small runs (tests calling the CLI
+in-process) free as usual.
+
+Deferred imports. A command imports only what it runs: the CLI imports a verb's module
+when that verb runs (the table in reconciler/commands/__init__.py), so `validate`, run
+by pre-commit and CI on every change, never imports google-cloud, gRPC or the other
+verbs; each command module then imports what it needs at its top. The few imports
+made inside functions are listed in DEFERRED_IMPORTS with their reason
+(tests/test_import_graph.py keeps the list complete).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+# Declared topics from which freeing a run's records one by one shows in its time.
+LARGE = 10_000
+
+DEFERRED_IMPORTS: dict[str, str] = {
+    "reconciler.cli": "click, imported with the collector paused; traceback only for a bug's "
+    "traceback",
+    "reconciler.clickapp": "a verb's module only when that verb runs (the commands table); "
+    "importlib.metadata only for --version",
+    "reconciler.commands._planning": "google-cloud only when `plan` opens the target itself "
+    "(at scale the read-ahead's second process reads the live state: plan/readahead.py)",
+    "reconciler.commands.hedging": "matplotlib (an optional extra) only for --plot",
+    "reconciler.commands.local_server": "gRPC and the server only once the options are checked",
+    "reconciler.spec.loader": "pydantic and the spec models only for a document whose shape "
+    "the fast check (spec/fastshape.py) is not sure of",
+    "reconciler.spec.fastshape": "the generated records, once the first document is checked",
+    "reconciler.fileio": "tempfile only when a file is written",
+    "reconciler.backends.connect": "the embedded local server only for --local; each client "
+    "library only for a client the target needs",
+    "reconciler.backends.clients": "each Google client library only when that client is built "
+    "(an --org-policy snapshot never loads the Org Policy client)",
+    "reconciler.backends.credentials": "google.auth only when Google Cloud is the target",
+    "reconciler.backends.deadline": "google.api_core and grpc only when a call is made",
+    "reconciler.localserver": "grpc only when a server is made (the package's constants "
+    "are read without it)",
+    "reconciler.localserver.journal": "fcntl only where a state directory is locked (POSIX)",
+    "reconciler.localserver.messages": "the generated protobuf modules only when a message is "
+    "stored",
+    "reconciler.localserver.backlog": "the generated protobuf modules only when a message is "
+    "delivered (the local-server command imports the defaults before its options are checked)",
+    "reconciler.localserver.exports": "the generated protobuf modules only when a subscription's "
+    "state is written (the local-server command checks --destination-location keys with it)",
+    "reconciler.localserver.limits": "the descriptor pool of the Publish limit check is built at "
+    "the first Publish, not when the server's modules load",
+    "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",
+    "reconciler.hedging.channels": "the GAPIC client only for a locational endpoint",
+    "reconciler.hedging.plot": "matplotlib (an optional extra) only for --plot",
+}
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector off for the block; a pause inside a pause changes nothing."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+@contextmanager
+def gc_resumed() -> Iterator[None]:
+    """The cyclic collector on for the block, and as it was again after it."""
+    enabled = gc.isenabled()
+    gc.enable()
+    try:
+        yield
+    finally:
+        if not enabled:
+            gc.disable()
+
+
+def leave_to_exit(*records: object, size: int) -> None:
+    """Keep `records` (`size`: the run's declared topics) alive until the process
+    exits, out of the collector's sight: a list that holds itself, then `gc.freeze()`,
+    so that neither the collector nor interpreter shutdown ever examines them. Call it
+    when everything has been written."""
+    if size < LARGE:
+        return
+    held: list[object] = [*records]
+    held.append(held)
+    gc.freeze()

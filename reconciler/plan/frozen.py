@@ -1,0 +1,99 @@
+"""Read-only JSON values: the plan's lists and objects cannot change once it is made,
+so its digest, computed once, stays the digest of what it holds.
+
+`FrozenDict` and `FrozenList` are a dict and a list that refuse every change (equal to
+a dict or list with the same items, and written by both JSON writers as one), so that
+the plan's values serialise without a copy. `freeze` makes a value read-only all the
+way down, sharing what is read-only already; `thaw` makes a plain copy to change.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn, TypeVar
+
+K = TypeVar("K")
+V = TypeVar("V")
+T = TypeVar("T")
+
+
+def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
+    raise TypeError(f"a plan's values are read-only ({type(self).__name__})")
+
+
+class FrozenDict(dict[K, V]):
+    """A dict that refuses changes."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FrozenDict, (dict(self),)
+
+    def __copy__(self) -> FrozenDict[K, V]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[K, V]:
+        return self
+
+
+class FrozenList(list[T]):
+    """A list that refuses changes (a list, not a tuple: it equals the list it was)."""
+
+    __slots__ = ()
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
+    append = clear = extend = insert = pop = remove = reverse = sort = _refuse
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return FrozenList, (list(self),)
+
+    def __copy__(self) -> FrozenList[T]:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FrozenList[T]:
+        return self
+
+    def __hash__(self) -> int:  # type: ignore[override]  # read-only, so a safe default
+        return hash(tuple(self))
+
+
+EMPTY: FrozenList[Any] = FrozenList()
+READ_ONLY = (FrozenDict, FrozenList, type(None))  # what `freeze` gives back as it is
+
+
+_CONTAINERS = (dict, list, tuple)
+
+
+def freeze(value: Any) -> Any:
+    """`value` with every dict and list (tuples too) made read-only, all the way down;
+    read-only values are shared, not copied (they are read-only all the way down: only
+    this module makes them)."""
+    kind = type(value)
+    if kind is FrozenDict or kind is FrozenList:
+        return value
+    if isinstance(value, dict):
+        return FrozenDict(
+            {k: freeze(v) if isinstance(v, _CONTAINERS) else v for k, v in value.items()}
+        )
+    if isinstance(value, list | tuple):
+        if not value:
+            return EMPTY
+        return FrozenList([freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
+    return value
+
+
+def frozen_strings(values: Any) -> FrozenList[Any]:
+    """A list of strings (or of read-only values) made read-only: the common case of
+    `freeze` without looking at each item."""
+    if type(values) is FrozenList:
+        return values
+    return FrozenList(values) if values else EMPTY
+
+
+def thaw(value: Any) -> Any:
+    """A plain, changeable copy of a JSON value (dicts and lists all the way down)."""
+    if isinstance(value, dict):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [thaw(v) for v in value]
+    return value

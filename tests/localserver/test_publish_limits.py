@@ -1,0 +1,86 @@
+"""Issue 21 item 9: the service's Publish limits, answered INVALID_ARGUMENT; exactly at
+the limit passes. Each request is sent as one exact Publish through the GAPIC
+`PublisherClient.publish` (the batching client would split it)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from google.api_core import exceptions
+from google.pubsub_v1.types import PublishRequest, PubsubMessage
+
+from reconciler.localserver import limits
+
+TOPIC = "projects/proj-alpha/topics/limits"
+
+
+@pytest.fixture
+def pub(publisher_client: Any) -> Any:
+    publisher_client.create_topic(name=TOPIC)
+    return publisher_client
+
+
+def _send(pub: Any, messages: list[dict[str, Any]]) -> list[str]:
+    response = pub.publish(request={"topic": TOPIC, "messages": messages}, retry=None, timeout=60)
+    return list(response.message_ids)
+
+
+def _sized_request(total: int) -> PublishRequest:
+    """One message whose request serializes to exactly `total` bytes."""
+    request = PublishRequest(topic=TOPIC, messages=[PubsubMessage(data=b"")])
+    overhead = PublishRequest.pb(request).ByteSize()
+    size = total - overhead
+    while True:  # the varint lengths grow with the data: settle the exact size
+        request = PublishRequest(topic=TOPIC, messages=[PubsubMessage(data=b"x" * size)])
+        have = PublishRequest.pb(request).ByteSize()
+        if have == total:
+            return request
+        size += total - have
+
+
+CASES = [
+    ("1,001 messages", [{"data": b"m"}] * 1001, "maximum value is 1000"),
+    ("101 attributes", [{"data": b"m", "attributes": {f"k{i}": "v" for i in range(101)}}],
+     "101 attributes; the maximum is 100"),
+    ("257-byte key", [{"data": b"m", "attributes": {"k" * 257: "v"}}], "257 bytes"),
+    ("1,025-byte value", [{"data": b"m", "attributes": {"k": "v" * 1025}}], "1025 bytes"),
+    ("1,025-byte ordering key", [{"data": b"m", "ordering_key": "o" * 1025}], "1025 bytes"),
+    ("257-byte key in 2-byte characters", [{"data": b"m", "attributes": {"é" * 129: "v"}}],
+     "258 bytes"),
+    ("empty message", [{"data": b""}], "Some messages are empty"),
+]
+
+
+@pytest.mark.parametrize(("label", "messages", "says"), CASES, ids=[c[0] for c in CASES])
+def test_over_the_limit_is_invalid_argument(
+    pub: Any, local_server: Any, label: str, messages: list[dict[str, Any]], says: str
+) -> None:
+    with pytest.raises(exceptions.InvalidArgument) as refused:
+        _send(pub, messages)
+    assert says in refused.value.message
+    assert local_server.message_count(TOPIC) == 0  # nothing of the request was stored
+
+
+def test_a_12_mb_request_reaches_the_check(pub: Any, local_server: Any) -> None:
+    with pytest.raises(exceptions.InvalidArgument) as refused:
+        _send(pub, [{"data": b"x" * 1_000_000}] * 12)
+    assert refused.value.message == "Request payload size exceeds the limit: 10485760 bytes."
+    assert local_server.message_count(TOPIC) == 0
+
+
+def test_exactly_at_every_limit_passes(pub: Any, local_server: Any) -> None:
+    assert len(_send(pub, [{"data": b"m"}] * limits.MAX_PUBLISH_MESSAGES)) == 1000
+    at_limit = {
+        "data": b"m",
+        "attributes": {f"{i:03d}" + "k" * 253: "v" * 1024 for i in range(100)},
+        "ordering_key": "é" * 512,  # 1,024 bytes
+    }
+    assert len(next(iter(at_limit["attributes"])).encode()) == 256
+    assert len(_send(pub, [at_limit])) == 1
+    request = _sized_request(limits.MAX_PUBLISH_BYTES)
+    assert PublishRequest.pb(request).ByteSize() == 10 * 1024 * 1024
+    assert len(pub.publish(request=request, retry=None, timeout=60).message_ids) == 1
+    with pytest.raises(exceptions.InvalidArgument):  # one byte more is refused
+        pub.publish(request=_sized_request(limits.MAX_PUBLISH_BYTES + 1), retry=None, timeout=60)
+    assert local_server.message_count(TOPIC) == 1002
