@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -24,21 +24,35 @@ from reconciler.fileio import FileProblem, read_bytes
 from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
 from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
 from reconciler.hedging.simulate import Outcome, as_distribution, simulate
+from reconciler.spec.documents import API_VERSION
 
 CANDIDATES_MS = (100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
 MAX_SAMPLES = 2_000_000
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
+# The bucket settings tried for a recommendation (within the rules' ranges).
+REFILL_LADDER = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+TOKENS_LADDER = (5, 10, 25, 50, 100, 250)
+
+
 @dataclass(frozen=True)
 class Advice:
     samples: int  # observations in the distribution
     baseline: Outcome
-    candidates: tuple[Outcome, ...]
-    recommended: Outcome
-    profile: HedgingProfile
+    candidates: tuple[Outcome, ...]  # one per delay, with `profile`'s bucket
+    recommended: Outcome  # with `recommendation`'s bucket
+    profile: HedgingProfile  # the bucket the candidates were simulated with
     max_extra: float
     rate: float | None = None  # batches per second simulated (None: one after another)
+    recommendation: HedgingProfile | None = None  # None: leave hedging off
+    p99_goal_ms: float | None = None
+
+    @property
+    def goal_met(self) -> bool | None:
+        if self.p99_goal_ms is None:
+            return None
+        return self.recommended.p99_ms <= self.p99_goal_ms
 
 
 def read_samples(path: Path) -> LatencyDistribution:
@@ -151,67 +165,139 @@ def advise(
     batches: int = 20_000,
     seed: int = 2026,
     rate: float | None = None,
+    p99_goal_ms: float | None = None,
 ) -> Advice:
-    """Simulate every candidate delay (with `profile`'s tokens and refill, batches
-    arriving at `rate` per second if known); recommend the lowest p99 within
-    `max_extra` extra requests (ties within 1%: the fewer extra requests)."""
+    """Simulate every candidate delay (batches arriving at `rate` per second if known,
+    the bucket starting empty) and recommend one.
+
+    Without `p99_goal_ms`: the lowest p99 within `max_extra` extra requests (ties
+    within 1%: the fewer extra requests). With it: the fewest extra requests whose p99
+    meets the goal (within `max_extra`), else the lowest p99. With `profile`, its
+    maxTokens and refillRatio are kept; without, the candidates run with the largest
+    refill ratio within the budget (so the bucket itself holds hedging to it) and
+    250 tokens, then the smallest refill ratio and maxTokens that keep the chosen
+    delay's p99 are recommended."""
     dist = as_distribution(latencies)
-    base = profile or HedgingProfile()
+    tune = profile is None
+    base = profile or HedgingProfile(
+        max_tokens=TOKENS_LADDER[-1], refill_ratio=_refill_for(max_extra)
+    )
     baseline = simulate(dist, None, batches, seed)
+
+    def run(p: HedgingProfile) -> Outcome:
+        return simulate(dist, p, batches, seed, rate)
+
     delays = sorted({*CANDIDATES_MS, base.hedge_delay_ms})
     lo, hi = HEDGE_DELAY_MS
-    outcomes = tuple(
-        simulate(dist, replace(base, hedge_delay_ms=d), batches, seed, rate)
-        for d in delays
-        if lo <= d <= hi
+    outcomes = tuple(run(replace(base, hedge_delay_ms=d)) for d in delays if lo <= d <= hi)
+    best = _choose(outcomes, max_extra, p99_goal_ms)
+    assert best.hedge_delay_ms is not None
+    chosen, result = replace(base, hedge_delay_ms=best.hedge_delay_ms), best
+    if tune:
+        chosen, result = _smallest_bucket(chosen, best, p99_goal_ms, run)
+    helps = result.p99_ms < baseline.p99_ms * 0.99 or result.p999_ms < baseline.p999_ms * 0.99
+    return Advice(
+        dist.count, baseline, outcomes, result, base, max_extra, rate,
+        recommendation=replace(chosen, name=None) if helps else None, p99_goal_ms=p99_goal_ms,
     )
+
+
+def _refill_for(max_extra: float) -> float:
+    """The largest refill ratio of the ladder within the budget (the smallest if none):
+    in the long run a bucket refilled so never lets hedges exceed it."""
+    within = [r for r in REFILL_LADDER if r <= max_extra + 1e-12]
+    return within[-1] if within else REFILL_LADDER[0]
+
+
+def _choose(outcomes: Sequence[Outcome], max_extra: float, goal: float | None) -> Outcome:
     allowed = [o for o in outcomes if o.extra_fraction <= max_extra]
     if not allowed:
-        best = min(outcomes, key=lambda o: o.extra_fraction)
-    else:
-        low = min(o.p99_ms for o in allowed)
-        near = [o for o in allowed if o.p99_ms <= low * 1.01]
-        best = min(near, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
-    return Advice(dist.count, baseline, outcomes, best, base, max_extra, rate)
+        return min(outcomes, key=lambda o: o.extra_fraction)
+    if goal is not None:
+        meeting = [o for o in allowed if o.p99_ms <= goal]
+        if meeting:
+            return min(meeting, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
+    low = min(o.p99_ms for o in allowed)
+    near = [o for o in allowed if o.p99_ms <= low * 1.01]
+    return min(near, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
+
+
+def _smallest_bucket(
+    chosen: HedgingProfile,
+    outcome: Outcome,
+    goal: float | None,
+    run: Callable[[HedgingProfile], Outcome],
+) -> tuple[HedgingProfile, Outcome]:
+    """The smallest refill ratio, then the fewest tokens, whose p99 stays within 1% of
+    the chosen delay's (or meets the goal): a smaller bucket bounds the extra requests
+    more tightly if the latencies get worse."""
+    target = max(outcome.p99_ms * 1.01, goal or 0.0)
+    for refill in (r for r in REFILL_LADDER if r < chosen.refill_ratio):
+        trial = run(replace(chosen, refill_ratio=refill))
+        if trial.p99_ms <= target:
+            chosen, outcome = replace(chosen, refill_ratio=refill), trial
+            break
+    for tokens in (t for t in TOKENS_LADDER if t < chosen.max_tokens):
+        trial = run(replace(chosen, max_tokens=tokens))
+        if trial.p99_ms <= target:
+            chosen, outcome = replace(chosen, max_tokens=tokens), trial
+            break
+    return chosen, outcome
 
 
 def render(advice: Advice, source: str) -> str:
     b, p = advice.baseline, advice.profile
-    name = p.name or "default"
-    arrival = f"at {advice.rate:g}/s" if advice.rate else "one after another"
+    arrival = f"at {advice.rate:.3g}/s" if advice.rate else "one after another"
+    bucket = f"maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g}"
     lines = [
         f"{advice.samples} latency samples from {source}",
-        f"profile {name}: maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g} "
+        f"{f'profile {p.name}: ' if p.name else ''}{bucket} "
         f"(simulated {len(b.latencies_ms)} batches {arrival}, attempts drawn "
         "independently, token bucket starting empty)",
         "",
         f"{'hedge delay':<12} {'p50':>10} {'p99':>10} {'p99.9':>10} {'extra requests':>15}",
     ]
+    r, rec = advice.recommended, advice.recommendation
     for o in (b, *advice.candidates):
         delay = "off" if o.hedge_delay_ms is None else format_ms(o.hedge_delay_ms)
-        mark = "  <- recommended" if o is advice.recommended else ""
+        mark = "  <- recommended delay" if rec and o.hedge_delay_ms == r.hedge_delay_ms else ""
         current = "  (profile)" if p.name and o.hedge_delay_ms == p.hedge_delay_ms else ""
         lines.append(
             f"{delay:<12} {_ms(o.p50_ms):>10} {_ms(o.p99_ms):>10} {_ms(o.p999_ms):>10} "
             f"{o.extra_fraction:>14.2%}{mark}{current}"
         )
-    r = advice.recommended
-    assert r.hedge_delay_ms is not None
-    if r.p99_ms >= b.p99_ms * 0.99 and r.p999_ms >= b.p999_ms * 0.99:
+    goal = advice.p99_goal_ms
+    if rec is None:
         lines += ["", "hedging does not improve p99 or p99.9 for these latencies: leave it off"]
         return "\n".join(lines)
     lines += [
         "",
-        f"recommended: hedgeDelay {format_ms(r.hedge_delay_ms)}: p99 {_ms(b.p99_ms)} -> "
-        f"{_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> {_ms(r.p999_ms)}, "
-        f"{r.extra_fraction:.2%} extra requests (limit {advice.max_extra:.0%})",
+        f"recommended: hedgeDelay {format_ms(rec.hedge_delay_ms)}, maxTokens {rec.max_tokens}, "
+        f"refillRatio {rec.refill_ratio:g}",
+        f"predicted: p99 {_ms(b.p99_ms)} -> {_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> "
+        f"{_ms(r.p999_ms)}, {r.extra_fraction:.2%} extra requests "
+        f"(budget {advice.max_extra:.1%})",
     ]
+    if goal is not None:
+        verdict = "met" if advice.goal_met else "NOT met: no profile within the budget reaches it"
+        lines.append(f"p99 goal {_ms(goal)}: {verdict}")
     if r.dropped_fraction > 0:
         lines.append(
             f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "
             "raise maxTokens or refillRatio for more"
         )
     return "\n".join(lines)
+
+
+def profile_document(profile: HedgingProfile, name: str) -> str:
+    """The HedgingProfile spec document for `profile`, to add to the spec tree."""
+    return (
+        f"apiVersion: {API_VERSION}\n"
+        "kind: HedgingProfile\n"
+        f"metadata: {{name: {name}}}\n"
+        f"spec: {{hedgeDelay: {format_ms(profile.hedge_delay_ms)}, "
+        f"maxTokens: {profile.max_tokens}, refillRatio: {profile.refill_ratio:g}}}\n"
+    )
 
 
 def _ms(value: float) -> str:

@@ -75,7 +75,9 @@ def test_text_samples_and_the_recommendation(
     assert any(line.startswith("off ") and "2000 ms" in line for line in lines)
     rec = next(line for line in lines if "<- recommended" in line)
     assert rec.split()[0] == "100ms"
-    assert "recommended: hedgeDelay 100ms: p99 2000 ms -> 105 ms" in result.stdout
+    # 2% of batches need a hedge: a 5% budget bounds the bucket's refill to 0.05.
+    assert "recommended: hedgeDelay 100ms, maxTokens " in result.stdout
+    assert "predicted: p99 2000 ms -> 105 ms" in result.stdout
 
 
 def test_fast_latencies_get_no_hedging(run_cli: Callable[..., Any], tmp_path: Path) -> None:
