@@ -94,7 +94,7 @@ def test_a_high_cancelled_rate_warns_that_the_deadline_is_too_short(
     publish(local_server, publisher_client, 100, **TAIL)
     local_server.faults.add(method="Publish", resource=TOPIC, error="CANCELLED", error_next=5)
     for i in range(5):
-        with pytest.raises(Exception, match="CANCELLED|Cancelled"):
+        with pytest.raises(Exception, match=r"CANCELLED|Cancelled"):
             publisher_client.publish(topic=TOPIC, messages=[{"data": b"c%d" % i}], retry=None)
     result = advise(run_cli, local_server)
     assert result.exit_code == 0, result.stderr
