@@ -16,13 +16,14 @@ from reconciler.commands import output
 from reconciler.commands._options import server_options
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import BackendError, InputError, UsageError
-from reconciler.hedging.advise import advise, profile_document, read_samples, render
+from reconciler.hedging.advise import advise, read_samples, render
 from reconciler.hedging.distribution import LatencyDistribution
 from reconciler.hedging.labels import INLINE_NAME, PROFILE
 from reconciler.hedging.plot import plot_cdf, require_matplotlib
-from reconciler.hedging.profile import HedgingProfile
+from reconciler.hedging.profile import HedgingProfile, format_ms
 from reconciler.names import label_value_problem
 from reconciler.render import escape
+from reconciler.spec.documents import API_VERSION
 from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 from reconciler.spec.loader import load_tree
 from reconciler.spec.profiles import profile_from_settings
@@ -246,6 +247,17 @@ def _from_topic(
             "count here too"
         )
     return observed.latencies, observed.rate, source, warnings
+
+
+def profile_document(profile: HedgingProfile, name: str) -> str:
+    """The HedgingProfile spec document for `profile`, to add to the spec tree."""
+    return (
+        f"apiVersion: {API_VERSION}\n"
+        "kind: HedgingProfile\n"
+        f"metadata: {{name: {name}}}\n"
+        f"spec: {{hedgeDelay: {format_ms(profile.hedge_delay_ms)}, "
+        f"maxTokens: {profile.max_tokens}, refillRatio: {profile.refill_ratio:g}}}\n"
+    )
 
 
 def _profile(name: str, specs: Path) -> HedgingProfile:

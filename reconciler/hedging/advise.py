@@ -24,7 +24,6 @@ from reconciler.fileio import FileProblem, read_bytes
 from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
 from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
 from reconciler.hedging.simulate import Outcome, as_distribution, simulate
-from reconciler.spec.documents import API_VERSION
 
 CANDIDATES_MS = (100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
 MAX_SAMPLES = 2_000_000
@@ -287,17 +286,6 @@ def render(advice: Advice, source: str) -> str:
             "raise maxTokens or refillRatio for more"
         )
     return "\n".join(lines)
-
-
-def profile_document(profile: HedgingProfile, name: str) -> str:
-    """The HedgingProfile spec document for `profile`, to add to the spec tree."""
-    return (
-        f"apiVersion: {API_VERSION}\n"
-        "kind: HedgingProfile\n"
-        f"metadata: {{name: {name}}}\n"
-        f"spec: {{hedgeDelay: {format_ms(profile.hedge_delay_ms)}, "
-        f"maxTokens: {profile.max_tokens}, refillRatio: {profile.refill_ratio:g}}}\n"
-    )
 
 
 def _ms(value: float) -> str:
