@@ -230,6 +230,7 @@ def run(
     client.transport.close()
     calls = srv.ask("publish_calls") - calls_before
     time.sleep(late_wait)  # cancelled slow attempts still land on the server
+    observed = server_latencies(srv.address, topic) if kind == "official" and rate else None
     stored, kept, indices = srv.ask("stored", topic)
     latencies.sort()
     from_call.sort()
@@ -258,6 +259,8 @@ def run(
         "stored_duplicates": stored - len(distinct) if kept == stored else None,
         "acked_not_stored": len(set(acked) - distinct) if kept == stored else None,
     }
+    if observed is not None:
+        out["server_metric"] = observed
     if counters is not None:
         batches = counters.batches_succeeded + counters.batches_failed
         out |= {
@@ -274,6 +277,21 @@ def run(
     return out
 
 
+def server_latencies(address: str, topic: str) -> Any:
+    """What `reconcile hedging advise --topic` reads: the topic's send_request_latencies
+    and send_request_count from the server's Cloud Monitoring face (its last 10,000
+    Publish calls), as an `Observed`."""
+    from reconciler.backends.clients import monitoring_client
+    from reconciler.backends.metrics import MetricsReader
+    from reconciler.hedging.observed import observe
+
+    reader = MetricsReader(monitoring_client(address), 60.0, address)
+    try:
+        return observe(reader, topic, 3600)
+    finally:
+        reader.close()
+
+
 def relative_error(predicted: float, measured: float) -> float | None:
     return round(abs(predicted - measured) / measured, 3) if measured else None
 
@@ -285,7 +303,7 @@ def noise(fraction: float, batches: int) -> float:
     ) else 0.0
 
 
-def predict(samples: list[float], delay_ms: int, rate: float, seed: int) -> dict[str, Any]:
+def predict(samples: Any, delay_ms: int, rate: float, seed: int) -> dict[str, Any]:
     from reconciler.hedging.profile import HedgingProfile
     from reconciler.hedging.simulate import simulate
 
@@ -369,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}, "
                       f"load {r['load_average']}", file=sys.stderr)
             hedged = runs["ours-hedged"]
+            metric = runs["official"].pop("server_metric")
             shapes[shape] = {
                 "rules": rules,
                 "advisor_recommended_delay_ms": recommended,
@@ -378,9 +397,17 @@ def main(argv: list[str] | None = None) -> int:
                     predict(runs["official"]["latencies_ms"], delay, args.rate, args.seed),
                     hedged,
                 ),
+                # `advise --topic`: the server's own latency metric of the official run
+                # (its load included), Publish rate as the metric shows it.
+                "advisor_from_server_metric": compare(
+                    predict(metric.latencies, delay, args.rate, args.seed), hedged
+                ),
+                "server_metric_calls": metric.total_calls,
                 **runs,
             }
             print(f"{shape}: advisor {shapes[shape]['advisor']}", file=sys.stderr)
+            print(f"{shape}: advisor from the server's metric "
+                  f"{shapes[shape]['advisor_from_server_metric']}", file=sys.stderr)
     finally:
         srv.stop()
 
@@ -408,6 +435,10 @@ def main(argv: list[str] | None = None) -> int:
         a = s["advisor"]
         targets[f"{shape}: advisor p99 within 10%"] = (a["p99_error"] or 0) <= 0.10
         targets[f"{shape}: advisor extra within 10%"] = (a["extra_error"] or 0) <= 0.10
+        m = s["advisor_from_server_metric"]
+        targets[f"{shape}: advisor (server metric) p99 within 10%"] = (m["p99_error"] or 0) <= 0.10
+        targets[f"{shape}: advisor (server metric) extra within 10%"] = (
+            (m["extra_error"] or 0) <= 0.10)
     targets["2% tail: hedged p99 <= 150 ms"] = target["ours-hedged"]["p99_ms"] <= 150
     targets["2% tail: hedged p99 from the call <= 150 ms"] = (
         target["ours-hedged"]["p99_call_ms"] <= 150)

@@ -22,7 +22,12 @@ from typing import Any
 from reconciler.errors import InputError
 from reconciler.fileio import FileProblem, read_bytes
 from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
-from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
+from reconciler.hedging.profile import (
+    DEFAULT_MAX_TOKENS,
+    HEDGE_DELAY_MS,
+    HedgingProfile,
+    format_ms,
+)
 from reconciler.hedging.simulate import Outcome, as_distribution, simulate
 
 CANDIDATES_MS = (100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
@@ -30,9 +35,11 @@ MAX_SAMPLES = 2_000_000
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
-# The bucket settings tried for a recommendation (within the rules' ranges).
+# The bucket settings tried for a recommendation (within the rules' ranges). Never
+# fewer tokens than the default 50: the simulation draws attempts independently, while
+# real slow periods come in bursts that a small bucket would leave unhedged.
 REFILL_LADDER = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
-TOKENS_LADDER = (5, 10, 25, 50, 100, 250)
+TOKENS_LADDER = (DEFAULT_MAX_TOKENS, 100, 250)
 
 
 @dataclass(frozen=True)
