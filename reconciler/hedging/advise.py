@@ -257,7 +257,7 @@ def render(advice: Advice, source: str) -> str:
     bucket = f"maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g}"
     lines = [
         f"{advice.samples} latency samples from {source}",
-        f"{f'profile {p.name}: ' if p.name else ''}{bucket} "
+        f"{f'profile {p.name}: ' if p.name else 'candidates with '}{bucket} "
         f"(simulated {len(b.latencies_ms)} batches {arrival}, attempts drawn "
         "independently, token bucket starting empty)",
         "",
