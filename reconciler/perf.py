@@ -46,7 +46,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "importlib.metadata only for --version",
     "reconciler.commands._planning": "google-cloud only when `plan` opens the target itself "
     "(at scale the read-ahead's second process reads the live state: plan/readahead.py)",
-    "reconciler.commands.hedging": "matplotlib (an optional extra) only for --plot",
+    "reconciler.commands.hedging": "google-cloud (the backend and its Monitoring reader) only "
+    "for --topic: a file of samples needs neither",
     "reconciler.commands.local_server": "gRPC and the server only once the options are checked",
     "reconciler.spec.loader": "pydantic and the spec models only for a document whose shape "
     "the fast check (spec/fastshape.py) is not sure of",

@@ -1,7 +1,9 @@
-"""`reconcile hedging advise`: choose a hedge delay from observed publish latencies.
+"""`reconcile hedging advise`: choose a hedging profile from observed publish latencies,
+a file of samples or the topic's own Cloud Monitoring metrics (`--topic`).
 
-Light on purpose: the spec loader (for `--profile`) and the pure-Python simulator,
-never google-cloud or gRPC.
+Light on purpose for a file: the spec loader (for `--profile`) and the pure-Python
+simulator, never google-cloud or gRPC; `--topic` imports the backend and its
+Monitoring reader when it runs.
 """
 
 from __future__ import annotations
@@ -11,12 +13,24 @@ from pathlib import Path
 import click
 
 from reconciler.commands import output
+from reconciler.commands._options import server_options
 from reconciler.diagnostics import Diagnostics
-from reconciler.errors import InputError, UsageError
+from reconciler.errors import BackendError, InputError, UsageError
 from reconciler.hedging.advise import advise, read_samples, render
-from reconciler.hedging.profile import HedgingProfile
+from reconciler.hedging.distribution import LatencyDistribution
+from reconciler.hedging.labels import INLINE_NAME, PROFILE
+from reconciler.hedging.plot import plot_cdf, require_matplotlib
+from reconciler.hedging.profile import HedgingProfile, format_ms
+from reconciler.names import label_value_problem
 from reconciler.render import escape
+from reconciler.spec.documents import API_VERSION
+from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 from reconciler.spec.loader import load_tree
+from reconciler.spec.profiles import profile_from_settings
+
+MIN_SINCE_S = 60  # Monitoring's sampling period: the shortest window it aligns
+# CANCELLED and DEADLINE_EXCEEDED above this share of Publish calls: a warning.
+ABANDONED_WARNING = 0.01
 
 
 @click.group(name="hedging")
@@ -25,7 +39,21 @@ def command() -> None:
 
 
 @command.command(name="advise")
-@click.argument("latencies", type=click.Path(path_type=Path, dir_okay=False))
+@click.argument("latencies", required=False, type=click.Path(path_type=Path, dir_okay=False))
+@click.option(
+    "--topic",
+    metavar="projects/P/topics/T",
+    help="Read the topic's publish latencies from Cloud Monitoring "
+    "(topic/send_request_latencies, topic/send_request_count) instead of a file.",
+)
+@click.option(
+    "--since",
+    default="1h",
+    show_default=True,
+    metavar="DURATION",
+    help="With --topic: the window read, ending now (1m to 24h).",
+)
+@server_options
 @click.option("--profile", "profile_name", help="HedgingProfile in the specs to start from.")
 @click.option(
     "--specs",
@@ -34,40 +62,202 @@ def command() -> None:
     show_default=True,
     help="Spec tree holding --profile.",
 )
-@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), help="Write a CDF PNG.")
+@click.option(
+    "--p99-goal",
+    metavar="DURATION",
+    help="p99 to reach (e.g. 150ms): the fewest extra requests that meet it.",
+)
 @click.option(
     "--max-extra",
     type=click.FloatRange(0.0, 1.0),
     default=0.05,
     show_default=True,
-    help="Largest extra-request fraction to recommend.",
+    help="Extra-request budget (fraction of batches).",
 )
+@click.option(
+    "--write-profile",
+    metavar="NAME",
+    help="Print the recommended HedgingProfile document named NAME on stdout "
+    "(the report goes to stderr).",
+)
+@click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), help="Write a CDF PNG.")
 @click.option("--batches", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True)
 @click.option("--seed", type=int, default=2026, show_default=True)
 def advise_command(
-    latencies: Path,
+    latencies: Path | None,
+    topic: str | None,
+    since: str,
+    local: bool,
+    emulator: str | None,
+    timeout: float,
     profile_name: str | None,
     specs: Path,
-    plot: Path | None,
+    p99_goal: str | None,
     max_extra: float,
+    write_profile: str | None,
+    plot: Path | None,
     batches: int,
     seed: int,
 ) -> None:
     """Simulate hedging over LATENCIES (milliseconds, or a Cloud Monitoring
-    send_request_latencies JSON export) and recommend a hedge delay."""
-    if not latencies.exists():  # the reader names anything else
-        raise UsageError(f"{latencies}: no such file", hint="pass a file of latency samples")
-    profile = _profile(profile_name, specs) if profile_name else None
-    samples = read_samples(latencies)
-    advice = advise(samples, profile, max_extra=max_extra, batches=batches, seed=seed)
-    # The report names the file: escaped before it goes into the report's lines.
-    source = escape.text(str(latencies), backslash=False)
-    output.stdout().document(render(advice, source) + "\n")
+    send_request_latencies JSON export) or over the --topic's own metrics, and
+    recommend a hedge delay, max tokens and refill ratio."""
+    _check_source(latencies, topic, local, emulator)
+    goal_ms = float(_duration_ms("--p99-goal", p99_goal)) if p99_goal is not None else None
+    if write_profile is not None:
+        _check_profile_name(write_profile)
     if plot is not None:
-        from reconciler.hedging.plot import plot_cdf  # matplotlib, an optional extra
-
+        require_matplotlib()
+    profile = _profile(profile_name, specs) if profile_name else None
+    rate: float | None = None
+    warnings: list[str] = []
+    if topic is not None:
+        window_s = _window_seconds(since)
+        samples, rate, source, warnings = _from_topic(topic, window_s, since, local, emulator,
+                                                      timeout)
+    else:
+        assert latencies is not None
+        if not latencies.exists():  # the reader names anything else
+            raise UsageError(f"{latencies}: no such file", hint="pass a file of latency samples")
+        samples = read_samples(latencies)
+        # The report names the file: escaped before it goes into the report's lines.
+        source = escape.text(str(latencies), backslash=False)
+    advice = advise(samples, profile, max_extra=max_extra, batches=batches, seed=seed,
+                    rate=rate, p99_goal_ms=goal_ms)
+    report = output.stderr() if write_profile is not None else output.stdout()
+    report.document(render(advice, source) + "\n")
+    for warning in warnings:
+        output.stderr().line(f"warning: {warning}")
+    if plot is not None:
         plot_cdf(advice, plot)
-        output.stdout().line(f"plot written to {plot}")
+        report.line(f"plot written to {plot}")
+    if write_profile is not None:
+        if advice.recommendation is None:
+            raise InputError(
+                f"no HedgingProfile written: hedging does not improve p99 or p99.9 for the "
+                f"latencies of {source}",
+                hint="leave hedging off for this topic",
+            )
+        output.stdout().document(profile_document(advice.recommendation, write_profile))
+
+
+def _check_source(
+    latencies: Path | None, topic: str | None, local: bool, emulator: str | None
+) -> None:
+    if latencies is not None and topic is not None:
+        raise UsageError(
+            "pass either a LATENCIES file or --topic, not both",
+            hint="a file holds samples; --topic reads the topic's metrics",
+        )
+    if latencies is None and topic is None:
+        raise UsageError(
+            "nothing to advise on: pass a LATENCIES file or --topic projects/P/topics/T",
+            hint="e.g. reconcile hedging advise --topic projects/my-project/topics/orders",
+        )
+    if topic is None and (local or emulator):
+        raise UsageError("--local and --emulator choose where --topic's metrics are read")
+
+
+def _duration_ms(option: str, text: str) -> int:
+    try:
+        return parse_duration_ms(text)
+    except (DurationError, DurationRangeError) as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
+def _window_seconds(since: str) -> int:
+    seconds = _duration_ms("--since", since) // 1000
+    if seconds < MIN_SINCE_S:
+        raise UsageError(
+            f"--since {since} is shorter than 1m",
+            hint="Cloud Monitoring aligns publish metrics per minute: pass 1m or more",
+        )
+    return seconds
+
+
+def _check_profile_name(name: str) -> None:
+    problem = label_value_problem(PROFILE, name) or (None if name else "it is empty")
+    if problem or name == INLINE_NAME:
+        raise UsageError(
+            f"--write-profile {name!r}: a profile name must be 1 to 63 lowercase letters, "
+            f"digits, '_' or '-', and not {INLINE_NAME!r}"
+        )
+
+
+def _from_topic(
+    topic: str, window_s: int, since: str, local: bool, emulator: str | None, timeout: float
+) -> tuple[LatencyDistribution, float | None, str, list[str]]:
+    """The topic's successful publish latencies, its publish rate, the report's source
+    line and the warnings its request counts call for."""
+    # google-cloud (the backend and its Monitoring reader) only for --topic.
+    from reconciler.backends.base import TargetOptions
+    from reconciler.backends.connect import open_backend
+    from reconciler.backends.metrics import MetricsUnavailable
+    from reconciler.hedging.observed import (
+        CANCELLED,
+        DEADLINE_EXCEEDED,
+        NoLatencies,
+        observe,
+        split_topic,
+    )
+
+    try:
+        project, topic_id = split_topic(topic)
+    except ValueError as exc:
+        raise UsageError(f"--topic: {exc}") from None
+    backend = open_backend(TargetOptions(local, emulator, None, timeout))
+    where = backend.info.label
+    try:
+        observed = observe(backend.metrics(), topic, window_s)
+    except MetricsUnavailable as exc:
+        hint = (
+            f"grant {exc.role} on project {project} to the caller"
+            if exc.role
+            else "read the metrics where the topic's publishers publish (Google Cloud, or "
+            "`reconcile local-server` with --emulator), or pass a LATENCIES file"
+        )
+        raise BackendError(
+            f"topic {topic_id} (project {project}): cannot read its publish metrics: "
+            f"{exc.reason}",
+            hint=hint,
+        ) from None
+    except NoLatencies:
+        hint = "publish to it first, or widen --since"
+        if local:
+            hint = (
+                "the embedded server records publish metrics only while it runs: publish "
+                "through `reconcile local-server` and read them with --emulator HOST:PORT"
+            )
+        raise InputError(
+            f"topic {topic_id} (project {project}): no successful publish recorded in the "
+            f"last {since} ({where})",
+            hint=hint,
+        ) from None
+    finally:
+        backend.close()
+    source = f"topic/send_request_latencies of {topic} (last {since}, {where})"
+    warnings = []
+    abandoned = observed.fraction(CANCELLED) + observed.fraction(DEADLINE_EXCEEDED)
+    if abandoned > ABANDONED_WARNING:
+        warnings.append(
+            f"{abandoned:.1%} of the {observed.total_calls} Publish calls to {topic} in the "
+            f"last {since} ended CANCELLED or DEADLINE_EXCEEDED: the publishers' request "
+            "deadline is likely too short for this topic's latencies (raise "
+            "initialRpcTimeout/totalTimeout); hedged publishers' cancelled losing attempts "
+            "count here too"
+        )
+    return observed.latencies, observed.rate, source, warnings
+
+
+def profile_document(profile: HedgingProfile, name: str) -> str:
+    """The HedgingProfile spec document for `profile`, to add to the spec tree."""
+    return (
+        f"apiVersion: {API_VERSION}\n"
+        "kind: HedgingProfile\n"
+        f"metadata: {{name: {name}}}\n"
+        f"spec: {{hedgeDelay: {format_ms(profile.hedge_delay_ms)}, "
+        f"maxTokens: {profile.max_tokens}, refillRatio: {profile.refill_ratio:g}}}\n"
+    )
 
 
 def _profile(name: str, specs: Path) -> HedgingProfile:
@@ -75,15 +265,7 @@ def _profile(name: str, specs: Path) -> HedgingProfile:
     tree = load_tree([specs], diags)
     for located in tree.profiles:
         if located.model.metadata.name == name:
-            s, base = located.model.spec, HedgingProfile()
-            profile = HedgingProfile(
-                hedge_delay_ms=s.hedge_delay if s.hedge_delay is not None else base.hedge_delay_ms,
-                max_tokens=s.max_tokens if s.max_tokens is not None else base.max_tokens,
-                refill_ratio=float(s.refill_ratio)
-                if s.refill_ratio is not None
-                else base.refill_ratio,
-                name=name,
-            )
+            profile = profile_from_settings(located.model.spec, name)
             problems = profile.problems()
             if problems:
                 raise InputError(

@@ -1,7 +1,9 @@
 """Publish hedging: the profile, its topic labels and the hedged publisher.
 
-`PublisherClient` (the drop-in for google.cloud.pubsub_v1.PublisherClient) and
-`HedgedPublisher` are exported lazily so that `reconciler.hedging.profile` (used by
+`from reconciler.hedging import pubsub_v1` is the one-line swap for
+`from google.cloud import pubsub_v1` (docs/hedging.md). `PublisherClient` (the
+drop-in for google.cloud.pubsub_v1.PublisherClient), `HedgedPublisher` and the
+`pubsub_v1` module are loaded lazily so that `reconciler.hedging.profile` (used by
 `reconcile validate`) and the advisor never import google-cloud or gRPC.
 """
 

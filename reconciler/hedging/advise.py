@@ -1,43 +1,67 @@
-"""`reconcile hedging advise`: read latency samples, simulate candidate hedge delays,
-recommend one. Pure Python (no google or gRPC imports).
+"""`reconcile hedging advise`: read publish latencies, simulate candidate hedge delays
+with the publisher's semantics (simulate.py), recommend one. Pure Python (no google
+or gRPC imports).
 
-Samples come from a text file (milliseconds, one or more per line, `#` comments) or
-from Cloud Monitoring's `topic/send_request_latencies` distribution exported as JSON
-(a `timeSeries` list as `projects.timeSeries.list` returns it, one time series, or
-one `distributionValue`): every bucket contributes its count of samples, spread
-evenly (geometrically, for exponential buckets) across the bucket.
+Latencies come from a text file (milliseconds, one or more per line, `#` comments)
+or from Cloud Monitoring's `topic/send_request_latencies` distribution exported as
+JSON (a `timeSeries` list as `projects.timeSeries.list` returns it, one time series,
+or one `distributionValue`): every bucket keeps its count, its draws spread across
+it (distribution.py). `advise` takes any `LatencyDistribution`, so a caller that
+reads the metric itself passes its buckets straight in.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from reconciler.errors import InputError
 from reconciler.fileio import FileProblem, read_bytes
-from reconciler.hedging.profile import HEDGE_DELAY_MS, HedgingProfile, format_ms
-from reconciler.hedging.simulate import Outcome, simulate
+from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
+from reconciler.hedging.profile import (
+    DEFAULT_MAX_TOKENS,
+    HEDGE_DELAY_MS,
+    HedgingProfile,
+    format_ms,
+)
+from reconciler.hedging.simulate import Outcome, as_distribution, simulate
 
 CANDIDATES_MS = (100, 150, 200, 300, 500, 750, 1_000, 1_500, 2_000, 3_000, 5_000, 10_000)
 MAX_SAMPLES = 2_000_000
 MAX_FILE_BYTES = 256 * 1024 * 1024
 
 
+# The bucket settings tried for a recommendation (within the rules' ranges). Never
+# fewer tokens than the default 50: the simulation draws attempts independently, while
+# real slow periods come in bursts that a small bucket would leave unhedged.
+REFILL_LADDER = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2)
+TOKENS_LADDER = (DEFAULT_MAX_TOKENS, 100, 250)
+
+
 @dataclass(frozen=True)
 class Advice:
-    samples: int
+    samples: int  # observations in the distribution
     baseline: Outcome
-    candidates: tuple[Outcome, ...]
-    recommended: Outcome
-    profile: HedgingProfile
+    candidates: tuple[Outcome, ...]  # one per delay, with `profile`'s bucket
+    recommended: Outcome  # with `recommendation`'s bucket
+    profile: HedgingProfile  # the bucket the candidates were simulated with
     max_extra: float
+    rate: float | None = None  # batches per second simulated (None: one after another)
+    recommendation: HedgingProfile | None = None  # None: leave hedging off
+    p99_goal_ms: float | None = None
+
+    @property
+    def goal_met(self) -> bool | None:
+        if self.p99_goal_ms is None:
+            return None
+        return self.recommended.p99_ms <= self.p99_goal_ms
 
 
-def read_samples(path: Path) -> list[float]:
+def read_samples(path: Path) -> LatencyDistribution:
     """Latencies in milliseconds; InputError naming file and line for bad input."""
     try:
         text = read_bytes(path, MAX_FILE_BYTES).decode("utf-8")
@@ -49,8 +73,11 @@ def read_samples(path: Path) -> list[float]:
     except UnicodeDecodeError:
         raise InputError(f"{path}: not UTF-8 text") from None
     stripped = text.lstrip()
-    samples = _from_json(path, stripped) if stripped[:1] in "{[" else _from_text(path, text)
-    if not samples:
+    if stripped[:1] in "{[":
+        samples = _from_json(path, stripped)
+    else:
+        samples = LatencyDistribution.from_samples(_from_text(path, text))
+    if not samples.count:
         raise InputError(
             f"{path}: no latency samples found",
             hint="write one latency in milliseconds per line, or export "
@@ -78,25 +105,23 @@ def _from_text(path: Path, text: str) -> list[float]:
     return out
 
 
-def _from_json(path: Path, text: str) -> list[float]:
+def _from_json(path: Path, text: str) -> LatencyDistribution:
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
-    out: list[float] = []
+    out = LatencyDistribution()
     found = False
     for dist in _distributions(data):
         found = True
         try:
-            out.extend(_expand(dist))
+            out += _buckets(dist)
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(
                 f"{path}: a distributionValue cannot be read ({exc})",
                 hint="export topic/send_request_latencies with its bucketOptions and "
                 "bucketCounts",
             ) from None
-        if len(out) > MAX_SAMPLES:
-            raise InputError(f"{path}: more than {MAX_SAMPLES} samples; shorten the interval")
     if not found:
         raise InputError(
             f"{path}: no Cloud Monitoring distribution found",
@@ -118,8 +143,8 @@ def _distributions(data: Any) -> Iterator[dict[str, Any]]:
                 yield from _distributions(data[key])
 
 
-def _bounds(options: dict[str, Any], n: int) -> list[float]:
-    """The n - 1 finite boundaries between n buckets (underflow ... overflow)."""
+def _bounds(options: dict[str, Any]) -> list[float]:
+    """The finite boundaries between the buckets (underflow ... overflow)."""
     if "explicitBuckets" in options:
         return [float(b) for b in options["explicitBuckets"]["bounds"]]
     if "linearBuckets" in options:
@@ -131,86 +156,141 @@ def _bounds(options: dict[str, Any], n: int) -> list[float]:
     return [scale * growth**i for i in range(int(o["numFiniteBuckets"]) + 1)]
 
 
-def _expand(dist: dict[str, Any]) -> list[float]:
+def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
     counts = [int(c) for c in dist.get("bucketCounts", [])]
-    bounds = _bounds(dist["bucketOptions"], len(counts))
-    geometric = "exponentialBuckets" in dist["bucketOptions"]
-    out: list[float] = []
-    for i, count in enumerate(counts):
-        if count <= 0:
-            continue
-        lo = bounds[i - 1] if i > 0 else 0.0
-        hi = bounds[i] if i < len(bounds) else lo  # overflow: its lower bound
-        for k in range(count):
-            f = (k + 0.5) / count
-            if geometric and lo > 0 and hi > lo:
-                out.append(lo * (hi / lo) ** f)
-            else:
-                out.append(lo + (hi - lo) * f)
-    return out
+    options = dist["bucketOptions"]
+    geometric = "exponentialBuckets" in options
+    buckets = buckets_from_bounds(_bounds(options), counts, geometric)
+    return LatencyDistribution(buckets=tuple(buckets))
 
 
 def advise(
-    samples: Sequence[float],
+    latencies: LatencyDistribution | Sequence[float],
     profile: HedgingProfile | None = None,
     max_extra: float = 0.05,
     batches: int = 20_000,
     seed: int = 2026,
+    rate: float | None = None,
+    p99_goal_ms: float | None = None,
 ) -> Advice:
-    """Simulate every candidate delay; recommend the lowest p99 within `max_extra`
-    extra requests (ties within 1%: the fewer extra requests)."""
-    base = profile or HedgingProfile()
-    baseline = simulate(samples, None, batches, seed)
+    """Simulate every candidate delay (batches arriving at `rate` per second if known,
+    the bucket starting empty) and recommend one.
+
+    Without `p99_goal_ms`: the lowest p99 within `max_extra` extra requests (ties
+    within 1%: the fewer extra requests). With it: the fewest extra requests whose p99
+    meets the goal (within `max_extra`), else the lowest p99. With `profile`, its
+    maxTokens and refillRatio are kept; without, the candidates run with the largest
+    refill ratio within the budget (so the bucket itself holds hedging to it) and
+    250 tokens, then the smallest refill ratio and maxTokens that keep the chosen
+    delay's p99 are recommended."""
+    dist = as_distribution(latencies)
+    tune = profile is None
+    base = profile or HedgingProfile(
+        max_tokens=TOKENS_LADDER[-1], refill_ratio=_refill_for(max_extra)
+    )
+    baseline = simulate(dist, None, batches, seed)
+
+    def run(p: HedgingProfile) -> Outcome:
+        return simulate(dist, p, batches, seed, rate)
+
     delays = sorted({*CANDIDATES_MS, base.hedge_delay_ms})
     lo, hi = HEDGE_DELAY_MS
-    outcomes = tuple(
-        simulate(samples, replace(base, hedge_delay_ms=d), batches, seed)
-        for d in delays
-        if lo <= d <= hi
+    outcomes = tuple(run(replace(base, hedge_delay_ms=d)) for d in delays if lo <= d <= hi)
+    best = _choose(outcomes, max_extra, p99_goal_ms)
+    assert best.hedge_delay_ms is not None
+    chosen, result = replace(base, hedge_delay_ms=best.hedge_delay_ms), best
+    if tune:
+        chosen, result = _smallest_bucket(chosen, best, p99_goal_ms, run)
+    helps = result.p99_ms < baseline.p99_ms * 0.99 or result.p999_ms < baseline.p999_ms * 0.99
+    return Advice(
+        dist.count, baseline, outcomes, result, base, max_extra, rate,
+        recommendation=replace(chosen, name=None) if helps else None, p99_goal_ms=p99_goal_ms,
     )
+
+
+def _refill_for(max_extra: float) -> float:
+    """The largest refill ratio of the ladder within the budget (the smallest if none):
+    in the long run a bucket refilled so never lets hedges exceed it."""
+    within = [r for r in REFILL_LADDER if r <= max_extra + 1e-12]
+    return within[-1] if within else REFILL_LADDER[0]
+
+
+def _choose(outcomes: Sequence[Outcome], max_extra: float, goal: float | None) -> Outcome:
     allowed = [o for o in outcomes if o.extra_fraction <= max_extra]
     if not allowed:
-        best = min(outcomes, key=lambda o: o.extra_fraction)
-    else:
-        low = min(o.p99_ms for o in allowed)
-        near = [o for o in allowed if o.p99_ms <= low * 1.01]
-        best = min(near, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
-    return Advice(len(samples), baseline, outcomes, best, base, max_extra)
+        return min(outcomes, key=lambda o: o.extra_fraction)
+    if goal is not None:
+        meeting = [o for o in allowed if o.p99_ms <= goal]
+        if meeting:
+            return min(meeting, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
+    low = min(o.p99_ms for o in allowed)
+    near = [o for o in allowed if o.p99_ms <= low * 1.01]
+    return min(near, key=lambda o: (o.extra_fraction, -(o.hedge_delay_ms or 0)))
+
+
+def _smallest_bucket(
+    chosen: HedgingProfile,
+    outcome: Outcome,
+    goal: float | None,
+    run: Callable[[HedgingProfile], Outcome],
+) -> tuple[HedgingProfile, Outcome]:
+    """The smallest refill ratio, then the fewest tokens, whose p99 stays within 1% of
+    the chosen delay's (or meets the goal): a smaller bucket bounds the extra requests
+    more tightly if the latencies get worse."""
+    target = max(outcome.p99_ms * 1.01, goal or 0.0)
+    for refill in (r for r in REFILL_LADDER if r < chosen.refill_ratio):
+        trial = run(replace(chosen, refill_ratio=refill))
+        if trial.p99_ms <= target:
+            chosen, outcome = replace(chosen, refill_ratio=refill), trial
+            break
+    for tokens in (t for t in TOKENS_LADDER if t < chosen.max_tokens):
+        trial = run(replace(chosen, max_tokens=tokens))
+        if trial.p99_ms <= target:
+            chosen, outcome = replace(chosen, max_tokens=tokens), trial
+            break
+    return chosen, outcome
 
 
 def render(advice: Advice, source: str) -> str:
     b, p = advice.baseline, advice.profile
-    name = p.name or "default"
+    arrival = f"at {advice.rate:.3g}/s" if advice.rate else "one after another"
+    bucket = f"maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g}"
     lines = [
         f"{advice.samples} latency samples from {source}",
-        f"profile {name}: maxTokens {p.max_tokens}, refillRatio {p.refill_ratio:g} "
-        f"(simulated {len(b.latencies_ms)} batches, attempts drawn independently)",
+        f"{f'profile {p.name}: ' if p.name else 'candidates with '}{bucket} "
+        f"(simulated {len(b.latencies_ms)} batches {arrival}, attempts drawn "
+        "independently, token bucket starting empty)",
         "",
         f"{'hedge delay':<12} {'p50':>10} {'p99':>10} {'p99.9':>10} {'extra requests':>15}",
     ]
+    r, rec = advice.recommended, advice.recommendation
     for o in (b, *advice.candidates):
         delay = "off" if o.hedge_delay_ms is None else format_ms(o.hedge_delay_ms)
-        mark = "  <- recommended" if o is advice.recommended else ""
+        mark = "  <- recommended delay" if rec and o.hedge_delay_ms == r.hedge_delay_ms else ""
         current = "  (profile)" if p.name and o.hedge_delay_ms == p.hedge_delay_ms else ""
         lines.append(
             f"{delay:<12} {_ms(o.p50_ms):>10} {_ms(o.p99_ms):>10} {_ms(o.p999_ms):>10} "
             f"{o.extra_fraction:>14.2%}{mark}{current}"
         )
-    r = advice.recommended
-    assert r.hedge_delay_ms is not None
-    if r.p99_ms >= b.p99_ms * 0.99 and r.p999_ms >= b.p999_ms * 0.99:
+    goal = advice.p99_goal_ms
+    if rec is None:
         lines += ["", "hedging does not improve p99 or p99.9 for these latencies: leave it off"]
         return "\n".join(lines)
     lines += [
         "",
-        f"recommended: hedgeDelay {format_ms(r.hedge_delay_ms)}: p99 {_ms(b.p99_ms)} -> "
-        f"{_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> {_ms(r.p999_ms)}, "
-        f"{r.extra_fraction:.2%} extra requests (limit {advice.max_extra:.0%})",
+        f"recommended: hedgeDelay {format_ms(rec.hedge_delay_ms)}, maxTokens {rec.max_tokens}, "
+        f"refillRatio {rec.refill_ratio:g}",
+        f"predicted: p99 {_ms(b.p99_ms)} -> {_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> "
+        f"{_ms(r.p999_ms)}, {r.extra_fraction:.2%} extra requests "
+        f"(budget {advice.max_extra:.1%})",
     ]
-    if r.throttled_fraction > 0:
+    if goal is not None:
+        verdict = "met" if advice.goal_met else "NOT met: no profile within the budget reaches it"
+        lines.append(f"p99 goal {_ms(goal)}: {verdict}")
+    if r.dropped_fraction > 0:
         lines.append(
-            f"note: {r.throttled_fraction:.2%} of batches found no token; raise maxTokens "
-            "or refillRatio for more"
+            f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "
+            "raise maxTokens or refillRatio for more"
         )
     return "\n".join(lines)
 

@@ -1,20 +1,26 @@
-"""One batch's attempts: the hedging and retry state machine (docs/hedging.md).
+"""One batch's attempts: hedging as the official clients do it (docs/hedging.md).
 
-- an attempt still in flight after the hedge delay *on the wire* (its age less the
-  client's own lag, see lag.py), with a token available, spends one token and sends
-  another attempt for the same batch, keeping the earlier ones; again every hedge
-  delay while tokens remain and time is left. While the client's lag exceeds the
-  hedge delay, hedging pauses (`lag_paused_hedges`);
+- attempt 0 is sent with the publisher's retry settings and keeps them: a
+  retryable failure is retried after the backoff, its timeout grown by the
+  multiplier, whatever the hedges are doing; when it fails for good (a
+  non-retryable error, no time left) the batch fails with *its* error;
+- a hedge delay after attempt 0 was sent, the hedge check runs: with a token it
+  spends one and sends attempt N, and checks again a hedge delay later; without a
+  token the hedge is dropped and the batch gets no more hedges. Hedged attempts are
+  never retried, each runs with a timeout of min(time left, 10 s), and a failed
+  one is discarded;
 - the first success completes the batch, cancels the other attempts (best effort:
-  each may still be stored, counted in `duplicates`) and refills the bucket;
-- a retryable failure (CANCELLED from the service included) while other attempts
-  run waits for them, as Java does; when none is left, a retry follows after the
-  backoff, its attempt timeout grown by the multiplier. A non-retryable error, or
-  no time left, fails the batch.
+  each may still be stored, counted in `duplicates`) and refills the bucket.
 
-`Engine` is what every batch of one publisher shares; `BatchRun` is one batch.
-gRPC's callbacks and the scheduler thread drive it; the publisher's `deliver` hears
-each batch's end exactly once.
+Ours only: a hedge check first lets the client notice what has already arrived (a
+local probe, answered behind every response that came before it, see lag.py), and
+waits while the client runs a hedge delay late (`lag_paused_hedges`), so a
+saturated client does not hedge its own slowness. With a client that keeps up, the
+checks fire as above (the probe takes well under a millisecond).
+
+`Engine` is what every batch of one publisher shares; `Route` how a batch is sent
+(endpoint, hedging, retry policy); `BatchRun` is one batch. gRPC's callbacks and the
+scheduler thread drive it; the publisher's `deliver` hears each batch's end once.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -48,222 +55,151 @@ RETRYABLE_CODES = frozenset(
     }
 )
 
+HEDGE_TIMEOUT_CAP = 10.0  # seconds: a hedged attempt's longest timeout (all four clients)
+PRIMARY = 0  # attempt 0, the original request
+
+
+def hedge_timeout(remaining: float) -> float:
+    """A hedged attempt's timeout: the time left to the batch's total deadline, at
+    most 10 s."""
+    return min(remaining, HEDGE_TIMEOUT_CAP)
+
 
 Deliver = Callable[["BatchRun", "list[str] | None", "BaseException | None"], None]
 
 
-class Engine:
-    """Shared by a publisher's batches: transport, timers, tokens, counters."""
+@dataclass(frozen=True)
+class Hedging:
+    """A route's hedging: the delay (s), the bucket its batches share, the lag probe."""
 
-    def __init__(
-        self,
-        rpc: PublishRpc,
-        metadata: Any,
-        scheduler: Scheduler,
-        hedge_delay: float | None,
-        tokens: TokenBucket | None,
-        stats: Stats,
-        deliver: Deliver,
-        probe: LagProbe | None = None,
-    ) -> None:
-        self.rpc = rpc
-        self.probe = probe
+    delay: float
+    tokens: TokenBucket
+    probe: LagProbe | None = None
+
+
+@dataclass(frozen=True)
+class Route:
+    """How a topic's batches are sent now: the Publish stub of its endpoint, its
+    hedging (None: off) and retry policy. `fallback`: the topic's profile could not
+    be read, so it publishes unhedged for now; `error`: every batch fails with it
+    before anything is sent (a label naming no region)."""
+
+    rpc: PublishRpc
+    policy: RetryPolicy
+    hedging: Hedging | None = None
+    fallback: bool = False
+    error: BaseException | None = None
+
+
+class Engine:
+    """Shared by a publisher's batches: timers, counters, the end of each batch."""
+
+    def __init__(self, metadata: Any, scheduler: Scheduler, stats: Stats, deliver: Deliver) -> None:
         self.metadata = metadata
         self.scheduler = scheduler
-        self.hedge_delay = hedge_delay
-        self.tokens = tokens
         self.stats = stats
         self.deliver = deliver
-
-    def count(self, **deltas: int) -> None:
-        with self.stats.lock:
-            for name, delta in deltas.items():
-                setattr(self.stats, name, getattr(self.stats, name) + delta)
 
 
 class BatchRun:
     """The attempts of one batch (one PublishRequest)."""
 
     def __init__(
-        self, engine: Engine, request: Any, policy: RetryPolicy, owner: Any = None
+        self,
+        engine: Engine,
+        route: Route,
+        request: Any,
+        policy: RetryPolicy | None = None,
+        owner: Any = None,
     ) -> None:
         self.engine = engine
+        self.route = route
         self.owner = owner  # the publisher's record of the batch
         self.request = request
-        self.policy = policy
+        self.policy = policy or route.policy
         self.lock = threading.Lock()
         self.deadline = 0.0
         self.done = False
-        self.sent = 0  # attempts handed to gRPC; the next attempt's number is sent + 1
-        self.inflight: dict[int, Call] = {}
-        self.last_send = 0.0
-        self.failures = 0
-        self.last_error: BaseException | None = None
+        self.sent = 0  # RPCs handed to gRPC
+        self.inflight: dict[int, Call] = {}  # attempt number -> its call in flight
+        self.next_hedge = 1
+        self.last_send = 0.0  # when attempt 0 or the latest hedge was sent
+        self.failures = 0  # attempt 0's failed tries
+        self.last_error: BaseException | None = None  # attempt 0's latest error
         self.hedge_timer: TimerHandle | None = None
         self.timers: list[TimerHandle] = []
 
-    # -- starting attempts --------------------------------------------------------
+    # -- attempt 0 ------------------------------------------------------------------
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.policy.total_timeout
         with self.lock:
             self.timers.append(self.engine.scheduler.call_at(self.deadline, self._on_deadline))
-        self._send("original")
+        self._try_primary()
 
-    def _send(self, kind: str) -> None:
+    def _try_primary(self) -> None:
+        retry = self.failures > 0
         with self.lock:
-            started = self._start_attempt()
-        self._after_start(kind, started)
+            remaining = self.deadline - time.monotonic()
+            if self.done or remaining <= 0:
+                return
+            timeout = min(self.policy.rpc_timeout(self.failures), remaining)
+            call, error = self._call(PRIMARY, timeout)
+            if call is not None and not retry:
+                self.last_send = time.monotonic()
+                hedging = self.route.hedging
+                if hedging is not None:
+                    self._arm_hedge(self.last_send + hedging.delay)
+        if call is None:  # e.g. the client's channel was closed
+            assert error is not None
+            self._fail(error)
+            return
+        self.engine.stats.add(attempts=1, retried_attempts=int(retry))
+        # Outside self.lock: an already finished call runs its callback right here.
+        call.add_done_callback(self._on_primary_done)
 
-    def _start_attempt(self) -> tuple[int, Call] | BaseException | None:
-        """Caller holds self.lock. None when the batch is over or out of time."""
-        remaining = self.deadline - time.monotonic()
-        if self.done or remaining <= 0:
-            return None
-        timeout = min(self.policy.rpc_timeout(self.failures), remaining)
+    def _call(self, number: int, timeout: float) -> tuple[Call | None, Exception | None]:
+        """Caller holds self.lock. (The call, None), or (None, why it could not start):
+        a gRPC call is itself an exception object, so the two travel apart."""
         try:
-            call = self.engine.rpc.future(
+            call = self.route.rpc.future(
                 self.request, timeout=timeout, metadata=self.engine.metadata
             )
-        except Exception as exc:  # e.g. the client's channel was closed
-            return exc
+        except Exception as exc:
+            return None, exc
         self.sent += 1
-        self.inflight[self.sent] = call
-        # After the call is handed over: serialising a big batch under CPU load is
-        # the client's time, not the wire's.
-        self.last_send = time.monotonic()
-        if self.engine.hedge_delay is not None:
-            self._arm_hedge(self.last_send + self.engine.hedge_delay)
-        return self.sent, call
+        self.inflight[number] = call
+        return call, None
 
-    def _after_start(self, kind: str, started: tuple[int, Call] | BaseException | None) -> None:
-        """Count the attempt and watch it; outside self.lock, because an already
-        finished call runs its callback right here."""
-        if started is None:
-            return
-        if isinstance(started, BaseException):
-            with self.lock:
-                if self.done:
-                    return
-                losers = self._finish()
-            self._end(None, started, losers)
-            return
-        number, call = started
-        kinds = {"hedge": "hedged", "retry": "retried"}
-        self.engine.count(attempts=1, **({kinds[kind]: 1} if kind in kinds else {}))
-        call.add_done_callback(lambda c: self._on_attempt_done(number, c))
-
-    # -- hedging ----------------------------------------------------------------
-
-    def _arm_hedge(self, when: float) -> None:
-        """Caller holds self.lock."""
-        if self.hedge_timer is not None:
-            self.hedge_timer.cancel()
-        self.hedge_timer = self.engine.scheduler.call_at(when, self._on_hedge_tick)
-
-    def _on_hedge_tick(self) -> None:
-        engine = self.engine
-        delay = engine.hedge_delay
-        assert delay is not None and engine.tokens is not None
-        started: tuple[int, Call] | BaseException | None = None
-        outcome = ""
-        with self.lock:
-            now = time.monotonic()
-            if self.done or now >= self.deadline or not self.inflight:
-                return  # nothing in flight: a retry is pending and re-arms the timer
-            probe = engine.probe
-            lag = engine.scheduler.lag.current(now)
-            if probe is not None:
-                lag = max(lag, probe.age(now))
-            on_wire = now - self.last_send - lag
-            if lag >= delay:
-                # The client itself is running a hedge delay behind: whatever the
-                # service does, a hedge now would measure our lag. Look again later.
-                self._arm_hedge(now + delay)
-                outcome = "paused"
-            elif on_wire < delay:
-                # Give a response the client may not have noticed yet its lag.
-                self._arm_hedge(now + (delay - on_wire))
-                return
-            elif probe is not None and not probe.fresh(now):
-                outcome = "probe"  # decide once the client's lag has been measured
-            elif not engine.tokens.try_acquire():
-                # Token and attempt under one lock: no token is spent on a batch
-                # that completed in between. Out of tokens: a success may refill.
-                self._arm_hedge(now + delay)
-                outcome = "throttled"
-            else:
-                started = self._start_attempt()
-        if outcome == "probe":
-            assert probe is not None
-            probe.then(self._on_hedge_tick)
-        elif outcome == "paused":
-            engine.count(lag_paused=1)
-        elif outcome == "throttled":
-            engine.count(throttled=1)
-        else:
-            self._after_start("hedge", started)
-
-    # -- answers --------------------------------------------------------------
-
-    def _on_retry(self) -> None:
-        self._send("retry")
-
-    def _on_attempt_done(self, number: int, call: Call) -> None:
+    def _on_primary_done(self, call: Call) -> None:
         if call.cancelled():
-            with self.lock:
-                self.inflight.pop(number, None)
             return  # ours: counted when cancelled
         error = call.exception()
-        losers: list[Call] = []
-        failure: BaseException | None = None
-        ended = late = False
-        with self.lock:
-            self.inflight.pop(number, None)
-            if error is None:
-                late = self.done
-                if not self.done:
-                    losers = self._finish()
-                    ended = True
-            elif not self.done:
-                self.last_error = error
-                failure = self._after_failure(error)
-                if failure is not None:
-                    losers = self._finish()
-                    ended = True
         if error is None:
-            if late:
-                self.engine.count(duplicates_confirmed=1)
-            elif ended:
-                ids = list(call.result().message_ids)
-                with self.engine.stats.lock:
-                    wins = self.engine.stats.wins
-                    wins[number] = wins.get(number, 0) + 1
-                if self.engine.tokens is not None:
-                    self.engine.tokens.refill()
-                self._end(ids, None, losers)
+            self._win(PRIMARY, call)
             return
-        self.engine.count(failed=1)
-        if ended:
-            self._end(None, failure, losers)
+        self.engine.stats.add(failed_attempts=1)
+        with self.lock:
+            if self.inflight.get(PRIMARY) is call:
+                del self.inflight[PRIMARY]
+            if self.done:
+                return
+            self.last_error = error
+            final = self._after_primary_failure(error)
+        if final is not None:
+            self._fail(final)
 
-    def _after_failure(self, error: BaseException) -> BaseException | None:
-        """Caller holds self.lock. The error that ends the batch, or None to go on."""
-        if not self._retryable(error):
-            return to_api_error(error)
-        if self.inflight:
-            return None  # as Java: wait for the attempts still running
-        if not self.policy.retries:
+    def _after_primary_failure(self, error: BaseException) -> BaseException | None:
+        """Caller holds self.lock. The error that ends the batch, or None when a retry
+        of attempt 0 is scheduled (hedges in flight or not)."""
+        if not self.policy.retries or not self._retryable(error):
             return to_api_error(error)
         self.failures += 1
         delay = self.policy.backoff.delay(self.failures)
         if time.monotonic() + delay >= self.deadline:
-            # No time for a retry and nothing in flight: the total timeout is what
-            # ended the batch, whatever the last error.
+            # No time for a retry: the total timeout is what ends the batch.
             return self.timeout_error(error)
-        if self.hedge_timer is not None:
-            self.hedge_timer.cancel()
-        self.timers.append(self.engine.scheduler.call_later(delay, self._on_retry))
+        self.timers.append(self.engine.scheduler.call_later(delay, self._try_primary))
         return None
 
     def _retryable(self, error: BaseException) -> bool:
@@ -271,6 +207,99 @@ class BatchRun:
         if callable(predicate):
             return bool(predicate(to_api_error(error)))
         return status_code(error) in RETRYABLE_CODES
+
+    # -- hedges ---------------------------------------------------------------------
+
+    def _arm_hedge(self, when: float) -> None:
+        """Caller holds self.lock."""
+        if self.hedge_timer is not None:
+            self.hedge_timer.cancel()
+        self.hedge_timer = self.engine.scheduler.call_at(when, self._on_hedge_check)
+
+    def _on_hedge_check(self) -> None:
+        hedging = self.route.hedging
+        assert hedging is not None
+        delay, probe = hedging.delay, hedging.probe
+        outcome = ""
+        number, call = 0, None
+        with self.lock:
+            now = time.monotonic()
+            if self.done or now >= self.deadline:
+                return
+            lag = self.engine.scheduler.lag.current(now)
+            if probe is not None:
+                lag = max(lag, probe.age(now))
+            if lag >= delay:
+                # The client itself runs a hedge delay behind: a hedge now would
+                # measure our lag, not the service. Look again later.
+                self._arm_hedge(now + delay)
+                outcome = "paused"
+            elif probe is not None and not probe.fresh(now):
+                # Decide once a probe sent now has been answered: it completes behind
+                # every response that reached the client before it, so a response
+                # already there but not yet noticed has been noticed by then.
+                outcome = "probe"
+            elif not hedging.tokens.try_acquire():
+                # Token and attempt under one lock: no token is spent on a batch
+                # that completed in between. No token: dropped, never requeued.
+                outcome = "dropped"
+            else:
+                number = self.next_hedge
+                self.next_hedge += 1
+                call, _ = self._call(number, hedge_timeout(self.deadline - now))
+                outcome = "sent" if call is not None else "unsent"
+                self.last_send = time.monotonic()
+                self._arm_hedge(self.last_send + delay)
+        if outcome == "probe":
+            assert probe is not None
+            probe.then(self._on_hedge_check)
+        elif outcome == "paused":
+            self.engine.stats.add(lag_paused_hedges=1)
+        elif outcome == "dropped":
+            self.engine.stats.add(hedges_dropped=1)
+        elif outcome == "unsent":  # the channel is closed: as a failed hedge
+            self.engine.stats.add(hedges_sent=1, hedges_failed=1)
+        elif call is not None:
+            self.engine.stats.add(attempts=1, hedges_sent=1)
+            call.add_done_callback(lambda c: self._on_hedge_done(number, c))
+
+    def _on_hedge_done(self, number: int, call: Call) -> None:
+        if call.cancelled():
+            return
+        if call.exception() is None:
+            self._win(number, call)
+            return
+        # A failed hedge is discarded: never retried, and the batch goes on.
+        self.engine.stats.add(failed_attempts=1, hedges_failed=1)
+        with self.lock:
+            self.inflight.pop(number, None)
+
+    # -- the end --------------------------------------------------------------------
+
+    def _win(self, number: int, call: Call) -> None:
+        with self.lock:
+            if self.done:
+                late = True
+            else:
+                late = False
+                self.inflight.pop(number, None)
+                losers = self._finish()
+        if late:
+            self.engine.stats.add(duplicates_confirmed=1)
+            return
+        ids = list(call.result().message_ids)
+        self.engine.stats.win(number)
+        hedging = self.route.hedging
+        if hedging is not None:
+            hedging.tokens.refill()
+        self._end(ids, None, losers)
+
+    def _fail(self, error: BaseException) -> None:
+        with self.lock:
+            if self.done:
+                return
+            losers = self._finish()
+        self._end(None, error, losers)
 
     def _on_deadline(self) -> None:
         with self.lock:
@@ -282,14 +311,12 @@ class BatchRun:
 
     def timeout_error(self, last: BaseException | None) -> Exception:
         """One error for a batch the total timeout ended, however the race between the
-        deadline timer and the last attempt's own deadline went."""
+        deadline timer and attempt 0's own deadline went."""
         detail = f"; last error: {last}" if last is not None else ""
         ms = round(self.policy.total_timeout * 1000)
         return api_exceptions.DeadlineExceeded(  # type: ignore[no-untyped-call, no-any-return]
             f"publish did not complete within the total timeout of {ms} ms{detail}"
         )
-
-    # -- the end ----------------------------------------------------------------
 
     def abandon(self, make_error: Callable[[bool], BaseException]) -> bool:
         """End the batch now (the publisher is closing): `make_error(sent)` builds the
@@ -311,6 +338,8 @@ class BatchRun:
         for timer in [self.hedge_timer, *self.timers]:
             if timer is not None:
                 timer.cancel()
+        self.timers.clear()
+        self.hedge_timer = None
         return losers
 
     def _end(
@@ -326,8 +355,6 @@ class BatchRun:
         # a failure the message may be stored although its future failed. An
         # abandoned batch (close) says so in its own exception instead.
         dupes = 0 if abandoned else len(losers)
-        if ids is not None:
-            self.engine.count(cancelled=cancelled, duplicates=dupes, succeeded_batches=1)
-        else:
-            self.engine.count(cancelled=cancelled, duplicates=dupes, failed_batches=1)
+        failed = int(ids is None)
+        self.engine.stats.add(cancelled_attempts=cancelled, duplicates=dupes, batches_failed=failed)
         self.engine.deliver(self, ids, error)

@@ -63,6 +63,7 @@ class LagProbe:
         monitor: LagMonitor,
         call_soon: Callable[[Callable[[], None]], object],
         fresh_for: float,
+        on_send: Callable[[], None] | None = None,
     ) -> None:
         self._rpc = rpc
         self._request = request
@@ -74,6 +75,7 @@ class LagProbe:
         self._issued: float | None = None
         self._answered = -math.inf
         self._waiters: list[Callable[[], None]] = []
+        self._on_send = on_send
         self.sent = 0
 
     def age(self, now: float) -> float:
@@ -92,6 +94,8 @@ class LagProbe:
                 return
             self._issued = time.monotonic()
             self.sent += 1
+        if self._on_send is not None:
+            self._on_send()
         try:
             call = self._rpc.future(self._request, timeout=self.EXPIRED, metadata=self._metadata)
         except Exception:  # channel closed: nothing to measure, let the waiters go

@@ -3,11 +3,30 @@ optional extra: `pip install 'pubsub-reconcile[plot]'`)."""
 
 from __future__ import annotations
 
+import importlib.util
 from pathlib import Path
 
 from reconciler.errors import InputError, UsageError
 from reconciler.hedging.advise import Advice
 from reconciler.hedging.profile import format_ms
+
+# The distribution pip installs, and its extra with matplotlib (the one place the
+# install hint names them).
+DISTRIBUTION = "pubsub-reconcile"  # the package index name (the command is `reconcile`)
+PLOT_EXTRA = f"{DISTRIBUTION}[plot]"
+
+
+def _missing() -> UsageError:
+    return UsageError(
+        "--plot needs matplotlib, which is not installed",
+        hint=f"pip install '{PLOT_EXTRA}' (or pip install matplotlib), or leave out --plot",
+    )
+
+
+def require_matplotlib() -> None:
+    """Fail before any work is done when --plot cannot be drawn."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise _missing()
 
 
 def plot_cdf(advice: Advice, out: Path) -> None:
@@ -17,11 +36,7 @@ def plot_cdf(advice: Advice, out: Path) -> None:
         matplotlib.use("Agg")  # files only, no display needed
         import matplotlib.pyplot as plt
     except ImportError:
-        raise UsageError(
-            "--plot needs matplotlib, which is not installed",
-            hint="pip install 'pubsub-reconcile[plot]' (or pip install matplotlib), or leave "
-            "out --plot",
-        ) from None
+        raise _missing() from None
     fig, ax = plt.subplots(figsize=(7, 4.2), dpi=120)
     r = advice.recommended
     assert r.hedge_delay_ms is not None

@@ -6,7 +6,9 @@ and sends each batch through google-cloud-pubsub's own gRPC transport (the GAPIC
 attempts. `reconciler.hedging.PublisherClient` (client.py) is the drop-in for the
 official client, built on one of these per topic.
 
-With `profile=None` the same code path publishes without extra attempts.
+With `profile=None` the same code path publishes without extra attempts. How a
+batch is sent (endpoint, hedging, retry policy) is the publisher's current `Route`,
+which `reroute` replaces when a topic's labels say otherwise.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from google.cloud.pubsub_v1.publisher.futures import Future
 from google.pubsub_v1.types import pubsub
 
 from reconciler.hedging import labels as hedging_labels
-from reconciler.hedging.attempts import BatchRun, Engine
+from reconciler.hedging.attempts import BatchRun, Engine, Hedging, Route
 from reconciler.hedging.batching import (
     MAX_REQUEST_BYTES,
     Backoff,
@@ -53,17 +55,22 @@ _RAW_REQUEST = pubsub.PublishRequest.pb()
 _resolving = threading.local()
 
 
+def _field_size(n: int) -> int:
+    """Bytes a message of n bytes adds to a PublishRequest: tag, length, body."""
+    return 1 + max(1, (n.bit_length() + 6) // 7) + n
+
+
 class _Batch:
     """Messages gathered for one request, then its attempts."""
 
     __slots__ = ("futures", "messages", "policy", "raw", "run", "size")
 
-    def __init__(self, policy: RetryPolicy) -> None:
+    def __init__(self, policy: RetryPolicy | None, base_size: int) -> None:
         self.messages: list[Any] = []  # raw protobuf PubsubMessages
         self.futures: list[Future] = []
-        self.size = 0  # bytes in the request
+        self.size = base_size  # bytes in the request (the topic's field included)
         self.raw = 0  # bytes flow control counts (the messages' own)
-        self.policy = policy
+        self.policy = policy  # a publish call's own retry/timeout; None: the route's
         self.run: BatchRun | None = None
 
 
@@ -74,6 +81,9 @@ class HedgedPublisher:
     `google.pubsub_v1.PublisherClient` with a gRPC transport; the publisher uses its
     channel and never closes it. Construction runs the same checks as spec
     validation and raises `HedgingConfigError` with every broken rule.
+
+    `deferred=True` holds batches until the first `reroute` (PublisherClient sets the
+    route once the topic's labels are read, or after a short wait without them).
     """
 
     def __init__(
@@ -90,6 +100,7 @@ class HedgedPublisher:
         scheduler: Scheduler | None = None,
         flow: FlowGate | None = None,
         when_closed_idle: Callable[[], None] | None = None,
+        deferred: bool = False,
     ) -> None:
         retry = retry or RetryTimeouts()
         if profile is not None:
@@ -104,37 +115,85 @@ class HedgedPublisher:
                 "reconciler.hedging.PublisherClient with enable_message_ordering"
             )
         self.topic = topic
-        self.profile = profile
-        self.retry = retry
+        self.retry = retry  # the timeouts it was built with (labels, spec)
         self.batch_settings = coerce_batch_settings(batch_settings)
-        self.policy = policy or RetryPolicy(
-            initial_rpc_timeout=retry.initial_rpc_timeout_ms / 1000,
-            total_timeout=retry.total_timeout_ms / 1000,
-            backoff=backoff or Backoff(),
-        )
         self._owns_scheduler = scheduler is None
         self._when_closed_idle = when_closed_idle
         self._scheduler = scheduler or Scheduler(name=f"hedging:{topic}")
         self._flow = flow or FlowGate()
-        self._tokens = TokenBucket(profile.max_tokens, profile.refill_ppm) if profile else None
         self._stats = Stats()
         # The routing header the GAPIC client adds to Publish.
-        metadata = (("x-goog-request-params", "topic=" + quote(topic, safe="")),)
-        rpc, sched = publish_rpc(client), self._scheduler
-        delay = profile.hedge_delay_ms / 1000 if profile else None
-        probe = None
-        if delay is not None:  # a request with no message: nothing could be stored
-            now = sched.call_soon
-            empty = pubsub.PublishRequest(topic=topic)
-            probe = LagProbe(rpc, empty, metadata, sched.lag, now, fresh_for=delay / 10)
-        self._engine = Engine(
-            rpc, metadata, sched, delay, self._tokens, self._stats, self._deliver, probe
-        )
+        self._metadata = (("x-goog-request-params", "topic=" + quote(topic, safe="")),)
+        self._engine = Engine(self._metadata, self._scheduler, self._stats, self._deliver)
+        self._base_size = _RAW_REQUEST(topic=topic).ByteSize()
         self._lock = threading.Lock()
         self._idle = threading.Condition(self._lock)
         self._current: _Batch | None = None
         self._open: set[_Batch] = set()  # created and not finished
+        self._held: list[_Batch] | None = None
         self._closed = False
+        self.profile: HedgingProfile | None = None
+        self._route: Route | None = None
+        self.reroute(
+            client,
+            profile,
+            policy
+            or RetryPolicy(
+                initial_rpc_timeout=retry.initial_rpc_timeout_ms / 1000,
+                total_timeout=retry.total_timeout_ms / 1000,
+                backoff=backoff or Backoff(),
+            ),
+        )
+        if deferred:
+            self._held = []  # batches wait for the next reroute
+
+    @property
+    def policy(self) -> RetryPolicy:
+        """The retry policy batches use unless a publish call gives its own."""
+        assert self._route is not None
+        return self._route.policy
+
+    def reroute(
+        self,
+        client: Any,
+        profile: HedgingProfile | None,
+        policy: RetryPolicy,
+        *,
+        fallback: bool = False,
+        error: BaseException | None = None,
+    ) -> None:
+        """Send the batches committed from now on (and those held) through `client`,
+        with `profile` (None: unhedged) and `policy`; `error`: fail them with it. The
+        token bucket carries over while the profile stays the same; a new profile
+        starts a new, empty bucket, as a new official publisher would."""
+        rpc = publish_rpc(client)
+        hedging = None
+        if profile is not None and error is None:
+            current = self._route.hedging if self._route is not None else None
+            if current is not None and profile == self.profile:
+                tokens = current.tokens
+            else:
+                tokens = TokenBucket(profile.max_tokens, profile.refill_ratio)
+            delay = profile.hedge_delay_ms / 1000
+            # A request with no message and a deadline already past: nothing could
+            # be stored, and it never leaves the client (lag.py).
+            probe = LagProbe(
+                rpc,
+                pubsub.PublishRequest(topic=self.topic),
+                self._metadata,
+                self._scheduler.lag,
+                self._scheduler.call_soon,
+                fresh_for=delay / 10,
+                on_send=lambda: self._stats.add(lag_probes=1),
+            )
+            hedging = Hedging(delay, tokens, probe)
+        route = Route(rpc, policy, hedging, fallback, error)
+        with self._lock:
+            self._route = route
+            self.profile = profile
+            held, self._held = self._held, None
+        for batch in held or ():
+            self._commit(batch)
 
     @classmethod
     def from_spec(
@@ -173,10 +232,10 @@ class HedgedPublisher:
 
     def publish_message(self, message: Any, policy: RetryPolicy | None = None) -> Future:
         """Queue a raw protobuf PubsubMessage (no proto-plus wrapper: they cost CPU per
-        message), with this batch's retry `policy` (default: ours)."""
+        message), with this batch's retry `policy` (default: the route's)."""
         raw = message.ByteSize()
-        size = raw + 5  # the repeated field's tag and length in the request
-        if size > MAX_REQUEST_BYTES:
+        size = _field_size(raw)  # what it adds to the request
+        if self._base_size + size > MAX_REQUEST_BYTES:
             raise MessageTooLargeError(
                 f"The message being published would produce too large a publish request "
                 f"that would exceed the maximum allowed size on the backend "
@@ -196,23 +255,27 @@ class HedgedPublisher:
         except FlowControlLimitError as exc:  # as the official client: on the future
             future.set_exception(exc)
             return future
-        policy = policy or self.policy
         settings = self.batch_settings
         ready: list[_Batch] = []
         with self._lock:
             if self._closed:
                 self._flow.release(1, raw)
                 raise RuntimeError("Cannot publish on a stopped publisher (it is closed).")
+            # The official client's rule, so that both send the same requests: a
+            # message that would bring the batch to max_messages, or over max_bytes,
+            # goes to a new batch and the current one is sent (batches of up to
+            # max_messages - 1 messages; of one with max_messages=1).
             batch = self._current
+            limit = min(settings.max_bytes, MAX_REQUEST_BYTES)
             if batch is not None and (
-                len(batch.messages) >= settings.max_messages
-                or batch.size + size > settings.max_bytes
-                or batch.policy is not policy
+                batch.policy is not policy
+                or batch.size + size > limit
+                or len(batch.messages) + 1 >= settings.max_messages
             ):
                 ready.append(batch)
                 batch = None
             if batch is None:
-                batch = self._current = _Batch(policy)
+                batch = self._current = _Batch(policy, self._base_size)
                 self._open.add(batch)
                 if settings.max_messages > 1:
                     flush = functools.partial(self._flush_if_current, batch)
@@ -221,8 +284,7 @@ class HedgedPublisher:
             batch.futures.append(future)
             batch.size += size
             batch.raw += raw
-            full = len(batch.messages) >= settings.max_messages
-            if full or batch.size >= settings.max_bytes:
+            if len(batch.messages) >= settings.max_messages or batch.size > limit:
                 ready.append(batch)
                 self._current = None
         for b in ready:
@@ -260,10 +322,12 @@ class HedgedPublisher:
         with self._idle:
             finished = self._idle.wait_for(lambda: not self._open, timeout)
             stragglers = list(self._open)
+            if self._held is not None:
+                self._held = []  # they are among the stragglers: never sent
         for batch in stragglers:
             if batch.run is not None:
                 batch.run.abandon(closed_error)
-            else:  # not committed: cannot happen after flush, but never leave it hanging
+            else:  # held for its route (or not committed): nothing was sent
                 self._resolve(batch, None, closed_error(False))
         if self._owns_scheduler:
             self._scheduler.stop()
@@ -281,10 +345,14 @@ class HedgedPublisher:
         self.close()
 
     def counters(self) -> HedgingCounters:
-        tokens = self._tokens.available if self._tokens else None
-        probe = self._engine.probe
-        lag = self._scheduler.lag.current()
-        return self._stats.snapshot(tokens, lag, probe.sent if probe else 0)
+        assert self._route is not None
+        hedging = self._route.hedging
+        tokens = hedging.tokens.available if hedging is not None else None
+        return self._stats.snapshot(tokens, self._scheduler.lag.current())
+
+    def count(self, **deltas: int) -> None:
+        """Add to this topic's counters (PublisherClient's label lookups)."""
+        self._stats.add(**deltas)
 
     def pending(self) -> int:
         """Batches created and not finished."""
@@ -301,11 +369,23 @@ class HedgedPublisher:
         self._commit(batch)
 
     def _commit(self, batch: _Batch) -> None:
+        with self._lock:
+            if self._held is not None:
+                self._held.append(batch)  # the route is not known yet
+                return
+            route = self._route
+        assert route is not None
+        if route.error is not None:
+            self._stats.add(batches_failed=1)
+            self._resolve(batch, None, route.error)
+            return
+        if route.fallback:
+            self._stats.add(unhedged_fallback_batches=1)
         # Built as raw protobuf and wrapped without a copy, as the official client does.
         request = pubsub.PublishRequest.wrap(
             _RAW_REQUEST(topic=self.topic, messages=batch.messages)
         )
-        run = BatchRun(self._engine, request, batch.policy, owner=batch)
+        run = BatchRun(self._engine, route, request, batch.policy, owner=batch)
         batch.run = run
         run.start()
 

@@ -1,24 +1,31 @@
-"""Simulate hedging over observed publish latencies, to choose a hedge delay.
+"""Predict what a hedging profile does to publish latency, from a latency
+distribution, with the publisher's (and the official clients') semantics.
 
-Model (the publisher's algorithm (docs/hedging.md), without errors): every
-attempt's latency is drawn independently from the samples; batches run one after
-another against one token bucket that starts full. An attempt still unanswered a
-hedge delay after the latest attempt was sent gets a hedge if a whole token is
-left (one token each); the batch completes with its first answer, which refills
-the bucket by the refill ratio. Out: latency percentiles and extra requests per
+Model (docs/hedging.md), without errors: every attempt's latency is drawn
+independently from the distribution; one token bucket, empty at the start, in
+thousandths; a hedge check a hedge delay after attempt 0 and after each hedge
+spends a token and sends a hedge, or finds none and drops the batch's hedging; a
+hedge slower than min(time left, 10 s) fails; the first answer completes the batch
+and refills the bucket. Batches arrive at `rate` per second (open loop, the token
+bucket shared by the batches in flight together), or with `rate=None` one after
+another. Out: latency percentiles (from each batch's start) and extra requests per
 batch. Pure Python: `reconcile hedging advise` imports no google or gRPC.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from reconciler.hedging.profile import HedgingProfile
+from reconciler.hedging.distribution import LatencyDistribution
+from reconciler.hedging.profile import DEFAULT_TOTAL_TIMEOUT_MS, HedgingProfile
+from reconciler.hedging.tokens import SCALE, TOKEN, refill_units
 
-MAX_ATTEMPTS = 64  # a batch never has more in the publisher either (tokens run out)
+HEDGE_TIMEOUT_CAP_MS = 10_000.0  # attempts.HEDGE_TIMEOUT_CAP, without importing gRPC
+_DONE, _CHECK = 0, 1  # at the same instant an answer comes before a hedge check
 
 
 @dataclass(frozen=True)
@@ -28,58 +35,97 @@ class Outcome:
     p99_ms: float
     p999_ms: float
     extra_fraction: float  # hedged requests per batch
-    throttled_fraction: float  # batches that wanted a hedge and found no token
+    dropped_fraction: float  # batches whose hedge found no token (and was dropped)
     latencies_ms: tuple[float, ...]  # sorted, for the CDF plot
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
-    """Nearest rank, as the benchmark computes it."""
+    """Nearest rank: the value at or below which p% of the values fall."""
     rank = max(1, math.ceil(p / 100 * len(sorted_values)))
     return sorted_values[rank - 1]
 
 
+def as_distribution(latencies: LatencyDistribution | Sequence[float]) -> LatencyDistribution:
+    if isinstance(latencies, LatencyDistribution):
+        return latencies
+    return LatencyDistribution.from_samples(latencies)
+
+
 def simulate(
-    samples_ms: Sequence[float],
+    latencies: LatencyDistribution | Sequence[float],
     profile: HedgingProfile | None,
     batches: int = 20_000,
     seed: int = 2026,
+    rate: float | None = None,
+    total_timeout_ms: float = DEFAULT_TOTAL_TIMEOUT_MS,
 ) -> Outcome:
-    """`profile=None` draws one attempt per batch (hedging off)."""
-    if not samples_ms:
-        raise ValueError("no latency samples")
-    rng = random.Random(seed)
-    draw = rng.choice
-    results: list[float] = []
-    extra = throttled = 0
+    """`profile=None`: one attempt per batch (hedging off). `rate`: batches per second
+    (None: one after another)."""
+    draw = as_distribution(latencies).sampler(random.Random(seed))
     if profile is None:
-        results = [draw(samples_ms) for _ in range(batches)]
+        return _outcome(None, sorted(draw() for _ in range(batches)), 0, 0, batches)
+    delay = float(profile.hedge_delay_ms)
+    cap, refill = profile.max_tokens * SCALE, refill_units(profile.refill_ratio)
+    gap = 1000.0 / rate if rate else None
+    tokens = extra = dropped = 0
+    start: list[float] = []
+    done: list[float] = []  # each batch's earliest answer so far
+    finished: list[bool] = []
+    results: list[float] = []
+    events: list[tuple[float, int, int]] = []
+
+    def begin(at: float) -> None:
+        i = len(start)
+        start.append(at)
+        done.append(at + draw())
+        finished.append(False)
+        heapq.heappush(events, (done[i], _DONE, i))
+        if done[i] > at + delay:
+            heapq.heappush(events, (at + delay, _CHECK, i))
+
+    if gap is None:
+        begin(0.0)
     else:
-        delay = float(profile.hedge_delay_ms)
-        cap = float(profile.max_tokens)
-        refill = profile.refill_ratio
-        tokens = cap
-        for _ in range(batches):
-            done = draw(samples_ms)  # when the first answer arrives
-            sent = 0.0  # when the latest attempt was sent
-            wanted = False
-            while sent + delay < done and (sent + delay) / delay < MAX_ATTEMPTS:
-                if tokens < 1.0:
-                    wanted = True
-                    break
-                tokens -= 1.0
-                extra += 1
-                sent += delay
-                done = min(done, sent + draw(samples_ms))
-            throttled += wanted
-            results.append(done)
+        for i in range(batches):
+            begin(i * gap)
+    while events:
+        t, kind, i = heapq.heappop(events)
+        if kind == _DONE:
+            if finished[i] or t != done[i]:
+                continue  # an answer a hedge beat
+            finished[i] = True
             tokens = min(cap, tokens + refill)
+            results.append(min(t - start[i], total_timeout_ms))  # else it failed
+            if gap is None and len(start) < batches:
+                begin(t)
+            continue
+        left = start[i] + total_timeout_ms - t
+        if finished[i] or t >= done[i] or left <= 0:
+            continue
+        if tokens < TOKEN:
+            dropped += 1  # no more hedges for this batch
+            continue
+        tokens -= TOKEN
+        extra += 1
+        latency = draw()
+        if latency <= min(HEDGE_TIMEOUT_CAP_MS, left) and t + latency < done[i]:
+            done[i] = t + latency
+            heapq.heappush(events, (done[i], _DONE, i))
+        if done[i] > t + delay:
+            heapq.heappush(events, (t + delay, _CHECK, i))
     results.sort()
+    return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches)
+
+
+def _outcome(
+    delay: int | None, results: list[float], extra: int, dropped: int, batches: int
+) -> Outcome:
     return Outcome(
-        hedge_delay_ms=None if profile is None else profile.hedge_delay_ms,
+        hedge_delay_ms=delay,
         p50_ms=percentile(results, 50),
         p99_ms=percentile(results, 99),
         p999_ms=percentile(results, 99.9),
         extra_fraction=extra / batches,
-        throttled_fraction=throttled / batches,
+        dropped_fraction=dropped / batches,
         latencies_ms=tuple(results),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from typing import Any
 
 import pytest
@@ -22,6 +23,13 @@ def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
         if time.monotonic() > end:
             raise AssertionError("condition not reached in time")
         time.sleep(0.005)
+
+
+def earn_tokens(publish: Callable[[bytes], Future[str]], successes: int) -> None:
+    """Fast publishes, one after another: the token bucket starts empty, as in the
+    official clients, and each success adds the refill ratio."""
+    for i in range(successes):
+        publish(b"earn-%d" % i).result(timeout=30)
 
 
 @pytest.fixture(name="wait_until")

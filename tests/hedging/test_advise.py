@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import random
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from reconciler.hedging.advise import advise, read_samples
+from reconciler.hedging.distribution import Bucket, LatencyDistribution
 from reconciler.hedging.profile import HedgingProfile
 from reconciler.hedging.simulate import simulate
 
@@ -35,14 +37,31 @@ def test_simulated_hedging_cuts_the_tail_for_about_the_slow_fraction() -> None:
     assert on.p99_ms == 105.0  # the hedge, sent at 100 ms, answers in 5 ms
     # Every slow original is hedged, and 2% of the hedges are slow too: 2% + 2%².
     assert on.extra_fraction == pytest.approx(0.0204, abs=0.003)
-    assert on.throttled_fraction == 0
+    assert on.dropped_fraction < 0.001  # only while the empty bucket fills
+
+
+def test_the_simulated_bucket_starts_empty_as_the_publishers() -> None:
+    """Every batch slow: the first ten (0.1 each) earn the first token, batch 10 spends
+    it, and every batch's next hedge is dropped (never requeued)."""
+    on = simulate([2000.0], HedgingProfile(hedge_delay_ms=100, refill_ratio=0.1), batches=20)
+    assert on.extra_fraction == 1 / 20
+    assert on.dropped_fraction == 1.0
+
+
+def test_batches_arriving_together_share_the_bucket() -> None:
+    """At 500 batches/s many are in flight at once: the same tail, the same figures
+    within sampling noise, whichever way batches arrive."""
+    profile = HedgingProfile(hedge_delay_ms=100)
+    alone, together = simulate(TAIL, profile), simulate(TAIL, profile, rate=500)
+    assert together.p99_ms == alone.p99_ms == 105.0
+    assert together.extra_fraction == pytest.approx(alone.extra_fraction, rel=0.15)
 
 
 def test_tokens_limit_hedging_to_the_refill_ratio() -> None:
     slow = [5.0] * 50 + [2000.0] * 50
     on = simulate(slow, HedgingProfile(hedge_delay_ms=100, max_tokens=1, refill_ratio=0.1))
     assert on.extra_fraction <= 0.1 + 1 / 20_000
-    assert on.throttled_fraction > 0.3
+    assert on.dropped_fraction > 0.3
 
 
 def test_text_samples_and_the_recommendation(
@@ -56,7 +75,9 @@ def test_text_samples_and_the_recommendation(
     assert any(line.startswith("off ") and "2000 ms" in line for line in lines)
     rec = next(line for line in lines if "<- recommended" in line)
     assert rec.split()[0] == "100ms"
-    assert "recommended: hedgeDelay 100ms: p99 2000 ms -> 105 ms" in result.stdout
+    # 2% of batches need a hedge: a 5% budget bounds the bucket's refill to 0.05.
+    assert "recommended: hedgeDelay 100ms, maxTokens " in result.stdout
+    assert "predicted: p99 2000 ms -> 105 ms" in result.stdout
 
 
 def test_fast_latencies_get_no_hedging(run_cli: Callable[..., Any], tmp_path: Path) -> None:
@@ -89,8 +110,8 @@ def test_cloud_monitoring_distribution_export(tmp_path: Path) -> None:
     }
     path = write(tmp_path, "export.json", json.dumps(export))
     samples = read_samples(path)
-    assert len(samples) == 1000
-    assert all(4 <= s <= 8 for s in samples[:980]) and all(s >= 1000 for s in samples[980:])
+    assert samples.count == 1000
+    assert samples.buckets == (Bucket(4, 8, 980), Bucket(1000, 3000, 20))
     advice = advise(samples, HedgingProfile(hedge_delay_ms=100))
     assert advice.recommended.hedge_delay_ms == 100
     assert advice.recommended.p99_ms < 120 and advice.baseline.p99_ms > 1000
@@ -103,9 +124,23 @@ def test_exponential_buckets(tmp_path: Path) -> None:
         "bucketCounts": ["0", "2", "3", "0", "1"],
     }
     samples = read_samples(write(tmp_path, "d.json", json.dumps(dist)))
-    assert len(samples) == 6
-    assert all(1 <= s <= 10 for s in samples[:2]) and all(10 <= s <= 100 for s in samples[2:5])
-    assert samples[5] == 1000  # overflow: its lower bound
+    assert samples.count == 6
+    # The overflow bucket has no upper bound: its draws sit on its lower bound.
+    assert samples.buckets == (Bucket(1, 10, 2, True), Bucket(10, 100, 3, True),
+                               Bucket(1000, 1000, 1, True))
+    draw = samples.sampler(random.Random(1))
+    drawn = [draw() for _ in range(3000)]
+    assert all(1 <= d <= 100 or d == 1000 for d in drawn)
+    assert sum(d == 1000 for d in drawn) == pytest.approx(500, rel=0.15)
+
+
+def test_a_distribution_from_buckets_feeds_the_advisor_directly() -> None:
+    """What a metrics reader hands over: bucket bounds (ms) and counts, and the batch
+    rate it saw."""
+    dist = LatencyDistribution.from_buckets([4, 8, 1000, 3000], [0, 980, 0, 20, 0])
+    advice = advise(dist, rate=200.0, batches=5_000)
+    assert advice.samples == 1000 and advice.rate == 200.0
+    assert advice.recommended.p99_ms < 200 < 1000 < advice.baseline.p99_ms
 
 
 @pytest.mark.parametrize(
@@ -168,7 +203,7 @@ def test_plot(run_cli: Callable[..., Any], tmp_path: Path) -> None:
     if importlib.util.find_spec("matplotlib") is None:
         assert result.exit_code == 1
         assert "--plot needs matplotlib, which is not installed" in result.stderr
-        assert "pip install 'reconcile[plot]'" in result.stderr
+        assert "pip install 'pubsub-reconcile[plot]'" in result.stderr
         assert not out.exists()
     else:
         assert result.exit_code == 0, result.stderr

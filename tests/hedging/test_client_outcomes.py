@@ -18,6 +18,7 @@ from reconciler.hedging import (
 )
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+from tests.hedging.conftest import earn_tokens
 
 TOPIC = "projects/outcomes/topics/orders"
 FAST = HedgingSettings(hedge_delay=0.1, max_tokens=1)
@@ -25,19 +26,12 @@ FAST = HedgingSettings(hedge_delay=0.1, max_tokens=1)
 Wait = Callable[..., None]
 
 
-
-
 @pytest.mark.parametrize(
     ("kwargs", "match"),
     [
-        ({"hedging": HedgingSettings}, "hedging must be None"),
-        (
-            {
-                "hedging": "topic-labels",
-                "publisher_options": types.PublisherOptions(enable_message_ordering=True),
-            },
-            "cannot be combined with message ordering",
-        ),
+        ({"hedging": HedgingSettings}, "hedging must be left out"),
+        ({"hedging": True}, "False \\(no hedging\\) or a HedgingSettings, not True"),
+        ({"hedging": "labels"}, "not 'labels'"),
         (
             {
                 "hedging": HedgingSettings(),
@@ -74,21 +68,24 @@ def test_settings_out_of_range_raise_value_error(kwargs: dict[str, Any], match: 
 def test_each_topic_reads_its_profile_from_labels(
     make_client: Callable[..., Any], local_server: Any
 ) -> None:
-    client = make_client(hedging="topic-labels")
+    client = make_client()  # no hedging argument: each topic's labels decide
     labelled, plain = TOPIC, "projects/outcomes/topics/plain"
-    profile = HedgingProfile(hedge_delay_ms=100, max_tokens=7, refill_ratio=0.05, name="fast")
+    profile = HedgingProfile(hedge_delay_ms=100, max_tokens=7, refill_ratio=0.2, name="fast")
     labels = hedging_labels.encode(profile, RetryTimeouts(3_000, 30_000))
     client.create_topic(request={"name": labelled, "labels": labels})
     client.create_topic(name=plain)
+    earn_tokens(lambda data: client.publish(labelled, data), 5)  # one token
     held = local_server.faults.hold(method="Publish", resource=labelled, count=1)
     hedged = client.publish(labelled, b"x")
     held.wait_arrived(1)
     hedged.result(timeout=30)  # the hedge went through
     client.publish(plain, b"y").result(timeout=30)
-    assert client.counters(labelled).hedged_attempts == 1
-    assert client.counters(labelled).tokens_available == pytest.approx(6.05)
+    assert client.counters(labelled).hedges_sent == 1
+    assert client.counters(labelled).tokens_available == pytest.approx(0.2)
     assert client.counters(plain).tokens_available is None  # no labels: hedging off
-    assert client.counters().attempts == 3
+    assert client.counters().attempts == 5 + 2 + 1
+    assert client.counters().profile_lookups == 2  # one GetTopic per topic
+    assert local_server.counters.get("GetTopic") == 2
     held.release_all()
     # A topic that does not exist: the publish fails as the official client's would.
     with pytest.raises(api_exceptions.NotFound):
@@ -100,15 +97,15 @@ def test_close_timeout_says_sent_outcome_unknown(
 ) -> None:
     client = make_client(hedging=FAST)
     client.create_topic(name=TOPIC)
-    held = local_server.faults.hold(method="Publish", count=2)  # original and hedge
+    held = local_server.faults.hold(method="Publish", count=1)
     future = client.publish(TOPIC, b"x")
-    held.wait_arrived(2)
+    held.wait_arrived(1)
     assert client.close(timeout=0.05) is False
     with pytest.raises(PublishOutcomeUnknown, match="may have stored it"):
         future.result(timeout=30)
-    # It was right to say so: both attempts reach the service and are stored.
+    # It was right to say so: the attempt reaches the service and is stored.
     held.release_all()
-    wait_until(lambda: len(local_server.messages(TOPIC)) == 2)
+    wait_until(lambda: len(local_server.messages(TOPIC)) == 1)
 
 
 def test_close_wakes_a_blocked_publish_with_never_sent(
@@ -162,17 +159,18 @@ def test_close_from_a_done_callback_returns(
 def test_duplicates_count_what_the_service_may_have_stored(
     make_client: Callable[..., Any], local_server: Any, wait_until: Wait
 ) -> None:
-    client = make_client(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
+    client = make_client(hedging=HedgingSettings(0.1, max_tokens=10, refill_ratio=0.2))
     client.create_topic(name=TOPIC)
+    earn_tokens(lambda data: client.publish(TOPIC, data), 25)  # five tokens
     originals = local_server.faults.hold(method="Publish", count=5)
     futures = [client.publish(TOPIC, f"m{i}".encode()) for i in range(5)]
     originals.wait_arrived(5)
     ids = [f.result(timeout=30) for f in futures]  # the hedges won
     originals.release_all()  # the cancelled originals were already on the server
-    wait_until(lambda: len(local_server.messages(TOPIC)) == 10)
+    wait_until(lambda: len(local_server.messages(TOPIC)) == 25 + 10)
     c = client.counters()
-    assert (c.hedged_attempts, c.duplicates) == (5, 5)
-    assert len(local_server.messages(TOPIC)) - len(ids) == c.duplicates
+    assert (c.hedges_sent, c.duplicates) == (5, 5)
+    assert len(local_server.messages(TOPIC)) - 25 - len(ids) == c.duplicates
 
 
 def test_hedging_pauses_while_the_client_cannot_notice_responses(
@@ -182,8 +180,9 @@ def test_hedging_pauses_while_the_client_cannot_notice_responses(
     slow attempt is not hedged until the client can see answers again."""
     import time
 
-    client = make_client(hedging=HedgingSettings(hedge_delay=0.1, max_tokens=10))
+    client = make_client(hedging=HedgingSettings(0.1, max_tokens=10, refill_ratio=0.2))
     client.create_topic(name=TOPIC)
+    earn_tokens(lambda data: client.publish(TOPIC, data), 5)
     held = local_server.faults.hold(method="Publish", count=2)
     gate, blocked = threading.Event(), threading.Event()
     busy = client.publish(TOPIC, b"busy")
@@ -195,13 +194,13 @@ def test_hedging_pauses_while_the_client_cannot_notice_responses(
     slow_call = held.wait_arrived(2)[1]
     wait_until(lambda: client.counters().lag_probes >= 1)  # a hedge delay passed
     time.sleep(0.3)  # at least this long unnoticed: a lower bound, never a limit
-    assert client.counters().hedged_attempts == 0
-    assert local_server.counters.get("Publish") == 2
+    assert client.counters().hedges_sent == 0
+    assert local_server.counters.get("Publish") == 5 + 2
     gate.set()
     wait_until(lambda: client.counters().lag_paused_hedges >= 1)
     message_id = slow.result(timeout=30)  # hedged once the lag has faded, and won
     c = client.counters()
-    assert c.hedged_attempts == 1 and c.wins_by_attempt == {1: 1, 2: 1}
+    assert c.hedges_sent == 1 and c.wins_by_attempt == {0: 5 + 1, 1: 1}
     slow_call.fail("UNAVAILABLE")
     assert (message_id, b"slow") in [(m.message_id, m.data) for m in
                                      local_server.messages(TOPIC)]

@@ -20,6 +20,7 @@ from reconciler.hedging import HedgedPublisher
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.batching import BatchSettings
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts
+from tests.hedging.conftest import earn_tokens
 
 TOPIC = "projects/hedge-test/topics/orders"
 ONE = BatchSettings(max_messages=1)
@@ -51,9 +52,9 @@ def test_fast_responses_are_not_hedged_and_spend_no_token(
         ids = results([pub.publish(f"m{i}".encode()) for i in range(20)])
         c = pub.counters()
     assert len(set(ids)) == 20
-    assert (c.attempts, c.hedged_attempts, c.throttled_hedges) == (20, 0, 0)
-    assert c.tokens_available == 10
-    assert c.wins_by_attempt == {1: 20}
+    assert (c.attempts, c.hedges_sent, c.hedges_dropped) == (20, 0, 0)
+    assert c.tokens_available == pytest.approx(2.0)  # from empty: 20 x 0.1
+    assert c.wins_by_attempt == {0: 20}
     assert local_server.counters.get("Publish") == 20
     assert len(local_server.messages(topic)) == 20
 
@@ -61,28 +62,29 @@ def test_fast_responses_are_not_hedged_and_spend_no_token(
 def test_slow_attempt_is_hedged_the_hedge_wins_and_the_duplicate_lands(
     local_server: Any, publisher_client: Any, topic: str, wait_until: Wait
 ) -> None:
-    # Only the first attempt is slow: the rule is cleared once the server has it.
-    local_server.faults.add(method="Publish", delay=3.0)
-    profile = HedgingProfile(hedge_delay_ms=500)
+    profile = HedgingProfile(hedge_delay_ms=500, refill_ratio=0.2)
     with publisher(publisher_client, profile) as pub:
+        earn_tokens(pub.publish, 5)  # the bucket starts empty
+        # Only the first attempt is slow: the rule is cleared once the server has it.
+        local_server.faults.add(method="Publish", delay=3.0)
         future = pub.publish(b"payload", source="test")
-        wait_until(lambda: local_server.counters.get("Publish") == 1)
+        wait_until(lambda: local_server.counters.get("Publish") == 6)
         local_server.faults.clear()
-        assert local_server.counters.get("Publish") == 1, "hedge sent before the slow rule went"
+        assert local_server.counters.get("Publish") == 6, "hedge sent before the slow rule went"
         message_id = future.result(timeout=30)
         c = pub.counters()
-        assert c.hedged_attempts == 1
-        assert c.wins_by_attempt == {2: 1}
-        assert c.tokens_available == pytest.approx(49.1)  # one spent, one refill
+        assert c.hedges_sent == 1
+        assert c.wins_by_attempt == {0: 5, 1: 1}
+        assert c.tokens_available == pytest.approx(0.2)  # one spent, one refill
         assert c.cancelled_attempts == 1
         # Cancellation is best effort: the slow original still completes on the
         # server, which then holds the message twice under different IDs.
-        wait_until(lambda: len(local_server.messages(topic)) == 2, 20)
-    stored = local_server.messages(topic)
+        wait_until(lambda: len(local_server.messages(topic)) == 7, 20)
+    stored = local_server.messages(topic)[5:]
     assert [m.data for m in stored] == [b"payload", b"payload"]
     assert stored[0].message_id == message_id  # the hedge was stored first
     assert stored[0].message_id != stored[1].message_id
-    assert local_server.counters.get("Publish") == 2
+    assert local_server.counters.get("Publish") == 7
 
 
 def test_tokens_run_out_under_sustained_slowness(
@@ -98,11 +100,11 @@ def test_tokens_run_out_under_sustained_slowness(
         c = pub.counters()
     batches = waves * per_wave
     # Unthrottled, each batch would be hedged about five times (every 100 ms for
-    # 600 ms): 150 hedges. The bucket allows its one token plus 0.2 per success.
-    assert c.hedged_attempts <= profile.max_tokens + profile.refill_ratio * batches
-    assert c.hedged_attempts >= 3  # each wave's refill buys one hedge
-    assert c.throttled_hedges > 0
-    assert c.attempts == batches + c.hedged_attempts
+    # 600 ms): 150 hedges. The bucket, empty at first, allows 0.2 per success.
+    assert c.hedges_sent <= profile.refill_ratio * batches
+    assert c.hedges_sent >= 2  # after the first wave, each wave's refills buy one
+    assert c.hedges_dropped > 0
+    assert c.attempts == batches + c.hedges_sent
     assert local_server.counters.get("Publish") == c.attempts
     assert sum(c.wins_by_attempt.values()) == batches
 
@@ -112,8 +114,8 @@ def test_retryable_error_is_retried(local_server: Any, publisher_client: Any, to
     with publisher(publisher_client, HedgingProfile(hedge_delay_ms=1_000)) as pub:
         (message_id,) = results([pub.publish(b"x")])
         c = pub.counters()
-    assert (c.retried_attempts, c.failed_attempts, c.hedged_attempts) == (2, 2, 0)
-    assert c.wins_by_attempt == {3: 1}
+    assert (c.retried_attempts, c.failed_attempts, c.hedges_sent) == (2, 2, 0)
+    assert c.wins_by_attempt == {0: 1}
     assert local_server.counters.get("Publish") == 3
     assert [m.message_id for m in local_server.messages(topic)] == [message_id]
 
@@ -147,7 +149,7 @@ def test_hedging_off_sends_no_extra_attempt(
     with publisher(publisher_client, None) as pub:
         results([pub.publish(b"x")])
         c = pub.counters()
-    assert (c.attempts, c.hedged_attempts, c.tokens_available) == (1, 0, None)
+    assert (c.attempts, c.hedges_sent, c.tokens_available) == (1, 0, None)
     assert local_server.counters.get("Publish") == 1
 
 
@@ -179,7 +181,7 @@ def test_profile_is_read_from_the_topic_labels(
             with HedgedPublisher.from_topic(client, name, batch_settings=ONE) as pub:
                 assert (pub.profile, pub.retry) == (profile, retry)
                 results([pub.publish(b"x")])
-                assert pub.counters().tokens_available == 7
+                assert pub.counters().tokens_available == pytest.approx(0.05)
     finally:
         batching.transport.close()
     assert len(local_server.messages(name)) == 2

@@ -8,7 +8,9 @@ RPC counters and stored messages, and the futures' results, never on elapsed tim
 
 One ordering is assumed where two attempts of a batch are held: the original, sent a
 whole hedge delay (>= 100 ms) before its hedge on the same connection, reaches the
-server first.
+server first. The token bucket starts empty, so a test that wants a hedge first earns
+its tokens with fast publishes (`earn_tokens`). The rules shared with the official
+clients have their own tables in test_official_parity.py.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from reconciler.backends.clients import publisher_client
 from reconciler.hedging import HedgedPublisher
 from reconciler.hedging.batching import Backoff, BatchSettings
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts
-from reconciler.hedging.tokens import TokenBucket
+from tests.hedging.conftest import earn_tokens
 
 TOPIC = "projects/hedge-races/topics/orders"
 OTHER = "projects/hedge-races/topics/clock"
 ONE = BatchSettings(max_messages=1)
-FAST = HedgingProfile(hedge_delay_ms=100, max_tokens=50, refill_ratio=0.1)
-# One token: exactly one hedge per batch until a success refills the bucket.
-ONE_HEDGE = HedgingProfile(hedge_delay_ms=100, max_tokens=1, refill_ratio=0.1)
+FAST = HedgingProfile(hedge_delay_ms=100, max_tokens=50, refill_ratio=0.2)
+# One token at most: exactly one hedge per batch once five successes earned it.
+ONE_HEDGE = HedgingProfile(hedge_delay_ms=100, max_tokens=1, refill_ratio=0.2)
+EARN = 5  # successes that earn one token at refill ratio 0.2
 # For tests about something other than hedging: a hedge would need a 10 s stall.
 SLOW = HedgingProfile(hedge_delay_ms=10_000, max_tokens=50, refill_ratio=0.1)
 SLOW_RETRY = RetryTimeouts(initial_rpc_timeout_ms=20_000, total_timeout_ms=60_000)
@@ -74,9 +77,9 @@ def test_fast_response_sends_no_hedge(local_server: Any, client: Any) -> None:
     with make(client, SLOW) as pub:
         message_id = result(pub.publish(b"hello", k="v"))
         c = pub.counters()
-    assert (c.attempts, c.hedged_attempts, c.cancelled_attempts) == (1, 0, 0)
-    assert c.wins_by_attempt == {1: 1}
-    assert c.tokens_available == 50  # started full, refill capped
+    assert (c.attempts, c.hedges_sent, c.cancelled_attempts) == (1, 0, 0)
+    assert c.wins_by_attempt == {0: 1}
+    assert c.tokens_available == pytest.approx(0.1)  # started empty, one refill
     (message,) = local_server.messages(TOPIC)
     assert (message.message_id, message.data) == (message_id, b"hello")
     assert dict(message.attributes) == {"k": "v"}
@@ -84,67 +87,71 @@ def test_fast_response_sends_no_hedge(local_server: Any, client: Any) -> None:
 
 
 def test_slow_attempt_is_hedged_and_the_hedge_wins(local_server: Any, client: Any) -> None:
-    held = local_server.faults.hold(method="Publish", count=1)  # the original only
     with make(client, ONE_HEDGE) as pub:
+        earn_tokens(pub.publish, EARN)
+        held = local_server.faults.hold(method="Publish", count=1)  # the original only
         future = pub.publish(b"x")
         (original,) = held.wait_arrived(1)
         message_id = result(future)  # the hedge went through while the original waits
         c = pub.counters()
     assert original.outcome is None  # still held: the hedge won without it
-    assert c.hedged_attempts == 1
-    assert c.wins_by_attempt == {2: 1}
+    assert c.hedges_sent == 1
+    assert c.wins_by_attempt == {0: EARN, 1: 1}
     assert c.cancelled_attempts == 1
-    assert c.tokens_available == pytest.approx(0.1)  # one spent, one refill
-    assert stored(local_server) == [(message_id, b"x")]
-    assert local_server.counters.get("Publish") == 2
+    assert c.tokens_available == pytest.approx(0.2)  # one spent, one refill
+    assert stored(local_server)[EARN:] == [(message_id, b"x")]
+    assert local_server.counters.get("Publish") == EARN + 2
 
 
 def test_original_is_kept_and_can_still_win(
     local_server: Any, client: Any, wait_until: Wait
 ) -> None:
-    held = local_server.faults.hold(method="Publish", count=2)
     with make(client, ONE_HEDGE) as pub:
+        earn_tokens(pub.publish, EARN)
+        held = local_server.faults.hold(method="Publish", count=2)
         future = pub.publish(b"x")
         original, hedge = held.wait_arrived(2)
         # The publisher counts an attempt just after sending it: poll, don't race.
-        wait_until(lambda: pub.counters().hedged_attempts == 1)
+        wait_until(lambda: pub.counters().hedges_sent == 1)
         assert not future.done()
         original.release()
         message_id = result(future)
         c = pub.counters()
-    assert c.wins_by_attempt == {1: 1}
-    assert (c.hedged_attempts, c.cancelled_attempts) == (1, 1)
+    assert c.wins_by_attempt == {0: EARN + 1}
+    assert (c.hedges_sent, c.cancelled_attempts) == (1, 1)
     hedge.fail("UNAVAILABLE", "too late")  # the cancelled hedge never reaches the handler
-    assert stored(local_server) == [(message_id, b"x")]
+    assert stored(local_server)[EARN:] == [(message_id, b"x")]
 
 
 def test_hedges_repeat_every_delay_while_tokens_remain(
     local_server: Any, client: Any, wait_until: Wait
 ) -> None:
-    profile = HedgingProfile(hedge_delay_ms=100, max_tokens=2, refill_ratio=0.1)
-    held = local_server.faults.hold(method="Publish", count=3)
+    profile = HedgingProfile(hedge_delay_ms=100, max_tokens=2, refill_ratio=0.2)
     with make(client, profile) as pub:
+        earn_tokens(pub.publish, 2 * EARN)
+        held = local_server.faults.hold(method="Publish", count=3)
         future = pub.publish(b"x")
         calls = held.wait_arrived(3)
-        # Out of tokens: the next hedge delays pass without another attempt.
-        wait_until(lambda: pub.counters().throttled_hedges >= 2)
-        assert local_server.counters.get("Publish") == 3
+        # Out of tokens: the third hedge is dropped, and no more come.
+        wait_until(lambda: pub.counters().hedges_dropped == 1)
+        assert local_server.counters.get("Publish") == 2 * EARN + 3
         calls[2].release()
         message_id = result(future)
         c = pub.counters()
-    assert c.hedged_attempts == 2
-    assert c.wins_by_attempt == {3: 1}
+    assert (c.hedges_sent, c.hedges_dropped) == (2, 1)
+    assert c.wins_by_attempt == {0: 2 * EARN, 2: 1}
     assert c.cancelled_attempts == 2
-    assert c.tokens_available == pytest.approx(0.1)
+    assert c.tokens_available == pytest.approx(0.2)
     held.fail_all("UNAVAILABLE")
-    assert stored(local_server) == [(message_id, b"x")]
-    assert local_server.counters.get("Publish") == 3
+    assert stored(local_server)[2 * EARN:] == [(message_id, b"x")]
+    assert local_server.counters.get("Publish") == 2 * EARN + 3
 
 
 def test_tokens_throttle_hedging_to_the_refill_ratio(
     local_server: Any, client: Any, wait_until: Wait
 ) -> None:
-    """Sustained slowness: every batch is slow, but only 1 + 0.2 per success get hedged."""
+    """Sustained slowness: every batch is slow, but only 0.2 per success get hedged,
+    from an empty bucket."""
     profile = HedgingProfile(hedge_delay_ms=100, max_tokens=1, refill_ratio=0.2)
     hedged_batches = []
     with make(client, profile) as pub:
@@ -153,11 +160,11 @@ def test_tokens_throttle_hedging_to_the_refill_ratio(
             held = local_server.faults.hold(method="Publish", count=2)
             future = pub.publish(f"m{i}".encode())
             (original,) = held.wait_arrived(1)[:1]
-            # One hedge delay later the batch is either hedged or throttled.
+            # One hedge delay later the batch is either hedged or its hedge dropped.
             wait_until(
                 lambda b=before: (
                     pub.counters().attempts == b.attempts + 2
-                    or pub.counters().throttled_hedges > b.throttled_hedges
+                    or pub.counters().hedges_dropped > b.hedges_dropped
                 )
             )
             if pub.counters().attempts == before.attempts + 2:
@@ -167,26 +174,13 @@ def test_tokens_throttle_hedging_to_the_refill_ratio(
             result(future)
             held.fail_all("UNAVAILABLE")  # the cancelled hedge, if any; ends the hold
         c = pub.counters()
-    # Full bucket (1 token) hedges batch 0; then five successes earn the next token.
-    assert hedged_batches == [0, 5, 10]
-    assert c.hedged_attempts == 3
-    assert c.wins_by_attempt == {1: 11}
+    # Empty bucket: five successes earn the first token (batch 5), five more the next.
+    assert hedged_batches == [5, 10]
+    assert (c.hedges_sent, c.hedges_dropped) == (2, 9)
+    assert c.wins_by_attempt == {0: 11}
     assert c.tokens_available == pytest.approx(0.2)
-    assert local_server.counters.get("Publish") == 14
+    assert local_server.counters.get("Publish") == 13
     assert [data for _, data in stored(local_server)] == [f"m{i}".encode() for i in range(11)]
-
-
-def test_token_bucket_is_exact() -> None:
-    bucket = TokenBucket(max_tokens=2, refill_ppm=100_000)
-    assert bucket.try_acquire() and bucket.try_acquire()
-    assert not bucket.try_acquire()
-    for _ in range(10):
-        bucket.refill()
-    assert bucket.available == 1.0
-    assert bucket.try_acquire()
-    for _ in range(100):
-        bucket.refill()
-    assert bucket.available == 2.0  # capped at max tokens
 
 
 def test_late_success_of_a_losing_attempt_is_a_duplicate(
@@ -194,19 +188,20 @@ def test_late_success_of_a_losing_attempt_is_a_duplicate(
 ) -> None:
     """Cancelling the loser is best effort: the service still completes it and keeps
     the batch twice, under different IDs."""
-    held = local_server.faults.hold(method="Publish", count=1)
     with make(client, ONE_HEDGE) as pub:
+        earn_tokens(pub.publish, EARN)
+        held = local_server.faults.hold(method="Publish", count=1)
         future = pub.publish(b"payload", source="test")
         (original,) = held.wait_arrived(1)
         message_id = result(future)
         original.release()  # the service answers the losing original after all
-        wait_until(lambda: len(local_server.messages(TOPIC)) == 2)
+        wait_until(lambda: len(local_server.messages(TOPIC)) == EARN + 2)
         c = pub.counters()
-    (first_id, first), (second_id, second) = stored(local_server)
+    (first_id, first), (second_id, second) = stored(local_server)[EARN:]
     assert (first, second) == (b"payload", b"payload")
     assert first_id == message_id  # the hedge's copy, stored first
     assert second_id != message_id
-    assert c.wins_by_attempt == {2: 1}
+    assert c.wins_by_attempt == {0: EARN, 1: 1}
     # The original was in flight when the hedge won: cancelled, and counted as a
     # possible duplicate (the service did store it). Its late answer never reached
     # the publisher (cancelled first), so it is not a confirmed one.
@@ -220,58 +215,11 @@ def test_retryable_failure_is_retried_without_a_token(local_server: Any, client:
         held.wait_arrived(1)[0].fail("UNAVAILABLE", "try again")
         message_id = result(future)  # the retry is not held
         c = pub.counters()
-    assert (c.retried_attempts, c.hedged_attempts, c.failed_attempts) == (1, 0, 1)
-    assert c.wins_by_attempt == {2: 1}
-    assert c.tokens_available == 50
+    assert (c.retried_attempts, c.hedges_sent, c.failed_attempts) == (1, 0, 1)
+    assert c.wins_by_attempt == {0: 1}  # a retry of attempt 0 is still attempt 0
+    assert c.tokens_available == pytest.approx(0.1)
     assert stored(local_server) == [(message_id, b"x")]
     assert local_server.counters.get("Publish") == 2
-
-
-def test_failed_hedge_waits_for_the_original_instead_of_retrying(
-    local_server: Any, client: Any, wait_until: Wait
-) -> None:
-    """As Java: a retryable failure while another attempt runs starts no retry."""
-    held = local_server.faults.hold(method="Publish", count=3)
-    with make(client, ONE_HEDGE) as pub:
-        future = pub.publish(b"x")
-        original, hedge = held.wait_arrived(2)
-        hedge.fail("INTERNAL", "blip")
-        wait_until(lambda: pub.counters().failed_attempts == 1)
-        # A clock: a second batch's hedge is throttled (one token, spent) only after
-        # a hedge delay has passed; the first batch's retry would have gone by then.
-        other = pub.publish(b"clock")
-        held.wait_arrived(3)
-        wait_until(lambda: pub.counters().throttled_hedges >= 2)
-        assert pub.counters().retried_attempts == 0
-        assert original.outcome is None and not future.done()
-        original.release()
-        message_id = result(future)
-        held.release_all()
-        result(other)
-        c = pub.counters()
-    assert c.wins_by_attempt == {1: 2}
-    assert (c.hedged_attempts, c.retried_attempts, c.failed_attempts) == (1, 0, 1)
-    assert local_server.counters.get("Publish") == 3
-    assert sorted(d for _, d in stored(local_server)) == [b"clock", b"x"]
-    assert (message_id, b"x") in stored(local_server)
-
-
-def test_retry_follows_once_every_attempt_has_failed(
-    local_server: Any, client: Any, wait_until: Wait
-) -> None:
-    held = local_server.faults.hold(method="Publish", count=2)
-    with make(client, ONE_HEDGE) as pub:
-        future = pub.publish(b"x")
-        original, hedge = held.wait_arrived(2)
-        hedge.fail("UNAVAILABLE", "blip")
-        wait_until(lambda: pub.counters().failed_attempts == 1)
-        assert pub.counters().retried_attempts == 0
-        original.fail("CANCELLED", "the service cancelled it")  # retryable from the service
-        message_id = result(future)  # the retry is not held
-        c = pub.counters()
-    assert (c.hedged_attempts, c.retried_attempts, c.failed_attempts) == (1, 1, 2)
-    assert c.wins_by_attempt == {3: 1}
-    assert stored(local_server) == [(message_id, b"x")]
 
 
 def test_permanent_error_fails_the_batch_with_the_service_message(
@@ -307,14 +255,14 @@ def test_total_timeout_fails_the_batch(local_server: Any, client: Any) -> None:
 
 def test_hedging_off_sends_one_attempt(local_server: Any, client: Any, wait_until: Wait) -> None:
     held = local_server.faults.hold(method="Publish", resource=TOPIC, count=2)
-    # A hedging publisher beside it, also held, is the clock: once it has hedged three
-    # times, three hedge delays have passed for the publisher under test too.
+    # A hedging publisher beside it, also held, is the clock: once its hedge check
+    # (sent after ours) has run, a hedge delay has passed for the publisher under test.
     clock_held = local_server.faults.hold(method="Publish", resource=OTHER, count=10)
     with make(client, None) as pub, make(client, FAST, topic=OTHER) as clock:
         future = pub.publish(b"x")
         (call,) = held.wait_arrived(1)
         clock_future = clock.publish(b"tick")
-        wait_until(lambda: clock.counters().hedged_attempts >= 3)
+        wait_until(lambda: clock.counters().hedges_dropped == 1)
         assert len(held.arrived()) == 1
         assert pub.counters().attempts == 1
         call.release()
@@ -323,34 +271,38 @@ def test_hedging_off_sends_one_attempt(local_server: Any, client: Any, wait_unti
         result(clock_future)
         c = pub.counters()
     assert c.tokens_available is None
-    assert (c.attempts, c.hedged_attempts, c.throttled_hedges) == (1, 0, 0)
+    assert (c.attempts, c.hedges_sent, c.hedges_dropped) == (1, 0, 0)
     assert stored(local_server) == [(message_id, b"x")]
 
 
-def test_batches_by_count(local_server: Any, client: Any) -> None:
+def test_batches_by_count_as_the_official_client_cuts_them(
+    local_server: Any, client: Any
+) -> None:
+    """google-cloud-pubsub sends a batch when the next message would bring it to
+    max_messages, so its batches hold max_messages - 1: the same requests here."""
     settings = BatchSettings(max_messages=3, max_latency=60.0)
-    held = local_server.faults.hold(method="Publish", count=3)
+    held = local_server.faults.hold(method="Publish", count=4)
     with make(client, None, batch_settings=settings) as pub:
         futures = [pub.publish(str(i).encode()) for i in range(7)]
-        full = held.wait_arrived(2)  # two full batches went at once
-        assert local_server.counters.get("Publish") == 2
+        full = held.wait_arrived(3)  # three batches of two went at once
+        assert local_server.counters.get("Publish") == 3
         pub.flush()  # the seventh message's batch is not full
-        last = held.wait_arrived(3)[2]
+        last = held.wait_arrived(4)[3]
         last.release()
         result(futures[6])
         assert [data for _, data in stored(local_server)] == [b"6"]
-        full[0].release()
-        full[1].release()
+        for call in full:
+            call.release()
         ids = [result(f) for f in futures]
         c = pub.counters()
     # Each future carries the ID the service gave its own message.
     by_id = dict(stored(local_server))
     assert [by_id[i] for i in ids] == [str(i).encode() for i in range(7)]
     assert len(set(ids)) == 7
-    assert (c.attempts, c.batches_succeeded) == (3, 3)
-    # The full batches' messages were stored three at a time, in publish order.
+    assert (c.attempts, c.batches_succeeded) == (4, 4)
+    # The full batches' messages were stored two at a time, in publish order.
     data = [d for _, d in stored(local_server)][1:]
-    assert sorted([data[:3], data[3:]]) == [[b"0", b"1", b"2"], [b"3", b"4", b"5"]]
+    assert sorted([data[:2], data[2:4], data[4:]]) == [[b"0", b"1"], [b"2", b"3"], [b"4", b"5"]]
 
 
 def test_partial_batch_is_sent_after_max_latency(local_server: Any, client: Any) -> None:
@@ -475,17 +427,18 @@ def test_a_closed_client_fails_the_batch_without_retrying(local_server: Any) -> 
 def test_a_failed_batch_counts_the_attempt_that_may_still_be_stored(
     local_server: Any, client: Any, wait_until: Wait
 ) -> None:
-    """The hedge fails for good while the original is in flight: the future fails,
-    and `duplicates` says that the original may still be stored (it is)."""
-    held = local_server.faults.hold(method="Publish", count=2)
+    """Attempt 0 fails for good while its hedge is in flight: the future fails with
+    attempt 0's error, and `duplicates` says that the hedge may still be stored (it is)."""
     with make(client, ONE_HEDGE) as pub:
+        earn_tokens(pub.publish, EARN)
+        held = local_server.faults.hold(method="Publish", count=2)
         future = pub.publish(b"x")
         original, hedge = held.wait_arrived(2)
-        hedge.fail("PERMISSION_DENIED", "revoked")
+        original.fail("PERMISSION_DENIED", "revoked")
         with pytest.raises(api_exceptions.PermissionDenied, match="revoked"):
             result(future)
         c = pub.counters()
     assert (c.batches_failed, c.cancelled_attempts, c.duplicates) == (1, 1, 1)
-    original.release()  # the service had it before the client cancelled
-    wait_until(lambda: len(local_server.messages(TOPIC)) == 1)
-    assert stored(local_server)[0][1] == b"x"
+    hedge.release()  # the service had it before the client cancelled
+    wait_until(lambda: len(local_server.messages(TOPIC)) == EARN + 1)
+    assert stored(local_server)[EARN][1] == b"x"

@@ -1,0 +1,169 @@
+"""`reconcile hedging advise --topic`: advice from the topic's own Cloud Monitoring
+metrics (`topic/send_request_latencies`, `topic/send_request_count`), read through
+google-cloud-monitoring from the local server, whose latencies come from real Publish
+calls with injected delays and errors."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reconciler.hedging.plot import PLOT_EXTRA
+
+PROJECT = "advise-proj"
+TOPIC = f"projects/{PROJECT}/topics/orders"
+# 5% of Publish calls take 400 ms more than the others' 2 ms.
+TAIL = {"delay": 0.002, "tail_fraction": 0.05, "tail_delay": 0.4}
+
+
+def publish(server: Any, client: Any, n: int, topic: str = TOPIC, **fault: Any) -> None:
+    """`n` Publish calls of one message each through the GAPIC client, 8 at a time,
+    with `fault` injected on the topic's Publish."""
+    client.create_topic(name=topic)
+    if fault:
+        server.faults.add(method="Publish", resource=topic, **fault)
+    with ThreadPoolExecutor(8) as pool:
+        calls = [
+            pool.submit(client.publish, topic=topic, messages=[{"data": b"m%d" % i}])
+            for i in range(n)
+        ]
+        for call in calls:
+            call.result(timeout=60)
+
+
+def advise(run_cli: Callable[..., Any], server: Any, *args: str) -> Any:
+    return run_cli("hedging", "advise", "--topic", TOPIC, "--emulator", server.address,
+                   "--batches", "3000", *args)
+
+
+def test_advice_from_the_topics_latency_metric(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    publish(local_server, publisher_client, 400, **TAIL)
+    result = advise(run_cli, local_server, "--max-extra", "0.2")
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0] == (
+        f"400 latency samples from topic/send_request_latencies of {TOPIC} "
+        f"(last 1h, emulator {local_server.address})"
+    )
+    assert "token bucket starting empty" in lines[1]
+    off = next(line for line in lines if line.startswith("off "))
+    assert float(off.split()[3]) >= 400  # p99 without hedging: in the 400 ms tail
+    recommended = next(line for line in lines if line.startswith("recommended: "))
+    assert recommended.startswith("recommended: hedgeDelay ")
+    assert "maxTokens " in recommended and "refillRatio " in recommended
+    predicted = next(line for line in lines if line.startswith("predicted: "))
+    p99_after = float(predicted.split("->")[1].split()[0])
+    assert p99_after < 300  # hedged below the tail
+    assert "warning" not in result.stderr
+
+
+def test_a_p99_goal_and_the_profile_document_validate(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    publish(local_server, publisher_client, 400, **TAIL)
+    result = advise(run_cli, local_server, "--p99-goal", "300ms", "--max-extra", "0.2",
+                    "--write-profile", "orders-tail")
+    assert result.exit_code == 0, result.stderr
+    # The report goes to stderr, the document alone to stdout: ready to redirect.
+    assert "p99 goal 300 ms: met" in result.stderr
+    assert result.stdout.startswith(
+        "apiVersion: reconcile.pubsub/v1\nkind: HedgingProfile\nmetadata: {name: orders-tail}\n"
+    )
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "profile.yaml").write_text(result.stdout, encoding="utf-8")
+    validated = run_cli("validate", str(specs))
+    assert validated.exit_code == 0, validated.stdout + validated.stderr
+    # The recommendation reaches the goal with the fewest extra requests: a budget
+    # that cannot reach it says so.
+    unmet = advise(run_cli, local_server, "--p99-goal", "300ms", "--max-extra", "0.01")
+    assert unmet.exit_code == 0, unmet.stderr
+    assert "p99 goal 300 ms: NOT met" in unmet.stdout
+
+
+def test_a_high_cancelled_rate_warns_that_the_deadline_is_too_short(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    publish(local_server, publisher_client, 100, **TAIL)
+    local_server.faults.add(method="Publish", resource=TOPIC, error="CANCELLED", error_next=5)
+    for i in range(5):
+        with pytest.raises(Exception, match=r"CANCELLED|Cancelled"):
+            publisher_client.publish(topic=TOPIC, messages=[{"data": b"c%d" % i}], retry=None)
+    result = advise(run_cli, local_server)
+    assert result.exit_code == 0, result.stderr
+    assert (
+        f"warning: 4.8% of the 105 Publish calls to {TOPIC} in the last 1h ended CANCELLED "
+        "or DEADLINE_EXCEEDED: the publishers' request deadline is likely too short"
+    ) in result.stderr
+    # Only the successful calls' latencies are simulated.
+    assert result.stdout.startswith("100 latency samples from ")
+
+
+def test_metrics_that_cannot_be_read_name_topic_project_and_role(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    publish(local_server, publisher_client, 20)
+    local_server.faults.add(method="ListTimeSeries", error="PERMISSION_DENIED")
+    result = advise(run_cli, local_server)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"Error: topic orders (project {PROJECT}): cannot read its publish metrics: "
+        "permission denied to read metrics in project advise-proj (needs "
+        "monitoring.timeSeries.list, e.g. role roles/monitoring.viewer)"
+    ), result.stderr
+    assert f"hint: grant roles/monitoring.viewer on project {PROJECT}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_topic_without_publishes_in_the_window(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    publisher_client.create_topic(name=TOPIC)
+    result = advise(run_cli, local_server, "--since", "10m")
+    assert result.exit_code == 1
+    assert (
+        f"topic orders (project {PROJECT}): no successful publish recorded in the last 10m "
+        f"(emulator {local_server.address})"
+    ) in result.stderr
+    assert "widen --since" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--topic", "orders"), "--topic: 'orders' is not a topic name; write "
+         "projects/PROJECT/topics/TOPIC"),
+        (("--topic", TOPIC, "--since", "30s"), "--since 30s is shorter than 1m"),
+        (("--topic", TOPIC, "--since", "soon"), "--since: 'soon' is not a duration"),
+        (("--topic", TOPIC, "--p99-goal", "fast"), "--p99-goal: 'fast' is not a duration"),
+        (("--topic", TOPIC, "--write-profile", "Bad Name"), "--write-profile 'Bad Name': a "
+         "profile name must be"),
+        ((), "nothing to advise on: pass a LATENCIES file or --topic projects/P/topics/T"),
+        (("lat.txt", "--topic", TOPIC), "pass either a LATENCIES file or --topic, not both"),
+        (("lat.txt", "--local"), "--local and --emulator choose where --topic's metrics are read"),
+    ],
+)
+def test_usage_errors(run_cli: Callable[..., Any], args: tuple[str, ...], message: str) -> None:
+    result = run_cli("hedging", "advise", *args)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_plot_without_matplotlib_fails_before_reading_anything(
+    run_cli: Callable[..., Any], local_server: Any, tmp_path: Path
+) -> None:
+    if importlib.util.find_spec("matplotlib") is not None:
+        pytest.skip("matplotlib is installed: tests/hedging/test_advise.py draws the plot")
+    before = local_server.counters.get("ListTimeSeries")
+    result = advise(run_cli, local_server, "--plot", str(tmp_path / "cdf.png"))
+    assert result.exit_code == 1
+    assert f"pip install '{PLOT_EXTRA}'" in result.stderr
+    assert local_server.counters.get("ListTimeSeries") == before
