@@ -86,6 +86,13 @@ def strict_groups_option(fn: F) -> F:
 
 
 def format_option(choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
+    """--format for a plan (plan, show): the same three renderings of one plan."""
     return click.option(
-        "--format", "fmt", type=click.Choice(list(choices)), default="text", show_default=True
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default="text",
+        show_default=True,
+        help="text; json: the plan document (docs/plan-format.md); markdown: a "
+        "pull-request comment.",
     )

@@ -143,7 +143,14 @@ class ApplyOptions:
     metavar="sha256:HEX",
     help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="text: the plan, progress and a summary; json: the per-topic results.",
+)
 @strict_groups_option
 def command(
     paths: tuple[Path, ...],

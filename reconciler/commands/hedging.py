@@ -42,8 +42,20 @@ def command() -> None:
     show_default=True,
     help="Largest extra-request fraction to recommend.",
 )
-@click.option("--batches", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True)
-@click.option("--seed", type=int, default=2026, show_default=True)
+@click.option(
+    "--batches",
+    type=click.IntRange(100, 1_000_000),
+    default=20_000,
+    show_default=True,
+    help="Batches simulated per candidate hedge delay.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=2026,
+    show_default=True,
+    help="Seed of the simulation's random draws: the same seed, the same answer.",
+)
 def advise_command(
     latencies: Path,
     profile_name: str | None,

@@ -10,16 +10,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree, reconcile
 from google.api_core import exceptions as gexc
 from google.pubsub_v1.types import Topic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler.backends.clients import publisher_client
-from reconciler.localserver import LocalServer
 from reconciler.plan.model import digest_of
 from reconciler.plan.planfile import read_plan
+from tests.cli_support import reconcile
+from tests.server_support import running_local_server
+from tests.specs_support import Tree
 
 OWNED = {"reconcile-managed": "true"}
 PROJECT = "apply-e2e"
@@ -31,12 +32,11 @@ def address(topic: str) -> str:
 
 
 class World:
-    """A fresh server seeded with three topics, and a saved plan over it (a create, an
-    update keeping a foreign label, a prune delete)."""
+    """The test's fresh `local_server` seeded with three topics, and a saved plan over
+    it (a create, an update keeping a foreign label, a prune delete)."""
 
-    def __init__(self, tree: Tree) -> None:
-        self.server = LocalServer(state_dir=None, host="127.0.0.1", port=0)
-        self.server.start()
+    def __init__(self, tree: Tree, server: Any) -> None:
+        self.server = server
         self.client = publisher_client(self.server.address)
         for name, labels in SEEDED.items():
             self.client.create_topic(request=Topic(name=address(name), labels=labels))
@@ -45,7 +45,7 @@ class World:
         made = reconcile(
             "plan", "specs", "--emulator", self.server.address, "--prune", "--out", str(self.plan)
         )
-        assert made.code == 0, made.text
+        assert made.exit_code == 0, made.output
         self.server.counters.reset()
 
     def labels(self, topic: str) -> dict[str, str] | None:
@@ -56,14 +56,13 @@ class World:
 
     def close(self) -> None:
         self.client.transport.close()
-        self.server.stop(grace=None)
 
 
 @pytest.fixture
-def world(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def world(tree: Tree, local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     # A plan edited to target Google Cloud fails at once on credentials, offline.
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tree.root / "no-such-key.json"))
-    w = World(tree)
+    w = World(tree, local_server)
     yield w
     w.close()
 
@@ -118,28 +117,31 @@ def test_a_damaged_plan_file_gets_one_clear_error(
     damage(world.plan, change, redigest="field digest" not in message)
     for verb in ("show", "apply"):
         run = reconcile(verb, str(world.plan))
-        assert run.code == 1, run.text
-        assert run.err.startswith(f"Error: {world.plan}"), run.err
-        assert message in run.err
-        assert "internal error" not in run.err and "Traceback" not in run.err
+        assert run.exit_code == 1, run.output
+        assert run.stderr.startswith(f"Error: {world.plan}"), run.stderr
+        assert message in run.stderr
+        assert "internal error" not in run.stderr and "Traceback" not in run.stderr
     assert world.server.counters.total() == 0
 
 
 def test_not_json_and_not_an_object_are_named(world: World) -> None:
     world.plan.write_text("{not json")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 1 and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.err
+    assert (
+        run.exit_code == 1
+        and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.stderr
+    )
     world.plan.write_text("[1, 2]")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 1 and "not a reconcile plan file (no format_version)" in run.err
+    assert run.exit_code == 1 and "not a reconcile plan file (no format_version)" in run.stderr
     world.plan.write_text("[" * 100_000)
     run = reconcile("show", str(world.plan))
-    assert run.code == 1 and "internal error" not in run.err
+    assert run.exit_code == 1 and "internal error" not in run.stderr
 
 
 def test_the_undamaged_plan_applies_exactly(world: World) -> None:
     run = reconcile("apply", str(world.plan))
-    assert run.code == 0, run.text
+    assert run.exit_code == 0, run.output
     assert world.labels("upd") == {"team": "payments", "other": "x", **OWNED}
     assert world.labels("new") == {"a": "b", **OWNED}
     assert world.labels("gone") is None
@@ -169,11 +171,11 @@ JSON = st.recursive(
 
 
 def _check_outcome(world: World, run: Any) -> None:
-    assert "internal error" not in run.text and "Traceback" not in run.text, run.text
-    if run.code == 1:
-        assert f"Error: {world.plan}" in run.err, run.err
+    assert "internal error" not in run.output and "Traceback" not in run.output, run.output
+    if run.exit_code == 1:
+        assert f"Error: {world.plan}" in run.stderr, run.stderr
         return
-    assert run.code == 0, run.text
+    assert run.exit_code == 0, run.output
     # A correct apply: the live topics are what the (damaged, yet valid) plan shows.
     plan = read_plan(world.plan)
     planned = set()
@@ -200,7 +202,11 @@ def test_any_damage_is_a_clear_error_or_a_correct_apply(
     tree: Tree, monkeypatch: pytest.MonkeyPatch, data: st.DataObject
 ) -> None:
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tree.root / "no-such-key.json"))
-    world = World(tree)
+    with running_local_server() as server:  # a fresh one for every example
+        _damaged_apply(World(tree, server), data)
+
+
+def _damaged_apply(world: World, data: st.DataObject) -> None:
     try:
         original = json.loads(world.plan.read_text())
         where = data.draw(st.sampled_from(paths(original)), label="field")

@@ -3,11 +3,13 @@ snapshots, seed live topics through the real PublisherClient."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.specs_support import in_transit_policy_doc, location_policy_doc
 
 
 @pytest.fixture
@@ -31,16 +33,9 @@ def org_policy_file(tmp_path: Path) -> Callable[..., Path]:
               project: str = "proj-a") -> Path:
         docs = []
         if allowed is not None:
-            values = ", ".join(allowed)
-            docs.append(
-                f"name: projects/{project}/policies/gcp.resourceLocations\n"
-                f"spec:\n  rules:\n    - values:\n        allowedValues: [{values}]\n"
-            )
+            docs.append(location_policy_doc(f"projects/{project}", ", ".join(allowed)))
         if enforce:
-            docs.append(
-                f"name: projects/{project}/policies/pubsub.enforceInTransitRegions\n"
-                "spec:\n  rules:\n    - enforce: true\n"
-            )
+            docs.append(in_transit_policy_doc(f"projects/{project}"))
         path = tmp_path / "org-policy.yaml"
         path.write_text("---\n".join(docs) if docs else "[]\n")
         return path
@@ -68,9 +63,3 @@ def seed(publisher_client: Any) -> Callable[..., None]:
         publisher_client.create_topic(request=topic)
 
     return create
-
-
-@pytest.fixture
-def server(local_server: Any) -> Iterator[Any]:
-    """The local server with counters reset after seeding (call .counters.reset())."""
-    yield local_server

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import orgpolicy_client, publisher_client
@@ -17,6 +16,7 @@ from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.make import make_plan
 from reconciler.spec.validate import validate_paths
+from tests.specs_support import location_policy, topic_doc
 
 OWN = {"reconcile-managed": "true"}
 
@@ -38,10 +38,9 @@ def execute(backend: GcpBackend, plan: Any) -> None:
 def test_plan_after_executing_its_requests_is_empty(
     local_server: Any, seed: Any, specs: Any
 ) -> None:
-    local_server.put_policy(Policy.from_dict({
-        "name": "projects/proj-a/policies/gcp.resourceLocations",
-        "spec": {"rules": [{"values": {"allowedValues": ["us-central1", "us-east1"]}}]},
-    }))
+    local_server.put_policy(
+        Policy.from_dict(location_policy("projects/proj-a", ["us-central1", "us-east1"]))
+    )
     local_server.put_policy(Policy.from_dict({
         "name": "projects/proj-a/policies/pubsub.enforceInTransitRegions",
         "spec": {"rules": [{"enforce": True}]},

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_helpers import topic_doc
+from tests.specs_support import topic_doc
 
 OWN = {"reconcile-managed": "true"}
 TWO = (
