@@ -10,14 +10,14 @@ from pathlib import Path
 
 import click
 
-from reconciler.commands import clidoc
+from reconciler import clidoc
 
 ROOT = Path(__file__).parents[2]
 
 
 def test_cli_reference_is_current() -> None:
     fresh = subprocess.run(
-        [sys.executable, "-m", "reconciler.commands.clidoc"],
+        [sys.executable, "-m", "reconciler.clidoc"],
         cwd=ROOT, capture_output=True, text=True, check=True,
     ).stdout
     checked_in = (ROOT / "docs" / "cli.md").read_text()
@@ -61,7 +61,7 @@ def test_the_generator_is_on_no_command_path() -> None:
         "        main(argv)\n"
         "    except SystemExit:\n"
         "        pass\n"
-        "print('LOADED', 'reconciler.commands.clidoc' in sys.modules)\n"
+        "print('LOADED', 'reconciler.clidoc' in sys.modules)\n"
     )
     result = subprocess.run(
         [sys.executable, "-c", probe, str(ROOT / "specs")],

@@ -2,11 +2,12 @@
 one source and cannot disagree (tests/docs/test_cli_reference.py fails when the
 committed page is stale).
 
-    python -m reconciler.commands.clidoc > docs/cli.md
+    python -m reconciler.clidoc > docs/cli.md
 
 Every verb and subcommand, its usage, its help and epilog, and each visible option
 with the help text and the extras (default, range, required) that `--help` prints.
-Not imported by any command: it imports every verb.
+Not imported by any command (it imports every verb), and outside `commands/` so that
+importing the click group from it makes no cycle.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ import click
 from reconciler.clickapp import cli
 from reconciler.commands import COMMANDS
 
-REGENERATE = "python -m reconciler.commands.clidoc > docs/cli.md"
+REGENERATE = "python -m reconciler.clidoc > docs/cli.md"
 
 HEADER = f"""\
 # Commands
 
-<!-- Generated from the click commands by `{REGENERATE}`; do not edit by hand (a test fails when this page is stale). -->
+<!-- Generated from the click commands by `{REGENERATE}`; do not edit by hand
+(a test fails when this page is stale). -->
 
 Every command and option as `reconcile COMMAND --help` (or `-h`) prints it. What the targets,
 timeouts and exit codes mean: [Targets, timeouts and exit codes](running.md);
@@ -48,7 +50,9 @@ def _commands() -> Iterator[tuple[click.Context, click.Command]]:
         yield from _walk(command, click.Context(command, info_name=name, parent=root))
 
 
-def _walk(command: click.Command, ctx: click.Context) -> Iterator[tuple[click.Context, click.Command]]:
+def _walk(
+    command: click.Command, ctx: click.Context
+) -> Iterator[tuple[click.Context, click.Command]]:
     yield ctx, command
     if isinstance(command, click.Group):
         for name in command.list_commands(ctx):
@@ -100,7 +104,7 @@ def _options_table(ctx: click.Context, command: click.Command) -> list[str]:
 def _section(ctx: click.Context, command: click.Command) -> str:
     path = ctx.command_path
     usage = " ".join([path, *command.collect_usage_pieces(ctx)])
-    parts = [f"## {path}", f"```\n{usage}\n```"]
+    parts = [f"## {path}", f"```text\n{usage}\n```"]
     for text in (command.help, command.epilog):
         if prose := _prose(text):
             parts.append(prose)
