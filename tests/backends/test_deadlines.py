@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.cli_support import CliResult
+from tests.cli_support import CliResult, start_reconcile
 
 Run = Callable[..., CliResult]
 
@@ -136,12 +134,7 @@ def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
     """The plan is made against a running server, which then stops answering (SIGSTOP:
     the kernel still accepts connections, nothing ever replies); applying the plan at
     its recorded target fails at the deadline naming the endpoint."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "local-server", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    server = start_reconcile("local-server", "--port", "0", cwd=tmp_path).proc
     try:
         assert server.stdout is not None
         address = server.stdout.readline().strip().split("=", 1)[1]
@@ -158,7 +151,7 @@ def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
     finally:
         os.kill(server.pid, signal.SIGCONT)
         server.terminate()
-        server.wait(timeout=60)
+        server.communicate(timeout=60)
 
 
 def test_timeout_must_be_positive(reconcile_process: Run, spec_dir: Path) -> None:
