@@ -43,7 +43,12 @@ from reconciler.apply.retry import DEFAULT_PROPAGATION_WAIT, AdminRetry
 from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
-from reconciler.commands._options import project_option, strict_groups_option, target_options
+from reconciler.commands._options import (
+    format_option,
+    project_option,
+    strict_groups_option,
+    target_options,
+)
 from reconciler.commands._planning import open_target, show_plan, validate_specs
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
@@ -143,13 +148,9 @@ class ApplyOptions:
     metavar="sha256:HEX",
     help="Apply the PLANFILE only if its digest is this one (the digest the reviewer saw).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="text: the plan, progress and a summary; json: the per-topic results.",
+@format_option(
+    ("text", "json"),
+    help="text: the plan, progress and a summary; json: the summary and the per-topic results.",
 )
 @strict_groups_option
 def command(

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import click
 
 from reconciler.commands import output
-from reconciler.commands._options import strict_groups_option
+from reconciler.commands._options import format_option, strict_groups_option
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
 from reconciler.spec.validate import validate_paths
@@ -43,12 +43,8 @@ class ValidateOptions(NamedTuple):
     help="Fail when no org-policy snapshot is found (default: a warning that the "
     "org-policy checks did not run).",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
+@format_option(
+    ("text", "json"),
     help="text: one line per problem, and a summary on stderr; json: the diagnostics "
     "as a JSON list.",
 )

@@ -229,6 +229,16 @@ def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:
     raise AssertionError(f"never saw {needle!r}; got {seen!r}")
 
 
+
+def _assert_a_rerun_converges(local_server: Any, tree: Tree) -> None:
+    """After an interrupted apply: applying again succeeds, and then nothing is left."""
+    rerun = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert rerun.exit_code == 0, rerun.output
+    assert (
+        reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode").exit_code
+        == 0
+    )
+
 def _start_apply(local_server: Any, tree: Tree) -> ReconcileProcess:
     """An apply of 16 creates, two at a time, as a process."""
     tree.write(many(16, "a"))
@@ -255,12 +265,7 @@ def test_sigint_midway_reports_and_a_rerun_converges(local_server: Any, tree: Tr
     assert "Not attempted:" in interrupted.stdout
 
     local_server.faults.clear()
-    rerun = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
-    assert rerun.exit_code == 0, rerun.output
-    assert (
-        reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode").exit_code
-        == 0
-    )
+    _assert_a_rerun_converges(local_server, tree)
 
 
 def test_sigkill_midway_then_a_rerun_converges(
@@ -281,12 +286,7 @@ def test_sigkill_midway_then_a_rerun_converges(
 
     local_server.faults.clear()  # the dead client's calls go on to the handler
     wait_for_topics(client, in_flight)
-    rerun = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
-    assert rerun.exit_code == 0, rerun.output
-    assert (
-        reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode").exit_code
-        == 0
-    )
+    _assert_a_rerun_converges(local_server, tree)
 
 
 def test_on_a_terminal_apply_asks_and_only_yes_applies(
