@@ -110,7 +110,7 @@ def _section(ctx: click.Context, command: click.Command) -> str:
             parts.append(prose)
     if isinstance(command, click.Group):
         subs = [
-            f"[`{path} {name}`](#{_anchor(f'{path} {name}')})"
+            f"[`{path} {name}`](#{anchor(f'{path} {name}')})"
             for name in command.list_commands(ctx)
             if (sub := command.get_command(ctx, name)) is not None and not sub.hidden
         ]
@@ -121,7 +121,7 @@ def _section(ctx: click.Context, command: click.Command) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def _anchor(heading: str) -> str:
+def anchor(heading: str) -> str:
     """GitHub's anchor for a heading: lower case, spaces to dashes, punctuation gone."""
     return re.sub(r"[^a-z0-9 _-]", "", heading.lower()).replace(" ", "-")
 

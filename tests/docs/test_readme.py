@@ -8,6 +8,7 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
+from reconciler import clidoc
 from tests.docs.doc_blocks import PAGES, ROOT, blocks
 
 README = ROOT / "README.md"
@@ -26,20 +27,32 @@ def _links(page: Path) -> list[str]:
     return found
 
 
+def _anchors(page: Path) -> set[str]:
+    tokens = MarkdownIt("commonmark").parse(page.read_text())
+    return {
+        clidoc.anchor(tokens[i + 1].content)
+        for i, token in enumerate(tokens)
+        if token.type == "heading_open"
+    }
+
+
 def test_the_readme_is_short() -> None:
     lines = README.read_text().splitlines()
     assert len(lines) <= MAX_LINES, f"README.md has {len(lines)} lines; move detail to docs/"
 
 
-def test_every_page_links_only_files_in_the_repository() -> None:
+def test_every_page_links_only_files_in_the_repository_and_their_headings() -> None:
     broken = []
     for page in PAGES:
         for href in _links(page):
-            if re.match(r"^[a-z]+:", href) or href.startswith("#"):
+            if re.match(r"^[a-z]+:", href):
                 continue
-            target = (page.parent / href.split("#", 1)[0]).resolve()
+            path, _, fragment = href.partition("#")
+            target = (page.parent / path).resolve() if path else page.resolve()
             if not target.exists() or ROOT.resolve() not in target.parents:
                 broken.append(f"{page.relative_to(ROOT)}: {href}")
+            elif fragment and target.suffix == ".md" and fragment not in _anchors(target):
+                broken.append(f"{page.relative_to(ROOT)}: {href} (no such heading)")
     assert broken == []
 
 
