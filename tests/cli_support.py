@@ -1,8 +1,10 @@
 """The suite's one way to run `reconcile`, and its one result type.
 
-    reconcile(*args, input=None)        in-process, through `reconciler.cli.main` and
+    reconcile(*args, input=None, terminal=False)
+                                        in-process, through `reconciler.cli.main` and
                                         its error boundary (what nearly every test uses;
-                                        the `run_cli` fixture is this)
+                                        the `run_cli` fixture is this); `terminal`: stdout
+                                        says it is a terminal (colour, progress bar)
     reconcile_process(*args, cwd, ...)  a real `python -m reconciler` process, for the
                                         tests that need one (a clean environment, a
                                         user id, a fresh interpreter's imports)
@@ -45,15 +47,25 @@ class CliResult:
         return self.stdout + self.stderr
 
 
-def _text_stream(data: str = "") -> TextIO:
-    # Like the streams of a pipe: UTF-8, a `buffer`, not a terminal.
-    return io.TextIOWrapper(io.BytesIO(data.encode()), encoding="utf-8", newline="")
+class _Stream(io.TextIOWrapper):
+    """Like the stream of a pipe (UTF-8, a `buffer`), or of a terminal if told so."""
+
+    def __init__(self, data: str = "", terminal: bool = False) -> None:
+        super().__init__(io.BytesIO(data.encode()), encoding="utf-8", newline="")
+        self._terminal = terminal
+
+    def isatty(self) -> bool:
+        return self._terminal
+
+
+def _text_stream(data: str = "", terminal: bool = False) -> TextIO:
+    return _Stream(data, terminal)
 
 
 @contextmanager
-def _swapped_streams(input: str | None) -> Iterator[tuple[TextIO, TextIO]]:
+def _swapped_streams(input: str | None, terminal: bool) -> Iterator[tuple[TextIO, TextIO]]:
     saved = sys.stdin, sys.stdout, sys.stderr
-    out, err = _text_stream(), _text_stream()
+    out, err = _text_stream(terminal=terminal), _text_stream()
     sys.stdin = _text_stream(input or "")
     sys.stdout, sys.stderr = out, err
     try:
@@ -68,11 +80,12 @@ def _read(stream: TextIO) -> str:
     return bytes(raw.getvalue()).decode()
 
 
-def reconcile(*args: str, input: str | None = None) -> CliResult:
-    """`reconcile ARGS...` in-process; `input` is stdin (never a terminal here)."""
+def reconcile(*args: str, input: str | None = None, terminal: bool = False) -> CliResult:
+    """`reconcile ARGS...` in-process; `input` is stdin (never a terminal here);
+    `terminal`: stdout is a terminal, as when a user runs it in one."""
     from reconciler.cli import main
 
-    with _swapped_streams(input) as (out, err):
+    with _swapped_streams(input, terminal) as (out, err):
         try:
             main(list(args))
         except SystemExit as exc:

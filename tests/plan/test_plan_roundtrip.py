@@ -4,7 +4,6 @@ again gives no changes; plan reads with paged ListTopics, never GetTopic; target
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -128,10 +127,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
     args = ("plan", str(root), "--emulator", local_server.address,
             "--org-policy", str(org_policy_file()))
     monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    coloured = run_cli(*args).stdout
+    coloured = run_cli(*args, terminal=True).stdout
     assert "\x1b[32m  + topic" in coloured
     monkeypatch.setenv("NO_COLOR", "1")
-    plain = run_cli(*args).stdout
+    plain = run_cli(*args, terminal=True).stdout
     assert "\x1b[" not in plain and '  + topic "projects/proj-a/topics/orders" {' in plain
     assert os.environ["NO_COLOR"] == "1"
