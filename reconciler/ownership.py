@@ -4,7 +4,7 @@ plan applied to it.
 
 Core names shared by spec, plan, apply, import and the hedging label codec, so that
 none of them has to import another's package to agree on what "managed" and "owned by
-this tree" mean (docs/cli.md: Ownership).
+this tree" mean (docs/ownership.md).
 
     reconcile-managed=true   on every topic reconcile created or adopted (since 1.0)
     reconcile-owner=OWNER    the spec tree that manages it (its `Owner` document, or

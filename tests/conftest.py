@@ -10,24 +10,21 @@ import socket
 import subprocess
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.cli_support import CliResult, reconcile
+from tests.server_support import running_local_server
+
 
 @pytest.fixture
 def local_server() -> Iterator[Any]:
-    """An in-memory `LocalServer` on a free loopback port, stopped after the test."""
-    from reconciler.localserver import LocalServer
-
-    server = LocalServer(fault_seed=1234)
-    server.start()
-    try:
+    """An in-memory `LocalServer` on a free loopback port, stopped after the test: the
+    suite's one server fixture (tests/server_support.py)."""
+    with running_local_server() as server:
         yield server
-    finally:
-        server.stop(grace=None)
 
 
 @pytest.fixture
@@ -60,32 +57,13 @@ def monitoring_client(local_server: Any) -> Iterator[Any]:
     client.transport.close()
 
 
-@dataclass
-class CliResult:
-    exit_code: int
-    stdout: str
-    stderr: str
-
-
 @pytest.fixture
-def run_cli(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> Callable[..., CliResult]:
+def run_cli(monkeypatch: pytest.MonkeyPatch) -> Callable[..., CliResult]:
     """`reconcile ARGS...` in-process through the real entry point and its error
-    boundary, returning what a user would see (no PUBSUB_EMULATOR_HOST leaking in)."""
-    from reconciler.cli import main
-
+    boundary (tests/cli_support.py), returning what a user would see; no
+    PUBSUB_EMULATOR_HOST leaking in."""
     monkeypatch.delenv("PUBSUB_EMULATOR_HOST", raising=False)
-
-    def run(*args: str) -> CliResult:
-        capsys.readouterr()
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out, err = capsys.readouterr()
-        code = exited.value.code
-        return CliResult(code if isinstance(code, int) else 1, out, err)
-
-    return run
+    return reconcile
 
 
 SPECIAL_KINDS = ("fifo", "dev-zero", "socket")

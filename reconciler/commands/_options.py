@@ -97,7 +97,21 @@ def strict_groups_option(fn: F) -> F:
     )(fn)
 
 
-def format_option(choices: tuple[str, ...] = FORMATS) -> Callable[[F], F]:
+PLAN_FORMATS_HELP = (
+    "text; json: the plan document (docs/plan-format.md); markdown: a pull-request comment."
+)
+
+
+def format_option(
+    choices: tuple[str, ...] = FORMATS, help: str = PLAN_FORMATS_HELP
+) -> Callable[[F], F]:
+    """--format, text by default: for a plan (plan, show) the same three renderings of
+    one plan; validate and apply pass their own choices and what each one prints."""
     return click.option(
-        "--format", "fmt", type=click.Choice(list(choices)), default="text", show_default=True
+        "--format",
+        "fmt",
+        type=click.Choice(list(choices)),
+        default="text",
+        show_default=True,
+        help=help,
     )

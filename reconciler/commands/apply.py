@@ -53,6 +53,7 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import (
+    format_option,
     project_option,
     prune_subscribed_option,
     strict_groups_option,
@@ -178,7 +179,11 @@ class ApplyOptions:
     help="Take over declared topics that the spec tree OWNER owns (label reconcile-owner); "
     "without it apply refuses to. Repeatable.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@format_option(
+    ("text", "json"),
+    help="text: the plan, progress and a summary; json: one outcome document "
+    "(docs/apply-outcome.schema.json) whatever happened.",
+)
 @prune_subscribed_option
 @strict_groups_option
 def command(

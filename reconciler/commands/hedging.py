@@ -81,8 +81,20 @@ def command() -> None:
     "(the report goes to stderr).",
 )
 @click.option("--plot", type=click.Path(path_type=Path, dir_okay=False), help="Write a CDF PNG.")
-@click.option("--batches", type=click.IntRange(100, 1_000_000), default=20_000, show_default=True)
-@click.option("--seed", type=int, default=2026, show_default=True)
+@click.option(
+    "--batches",
+    type=click.IntRange(100, 1_000_000),
+    default=20_000,
+    show_default=True,
+    help="Batches simulated per candidate hedge delay.",
+)
+@click.option(
+    "--seed",
+    type=int,
+    default=2026,
+    show_default=True,
+    help="Seed of the simulation's random draws: the same seed, the same answer.",
+)
 def advise_command(
     latencies: Path | None,
     topic: str | None,

@@ -14,7 +14,7 @@ from typing import NamedTuple
 import click
 
 from reconciler.commands import output
-from reconciler.commands._options import strict_groups_option
+from reconciler.commands._options import format_option, strict_groups_option
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
 from reconciler.spec.validate import validate_paths
@@ -43,7 +43,11 @@ class ValidateOptions(NamedTuple):
     help="Fail when no org-policy snapshot is found (default: a warning that the "
     "org-policy checks did not run).",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@format_option(
+    ("text", "json"),
+    help="text: one line per problem, and a summary on stderr; json: the diagnostics "
+    "as a JSON list.",
+)
 @strict_groups_option
 def command(
     paths: tuple[Path, ...],
@@ -52,7 +56,12 @@ def command(
     fmt: str,
     strict_groups: bool,
 ) -> int:
-    """Check the specs under PATH... (default: specs/) and report every problem."""
+    """Check the specs under PATH... (default: specs/) and report every problem.
+
+    Offline, no credentials. A folder is read completely (`*.yaml`, `*.yml`; hidden
+    entries skipped); each problem is one line, `path:line:col: error[code]: message`
+    (warnings likewise). Exit 1 when any is an error.
+    """
     return run(ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups))
 
 

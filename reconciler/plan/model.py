@@ -19,7 +19,7 @@ JSON: the proto field names, the same names that appear in update masks.
 Format 3.0 (incompatible with 2.x): `owner`, the spec tree's owner identity; its
 creates and adoptions record it on the topics, its prune deletes only topics that
 carry it, and apply refuses to take over another owner's topic unless told to
-(docs/cli.md: Ownership). A 2.x file is refused with a message to make the plan again: its
+(docs/ownership.md). A 2.x file is refused with a message to make the plan again: its
 prune deleted any topic labelled `reconcile-managed`, whichever tree manages it.
 Format 2.0 (incompatible with 1.x): `digest` ("sha256:HEX" over the canonical JSON of
 everything else), `target` an object (where the plan was made and which org policy it

@@ -87,7 +87,7 @@ def _check_version(path: Path, data: Any) -> None:
             "damaged",
             f"{path}: plan format_version {version} was written by an older reconcile; it "
             "records no owner, so its prune and its adoptions cannot be checked against "
-            "the spec tree that owns each topic (docs/cli.md: Ownership)",
+            "the spec tree that owns each topic (docs/ownership.md)",
             hint=REMAKE_HINT,
         )
     if major != MAJOR:

@@ -3,7 +3,7 @@
 Recorded on every topic the tree creates or adopts (`reconcile-owner`), it is what
 lets two trees split one project's topics: `--prune` deletes only this owner's
 topics, and a topic another tree owns is taken over only when apply is told so
-(docs/cli.md: Ownership). A second `Owner` document is an error at both places, so that no
+(docs/ownership.md). A second `Owner` document is an error at both places, so that no
 tree has two identities by accident.
 """
 

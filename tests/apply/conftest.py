@@ -1,6 +1,6 @@
-"""Fixtures for apply: a fresh local server per test (faults and counters never leak
-between tests), a real client and apply's own backend pointed at it, and a spec tree
-in a temporary cwd."""
+"""Fixtures for apply: a real client and apply's own backend pointed at the suite's
+`local_server` (a fresh one per test: faults and counters never leak between tests),
+and a spec tree in a temporary cwd."""
 
 from __future__ import annotations
 
@@ -9,15 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree, apply_backend, quick_guard
+from apply_support import apply_backend, quick_guard
 
-
-@pytest.fixture
-def server() -> Iterator[Any]:
-    from reconciler.localserver import LocalServer
-
-    with LocalServer(state_dir=None, host="127.0.0.1", port=0) as srv:
-        yield srv
+from tests.specs_support import Tree
 
 
 @pytest.fixture
@@ -28,20 +22,15 @@ def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Tree:
 
 
 @pytest.fixture
-def client(server: Any) -> Iterator[Any]:
-    from reconciler.backends.clients import publisher_client
-
-    pub = publisher_client(server.address)
-    yield pub
-    transport = getattr(pub, "transport", None)
-    if transport is not None:
-        transport.close()
+def client(publisher_client: Any) -> Any:
+    """The suite's real PublisherClient on `local_server`."""
+    return publisher_client
 
 
 @pytest.fixture
-def backend(server: Any) -> Iterator[Any]:
+def backend(local_server: Any) -> Iterator[Any]:
     """What `reconcile apply --emulator` runs with (real clients, client retry off,
     the guard in front), with a quick retry policy; `backend.guard.stop` is Ctrl-C."""
-    guarded = apply_backend(server.address, quick_guard())
+    guarded = apply_backend(local_server.address, quick_guard())
     yield guarded
     guarded.close()

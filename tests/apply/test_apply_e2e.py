@@ -4,26 +4,27 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
 import time
 from typing import Any
 
 import pytest
-from apply_support import Tree, mutating_calls, reconcile, reconcile_process
+from apply_support import mutating_calls, wait_for_topics
 from google.protobuf import duration_pb2, field_mask_pb2
 from google.pubsub_v1.types import Encoding, SchemaSettings, Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.cli_support import ReconcileProcess, reconcile, start_reconcile
+from tests.specs_support import Tree
 
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 US = {"allowedPersistenceRegions": ["us-central1", "us-east1"], "enforceInTransit": False}
 
 
-def target(server: Any, tree: Tree) -> list[str]:
+def target(local_server: Any, tree: Tree) -> list[str]:
     """Point the CLI at the server, with the snapshot; the server gets the same policy,
     so that what it computes for `inherit` topics agrees with the snapshot."""
-    server.seed_policies(load_snapshot(tree.policy))
-    return ["--emulator", server.address, "--org-policy", str(tree.policy)]
+    local_server.seed_policies(load_snapshot(tree.policy))
+    return ["--emulator", local_server.address, "--org-policy", str(tree.policy)]
 
 
 def three_topics() -> dict[str, dict[str, Any]]:
@@ -39,28 +40,32 @@ def live(client: Any, name: str) -> Topic:
     return topic
 
 
-def test_apply_converges_and_a_second_apply_makes_no_mutating_call(server: Any, tree: Tree) -> None:
+def test_apply_converges_and_a_second_apply_makes_no_mutating_call(
+    local_server: Any, tree: Tree
+) -> None:
     tree.write(three_topics())
-    first = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert first.code == 0, first.text
-    assert "3 applied (3 created" in first.text
-    assert mutating_calls(server)["CreateTopic"] == 3
+    first = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert first.exit_code == 0, first.output
+    assert "3 applied (3 created" in first.output
+    assert mutating_calls(local_server)["CreateTopic"] == 3
 
-    plan = reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode")
-    assert plan.code == 0, plan.text
+    plan = reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode")
+    assert plan.exit_code == 0, plan.output
 
-    server.counters.reset()
-    second = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert second.code == 0, second.text
-    assert "No changes" in second.text
-    assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
+    local_server.counters.reset()
+    second = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert second.exit_code == 0, second.output
+    assert "No changes" in second.output
+    assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
-def test_json_format_prints_per_topic_results(server: Any, tree: Tree) -> None:
+def test_json_format_prints_per_topic_results(local_server: Any, tree: Tree) -> None:
     tree.write(three_topics())
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve", "--format", "json")
-    assert run.code == 0, run.text
-    data = json.loads(run.out)
+    run = reconcile(
+        "apply", "specs", *target(local_server, tree), "--auto-approve", "--format", "json"
+    )
+    assert run.exit_code == 0, run.output
+    data = json.loads(run.stdout)
     assert data["summary"]["applied"] == 3 and data["summary"]["failed"] == 0
     assert {r["address"] for r in data["results"]} == {
         tree.address(n) for n in ("orders", "refunds", "audit")
@@ -68,7 +73,9 @@ def test_json_format_prints_per_topic_results(server: Any, tree: Tree) -> None:
     assert all(r["status"] == "applied" and r["method"] == "CreateTopic" for r in data["results"])
 
 
-def test_foreign_labels_retention_and_schema_survive(server: Any, tree: Tree, client: Any) -> None:
+def test_foreign_labels_retention_and_schema_survive(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
     name = tree.address("orders")
     client.create_topic(
         request=Topic(
@@ -81,8 +88,8 @@ def test_foreign_labels_retention_and_schema_survive(server: Any, tree: Tree, cl
         )
     )
     tree.write({"orders": {"labels": {"team": "payments"}, "messageStoragePolicy": US}})
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
     topic = live(client, name)
     assert topic.labels["owner"] == "someone-else"
     assert topic.labels["team"] == "payments"
@@ -96,15 +103,15 @@ def test_foreign_labels_retention_and_schema_survive(server: Any, tree: Tree, cl
 
 
 def test_saved_plan_is_refused_after_the_topic_changed(
-    server: Any, tree: Tree, client: Any
+    local_server: Any, tree: Tree, client: Any
 ) -> None:
     tree.write(three_topics())
-    assert reconcile("apply", "specs", *target(server, tree), "--auto-approve").code == 0
+    assert reconcile("apply", "specs", *target(local_server, tree), "--auto-approve").exit_code == 0
     tree.write(
         {**three_topics(), "orders": {"labels": {"team": "risk"}, "messageStoragePolicy": US}}
     )
-    made = reconcile("plan", "specs", *target(server, tree), "--out", "plan.json")
-    assert made.code == 0, made.text
+    made = reconcile("plan", "specs", *target(local_server, tree), "--out", "plan.json")
+    assert made.exit_code == 0, made.output
 
     # Someone changes a topic behind the plan's back.
     client.update_topic(
@@ -113,92 +120,101 @@ def test_saved_plan_is_refused_after_the_topic_changed(
             "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
         }
     )
-    server.counters.reset()
-    run = reconcile("apply", "plan.json", *target(server, tree))
-    assert run.code == 4, run.text
-    assert "stale" in run.err and f"{tree.address('audit')}: modified since the plan" in run.err
-    assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
+    local_server.counters.reset()
+    run = reconcile("apply", "plan.json", *target(local_server, tree))
+    assert run.exit_code == 4, run.output
+    assert (
+        "stale" in run.stderr and f"{tree.address('audit')}: modified since the plan" in run.stderr
+    )
+    assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
     assert live(client, tree.address("orders")).labels["team"] == "payments"
 
 
-def test_saved_plan_is_refused_after_the_org_policy_changed(server: Any, tree: Tree) -> None:
+def test_saved_plan_is_refused_after_the_org_policy_changed(local_server: Any, tree: Tree) -> None:
     """The plan used a snapshot file that changed since: named as a changed snapshot
     (issue 10), not as a changed org policy."""
     tree.write(three_topics())
-    made = reconcile("plan", "specs", *target(server, tree), "--out", "plan.json")
-    assert made.code == 0, made.text
+    made = reconcile("plan", "specs", *target(local_server, tree), "--out", "plan.json")
+    assert made.exit_code == 0, made.output
     tree.set_allowed("in:us-locations, in:eu-locations")
-    server.counters.reset()
-    run = reconcile("apply", "plan.json", *target(server, tree))
-    assert run.code == 4, run.text
-    assert f"the org-policy snapshot {tree.policy} changed since plan.json was made" in run.err
-    assert "effective org policy changed" not in run.err
-    assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
+    local_server.counters.reset()
+    run = reconcile("apply", "plan.json", *target(local_server, tree))
+    assert run.exit_code == 4, run.output
+    assert f"the org-policy snapshot {tree.policy} changed since plan.json was made" in run.stderr
+    assert "effective org policy changed" not in run.stderr
+    assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
-def test_saved_plan_applies_without_asking_when_fresh(server: Any, tree: Tree) -> None:
+def test_saved_plan_applies_without_asking_when_fresh(local_server: Any, tree: Tree) -> None:
     tree.write(three_topics())
-    assert reconcile("plan", "specs", *target(server, tree), "--out", "plan.json").code == 0
-    run = reconcile("apply", "plan.json", *target(server, tree))
-    assert run.code == 0, run.text
-    assert reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode").code == 0
+    assert (
+        reconcile("plan", "specs", *target(local_server, tree), "--out", "plan.json").exit_code == 0
+    )
+    run = reconcile("apply", "plan.json", *target(local_server, tree))
+    assert run.exit_code == 0, run.output
+    assert (
+        reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode").exit_code
+        == 0
+    )
 
 
-def test_refuses_without_a_terminal_and_without_auto_approve(server: Any, tree: Tree) -> None:
+def test_refuses_without_a_terminal_and_without_auto_approve(local_server: Any, tree: Tree) -> None:
     tree.write(three_topics())
-    server.counters.reset()
-    run = reconcile("apply", "specs", *target(server, tree))
-    assert run.code == 1
-    assert "refusing to apply without confirmation" in run.err
-    assert "--auto-approve" in run.err
-    assert sum(server.counters.snapshot().values()) == 0
+    local_server.counters.reset()
+    run = reconcile("apply", "specs", *target(local_server, tree))
+    assert run.exit_code == 1
+    assert "refusing to apply without confirmation" in run.stderr
+    assert "--auto-approve" in run.stderr
+    assert sum(local_server.counters.snapshot().values()) == 0
 
 
 def many(n: int, team: str) -> dict[str, dict[str, Any]]:
     return {f"t{i:02d}": {"labels": {"team": team}} for i in range(n)}
 
 
-def test_flaky_updates_still_converge(server: Any, tree: Tree) -> None:
+def test_flaky_updates_still_converge(local_server: Any, tree: Tree) -> None:
     tree.write(many(12, "a"))
-    assert reconcile("apply", "specs", *target(server, tree), "--auto-approve").code == 0
+    assert reconcile("apply", "specs", *target(local_server, tree), "--auto-approve").exit_code == 0
     tree.write(many(12, "b"))
-    server.faults.add(method="UpdateTopic", error="UNAVAILABLE", error_fraction=0.2)
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
-    assert "12 applied" in run.text
-    assert server.counters.get("UpdateTopic") >= 12
-    plan = reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode")
-    assert plan.code == 0, plan.text
+    local_server.faults.add(method="UpdateTopic", error="UNAVAILABLE", error_fraction=0.2)
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
+    assert "12 applied" in run.output
+    assert local_server.counters.get("UpdateTopic") >= 12
+    plan = reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode")
+    assert plan.exit_code == 0, plan.output
 
 
-def test_one_permission_denied_topic_fails_alone(server: Any, tree: Tree, client: Any) -> None:
+def test_one_permission_denied_topic_fails_alone(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
     tree.write(many(6, "a"))
-    assert reconcile("apply", "specs", *target(server, tree), "--auto-approve").code == 0
+    assert reconcile("apply", "specs", *target(local_server, tree), "--auto-approve").exit_code == 0
     tree.write(many(6, "b"))
     denied = tree.address("t03")
-    server.faults.add(method="UpdateTopic", error="PERMISSION_DENIED", resource=denied)
-    server.counters.reset()
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 3, run.text
-    assert "5 applied" in run.text and "1 failed" in run.text
-    assert f"{denied} (update):" in run.text and "PERMISSION_DENIED" in run.text
-    assert server.counters.get("UpdateTopic") == 6  # permanent: never retried
+    local_server.faults.add(method="UpdateTopic", error="PERMISSION_DENIED", resource=denied)
+    local_server.counters.reset()
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 3, run.output
+    assert "5 applied" in run.output and "1 failed" in run.output
+    assert f"{denied} (update):" in run.output and "PERMISSION_DENIED" in run.output
+    assert local_server.counters.get("UpdateTopic") == 6  # permanent: never retried
     for i in range(6):
         want = "a" if i == 3 else "b"
         assert live(client, tree.address(f"t{i:02d}")).labels["team"] == want
 
 
 def test_prune_never_touches_a_topic_without_the_ownership_label(
-    server: Any, tree: Tree, client: Any
+    local_server: Any, tree: Tree, client: Any
 ) -> None:
     client.create_topic(request=Topic(name=tree.address("foreign"), labels={"team": "x"}))
     client.create_topic(request=Topic(name=tree.address("leftover"), labels=OWNED))
     tree.write({"kept": {"labels": {"team": "payments"}}})
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve", "--prune")
-    assert run.code == 0, run.text
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve", "--prune")
+    assert run.exit_code == 0, run.output
     names = {t.name for t in client.list_topics(request={"project": f"projects/{tree.project}"})}
     assert names == {tree.address("kept"), tree.address("foreign")}
-    assert server.counters.get("DeleteTopic") == 1
+    assert local_server.counters.get("DeleteTopic") == 1
 
 
 def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:
@@ -214,16 +230,31 @@ def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:
     raise AssertionError(f"never saw {needle!r}; got {seen!r}")
 
 
-def _apply_under_way(server: Any, tree: Tree) -> subprocess.Popen[str]:
-    """An apply of 16 slow creates, as a process, once its first topic is created."""
+
+def _assert_a_rerun_converges(local_server: Any, tree: Tree) -> None:
+    """After an interrupted apply: applying again succeeds, and then nothing is left."""
+    rerun = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert rerun.exit_code == 0, rerun.output
+    assert (
+        reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode").exit_code
+        == 0
+    )
+
+def _start_apply(local_server: Any, tree: Tree) -> ReconcileProcess:
+    """An apply of 16 creates, two at a time, as a process."""
     tree.write(many(16, "a"))
-    server.faults.add(method="CreateTopic", delay=0.25)
-    proc = reconcile_process(
-        "apply", "specs", *target(server, tree), "--auto-approve", "--concurrency", "2",
+    return start_reconcile(
+        "apply", "specs", *target(local_server, tree), "--auto-approve", "--concurrency", "2",
         cwd=tree.root,
     )
-    _wait_for_line(proc, ": created")
-    return proc
+
+
+def _apply_under_way(local_server: Any, tree: Tree) -> ReconcileProcess:
+    """An apply of 16 slow creates, as a process, once its first topic is created."""
+    local_server.faults.add(method="CreateTopic", delay=0.25)
+    run = _start_apply(local_server, tree)
+    _wait_for_line(run.proc, ": created")
+    return run
 
 
 @pytest.mark.parametrize(
@@ -231,72 +262,78 @@ def _apply_under_way(server: Any, tree: Tree) -> subprocess.Popen[str]:
     [(signal.SIGINT, 130, "Interrupt:"), (signal.SIGTERM, 143, "Terminate signal (SIGTERM):")],
 )
 def test_a_stop_signal_midway_reports_and_a_rerun_converges(
-    server: Any, tree: Tree, client: Any, signum: int, code: int, notice: str
+    local_server: Any, tree: Tree, client: Any, signum: int, code: int, notice: str
 ) -> None:
     """Ctrl-C, and SIGTERM (what CI runners send on cancel): calls in flight finish, the
     summary says what was and was not done, and the rerun makes exactly the rest."""
-    proc = _apply_under_way(server, tree)
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=30)
-    assert proc.returncode == code, out + err
-    assert f"{notice} starting no new calls" in out + err
-    assert "Apply interrupted" in out and "not attempted" in out
-    assert "Not attempted:" in out
-    assert "Traceback" not in err
+    run = _apply_under_way(local_server, tree)
+    run.proc.send_signal(signum)
+    interrupted = run.finish(timeout=30)
+    assert interrupted.exit_code == code, interrupted.output
+    assert f"{notice} starting no new calls" in interrupted.output
+    assert "Apply interrupted" in interrupted.stdout and "not attempted" in interrupted.stdout
+    assert "Not attempted:" in interrupted.stdout
+    assert "Traceback" not in interrupted.stderr
 
-    server.faults.clear()
+    local_server.faults.clear()
     made = len(list(client.list_topics(request={"project": f"projects/{tree.project}"})))
     assert 0 < made < 16
-    server.counters.reset()
-    rerun = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert rerun.code == 0, rerun.text
-    assert server.counters.get("CreateTopic") == 16 - made
-    assert server.counters.get("UpdateTopic") == 0
-    assert reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode").code == 0
+    local_server.counters.reset()
+    _assert_a_rerun_converges(local_server, tree)
+    assert local_server.counters.get("CreateTopic") == 16 - made
+    assert local_server.counters.get("UpdateTopic") == 0
 
 
-def test_sigkill_midway_then_a_rerun_converges(server: Any, tree: Tree) -> None:
-    proc = _apply_under_way(server, tree)
-    proc.kill()
-    proc.communicate(timeout=30)
-    assert proc.returncode == -signal.SIGKILL
-    time.sleep(0.3)  # let calls the dead client left in flight land on the server
+def test_sigkill_midway_then_a_rerun_converges(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
+    """Killed with creates in flight: the server still carries them out (they are held
+    until the process is dead, then let through and seen landing), and a rerun over
+    what they left converges."""
+    creates = local_server.faults.hold("CreateTopic", count=16)
+    run = _start_apply(local_server, tree)
+    creates.wait_arrived(1)[0].release()
+    _wait_for_line(run.proc, ": created")
+    creates.wait_arrived(3)  # two more creates in flight, held
+    run.proc.kill()
+    assert run.finish(timeout=30).exit_code == -signal.SIGKILL
+    in_flight = [call.resource for call in creates.arrived() if call.outcome is None]
+    assert len(in_flight) == 2
 
-    server.faults.clear()
-    rerun = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert rerun.code == 0, rerun.text
-    assert reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode").code == 0
+    local_server.faults.clear()  # the dead client's calls go on to the handler
+    wait_for_topics(client, in_flight)
+    _assert_a_rerun_converges(local_server, tree)
 
 
 def test_on_a_terminal_apply_asks_and_only_yes_applies(
-    server: Any, tree: Tree, monkeypatch: Any
+    local_server: Any, tree: Tree, monkeypatch: Any
 ) -> None:
     import reconciler.commands.apply as apply_command
 
     monkeypatch.setattr(apply_command, "_interactive", lambda: True)
     tree.write(three_topics())
-    args = ("apply", "specs", *target(server, tree))
+    args = ("apply", "specs", *target(local_server, tree))
     declined = reconcile(*args, input="no\n")
-    assert declined.code == 1 and "Apply cancelled; nothing was changed." in declined.err
-    assert "Do you want to perform these actions?" in declined.out
-    assert mutating_calls(server)["CreateTopic"] == 0
+    assert declined.exit_code == 1 and "Apply cancelled; nothing was changed." in declined.stderr
+    assert "Do you want to perform these actions?" in declined.stdout
+    assert mutating_calls(local_server)["CreateTopic"] == 0
     accepted = reconcile(*args, input="yes\n")
-    assert accepted.code == 0, accepted.text
-    assert mutating_calls(server)["CreateTopic"] == 3
+    assert accepted.exit_code == 0, accepted.output
+    assert mutating_calls(local_server)["CreateTopic"] == 3
 
 
 def test_saved_plan_is_refused_after_the_org_policy_changed_through_the_api(
-    server: Any, tree: Tree
+    local_server: Any, tree: Tree
 ) -> None:
     from google.cloud.orgpolicy_v2 import types as op
 
     from reconciler.backends.clients import orgpolicy_client
 
     tree.write(three_topics())
-    target(server, tree)  # seed the server's Org Policy service from the snapshot
-    api = ["--emulator", server.address]  # no --org-policy: the Org Policy API decides
-    assert reconcile("plan", "specs", *api, "--out", "plan.json").code == 0
-    policies = orgpolicy_client(server.address)
+    target(local_server, tree)  # seed the server's Org Policy service from the snapshot
+    api = ["--emulator", local_server.address]  # no --org-policy: the Org Policy API decides
+    assert reconcile("plan", "specs", *api, "--out", "plan.json").exit_code == 0
+    policies = orgpolicy_client(local_server.address)
     name = f"projects/{tree.project}/policies/gcp.resourceLocations"
     policies.update_policy(
         policy=op.Policy(
@@ -312,14 +349,14 @@ def test_saved_plan_is_refused_after_the_org_policy_changed_through_the_api(
             ),
         )
     )
-    server.counters.reset()
+    local_server.counters.reset()
     run = reconcile("apply", "plan.json", *api)
-    assert run.code == 4, run.text
-    assert f"projects/{tree.project}: effective org policy changed" in run.err
-    assert mutating_calls(server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
+    assert run.exit_code == 4, run.output
+    assert f"projects/{tree.project}: effective org policy changed" in run.stderr
+    assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
-def test_apply_shows_validation_warnings_in_its_plan(server: Any, tree: Tree) -> None:
+def test_apply_shows_validation_warnings_in_its_plan(local_server: Any, tree: Tree) -> None:
     """`apply PATH` makes its plan like `plan` does: validation's warnings are part of
     the plan it shows (once, not again from the live policy), and it still applies."""
     tree.write(
@@ -330,10 +367,10 @@ def test_apply_shows_validation_warnings_in_its_plan(server: Any, tree: Tree) ->
             }
         }
     )
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
-    assert "warning[publisher-region-rerouted]" in run.err  # validation, as it runs
-    plan_part = run.out.split("Warnings:", 1)
-    assert len(plan_part) == 2, run.out
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
+    assert "warning[publisher-region-rerouted]" in run.stderr  # validation, as it runs
+    plan_part = run.stdout.split("Warnings:", 1)
+    assert len(plan_part) == 2, run.stdout
     assert plan_part[1].count("warning[publisher-region-rerouted]") == 1
-    assert "1 applied (1 created" in run.text
+    assert "1 applied (1 created" in run.output

@@ -53,25 +53,27 @@ def run(backend: GuardedBackend, plan: Plan, **kw: Any) -> ApplyResult:
     return Executor(backend.inner, backend.guard, **kw).run(plan.resource_changes)
 
 
-def test_no_op_makes_no_call(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_no_op_makes_no_call(local_server: Any, client: Any, backend: GuardedBackend) -> None:
     seed(client, "orders", OWNED)
     plan = make(backend, {"orders": {}})
     assert [rc.action for rc in plan.resource_changes] == ["no-op"]
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan)
-    assert server.counters.total() == 0
+    assert local_server.counters.total() == 0
     assert result.unchanged == 1 and result.results == []
 
 
-def test_update_sends_the_plan_mask_only(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_update_sends_the_plan_mask_only(
+    local_server: Any, client: Any, backend: GuardedBackend
+) -> None:
     day = duration_pb2.Duration(seconds=86400)
     seed(client, "orders", {"x": "1", **OWNED}, message_retention_duration=day)
     plan = make(backend, {"orders": {"x": "2"}})
     assert plan.resource_changes[0].request is not None
     assert plan.resource_changes[0].request.update_mask == ["labels"]
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan)
-    assert server.counters.snapshot() == {"GetTopic": 1, "UpdateTopic": 1}  # fresh labels
+    assert local_server.counters.snapshot() == {"GetTopic": 1, "UpdateTopic": 1}  # fresh labels
     topic = live(client, "orders")
     assert topic is not None
     assert dict(topic.labels) == {"x": "2", **OWNED}
@@ -80,37 +82,41 @@ def test_update_sends_the_plan_mask_only(server: Any, client: Any, backend: Guar
 
 
 def test_create_reads_back_and_tolerates_a_cached_not_found(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     plan = make(backend, {"new": {}})
     assert [rc.action for rc in plan.resource_changes] == ["create"]
     # The first two read-backs answer a (cached) NOT_FOUND, as Pub/Sub briefly may.
-    server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=2, resource=name("new"))
-    server.counters.reset()
+    local_server.faults.add(
+        method="GetTopic", error="NOT_FOUND", error_next=2, resource=name("new")
+    )
+    local_server.counters.reset()
     result = run(backend, plan)
     assert result.results[0].status == "applied"
     assert result.results[0].notes == []
-    assert server.counters.get("CreateTopic") == 1 and server.counters.get("GetTopic") == 3
+    assert (
+        local_server.counters.get("CreateTopic") == 1 and local_server.counters.get("GetTopic") == 3
+    )
     assert labels_of(client, "new") == OWNED
 
 
 def test_transient_errors_are_retried_permanent_ones_isolated(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     topics = [f"topic-{i}" for i in range(6)]
     for t in topics:
         seed(client, t, OWNED)
     plan = make(backend, {t: {"k": "v"} for t in topics})
-    server.faults.add(
+    local_server.faults.add(
         method="UpdateTopic", error="UNAVAILABLE", error_next=1, resource=name("topic-0")
     )
-    server.faults.add(
+    local_server.faults.add(
         method="UpdateTopic",
         error="PERMISSION_DENIED",
         resource=name("topic-1"),
         message="denied here",
     )
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan, concurrency=3)
     status = {r.address: r for r in result.results}
     t0, t1 = status[name("topic-0")], status[name("topic-1")]
@@ -122,26 +128,29 @@ def test_transient_errors_are_retried_permanent_ones_isolated(
     assert all(status[name(t)].status == "applied" for t in topics[2:])
     assert result.failed
     # 6 updates + the one retry of t0; the client library retried nothing by itself.
-    assert server.counters.get("UpdateTopic") == 7
+    assert local_server.counters.get("UpdateTopic") == 7
     assert labels_of(client, "topic-1") == OWNED
     assert all(labels_of(client, t) == {"k": "v", **OWNED} for t in topics if t != "topic-1")
 
 
 def test_create_already_existing_with_declared_settings_counts_as_done(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     plan = make(backend, {"orders": {}})
     seed(client, "orders", {**OWNED, "other": "x"})  # an earlier, killed run got this far
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan)
     assert result.results[0].status == "applied"
     assert "already existed" in result.results[0].notes[0]
-    assert server.counters.get("CreateTopic") == 1 and server.counters.get("UpdateTopic") == 0
+    assert (
+        local_server.counters.get("CreateTopic") == 1
+        and local_server.counters.get("UpdateTopic") == 0
+    )
     assert labels_of(client, "orders") == {**OWNED, "other": "x"}
 
 
 def test_create_already_existing_with_other_settings_fails(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     plan = make(backend, {"orders": {}})
     seed(client, "orders", {"team": "other"})  # someone else's topic, created since the plan
@@ -152,7 +161,7 @@ def test_create_already_existing_with_other_settings_fails(
 
 
 def test_delete_rechecks_the_ownership_label_on_the_live_topic(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     for t in ("kept", "owned", "foreign"):
         seed(client, t, OWNED)
@@ -169,7 +178,7 @@ def test_delete_rechecks_the_ownership_label_on_the_live_topic(
             "update_mask": field_mask_pb2.FieldMask(paths=["labels"]),
         }
     )
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan)
     by = {r.address: r for r in result.results}
     assert by[name("owned")].status == "applied"
@@ -177,36 +186,36 @@ def test_delete_rechecks_the_ownership_label_on_the_live_topic(
     assert "no longer owned by this spec tree" in (by[name("foreign")].error or "")
     assert live(client, "foreign") is not None
     assert live(client, "owned") is None
-    assert server.counters.get("DeleteTopic") == 1
+    assert local_server.counters.get("DeleteTopic") == 1
 
 
-def test_delete_needs_prune(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_delete_needs_prune(local_server: Any, client: Any, backend: GuardedBackend) -> None:
     seed(client, "kept", OWNED)
     seed(client, "owned", OWNED)
     plan = make(backend, {"kept": {}}, prune=True)
-    server.counters.reset()
+    local_server.counters.reset()
     result = run(backend, plan, allow_delete=False)
     assert [r.status for r in result.results] == ["failed"]
     assert "--prune" in (result.results[0].error or "")
-    assert server.counters.total() == 0
+    assert local_server.counters.total() == 0
     assert live(client, "owned") is not None
 
 
 def test_stop_lets_in_flight_calls_finish_and_starts_no_new_one(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     topics = [f"topic-{i}" for i in range(10)]
     for t in topics:
         seed(client, t, OWNED)
     plan = make(backend, {t: {"k": "v"} for t in topics})
     # The third update is slow; Ctrl-C arrives while it is in flight.
-    server.faults.add(method="UpdateTopic", delay=1.0, resource=name("topic-2"))
-    server.counters.reset()
+    local_server.faults.add(method="UpdateTopic", delay=1.0, resource=name("topic-2"))
+    local_server.counters.reset()
     stop, done = backend.guard.stop, threading.Event()
 
     def ctrl_c_once_the_third_call_arrived() -> None:
         while not done.is_set():
-            if server.counters.get("UpdateTopic") >= 3:
+            if local_server.counters.get("UpdateTopic") >= 3:
                 stop.set()
                 return
             done.wait(0.005)
@@ -221,7 +230,7 @@ def test_stop_lets_in_flight_calls_finish_and_starts_no_new_one(
     statuses = [r.status for r in result.results]
     assert statuses[:3] == ["applied"] * 3  # the in-flight one completed
     assert statuses[3:] == ["not-attempted"] * 7
-    assert server.counters.get("UpdateTopic") == 3
+    assert local_server.counters.get("UpdateTopic") == 3
     assert result.interrupted
     assert labels_of(client, "topic-2") == {"k": "v", **OWNED}
     assert labels_of(client, "topic-3") == OWNED

@@ -38,7 +38,7 @@ def set_labels(client: Any, name: str, new: dict[str, str]) -> None:
 
 
 def apply_while(
-    server: Any, client: Any, backend: GuardedBackend, meanwhile: dict[str, str]
+    local_server: Any, client: Any, backend: GuardedBackend, meanwhile: dict[str, str]
 ) -> ApplyResult:
     """Plan team: a -> b on both topics, then apply it one topic at a time; while the
     first topic's update is held, set SECOND's labels to `meanwhile`."""
@@ -46,7 +46,7 @@ def apply_while(
         client.create_topic(request=Topic(name=name, labels={"team": "a", **OWNED}))
     plan = make(backend, {"first": {"team": "b"}, "second": {"team": "b"}})
     assert [rc.address for rc in plan.resource_changes] == [FIRST, SECOND]
-    hold = server.faults.hold("UpdateTopic", resource=FIRST)
+    hold = local_server.faults.hold("UpdateTopic", resource=FIRST)
     out: list[ApplyResult] = []
     executor = Executor(backend.inner, backend.guard, concurrency=1)
     worker = threading.Thread(target=lambda: out.append(executor.run(plan.resource_changes)))
@@ -56,25 +56,25 @@ def apply_while(
         set_labels(client, SECOND, meanwhile)
         held.release()
     finally:
-        server.faults.end_holds()
+        local_server.faults.end_holds()
         worker.join()
     return out[0]
 
 
 def test_a_label_added_by_another_tool_during_apply_is_kept(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
-    result = apply_while(server, client, backend, {"team": "a", "owner": "ops", **OWNED})
+    result = apply_while(local_server, client, backend, {"team": "a", "owner": "ops", **OWNED})
     assert [r.status for r in result.results] == ["applied", "applied"]
     assert labels(client, SECOND) == {"team": "b", "owner": "ops", **OWNED}
     assert labels(client, FIRST) == {"team": "b", **OWNED}
 
 
 def test_a_managed_label_moved_during_apply_makes_only_that_topic_stale(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
-    server.counters.reset()
-    result = apply_while(server, client, backend, {"team": "c", **OWNED})
+    local_server.counters.reset()
+    result = apply_while(local_server, client, backend, {"team": "c", **OWNED})
     first, second = result.results
     assert first.status == "applied"
     assert second.status == "failed"
@@ -82,4 +82,4 @@ def test_a_managed_label_moved_during_apply_makes_only_that_topic_stale(
     assert labels(client, SECOND) == {"team": "c", **OWNED}
     assert labels(client, FIRST) == {"team": "b", **OWNED}
     # The second writer's update and the first topic's: apply sent none for SECOND.
-    assert server.counters.get("UpdateTopic") == 2
+    assert local_server.counters.get("UpdateTopic") == 2

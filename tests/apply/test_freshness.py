@@ -15,6 +15,7 @@ from reconciler.apply.guard import GuardedBackend
 from reconciler.errors import PlanRefused
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.model import Plan
+from tests.specs_support import location_policy
 
 A, B, C = (f"projects/{PROJECT}/topics/{n}" for n in ("alpha", "bravo", "charlie"))
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
@@ -35,7 +36,9 @@ def seed(client: Any, name: str, labels: dict[str, str] | None = None) -> None:
     client.create_topic(request=Topic(name=name, labels=labels or OWNED))
 
 
-def test_an_unchanged_world_is_fresh(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_an_unchanged_world_is_fresh(
+    local_server: Any, client: Any, backend: GuardedBackend
+) -> None:
     seed(client, A)
     seed(client, B)
     plan = snapshot_plan(backend)
@@ -43,7 +46,9 @@ def test_an_unchanged_world_is_fresh(server: Any, client: Any, backend: GuardedB
     check_fresh(plan, backend)
 
 
-def test_every_topic_change_is_named(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_every_topic_change_is_named(
+    local_server: Any, client: Any, backend: GuardedBackend
+) -> None:
     seed(client, A)
     seed(client, B)
     plan = snapshot_plan(backend)
@@ -55,7 +60,7 @@ def test_every_topic_change_is_named(server: Any, client: Any, backend: GuardedB
     )
     client.delete_topic(request={"topic": B})  # deleted
     seed(client, C, {})  # created
-    server.counters.reset()
+    local_server.counters.reset()
     assert stale_reasons(plan, backend) == [
         f"{A}: modified since the plan",
         f"{B}: deleted since the plan",
@@ -65,22 +70,19 @@ def test_every_topic_change_is_named(server: Any, client: Any, backend: GuardedB
         check_fresh(plan, backend)
     assert refused.value.reason == "stale"
     assert refused.value.exit_code == 4
-    assert server.counters.get("UpdateTopic") == 0
-    assert server.counters.get("CreateTopic") == 0
-    assert server.counters.get("DeleteTopic") == 0
+    assert local_server.counters.get("UpdateTopic") == 0
+    assert local_server.counters.get("CreateTopic") == 0
+    assert local_server.counters.get("DeleteTopic") == 0
 
 
-def test_an_org_policy_change_is_named(server: Any, client: Any, backend: GuardedBackend) -> None:
+def test_an_org_policy_change_is_named(
+    local_server: Any, client: Any, backend: GuardedBackend
+) -> None:
     seed(client, A)
     plan = snapshot_plan(backend)
     # The organisation restricts resource locations after the plan was made.
-    server.put_policy(
-        Policy.from_dict(
-            {
-                "name": f"projects/{PROJECT}/policies/gcp.resourceLocations",
-                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
-            }
-        )
+    local_server.put_policy(
+        Policy.from_dict(location_policy(f"projects/{PROJECT}", ["in:us-locations"]))
     )
     reasons = stale_reasons(plan, backend)
     assert reasons == [
@@ -90,15 +92,15 @@ def test_an_org_policy_change_is_named(server: Any, client: Any, backend: Guarde
 
 
 def test_a_plan_without_fingerprints_is_refused(
-    server: Any, client: Any, backend: GuardedBackend
+    local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     seed(client, A)
     saved = snapshot_plan(backend).to_json()
     del saved["fingerprints"]  # a plan file written without them
     plan = Plan.from_json(saved)
     assert plan.has_changes
-    server.counters.reset()
+    local_server.counters.reset()
     with pytest.raises(PlanRefused, match="no fingerprints") as refused:
         check_fresh(plan, backend)
     assert refused.value.reason == "damaged"
-    assert server.counters.total() == 0
+    assert local_server.counters.total() == 0

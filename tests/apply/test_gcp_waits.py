@@ -9,10 +9,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from apply_support import Tree, reconcile
 from google.pubsub_v1.types import Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.cli_support import reconcile
+from tests.specs_support import Tree
 
 # The service's words (FAILED_PRECONDITION, knative-gcp #1701; 400, terraform-provider-
 # google #4349), shortened.
@@ -29,42 +30,42 @@ NO_REGION_YET = (
 )
 
 
-def target(server: Any, tree: Tree) -> list[str]:
-    server.seed_policies(load_snapshot(tree.policy))
-    return ["--emulator", server.address, "--org-policy", str(tree.policy)]
+def target(local_server: Any, tree: Tree) -> list[str]:
+    local_server.seed_policies(load_snapshot(tree.policy))
+    return ["--emulator", local_server.address, "--org-policy", str(tree.policy)]
 
 
 def topics(n: int) -> dict[str, dict[str, Any]]:
     return {f"topic-{i:03d}": {"labels": {"team": "a"}} for i in range(n)}
 
 
-def test_creates_cost_one_create_and_one_read_back_each(server: Any, tree: Tree) -> None:
+def test_creates_cost_one_create_and_one_read_back_each(local_server: Any, tree: Tree) -> None:
     tree.write(topics(25))
-    server.counters.reset()
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
-    assert "25 applied (25 created" in run.text
+    local_server.counters.reset()
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
+    assert "25 applied (25 created" in run.output
     # The plan's one ListTopics already saw they do not exist: no GetTopic before any
     # CreateTopic, only the read-back after it (and the plan's one ListSubscriptions).
-    assert server.counters.snapshot() == {
+    assert local_server.counters.snapshot() == {
         "ListTopics": 1, "ListSubscriptions": 1, "CreateTopic": 25, "GetTopic": 25
     }
 
 
 def test_a_create_answered_already_exists_reads_once_and_counts_as_done(
-    server: Any, tree: Tree, client: Any
+    local_server: Any, tree: Tree, client: Any
 ) -> None:
     tree.write(topics(1))
     # The topic appears between the plan (which saw it absent) and the CreateTopic,
     # with the declared settings: an earlier, killed apply, or a concurrent one.
-    hold = server.faults.hold("CreateTopic", count=1)
+    hold = local_server.faults.hold("CreateTopic", count=1)
     result: dict[str, Any] = {}
     worker = threading.Thread(
         target=lambda: result.update(
-            run=reconcile("apply", "specs", *target(server, tree), "--auto-approve")
+            run=reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
         )
     )
-    server.counters.reset()
+    local_server.counters.reset()
     worker.start()
     held = hold.wait_arrived(1)[0]
     client.create_topic(
@@ -76,19 +77,21 @@ def test_a_create_answered_already_exists_reads_once_and_counts_as_done(
     held.release()
     worker.join()
     run = result["run"]
-    assert run.code == 0, run.text
-    assert "already existed with the declared settings" in run.text
+    assert run.exit_code == 0, run.output
+    assert "already existed with the declared settings" in run.output
     # Apply's CreateTopic (ALREADY_EXISTS) and one read of the topic; ours is the other.
-    assert server.counters.snapshot() == {
+    assert local_server.counters.snapshot() == {
         "ListTopics": 1, "ListSubscriptions": 1, "CreateTopic": 2, "GetTopic": 1
     }
 
 
-def test_a_recently_created_project_is_waited_for_and_converges(server: Any, tree: Tree) -> None:
+def test_a_recently_created_project_is_waited_for_and_converges(
+    local_server: Any, tree: Tree
+) -> None:
     tree.write(topics(3))
     # The project's first five CreateTopic calls answer as a project whose org policy
     # has not propagated yet.
-    server.faults.add(
+    local_server.faults.add(
         method="CreateTopic",
         error="FAILED_PRECONDITION",
         error_next=5,
@@ -96,79 +99,85 @@ def test_a_recently_created_project_is_waited_for_and_converges(server: Any, tre
         message=NOT_PROPAGATED,
     )
     run = reconcile(
-        "apply", "specs", *target(server, tree), "--auto-approve", "--propagation-wait", "120"
+        "apply", "specs", *target(local_server, tree), "--auto-approve", "--propagation-wait", "120"
     )
-    assert run.code == 0, run.text
-    waiting = [line for line in run.text.splitlines() if "waiting up to 120 s" in line]
-    assert len(waiting) == 1, run.text  # said once for the project, not per topic
+    assert run.exit_code == 0, run.output
+    waiting = [line for line in run.output.splitlines() if "waiting up to 120 s" in line]
+    assert len(waiting) == 1, run.output  # said once for the project, not per topic
     assert f"projects/{tree.project}:" in waiting[0]
     assert "organization policy" in waiting[0] and "recently created" in waiting[0]
-    assert "3 applied (3 created" in run.text
-    assert "waited for the org policy to propagate" in run.text
-    assert server.counters.get("CreateTopic") == 3 + 5
-    again = reconcile("plan", "specs", *target(server, tree), "--detailed-exitcode")
-    assert again.code == 0, again.text
+    assert "3 applied (3 created" in run.output
+    assert "waited for the org policy to propagate" in run.output
+    assert local_server.counters.get("CreateTopic") == 3 + 5
+    again = reconcile("plan", "specs", *target(local_server, tree), "--detailed-exitcode")
+    assert again.exit_code == 0, again.output
 
 
-def test_a_400_asking_to_retry_this_operation_is_waited_for_too(server: Any, tree: Tree) -> None:
+def test_a_400_asking_to_retry_this_operation_is_waited_for_too(
+    local_server: Any, tree: Tree
+) -> None:
     tree.write(topics(1))
-    server.faults.add(
+    local_server.faults.add(
         method="CreateTopic", error="INVALID_ARGUMENT", error_next=1, message=NO_REGION_YET
     )
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
-    assert "1 applied (1 created" in run.text
-    assert server.counters.get("CreateTopic") == 2
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
+    assert "1 applied (1 created" in run.output
+    assert local_server.counters.get("CreateTopic") == 2
 
 
-def test_other_failed_preconditions_stay_permanent(server: Any, tree: Tree) -> None:
+def test_other_failed_preconditions_stay_permanent(local_server: Any, tree: Tree) -> None:
     tree.write(topics(1))
-    server.faults.add(
+    local_server.faults.add(
         method="CreateTopic",
         error="FAILED_PRECONDITION",
         message="The requested message storage policy contains regions that are not allowed.",
     )
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 3, run.text
-    assert "FAILED_PRECONDITION" in run.text and "not allowed" in run.text
-    assert "waiting up to" not in run.text
-    assert server.counters.get("CreateTopic") == 1
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 3, run.output
+    assert "FAILED_PRECONDITION" in run.output and "not allowed" in run.output
+    assert "waiting up to" not in run.output
+    assert local_server.counters.get("CreateTopic") == 1
 
 
-def test_propagation_wait_is_bounded_and_says_so(server: Any, tree: Tree) -> None:
+def test_propagation_wait_is_bounded_and_says_so(local_server: Any, tree: Tree) -> None:
     tree.write(topics(1))
-    server.faults.add(method="CreateTopic", error="FAILED_PRECONDITION", message=NOT_PROPAGATED)
-    run = reconcile(
-        "apply", "specs", *target(server, tree), "--auto-approve", "--propagation-wait", "0"
+    local_server.faults.add(
+        method="CreateTopic", error="FAILED_PRECONDITION", message=NOT_PROPAGATED
     )
-    assert run.code == 3, run.text
-    failed = [line for line in run.text.splitlines() if "create FAILED" in line]
-    assert len(failed) == 1, run.text
+    run = reconcile(
+        "apply", "specs", *target(local_server, tree), "--auto-approve", "--propagation-wait", "0"
+    )
+    assert run.exit_code == 3, run.output
+    failed = [line for line in run.output.splitlines() if "create FAILED" in line]
+    assert len(failed) == 1, run.output
     assert "FAILED_PRECONDITION" in failed[0] and "recently created" in failed[0]
     assert "--propagation-wait" in failed[0]
-    assert server.counters.get("CreateTopic") == 1
+    assert local_server.counters.get("CreateTopic") == 1
 
 
-def test_read_back_polls_then_converges_without_a_warning(server: Any, tree: Tree) -> None:
+def test_read_back_polls_then_converges_without_a_warning(local_server: Any, tree: Tree) -> None:
     tree.write(topics(1))
     address = tree.address("topic-000")
-    server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=4, resource=address)
-    run = reconcile("apply", "specs", *target(server, tree), "--auto-approve")
-    assert run.code == 0, run.text
-    assert "warning" not in run.text
-    assert server.counters.get("GetTopic") == 5
+    local_server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=4, resource=address)
+    run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve")
+    assert run.exit_code == 0, run.output
+    assert "warning" not in run.output
+    assert local_server.counters.get("GetTopic") == 5
 
 
-def test_read_back_that_never_sees_the_topic_warns_without_failing(server: Any, tree: Tree) -> None:
+def test_read_back_that_never_sees_the_topic_warns_without_failing(
+    local_server: Any, tree: Tree
+) -> None:
     tree.write(topics(2))
     address = tree.address("topic-001")
-    server.faults.add(method="GetTopic", error="NOT_FOUND", resource=address)
+    local_server.faults.add(method="GetTopic", error="NOT_FOUND", resource=address)
     run = reconcile(
-        "apply", "specs", *target(server, tree), "--auto-approve", "--readback-wait", "0.5"
+        "apply", "specs", *target(local_server, tree), "--auto-approve", "--readback-wait", "0.5"
     )
-    assert run.code == 0, run.text
-    line = next(x for x in run.text.splitlines() if x.startswith(address))
+    assert run.exit_code == 0, run.output
+    line = next(x for x in run.output.splitlines() if x.startswith(address))
     assert "created; warning: created, but still not visible on read-back" in line
     assert "--readback-wait" in line
-    assert "2 applied (2 created" in run.text and "0 failed" in run.text
-    assert server.counters.get("GetTopic") >= 3  # one good read-back + polls of the other
+    assert "2 applied (2 created" in run.output and "0 failed" in run.output
+    assert local_server.counters.get("GetTopic") >= 3  # one good read-back + polls of the other

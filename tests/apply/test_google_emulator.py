@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree, reconcile
+
+from tests.cli_support import reconcile
+from tests.specs_support import Tree
 
 
 @pytest.fixture
@@ -42,12 +44,12 @@ def test_inherit_topics_get_one_warning_instead_of_a_perpetual_update(
         }
     )
     first = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert first.code == 0, first.text
-    assert "3 applied (3 created" in first.text
+    assert first.exit_code == 0, first.output
+    assert "3 applied (3 created" in first.output
     plan = reconcile("plan", "specs", *args(google_emulator, emu_tree), "--detailed-exitcode")
-    assert plan.code == 0, plan.text  # no perpetual update
-    warnings = [line for line in plan.text.splitlines() if "emulator-no-storage-policy" in line]
-    assert len(warnings) == 1, plan.text
+    assert plan.exit_code == 0, plan.output  # no perpetual update
+    warnings = [line for line in plan.output.splitlines() if "emulator-no-storage-policy" in line]
+    assert len(warnings) == 1, plan.output
     assert "computes no message storage policy" in warnings[0]
     assert "inherits-a" in warnings[0] and "inherits-b" in warnings[0]
 
@@ -56,29 +58,35 @@ def test_label_update_refused_says_why_and_does_not_advise_a_rerun(
     google_emulator: str, emu_tree: Tree
 ) -> None:
     emu_tree.write({"orders": {"labels": {"team": "a"}}})
-    assert reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").code == 0
+    assert (
+        reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").exit_code
+        == 0
+    )
     emu_tree.write({"orders": {"labels": {"team": "b"}}})
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 3, run.text
-    failed = [line for line in run.text.splitlines() if "update FAILED" in line]
-    assert len(failed) == 1, run.text
+    assert run.exit_code == 3, run.output
+    failed = [line for line in run.output.splitlines() if "update FAILED" in line]
+    assert len(failed) == 1, run.output
     assert "Google's Pub/Sub emulator cannot update labels of a topic" in failed[0]
     assert "--local" in failed[0]
-    assert "Run `reconcile apply` again" not in run.text
-    assert "Running apply again will not fix these failures" in run.text
+    assert "Run `reconcile apply` again" not in run.output
+    assert "Running apply again will not fix these failures" in run.output
 
 
 def test_storage_policy_update_refused_says_why(google_emulator: str, emu_tree: Tree) -> None:
     emu_tree.set_allowed("us-east1, us-central1")
     emu_tree.write({"orders": {"messageStoragePolicy": US}})
-    assert reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").code == 0
+    assert (
+        reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve").exit_code
+        == 0
+    )
     emu_tree.write(
         {"orders": {"messageStoragePolicy": {"allowedPersistenceRegions": ["us-central1"]}}}
     )
     run = reconcile("apply", "specs", *args(google_emulator, emu_tree), "--auto-approve")
-    assert run.code == 3, run.text
-    assert "cannot update message storage policies of a topic" in run.text
-    assert "Run `reconcile apply` again" not in run.text
+    assert run.exit_code == 3, run.output
+    assert "cannot update message storage policies of a topic" in run.output
+    assert "Run `reconcile apply` again" not in run.output
 
 
 def test_without_org_policy_the_spec_trees_snapshot_answers_and_it_says_so(
@@ -91,11 +99,11 @@ def test_without_org_policy_the_spec_trees_snapshot_answers_and_it_says_so(
     emu_tree.policy.unlink()
     emu_tree.write({"orders": {"messageStoragePolicy": US}})
     plan = reconcile("plan", "specs", "--emulator", google_emulator, "--out", "plan.json")
-    assert plan.code == 0, plan.text
-    assert f"Org policy: the spec tree's snapshot {snapshot}" in plan.err
-    assert "serves no Org Policy API" in plan.err
-    assert "--org-policy" not in plan.err.replace("--org-policy FILE names another", "")
+    assert plan.exit_code == 0, plan.output
+    assert f"Org policy: the spec tree's snapshot {snapshot}" in plan.stderr
+    assert "serves no Org Policy API" in plan.stderr
+    assert "--org-policy" not in plan.stderr.replace("--org-policy FILE names another", "")
     recorded = json.loads((emu_tree.root / "plan.json").read_text())["target"]
     assert (recorded["org_policy"], recorded["snapshot"]) == ("snapshot", str(snapshot))
     run = reconcile("apply", "plan.json")
-    assert run.code == 0, run.text
+    assert run.exit_code == 0, run.output

@@ -10,17 +10,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree, reconcile
 from google.api_core import exceptions as gexc
 from google.pubsub_v1.types import Topic
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reconciler.backends.clients import publisher_client
-from reconciler.localserver import LocalServer
 from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.model import digest_of
 from reconciler.plan.planfile import read_plan
+from tests.cli_support import reconcile
+from tests.server_support import running_local_server
+from tests.specs_support import Tree
 
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 PROJECT = "apply-e2e"
@@ -32,12 +33,11 @@ def address(topic: str) -> str:
 
 
 class World:
-    """A fresh server seeded with three topics, and a saved plan over it (a create, an
-    update keeping a foreign label, a prune delete)."""
+    """The test's fresh `local_server` seeded with three topics, and a saved plan over
+    it (a create, an update keeping a foreign label, a prune delete)."""
 
-    def __init__(self, tree: Tree) -> None:
-        self.server = LocalServer(state_dir=None, host="127.0.0.1", port=0)
-        self.server.start()
+    def __init__(self, tree: Tree, server: Any) -> None:
+        self.server = server
         self.client = publisher_client(self.server.address)
         for name, labels in SEEDED.items():
             self.client.create_topic(request=Topic(name=address(name), labels=labels))
@@ -46,7 +46,7 @@ class World:
         made = reconcile(
             "plan", "specs", "--emulator", self.server.address, "--prune", "--out", str(self.plan)
         )
-        assert made.code == 0, made.text
+        assert made.exit_code == 0, made.output
         self.server.counters.reset()
 
     def labels(self, topic: str) -> dict[str, str] | None:
@@ -57,14 +57,13 @@ class World:
 
     def close(self) -> None:
         self.client.transport.close()
-        self.server.stop(grace=None)
 
 
 @pytest.fixture
-def world(tree: Tree, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
+def world(tree: Tree, local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     # A plan edited to target Google Cloud fails at once on credentials, offline.
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tree.root / "no-such-key.json"))
-    w = World(tree)
+    w = World(tree, local_server)
     yield w
     w.close()
 
@@ -96,14 +95,17 @@ def _drop(*keys: Any) -> Any:
 
 
 CASES = [
-    (_set("resource_changes", 0, "change", "actions", value=[]),
-     "field resource_changes[0].change.actions: expected exactly one action"),
-    (_set("diagnostics", value=[5]),
-     "field diagnostics[0]: expected an object, found a number"),
+    (
+        _set("resource_changes", 0, "change", "actions", value=[]),
+        "field resource_changes[0].change.actions: expected exactly one action",
+    ),
+    (_set("diagnostics", value=[5]), "field diagnostics[0]: expected an object, found a number"),
     (_drop("target"), "field target: missing"),
     (_set("prune", value="yes"), "field prune: expected true or false, found a string"),
-    (_set("resource_changes", 1, "change", "after", "labels", "team", value=7),
-     "field resource_changes[1].change.after.labels.team: expected a string, found a number"),
+    (
+        _set("resource_changes", 1, "change", "after", "labels", "team", value=7),
+        "field resource_changes[1].change.after.labels.team: expected a string, found a number",
+    ),
     (_set("surprise", value=1), "field surprise: unknown field"),
     (_set("format_version", value="4.0"), "plan format_version 4.0 is not supported"),
     (_set("format_version", value="2.0"), "plan format_version 2.0 was written by an older"),
@@ -114,34 +116,35 @@ CASES = [
 
 
 @pytest.mark.parametrize(("change", "message"), CASES)
-def test_a_damaged_plan_file_gets_one_clear_error(
-    world: World, change: Any, message: str
-) -> None:
+def test_a_damaged_plan_file_gets_one_clear_error(world: World, change: Any, message: str) -> None:
     damage(world.plan, change, redigest="field digest" not in message)
     for verb, code in (("show", 1), ("apply", 4)):  # apply: refused before any change
         run = reconcile(verb, str(world.plan))
-        assert run.code == code, run.text
-        assert run.err.startswith(f"Error: {world.plan}"), run.err
-        assert message in run.err
-        assert "internal error" not in run.err and "Traceback" not in run.err
+        assert run.exit_code == code, run.output
+        assert run.stderr.startswith(f"Error: {world.plan}"), run.stderr
+        assert message in run.stderr
+        assert "internal error" not in run.stderr and "Traceback" not in run.stderr
     assert world.server.counters.total() == 0
 
 
 def test_not_json_and_not_an_object_are_named(world: World) -> None:
     world.plan.write_text("{not json")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 4 and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.err
+    assert (
+        run.exit_code == 4
+        and f"Error: {world.plan}:1:2: not a plan file (invalid JSON" in run.stderr
+    )
     world.plan.write_text("[1, 2]")
     run = reconcile("apply", str(world.plan))
-    assert run.code == 4 and "not a reconcile plan file (no format_version)" in run.err
+    assert run.exit_code == 4 and "not a reconcile plan file (no format_version)" in run.stderr
     world.plan.write_text("[" * 100_000)
     run = reconcile("show", str(world.plan))
-    assert run.code == 1 and "internal error" not in run.err
+    assert run.exit_code == 1 and "internal error" not in run.stderr
 
 
 def test_the_undamaged_plan_applies_exactly(world: World) -> None:
     run = reconcile("apply", str(world.plan))
-    assert run.code == 0, run.text
+    assert run.exit_code == 0, run.output
     # Each topic changed also carries the plan's marker (a plan applies once).
     mark = {PLAN_LABEL: plan_marker(read_plan(world.plan).digest)}
     assert world.labels("upd") == {"team": "payments", "other": "x", **OWNED, **mark}
@@ -166,18 +169,19 @@ def paths(value: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
 
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers(-5, 5) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=2),
+    lambda inner: (
+        st.lists(inner, max_size=2) | st.dictionaries(st.text(max_size=4), inner, max_size=2)
+    ),
     max_leaves=4,
 )
 
 
 def _check_outcome(world: World, run: Any) -> None:
-    assert "internal error" not in run.text and "Traceback" not in run.text, run.text
-    if run.code == 4:  # refused before any change
-        assert f"Error: {world.plan}" in run.err, run.err
+    assert "internal error" not in run.output and "Traceback" not in run.output, run.output
+    if run.exit_code == 4:  # refused before any change
+        assert f"Error: {world.plan}" in run.stderr, run.stderr
         return
-    assert run.code == 0, run.text
+    assert run.exit_code == 0, run.output
     # A correct apply: the live topics are what the (damaged, yet valid) plan shows.
     plan = read_plan(world.plan)
     mark = {PLAN_LABEL: plan_marker(plan.digest)}
@@ -205,7 +209,11 @@ def test_any_damage_is_a_clear_error_or_a_correct_apply(
     tree: Tree, monkeypatch: pytest.MonkeyPatch, data: st.DataObject
 ) -> None:
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(tree.root / "no-such-key.json"))
-    world = World(tree)
+    with running_local_server() as server:  # a fresh one for every example
+        _damaged_apply(World(tree, server), data)
+
+
+def _damaged_apply(world: World, data: st.DataObject) -> None:
     try:
         original = json.loads(world.plan.read_text())
         where = data.draw(st.sampled_from(paths(original)), label="field")

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from apply_support import Tree
-
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.specs_support import Tree
 
 HOSTILE = "refused \x1b[2J\x1b[31mred\x1b[0m \u202egnp.exe\x07\nfake: line\r"
 ESCAPED = "refused \\x1b[2J\\x1b[31mred\\x1b[0m \\u202egnp.exe\\x07\\nfake: line\\r"

@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from apply_support import Tree, mutating_calls
+from apply_support import mutating_calls
 
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.specs_support import Tree
 
 # Ordering keys from a region the org policy's inferred group may not hold (the
 # snapshot allows in:us-locations, whose members are inferred, not verified: us-west8

@@ -6,15 +6,15 @@ key, a spec tree, and `reconcile` run as a subprocess under a generous guard tim
 from __future__ import annotations
 
 import json
-import os
 import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests import cli_support
+from tests.cli_support import CliResult
 
 # Only a guard against a hang: the tests assert exit codes and messages, not durations.
 GUARD_SECONDS = 90
@@ -127,27 +127,13 @@ def snapshot(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def reconcile(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
-    """`reconcile ARGS...` in a subprocess (cwd: tmp_path), with `env` added to a clean
-    environment: no emulator, no credentials, no endpoint overrides leaking in."""
+def reconcile_process(tmp_path: Path) -> Callable[..., CliResult]:
+    """`reconcile ARGS...` as its own process (cwd: tmp_path) in a clean environment
+    (no emulator, no credentials, no endpoint overrides leaking in) plus `env`, under
+    the guard timeout: the suite's process runner (tests/cli_support.py)."""
 
-    def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-        base = {
-            k: v
-            for k, v in os.environ.items()
-            if k != "PUBSUB_EMULATOR_HOST"
-            and not k.startswith("RECONCILE_")
-            and k != "GOOGLE_APPLICATION_CREDENTIALS"
-        }
-        base.update(env or {})
-        return subprocess.run(
-            [sys.executable, "-m", "reconciler", *args],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            env=base,
-            timeout=GUARD_SECONDS,
-        )
+    def run(*args: str, env: dict[str, str] | None = None) -> CliResult:
+        return cli_support.reconcile_process(*args, cwd=tmp_path, env=env, timeout=GUARD_SECONDS)
 
     return run
 

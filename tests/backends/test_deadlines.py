@@ -6,19 +6,19 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-Run = Callable[..., subprocess.CompletedProcess[str]]
+from tests.cli_support import CliResult, start_reconcile
+
+Run = Callable[..., CliResult]
 
 
-def assert_clean_failure(result: subprocess.CompletedProcess[str], message: str) -> None:
-    assert result.returncode == 1, result.stderr
+def assert_clean_failure(result: CliResult, message: str) -> None:
+    assert result.exit_code == 1, result.stderr
     assert message in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
     assert "internal error" not in result.stderr
@@ -39,10 +39,10 @@ def verb_args(verb: str, spec_dir: Path, tmp_path: Path) -> list[str]:
 
 @pytest.mark.parametrize("verb", ["plan", "apply", "import", "policy pull"])
 def test_blackholed_emulator_fails_within_the_timeout_naming_it(
-    verb: str, reconcile: Run, blackhole: str, spec_dir: Path, tmp_path: Path
+    verb: str, reconcile_process: Run, blackhole: str, spec_dir: Path, tmp_path: Path
 ) -> None:
     args = verb_args(verb, spec_dir, tmp_path)
-    result = reconcile(*args, "--emulator", blackhole, "--timeout", "2")
+    result = reconcile_process(*args, "--emulator", blackhole, "--timeout", "2")
     assert_clean_failure(result, f"Error: cannot connect to the emulator at {blackhole}")
     assert "no answer within 2 s" in result.stderr
     assert not (tmp_path / "imported").exists()
@@ -50,9 +50,9 @@ def test_blackholed_emulator_fails_within_the_timeout_naming_it(
 
 
 def test_blackholed_emulator_from_the_environment_is_named_too(
-    reconcile: Run, blackhole: str, spec_dir: Path
+    reconcile_process: Run, blackhole: str, spec_dir: Path
 ) -> None:
-    result = reconcile(
+    result = reconcile_process(
         "plan", str(spec_dir), "--timeout", "1", env={"PUBSUB_EMULATOR_HOST": blackhole}
     )
     assert_clean_failure(result, f"cannot connect to the emulator at {blackhole}")
@@ -69,9 +69,9 @@ def cloud_env(key: Path, pubsub: str, orgpolicy: str | None = None) -> dict[str,
 
 
 def test_plan_against_unreachable_google_cloud_fails_naming_the_endpoint(
-    reconcile: Run, blackhole: str, fake_key: Path, spec_dir: Path
+    reconcile_process: Run, blackhole: str, fake_key: Path, spec_dir: Path
 ) -> None:
-    result = reconcile(
+    result = reconcile_process(
         "plan", str(spec_dir), "--timeout", "2", env=cloud_env(fake_key, blackhole, blackhole)
     )
     assert_clean_failure(result, f"Error: cannot reach Google Cloud at {blackhole}")
@@ -81,10 +81,10 @@ def test_plan_against_unreachable_google_cloud_fails_naming_the_endpoint(
 
 
 def test_apply_with_a_snapshot_against_unreachable_google_cloud(
-    reconcile: Run, blackhole: str, fake_key: Path, spec_dir: Path, snapshot: Path
+    reconcile_process: Run, blackhole: str, fake_key: Path, spec_dir: Path, snapshot: Path
 ) -> None:
     # With --org-policy only the Pub/Sub endpoint is dialled.
-    result = reconcile(
+    result = reconcile_process(
         "apply", str(spec_dir), "--auto-approve", "--org-policy", str(snapshot),
         "--timeout", "2", env=cloud_env(fake_key, blackhole),
     )
@@ -92,15 +92,15 @@ def test_apply_with_a_snapshot_against_unreachable_google_cloud(
 
 
 def test_import_and_policy_pull_against_unreachable_google_cloud(
-    reconcile: Run, blackhole: str, fake_key: Path, tmp_path: Path
+    reconcile_process: Run, blackhole: str, fake_key: Path, tmp_path: Path
 ) -> None:
     env = cloud_env(fake_key, blackhole, blackhole)
-    imported = reconcile(
+    imported = reconcile_process(
         "import", "--project", "proj-a", "--out", str(tmp_path / "imported"),
         "--timeout", "2", env=env,
     )
     assert_clean_failure(imported, f"cannot reach Google Cloud at {blackhole}")
-    pulled = reconcile(
+    pulled = reconcile_process(
         "policy", "pull", "--project", "proj-a", "--out", str(tmp_path / "pulled.yaml"),
         "--timeout", "2", env=env,
     )
@@ -110,17 +110,17 @@ def test_import_and_policy_pull_against_unreachable_google_cloud(
 
 
 def test_only_the_services_a_command_calls_are_dialled(
-    reconcile: Run, blackholes: Callable[[], str], fake_key: Path, tmp_path: Path
+    reconcile_process: Run, blackholes: Callable[[], str], fake_key: Path, tmp_path: Path
 ) -> None:
     pubsub, orgpolicy = blackholes(), blackholes()
     env = cloud_env(fake_key, pubsub, orgpolicy)
-    imported = reconcile(
+    imported = reconcile_process(
         "import", "--project", "proj-a", "--out", str(tmp_path / "imported"),
         "--timeout", "1", env=env,
     )
     assert_clean_failure(imported, f"cannot reach Google Cloud at {pubsub} (")
     assert orgpolicy not in imported.stderr  # import never needs the Org Policy API
-    pulled = reconcile(
+    pulled = reconcile_process(
         "policy", "pull", "--project", "proj-a", "--out", str(tmp_path / "pulled.yaml"),
         "--timeout", "1", env=env,
     )
@@ -129,37 +129,34 @@ def test_only_the_services_a_command_calls_are_dialled(
 
 
 def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
-    reconcile: Run, spec_dir: Path, tmp_path: Path
+    reconcile_process: Run, spec_dir: Path, tmp_path: Path
 ) -> None:
     """The plan is made against a running server, which then stops answering (SIGSTOP:
     the kernel still accepts connections, nothing ever replies); applying the plan at
     its recorded target fails at the deadline naming the endpoint."""
-    server = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "local-server", "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
+    server = start_reconcile("local-server", "--port", "0", cwd=tmp_path).proc
     try:
         assert server.stdout is not None
         address = server.stdout.readline().strip().split("=", 1)[1]
         plan_file = tmp_path / "plan.json"
-        made = reconcile("plan", str(spec_dir), "--emulator", address, "--out", str(plan_file))
-        assert made.returncode == 0, made.stderr
+        made = reconcile_process(
+            "plan", str(spec_dir), "--emulator", address, "--out", str(plan_file)
+        )
+        assert made.exit_code == 0, made.stderr
         os.kill(server.pid, signal.SIGSTOP)
-        result = reconcile("apply", str(plan_file), "--timeout", "2")
+        result = reconcile_process("apply", str(plan_file), "--timeout", "2")
         assert_clean_failure(
             result, f"Error: {plan_file}: cannot connect to the emulator at {address}"
         )
     finally:
         os.kill(server.pid, signal.SIGCONT)
         server.terminate()
-        server.wait(timeout=60)
+        server.communicate(timeout=60)
 
 
-def test_timeout_must_be_positive(reconcile: Run, spec_dir: Path) -> None:
-    result = reconcile("plan", str(spec_dir), "--local", "--timeout", "0")
-    assert result.returncode == 2
+def test_timeout_must_be_positive(reconcile_process: Run, spec_dir: Path) -> None:
+    result = reconcile_process("plan", str(spec_dir), "--local", "--timeout", "0")
+    assert result.exit_code == 2
     assert "--timeout" in result.stderr
 
 
@@ -222,14 +219,14 @@ def test_bounded_library_retry_uses_the_timeout() -> None:
 
 
 def test_google_cloud_call_that_never_answers_fails_at_the_deadline(
-    reconcile: Run, silent_tls_server: tuple[str, Path], fake_key: Path, spec_dir: Path,
+    reconcile_process: Run, silent_tls_server: tuple[str, Path], fake_key: Path, spec_dir: Path,
     snapshot: Path,
 ) -> None:
     # TLS and HTTP/2 complete, the fake key signs its JWT locally, the call hangs.
     address, ca_file = silent_tls_server
     env = cloud_env(fake_key, address)
     env["GRPC_DEFAULT_SSL_ROOTS_FILE_PATH"] = str(ca_file)
-    result = reconcile(
+    result = reconcile_process(
         "plan", str(spec_dir), "--org-policy", str(snapshot), "--timeout", "2", env=env
     )
     assert_clean_failure(

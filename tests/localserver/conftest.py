@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.cli_support import reconcile_process, start_reconcile
 
 ROOT = Path(__file__).parents[2]
 
@@ -19,13 +19,7 @@ class ServerProcess:
     host:port from its export line, `notes` what it printed to stderr before it."""
 
     def __init__(self, *args: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "reconciler", "local-server", "--port", "0", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=ROOT,
-        )
+        self.proc = start_reconcile("local-server", "--port", "0", *args, cwd=ROOT).proc
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         if not line.startswith("export PUBSUB_EMULATOR_HOST="):
@@ -54,15 +48,9 @@ class ServerProcess:
 
 def refused(*args: str) -> tuple[int, str]:
     """Run a local server that is expected not to start: (exit code, stderr)."""
-    proc = subprocess.run(
-        [sys.executable, "-m", "reconciler", "local-server", "--port", "0", *args],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=120,
-    )
-    assert not proc.stdout.startswith("export"), "the server started"
-    return proc.returncode, proc.stderr
+    result = reconcile_process("local-server", "--port", "0", *args, cwd=ROOT, timeout=120)
+    assert not result.stdout.startswith("export"), "the server started"
+    return result.exit_code, result.stderr
 
 
 @pytest.fixture

@@ -4,25 +4,19 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from google.api_core import exceptions
 
 from reconciler.backends.clients import publisher_client
+from tests.cli_support import start_reconcile
 
 ROOT = Path(__file__).parents[2]
 
 
 def _run(*args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "local-server", *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+    return start_reconcile("local-server", *args, cwd=ROOT).proc
 
 
 def test_prints_export_line_serves_and_stops_on_sigterm(tmp_path: Path) -> None:

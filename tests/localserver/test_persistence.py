@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 from itertools import pairwise
 from pathlib import Path
@@ -19,6 +18,7 @@ from reconciler.backends.clients import orgpolicy_client, publisher_client
 from reconciler.localserver import LocalServer
 from reconciler.localserver.frames import HEADER_SIZE
 from reconciler.localserver.journal import Journal, StateInUse
+from tests.cli_support import start_reconcile
 
 P = "projects/proj-alpha"
 ROOT = Path(__file__).parents[2]
@@ -112,13 +112,7 @@ def test_second_server_on_same_state_is_refused(tmp_path: Path) -> None:
 
 
 def _start_cli_server(state: Path) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "reconciler", "local-server", "--port", "0", "--state", str(state)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
+    proc = start_reconcile("local-server", "--port", "0", "--state", str(state), cwd=ROOT).proc
     assert proc.stdout is not None
     line = proc.stdout.readline()
     assert line.startswith("export PUBSUB_EMULATOR_HOST="), line + proc.stderr.read()

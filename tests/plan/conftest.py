@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from tests.specs_support import in_transit_policy_doc, location_policy_doc
+
 
 @pytest.fixture
 def specs(tmp_path: Path) -> Callable[..., Path]:
@@ -31,16 +33,9 @@ def org_policy_file(tmp_path: Path) -> Callable[..., Path]:
               project: str = "proj-a") -> Path:
         docs = []
         if allowed is not None:
-            values = ", ".join(allowed)
-            docs.append(
-                f"name: projects/{project}/policies/gcp.resourceLocations\n"
-                f"spec:\n  rules:\n    - values:\n        allowedValues: [{values}]\n"
-            )
+            docs.append(location_policy_doc(f"projects/{project}", ", ".join(allowed)))
         if enforce:
-            docs.append(
-                f"name: projects/{project}/policies/pubsub.enforceInTransitRegions\n"
-                "spec:\n  rules:\n    - enforce: true\n"
-            )
+            docs.append(in_transit_policy_doc(f"projects/{project}"))
         path = tmp_path / "org-policy.yaml"
         path.write_text("---\n".join(docs) if docs else "[]\n")
         return path
@@ -78,9 +73,3 @@ def subscriber(local_server: Any) -> Iterator[Any]:
     client = subscriber_client(local_server.address)
     yield client
     client.transport.close()
-
-
-@pytest.fixture
-def server(local_server: Any) -> Iterator[Any]:
-    """The local server with counters reset after seeding (call .counters.reset())."""
-    yield local_server

@@ -17,46 +17,6 @@ from reconciler.plan.model import (
 )
 
 
-def topic_doc(
-    name: str,
-    project: str = "proj-a",
-    labels: dict[str, str] | None = None,
-    storage: Any = None,
-    hedging: str | None = None,
-) -> str:
-    """One `kind: Topic` YAML document (storage: None, "inherit" or (regions, eit))."""
-    lines = [
-        "apiVersion: reconcile.pubsub/v1",
-        "kind: Topic",
-        f"metadata: {{project: {project}, name: {name}}}",
-        "spec:",
-    ]
-    if labels:
-        lines.append("  labels: {" + ", ".join(f"{k}: {v}" for k, v in labels.items()) + "}")
-    if storage == "inherit":
-        lines.append("  messageStoragePolicy: inherit")
-    elif storage is not None:
-        regions, eit = storage
-        lines.append("  messageStoragePolicy:")
-        lines.append(f"    allowedPersistenceRegions: [{', '.join(regions)}]")
-        if eit is not None:
-            lines.append(f"    enforceInTransit: {str(eit).lower()}")
-    if hedging:
-        lines += [
-            "  publishers:",
-            "    retry: {initialRpcTimeout: 5s, totalTimeout: 60s}",
-            f"    hedging: {{hedgeDelay: {hedging}, maxTokens: 20, refillRatio: 0.05}}",
-        ]
-    if lines[-1] == "spec:":
-        lines[-1] = "spec: {}"
-    return "\n".join(lines) + "\n"
-
-
-def owner_doc(name: str) -> str:
-    """The `kind: Owner` document that names a spec tree (docs/cli.md, Ownership)."""
-    return f"apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {{name: {name}}}\n"
-
-
 def every_kind_plan(projects: list[str] | None = None) -> Plan:
     """A plan with one change of each action, a diagnostic, drift and fingerprints."""
     labels = {"team": "a", "reconcile-managed": "true"}

@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.plan.readahead import START_ENV
+from tests.specs_support import topic_doc
 
 
 @pytest.fixture(autouse=True, params=["off", "0"], ids=["one-process", "read-ahead"])
@@ -20,13 +20,13 @@ def read_ahead(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) 
 
 
 def failing_plan(
-    run_cli: Any, server: Any, specs: Any, method: str, error: str, message: str,
+    run_cli: Any, local_server: Any, specs: Any, method: str, error: str, message: str,
     projects: tuple[str, ...] = ("proj-a",),
 ) -> Any:
     """`reconcile plan` against the local server while `method` answers `error`."""
-    server.faults.add(method=method, error=error, message=message)
+    local_server.faults.add(method=method, error=error, message=message)
     root = specs(*(topic_doc("orders", project=p) for p in projects))
-    result = run_cli("plan", str(root), "--emulator", server.address)
+    result = run_cli("plan", str(root), "--emulator", local_server.address)
     assert result.exit_code == 1
     assert "Traceback" not in result.stderr
     assert "note: reading the live topics" not in result.stderr  # the child answered

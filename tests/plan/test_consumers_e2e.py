@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import publish_from, topic_doc
+from plan_helpers import publish_from
 
 from reconciler.localserver import CLIENT_REGION_KEY
+from tests.specs_support import topic_doc
 
 OWN = {"reconcile-managed": "true"}
 T = "projects/proj-a/topics/orders"

@@ -9,7 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
+
+from tests.specs_support import topic_doc
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
 FOREIGN = {f"other-{i}": "x" for i in range(10)}  # set by another tool

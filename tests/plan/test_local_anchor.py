@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.localstate import local_state_dir
+from tests.specs_support import topic_doc
 
 SPECS = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),

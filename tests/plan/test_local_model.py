@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.spec.discover import find_snapshot_looked
+from tests.specs_support import topic_doc
 
 SPECS = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),

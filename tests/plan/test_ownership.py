@@ -10,9 +10,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_helpers import owner_doc, topic_doc
-
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL
+from tests.specs_support import owner_doc, topic_doc
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
 LEGACY = {OWNERSHIP_LABEL: "true"}  # what a reconcile before owners left on its topics

@@ -8,17 +8,17 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_helpers import topic_doc
+from tests.specs_support import location_policy, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
-def plan(run_cli: Any, server: Any, root: Path, *extra: str) -> Any:
-    return run_cli("plan", str(root), "--emulator", server.address, *extra)
+def plan(run_cli: Any, local_server: Any, root: Path, *extra: str) -> Any:
+    return run_cli("plan", str(root), "--emulator", local_server.address, *extra)
 
 
-def as_json(run_cli: Any, server: Any, root: Path, *extra: str) -> dict[str, Any]:
-    result = plan(run_cli, server, root, "--format", "json", *extra)
+def as_json(run_cli: Any, local_server: Any, root: Path, *extra: str) -> dict[str, Any]:
+    result = plan(run_cli, local_server, root, "--format", "json", *extra)
     assert result.exit_code == 0, result.stderr
     data: dict[str, Any] = json.loads(result.stdout)
     return data
@@ -194,14 +194,10 @@ def test_unmanaged_drift_all_three_categories_are_warnings_not_changes(
     assert all(rc["change"]["actions"] == ["no-op"] for rc in data["resource_changes"])
 
 
-PUBLISHERS = """\
-apiVersion: reconcile.pubsub/v1
-kind: Topic
-metadata: {{project: proj-a, name: {name}}}
-spec:
-  messageStoragePolicy: {policy}
-  publishers: {{regions: [{regions}], messageOrdering: {ordering}}}
-"""
+def publishers_doc(name: str, policy: str, regions: str, ordering: str) -> str:
+    return topic_doc(
+        name, storage=policy, publishers=f"{{regions: [{regions}], messageOrdering: {ordering}}}"
+    )
 
 
 def test_publishers_are_checked_against_the_live_org_policy(
@@ -212,14 +208,9 @@ def test_publishers_are_checked_against_the_live_org_policy(
     from reconciler.orgpolicy.model import Policy
 
     local_server.put_policy(
-        Policy.from_dict(
-            {
-                "name": "projects/proj-a/policies/gcp.resourceLocations",
-                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
-            }
-        )
+        Policy.from_dict(location_policy("projects/proj-a", ["in:us-locations"]))
     )
-    rerouted = PUBLISHERS.format(
+    rerouted = publishers_doc(
         name="rerouted", policy="{allowedPersistenceRegions: [us-central1]}",
         regions="us-east1", ordering="false",
     )
@@ -230,7 +221,7 @@ def test_publishers_are_checked_against_the_live_org_policy(
     assert (warning["severity"], warning["code"]) == ("warning", "publisher-region-rerouted")
     assert warning["file"].endswith("topics.yaml") and warning["line"] == 1
 
-    ordered = PUBLISHERS.format(
+    ordered = publishers_doc(
         name="ordered", policy="inherit", regions="europe-west1", ordering="true"
     )
     local_server.counters.reset()
@@ -252,12 +243,7 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
     from reconciler.orgpolicy.model import Policy
 
     local_server.put_policy(
-        Policy.from_dict(
-            {
-                "name": "projects/proj-a/policies/gcp.resourceLocations",
-                "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
-            }
-        )
+        Policy.from_dict(location_policy("projects/proj-a", ["in:us-locations"]))
     )
     root = specs(topic_doc("orders", storage=(["europe-west1", "us-east1"], None)))
     local_server.counters.reset()

@@ -9,44 +9,28 @@ import re
 from pathlib import Path
 from typing import Any
 
-from plan_helpers import topic_doc
-
 from reconciler.orgpolicy.model import Policy
+from tests.specs_support import location_policy, topic_doc
 
 ZONE = topic_doc("orders", storage=(["us-east1-b"], None))
 ZONE_ERROR = "'us-east1-b' is a zone; use its region 'us-east1'"
-REROUTED = """\
-apiVersion: reconcile.pubsub/v1
-kind: Topic
-metadata: {project: proj-a, name: rerouted}
-spec:
-  messageStoragePolicy: {allowedPersistenceRegions: [us-central1]}
-  publishers: {regions: [us-east1], messageOrdering: false}
-"""
+REROUTED = topic_doc(
+    "rerouted",
+    storage="{allowedPersistenceRegions: [us-central1]}",
+    publishers="{regions: [us-east1], messageOrdering: false}",
+)
 
 
-def plan(run_cli: Any, server: Any, root: Path, *extra: str) -> Any:
-    return run_cli("plan", str(root), "--emulator", server.address, *extra)
+def plan(run_cli: Any, local_server: Any, root: Path, *extra: str) -> Any:
+    return run_cli("plan", str(root), "--emulator", local_server.address, *extra)
 
 
-def restrict_to_us(server: Any) -> None:
-    server.put_policy(
+def restrict_to_us(local_server: Any) -> None:
+    local_server.put_policy(
         Policy.from_dict(
-            {
-                "name": "projects/proj-a/policies/gcp.resourceLocations",
-                "spec": {
-                    "rules": [
-                        {
-                            "values": {
-                                "allowedValues": [
-                                    "in:us-central1-locations",
-                                    "in:us-east1-locations",
-                                ]
-                            }
-                        }
-                    ]
-                },
-            }
+            location_policy(
+                "projects/proj-a", ["in:us-central1-locations", "in:us-east1-locations"]
+            )
         )
     )
 

@@ -4,12 +4,10 @@ again gives no changes; plan reads with paged ListTopics, never GetTopic; target
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
@@ -17,6 +15,7 @@ from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.make import make_plan
 from reconciler.spec.validate import validate_paths
+from tests.specs_support import location_policy, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
@@ -38,10 +37,9 @@ def execute(backend: GcpBackend, plan: Any) -> None:
 def test_plan_after_executing_its_requests_is_empty(
     local_server: Any, seed: Any, specs: Any
 ) -> None:
-    local_server.put_policy(Policy.from_dict({
-        "name": "projects/proj-a/policies/gcp.resourceLocations",
-        "spec": {"rules": [{"values": {"allowedValues": ["us-central1", "us-east1"]}}]},
-    }))
+    local_server.put_policy(
+        Policy.from_dict(location_policy("projects/proj-a", ["us-central1", "us-east1"]))
+    )
     local_server.put_policy(Policy.from_dict({
         "name": "projects/proj-a/policies/pubsub.enforceInTransitRegions",
         "spec": {"rules": [{"enforce": True}]},
@@ -130,10 +128,9 @@ def test_colour_only_on_a_terminal_and_never_with_no_color(
     args = ("plan", str(root), "--emulator", local_server.address,
             "--org-policy", str(org_policy_file()))
     monkeypatch.delenv("NO_COLOR", raising=False)
-    monkeypatch.setattr(sys.stdout, "isatty", lambda: True)
-    coloured = run_cli(*args).stdout
+    coloured = run_cli(*args, terminal=True).stdout
     assert "\x1b[32m  + topic" in coloured
     monkeypatch.setenv("NO_COLOR", "1")
-    plain = run_cli(*args).stdout
+    plain = run_cli(*args, terminal=True).stdout
     assert "\x1b[" not in plain and '  + topic "projects/proj-a/topics/orders" {' in plain
     assert os.environ["NO_COLOR"] == "1"

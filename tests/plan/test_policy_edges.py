@@ -8,26 +8,25 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from plan_helpers import topic_doc
-
 from reconciler.localserver import protos
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.specs_support import topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
-def store(server: Any, name: str, policy: Any) -> None:
+def store(local_server: Any, name: str, policy: Any) -> None:
     """A live topic with exactly this policy (set, even when empty), as GetTopic and
     ListTopics will return it."""
     topic = protos.Topic(name=f"projects/proj-a/topics/{name}", labels=OWN)
     topic.message_storage_policy.CopyFrom(policy)
     assert topic.HasField("message_storage_policy")
-    server.state.create_topics([topic])
+    local_server.state.create_topics([topic])
 
 
-def plan(run_cli: Any, server: Any, root: Any, policy: Any, *extra: str) -> Any:
+def plan(run_cli: Any, local_server: Any, root: Any, policy: Any, *extra: str) -> Any:
     return run_cli(
-        "plan", str(root), "--emulator", server.address, "--org-policy", str(policy), *extra
+        "plan", str(root), "--emulator", local_server.address, "--org-policy", str(policy), *extra
     )
 
 

@@ -9,9 +9,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from plan_helpers import topic_doc
-
 from reconciler.ownership import PLAN_LABEL
+from tests.specs_support import topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 TWO = (

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import topic_doc
 
 from reconciler.backends.base import TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.errors import BackendError, UsageError
 from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadBackend, start_threshold
+from tests.specs_support import topic_doc
 
 DEFAULTS_AND_TOPIC = """\
 apiVersion: reconcile.pubsub/v1

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from plan_helpers import publish_from, topic_doc
+from plan_helpers import publish_from
 
 from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.residency.schema import residency_schema
+from tests.specs_support import topic_doc
 
 OWN = {"reconcile-managed": "true"}
 T = "projects/proj-a/topics/orders"

@@ -23,6 +23,7 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.model import Change, Drift, Plan, PlanTarget, ResourceChange
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
+from tests.specs_support import location_policy, topic_doc
 
 NASTY = [
     *"`|<>@#*_[]()!\\ -=~&;:$\"'",
@@ -157,14 +158,11 @@ def test_escape_sequences_are_shown_not_sent_to_the_terminal() -> None:
 # -- through the CLI: file names a user (or a hostile pull request) can choose ----------
 
 EVIL_NAME = "\x1b[2J\x1b[32mALL CHECKS PASSED\x1b[0m\n```\n# Heading @octocat.yaml"
-REROUTED = """\
-apiVersion: reconcile.pubsub/v1
-kind: Topic
-metadata: {project: proj-a, name: rerouted}
-spec:
-  messageStoragePolicy: {allowedPersistenceRegions: [us-central1]}
-  publishers: {regions: [us-east1], messageOrdering: false}
-"""
+REROUTED = topic_doc(
+    "rerouted",
+    storage="{allowedPersistenceRegions: [us-central1]}",
+    publishers="{regions: [us-east1], messageOrdering: false}",
+)
 
 
 def test_validate_prints_a_hostile_file_name_escaped(run_cli: Any, tmp_path: Any) -> None:
@@ -183,10 +181,9 @@ def test_the_markdown_plan_of_a_hostile_file_name_keeps_its_structure(
 ) -> None:
     from reconciler.orgpolicy.model import Policy
 
-    local_server.put_policy(Policy.from_dict({
-        "name": "projects/proj-a/policies/gcp.resourceLocations",
-        "spec": {"rules": [{"values": {"allowedValues": ["in:us-locations"]}}]},
-    }))
+    local_server.put_policy(
+        Policy.from_dict(location_policy("projects/proj-a", ["in:us-locations"]))
+    )
     trees = []
     for name in ("plain.yaml", EVIL_NAME):
         root = tmp_path / f"tree{len(trees)}"

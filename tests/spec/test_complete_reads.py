@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from reconciler.spec.validate import validate_paths
+from tests.cli_support import CliResult, reconcile_process
 
 TOPIC = """\
 apiVersion: reconcile.pubsub/v1
@@ -97,24 +97,21 @@ def nobody_tree() -> Iterator[Path]:
         shutil.rmtree(base, ignore_errors=True)
 
 
-def _as_nobody(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if k != "PUBSUB_EMULATOR_HOST"}
-    env.update(HOME=str(cwd), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(
-        [*NOBODY, sys.executable, "-m", "reconciler", *args],
-        cwd=cwd, env=env, capture_output=True, text=True, timeout=300,
+def _as_nobody(cwd: Path, *args: str) -> CliResult:
+    return reconcile_process(
+        *args, cwd=cwd, env={"HOME": str(cwd), "PYTHONDONTWRITEBYTECODE": "1"}, wrapper=NOBODY
     )
 
 
 @pytest.mark.slow
 def test_prune_deletes_nothing_when_a_folder_cannot_be_read(nobody_tree: Path) -> None:
     created = _as_nobody(nobody_tree, "apply", "specs", "--local", "--auto-approve")
-    assert created.returncode == 0, created.stdout + created.stderr
+    assert created.exit_code == 0, created.stdout + created.stderr
 
     unreadable = nobody_tree / "specs" / "team-b"
     unreadable.chmod(0o000)
     validated = _as_nobody(nobody_tree, "validate", "specs")
-    assert validated.returncode == 1
+    assert validated.exit_code == 1
     assert (
         "specs/team-b: error[path-unreadable]: cannot read this folder (Permission denied)"
     ) in validated.stdout
@@ -122,7 +119,7 @@ def test_prune_deletes_nothing_when_a_folder_cannot_be_read(nobody_tree: Path) -
     pruned = _as_nobody(
         nobody_tree, "apply", "specs", "--local", "--prune", "--auto-approve"
     )
-    assert pruned.returncode == 1, pruned.stdout + pruned.stderr
+    assert pruned.exit_code == 1, pruned.stdout + pruned.stderr
     assert "specs/team-b: error[path-unreadable]" in pruned.stderr
     unreadable.chmod(0o755)
 

@@ -13,14 +13,10 @@ import yaml
 
 from reconciler.orgpolicy import locations
 from reconciler.orgpolicy.locations import catalog
+from tests.specs_support import location_policy_doc
 
-POLICY = """\
-name: projects/acme-payments/policies/gcp.resourceLocations
-spec:
-  rules:
-    - values:
-        allowedValues: [{allowed}]
-"""
+PROJECT = "projects/acme-payments"
+
 TOPIC = """\
 apiVersion: reconcile.pubsub/v1
 kind: Topic
@@ -35,7 +31,7 @@ spec:
 def tree(tmp_path: Path, allowed: str, region: str) -> Path:
     root = tmp_path / "specs"
     root.mkdir()
-    (root / "org-policy.yaml").write_text(POLICY.format(allowed=allowed))
+    (root / "org-policy.yaml").write_text(location_policy_doc(PROJECT, allowed))
     (root / "topics.yaml").write_text(TOPIC.format(region=region))
     return root
 
@@ -76,7 +72,7 @@ def test_plan_refuses_it_from_the_live_org_policy(
     from reconciler.orgpolicy.model import Policy
 
     local_server.put_policy(
-        Policy.from_dict(yaml.safe_load(POLICY.format(allowed="in:us-locations")))
+        Policy.from_dict(yaml.safe_load(location_policy_doc(PROJECT, "in:us-locations")))
     )
     root = tmp_path / "specs"
     root.mkdir()
