@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
-from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE
+from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE, ROOT
 
 SNAPSHOT = """\
 name: projects/acme-analytics/policies/gcp.resourceLocations
@@ -95,3 +95,13 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
     assert unchecked.returncode != 0, output
     assert "org-policy" in output.split("Failed", 1)[-1], output
     assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"
+
+    # The repository's own examples/specs, as the example's `specs/`: it passes as
+    # written (it ships the snapshot --require-org-policy needs).
+    run_git(repo, env, "reset", "-q", "--hard")
+    shutil.rmtree(repo / "specs")
+    shutil.copytree(ROOT / "examples" / "specs", repo / "specs")
+    run_git(repo, env, "add", "-A")
+    examples = run_git(repo, env, "commit", "-m", "the example specs")
+    assert examples.returncode == 0, examples.stdout + examples.stderr
+    assert re.search(r"reconcile validate\.+Passed", examples.stdout + examples.stderr)

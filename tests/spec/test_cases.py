@@ -78,7 +78,9 @@ def test_invalid_case_reports_exactly_the_expected_diagnostics(case: Path) -> No
 
 
 ROOT = Path(__file__).parents[2]
-VALID = [ROOT / "specs", *sorted((ROOT / "examples" / "specs").glob("*.yaml"))]
+EXAMPLES = sorted((ROOT / "examples" / "specs").glob("*.yaml"))
+# examples/specs/org-policy.yaml is the tree's snapshot (the pre-commit example's), not a spec.
+VALID = [ROOT / "specs", *[p for p in EXAMPLES if p.name != "org-policy.yaml"]]
 
 
 @pytest.mark.parametrize("case", VALID, ids=lambda p: str(p.relative_to(ROOT)))
