@@ -41,7 +41,13 @@ from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_pa
     help="Also say which projects the change from GIT_REF (a branch, tag or commit) to "
     "the working tree touches.",
 )
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    help="text: one project a line; json: the declared and the touched projects, for a CI matrix.",
+)
 def command(paths: tuple[Path, ...], changed_from: str | None, fmt: str) -> int:
     """List the projects the specs under PATH... declare (default: specs/)."""
     specs = list(paths) or [DEFAULT_PATH]
