@@ -85,41 +85,38 @@ def _endpoint(override: str | None, default: str) -> str:
     return address if ":" in address else f"{address}:443"
 
 
+def _cloud(client_class: Any, credentials: Any, endpoint_env: str) -> tuple[Any, str]:
+    """A GAPIC client for Google Cloud (TLS, `credentials`, the endpoint `endpoint_env`
+    may override), and the endpoint it dials."""
+    override = os.environ.get(endpoint_env) or None
+    options = {"api_endpoint": override} if override else None
+    client = client_class(credentials=credentials, client_options=options)
+    return client, _endpoint(override, client.api_endpoint)
+
+
 def cloud_publisher_client(credentials: Any) -> tuple[Any, str]:
-    """The GAPIC PublisherClient for Google Cloud (TLS, `credentials`), and its endpoint."""
+    """The GAPIC PublisherClient for Google Cloud, and its endpoint."""
     from google.pubsub_v1 import PublisherClient
 
-    override = os.environ.get(PUBSUB_ENDPOINT_ENV) or None
-    options = {"api_endpoint": override} if override else None
-    client = PublisherClient(credentials=credentials, client_options=options)
-    return client, _endpoint(override, client.api_endpoint)
-
-
-def cloud_orgpolicy_client(credentials: Any) -> tuple[Any, str]:
-    """The OrgPolicyClient for Google Cloud (TLS, `credentials`), and its endpoint."""
-    from google.cloud.orgpolicy_v2 import OrgPolicyClient
-
-    override = os.environ.get(ORGPOLICY_ENDPOINT_ENV) or None
-    options = {"api_endpoint": override} if override else None
-    client = OrgPolicyClient(credentials=credentials, client_options=options)
-    return client, _endpoint(override, client.api_endpoint)
-
-
-def cloud_monitoring_client(credentials: Any) -> tuple[Any, str]:
-    """The MetricServiceClient for Google Cloud (TLS, `credentials`), and its endpoint."""
-    from google.cloud.monitoring_v3 import MetricServiceClient
-
-    override = os.environ.get(MONITORING_ENDPOINT_ENV) or None
-    options = {"api_endpoint": override} if override else None
-    client = MetricServiceClient(credentials=credentials, client_options=options)
-    return client, _endpoint(override, client.api_endpoint)
+    return _cloud(PublisherClient, credentials, PUBSUB_ENDPOINT_ENV)
 
 
 def cloud_subscriber_client(credentials: Any) -> tuple[Any, str]:
     """The GAPIC SubscriberClient for Google Cloud (the Pub/Sub endpoint), and its endpoint."""
     from google.pubsub_v1 import SubscriberClient
 
-    override = os.environ.get(PUBSUB_ENDPOINT_ENV) or None
-    options = {"api_endpoint": override} if override else None
-    client = SubscriberClient(credentials=credentials, client_options=options)
-    return client, _endpoint(override, client.api_endpoint)
+    return _cloud(SubscriberClient, credentials, PUBSUB_ENDPOINT_ENV)
+
+
+def cloud_orgpolicy_client(credentials: Any) -> tuple[Any, str]:
+    """The OrgPolicyClient for Google Cloud, and its endpoint."""
+    from google.cloud.orgpolicy_v2 import OrgPolicyClient
+
+    return _cloud(OrgPolicyClient, credentials, ORGPOLICY_ENDPOINT_ENV)
+
+
+def cloud_monitoring_client(credentials: Any) -> tuple[Any, str]:
+    """The MetricServiceClient for Google Cloud, and its endpoint."""
+    from google.cloud.monitoring_v3 import MetricServiceClient
+
+    return _cloud(MetricServiceClient, credentials, MONITORING_ENDPOINT_ENV)
