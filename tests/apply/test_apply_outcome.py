@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree
 from jsonschema import Draft202012Validator
 
 from reconciler.apply.outcomeschema import outcome_schema_text
 from reconciler.orgpolicy.snapshot import load_snapshot
+from tests.specs_support import Tree
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "apply-outcome.schema.json"
 COMMAND = "python -m reconciler.apply.outcomeschema > docs/apply-outcome.schema.json"

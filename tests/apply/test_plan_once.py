@@ -9,10 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from apply_support import Tree, mutating_calls
+from apply_support import mutating_calls
 
 from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.planfile import read_plan
+from tests.specs_support import Tree
 
 NONE = {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 

@@ -12,9 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from apply_support import Tree, reconcile_process
 
 from reconciler.plan.readahead import START_ENV
+from tests.cli_support import start_reconcile
+from tests.specs_support import Tree
 
 
 def children(pid: int) -> list[int]:
@@ -48,8 +49,8 @@ def test_a_stopped_plan_takes_its_read_ahead_child_with_it(
     tree.write({"orders": {"labels": {"team": "a"}}})
     monkeypatch.setenv(START_ENV, "0")  # read ahead whatever the tree's size
     hold = local_server.faults.hold("ListTopics", count=1)
-    proc = reconcile_process("plan", "specs", "--emulator", local_server.address,
-                             cwd=tree.root)
+    proc = start_reconcile("plan", "specs", "--emulator", local_server.address,
+                           cwd=tree.root, env={START_ENV: "0"}).proc
     try:
         held = hold.wait_arrived(1, timeout=120.0)[0]  # the child is mid-read
         [child] = children(proc.pid)

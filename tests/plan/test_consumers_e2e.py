@@ -13,7 +13,7 @@ from plan_helpers import publish_from
 from reconciler.localserver import CLIENT_REGION_KEY
 from tests.specs_support import topic_doc
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 T = "projects/proj-a/topics/orders"
 
 

@@ -14,7 +14,7 @@ from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.residency.schema import residency_schema
 from tests.specs_support import topic_doc
 
-OWN = {"reconcile-managed": "true"}
+OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 T = "projects/proj-a/topics/orders"
 SUB = "projects/proj-a/subscriptions/orders-pull"
 
