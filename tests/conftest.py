@@ -48,6 +48,16 @@ def orgpolicy_client(local_server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def subscriber_client(local_server: Any) -> Iterator[Any]:
+    """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
+    from reconciler.backends.clients import subscriber_client
+
+    client = subscriber_client(local_server.address)
+    yield client
+    client.transport.close()
+
+
+@pytest.fixture
 def monitoring_client(local_server: Any) -> Iterator[Any]:
     """A real `google.cloud.monitoring_v3.MetricServiceClient` pointed at `local_server`."""
     from reconciler.backends.clients import monitoring_client

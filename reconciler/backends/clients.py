@@ -5,6 +5,7 @@ endpoint overridable). Google imports happen on call, not at module import."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 from typing import Any
 
@@ -12,6 +13,16 @@ _CHANNEL_OPTIONS = (
     ("grpc.max_send_message_length", -1),
     ("grpc.max_receive_message_length", -1),
 )
+
+
+def close_client(client: Any) -> None:
+    """Close a client's transport, if it has one; closing must not mask the outcome of
+    what the client was used for."""
+    transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
+    closer = getattr(transport, "close", None)
+    if callable(closer):
+        with contextlib.suppress(Exception):
+            closer()
 
 
 def insecure_channel(address: str) -> Any:

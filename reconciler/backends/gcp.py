@@ -17,7 +17,6 @@ Topic bodies are `reconciler.topic.TopicShape` in JSON form (backends/topicproto
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import time
@@ -38,6 +37,7 @@ from reconciler.backends.base import (
     StoredMessages,
     SubscriptionListing,
 )
+from reconciler.backends.clients import close_client
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
 from reconciler.backends.stored import read_stored
@@ -406,10 +406,6 @@ class GcpBackend:
         if self._metrics is not None:
             self._metrics.close()
         for client in (self.publisher, self.orgpolicy, self.subscriber):
-            transport = getattr(client, "transport", None) or getattr(client, "_transport", None)
-            closer = getattr(transport, "close", None)
-            if callable(closer):
-                with contextlib.suppress(Exception):  # closing must not mask the real error
-                    closer()
+            close_client(client)
         if self._on_close is not None:
             self._on_close()

@@ -16,7 +16,6 @@ permission, Google's emulator serves no Monitoring API, a deadline) the reader r
 
 from __future__ import annotations
 
-import contextlib
 import math
 import time
 from collections.abc import Callable, Mapping
@@ -25,6 +24,7 @@ from typing import Any
 
 from google.api_core import exceptions as gexc
 
+from reconciler.backends.clients import close_client
 from reconciler.backends.deadline import Deadline, call_options
 
 PUBSUB_METRIC_PREFIX = "pubsub.googleapis.com/"
@@ -130,11 +130,7 @@ class MetricsReader:
             raise _unavailable(exc, query, self._deadline.expired(exc, started)) from None
 
     def close(self) -> None:
-        transport = getattr(self._client, "transport", None)
-        closer = getattr(transport, "close", None)
-        if callable(closer):
-            with contextlib.suppress(Exception):  # closing must not mask the outcome
-                closer()
+        close_client(self._client)
 
 
 def open_reader(factory: Callable[[], tuple[Any, str]], timeout: float) -> MetricsReader:
@@ -242,7 +238,7 @@ def _bounds(options: Any, buckets: int) -> tuple[float, ...]:
         finite = []
     bounds = [*finite, math.inf]
     # A trailing run of zero counts may be omitted by the service.
-    return tuple(bounds[: max(buckets, 1)]) if buckets else tuple(bounds)
+    return tuple(bounds[:buckets]) if buckets else tuple(bounds)
 
 
 def _unavailable(exc: Exception, query: MetricQuery, expired: bool) -> MetricsUnavailable:

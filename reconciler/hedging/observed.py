@@ -28,6 +28,7 @@ from reconciler.backends.metrics import (
     Series,
 )
 from reconciler.hedging.distribution import LatencyDistribution
+from reconciler.names import split_topic_name
 
 LATENCIES = f"{PUBSUB_METRIC_PREFIX}topic/send_request_latencies"
 REQUESTS = f"{PUBSUB_METRIC_PREFIX}topic/send_request_count"
@@ -62,10 +63,10 @@ class Observed:
 
 def split_topic(topic: str) -> tuple[str, str]:
     """(project, topic ID) of `projects/P/topics/T`; ValueError saying what to write."""
-    parts = topic.split("/")
-    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "topics" or not all(parts):
+    split = split_topic_name(topic)
+    if split is None:
         raise ValueError(f"{topic!r} is not a topic name; write projects/PROJECT/topics/TOPIC")
-    return parts[1], parts[3]
+    return split
 
 
 def observe(reader: MetricsReader, topic: str, window_seconds: int) -> Observed:

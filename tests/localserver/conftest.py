@@ -81,12 +81,3 @@ def server_process_class() -> type[ServerProcess]:
     """The untracked class, for module-scoped fixtures that stop what they start."""
     return ServerProcess
 
-
-@pytest.fixture
-def subscriber_client(local_server: object) -> Iterator[object]:
-    """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
-    from subscriber_support import make_subscriber
-
-    client = make_subscriber(local_server.address)  # type: ignore[attr-defined]
-    yield client
-    client.transport.close()  # type: ignore[attr-defined]

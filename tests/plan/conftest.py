@@ -3,7 +3,7 @@ snapshots, seed live topics through the real PublisherClient."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +64,3 @@ def seed(publisher_client: Any) -> Callable[..., None]:
 
     return create
 
-
-@pytest.fixture
-def subscriber(local_server: Any) -> Iterator[Any]:
-    """A real `google.pubsub_v1.SubscriberClient` pointed at `local_server`."""
-    from reconciler.backends.clients import subscriber_client
-
-    client = subscriber_client(local_server.address)
-    yield client
-    client.transport.close()

@@ -40,11 +40,11 @@ def _change(data: dict[str, Any], address: str = T) -> dict[str, Any]:
 
 def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_acked(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber: Any,
+    publisher_client: Any, subscriber_client: Any,
 ) -> None:
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     sub = "projects/proj-a/subscriptions/orders-pull"
-    subscriber.create_subscription(request={"name": sub, "topic": T})
+    subscriber_client.create_subscription(request={"name": sub, "topic": T})
     publish_from(publisher_client, T, "us-east1", 3)
     root = specs(topic_doc("orders", storage=(["us-central1"], False)))
     policy = org_policy_file(["us-central1", "us-east1"])
@@ -61,8 +61,8 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     assert "3 unacknowledged messages, 30 bytes stay stored in us-east1" in text
     assert "orders-pull (pull)" in text
 
-    got = subscriber.pull(request={"subscription": sub, "max_messages": 10}, retry=None)
-    subscriber.acknowledge(
+    got = subscriber_client.pull(request={"subscription": sub, "max_messages": 10}, retry=None)
+    subscriber_client.acknowledge(
         request={"subscription": sub, "ack_ids": [m.ack_id for m in got.received_messages]}
     )
     rc = _change(_json(run_cli, local_server, root, policy))
@@ -73,13 +73,13 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
 
 def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after_apply(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    subscriber: Any,
+    subscriber_client: Any,
 ) -> None:
     from google.api_core import exceptions
 
     seed("orders", labels=OWN, regions=["us-central1"], eit=False)
     sub = "projects/proj-a/subscriptions/orders-pull"
-    subscriber.create_subscription(request={"name": sub, "topic": T})
+    subscriber_client.create_subscription(request={"name": sub, "topic": T})
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     policy = org_policy_file(["us-central1"])
     text = _plan(run_cli, local_server, root, policy).stdout
@@ -92,7 +92,7 @@ def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after
     )
     assert applied.exit_code == 0, applied.stderr
     with pytest.raises(exceptions.FailedPrecondition):
-        subscriber.pull(
+        subscriber_client.pull(
             request={"subscription": sub, "max_messages": 1},
             metadata=[(CLIENT_REGION_KEY, "europe-west1")],
             retry=None,
@@ -101,11 +101,11 @@ def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after
 
 def test_a_paused_export_is_a_warning_on_the_topic_even_with_no_change(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    subscriber: Any,
+    subscriber_client: Any,
 ) -> None:
     local_server.set_destination_location("bigquery:proj-a.sales", "europe-west1")
     seed("orders", labels=OWN, regions=["us-central1"], eit=True)
-    subscriber.create_subscription(request={
+    subscriber_client.create_subscription(request={
         "name": "projects/proj-a/subscriptions/to-bq", "topic": T,
         "bigquery_config": {"table": "proj-a.sales.orders"},
     })
@@ -119,13 +119,13 @@ def test_a_paused_export_is_a_warning_on_the_topic_even_with_no_change(
 
 def test_prune_keeps_a_subscribed_topic_unless_prune_subscribed(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber: Any,
+    publisher_client: Any, subscriber_client: Any,
 ) -> None:
     seed("orders", labels=OWN)
     seed("old-orders", labels=OWN)
     seed("unused", labels=OWN)
     old = "projects/proj-a/topics/old-orders"
-    subscriber.create_subscription(
+    subscriber_client.create_subscription(
         request={"name": "projects/proj-a/subscriptions/billing", "topic": old}
     )
     publish_from(publisher_client, old, "us-central1", 2)
@@ -207,11 +207,11 @@ def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_pr
 
 def test_the_read_ahead_process_reads_the_subscriptions_too(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber: Any, monkeypatch: pytest.MonkeyPatch,
+    publisher_client: Any, subscriber_client: Any, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", "0")  # a large tree's way, always
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    subscriber.create_subscription(
+    subscriber_client.create_subscription(
         request={"name": "projects/proj-a/subscriptions/orders-pull", "topic": T}
     )
     publish_from(publisher_client, T, "us-east1", 2)

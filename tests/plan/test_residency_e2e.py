@@ -46,10 +46,10 @@ def _narrow(publisher: Any, regions: list[str], eit: bool = False) -> None:
 
 def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber: Any,
+    publisher_client: Any, subscriber_client: Any,
 ) -> None:
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    subscriber.create_subscription(request={
+    subscriber_client.create_subscription(request={
         "name": SUB, "topic": T, "message_retention_duration": {"seconds": 3600},
     })
     publish_from(publisher_client, T, "us-east1", 4)
@@ -76,8 +76,8 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     md = residency(run_cli, local_server, root, policy, "--format", "markdown").stdout
     assert "| `projects/proj-a/topics/orders` | `us-east1` | 4 | 40 B |" in md
 
-    got = subscriber.pull(request={"subscription": SUB, "max_messages": 10}, retry=None)
-    subscriber.acknowledge(
+    got = subscriber_client.pull(request={"subscription": SUB, "max_messages": 10}, retry=None)
+    subscriber_client.acknowledge(
         request={"subscription": SUB, "ack_ids": [m.ack_id for m in got.received_messages]}
     )
     [topic] = report(run_cli, local_server, root, policy)["topics"]
@@ -87,19 +87,19 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
 
 def test_in_transit_refuses_an_outside_puller_and_a_paused_export_is_shown(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    subscriber: Any,
+    subscriber_client: Any,
 ) -> None:
     from google.api_core import exceptions
 
     local_server.set_destination_location("storage:eu-bucket", "europe-west1")
     seed("orders", labels=OWN, regions=["us-central1"], eit=True)
-    subscriber.create_subscription(request={"name": SUB, "topic": T})
-    subscriber.create_subscription(request={
+    subscriber_client.create_subscription(request={"name": SUB, "topic": T})
+    subscriber_client.create_subscription(request={
         "name": "projects/proj-a/subscriptions/to-gcs", "topic": T,
         "cloud_storage_config": {"bucket": "eu-bucket"},
     })
     with pytest.raises(exceptions.FailedPrecondition):
-        subscriber.pull(request={"subscription": SUB, "max_messages": 1},
+        subscriber_client.pull(request={"subscription": SUB, "max_messages": 1},
                         metadata=[(CLIENT_REGION_KEY, "europe-west1")], retry=None)
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     policy = org_policy_file(["us-central1"])
