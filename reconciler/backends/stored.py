@@ -1,5 +1,6 @@
 """Where messages are stored, from Pub/Sub's by-region gauges: one ListTimeSeries per
-metric type per project (filtered to the topics asked about), read through the one
+metric type per project (filtered to the topics asked about, up to 100 of them; the
+whole project beyond), read through the one
 Monitoring reader (backends/metrics.py). Unreadable metrics are a reason, not a
 failure: `StoredMessages.unavailable`.
 
@@ -35,7 +36,9 @@ GAUGES = {
         "oldest_retained_acked_message_age_by_region",
     ),
 }
-# A filter naming more topics than this is split (the service bounds a filter's length).
+# A filter names at most this many topics (the service bounds a filter's length); for
+# more, the gauge is read for the whole project and the others are dropped here: one
+# call per metric type either way.
 MAX_IDS_PER_FILTER = 100
 
 
@@ -52,27 +55,19 @@ def read_stored(
     before = reader.calls
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {"unacked": {}, "retained": {}}
     wanted = ["unacked", "retained"] if retained else ["unacked"]
+    named = None if ids is None or len(set(ids)) > MAX_IDS_PER_FILTER else tuple(sorted(set(ids)))
     try:
         for which in wanted:
             for metric in GAUGES[which]:
-                for chunk in _chunks(ids):
-                    _read_one(reader, project, scope, metric, chunk, out[which])
+                _read_one(reader, project, scope, metric, named, out[which])
     except MetricsUnavailable as exc:
         return StoredMessages({}, {}, unavailable=exc.reason, calls=reader.calls - before)
+    keep = None if ids is None else set(ids)
     return StoredMessages(
-        _figures(out["unacked"], GAUGES["unacked"]),
-        _figures(out["retained"], GAUGES["retained"]),
+        _figures(out["unacked"], GAUGES["unacked"], keep),
+        _figures(out["retained"], GAUGES["retained"], keep),
         calls=reader.calls - before,
     )
-
-
-def _chunks(ids: Sequence[str] | None) -> list[tuple[str, ...] | None]:
-    if ids is None:
-        return [None]
-    unique = sorted(set(ids))
-    return [
-        tuple(unique[i : i + MAX_IDS_PER_FILTER]) for i in range(0, len(unique), MAX_IDS_PER_FILTER)
-    ]
 
 
 def _read_one(
@@ -103,11 +98,14 @@ def _read_one(
 
 
 def _figures(
-    raw: dict[str, dict[str, dict[str, int]]], names: tuple[str, str, str]
+    raw: dict[str, dict[str, dict[str, int]]], names: tuple[str, str, str],
+    keep: set[str] | None,
 ) -> dict[str, dict[str, RegionStored]]:
     count, size, age = names
     out: dict[str, dict[str, RegionStored]] = {}
     for resource_id, regions in raw.items():
+        if keep is not None and resource_id not in keep:
+            continue
         for region, values in regions.items():
             messages = values.get(count, 0)
             if messages <= 0:

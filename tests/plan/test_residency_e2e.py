@@ -44,10 +44,13 @@ def _narrow(publisher: Any, regions: list[str], eit: bool = False) -> None:
     })
 
 
+@pytest.mark.parametrize("read_ahead", ["off", "0"])  # in this process; the second one's
 def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber_client: Any,
+    publisher_client: Any, subscriber_client: Any, monkeypatch: pytest.MonkeyPatch,
+    read_ahead: str,
 ) -> None:
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", read_ahead)
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     subscriber_client.create_subscription(request={
         "name": SUB, "topic": T, "message_retention_duration": {"seconds": 3600},
