@@ -1,9 +1,11 @@
 """Residency's cost (issue 24, item 5): a plan of 10,000 topics in 10 projects with
-20,000 subscriptions against the local server, with this tree's code (subscriptions
-listed, left-behind metrics read for the 1% of changes that remove a region) and with
-the code before it (`--before REV`: `git archive REV`, run the same way), side by
-side in one run (A B A B ...), medians and ratios; the RPCs each plan made, per
-project; and `reconcile residency` beside `reconcile validate` of the same tree.
+20,000 subscriptions against the local server, with this tree's code and with the
+code before it (`--before REV`: `git archive REV`, run the same way), side by side in
+one run (A B A B ...), medians and ratios, in two scenarios: no change removes a
+region (a label change on 1 topic in 100), and 1 topic in 100 of every project is
+narrowed to one region (every project then reads the left-behind gauges); the RPCs
+each plan made, per project; and `reconcile residency` beside `reconcile validate`
+of the same tree.
 
     python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
         [--runs 3] [--before 5a58859]
@@ -33,21 +35,23 @@ def project(p: int) -> str:
     return f"bench-{p:02d}"
 
 
-def write_tree(root: Path, projects: int, topics: int) -> tuple[Path, Path]:
-    """Specs: every topic explicit in two regions, 1 in 100 narrowed to one (a change
-    that removes a region); an org-policy snapshot that restricts nothing."""
-    specs = root / "specs"
+def write_tree(root: Path, projects: int, topics: int, narrow: bool) -> Path:
+    """Specs: every topic explicit in two regions, 1 in 100 narrowed to one (`narrow`:
+    a change that removes a region) or relabelled (a change that removes none)."""
+    specs = root / ("specs-narrow" if narrow else "specs-same")
     specs.mkdir()
     per = topics // projects
     docs: list[str] = []
     n = 0
     for p in range(projects):
         for t in range(per):
-            regions = REGIONS[:1] if t % 100 == 7 else REGIONS
+            changed = t % 100 == 7
+            regions = REGIONS[:1] if changed and narrow else REGIONS
+            team = "t2" if changed and not narrow else "t1"
             docs.append(
                 "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
                 f"metadata: {{project: {project(p)}, name: topic-{t:05d}}}\n"
-                f"spec:\n  labels: {{team: t1}}\n  messageStoragePolicy:\n"
+                f"spec:\n  labels: {{team: {team}}}\n  messageStoragePolicy:\n"
                 f"    allowedPersistenceRegions: [{', '.join(regions)}]\n"
                 "    enforceInTransit: false\n"
             )
@@ -56,9 +60,7 @@ def write_tree(root: Path, projects: int, topics: int) -> tuple[Path, Path]:
                 docs, n = [], n + 1
     if docs:
         (specs / f"topics-{n:04d}.yaml").write_text("---\n".join(docs))
-    policy = root / "org-policy.yaml"
-    policy.write_text("[]\n")
-    return specs, policy
+    return specs
 
 
 def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
@@ -123,7 +125,10 @@ def main() -> None:
         archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
                                  check=True, capture_output=True).stdout
         subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
-        specs, policy = write_tree(work, args.projects, args.topics)
+        trees = {narrow: write_tree(work, args.projects, args.topics, narrow)
+                 for narrow in (False, True)}
+        policy = work / "org-policy.yaml"  # restricts nothing
+        policy.write_text("[]\n")
         started = time.perf_counter()
         subs = seed(server, args.projects, args.topics, args.subs_per_topic)
         print(f"{args.topics} topics in {args.projects} projects, {subs} subscriptions "
@@ -131,12 +136,15 @@ def main() -> None:
               "alternating", flush=True)
         target = ["--emulator", server.address, "--org-policy", str(policy)]
         py = sys.executable
-        commands = {
-            "plan (this tree)": ([py, "-m", "reconciler", "plan", str(specs), *target], ROOT),
-            "plan (before)": ([py, "-m", "reconciler", "plan", str(specs), *target], before),
-            "residency": ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT),
-            "validate": ([py, "-m", "reconciler", "validate", str(specs)], ROOT),
-        }
+        commands: dict[str, tuple[list[str], Path]] = {}
+        for narrow, specs in trees.items():
+            case = "narrowed" if narrow else "no region removed"
+            plan = [py, "-m", "reconciler", "plan", str(specs), *target]
+            commands[f"plan, {case} (this tree)"] = (plan, ROOT)
+            commands[f"plan, {case} (before)"] = (plan, before)
+        specs = trees[True]
+        commands["residency"] = ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT)
+        commands["validate"] = ([py, "-m", "reconciler", "validate", str(specs)], ROOT)
         walls: dict[str, list[float]] = {k: [] for k in commands}
         rpcs: dict[str, Counter[str]] = {}
         for _ in range(args.runs):
@@ -147,20 +155,22 @@ def main() -> None:
                 rpcs[name] = Counter(server.counters.snapshot())
         med = {k: statistics.median(v) for k, v in walls.items()}
         for name in commands:
-            print(f"{name:18} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
+            print(f"{name:36} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
                   f"{max(walls[name]):.2f}); RPCs per project: "
                   f"{per_project(rpcs[name], args.projects)}")
-        extra = rpcs["plan (this tree)"] - rpcs["plan (before)"]
-        pairs = [a / b for a, b in zip(walls["plan (this tree)"], walls["plan (before)"],
-                                       strict=True)]
+        for case in ("no region removed", "narrowed"):
+            ours, theirs = f"plan, {case} (this tree)", f"plan, {case} (before)"
+            extra = rpcs[ours] - rpcs[theirs]
+            pairs = [a / b for a, b in zip(walls[ours], walls[theirs], strict=True)]
+            print(f"\n{case}: extra plan RPCs per project: "
+                  f"{per_project(dict(extra), args.projects)} "
+                  f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
+            print(f"{case}: plan wall ratio this tree / before: median "
+                  f"{statistics.median(pairs):.2f} (pairs {', '.join(f'{x:.2f}' for x in pairs)}"
+                  "; target <= 1.15)")
         rv = [a / b for a, b in zip(walls["residency"], walls["validate"], strict=True)]
-        print(f"\nextra plan RPCs per project: {per_project(dict(extra), args.projects)} "
-              f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
-        print(f"plan wall ratio this tree / before: median {statistics.median(pairs):.2f} "
-              f"(pairs {', '.join(f'{x:.2f}' for x in pairs)}; target <= 1.15)")
-        print(f"residency / validate: median {statistics.median(rv):.2f} "
+        print(f"\nresidency / validate: median {statistics.median(rv):.2f} "
               f"(pairs {', '.join(f'{x:.2f}' for x in rv)}; target <= 1.5)")
-
 
 if __name__ == "__main__":
     main()

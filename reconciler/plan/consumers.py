@@ -31,6 +31,7 @@ from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 PULL_KINDS = ("pull",)
+PRUNE_SUBSCRIBED_FLAG = "--prune-subscribed"
 DELIVERED_KINDS = ("push", "bigquery", "cloud_storage")
 KIND_TEXT = {
     "pull": "pull",
@@ -393,7 +394,8 @@ def consumer_step(
             )
             continue
         deletes.append(replace(
-            rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog)
+            rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
+            prune_subscribed_by=PRUNE_SUBSCRIBED_FLAG if prune_subscribed else None,
         ))
     # Probable renames (with prune, the old topic is a candidate; without, still live).
     creates = [rc for rc in out if rc.action == "create"]
