@@ -19,7 +19,13 @@ plan/readahead_child.py. Not for --local (the embedded server lives in this
 process), not on Windows (it waits on a pipe with `selectors`) and not for small trees:
 starting the child costs more than it saves below a few thousand topics.
 `RECONCILE_READ_AHEAD_FROM` sets the number of Topic documents from which it starts
-(default 5000; `0` always, `off` never).
+(default 5000, and 0 for `residency`, which reads nothing it does not show; `0`
+always, `off` never).
+
+`residency` reads through the same child (`reads="residency"`: also each topic's
+retention and every by-region gauge). After its answer the child stays, for the
+by-region gauges a plan asks for once it knows which changes remove regions
+(`ReadAheadBackend.stored`), until `close`.
 """
 
 from __future__ import annotations
@@ -60,13 +66,17 @@ from reconciler.plan.readahead_wire import (
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
+# `residency` reads nothing it does not show: the second process, started with the
+# first document, only moves its reads and the client libraries' import off the
+# validation's path, whatever the tree's size.
+RESIDENCY_START = 0
 
 
-def start_threshold() -> int | None:
+def start_threshold(default: int = DEFAULT_START) -> int | None:
     """Topic documents from which to read ahead; None = never."""
     value = os.environ.get(START_ENV, "").strip().lower()
     if not value:
-        return DEFAULT_START
+        return default
     if value == "off":
         return None
     if not value.isdigit():
@@ -103,7 +113,7 @@ class ReadAhead:
     def for_target(
         cls, target: TargetOptions, only: Sequence[str] = (), reads: str = "plan"
     ) -> ReadAhead | None:
-        start_at = start_threshold()
+        start_at = start_threshold(RESIDENCY_START if reads == "residency" else DEFAULT_START)
         if target.local or start_at is None or os.name != "posix":  # waits on a pipe
             return None
         return cls(target, start_at, only, reads)
