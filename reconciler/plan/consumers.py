@@ -6,7 +6,7 @@ changes the differ made, and one step that `make_plan` calls (`consumer_step`): 
 reads the by-region gauges (`backend.stored`, one call per metric type per project)
 only for the changes that remove regions and the prune candidates with subscriptions.
 
-    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed)
+    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed, owner)
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
@@ -26,7 +26,7 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.ownership import OWN_LABELS
 from reconciler.plan.differ import delete_change, owned_by
 from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
-from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.desired import DesiredTopic, Owner
 from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
@@ -220,7 +220,8 @@ def prune_refusal(
         name, 0, 0, Severity.WARNING, "prune-subscribed",
         f"{name} is not declared and carries the ownership label, but is not deleted: {what}; "
         "deleting it would cut them off (they are detached and stop receiving messages)",
-        hint="pass --prune-subscribed to delete subscribed topics too",
+        hint="pass --prune-subscribed to delete subscribed topics too, or list this one "
+        "under the Owner document's pruneSubscribed (docs/ownership.md)",
     )
 
 
@@ -317,11 +318,13 @@ def consumer_step(
     observation: Any,
     backend: Any,
     prune_subscribed: bool,
-    owner: str,
+    tree_owner: Owner,
 ) -> ConsumerStep:
     """Subscriptions onto the changes that affect them, measured left-behind messages,
     paused exports, and prune's candidates (live ObservedTopics) made into deletes or
-    refusals."""
+    refusals: a subscribed candidate is deleted with `prune_subscribed`, or when the
+    Owner document's pruneSubscribed names it (the plan says which allowed it)."""
+    owner = tree_owner.name
     diagnostics: list[Diagnostic] = [
         Diagnostic(
             project, 0, 0, Severity.WARNING, "subscriptions-unknown",
@@ -387,15 +390,23 @@ def consumer_step(
         backlog = backlogs.get(project)
         rc = delete_change(live, owner)
         undeclared[live.name] = rc.change.before
-        if (subs is None or subs) and not prune_subscribed:
+        opt_in = tree_owner.prune_opt_in(live.name)
+        allowed_by = (
+            opt_in.reason if opt_in is not None
+            else PRUNE_SUBSCRIBED_FLAG if prune_subscribed else None
+        )
+        if (subs is None or subs) and allowed_by is None:
             diagnostics.append(
                 prune_refusal(live.name, subs, observation.subscriptions_unknown.get(project),
                               backlog)
             )
             continue
+        reasons = list(rc.reasons)
+        if allowed_by is not None and (subs is None or subs):
+            reasons.append(f"its subscriptions may be detached: allowed by {allowed_by}")
         deletes.append(replace(
             rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
-            prune_subscribed_by=PRUNE_SUBSCRIBED_FLAG if prune_subscribed else None,
+            prune_subscribed_by=allowed_by, reasons=reasons,
         ))
     # Probable renames (with prune, the old topic is a candidate; without, still live).
     creates = [rc for rc in out if rc.action == "create"]
