@@ -1,19 +1,22 @@
 """Residency's cost (issue 24, item 5): a plan of 10,000 topics in 10 projects with
-20,000 subscriptions against the local server, with this tree's code and with the
-code before it (`--before REV`: `git archive REV`, run the same way), side by side in
-one run (A B A B ...), medians and ratios, in two scenarios: no change removes a
+20,000 subscriptions against the local server, with this tree's code and without the
+reads issue 24 adds (the same code, copied, with the backend's ListSubscriptions and
+by-region gauge reads answering "none" at once: the plan without them; or `--before
+REV`: `git archive REV`, for a historical baseline), side by side in one run
+(A B A B ...), medians and ratios, in two scenarios: no change removes a
 region (a label change on 1 topic in 100), and 1 topic in 100 of every project is
 narrowed to one region (every project then reads the left-behind gauges); the RPCs
 each plan made, per project; and `reconcile residency` beside `reconcile validate`
 of the same tree.
 
     python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
-        [--runs 3] [--before 5a58859]
+        [--runs 3] [--before REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -64,7 +67,8 @@ def write_tree(root: Path, projects: int, topics: int, narrow: bool) -> Path:
 
 
 def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
-    """Every declared topic live (managed, both regions) with its subscriptions."""
+    """Every declared topic live (managed by this tree, both regions) with its
+    subscriptions."""
     from reconciler.backends.clients import subscriber_client
     from reconciler.localserver import protos
 
@@ -74,7 +78,7 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
         for t in range(per):
             pb = protos.Topic(
                 name=f"projects/{project(p)}/topics/topic-{t:05d}",
-                labels={"team": "t1", "reconcile-managed": "true"},
+                labels={"team": "t1", "reconcile-managed": "true", "reconcile-owner": "default"},
             )
             pb.message_storage_policy.allowed_persistence_regions.extend(REGIONS)
             pb.message_storage_policy.enforce_in_transit = False
@@ -91,6 +95,32 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
         list(pool.map(create, range(len(live) * subs_per_topic)))
     client.transport.close()
     return len(live) * subs_per_topic
+
+
+# The baseline: the backend's two new reads answer "nothing" without a call.
+NO_READS = {
+    "    def list_subscriptions(self, project: str) -> SubscriptionListing:\n":
+        "        return SubscriptionListing()\n",
+    "    ) -> StoredMessages:\n        \"\"\"Where the messages of `project`'s topics":
+        "        return StoredMessages({}, {})\n",
+}
+
+
+def without_reads(into: Path) -> None:
+    """This tree's `reconciler` under `into`, its GcpBackend's list_subscriptions and
+    stored answering "none" at once (the plan then reads and shows no consumer)."""
+    shutil.copytree(ROOT / "reconciler", into / "reconciler",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    gcp = into / "reconciler" / "backends" / "gcp.py"
+    text = gcp.read_text()
+    for anchor, body in NO_READS.items():
+        start = text.index(anchor)
+        if anchor.startswith("    ) ->"):  # after the docstring that follows
+            end = text.index('"""', text.index('"""', start) + 3) + 4
+        else:
+            end = start + len(anchor)
+        text = text[:end] + body + text[end:]
+    gcp.write_text(text)
 
 
 def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:
@@ -113,7 +143,8 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--subs-per-topic", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--before", default="5a58859")
+    parser.add_argument("--before", default=None,
+                        help="a commit as the baseline (default: this tree without the reads)")
     args = parser.parse_args()
 
     from reconciler.localserver import LocalServer
@@ -122,9 +153,12 @@ def main() -> None:
         work = Path(tmp)
         before = work / "before"
         before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        if args.before:
+            archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        else:
+            without_reads(before)
         trees = {narrow: write_tree(work, args.projects, args.topics, narrow)
                  for narrow in (False, True)}
         policy = work / "org-policy.yaml"  # restricts nothing
@@ -141,7 +175,7 @@ def main() -> None:
             case = "narrowed" if narrow else "no region removed"
             plan = [py, "-m", "reconciler", "plan", str(specs), *target]
             commands[f"plan, {case} (this tree)"] = (plan, ROOT)
-            commands[f"plan, {case} (before)"] = (plan, before)
+            commands[f"plan, {case} (without)"] = (plan, before)
         specs = trees[True]
         commands["residency"] = ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT)
         commands["validate"] = ([py, "-m", "reconciler", "validate", str(specs)], ROOT)
@@ -159,13 +193,13 @@ def main() -> None:
                   f"{max(walls[name]):.2f}); RPCs per project: "
                   f"{per_project(rpcs[name], args.projects)}")
         for case in ("no region removed", "narrowed"):
-            ours, theirs = f"plan, {case} (this tree)", f"plan, {case} (before)"
+            ours, theirs = f"plan, {case} (this tree)", f"plan, {case} (without)"
             extra = rpcs[ours] - rpcs[theirs]
             pairs = [a / b for a, b in zip(walls[ours], walls[theirs], strict=True)]
             print(f"\n{case}: extra plan RPCs per project: "
                   f"{per_project(dict(extra), args.projects)} "
                   f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
-            print(f"{case}: plan wall ratio this tree / before: median "
+            print(f"{case}: plan wall ratio this tree / without: median "
                   f"{statistics.median(pairs):.2f} (pairs {', '.join(f'{x:.2f}' for x in pairs)}"
                   "; target <= 1.15)")
         rv = [a / b for a, b in zip(walls["residency"], walls["validate"], strict=True)]

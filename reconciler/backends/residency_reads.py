@@ -1,7 +1,10 @@
 """What `reconcile residency` reads of one project, in a bounded number of calls: one
 ListTopics pager (with each topic's retention), one ListSubscriptions pager, the
 effective org policy, and one ListTimeSeries per by-region gauge for the whole
-project (six: unacknowledged and retained-acknowledged messages, bytes, oldest age).
+project: unacknowledged messages, bytes and oldest age (three), and the same for
+retained acknowledged messages (three more) only where something retains them (a
+subscription with retain_acked_messages, or a topic with message retention); none
+for a project without a subscription or topic retention, where nothing is stored.
 On a large tree the read-ahead's second process makes these reads while this one
 validates the specs (plan/readahead.py); this module imports no client library.
 
@@ -10,6 +13,7 @@ validates the specs (plan/readahead.py); this module imports no client library.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,5 +61,29 @@ def read_project(backend: Any, project: str) -> ProjectReads:
         topics = backend.list_topics_as(project, _with_retention)
     org = backend.effective_policy(project)
     subscriptions = backend.list_subscriptions(project)
-    stored = backend.stored(project, "topic", None, True)
+    stored = stored_as_needed(backend, project, (r for _, r in topics), subscriptions)
     return ProjectReads(project, {t.name: (t, r) for t, r in topics}, org, subscriptions, stored)
+
+
+def gauges_needed(retentions: Iterable[int] | None, subscriptions: SubscriptionListing) -> str:
+    """Which by-region gauges can show anything: "none" (no subscription and no topic
+    retention: nothing is stored), "unacked", or "all" (something retains acknowledged
+    messages; also when the subscriptions or retentions are unknown)."""
+    if subscriptions.unavailable is not None or retentions is None:
+        return "all"
+    retained_by_topic = any(r > 0 for r in retentions)
+    if retained_by_topic or any(s.retain_acked for s in subscriptions.subscriptions):
+        return "all"
+    return "unacked" if subscriptions.subscriptions else "none"
+
+
+def stored_as_needed(
+    backend: Any, project: str, retentions: Iterable[int] | None,
+    subscriptions: SubscriptionListing,
+) -> StoredMessages:
+    """The project's topic gauges that can show anything (`gauges_needed`)."""
+    needed = gauges_needed(retentions, subscriptions)
+    if needed == "none":
+        return StoredMessages({}, {})
+    found: StoredMessages = backend.stored(project, "topic", None, needed == "all")
+    return found

@@ -1,8 +1,9 @@
-"""Where messages are stored, from Pub/Sub's by-region gauges: one ListTimeSeries per
-metric type per project (filtered to the topics asked about, up to 100 of them; the
-whole project beyond), read through the one
-Monitoring reader (backends/metrics.py). Unreadable metrics are a reason, not a
-failure: `StoredMessages.unavailable`.
+"""Where messages are stored, from Pub/Sub's by-region gauges: at most one
+ListTimeSeries per metric type per project (filtered to the topics asked about, up to
+100 of them; the whole project beyond): the message count first, then bytes and
+oldest age only for the topics it shows holding messages (no call when none does),
+read through the one Monitoring reader (backends/metrics.py). Unreadable metrics are
+a reason, not a failure: `StoredMessages.unavailable`.
 
     read_stored(reader, project, scope, ids=None, retained=True) -> StoredMessages
 """
@@ -51,23 +52,38 @@ def read_stored(
 ) -> StoredMessages:
     """The newest value of each gauge per (resource id, region); `ids`: only these
     topic (or subscription) ids (None: every one in the project); `retained`: also
-    the retained-acknowledged gauges."""
+    the retained-acknowledged gauges. The message count is read first; bytes and
+    oldest age only for the ids it shows holding messages (none: no further call)."""
     before = reader.calls
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {"unacked": {}, "retained": {}}
     wanted = ["unacked", "retained"] if retained else ["unacked"]
-    named = None if ids is None or len(set(ids)) > MAX_IDS_PER_FILTER else tuple(sorted(set(ids)))
+    keep = None if ids is None else set(ids)
     try:
         for which in wanted:
-            for metric in GAUGES[which]:
-                _read_one(reader, project, scope, metric, named, out[which])
+            count, *rest = GAUGES[which]
+            _read_one(reader, project, scope, count, _named(keep), out[which])
+            holding = {
+                rid for rid, regions in out[which].items()
+                if (keep is None or rid in keep)
+                and any(v.get(count, 0) > 0 for v in regions.values())
+            }
+            if holding:
+                for metric in rest:
+                    _read_one(reader, project, scope, metric, _named(holding), out[which])
     except MetricsUnavailable as exc:
         return StoredMessages({}, {}, unavailable=exc.reason, calls=reader.calls - before)
-    keep = None if ids is None else set(ids)
     return StoredMessages(
         _figures(out["unacked"], GAUGES["unacked"], keep),
         _figures(out["retained"], GAUGES["retained"], keep),
         calls=reader.calls - before,
     )
+
+
+def _named(ids: set[str] | None) -> tuple[str, ...] | None:
+    """The ids a filter names; None (the whole project) for none or too many."""
+    if ids is None or len(ids) > MAX_IDS_PER_FILTER:
+        return None
+    return tuple(sorted(ids))
 
 
 def _read_one(

@@ -39,7 +39,7 @@ from reconciler.backends.base import (
 )
 from reconciler.backends.connect import open_backend
 from reconciler.backends.gcp import GcpBackend
-from reconciler.backends.residency_reads import with_retention_row
+from reconciler.backends.residency_reads import stored_as_needed, with_retention_row
 from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
@@ -145,13 +145,13 @@ def _read_as_named(
 
     def start(project: str) -> None:
         if project not in reads:
-            reads[project] = (
-                pool.submit(backend.list_topics_as, project, convert),
-                pool.submit(backend.effective_policy, project),
-                pool.submit(backend.list_subscriptions, project),
-                pool.submit(backend.stored, project, "topic", None, True) if residency
-                else None,
-            )
+            topics = pool.submit(backend.list_topics_as, project, convert)
+            org = pool.submit(backend.effective_policy, project)
+            subscriptions = pool.submit(backend.list_subscriptions, project)
+            stored = None
+            if residency:  # after the two it depends on (submitted first: no deadlock)
+                stored = pool.submit(_residency_stored, backend, project, topics, subscriptions)
+            reads[project] = (topics, org, subscriptions, stored)
 
     for line in requests:
         message = json.loads(line)
@@ -162,6 +162,18 @@ def _read_as_named(
             return final, reads
         start(str(message["project"]))
     return None
+
+
+def _residency_stored(
+    backend: GcpBackend, project: str, topics: Future[list[Any]],
+    subscriptions: Future[SubscriptionListing],
+) -> StoredMessages:
+    """Residency's gauges, those that can show anything (backends/residency_reads.py)."""
+    try:
+        retentions: list[int] | None = [int(r) for _, r in topics.result()]
+    except ReconcileError:
+        retentions = None  # reported with the topics
+    return stored_as_needed(backend, project, retentions, subscriptions.result())
 
 
 def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
