@@ -5,9 +5,10 @@ by-region gauge reads answering "none" at once: the plan without them; or `--bef
 REV`: `git archive REV`, for a historical baseline), side by side in one run
 (A B A B ...), medians and ratios, in two scenarios: no change removes a
 region (a label change on 1 topic in 100), and 1 topic in 100 of every project is
-narrowed to one region (every project then reads the left-behind gauges); the RPCs
-each plan made, per project; and `reconcile residency` beside `reconcile validate`
-of the same tree.
+narrowed to one region (every project then reads the left-behind gauges), first with
+nothing stored, then with one message left in the removed region of each narrowed
+topic; the RPCs each plan made, per project; and `reconcile residency` beside
+`reconcile validate` of the same tree (the same --org-policy).
 
     python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
         [--runs 3] [--before REV]
@@ -133,6 +134,39 @@ def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:
     return wall, done.returncode
 
 
+def run_rounds(
+    commands: dict[str, tuple[list[str], Path]], runs: int, server: Any, work: Path,
+    walls: dict[str, list[float]], rpcs: dict[str, Counter[str]],
+) -> None:
+    """Each command once a round (A B A B ...), its wall time and the RPCs it made."""
+    for _ in range(runs):
+        for name, (command, path) in commands.items():
+            server.counters.reset()
+            wall, _code = timed(command, path, work)
+            walls[name].append(wall)
+            rpcs[name] = Counter(server.counters.snapshot())
+
+
+def leave_messages(server: Any, projects: int, topics: int) -> int:
+    """One message published from us-east1 on each topic the narrowed tree narrows."""
+    from reconciler.backends.clients import close_client, publisher_client
+    from reconciler.localserver import CLIENT_REGION_KEY
+
+    client = publisher_client(server.address)
+    n = 0
+    for p in range(projects):
+        for t in range(topics // projects):
+            if t % 100 == 7:
+                client.publish(
+                    topic=f"projects/{project(p)}/topics/topic-{t:05d}",
+                    messages=[{"data": b"x" * 10}],
+                    metadata=[(CLIENT_REGION_KEY, "us-east1")], retry=None,
+                )
+                n += 1
+    close_client(client)
+    return n
+
+
 def per_project(counts: dict[str, int], projects: int) -> str:
     return ", ".join(f"{m} {c / projects:g}" for m, c in sorted(counts.items()))
 
@@ -178,21 +212,27 @@ def main() -> None:
             commands[f"plan, {case} (without)"] = (plan, before)
         specs = trees[True]
         commands["residency"] = ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT)
-        commands["validate"] = ([py, "-m", "reconciler", "validate", str(specs)], ROOT)
+        commands["validate"] = (
+            [py, "-m", "reconciler", "validate", str(specs), "--org-policy", str(policy)], ROOT
+        )
         walls: dict[str, list[float]] = {k: [] for k in commands}
         rpcs: dict[str, Counter[str]] = {}
-        for _ in range(args.runs):
-            for name, (command, path) in commands.items():
-                server.counters.reset()
-                wall, _code = timed(command, path, work)
-                walls[name].append(wall)
-                rpcs[name] = Counter(server.counters.snapshot())
+        run_rounds(commands, args.runs, server, work, walls, rpcs)
+        # Then something to leave behind: one message in us-east1 on each narrowed topic.
+        left = leave_messages(server, args.projects, args.topics)
+        stored = "narrowed, messages left"
+        later = {f"plan, {stored} ({who})": commands[f"plan, narrowed ({who})"]
+                 for who in ("this tree", "without")}
+        walls.update({k: [] for k in later})
+        run_rounds(later, args.runs, server, work, walls, rpcs)
+        commands.update(later)
+        print(f"(then {left} messages left in us-east1, one per narrowed topic)")
         med = {k: statistics.median(v) for k, v in walls.items()}
         for name in commands:
             print(f"{name:36} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
                   f"{max(walls[name]):.2f}); RPCs per project: "
                   f"{per_project(rpcs[name], args.projects)}")
-        for case in ("no region removed", "narrowed"):
+        for case in ("no region removed", "narrowed", stored):
             ours, theirs = f"plan, {case} (this tree)", f"plan, {case} (without)"
             extra = rpcs[ours] - rpcs[theirs]
             pairs = [a / b for a, b in zip(walls[ours], walls[theirs], strict=True)]
