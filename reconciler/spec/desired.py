@@ -35,6 +35,7 @@ class PruneOptIn:
     pattern: str
     file: str
     line: int
+    column: int = 0
 
     @property
     def project(self) -> str:

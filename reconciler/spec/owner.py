@@ -63,7 +63,8 @@ def _opt_ins(owner: Located[OwnerDoc], diags: Diagnostics) -> tuple[PruneOptIn, 
             report.error((*OPT_INS, i), "prune-opt-in", f"pruneSubscribed entry {entry!r}: "
                          f"{problem}")
             continue
-        found.append(PruneOptIn(entry, owner.doc.file, owner.doc.mark_for((*OPT_INS, i)).line))
+        mark = owner.doc.mark_for((*OPT_INS, i))
+        found.append(PruneOptIn(entry, owner.doc.file, mark.line, mark.col))
     return tuple(found)
 
 
@@ -89,7 +90,7 @@ def check_opt_in_projects(owner: Owner, projects: Iterable[str], diags: Diagnost
     for entry in owner.prune_subscribed:
         if entry.project not in known:
             diags.error(
-                entry.file, entry.line, 0, "prune-opt-in",
+                entry.file, entry.line, entry.column, "prune-opt-in",
                 f"pruneSubscribed entry {entry.pattern!r} names project {entry.project!r}, "
                 "where this tree declares no topic, so prune never looks there"
                 + did_you_mean(entry.project, known),
