@@ -3,8 +3,10 @@ subscriptions a change affects (in-transit enforcement, removed regions, a delet
 exports already paused, messages left behind in removed regions, prune refusals and
 probable renames. Pure functions over the observation (plan/observe.py) and the
 changes the differ made, and one step that `make_plan` calls (`consumer_step`): it
-reads the by-region gauges (`backend.stored`, one call per metric type per project)
-only for the changes that remove regions and the prune candidates with subscriptions.
+reads the by-region gauges (`backend.stored`: at most one call per metric type per
+project, backends/stored.py) only for the changes that remove regions and the prune
+candidates with subscriptions; a subscribed candidate is deleted only with
+--prune-subscribed or the Owner document's pruneSubscribed entry naming it.
 
     consumer_step(changes, topics, candidates, observation, backend, prune_subscribed, owner)
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where

@@ -29,7 +29,7 @@ def _subscribe(subscriber_client: Any, topic: str, name: str) -> None:
 
 def test_an_opted_in_topic_is_pruned_with_its_subscriptions_and_the_plan_says_why(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber_client: Any,
+    publisher_client: Any, subscriber_client: Any, tmp_path: Path,
 ) -> None:
     seed("orders", labels=OWN)
     seed("old-orders", labels=OWN)
@@ -41,7 +41,8 @@ def test_an_opted_in_topic_is_pruned_with_its_subscriptions_and_the_plan_says_wh
     line = _line_of(root / "topics.yaml", PATTERN)
     target = ("--emulator", local_server.address, "--org-policy", str(policy))
 
-    made = run_cli("plan", str(root), *target, "--prune", "--format", "json", "--out", "p.json")
+    saved = tmp_path / "p.json"
+    made = run_cli("plan", str(root), *target, "--prune", "--format", "json", "--out", str(saved))
     assert made.exit_code == EXIT_OK, made.stderr
     data = json.loads(made.stdout)
     deletes = {rc["address"]: rc for rc in data["resource_changes"]
@@ -58,7 +59,7 @@ def test_an_opted_in_topic_is_pruned_with_its_subscriptions_and_the_plan_says_wh
     text = run_cli("plan", str(root), *target, "--prune").stdout
     assert f"allowed by {why}" in text
 
-    applied = run_cli("apply", "p.json", *target)
+    applied = run_cli("apply", str(saved), *target)
     assert applied.exit_code == EXIT_OK, applied.stdout + applied.stderr
     names = {t.name for t in publisher_client.list_topics(request={"project": "projects/proj-a"})}
     assert OLD not in names and ALSO_OLD in names
