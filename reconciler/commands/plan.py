@@ -106,12 +106,8 @@ def command(
 
 def run(paths: Sequence[Path], target: TargetOptions, options: PlanOptions) -> int:
     """The whole plan flow."""
-    read_ahead = ReadAhead.for_target(target, options.projects)
-    try:
+    with ReadAhead.reading(target, options.projects) as read_ahead:
         return _run(paths, target, options, read_ahead)
-    finally:
-        if read_ahead is not None:
-            read_ahead.close()
 
 
 def _run(

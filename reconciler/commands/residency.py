@@ -71,12 +71,8 @@ def run(
     fmt: str,
     detailed_exitcode: bool,
 ) -> int:
-    read_ahead = ReadAhead.for_target(target, projects, reads="residency")
-    try:
+    with ReadAhead.reading(target, projects, reads="residency") as read_ahead:
         return _run(paths, target, projects, fmt, detailed_exitcode, read_ahead)
-    finally:
-        if read_ahead is not None:
-            read_ahead.close()
 
 
 def _run(

@@ -41,7 +41,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -117,6 +117,19 @@ class ReadAhead:
         if target.local or start_at is None or os.name != "posix":  # waits on a pipe
             return None
         return cls(target, start_at, only, reads)
+
+    @classmethod
+    @contextlib.contextmanager
+    def reading(
+        cls, target: TargetOptions, only: Sequence[str] = (), reads: str = "plan"
+    ) -> Iterator[ReadAhead | None]:
+        """`for_target`, closed (its child stopped) however the command ends."""
+        read_ahead = cls.for_target(target, only, reads)
+        try:
+            yield read_ahead
+        finally:
+            if read_ahead is not None:
+                read_ahead.close()
 
     def document(self, project: str | None) -> None:
         self.documents += 1
