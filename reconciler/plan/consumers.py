@@ -20,6 +20,7 @@ candidates with subscriptions; a subscribed candidate is deleted only with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -34,6 +35,7 @@ from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 PULL_KINDS = ("pull",)
 PRUNE_SUBSCRIBED_FLAG = "--prune-subscribed"
+MAX_PARALLEL_READS = 8  # projects whose gauges are read at once in this process
 DELIVERED_KINDS = ("push", "bigquery", "cloud_storage")
 KIND_TEXT = {
     "pull": "pull",
@@ -293,16 +295,38 @@ def _subs_of(observation: Any, name: str) -> list[ObservedSubscription] | None:
     return found
 
 
+def stored_by_project(
+    backend: Any, scope: str, ids: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """project -> StoredMessages of the unacknowledged gauges for `ids` there (None: the
+    backend reads no metrics), every project's at once: one request to the read-ahead
+    (`stored_many`), else one thread a project."""
+    if not ids:
+        return {}
+    many = getattr(backend, "stored_many", None)
+    if many is not None:
+        found = many([(p, scope, list(wanted), False) for p, wanted in ids.items()])
+        return dict(zip(ids, found, strict=True))
+    reader = getattr(backend, "stored", None)
+    if reader is None:
+        return dict.fromkeys(ids)
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_READS, len(ids))) as pool:
+        futures = {p: pool.submit(reader, p, scope, list(wanted), False)
+                   for p, wanted in ids.items()}
+        return {p: f.result() for p, f in futures.items()}
+
+
 def _backlogs(backend: Any, subs_by_project: Mapping[str, list[ObservedSubscription]]
               ) -> dict[str, dict[str, int] | None]:
     """Per project, subscription id -> unacknowledged messages (None: unknown)."""
     out: dict[str, dict[str, int] | None] = {}
-    reader = getattr(backend, "stored", None)
-    for project, subs in subs_by_project.items():
-        if reader is None or not subs:
+    wanted = {p: [s.short_name for s in subs] for p, subs in subs_by_project.items() if subs}
+    read = stored_by_project(backend, "subscription", wanted)
+    for project in subs_by_project:
+        stored = read.get(project)
+        if stored is None:
             out[project] = None
             continue
-        stored = reader(project, "subscription", [s.short_name for s in subs], False)
         if stored.unavailable is not None:
             out[project] = None
             continue
@@ -352,10 +376,7 @@ def consumer_step(
             affected[i] = found_policy
             if found_policy.removes_regions:
                 removing.setdefault(rc.project, []).append(rc.topic)
-    stored: dict[str, Any] = {}
-    reader = getattr(backend, "stored", None)
-    for project, ids in removing.items():
-        stored[project] = reader(project, "topic", ids, False) if reader is not None else None
+    stored = stored_by_project(backend, "topic", removing)
     out = list(changes)
     for i, policy in affected.items():
         rc = changes[i]

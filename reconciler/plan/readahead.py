@@ -64,6 +64,9 @@ from reconciler.plan.readahead_wire import (
     topic_of,
 )
 
+# One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
+StoredQuery = tuple[str, str, "list[str] | None", bool]
+
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
 # `residency` reads nothing it does not show: the second process, started with the
@@ -161,20 +164,19 @@ class ReadAhead:
             raise error_of(answer["open_error"])
         return ReadAheadBackend(answer, self.target, self)
 
-    def stored(
-        self, project: str, scope: str, ids: list[str] | None, retained: bool
-    ) -> StoredMessages | None:
+    def stored(self, queries: Sequence[StoredQuery]) -> list[StoredMessages] | None:
         """By-region gauges read by the child, which stays after its first answer for
-        these (None: it is gone; the caller reads them itself)."""
+        these, every query at once (None: it is gone; the caller reads them itself)."""
         if self.proc is None:
             return None
-        self._send({"stored": {"project": project, "scope": scope, "ids": ids,
-                               "retained": retained}})
+        self._send({"stored": [
+            {"project": p, "scope": s, "ids": ids, "retained": r} for p, s, ids, r in queries
+        ]})
         answer = self._answer()
         if isinstance(answer, str):
             self.close()
             return None
-        return stored_of(answer)
+        return [stored_of(row) for row in answer["stored"]]
 
     def _answer(self) -> dict[str, Any] | str:
         """The child's next answer, or why there is none."""
@@ -297,16 +299,27 @@ class ReadAheadBackend:
     def stored(
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
     ) -> StoredMessages:
+        return self.stored_many([(project, scope, ids, retained)])[0]
+
+    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
         """Residency's topic gauges came with the answer (read beside the validation);
         a plan's (the changes that remove regions, a prune's backlogs) are asked of the
-        child, and only if it is gone read through a Monitoring client of this process."""
-        row = self._entry(project).get("stored")
-        if scope == "topic" and row is not None:
-            return stored_of(row, ids)
-        if self._child is not None:
-            found = self._child.stored(project, scope, ids, retained)
-            if found is not None:
-                return found
+        child, all projects' in one request, and only if it is gone read through a
+        Monitoring client of this process."""
+        out: list[StoredMessages | None] = []
+        for project, scope, ids, _retained in queries:
+            row = self._entry(project).get("stored")
+            out.append(stored_of(row, ids) if scope == "topic" and row is not None else None)
+        asked = [q for q, found in zip(queries, out, strict=True) if found is None]
+        answers = self._child.stored(asked) if asked and self._child is not None else None
+        if answers is None:
+            answers = [self._read_here(*q) for q in asked]
+        got = iter(answers)
+        return [found if found is not None else next(got) for found in out]
+
+    def _read_here(
+        self, project: str, scope: str, ids: list[str] | None, retained: bool
+    ) -> StoredMessages:
         if self._target is None:
             return StoredMessages({}, {}, unavailable="no target to read metrics from")
         if self._metrics_backend is None:

@@ -127,11 +127,11 @@ def main(argv: list[str], requests: IO[str]) -> int:
             _answer(answer_to, _collect(backend, final))
             del final  # its reads are sent: their memory is not needed any more
             while True:  # until the parent closes the pipe (later_requests exits)
-                stored = asked.get()["stored"]
-                _answer(answer_to, stored_row(backend.stored(
-                    str(stored["project"]), str(stored["scope"]), stored["ids"],
-                    bool(stored["retained"]),
-                )))
+                queries = asked.get()["stored"]
+                found = pool.map(lambda q: stored_row(backend.stored(
+                    str(q["project"]), str(q["scope"]), q["ids"], bool(q["retained"])
+                )), queries)  # every project's at once
+                _answer(answer_to, {"stored": list(found)})
     finally:
         backend.close()
 

@@ -7,7 +7,8 @@ effective org inputs and subscriptions, or the error reading them raised (re-rai
 the parent as the same class, message and hint: the user sees what reading in one
 process would have shown); for `residency` also each topic's retention and the
 by-region gauges. It then stays, for the parent's requests of by-region gauges
-(`{"stored": {"project", "scope", "ids", "retained"}}`, answered with `stored_row`):
+(`{"stored": [{"project", "scope", "ids", "retained"}, ...]}`, every project's at once,
+answered with `{"stored": [stored_row, ...]}`):
 a plan asks only for the changes that remove regions, known once it has diffed, and
 the parent never loads the Monitoring client. It leaves at the pipe's end of file.
 

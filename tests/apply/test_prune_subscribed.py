@@ -83,3 +83,22 @@ def test_a_topic_still_without_subscriptions_is_deleted_after_the_check(
     assert applied.exit_code == EXIT_OK, applied.stdout + applied.stderr
     assert mutating_calls(local_server)["DeleteTopic"] == 1
     assert local_server.counters.get("ListTopicSubscriptions") == 1
+
+
+def test_a_delete_whose_subscriptions_cannot_be_re_listed_is_refused(
+    run_cli: Any, local_server: Any, publisher_client: Any, tree: Tree
+) -> None:
+    target = ("--emulator", local_server.address)
+    unused = _seed_unused(publisher_client, tree, run_cli, target)
+    assert run_cli("plan", "specs", *target, "--prune", "--out", "p.json").exit_code == EXIT_OK
+    local_server.faults.add("ListTopicSubscriptions", error="PERMISSION_DENIED")
+    local_server.counters.reset()
+    applied = run_cli("apply", "p.json", *target)
+    assert applied.exit_code == EXIT_PARTIAL, applied.stdout + applied.stderr
+    out = applied.stdout + applied.stderr
+    assert f"{unused}: delete FAILED: refusing to delete: its subscriptions could not be " \
+        "re-listed right before the delete (" in out
+    assert "roles/pubsub.viewer" in out and "nothing deleted" in out
+    assert "Traceback" not in out
+    assert mutating_calls(local_server)["DeleteTopic"] == 0
+    assert publisher_client.get_topic(topic=unused).name == unused
