@@ -107,8 +107,8 @@ def main(argv: list[str], requests: IO[str]) -> int:
     args = parser.parse_args(argv)
     if args.parent is not None:
         die_with_parent(args.parent)
-    # The answer gets the pipe to itself: anything else printed goes nowhere, and
-    # closing it tells the parent "that is all" before this process has torn down.
+    # The answers get the pipe to themselves (each framed by its length): anything
+    # else printed goes nowhere.
     answer_to = os.fdopen(os.dup(1), "wb")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     try:
