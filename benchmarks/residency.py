@@ -1,17 +1,23 @@
 """Residency's cost (issue 24, item 5): a plan of 10,000 topics in 10 projects with
-20,000 subscriptions against the local server, with this tree's code (subscriptions
-listed, left-behind metrics read for the 1% of changes that remove a region) and with
-the code before it (`--before REV`: `git archive REV`, run the same way), side by
-side in one run (A B A B ...), medians and ratios; the RPCs each plan made, per
-project; and `reconcile residency` beside `reconcile validate` of the same tree.
+20,000 subscriptions against the local server, with this tree's code and without the
+reads issue 24 adds (the same code, copied, with the backend's ListSubscriptions and
+by-region gauge reads answering "none" at once: the plan without them; or `--before
+REV`: `git archive REV`, for a historical baseline), side by side in one run
+(A B A B ...), medians and ratios, in two scenarios: no change removes a
+region (a label change on 1 topic in 100), and 1 topic in 100 of every project is
+narrowed to one region (every project then reads the left-behind gauges), first with
+nothing stored, then with one message left in the removed region of each narrowed
+topic; the RPCs each plan made, per project; and `reconcile residency` beside
+`reconcile validate` of the same tree (the same --org-policy).
 
     python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
-        [--runs 3] [--before 5a58859]
+        [--runs 3] [--before REV]
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import subprocess
 import sys
@@ -33,21 +39,23 @@ def project(p: int) -> str:
     return f"bench-{p:02d}"
 
 
-def write_tree(root: Path, projects: int, topics: int) -> tuple[Path, Path]:
-    """Specs: every topic explicit in two regions, 1 in 100 narrowed to one (a change
-    that removes a region); an org-policy snapshot that restricts nothing."""
-    specs = root / "specs"
+def write_tree(root: Path, projects: int, topics: int, narrow: bool) -> Path:
+    """Specs: every topic explicit in two regions, 1 in 100 narrowed to one (`narrow`:
+    a change that removes a region) or relabelled (a change that removes none)."""
+    specs = root / ("specs-narrow" if narrow else "specs-same")
     specs.mkdir()
     per = topics // projects
     docs: list[str] = []
     n = 0
     for p in range(projects):
         for t in range(per):
-            regions = REGIONS[:1] if t % 100 == 7 else REGIONS
+            changed = t % 100 == 7
+            regions = REGIONS[:1] if changed and narrow else REGIONS
+            team = "t2" if changed and not narrow else "t1"
             docs.append(
                 "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
                 f"metadata: {{project: {project(p)}, name: topic-{t:05d}}}\n"
-                f"spec:\n  labels: {{team: t1}}\n  messageStoragePolicy:\n"
+                f"spec:\n  labels: {{team: {team}}}\n  messageStoragePolicy:\n"
                 f"    allowedPersistenceRegions: [{', '.join(regions)}]\n"
                 "    enforceInTransit: false\n"
             )
@@ -56,13 +64,12 @@ def write_tree(root: Path, projects: int, topics: int) -> tuple[Path, Path]:
                 docs, n = [], n + 1
     if docs:
         (specs / f"topics-{n:04d}.yaml").write_text("---\n".join(docs))
-    policy = root / "org-policy.yaml"
-    policy.write_text("[]\n")
-    return specs, policy
+    return specs
 
 
 def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
-    """Every declared topic live (managed, both regions) with its subscriptions."""
+    """Every declared topic live (managed by this tree, both regions) with its
+    subscriptions."""
     from reconciler.backends.clients import subscriber_client
     from reconciler.localserver import protos
 
@@ -72,7 +79,7 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
         for t in range(per):
             pb = protos.Topic(
                 name=f"projects/{project(p)}/topics/topic-{t:05d}",
-                labels={"team": "t1", "reconcile-managed": "true"},
+                labels={"team": "t1", "reconcile-managed": "true", "reconcile-owner": "default"},
             )
             pb.message_storage_policy.allowed_persistence_regions.extend(REGIONS)
             pb.message_storage_policy.enforce_in_transit = False
@@ -91,6 +98,32 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
     return len(live) * subs_per_topic
 
 
+# The baseline: the backend's two new reads answer "nothing" without a call.
+NO_READS = {
+    "    def list_subscriptions(self, project: str) -> SubscriptionListing:\n":
+        "        return SubscriptionListing()\n",
+    "    ) -> StoredMessages:\n        \"\"\"Where the messages of `project`'s topics":
+        "        return StoredMessages({}, {})\n",
+}
+
+
+def without_reads(into: Path) -> None:
+    """This tree's `reconciler` under `into`, its GcpBackend's list_subscriptions and
+    stored answering "none" at once (the plan then reads and shows no consumer)."""
+    shutil.copytree(ROOT / "reconciler", into / "reconciler",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    gcp = into / "reconciler" / "backends" / "gcp.py"
+    text = gcp.read_text()
+    for anchor, body in NO_READS.items():
+        start = text.index(anchor)
+        if anchor.startswith("    ) ->"):  # after the docstring that follows
+            end = text.index('"""', text.index('"""', start) + 3) + 4
+        else:
+            end = start + len(anchor)
+        text = text[:end] + body + text[end:]
+    gcp.write_text(text)
+
+
 def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(pythonpath), "HOME": str(cwd)}
     started = time.perf_counter()
@@ -99,6 +132,39 @@ def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:
     if done.returncode not in (0, 2):
         raise SystemExit(f"{' '.join(command)} failed ({done.returncode}): {done.stderr[-2000:]}")
     return wall, done.returncode
+
+
+def run_rounds(
+    commands: dict[str, tuple[list[str], Path]], runs: int, server: Any, work: Path,
+    walls: dict[str, list[float]], rpcs: dict[str, Counter[str]],
+) -> None:
+    """Each command once a round (A B A B ...), its wall time and the RPCs it made."""
+    for _ in range(runs):
+        for name, (command, path) in commands.items():
+            server.counters.reset()
+            wall, _code = timed(command, path, work)
+            walls[name].append(wall)
+            rpcs[name] = Counter(server.counters.snapshot())
+
+
+def leave_messages(server: Any, projects: int, topics: int) -> int:
+    """One message published from us-east1 on each topic the narrowed tree narrows."""
+    from reconciler.backends.clients import close_client, publisher_client
+    from reconciler.localserver import CLIENT_REGION_KEY
+
+    client = publisher_client(server.address)
+    n = 0
+    for p in range(projects):
+        for t in range(topics // projects):
+            if t % 100 == 7:
+                client.publish(
+                    topic=f"projects/{project(p)}/topics/topic-{t:05d}",
+                    messages=[{"data": b"x" * 10}],
+                    metadata=[(CLIENT_REGION_KEY, "us-east1")], retry=None,
+                )
+                n += 1
+    close_client(client)
+    return n
 
 
 def per_project(counts: dict[str, int], projects: int) -> str:
@@ -111,7 +177,8 @@ def main() -> None:
     parser.add_argument("--topics", type=int, default=10_000)
     parser.add_argument("--subs-per-topic", type=int, default=2)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--before", default="5a58859")
+    parser.add_argument("--before", default=None,
+                        help="a commit as the baseline (default: this tree without the reads)")
     args = parser.parse_args()
 
     from reconciler.localserver import LocalServer
@@ -120,10 +187,16 @@ def main() -> None:
         work = Path(tmp)
         before = work / "before"
         before.mkdir()
-        archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
-                                 check=True, capture_output=True).stdout
-        subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
-        specs, policy = write_tree(work, args.projects, args.topics)
+        if args.before:
+            archive = subprocess.run(["git", "archive", args.before, "reconciler"], cwd=ROOT,
+                                     check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(before)], input=archive, check=True)
+        else:
+            without_reads(before)
+        trees = {narrow: write_tree(work, args.projects, args.topics, narrow)
+                 for narrow in (False, True)}
+        policy = work / "org-policy.yaml"  # restricts nothing
+        policy.write_text("[]\n")
         started = time.perf_counter()
         subs = seed(server, args.projects, args.topics, args.subs_per_topic)
         print(f"{args.topics} topics in {args.projects} projects, {subs} subscriptions "
@@ -131,36 +204,47 @@ def main() -> None:
               "alternating", flush=True)
         target = ["--emulator", server.address, "--org-policy", str(policy)]
         py = sys.executable
-        commands = {
-            "plan (this tree)": ([py, "-m", "reconciler", "plan", str(specs), *target], ROOT),
-            "plan (before)": ([py, "-m", "reconciler", "plan", str(specs), *target], before),
-            "residency": ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT),
-            "validate": ([py, "-m", "reconciler", "validate", str(specs)], ROOT),
-        }
+        commands: dict[str, tuple[list[str], Path]] = {}
+        for narrow, specs in trees.items():
+            case = "narrowed" if narrow else "no region removed"
+            plan = [py, "-m", "reconciler", "plan", str(specs), *target]
+            commands[f"plan, {case} (this tree)"] = (plan, ROOT)
+            commands[f"plan, {case} (without)"] = (plan, before)
+        specs = trees[True]
+        commands["residency"] = ([py, "-m", "reconciler", "residency", str(specs), *target], ROOT)
+        commands["validate"] = (
+            [py, "-m", "reconciler", "validate", str(specs), "--org-policy", str(policy)], ROOT
+        )
         walls: dict[str, list[float]] = {k: [] for k in commands}
         rpcs: dict[str, Counter[str]] = {}
-        for _ in range(args.runs):
-            for name, (command, path) in commands.items():
-                server.counters.reset()
-                wall, _code = timed(command, path, work)
-                walls[name].append(wall)
-                rpcs[name] = Counter(server.counters.snapshot())
+        run_rounds(commands, args.runs, server, work, walls, rpcs)
+        # Then something to leave behind: one message in us-east1 on each narrowed topic.
+        left = leave_messages(server, args.projects, args.topics)
+        stored = "narrowed, messages left"
+        later = {f"plan, {stored} ({who})": commands[f"plan, narrowed ({who})"]
+                 for who in ("this tree", "without")}
+        walls.update({k: [] for k in later})
+        run_rounds(later, args.runs, server, work, walls, rpcs)
+        commands.update(later)
+        print(f"(then {left} messages left in us-east1, one per narrowed topic)")
         med = {k: statistics.median(v) for k, v in walls.items()}
         for name in commands:
-            print(f"{name:18} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
+            print(f"{name:36} median {med[name]:.2f} s (min {min(walls[name]):.2f}, max "
                   f"{max(walls[name]):.2f}); RPCs per project: "
                   f"{per_project(rpcs[name], args.projects)}")
-        extra = rpcs["plan (this tree)"] - rpcs["plan (before)"]
-        pairs = [a / b for a, b in zip(walls["plan (this tree)"], walls["plan (before)"],
-                                       strict=True)]
+        for case in ("no region removed", "narrowed", stored):
+            ours, theirs = f"plan, {case} (this tree)", f"plan, {case} (without)"
+            extra = rpcs[ours] - rpcs[theirs]
+            pairs = [a / b for a, b in zip(walls[ours], walls[theirs], strict=True)]
+            print(f"\n{case}: extra plan RPCs per project: "
+                  f"{per_project(dict(extra), args.projects)} "
+                  f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
+            print(f"{case}: plan wall ratio this tree / without: median "
+                  f"{statistics.median(pairs):.2f} (pairs {', '.join(f'{x:.2f}' for x in pairs)}"
+                  "; target <= 1.15)")
         rv = [a / b for a, b in zip(walls["residency"], walls["validate"], strict=True)]
-        print(f"\nextra plan RPCs per project: {per_project(dict(extra), args.projects)} "
-              f"(total {sum(extra.values()) / args.projects:g}; target <= 3)")
-        print(f"plan wall ratio this tree / before: median {statistics.median(pairs):.2f} "
-              f"(pairs {', '.join(f'{x:.2f}' for x in pairs)}; target <= 1.15)")
-        print(f"residency / validate: median {statistics.median(rv):.2f} "
+        print(f"\nresidency / validate: median {statistics.median(rv):.2f} "
               f"(pairs {', '.join(f'{x:.2f}' for x in rv)}; target <= 1.5)")
-
 
 if __name__ == "__main__":
     main()

@@ -54,7 +54,9 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.spec.fastshape": "the generated records, once the first document is checked",
     "reconciler.fileio": "tempfile only when a file is written",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
-    "removes regions), in this process, after the read-ahead answered",
+    "removes regions) and the read-ahead process that would read them is gone",
+    "reconciler.backends.residency_reads": "protobuf's topic conversions only with the backend "
+    "that lists topics (residency's read-ahead answer needs none)",
     "reconciler.backends.connect": "the embedded local server only for --local; each client "
     "library only for a client the target needs",
     "reconciler.backends.clients": "each Google client library only when that client is built "

@@ -59,9 +59,15 @@ def topic_doc(
     return "\n".join(lines) + "\n"
 
 
-def owner_doc(name: str) -> str:
-    """The `kind: Owner` document that names a spec tree (docs/ownership.md)."""
-    return f"apiVersion: {API_VERSION}\nkind: Owner\nmetadata: {{name: {name}}}\n"
+def owner_doc(name: str, prune_subscribed: tuple[str, ...] = ()) -> str:
+    """The `kind: Owner` document that names a spec tree (docs/ownership.md), with its
+    `pruneSubscribed` entries one a line."""
+    doc = f"apiVersion: {API_VERSION}\nkind: Owner\nmetadata: {{name: {name}}}\n"
+    if prune_subscribed:
+        doc += "spec:\n  pruneSubscribed:\n" + "".join(
+            f"    - {entry}\n" for entry in prune_subscribed
+        )
+    return doc
 
 
 def location_policy_doc(parent: str, allowed: str) -> str:

@@ -282,6 +282,8 @@ class Executor:
                 f"(expected {OWNER_LABEL}={self.owner}; it has {has})",
                 rerun=False,
             )
+        if rc.prune_subscribed_by is None:
+            self._no_unseen_subscriptions(rc)
         try:
             self._call(rc, attempts, lambda: self.backend.delete_topic(rc.address))
         except StopRequested:
@@ -290,6 +292,48 @@ class Executor:
             if error_status_name(exc) != "NOT_FOUND":
                 raise
             res.notes.append("already absent")
+
+    def _no_unseen_subscriptions(self, rc: ResourceChange) -> None:
+        """Right before a DeleteTopic the plan made without leave to detach
+        subscriptions (--prune-subscribed, or the Owner document's opt-in): refused if
+        the topic now has a subscription the plan did not show (one
+        ListTopicSubscriptions), or if that cannot be checked."""
+        what_to_do = (
+            "make a new plan (it keeps a subscribed topic and names its subscriptions), or "
+            "plan with --prune-subscribed, or list the topic under the Owner document's "
+            "pruneSubscribed, to delete it anyway"
+        )
+        lister = getattr(self.backend, "list_topic_subscriptions", None)
+        if lister is None:
+            raise _Refused(
+                "refusing to delete: this target cannot re-list the topic's subscriptions "
+                f"right before the delete; nothing deleted: {what_to_do}", rerun=False,
+            )
+        try:
+            now = self._call(rc, Attempts(), lambda: lister(rc.address))
+        except StopRequested:
+            raise
+        except Exception as exc:
+            if error_status_name(exc) == "NOT_FOUND":
+                return  # gone meanwhile: the delete finds it absent
+            raise _Refused(
+                "refusing to delete: its subscriptions could not be re-listed right before "
+                f"the delete ({error_message(exc)}; listing them needs e.g. "
+                f"roles/pubsub.viewer); nothing deleted: {what_to_do}", rerun=False,
+            ) from None
+        shown = {s.name for s in rc.subscriptions}
+        unseen = sorted(set(now) - shown)
+        if unseen:
+            some = (
+                ("subscriptions", "them (they stop") if len(unseen) > 1
+                else ("a subscription", "it (it stops")
+            )
+            raise _Refused(
+                f"refusing to delete: it now has {some[0]} the plan did not show: "
+                f"{', '.join(unseen)}; deleting it would detach {some[1]} receiving "
+                f"messages); nothing deleted: {what_to_do}",
+                rerun=False,
+            )
 
 
 class _Refused(Exception):

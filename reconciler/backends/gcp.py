@@ -313,6 +313,18 @@ class GcpBackend:
             lambda: self.publisher.delete_topic(request={"topic": name}, **self._rpc),
         )
 
+    def list_topic_subscriptions(self, name: str) -> list[str]:
+        """The subscriptions attached to topic `name` now (ListTopicSubscriptions, all
+        pages): what apply re-checks right before deleting it."""
+
+        def run() -> list[str]:
+            request = {"topic": name, "page_size": PAGE_SIZE}
+            return [str(s) for s in self.publisher.list_topic_subscriptions(
+                request=request, **self._rpc
+            )]
+
+        return _call(self.deadline, "list the subscriptions of", name, run)
+
     # -- org policy -----------------------------------------------------------
     def effective_policy(self, project: str) -> OrgInputs:
         """The project's effective org policy, from the snapshot or the API: which one

@@ -1,7 +1,9 @@
-"""Where messages are stored, from Pub/Sub's by-region gauges: one ListTimeSeries per
-metric type per project (filtered to the topics asked about), read through the one
-Monitoring reader (backends/metrics.py). Unreadable metrics are a reason, not a
-failure: `StoredMessages.unavailable`.
+"""Where messages are stored, from Pub/Sub's by-region gauges: at most one
+ListTimeSeries per metric type per project (filtered to the topics asked about, up to
+100 of them; the whole project beyond): the message count first, then bytes and
+oldest age only for the topics it shows holding messages (no call when none does),
+read through the one Monitoring reader (backends/metrics.py). Unreadable metrics are
+a reason, not a failure: `StoredMessages.unavailable`.
 
     read_stored(reader, project, scope, ids=None, retained=True) -> StoredMessages
 """
@@ -35,7 +37,9 @@ GAUGES = {
         "oldest_retained_acked_message_age_by_region",
     ),
 }
-# A filter naming more topics than this is split (the service bounds a filter's length).
+# A filter names at most this many topics (the service bounds a filter's length); for
+# more, the gauge is read for the whole project and the others are dropped here: one
+# call per metric type either way.
 MAX_IDS_PER_FILTER = 100
 
 
@@ -48,31 +52,38 @@ def read_stored(
 ) -> StoredMessages:
     """The newest value of each gauge per (resource id, region); `ids`: only these
     topic (or subscription) ids (None: every one in the project); `retained`: also
-    the retained-acknowledged gauges."""
+    the retained-acknowledged gauges. The message count is read first; bytes and
+    oldest age only for the ids it shows holding messages (none: no further call)."""
     before = reader.calls
     out: dict[str, dict[str, dict[str, dict[str, int]]]] = {"unacked": {}, "retained": {}}
     wanted = ["unacked", "retained"] if retained else ["unacked"]
+    keep = None if ids is None else set(ids)
     try:
         for which in wanted:
-            for metric in GAUGES[which]:
-                for chunk in _chunks(ids):
-                    _read_one(reader, project, scope, metric, chunk, out[which])
+            count, *rest = GAUGES[which]
+            _read_one(reader, project, scope, count, _named(keep), out[which])
+            holding = {
+                rid for rid, regions in out[which].items()
+                if (keep is None or rid in keep)
+                and any(v.get(count, 0) > 0 for v in regions.values())
+            }
+            if holding:
+                for metric in rest:
+                    _read_one(reader, project, scope, metric, _named(holding), out[which])
     except MetricsUnavailable as exc:
         return StoredMessages({}, {}, unavailable=exc.reason, calls=reader.calls - before)
     return StoredMessages(
-        _figures(out["unacked"], GAUGES["unacked"]),
-        _figures(out["retained"], GAUGES["retained"]),
+        _figures(out["unacked"], GAUGES["unacked"], keep),
+        _figures(out["retained"], GAUGES["retained"], keep),
         calls=reader.calls - before,
     )
 
 
-def _chunks(ids: Sequence[str] | None) -> list[tuple[str, ...] | None]:
-    if ids is None:
-        return [None]
-    unique = sorted(set(ids))
-    return [
-        tuple(unique[i : i + MAX_IDS_PER_FILTER]) for i in range(0, len(unique), MAX_IDS_PER_FILTER)
-    ]
+def _named(ids: set[str] | None) -> tuple[str, ...] | None:
+    """The ids a filter names; None (the whole project) for none or too many."""
+    if ids is None or len(ids) > MAX_IDS_PER_FILTER:
+        return None
+    return tuple(sorted(ids))
 
 
 def _read_one(
@@ -103,11 +114,14 @@ def _read_one(
 
 
 def _figures(
-    raw: dict[str, dict[str, dict[str, int]]], names: tuple[str, str, str]
+    raw: dict[str, dict[str, dict[str, int]]], names: tuple[str, str, str],
+    keep: set[str] | None,
 ) -> dict[str, dict[str, RegionStored]]:
     count, size, age = names
     out: dict[str, dict[str, RegionStored]] = {}
     for resource_id, regions in raw.items():
+        if keep is not None and resource_id not in keep:
+            continue
         for region, values in regions.items():
             messages = values.get(count, 0)
             if messages <= 0:

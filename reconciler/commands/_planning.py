@@ -5,6 +5,8 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
+    read_ahead_backend(read_ahead, projects, result) -> Backend | None   what the
+                                          read-ahead read (None: open the target)
     say_target(info)                      what the target turned out to be, on stderr
     recorded_with(origin, info, options)  the origin naming the snapshot actually used
     new_diagnostics(plan, validation)     what the live org policy added
@@ -30,6 +32,7 @@ from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
 from reconciler.plan.origin import record_target
+from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
 from reconciler.spec.validate import ValidationResult, validate_paths
@@ -77,6 +80,28 @@ def open_target(
     )
     say_target(backend.info)
     return backend
+
+
+def read_ahead_backend(
+    read_ahead: ReadAhead | None, projects: Sequence[str], result: ValidationResult
+) -> Backend | None:
+    """What the read-ahead's second process read (plan, residency), or None: it did not
+    run or failed (its note says why), or it found Google's emulator (no Org Policy
+    API) where the spec tree has a snapshot to answer for it, which `open_target`
+    does in this process."""
+    if read_ahead is None:
+        return None
+    backend = read_ahead.backend(projects)
+    if read_ahead.note is not None:
+        output.stderr().line(read_ahead.note)
+    if backend is None:
+        return None
+    info = backend.info
+    if info.google_emulator and info.org_policy == "api" and result.policy_store is not None:
+        backend.close()
+        return None
+    found: Backend = backend
+    return found
 
 
 def say_target(info: BackendInfo) -> None:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import click
 
-from reconciler.backends.base import Backend, TargetOptions
+from reconciler.backends.base import TargetOptions
 from reconciler.commands import output
 from reconciler.commands._options import (
     format_option,
@@ -32,6 +32,7 @@ from reconciler.commands._planning import (
     errors_only,
     new_diagnostics,
     open_target,
+    read_ahead_backend,
     recorded_or_bare,
     recorded_with,
     show_plan,
@@ -46,7 +47,6 @@ from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
-from reconciler.spec.validate import ValidationResult
 
 
 @dataclass(frozen=True)
@@ -106,12 +106,8 @@ def command(
 
 def run(paths: Sequence[Path], target: TargetOptions, options: PlanOptions) -> int:
     """The whole plan flow."""
-    read_ahead = ReadAhead.for_target(target, options.projects)
-    try:
+    with ReadAhead.reading(target, options.projects) as read_ahead:
         return _run(paths, target, options, read_ahead)
-    finally:
-        if read_ahead is not None:
-            read_ahead.close()
 
 
 def _run(
@@ -134,13 +130,7 @@ def _run(
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
     origin = record_target(target)
-    backend: Backend | None = None
-    if read_ahead is not None:
-        backend = read_ahead.backend(desired.projects)
-        if read_ahead.note is not None:
-            output.stderr().line(read_ahead.note)
-        if _needs_tree_snapshot(backend, result):
-            backend = None  # no Org Policy API there: open it here, with the tree's snapshot
+    backend = read_ahead_backend(read_ahead, desired.projects, result)
     if backend is None:
         backend = open_target(target, result)
     origin = recorded_with(origin, backend.info, target)
@@ -173,15 +163,6 @@ def _run(
     if options.detailed_exitcode and plan.has_changes:
         return EXIT_CHANGES
     return EXIT_OK
-
-
-def _needs_tree_snapshot(backend: Backend | None, result: ValidationResult) -> bool:
-    """The read-ahead found Google's emulator (no Org Policy API) where the spec tree
-    has a snapshot to answer for it: `open_target` does that in this process."""
-    if backend is None:
-        return False
-    info = backend.info
-    return info.google_emulator and info.org_policy == "api" and result.policy_store is not None
 
 
 def _refused(plan: Plan, fmt: str) -> int:

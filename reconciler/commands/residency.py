@@ -7,7 +7,9 @@ Exit codes: 0 clean, 1 error (the specs, a project that cannot be read), 2 with
 --detailed-exitcode when anything is stored outside the allowed regions or an export
 is paused. What cannot be read (metrics, subscriptions) is reported as unknown, with
 why, and does not fail the run. Per project: one ListTopics pager, one
-ListSubscriptions pager, the org policy, one ListTimeSeries per gauge (six).
+ListSubscriptions pager, the org policy, one ListTimeSeries per gauge (six). On a
+large tree these are read by the plan's read-ahead process while this one validates
+the specs (plan/readahead.py), and this process loads no client library.
 """
 
 from __future__ import annotations
@@ -23,11 +25,12 @@ from reconciler.backends.base import TargetOptions
 from reconciler.backends.residency_reads import ProjectReads, read_project
 from reconciler.commands import output
 from reconciler.commands._options import format_option, project_option, target_options
-from reconciler.commands._planning import open_target, validate_specs
+from reconciler.commands._planning import open_target, read_ahead_backend, validate_specs
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BackendError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.origin import anchored
 from reconciler.plan.projects import select_projects
+from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report_text
 from reconciler.render.residency import render
 from reconciler.residency.build import build_report
@@ -68,7 +71,22 @@ def run(
     fmt: str,
     detailed_exitcode: bool,
 ) -> int:
-    result = validate_specs(paths, target.org_policy)
+    with ReadAhead.reading(target, projects, reads="residency") as read_ahead:
+        return _run(paths, target, projects, fmt, detailed_exitcode, read_ahead)
+
+
+def _run(
+    paths: Sequence[Path],
+    target: TargetOptions,
+    projects: Sequence[str],
+    fmt: str,
+    detailed_exitcode: bool,
+    read_ahead: ReadAhead | None,
+) -> int:
+    result = validate_specs(
+        paths, target.org_policy,
+        on_document=read_ahead.document if read_ahead is not None else None,
+    )
     if result.diagnostics.has_errors:
         output.stderr().line(
             report_text.summary(result.diagnostics.sorted(), result.files)
@@ -77,7 +95,9 @@ def run(
         return EXIT_ERROR
     desired = select_projects(result.desired, projects)
     target = anchored(target, paths)
-    backend = open_target(target, result)
+    backend = read_ahead_backend(read_ahead, desired.projects, result)
+    if backend is None:
+        backend = open_target(target, result)
     try:
         reads = _read(backend, desired.projects)
         label = backend.info.label

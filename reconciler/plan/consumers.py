@@ -3,10 +3,12 @@ subscriptions a change affects (in-transit enforcement, removed regions, a delet
 exports already paused, messages left behind in removed regions, prune refusals and
 probable renames. Pure functions over the observation (plan/observe.py) and the
 changes the differ made, and one step that `make_plan` calls (`consumer_step`): it
-reads the by-region gauges (`backend.stored`, one call per metric type per project)
-only for the changes that remove regions and the prune candidates with subscriptions.
+reads the by-region gauges (`backend.stored`: at most one call per metric type per
+project, backends/stored.py) only for the changes that remove regions and the prune
+candidates with subscriptions; a subscribed candidate is deleted only with
+--prune-subscribed or the Owner document's pruneSubscribed entry naming it.
 
-    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed)
+    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed, owner)
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
@@ -18,6 +20,7 @@ only for the changes that remove regions and the prune candidates with subscript
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -26,11 +29,13 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.ownership import OWN_LABELS
 from reconciler.plan.differ import delete_change, owned_by
 from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
-from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.desired import DesiredTopic, Owner
 from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 PULL_KINDS = ("pull",)
+PRUNE_SUBSCRIBED_FLAG = "--prune-subscribed"
+MAX_PARALLEL_READS = 8  # projects whose gauges are read at once in this process
 DELIVERED_KINDS = ("push", "bigquery", "cloud_storage")
 KIND_TEXT = {
     "pull": "pull",
@@ -219,7 +224,8 @@ def prune_refusal(
         name, 0, 0, Severity.WARNING, "prune-subscribed",
         f"{name} is not declared and carries the ownership label, but is not deleted: {what}; "
         "deleting it would cut them off (they are detached and stop receiving messages)",
-        hint="pass --prune-subscribed to delete subscribed topics too",
+        hint="pass --prune-subscribed to delete subscribed topics too, or list this one "
+        "under the Owner document's pruneSubscribed (docs/ownership.md)",
     )
 
 
@@ -289,16 +295,38 @@ def _subs_of(observation: Any, name: str) -> list[ObservedSubscription] | None:
     return found
 
 
+def stored_by_project(
+    backend: Any, scope: str, ids: Mapping[str, list[str]]
+) -> dict[str, Any]:
+    """project -> StoredMessages of the unacknowledged gauges for `ids` there (None: the
+    backend reads no metrics), every project's at once: one request to the read-ahead
+    (`stored_many`), else one thread a project."""
+    if not ids:
+        return {}
+    many = getattr(backend, "stored_many", None)
+    if many is not None:
+        found = many([(p, scope, list(wanted), False) for p, wanted in ids.items()])
+        return dict(zip(ids, found, strict=True))
+    reader = getattr(backend, "stored", None)
+    if reader is None:
+        return dict.fromkeys(ids)
+    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_READS, len(ids))) as pool:
+        futures = {p: pool.submit(reader, p, scope, list(wanted), False)
+                   for p, wanted in ids.items()}
+        return {p: f.result() for p, f in futures.items()}
+
+
 def _backlogs(backend: Any, subs_by_project: Mapping[str, list[ObservedSubscription]]
               ) -> dict[str, dict[str, int] | None]:
     """Per project, subscription id -> unacknowledged messages (None: unknown)."""
     out: dict[str, dict[str, int] | None] = {}
-    reader = getattr(backend, "stored", None)
-    for project, subs in subs_by_project.items():
-        if reader is None or not subs:
+    wanted = {p: [s.short_name for s in subs] for p, subs in subs_by_project.items() if subs}
+    read = stored_by_project(backend, "subscription", wanted)
+    for project in subs_by_project:
+        stored = read.get(project)
+        if stored is None:
             out[project] = None
             continue
-        stored = reader(project, "subscription", [s.short_name for s in subs], False)
         if stored.unavailable is not None:
             out[project] = None
             continue
@@ -316,11 +344,13 @@ def consumer_step(
     observation: Any,
     backend: Any,
     prune_subscribed: bool,
-    owner: str,
+    tree_owner: Owner,
 ) -> ConsumerStep:
     """Subscriptions onto the changes that affect them, measured left-behind messages,
     paused exports, and prune's candidates (live ObservedTopics) made into deletes or
-    refusals."""
+    refusals: a subscribed candidate is deleted with `prune_subscribed`, or when the
+    Owner document's pruneSubscribed names it (the plan says which allowed it)."""
+    owner = tree_owner.name
     diagnostics: list[Diagnostic] = [
         Diagnostic(
             project, 0, 0, Severity.WARNING, "subscriptions-unknown",
@@ -346,10 +376,7 @@ def consumer_step(
             affected[i] = found_policy
             if found_policy.removes_regions:
                 removing.setdefault(rc.project, []).append(rc.topic)
-    stored: dict[str, Any] = {}
-    reader = getattr(backend, "stored", None)
-    for project, ids in removing.items():
-        stored[project] = reader(project, "topic", ids, False) if reader is not None else None
+    stored = stored_by_project(backend, "topic", removing)
     out = list(changes)
     for i, policy in affected.items():
         rc = changes[i]
@@ -386,14 +413,23 @@ def consumer_step(
         backlog = backlogs.get(project)
         rc = delete_change(live, owner)
         undeclared[live.name] = rc.change.before
-        if (subs is None or subs) and not prune_subscribed:
+        opt_in = tree_owner.prune_opt_in(live.name)
+        allowed_by = (
+            opt_in.reason if opt_in is not None
+            else PRUNE_SUBSCRIBED_FLAG if prune_subscribed else None
+        )
+        if (subs is None or subs) and allowed_by is None:
             diagnostics.append(
                 prune_refusal(live.name, subs, observation.subscriptions_unknown.get(project),
                               backlog)
             )
             continue
+        reasons = list(rc.reasons)
+        if allowed_by is not None and (subs is None or subs):
+            reasons.append(f"its subscriptions may be detached: allowed by {allowed_by}")
         deletes.append(replace(
-            rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog)
+            rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
+            prune_subscribed_by=allowed_by, reasons=reasons,
         ))
     # Probable renames (with prune, the old topic is a candidate; without, still live).
     creates = [rc for rc in out if rc.action == "create"]

@@ -111,7 +111,7 @@ def make_plan(
                     diagnostics.append(legacy_warning(name, owner))
     step = consumer_step(
         changes, {t.address: t for t in desired.topics}, candidates, observation, backend,
-        prune_subscribed, owner.name,
+        prune_subscribed, owner,
     )
     changes = step.changes
     diagnostics.extend(step.diagnostics)

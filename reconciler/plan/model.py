@@ -239,6 +239,13 @@ class ResourceChange:
         str | None, OMIT_EMPTY,
         Doc("Why what is stored in the removed regions is unknown (metrics unavailable)."),
     ] = None
+    prune_subscribed_by: Annotated[
+        str | None, OMIT_EMPTY,
+        Doc("For a delete: what allows it to detach the topic's subscriptions (the "
+            "--prune-subscribed flag, or the Owner document's pruneSubscribed entry that "
+            "names it). Absent: apply re-lists the topic's subscriptions right before "
+            "DeleteTopic and refuses the delete if it has any this plan does not show."),
+    ] = None
 
     def __post_init__(self) -> None:
         if self.change.actions[0] == "no-op":

@@ -19,7 +19,13 @@ plan/readahead_child.py. Not for --local (the embedded server lives in this
 process), not on Windows (it waits on a pipe with `selectors`) and not for small trees:
 starting the child costs more than it saves below a few thousand topics.
 `RECONCILE_READ_AHEAD_FROM` sets the number of Topic documents from which it starts
-(default 5000; `0` always, `off` never).
+(default 5000, and 0 for `residency`, which reads nothing it does not show; `0`
+always, `off` never).
+
+`residency` reads through the same child (`reads="residency"`: also each topic's
+retention and every by-region gauge). After its answer the child stays, for the
+by-region gauges a plan asks for once it knows which changes remove regions
+(`ReadAheadBackend.stored`), until `close`.
 """
 
 from __future__ import annotations
@@ -29,12 +35,13 @@ import json
 import marshal
 import os
 import selectors
+import struct
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -49,6 +56,7 @@ from reconciler.backends.base import (
 )
 from reconciler.errors import BackendError, UsageError
 from reconciler.plan.readahead_wire import (
+    FRAME_HEADER,
     error_of,
     org_of,
     stored_of,
@@ -56,15 +64,22 @@ from reconciler.plan.readahead_wire import (
     topic_of,
 )
 
+# One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
+StoredQuery = tuple[str, str, "list[str] | None", bool]
+
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
+# `residency` reads nothing it does not show: the second process, started with the
+# first document, only moves its reads and the client libraries' import off the
+# validation's path, whatever the tree's size.
+RESIDENCY_START = 0
 
 
-def start_threshold() -> int | None:
+def start_threshold(default: int = DEFAULT_START) -> int | None:
     """Topic documents from which to read ahead; None = never."""
     value = os.environ.get(START_ENV, "").strip().lower()
     if not value:
-        return DEFAULT_START
+        return default
     if value == "off":
         return None
     if not value.isdigit():
@@ -81,8 +96,12 @@ class ReadAhead:
     """Started by `plan` before validation; `document` is validation's hook (one call
     a Topic document, with its project, and one per Defaults naming a project)."""
 
-    def __init__(self, target: TargetOptions, start_at: int, only: Sequence[str] = ()) -> None:
+    def __init__(
+        self, target: TargetOptions, start_at: int, only: Sequence[str] = (),
+        reads: str = "plan",
+    ) -> None:
         self.target = target
+        self.reads = reads  # "residency": also retention and every gauge, read ahead
         self.start_at = start_at
         self.only = frozenset(only)  # --project: read no other project
         self.seen: dict[str, None] = {}  # projects in the order named
@@ -94,11 +113,26 @@ class ReadAhead:
         self.note: str | None = None  # why the plan read in this process after all
 
     @classmethod
-    def for_target(cls, target: TargetOptions, only: Sequence[str] = ()) -> ReadAhead | None:
-        start_at = start_threshold()
+    def for_target(
+        cls, target: TargetOptions, only: Sequence[str] = (), reads: str = "plan"
+    ) -> ReadAhead | None:
+        start_at = start_threshold(RESIDENCY_START if reads == "residency" else DEFAULT_START)
         if target.local or start_at is None or os.name != "posix":  # waits on a pipe
             return None
-        return cls(target, start_at, only)
+        return cls(target, start_at, only, reads)
+
+    @classmethod
+    @contextlib.contextmanager
+    def reading(
+        cls, target: TargetOptions, only: Sequence[str] = (), reads: str = "plan"
+    ) -> Iterator[ReadAhead | None]:
+        """`for_target`, closed (its child stopped) however the command ends."""
+        read_ahead = cls.for_target(target, only, reads)
+        try:
+            yield read_ahead
+        finally:
+            if read_ahead is not None:
+                read_ahead.close()
 
     def document(self, project: str | None) -> None:
         self.documents += 1
@@ -117,24 +151,44 @@ class ReadAhead:
         if proc is None:
             return None
         self._send({"projects": list(projects)})
-        out = _read_to_end(proc, time.monotonic() + self._wait_limit())
-        if not out:
-            why = (
-                "it did not answer in time"
-                if out is None
-                else f"exit status {proc.wait()}: {self._last_words()}"
-            )
+        answer = self._answer()
+        if isinstance(answer, str):
             self.close()
             self.note = (
-                f"note: reading the live topics in a second process failed ({why}); "
+                f"note: reading the live topics in a second process failed ({answer}); "
                 "reading them in this one instead"
             )
             return None
-        self.close()  # it has said everything: its memory is not needed while planning
-        answer = marshal.loads(out)
         if "open_error" in answer:
+            self.close()
             raise error_of(answer["open_error"])
-        return ReadAheadBackend(answer, self.target)
+        return ReadAheadBackend(answer, self.target, self)
+
+    def stored(self, queries: Sequence[StoredQuery]) -> list[StoredMessages] | None:
+        """By-region gauges read by the child, which stays after its first answer for
+        these, every query at once (None: it is gone; the caller reads them itself)."""
+        if self.proc is None:
+            return None
+        self._send({"stored": [
+            {"project": p, "scope": s, "ids": ids, "retained": r} for p, s, ids, r in queries
+        ]})
+        answer = self._answer()
+        if isinstance(answer, str):
+            self.close()
+            return None
+        return [stored_of(row) for row in answer["stored"]]
+
+    def _answer(self) -> dict[str, Any] | str:
+        """The child's next answer, or why there is none."""
+        proc = self.proc
+        assert proc is not None
+        out = _read_frame(proc, time.monotonic() + self._wait_limit())
+        if out is None:
+            return "it did not answer in time"
+        if isinstance(out, int):
+            return f"exit status {proc.wait()}: {self._last_words()}"
+        found: dict[str, Any] = marshal.loads(out)
+        return found
 
     def close(self) -> None:
         """Stop the child: it has answered, or the plan ended early (errors, Ctrl-C).
@@ -161,7 +215,7 @@ class ReadAhead:
 
     def _start(self) -> None:
         command = [sys.executable, "-P", "-m", "reconciler.plan.readahead_child"]
-        command += ["--timeout", str(self.target.timeout)]
+        command += ["--timeout", str(self.target.timeout), "--reads", self.reads]
         if threading.current_thread() is threading.main_thread():
             # PR_SET_PDEATHSIG fires when the creating *thread* ends: only from the one
             # that lives as long as the command (else the pipe's end of file stops it).
@@ -204,11 +258,15 @@ class ReadAhead:
 class ReadAheadBackend:
     """The read half of a backend, served from the child's answer (plan never writes)."""
 
-    def __init__(self, answer: dict[str, Any], target: TargetOptions | None = None) -> None:
+    def __init__(
+        self, answer: dict[str, Any], target: TargetOptions | None = None,
+        child: ReadAhead | None = None,
+    ) -> None:
         self.info = BackendInfo(**answer["info"])
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
         self._target = target
-        self._metrics_backend: Any = None  # opened only when a plan reads metrics
+        self._child = child  # still there for the gauges a plan asks for afterwards
+        self._metrics_backend: Any = None  # opened only when the child is gone
 
     def _entry(self, project: str) -> dict[str, Any]:
         entry = self._projects.get(project)
@@ -222,6 +280,13 @@ class ReadAheadBackend:
             raise error_of(entry["topics_error"])
         return [topic_of(row) for row in entry["topics"]]
 
+    def list_topics_with_retention(self, project: str) -> list[tuple[ObservedTopic, int]]:
+        """Residency's read-ahead: each topic with its retention (seconds; 0: none)."""
+        entry = self._entry(project)
+        if "topics_error" in entry:
+            raise error_of(entry["topics_error"])
+        return [(topic_of(row), int(retention)) for row, retention in entry["topics"]]
+
     def effective_policy(self, project: str) -> OrgInputs:
         entry = self._entry(project)
         if "org_error" in entry:
@@ -234,12 +299,27 @@ class ReadAheadBackend:
     def stored(
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
     ) -> StoredMessages:
-        """The topics' unacknowledged figures come from the child (it read them beside
-        the validation); anything else (a prune's subscription backlogs) through a
-        Monitoring client of this process, opened on first need."""
-        row = self._entry(project).get("stored")
-        if scope == "topic" and not retained and row is not None:
-            return stored_of(row, ids)
+        return self.stored_many([(project, scope, ids, retained)])[0]
+
+    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
+        """Residency's topic gauges came with the answer (read beside the validation);
+        a plan's (the changes that remove regions, a prune's backlogs) are asked of the
+        child, all projects' in one request, and only if it is gone read through a
+        Monitoring client of this process."""
+        out: list[StoredMessages | None] = []
+        for project, scope, ids, _retained in queries:
+            row = self._entry(project).get("stored")
+            out.append(stored_of(row, ids) if scope == "topic" and row is not None else None)
+        asked = [q for q, found in zip(queries, out, strict=True) if found is None]
+        answers = self._child.stored(asked) if asked and self._child is not None else None
+        if answers is None:
+            answers = [self._read_here(*q) for q in asked]
+        got = iter(answers)
+        return [found if found is not None else next(got) for found in out]
+
+    def _read_here(
+        self, project: str, scope: str, ids: list[str] | None, retained: bool
+    ) -> StoredMessages:
         if self._target is None:
             return StoredMessages({}, {}, unavailable="no target to read metrics from")
         if self._metrics_backend is None:
@@ -262,24 +342,36 @@ class ReadAheadBackend:
         raise BackendError("a plan's read-ahead makes no change")
 
     def close(self) -> None:
+        if self._child is not None:
+            self._child.close()
         if self._metrics_backend is not None:
             self._metrics_backend.close()
 
 
-def _read_to_end(proc: subprocess.Popen[bytes], deadline: float) -> bytes | None:
-    """Read the child's stdout to the end; None when `deadline` (time.monotonic) passes
-    first. Its stdin stays open until `close`: end of file there tells the child that
-    this process is gone (plan/readahead_child.py)."""
+def _read_frame(proc: subprocess.Popen[bytes], deadline: float) -> bytes | int | None:
+    """One framed answer from the child's stdout; None when `deadline`
+    (time.monotonic) passes first, 0 at end of file (it has stopped). Its stdin stays
+    open until `close`: end of file there tells the child to leave
+    (plan/readahead_child.py)."""
     assert proc.stdout is not None
-    chunks: list[bytes] = []
     fd = proc.stdout.fileno()
+    buffer = bytearray()
+    wanted = FRAME_HEADER
+    header_read = False
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
+            if len(buffer) >= wanted:
+                if header_read:
+                    return bytes(buffer)
+                (wanted,) = struct.unpack(">Q", bytes(buffer[:FRAME_HEADER]))
+                del buffer[:FRAME_HEADER]
+                header_read = True
+                continue
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):
                 return None
-            chunk = os.read(fd, 1 << 20)
+            chunk = os.read(fd, max(1 << 20, wanted - len(buffer)))
             if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
+                return 0
+            buffer += chunk

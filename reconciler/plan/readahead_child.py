@@ -1,15 +1,17 @@
 """The read-ahead's second process (plan/readahead.py): opens the target as `plan`
-would, reads each project's topics and org inputs as soon as the parent names it, and
-answers once the parent has sent the final list (plan/readahead_wire.py).
+would, reads each project's topics, org inputs and subscriptions (for `residency`
+also each topic's retention and the by-region gauges) as soon as the parent names it,
+answers once the parent has sent the final list, then answers the parent's requests
+of by-region gauges until the pipe closes (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
-        [--org-policy FILE] [--timeout SECONDS] [--parent PID]
+        [--org-policy FILE] [--timeout SECONDS] [--parent PID] [--reads plan|residency]
 
 It stops with its parent, whatever stops the parent (Ctrl-C, SIGTERM, kill -9): the
-parent holds the request pipe open until it has the answer, so end of file on it
-means the parent is gone, and this process then exits at once, without waiting for
-the calls in flight; on Linux the kernel also kills it when the parent dies
-(PR_SET_PDEATHSIG, asked for when `--parent` names the parent).
+parent holds the request pipe open until it has closed the read-ahead, so end of file
+on it means the parent is done or gone, and this process then exits at once, without
+waiting for the calls in flight; on Linux the kernel also kills it when the parent
+dies (PR_SET_PDEATHSIG, asked for when `--parent` names the parent).
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ import ctypes
 import json
 import marshal
 import os
+import queue
 import signal
+import struct
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -35,22 +39,29 @@ from reconciler.backends.base import (
 )
 from reconciler.backends.connect import open_backend
 from reconciler.backends.gcp import GcpBackend
+from reconciler.backends.residency_reads import stored_as_needed, with_retention_row
 from reconciler.backends.topicproto import topic_row_pb
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
-from reconciler.plan.readahead_wire import error_row, org_row, stored_row, subscriptions_row
+from reconciler.plan.readahead_wire import (
+    error_row,
+    org_row,
+    stored_row,
+    subscriptions_row,
+)
 
-# Each project's topics (as rows, made while the parent still validates), org inputs,
-# subscriptions, and where its topics' unacknowledged messages are stored (for the
-# changes that remove regions: read here, beside the validation, so that the parent
-# never loads the Monitoring client).
+# Each project's topics (as rows, made while the parent still validates; for residency
+# [row, retention] pairs), org inputs, subscriptions and, for residency, where its
+# topics' messages are stored (every gauge, the whole project). A plan's gauges are
+# asked for afterwards, for the changes that remove regions only.
 Reads = dict[
     str,
     tuple[
-        "Future[list[list[Any]]]", "Future[OrgInputs]", "Future[SubscriptionListing]",
-        "Future[StoredMessages]",
+        "Future[list[Any]]", "Future[OrgInputs]", "Future[SubscriptionListing]",
+        "Future[StoredMessages] | None",
     ],
 ]
+READS = ("plan", "residency")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
 PARENT_GONE = 3  # the exit status when the parent went away (nobody reads it)
@@ -69,16 +80,19 @@ def die_with_parent(parent: int) -> None:
         os._exit(PARENT_GONE)
 
 
-def exit_at_end_of_file(requests: IO[str]) -> None:
-    """After the final list the parent sends nothing more but keeps the pipe open until
-    it has the answer: end of file means it is gone. Watched on a daemon thread."""
+def later_requests(requests: IO[str]) -> queue.Queue[dict[str, Any]]:
+    """The parent's requests after the final list, read on a daemon thread; end of file
+    means the parent is done or gone: this process leaves at once (not after the
+    calls in flight)."""
+    found: queue.Queue[dict[str, Any]] = queue.Queue()
 
     def watch() -> None:
-        while requests.readline():
-            pass
-        os._exit(PARENT_GONE)  # now: not after the calls in flight
+        for line in requests:
+            found.put(json.loads(line))
+        os._exit(PARENT_GONE)
 
     threading.Thread(target=watch, name="parent-watch", daemon=True).start()
+    return found
 
 
 def main(argv: list[str], requests: IO[str]) -> int:
@@ -89,43 +103,55 @@ def main(argv: list[str], requests: IO[str]) -> int:
     parser.add_argument("--org-policy", type=Path)
     parser.add_argument("--timeout", type=float, required=True)
     parser.add_argument("--parent", type=int)
+    parser.add_argument("--reads", choices=READS, default="plan")
     args = parser.parse_args(argv)
     if args.parent is not None:
         die_with_parent(args.parent)
-    # The answer gets the pipe to itself: anything else printed goes nowhere, and
-    # closing it tells the parent "that is all" before this process has torn down.
+    # The answers get the pipe to themselves (each framed by its length): anything
+    # else printed goes nowhere.
     answer_to = os.fdopen(os.dup(1), "wb")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
     try:
         options = TargetOptions(False, args.emulator, args.org_policy, args.timeout)
         backend = open_backend(options)
     except ReconcileError as exc:
-        return _answer(answer_to, {"open_error": error_row(exc)})
+        _answer(answer_to, {"open_error": error_row(exc)})
+        return 0
+    residency = args.reads == "residency"
     try:
         with ThreadPoolExecutor(max_workers=MAX_WORKERS) as pool:
-            final = _read_as_named(backend, pool, requests)
+            final = _read_as_named(backend, pool, requests, residency)
             if final is None:  # the parent went away without a final list: stop now,
                 os._exit(PARENT_GONE)  # not after the calls in flight
-            exit_at_end_of_file(requests)
-            return _answer(answer_to, _collect(backend, final))
+            asked = later_requests(requests)
+            _answer(answer_to, _collect(backend, final))
+            del final  # its reads are sent: their memory is not needed any more
+            while True:  # until the parent closes the pipe (later_requests exits)
+                queries = asked.get()["stored"]
+                found = pool.map(lambda q: stored_row(backend.stored(
+                    str(q["project"]), str(q["scope"]), q["ids"], bool(q["retained"])
+                )), queries)  # every project's at once
+                _answer(answer_to, {"stored": list(found)})
     finally:
         backend.close()
 
 
 def _read_as_named(
-    backend: GcpBackend, pool: ThreadPoolExecutor, requests: IO[str]
+    backend: GcpBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
 ) -> tuple[list[str], Reads] | None:
     """Start each project's reads the moment the parent names it; the final list."""
     reads: Reads = {}
+    convert = with_retention_row if residency else topic_row_pb
 
     def start(project: str) -> None:
         if project not in reads:
-            reads[project] = (
-                pool.submit(backend.list_topics_as, project, topic_row_pb),
-                pool.submit(backend.effective_policy, project),
-                pool.submit(backend.list_subscriptions, project),
-                pool.submit(backend.stored, project, "topic", None, False),
-            )
+            topics = pool.submit(backend.list_topics_as, project, convert)
+            org = pool.submit(backend.effective_policy, project)
+            subscriptions = pool.submit(backend.list_subscriptions, project)
+            stored = None
+            if residency:  # after the two it depends on (submitted first: no deadlock)
+                stored = pool.submit(_residency_stored, backend, project, topics, subscriptions)
+            reads[project] = (topics, org, subscriptions, stored)
 
     for line in requests:
         message = json.loads(line)
@@ -136,6 +162,18 @@ def _read_as_named(
             return final, reads
         start(str(message["project"]))
     return None
+
+
+def _residency_stored(
+    backend: GcpBackend, project: str, topics: Future[list[Any]],
+    subscriptions: Future[SubscriptionListing],
+) -> StoredMessages:
+    """Residency's gauges, those that can show anything (backends/residency_reads.py)."""
+    try:
+        retentions: list[int] | None = [int(r) for _, r in topics.result()]
+    except ReconcileError:
+        retentions = None  # reported with the topics
+    return stored_as_needed(backend, project, retentions, subscriptions.result())
 
 
 def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
@@ -153,17 +191,19 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
         except ReconcileError as exc:
             entry["org_error"] = error_row(exc)
         entry["subscriptions"] = subscriptions_row(subscriptions.result())
-        entry["stored"] = stored_row(stored.result())
+        if stored is not None:
+            entry["stored"] = stored_row(stored.result())
         answer["projects"][project] = entry
     return answer
 
 
-def _answer(to: BinaryIO, answer: dict[str, Any]) -> int:
-    """Write the answer and close the pipe: the parent reads to its end and goes on
-    without waiting for this process to tear down its channels and objects."""
-    with to:
-        to.write(marshal.dumps(answer))
-    return 0
+def _answer(to: BinaryIO, answer: dict[str, Any]) -> None:
+    """Write one answer, framed by its length: the parent reads exactly that much and
+    goes on."""
+    body = marshal.dumps(answer)
+    to.write(struct.pack(">Q", len(body)))
+    to.write(body)
+    to.flush()
 
 
 if __name__ == "__main__":

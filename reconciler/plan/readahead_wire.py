@@ -1,15 +1,20 @@
 """What the read-ahead's two processes say to each other (plan/readahead.py).
 
 The parent sends `{"project": P}` for each project as validation comes across it, then
-`{"projects": [...]}`, the final list, and closes the pipe. The child answers once:
-what the backend states it is (`BackendInfo`, as a dict), and for each project of
-the final list its topics and effective org inputs, or the error reading them raised
-(re-raised in the parent as the same class, message and hint: the user sees what
-reading in one process would have shown).
+`{"projects": [...]}`, the final list. The child answers: what the backend states it
+is (`BackendInfo`, as a dict), and for each project of the final list its topics,
+effective org inputs and subscriptions, or the error reading them raised (re-raised in
+the parent as the same class, message and hint: the user sees what reading in one
+process would have shown); for `residency` also each topic's retention and the
+by-region gauges. It then stays, for the parent's requests of by-region gauges
+(`{"stored": [{"project", "scope", "ids", "retained"}, ...]}`, every project's at once,
+answered with `{"stored": [stored_row, ...]}`):
+a plan asks only for the changes that remove regions, known once it has diffed, and
+the parent never loads the Monitoring client. It leaves at the pipe's end of file.
 
-The parent's messages are JSON lines; the answer is one `marshal` document of plain
-values: the same interpreter runs both sides, it loads much faster than JSON for a
-large tree (benchmarks/README.md), and it can carry only data.
+The parent's messages are JSON lines; each answer is one `marshal` document of plain
+values after its length (8 bytes, big-endian): the same interpreter runs both sides,
+it loads much faster than JSON for a large tree (benchmarks/README.md), and it can carry only data.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from reconciler.backends.base import (
 )
 from reconciler.orgpolicy.model import Policy, PolicySpec
 from reconciler.topic import StoragePolicy, TopicShape
+
+FRAME_HEADER = 8  # an answer's length, big-endian, before the answer
 
 
 def topic_of(row: list[Any]) -> ObservedTopic:
@@ -103,23 +110,37 @@ def subscriptions_of(row: dict[str, Any] | None) -> SubscriptionListing:
     )
 
 
-def stored_row(stored: StoredMessages) -> dict[str, Any]:
-    """The unacknowledged figures only (what a plan reads)."""
+def _regions_row(figures: dict[str, dict[str, RegionStored]]) -> dict[str, Any]:
     return {
-        "unacked": {
-            rid: [[r.region, r.messages, r.bytes, r.oldest_age_seconds] for r in regions.values()]
-            for rid, regions in stored.unacked.items()
-        },
+        rid: [[r.region, r.messages, r.bytes, r.oldest_age_seconds] for r in regions.values()]
+        for rid, regions in figures.items()
+    }
+
+
+def _regions_of(
+    row: dict[str, Any], wanted: set[str] | None
+) -> dict[str, dict[str, RegionStored]]:
+    return {
+        rid: {r[0]: RegionStored(*r) for r in regions}
+        for rid, regions in row.items()
+        if wanted is None or rid in wanted
+    }
+
+
+def stored_row(stored: StoredMessages) -> dict[str, Any]:
+    return {
+        "unacked": _regions_row(stored.unacked),
+        "retained": _regions_row(stored.retained),
         "unavailable": stored.unavailable,
         "calls": stored.calls,
     }
 
 
-def stored_of(row: dict[str, Any], ids: list[str] | None) -> StoredMessages:
+def stored_of(row: dict[str, Any], ids: list[str] | None = None) -> StoredMessages:
     wanted = None if ids is None else set(ids)
-    unacked = {
-        rid: {r[0]: RegionStored(*r) for r in regions}
-        for rid, regions in row["unacked"].items()
-        if wanted is None or rid in wanted
-    }
-    return StoredMessages(unacked, {}, unavailable=row["unavailable"], calls=row["calls"])
+    return StoredMessages(
+        _regions_of(row["unacked"], wanted),
+        _regions_of(row["retained"], wanted),
+        unavailable=row["unavailable"],
+        calls=row["calls"],
+    )

@@ -11,6 +11,26 @@ from reconciler.residency.model import RegionStore, ResidencyReport, TopicReside
 from reconciler.spec.durations import age_text as duration
 
 RULE_TEXT = {"live": "live policy", "declared": "declared policy", "org": "org policy"}
+# Past this many, the topics with nothing stored (and nothing to say) are counted, not
+# listed one by one, in text and markdown (JSON lists every topic).
+QUIET_LISTED = 20
+
+
+def _quiet(t: TopicResidency) -> bool:
+    """Nothing stored, nothing paused, nothing unknown: nothing to show but the name."""
+    return t.exists and not t.regions and not t.paused_exports and not t.unknown
+
+
+def _shown(report: ResidencyReport) -> tuple[list[TopicResidency], int]:
+    """The topics to show one by one, and how many quiet ones are counted instead."""
+    quiet = sum(1 for t in report.topics if _quiet(t))
+    if quiet <= QUIET_LISTED:
+        return list(report.topics), 0
+    return [t for t in report.topics if not _quiet(t)], quiet
+
+
+def _quiet_line(quiet: int) -> str:
+    return f"{_topics(quiet)} with nothing stored (--format json lists every topic)"
 
 
 def _size(value: int | None) -> str:
@@ -77,8 +97,11 @@ def _topic_text(t: TopicResidency) -> list[str]:
 
 def text(report: ResidencyReport) -> str:
     lines = [f"Residency of {_topics(len(report.topics))} declared on {esc(report.target)}", ""]
-    for t in report.topics:
+    shown, quiet = _shown(report)
+    for t in shown:
         lines += _topic_text(t)
+    if quiet:
+        lines.append(f"  {_quiet_line(quiet)}")
     if report.notes:
         lines += ["", "Notes:"] + [f"  {esc(n)}" for n in report.notes]
     lines += ["", summary(report)]
@@ -92,7 +115,8 @@ def markdown(report: ResidencyReport) -> str:
         "Ages out within |",
         "|---|---|---:|---:|---|---:|---|---|",
     ]
-    for t in report.topics:
+    shown, quiet = _shown(report)
+    for t in shown:
         name = md_code(t.address, in_table=True)
         if not t.regions:
             what = "does not exist" if not t.exists else (
@@ -106,6 +130,8 @@ def markdown(report: ResidencyReport) -> str:
                 f"{_size(r.unacked_bytes)} | {duration(r.oldest_unacked_age_seconds)} | "
                 f"{r.retained_acked_messages} | {rules} | {age} |"
             )
+    if quiet:
+        lines.append(f"| {md_prose(_quiet_line(quiet))} | | | | | | | |")
     paused = [(t, p) for t in report.topics for p in t.paused_exports]
     if paused:
         lines += ["", "**Paused exports**", ""]

@@ -58,7 +58,9 @@ def topic_residency(
                               subscriptions=None if subs is None else 0, unknown=unknown)
     observed, topic_retention = live
     policy = observed.shape.policy
-    managed, declared = _declared(topic, facts)
+    held = sorted(set(unacked or {}) | set(retained or {}))
+    # The declared policy is worked out only where something is stored to judge.
+    managed, declared = _declared(topic, facts) if held else (False, None)
     # Subscriptions unknown: the service's default retention is the best guess.
     guess = [DEFAULT_SUBSCRIPTION_RETENTION] if subs is None else []
     retention = max([topic_retention, *guess, *(s.retention_seconds for s in subs or ())])
@@ -66,7 +68,7 @@ def topic_residency(
         [topic_retention, *(s.retention_seconds for s in subs or () if s.retain_acked)]
     )
     regions = []
-    for region in sorted(set(unacked or {}) | set(retained or {})):
+    for region in held:
         u = (unacked or {}).get(region)
         r = (retained or {}).get(region)
         rules = []

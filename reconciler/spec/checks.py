@@ -16,7 +16,7 @@ from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
-from reconciler.spec.owner import check_owner
+from reconciler.spec.owner import check_opt_in_projects, check_owner
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree
@@ -55,6 +55,7 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
             _check_against_org(topic, located, facts, diags, reported_groups)
         if valid:
             state.topics.append(topic)
+    check_opt_in_projects(state.owner, (p for p, _ in seen), diags)
     return state
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from typing import Literal
 
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
@@ -27,12 +28,43 @@ class StorageIntent:
 
 
 @dataclass(frozen=True)
+class PruneOptIn:
+    """One `pruneSubscribed` entry of the Owner document: `projects/P/topics/PATTERN`
+    (`*`, `?`), a topic `--prune` may delete though subscriptions are attached."""
+
+    pattern: str
+    file: str
+    line: int
+    column: int = 0
+
+    @property
+    def project(self) -> str:
+        return self.pattern.split("/")[1]
+
+    def matches(self, name: str) -> bool:
+        return fnmatchcase(name, self.pattern)
+
+    @property
+    def reason(self) -> str:
+        return (
+            f"the Owner document's pruneSubscribed entry {self.pattern!r} "
+            f"({self.file}:{self.line})"
+        )
+
+
+@dataclass(frozen=True)
 class Owner:
-    """Who the tree is, and where that was declared ("" = the default: not declared)."""
+    """Who the tree is, and where that was declared ("" = the default: not declared);
+    `prune_subscribed`: its opt-ins for pruning subscribed topics."""
 
     name: str = DEFAULT_OWNER
     file: str = ""
     line: int = 0
+    prune_subscribed: tuple[PruneOptIn, ...] = ()
+
+    def prune_opt_in(self, name: str) -> PruneOptIn | None:
+        """The first entry that names topic `name` (projects/P/topics/T), if any."""
+        return next((e for e in self.prune_subscribed if e.matches(name)), None)
 
     @property
     def declared(self) -> bool:

@@ -194,21 +194,33 @@ class OwnerMetadata(_Record):
         _set(self, 'name', name)
 
 
+class OwnerSpec(_Record):
+    """The record of `models.OwnerSpec`."""
+
+    __slots__ = ('prune_subscribed',)
+    prune_subscribed: list[str]
+
+    def __init__(self, *, prune_subscribed: list[str] | None = None) -> None:
+        _set(self, 'prune_subscribed', [] if prune_subscribed is None else prune_subscribed)
+
+
 class OwnerDoc(_Record):
     """The record of `models.OwnerDoc`."""
 
-    __slots__ = ('api_version', 'kind', 'metadata')
+    __slots__ = ('api_version', 'kind', 'metadata', 'spec')
     api_version: str
     kind: Literal['Owner']
     metadata: OwnerMetadata
+    spec: OwnerSpec
 
-    def __init__(self, *, api_version: str, kind: Literal['Owner'], metadata: OwnerMetadata) -> None:
+    def __init__(self, *, api_version: str, kind: Literal['Owner'], metadata: OwnerMetadata, spec: OwnerSpec | None = None) -> None:
         _set(self, 'api_version', api_version)
         _set(self, 'kind', kind)
         _set(self, 'metadata', metadata)
+        _set(self, 'spec', OwnerSpec() if spec is None else spec)
 
 
-Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerDoc
+Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerSpec | OwnerDoc
 RECORDS: dict[str, type[_Record]] = {
     'TopicMetadata': TopicMetadata,
     'StoragePolicySpec': StoragePolicySpec,
@@ -223,6 +235,7 @@ RECORDS: dict[str, type[_Record]] = {
     'DefaultsSpec': DefaultsSpec,
     'DefaultsDoc': DefaultsDoc,
     'OwnerMetadata': OwnerMetadata,
+    'OwnerSpec': OwnerSpec,
     'OwnerDoc': OwnerDoc,
 }
 RECORD_BY_KIND: dict[str, type[_Record]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc, 'Owner': OwnerDoc}
@@ -291,9 +304,13 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
     'OwnerMetadata': (
         ('name', 'name', ('required',), ('str',)),
     ),
+    'OwnerSpec': (
+        ('pruneSubscribed', 'prune_subscribed', ('factory', 'list'), ('list_str',)),
+    ),
     'OwnerDoc': (
         ('apiVersion', 'api_version', ('required',), ('str',)),
         ('kind', 'kind', ('required',), ('literal', ('Owner',))),
         ('metadata', 'metadata', ('required',), ('model', 'OwnerMetadata')),
+        ('spec', 'spec', ('factory', 'OwnerSpec'), ('model', 'OwnerSpec')),
     ),
 }

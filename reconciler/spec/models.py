@@ -234,6 +234,18 @@ class OwnerMetadata(_Model):
     )
 
 
+class OwnerSpec(_Model):
+    prune_subscribed: list[str] = Field(
+        default_factory=list,
+        alias="pruneSubscribed",
+        description="Topics this tree no longer declares that `--prune` may delete even "
+        "though subscriptions are attached (they are detached and stop receiving): each "
+        "`projects/PROJECT/topics/TOPIC`, where TOPIC may use `*` and `?` to match "
+        "several. Without an entry, a subscribed topic is pruned only with "
+        "`--prune-subscribed`.",
+    )
+
+
 class OwnerDoc(_Model):
     """Who this spec tree is: declared once per tree (any file). `--prune` deletes only
     topics that carry this owner, and a topic another tree owns is never taken over
@@ -242,6 +254,7 @@ class OwnerDoc(_Model):
     api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
     kind: Literal["Owner"] = Field(description=_KIND)
     metadata: OwnerMetadata = Field(description=_METADATA)
+    spec: OwnerSpec = Field(default_factory=OwnerSpec, description=_SPEC)
 
 
 MODEL_BY_KIND: dict[str, type[_Model]] = {

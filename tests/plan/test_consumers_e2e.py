@@ -215,6 +215,13 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
         request={"name": "projects/proj-a/subscriptions/orders-pull", "topic": T}
     )
     publish_from(publisher_client, T, "us-east1", 2)
+    # No change that removes a region: no metric is read at all.
+    same = specs(topic_doc("orders", labels={"team": "a"}, storage=(["us-east1", "us-central1"],
+                                                                   False)))
+    local_server.counters.reset()
+    _json(run_cli, local_server, same, org_policy_file(None))
+    counts = local_server.counters.snapshot()
+    assert (counts["ListSubscriptions"], counts.get("ListTimeSeries", 0)) == (1, 0)
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     local_server.counters.reset()
     rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))

@@ -21,7 +21,7 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     if not data["projects"]:
         del data["projects"]
     for rc in data["resource_changes"]:  # left out when empty (OMIT_EMPTY)
-        for key in ("subscriptions", "left_behind", "left_behind_unknown"):
+        for key in ("subscriptions", "left_behind", "left_behind_unknown", "prune_subscribed_by"):
             if not rc[key]:
                 del rc[key]
     return {"format_version": data.pop("format_version"), **data}

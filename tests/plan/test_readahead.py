@@ -37,17 +37,26 @@ def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) ->
     assert read_ahead.proc is not None
     backend = read_ahead.backend(["proj-a", "proj-b", "proj-c"])
     assert isinstance(backend, ReadAheadBackend)
-    assert read_ahead.proc is None  # it has answered and is gone
+    proc = read_ahead.proc
+    assert proc is not None and proc.poll() is None  # it stays, for the gauges a plan asks
     direct = open_backend(TargetOptions(emulator=local_server.address))
     try:
         for project in ("proj-a", "proj-b", "proj-c"):
             assert backend.list_topics(project) == direct.list_topics(project)
             assert backend.effective_policy(project) == direct.effective_policy(project)
+            assert backend.list_subscriptions(project) == direct.list_subscriptions(project)
         assert backend.info == direct.info
+        local_server.counters.reset()
+        asked = backend.stored("proj-a", "topic", ["orders"], False)
+        assert asked == direct.stored("proj-a", "topic", ["orders"], False)
+        # Nothing stored: the message count only (bytes and age are not asked for).
+        assert local_server.counters.get("ListTimeSeries") == 2  # 1 by the child, 1 here
     finally:
         direct.close()
     [orders] = backend.list_topics("proj-a")
     assert list(orders.shape.labels) == ["alpha", "team", "zeta"]  # sorted by key
+    backend.close()
+    assert read_ahead.proc is None and proc.poll() is not None  # closing stops it
 
 
 def plan_json(run_cli: Any, root: Path, *args: str) -> dict[str, Any]:
@@ -117,6 +126,20 @@ def test_a_child_that_dies_is_replaced_by_reading_here(local_server: Any) -> Non
     err = read_ahead.note or ""
     assert "note: reading the live topics in a second process failed (exit status -9" in err
     assert "reading them in this one instead" in err
+
+
+def test_gauges_are_read_here_when_the_child_is_gone(local_server: Any, seed: Any) -> None:
+    seed("orders", {"team": "a"}, ["us-east1"])
+    read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
+    read_ahead.document("proj-a")
+    backend = read_ahead.backend(["proj-a"])
+    assert backend is not None and read_ahead.proc is not None
+    read_ahead.proc.kill()
+    local_server.counters.reset()
+    stored = backend.stored("proj-a", "topic", ["orders"], False)
+    assert stored.unavailable is None and stored.calls == 1  # nothing stored: the count only
+    assert local_server.counters.get("ListTimeSeries") == 1  # by this process's own client
+    backend.close()
 
 
 def test_closing_stops_the_child_and_it_never_starts_again(local_server: Any) -> None:

@@ -44,10 +44,13 @@ def _narrow(publisher: Any, regions: list[str], eit: bool = False) -> None:
     })
 
 
+@pytest.mark.parametrize("read_ahead", ["off", "0"])  # in this process; the second one's
 def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber_client: Any,
+    publisher_client: Any, subscriber_client: Any, monkeypatch: pytest.MonkeyPatch,
+    read_ahead: str,
 ) -> None:
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", read_ahead)
     seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     subscriber_client.create_subscription(request={
         "name": SUB, "topic": T, "message_retention_duration": {"seconds": 3600},
@@ -144,18 +147,31 @@ def test_a_typo_d_project_and_a_broken_spec_exit_1_naming_them(
 def test_google_s_emulator_has_no_monitoring_and_residency_says_unknown(
     run_cli: Any, google_emulator: str, specs: Any, org_policy_file: Any,
 ) -> None:
-    from reconciler.backends.clients import publisher_client
+    from reconciler.backends.clients import close_client, publisher_client, subscriber_client
 
     client = publisher_client(google_emulator)
     client.create_topic(request={"name": "projects/proj-a/topics/orders", "labels": OWN})
-    client.transport.close()
+    close_client(client)
     root = specs(topic_doc("orders"))
     policy = org_policy_file(None)
-    result = run_cli("residency", str(root), "--emulator", google_emulator,
-                     "--org-policy", str(policy), "--format", "json")
-    assert result.exit_code == 0, result.stderr
-    [topic] = json.loads(result.stdout)["topics"]
-    assert topic["subscriptions"] == 0
+
+    def report() -> dict[str, Any]:
+        result = run_cli("residency", str(root), "--emulator", google_emulator,
+                         "--org-policy", str(policy), "--format", "json")
+        assert result.exit_code == 0, result.stderr
+        [topic] = json.loads(result.stdout)["topics"]
+        return dict(topic)
+
+    # No subscription and no retention: nothing can be stored, no gauge is needed.
+    topic = report()
+    assert topic["subscriptions"] == 0 and "unknown" not in topic and topic["regions"] == []
+    subscriber = subscriber_client(google_emulator)
+    subscriber.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/orders-pull", "topic": T,
+    })
+    close_client(subscriber)
+    topic = report()
+    assert topic["subscriptions"] == 1
     assert any("serves no Cloud Monitoring API" in u for u in topic["unknown"])
 
 
