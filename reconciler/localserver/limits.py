@@ -105,10 +105,9 @@ def plain_messages(raw: bytes, count: int) -> bool:
     return bool(keyed.ByteSize() == 2 * count)  # each message an empty entry: tag + 0
 
 
-def check_publish(request_bytes: int, request: Any, raw: bytes = b"") -> bool:
+def check_publish(request_bytes: int, messages: Any, raw: bytes = b"") -> bool:
     """Every limit of one Publish request (its serialized size and its messages);
     whether any message has an ordering key."""
-    messages = request.messages
     count = len(messages)
     if not count:
         raise invalid("No messages to publish")

@@ -268,7 +268,7 @@ class PublisherService:
 
     def publish(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
-        ordering = check_publish(len(call.raw), request, call.raw)
+        ordering = check_publish(len(call.raw), request.messages, call.raw)
         call.notes["has_ordering"] = ordering
         topic = self.state.get_topic(request.topic)
         if topic is None:
