@@ -262,20 +262,20 @@ server.stop(None)
 """
 
 
-def _floor() -> _Child:
+def _script(source: str, name: str) -> _Child:
+    """A server run by a Python `source` given its port as argv[1]."""
     port = _free_port()
-    argv = [sys.executable, "-c", _FLOOR, str(port)]
-    child = _Child(argv, f"127.0.0.1:{port}", "Python gRPC floor (fixed answer)")
+    child = _Child([sys.executable, "-c", source, str(port)], f"127.0.0.1:{port}", name)
     child.ready(60)
     return child
+
+
+def _floor() -> _Child:
+    return _script(_FLOOR, "Python gRPC floor (fixed answer)")
 
 
 def _ours_grpc_only() -> _Child:
-    port = _free_port()
-    argv = [sys.executable, "-c", _GRPC_ONLY, str(port)]
-    child = _Child(argv, f"127.0.0.1:{port}", "reconcile (memory, no front)")
-    child.ready(60)
-    return child
+    return _script(_GRPC_ONLY, "reconcile (memory, no front)")
 
 
 def _emulator() -> tuple[_Child | None, str]:
