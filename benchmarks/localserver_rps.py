@@ -15,6 +15,7 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py --publish-soak [--messages 1000000]
     python benchmarks/localserver_rps.py --publish-pull [--batches 1000] [--rounds 5]
     python benchmarks/localserver_rps.py --publish-pull --front-only   # the front's cost
+    python benchmarks/localserver_rps.py --publish-pull --before /tmp/before  # vs a commit
 
 --publish-pull (issue 22) measures publish -> pull end to end beside Google's emulator:
 per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
@@ -172,12 +173,12 @@ class _Child:
     """A server process this benchmark started (own session, so that it can stop the
     emulator's whole process group) and the address it serves on."""
 
-    def __init__(self, argv: list[str], address: str, name: str) -> None:
+    def __init__(self, argv: list[str], address: str, name: str, cwd: Path = ROOT) -> None:
         self.name = name
         self.address = address
         self.proc = subprocess.Popen(
             argv,
-            cwd=ROOT,
+            cwd=cwd,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
@@ -216,10 +217,12 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _ours(extra: list[str] | None = None) -> _Child:
+def _ours(extra: list[str] | None = None, tree: Path = ROOT) -> _Child:
+    """`reconcile local-server` from the checkout `tree` (`python -m reconciler` run in
+    it imports that tree's package: --before measures an older commit this way)."""
     port = _free_port()
     argv = [sys.executable, "-m", "reconciler", "local-server", "--port", str(port), *(extra or [])]
-    child = _Child(argv, f"127.0.0.1:{port}", "reconcile local-server")
+    child = _Child(argv, f"127.0.0.1:{port}", "reconcile local-server", cwd=tree)
     child.ready(60)
     return child
 
@@ -236,12 +239,43 @@ server.stop()
 """
 
 
-def _ours_grpc_only() -> _Child:
+# The floor: Python gRPC's sync server answering Publish with a fixed 100-ID response
+# (no parsing, no storage), configured as the local server configures it.
+_FLOOR = """
+import signal, sys, threading
+from concurrent import futures
+import grpc
+from reconciler.localserver import protos
+from reconciler.localserver.server import MAX_WORKERS
+answer = protos.PublishResponse(message_ids=[str(i) for i in range(100)]).SerializeToString()
+server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS))
+server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(
+    "google.pubsub.v1.Publisher",
+    {"Publish": grpc.unary_unary_rpc_method_handler(lambda request, context: answer),
+     "CreateTopic": grpc.unary_unary_rpc_method_handler(lambda request, context: b"")})])
+server.add_insecure_port("127.0.0.1:" + sys.argv[1])
+server.start()
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+stop.wait()
+server.stop(None)
+"""
+
+
+def _script(source: str, name: str) -> _Child:
+    """A server run by a Python `source` given its port as argv[1]."""
     port = _free_port()
-    argv = [sys.executable, "-c", _GRPC_ONLY, str(port)]
-    child = _Child(argv, f"127.0.0.1:{port}", "reconcile (memory, no front)")
+    child = _Child([sys.executable, "-c", source, str(port)], f"127.0.0.1:{port}", name)
     child.ready(60)
     return child
+
+
+def _floor() -> _Child:
+    return _script(_FLOOR, "Python gRPC floor (fixed answer)")
+
+
+def _ours_grpc_only() -> _Child:
+    return _script(_GRPC_ONLY, "reconcile (memory, no front)")
 
 
 def _emulator() -> tuple[_Child | None, str]:
@@ -287,11 +321,21 @@ def _publisher(child: _Child, topic: str) -> Any:
     return client
 
 
-def publish_cpu(batches: int, rounds: int, warmup: int) -> None:
+def publish_cpu(
+    batches: int, rounds: int, warmup: int, floor: bool = False, before: Path | None = None
+) -> None:
     """Server CPU (utime + stime of the server process tree) per 100-message Publish,
-    ours and the emulator's, rounds interleaved, same client, same requests."""
+    ours and the emulator's, rounds interleaved, same client, same requests; with
+    `floor`, also a Python gRPC server answering a fixed response (what any handler
+    costs at least); with `before`, ours from that checkout too."""
     topic = f"{PROJECT}/topics/publish-cpu"
     servers = [_ours()]
+    if before is not None:
+        old = _ours(tree=before)
+        old.name = "reconcile (before)"
+        servers.append(old)
+    if floor:
+        servers.append(_floor())
     emulator, why = _add_emulator(servers)
     try:
         clients = {s.name: _publisher(s, topic) for s in servers}
@@ -414,15 +458,27 @@ def _subscriber(child: _Child) -> Any:
     return SubscriberClient(transport=SubscriberGrpcTransport(channel=channel))
 
 
-def publish_pull(batches: int, rounds: int, warmup: int, front_only: bool = False) -> None:
+def publish_pull(
+    batches: int,
+    rounds: int,
+    warmup: int,
+    front_only: bool = False,
+    before: Path | None = None,
+) -> None:
     """Server CPU per 100-message Publish, Pull and Acknowledge: ours (in memory, and
     durable with --state) beside Google's emulator, rounds interleaved; with
-    `front_only`, ours in memory with and without the front alone."""
+    `front_only`, ours in memory with and without the front alone; with `before`,
+    ours in memory from that checkout too (the same rounds: before and after side
+    by side)."""
     topic = f"{PROJECT}/topics/publish-pull"
     sub_name = f"{PROJECT}/subscriptions/publish-pull"
     with tempfile.TemporaryDirectory() as tmp:
         servers = [_ours()]
         servers[0].name = "reconcile (memory)"
+        if before is not None:
+            old = _ours(tree=before)
+            old.name = "reconcile (memory, before)"
+            servers.append(old)
         servers.append(_ours_grpc_only())
         why = "not run (--front-only)"
         if not front_only:
@@ -513,6 +569,16 @@ def _publish_pull_rounds(
                 for k in ("publish", "pull", "ack")
             }
             print(f"ratio {name} / emulator (medians): {ratios[name]}", flush=True)
+    before_ratio = {}
+    after, before = "reconcile (memory)", "reconcile (memory, before)"
+    if after in summary and before in summary:
+        before_ratio = {
+            k: round(
+                summary[after][f"{k}_cpu_ms_median"] / summary[before][f"{k}_cpu_ms_median"], 3
+            )
+            for k in ("publish", "pull", "ack")
+        }
+        print(f"ratio {after} / {before} (medians): {before_ratio}", flush=True)
     front_ratio = {}
     with_front, without = "reconcile (memory)", "reconcile (memory, no front)"
     if with_front in summary and without in summary:
@@ -543,6 +609,7 @@ def _publish_pull_rounds(
                 "summary": summary,
                 "ratios": ratios,
                 "front_ratio": front_ratio,
+                "before_ratio": before_ratio,
                 "emulator": why or "measured",
                 "cpus": mp.cpu_count(),
                 "python": platform.python_version(),
@@ -572,13 +639,27 @@ def main() -> None:
         action="store_true",
         help="with --publish-pull: only ours in memory, with and without the front",
     )
+    parser.add_argument(
+        "--before",
+        metavar="DIR",
+        help="with --publish-pull or --publish-cpu: also measure ours in memory from this "
+        "checkout of an older commit (e.g. `git worktree add --detach /tmp/before <commit>`)",
+    )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="with --publish-cpu: also a Python gRPC server answering a fixed response",
+    )
     args = parser.parse_args()
+    before = Path(args.before).resolve() if args.before else None
+    if before is not None and not (before / "reconciler" / "__main__.py").is_file():
+        parser.error(f"--before {args.before}: not a checkout of this repository")
     if args.publish_pull:
-        publish_pull(args.batches, args.rounds, args.warmup, args.front_only)
+        publish_pull(args.batches, args.rounds, args.warmup, args.front_only, before)
         return
     if args.publish_cpu or args.publish_soak:
         if args.publish_cpu:
-            publish_cpu(args.batches, args.rounds, args.warmup)
+            publish_cpu(args.batches, args.rounds, args.warmup, args.floor, before)
         if args.publish_soak:
             publish_soak(args.messages)
         return

@@ -5,7 +5,9 @@ Each accepted connection's first bytes decide its face: the HTTP/2 connection
 preface ("PRI * HTTP/2.0...", what every gRPC client sends first) is relayed to the
 gRPC server listening on an internal socket (a Unix socket in a private directory,
 or a loopback port where there are none); an HTTP/1.x request line goes to the
-REST face on the connection's own thread; anything else is refused and closed.
+REST face on the connection's own thread; a TLS handshake is closed and logged
+(the server speaks plaintext only; the client's TLS library cannot show why);
+anything else gets a plain-text refusal and is closed.
 
 Bounded: a connection that sends nothing decidable within `Limits.first_bytes_s`
 is closed, at most `Limits.max_connections` are open at once (more are closed at
@@ -22,12 +24,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from reconciler.localserver.relay import relay
 
 log = logging.getLogger(__name__)
 
 H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+TLS_LOG_EVERY_S = 60.0
 PEEK = 4  # enough to tell "PRI " from an HTTP/1.x method and a TLS record
 HTTP1_METHODS = (b"GET ", b"PUT ", b"POST", b"PATC", b"DELE", b"HEAD", b"OPTI", b"TRAC", b"CONN")
 
@@ -98,6 +102,8 @@ class Front:
         self.http = http
         self._listeners = _listen(host, port)
         self.port = int(self._listeners[0].getsockname()[1])
+        self.address = _address((host, self.port))
+        self._tls_logged: float | None = None  # when a TLS refusal was last logged
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()
         self._wake_r, self._wake_w = socket.socketpair()
@@ -164,6 +170,8 @@ class Front:
             else:
                 if kind == "junk" and head:
                     conn.sendall(_REFUSAL)
+                elif kind == "tls":
+                    self._tls_refused(conn)
                 linger(conn, self.limits.first_bytes_s)
         except OSError:  # timeouts, resets: the connection just ends
             pass
@@ -172,6 +180,29 @@ class Front:
                 self._live.discard(conn)
             with contextlib.suppress(OSError):
                 conn.close()
+
+    def _tls_refused(self, conn: socket.socket) -> None:
+        """Say on the server's side why a TLS client gets nothing: its TLS library can
+        only report a closed connection. Once a minute at most (a client retrying in
+        a loop would fill the log); the connection is closed either way."""
+        now = time.monotonic()
+        with self._lock:
+            if self._tls_logged is not None and now - self._tls_logged < TLS_LOG_EVERY_S:
+                return
+            self._tls_logged = now
+        try:
+            peer = _address(conn.getpeername())
+        except OSError:
+            peer = "a client"
+        log.warning(
+            "local server: %s opened a TLS connection to port %d; this server speaks "
+            "plaintext gRPC and HTTP/1.1 only, so the connection was closed. Connect "
+            "without TLS: PUBSUB_EMULATOR_HOST=%s for the Google client libraries, an "
+            "insecure gRPC channel, or http:// for REST.",
+            peer,
+            self.port,
+            self.address,
+        )
 
     def _to_grpc(self, conn: socket.socket, head: bytes) -> None:
         upstream = _connect(self.upstream)
@@ -232,6 +263,12 @@ def linger(conn: socket.socket, within: float) -> None:
             if not chunk:
                 return
             dropped += len(chunk)
+
+
+def _address(sockname: Any) -> str:
+    """host:port of a socket address ([host]:port for IPv6)."""
+    host, port = sockname[0], sockname[1]
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def _read_at_least(conn: socket.socket, n: int, within: float) -> bytes:

@@ -295,10 +295,12 @@ class PublisherService:
         stored = self.state.subs.publish(request.topic, request, call.raw, region)
         if stored is None:
             raise not_found("Topic not found")
-        ids, _ = stored
+        first, _ = stored
+        count = len(request.messages)
         if rerouted:
-            self.rerouted.incr(request.topic, amount=len(ids))
-        return protos.PublishResponse(message_ids=ids)
+            self.rerouted.incr(request.topic, amount=count)
+        # IDs are consecutive: the response takes them from an iterator, no list.
+        return protos.PublishResponse(message_ids=map(str, range(first, first + count)))
 
     def rpcs(self) -> list[Rpc]:
         p = protos

@@ -313,9 +313,10 @@ class Subscriptions:
 
     def publish(
         self, topic_name: str, request: Any, raw: bytes, receiving: str | None
-    ) -> tuple[list[str], str] | None:
-        """Store a Publish request's messages (durable first); (their IDs, the region
-        they are persisted in), or None when the topic does not exist."""
+    ) -> tuple[int, str] | None:
+        """Store a Publish request's messages (durable first); (the first of their
+        consecutive IDs, the region they are persisted in), or None when the topic
+        does not exist."""
         state = self.state
         messages = request.messages
         with state.wlock:
@@ -335,7 +336,7 @@ class Subscriptions:
                 ticket = state.write_grouped([(j.PUBLISH, topic_name, value)])
         batch = Batch(topic_name, first, publish_ns, region, messages)
         state.sync_grouped(ticket, lambda: self._deliver(batch, receivers))
-        return list(map(str, range(first, first + len(messages)))), region
+        return first, region
 
     def _deliver(self, batch: Batch, receivers: list[str]) -> None:
         log = self._logs.get(batch.topic)

@@ -175,6 +175,30 @@ def test_a_tls_hello_is_closed_without_an_answer() -> None:
         _still_serves(server)
 
 
+def test_a_tls_client_is_told_in_the_server_log_to_connect_without_tls(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A real TLS handshake (Python's ssl, as a client configured for TLS would make)
+    fails on the client at once, and the server's log names the port and the fix,
+    once however often the client retries."""
+    import ssl
+
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    with short_server() as server, caplog.at_level("WARNING"):
+        for _ in range(3):
+            with _connect(server) as sock, pytest.raises((ssl.SSLError, OSError)):
+                context.wrap_socket(sock).do_handshake()
+        _still_serves(server)
+        lines = [r.getMessage() for r in caplog.records if "TLS" in r.getMessage()]
+    port = server.address.rsplit(":", 1)[1]
+    assert len(lines) == 1, lines
+    assert f"TLS connection to port {port}" in lines[0]
+    assert "speaks plaintext gRPC and HTTP/1.1 only" in lines[0]
+    assert f"PUBSUB_EMULATOR_HOST={server.address}" in lines[0]
+
+
 @pytest.mark.parametrize(
     ("sent", "answer"),
     [

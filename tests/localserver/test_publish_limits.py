@@ -49,6 +49,14 @@ CASES = [
     ("257-byte key in 2-byte characters", [{"data": b"m", "attributes": {"é" * 129: "v"}}],
      "258 bytes"),
     ("empty message", [{"data": b""}], "Some messages are empty"),
+    # The common case is checked in C on the request's bytes (`limits.plain_messages`):
+    # one odd message among plain ones must still be found.
+    ("an empty message after 99 plain ones", [{"data": b"m"}] * 99 + [{"data": b""}],
+     "Some messages are empty"),
+    ("a message with only a message_id", [{"data": b"m"}, {"message_id": "7"}],
+     "Some messages are empty"),
+    ("a long ordering key after plain ones", [{"data": b"m"}] * 5 + [{"data": b"m",
+     "ordering_key": "o" * 1025}], "1025 bytes"),
 ]
 
 
@@ -84,3 +92,11 @@ def test_exactly_at_every_limit_passes(pub: Any, local_server: Any) -> None:
     with pytest.raises(exceptions.InvalidArgument):  # one byte more is refused
         pub.publish(request=_sized_request(limits.MAX_PUBLISH_BYTES + 1), retry=None, timeout=60)
     assert local_server.message_count(TOPIC) == 1002
+
+
+def test_attributes_without_data_pass_among_plain_messages(pub: Any, local_server: Any) -> None:
+    ids = _send(pub, [{"data": b"m"}] * 5 + [{"attributes": {"kind": "marker"}}])
+    assert len(ids) == 6
+    stored = local_server.messages(TOPIC)
+    assert [m.data for m in stored] == [b"m"] * 5 + [b""]
+    assert dict(stored[-1].attributes) == {"kind": "marker"}
