@@ -161,7 +161,9 @@ def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
     options = dist["bucketOptions"]
     geometric = "exponentialBuckets" in options
     buckets = buckets_from_bounds(_bounds(options), counts, geometric)
-    return LatencyDistribution(buckets=tuple(buckets))
+    out = LatencyDistribution(buckets=tuple(buckets))
+    mean = dist.get("mean")
+    return out.with_mean(float(mean)) if mean is not None else out
 
 
 def advise(
@@ -172,6 +174,8 @@ def advise(
     seed: int = 2026,
     rate: float | None = None,
     p99_goal_ms: float | None = None,
+    overhead: LatencyDistribution | Sequence[float] | None = None,
+    hedge_lag: LatencyDistribution | Sequence[float] | None = None,
 ) -> Advice:
     """Simulate every candidate delay (batches arriving at `rate` per second if known,
     the bucket starting empty) and recommend one.
@@ -182,16 +186,17 @@ def advise(
     maxTokens and refillRatio are kept; without, the candidates run with the largest
     refill ratio within the budget (so the bucket itself holds hedging to it) and
     250 tokens, then the smallest refill ratio and maxTokens that keep the chosen
-    delay's p99 are recommended."""
+    delay's p99 are recommended. `overhead` and `hedge_lag`: what the client adds to
+    each attempt and each hedge check (simulate.py), in milliseconds."""
     dist = as_distribution(latencies)
     tune = profile is None
     base = profile or HedgingProfile(
         max_tokens=TOKENS_LADDER[-1], refill_ratio=_refill_for(max_extra)
     )
-    baseline = simulate(dist, None, batches, seed)
+    baseline = simulate(dist, None, batches, seed, overhead=overhead)
 
     def run(p: HedgingProfile) -> Outcome:
-        return simulate(dist, p, batches, seed, rate)
+        return simulate(dist, p, batches, seed, rate, overhead=overhead, hedge_lag=hedge_lag)
 
     delays = sorted({*CANDIDATES_MS, base.hedge_delay_ms})
     lo, hi = HEDGE_DELAY_MS

@@ -10,6 +10,16 @@ and refills the bucket. Batches arrive at `rate` per second (open loop, the toke
 bucket shared by the batches in flight together), or with `rate=None` one after
 another. Out: latency percentiles (from each batch's start) and extra requests per
 batch. Pure Python: `reconcile hedging advise` imports no google or gRPC.
+
+What the client adds, optional inputs measured at the client:
+
+- `overhead`: time every attempt takes at the client beyond the service's own
+  latency (the round trip, serialisation, noticing the answer): the service's
+  `send_request_latencies` does not include it, the publisher's callback does. One
+  draw is added to each attempt.
+- `hedge_lag`: how late a hedge check runs after its hedge delay has passed (the
+  timer thread's lateness, the local probe; the publisher's `hedge_lateness`
+  counters measure it). One draw is added to each check.
 """
 
 from __future__ import annotations
@@ -17,7 +27,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reconciler.hedging.distribution import LatencyDistribution
@@ -58,10 +68,14 @@ def simulate(
     seed: int = 2026,
     rate: float | None = None,
     total_timeout_ms: float = DEFAULT_TOTAL_TIMEOUT_MS,
+    overhead: LatencyDistribution | Sequence[float] | None = None,
+    hedge_lag: LatencyDistribution | Sequence[float] | None = None,
 ) -> Outcome:
     """`profile=None`: one attempt per batch (hedging off). `rate`: batches per second
-    (None: one after another)."""
-    draw = as_distribution(latencies).sampler(random.Random(seed))
+    (None: one after another). `overhead`, `hedge_lag`: milliseconds the client adds
+    to each attempt and to each hedge check (module docstring)."""
+    draw = _attempts(latencies, overhead, seed)
+    late = as_distribution(hedge_lag).sampler(random.Random(seed + 2)) if hedge_lag else None
     if profile is None:
         return _outcome(None, sorted(draw() for _ in range(batches)), 0, 0, batches)
     delay = float(profile.hedge_delay_ms)
@@ -80,8 +94,9 @@ def simulate(
         done.append(at + draw())
         finished.append(False)
         heapq.heappush(events, (done[i], _DONE, i))
-        if done[i] > at + delay:
-            heapq.heappush(events, (at + delay, _CHECK, i))
+        check = at + delay + (late() if late else 0.0)
+        if done[i] > check:
+            heapq.heappush(events, (check, _CHECK, i))
 
     if gap is None:
         begin(0.0)
@@ -111,10 +126,24 @@ def simulate(
         if latency <= min(HEDGE_TIMEOUT_CAP_MS, left) and t + latency < done[i]:
             done[i] = t + latency
             heapq.heappush(events, (done[i], _DONE, i))
-        if done[i] > t + delay:
-            heapq.heappush(events, (t + delay, _CHECK, i))
+        check = t + delay + (late() if late else 0.0)
+        if done[i] > check:
+            heapq.heappush(events, (check, _CHECK, i))
     results.sort()
     return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches)
+
+
+def _attempts(
+    latencies: LatencyDistribution | Sequence[float],
+    overhead: LatencyDistribution | Sequence[float] | None,
+    seed: int,
+) -> Callable[[], float]:
+    """One attempt's latency at the client: the service's plus the client's own."""
+    service = as_distribution(latencies).sampler(random.Random(seed))
+    if overhead is None:
+        return service
+    client = as_distribution(overhead).sampler(random.Random(seed + 1))
+    return lambda: service() + client()
 
 
 def _outcome(
