@@ -56,6 +56,7 @@ KEEP_MESSAGES = 250_000  # per topic: more than any run publishes, so nothing is
 MAX_EXTRA = 0.15  # the advisor's extra-request budget here
 ADVISOR_SAMPLES = 200_000  # draws of the injected distribution the advisor reads
 PREDICTED = 200_000  # batches simulated for each prediction
+CALIBRATION = 1_000  # messages of the run with nothing injected: the client's own time
 
 # Injected Publish latency: every rule adds its delay (uniform in [delay, delay_max]
 # when delay_max is given) and, on tail_fraction of calls, tail_delay (seconds).
@@ -230,7 +231,7 @@ def run(
     client.transport.close()
     calls = srv.ask("publish_calls") - calls_before
     time.sleep(late_wait)  # cancelled slow attempts still land on the server
-    observed = server_latencies(srv.address, topic) if kind == "official" and rate else None
+    observed = server_latencies(srv.address, topic) if kind != "ours-hedged" and rate else None
     stored, kept, indices = srv.ask("stored", topic)
     latencies.sort()
     from_call.sort()
@@ -266,6 +267,7 @@ def run(
         batches = counters.batches_succeeded + counters.batches_failed
         out |= {
             "batches": batches,
+            "extra_requests": counters.attempts - batches,
             "extra_request_ratio": round((counters.attempts - batches) / batches, 4),
             "hedges_sent": counters.hedges_sent,
             "hedges_dropped": counters.hedges_dropped,
@@ -274,6 +276,7 @@ def run(
             "duplicates_counted": counters.duplicates,
             "wins_by_attempt": {str(k): v for k, v in sorted(counters.wins_by_attempt.items())},
             "profile_lookups": counters.profile_lookups,
+            "hedge_lateness_ms": list(counters.hedge_lateness_ms),
         }
     return out
 
@@ -304,25 +307,182 @@ def noise(fraction: float, batches: int) -> float:
     ) else 0.0
 
 
-def predict(samples: Any, delay_ms: int, rate: float, seed: int) -> dict[str, Any]:
+def fraction_interval(hits: int, n: int) -> tuple[float, float]:
+    """Wilson's 95% interval of a binomial fraction hits/n."""
+    if n == 0:
+        return 0.0, 1.0
+    z, p = 1.96, hits / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def percentile_interval(sorted_values: list[float], p: float) -> tuple[float, float]:
+    """Distribution-free 95% interval of the p-th percentile: the order statistics
+    at ranks n*q -+ 1.96*sqrt(n*q*(1-q)) (binomial count below the true quantile)."""
+    n, q = len(sorted_values), p / 100
+    half = 1.96 * math.sqrt(n * q * (1 - q))
+    lo = max(0, math.floor(n * q - half) - 1)
+    hi = min(n - 1, math.ceil(n * q + half) - 1)
+    return sorted_values[lo], sorted_values[hi]
+
+
+def verdict(predicted: float, interval: tuple[float, float], within: float = 0.10) -> str:
+    """"met" when the prediction is within `within` of every value in the measured
+    95% interval, "not met" when of none, else "inside the sampling noise"."""
+    lo, hi = interval
+    if lo <= 0:
+        return "inside the sampling noise"
+    ends = (abs(predicted - lo) / lo, abs(predicted - hi) / hi)
+    nearest = 0.0 if lo <= predicted <= hi else min(ends)
+    if max(ends) <= within:
+        return "met"
+    return "not met" if nearest > within else "inside the sampling noise"
+
+
+def median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def predict(
+    samples: Any, delay_ms: int, rate: float, seed: int,
+    overhead: Any = None, hedge_lag: Any = None,
+) -> dict[str, Any]:
     from reconciler.hedging.profile import HedgingProfile
     from reconciler.hedging.simulate import simulate
 
-    outcome = simulate(samples, HedgingProfile(hedge_delay_ms=delay_ms), PREDICTED, seed, rate)
+    outcome = simulate(samples, HedgingProfile(hedge_delay_ms=delay_ms), PREDICTED, seed, rate,
+                       overhead=overhead, hedge_lag=hedge_lag)
     return {"p99_ms": round(outcome.p99_ms, 1), "extra": round(outcome.extra_fraction, 4)}
 
 
-def compare(predicted: dict[str, Any], measured: dict[str, Any]) -> dict[str, Any]:
-    p99, extra = measured["p99_call_ms"], measured["extra_request_ratio"]
+def measured(hedged_runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The hedged runs of one shape: medians, each run's value, pooled 95% intervals."""
+    pooled = sorted(x for r in hedged_runs for x in r["call_latencies_ms"])
+    batches = sum(r["batches"] for r in hedged_runs)
+    extra = sum(r["extra_requests"] for r in hedged_runs)
+    p99_lo, p99_hi = percentile_interval(pooled, 99)
+    x_lo, x_hi = fraction_interval(extra, batches)
+    return {
+        "runs": len(hedged_runs),
+        "p99_call_ms_median": round(median([r["p99_call_ms"] for r in hedged_runs]), 1),
+        "p99_call_ms_runs": [r["p99_call_ms"] for r in hedged_runs],
+        "p99_call_ms_pooled_ci95": [round(p99_lo, 1), round(p99_hi, 1)],
+        "extra_median": round(median([r["extra_request_ratio"] for r in hedged_runs]), 4),
+        "extra_runs": [r["extra_request_ratio"] for r in hedged_runs],
+        "extra_pooled": round(extra / batches, 4),
+        "extra_pooled_ci95": [round(x_lo, 4), round(x_hi, 4)],
+        "batches_pooled": batches,
+    }
+
+
+def compare(predicted: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+    p99, extra = m["p99_call_ms_median"], m["extra_median"]
     return {
         "predicted_p99_ms": predicted["p99_ms"],
-        "measured_p99_ms": p99,
         "p99_error": relative_error(predicted["p99_ms"], p99),
+        "p99_within_10pct": verdict(predicted["p99_ms"], tuple(m["p99_call_ms_pooled_ci95"])),
         "predicted_extra": predicted["extra"],
-        "measured_extra": extra,
         "extra_error": relative_error(predicted["extra"], extra),
-        "extra_sampling_noise_95": noise(extra, measured["batches"]),
+        "extra_within_10pct": verdict(predicted["extra"], tuple(m["extra_pooled_ci95"])),
     }
+
+
+def lateness_summary(values: list[float]) -> dict[str, Any]:
+    from reconciler.hedging.simulate import percentile
+
+    ordered = sorted(values)
+    if not ordered:
+        return {"hedges": 0}
+    return {"hedges": len(ordered), **{
+        f"p{p:g}_ms": round(percentile(ordered, p), 2) for p in (50, 90, 99)
+    }, "max_ms": round(ordered[-1], 2)}
+
+
+def tail_shape(
+    srv: Server, n: int, shape: str, rules: list[dict[str, Any]], one: Any, tail: int,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """One tail shape: a calibration run (ours, unhedged, nothing injected: what the
+    client adds to each attempt), the official client once, the hedged client
+    `args.runs` times, and the advisor's predictions beside the measured medians."""
+    from reconciler.hedging.advise import advise
+    from reconciler.hedging.profile import HedgingProfile
+
+    samples = draws(rules, ADVISOR_SAMPLES, args.seed + n)
+    srv.ask("faults", [])
+    calib = run(srv, "ours", f"projects/{PROJECT}/topics/calibrate-{n}", CALIBRATION, 100, one,
+                args.rate, 2_000)
+    overhead = calib["call_latencies_ms"]  # ms the client adds to an attempt, as measured
+    # The server metric already holds the server's own time: only the client's part.
+    server_own = calib.pop("server_metric").latencies.mean()
+    overhead_beyond_server = [max(0.0, x - server_own) for x in overhead]
+    print(f"{shape} calibration: client overhead p50 {calib['p50_call_ms']} p99 "
+          f"{calib['p99_call_ms']} ms (server's own {server_own:.2f} ms), "
+          f"load {calib['load_average']}", file=sys.stderr)
+    advice = advise(samples, HedgingProfile(), MAX_EXTRA, 20_000, args.seed, args.rate,
+                    overhead=overhead)
+    recommended = advice.recommended.hedge_delay_ms
+    assert recommended is not None
+    delay = HEDGE_DELAY_MS if shape == TOKEN_BOUND else recommended
+    profile = HedgingProfile(hedge_delay_ms=delay)
+    late = max(r.get("tail_delay", 0.0) for r in rules) + 0.5
+    srv.ask("faults", rules)
+    plan: list[tuple[str, HedgingProfile | None]] = [
+        ("official", None), *(("ours", None),) * (shape == TARGET_SHAPE)]
+    plan += [("ours-hedged", profile)] * args.runs
+    runs: dict[str, Any] = {}
+    hedged_runs: list[dict[str, Any]] = []
+    for k, (kind, labelled) in enumerate(plan):
+        topic = f"projects/{PROJECT}/topics/tail-{n}-{kind}-{k}"
+        r = run(srv, kind, topic, tail, 100, one, args.rate, 2_000, labelled, late_wait=late)
+        if kind == "ours-hedged":
+            hedged_runs.append(r)
+        else:
+            runs[kind] = r
+        print(f"{shape} {kind:>11}: p50 {r['p50_ms']} p99 {r['p99_ms']} p99.9 "
+              f"{r['p999_ms']} ms (from the call: p50 {r['p50_call_ms']} p99 "
+              f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}, "
+              f"load {r['load_average']}", file=sys.stderr)
+    metric = runs["official"].pop("server_metric")
+    runs.get("ours", {}).pop("server_metric", None)
+    m = measured(hedged_runs)
+    lateness = [x for r in hedged_runs for x in r["hedge_lateness_ms"]]
+    rate, seed = args.rate, args.seed
+    out = {
+        "rules": rules,
+        "advisor_recommended_delay_ms": recommended,
+        "hedge_delay_ms": delay,
+        "measured": m,
+        "client_overhead_ms": {"p50": calib["p50_call_ms"], "p99": calib["p99_call_ms"],
+                               "server_own_mean": round(server_own, 3)},
+        # The injected distribution plus the calibration's client overhead: what the
+        # advisor is judged on (nothing from the runs it predicts).
+        "advisor": compare(predict(samples, delay, rate, seed, overhead), m),
+        # `advise --topic`: the server's latency metric of the official run, plus the
+        # client's overhead beyond the server's own time.
+        "advisor_from_server_metric": compare(
+            predict(metric.latencies, delay, rate, seed, overhead_beyond_server), m),
+        # Why they differed before: the service's latency alone (no client overhead).
+        "advisor_service_only": compare(predict(samples, delay, rate, seed), m),
+        "advisor_server_metric_only": compare(predict(metric.latencies, delay, rate, seed), m),
+        # The official client's measured latencies (its overhead is in them).
+        "advisor_from_official_latencies": compare(
+            predict(runs["official"]["call_latencies_ms"], delay, rate, seed), m),
+        # Plus the hedge checks' lateness the hedged runs measured (their own figure).
+        "advisor_with_measured_lateness": compare(
+            predict(samples, delay, rate, seed, overhead, lateness or None), m),
+        "server_metric_calls": metric.total_calls,
+        "calibration": calib,
+        **runs,
+        "ours-hedged-runs": hedged_runs,
+    }
+    for source in ("advisor", "advisor_from_server_metric", "advisor_service_only"):
+        print(f"{shape}: {source} {out[source]}", file=sys.stderr)
+    print(f"{shape}: measured {m}", file=sys.stderr)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -332,6 +492,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rate", type=float, default=500.0, help="tail shapes' offered load")
     parser.add_argument("--per-shape", type=int, help="messages per tail shape and client")
     parser.add_argument("--server-workers", type=int, default=512)
+    parser.add_argument("--runs", type=int, default=3,
+                        help="hedged runs per tail shape (medians; pooled 95%% intervals)")
     parser.add_argument("--only-shapes", action="store_true", help="skip throughput/saturation")
     parser.add_argument(
         "--shape", action="append", type=int, choices=range(len(SHAPES)),
@@ -346,7 +508,6 @@ def main(argv: list[str] | None = None) -> int:
 
     from google.cloud.pubsub_v1 import types
 
-    from reconciler.hedging.advise import advise
     from reconciler.hedging.profile import HedgingProfile
 
     fixed = HedgingProfile(hedge_delay_ms=HEDGE_DELAY_MS)
@@ -373,48 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         for n, (shape, rules) in enumerate(SHAPES.items()):
             if args.shape and n not in args.shape:
                 continue
-            samples = draws(rules, ADVISOR_SAMPLES, args.seed + n)
-            advice = advise(samples, HedgingProfile(), MAX_EXTRA, 20_000, args.seed, args.rate)
-            recommended = advice.recommended.hedge_delay_ms
-            assert recommended is not None
-            delay = HEDGE_DELAY_MS if shape == TOKEN_BOUND else recommended
-            profile = HedgingProfile(hedge_delay_ms=delay)
-            late = max(r.get("tail_delay", 0.0) for r in rules) + 0.5
-            srv.ask("faults", rules)
-            kinds = ("official", "ours", "ours-hedged") if shape == TARGET_SHAPE else (
-                "official", "ours-hedged")
-            runs = {}
-            for kind in kinds:
-                topic = f"projects/{PROJECT}/topics/tail-{n}-{kind}"
-                runs[kind] = run(srv, kind, topic, tail, 100, one, args.rate, 2_000,
-                                 profile if kind == "ours-hedged" else None, late_wait=late)
-                r = runs[kind]
-                print(f"{shape} {kind:>11}: p50 {r['p50_ms']} p99 {r['p99_ms']} p99.9 "
-                      f"{r['p999_ms']} ms (from the call: p50 {r['p50_call_ms']} p99 "
-                      f"{r['p99_call_ms']}), extra {r.get('extra_request_ratio', 0):.2%}, "
-                      f"load {r['load_average']}", file=sys.stderr)
-            hedged = runs["ours-hedged"]
-            metric = runs["official"].pop("server_metric")
-            shapes[shape] = {
-                "rules": rules,
-                "advisor_recommended_delay_ms": recommended,
-                "hedge_delay_ms": delay,
-                "advisor": compare(predict(samples, delay, args.rate, args.seed), hedged),
-                "advisor_from_official_latencies": compare(
-                    predict(runs["official"]["call_latencies_ms"], delay, args.rate, args.seed),
-                    hedged,
-                ),
-                # `advise --topic`: the server's own latency metric of the official run
-                # (its load included), Publish rate as the metric shows it.
-                "advisor_from_server_metric": compare(
-                    predict(metric.latencies, delay, args.rate, args.seed), hedged
-                ),
-                "server_metric_calls": metric.total_calls,
-                **runs,
-            }
-            print(f"{shape}: advisor {shapes[shape]['advisor']}", file=sys.stderr)
-            print(f"{shape}: advisor from the server's metric "
-                  f"{shapes[shape]['advisor_from_server_metric']}", file=sys.stderr)
+            shapes[shape] = tail_shape(srv, n, shape, rules, one, tail, args)
     finally:
         srv.stop()
 
@@ -424,11 +544,13 @@ def main(argv: list[str] | None = None) -> int:
             out.write("# publish latency (ms), official client, benchmarks/hedging.py 2% tail\n")
             out.writelines(f"{x:.2f}\n" for x in target["official"]["call_latencies_ms"])
     for group in (*results.values(), *shapes.values()):
-        for r in group.values():
+        for r in (*group.values(), *group.get("ours-hedged-runs", ())):
             if isinstance(r, dict):
                 r.pop("latencies_ms", None)
                 r.pop("call_latencies_ms", None)
-    targets: dict[str, bool] = {}
+                if "hedge_lateness_ms" in r:
+                    r["hedge_lateness_ms"] = lateness_summary(r["hedge_lateness_ms"])
+    targets: dict[str, Any] = {}
     if not args.only_shapes:
         sat, thr = results["saturation"], results["throughput"]
         targets |= {
@@ -440,17 +562,16 @@ def main(argv: list[str] | None = None) -> int:
                 thr["ours-hedged"]["throughput_msg_s"] >= thr["official"]["throughput_msg_s"],
         }
     for shape, s in shapes.items():
-        a = s["advisor"]
-        targets[f"{shape}: advisor p99 within 10%"] = (a["p99_error"] or 0) <= 0.10
-        targets[f"{shape}: advisor extra within 10%"] = (a["extra_error"] or 0) <= 0.10
-        m = s["advisor_from_server_metric"]
-        targets[f"{shape}: advisor (server metric) p99 within 10%"] = (m["p99_error"] or 0) <= 0.10
-        targets[f"{shape}: advisor (server metric) extra within 10%"] = (
-            (m["extra_error"] or 0) <= 0.10)
+        for source in ("advisor", "advisor_from_server_metric"):
+            a = s[source]
+            targets[f"{shape}: {source} p99 within 10%"] = a["p99_within_10pct"]
+            targets[f"{shape}: {source} extra within 10%"] = a["extra_within_10pct"]
     if target is not None:
-        targets["2% tail: hedged p99 <= 150 ms"] = target["ours-hedged"]["p99_ms"] <= 150
-        targets["2% tail: hedged p99 from the call <= 150 ms"] = (
-            target["ours-hedged"]["p99_call_ms"] <= 150)
+        m = target["measured"]
+        targets["2% tail: hedged p99 <= 150 ms (median of runs, from the due time)"] = (
+            median([r["p99_ms"] for r in target["ours-hedged-runs"]]) <= 150)
+        targets["2% tail: hedged p99 from the call <= 150 ms (median of runs)"] = (
+            m["p99_call_ms_median"] <= 150)
         targets["2% tail: unhedged p99 >= 2 s"] = target["official"]["p99_ms"] >= 2000
     summary = {
         "benchmark": "publish-hedging",

@@ -162,8 +162,10 @@ def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
     geometric = "exponentialBuckets" in options
     buckets = buckets_from_bounds(_bounds(options), counts, geometric)
     out = LatencyDistribution(buckets=tuple(buckets))
-    mean = dist.get("mean")
-    return out.with_mean(float(mean)) if mean is not None else out
+    mean, ssd = dist.get("mean"), dist.get("sumOfSquaredDeviation")
+    if mean is None:
+        return out
+    return out.fitted(float(mean), float(ssd) if ssd is not None else None)
 
 
 def advise(
@@ -278,8 +280,12 @@ def render(advice: Advice, source: str) -> str:
             f"{o.extra_fraction:>14.2%}{mark}{current}"
         )
     goal = advice.p99_goal_ms
+    unmet = f"p99 goal {_ms(goal)}: NOT met: no profile within the budget reaches it" if (
+        goal is not None) else ""
     if rec is None:
         lines += ["", "hedging does not improve p99 or p99.9 for these latencies: leave it off"]
+        if goal is not None and not advice.goal_met:
+            lines.append(unmet)
         return "\n".join(lines)
     lines += [
         "",
@@ -290,8 +296,7 @@ def render(advice: Advice, source: str) -> str:
         f"(budget {advice.max_extra:.1%})",
     ]
     if goal is not None:
-        verdict = "met" if advice.goal_met else "NOT met: no profile within the budget reaches it"
-        lines.append(f"p99 goal {_ms(goal)}: {verdict}")
+        lines.append(f"p99 goal {_ms(goal)}: met" if advice.goal_met else unmet)
     if r.dropped_fraction > 0:
         lines.append(
             f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "

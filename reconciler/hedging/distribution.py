@@ -4,11 +4,11 @@ both. Pure Python: the advisor imports no google or gRPC.
 
 A bucket's draws are spread across it, evenly, or geometrically for exponential
 buckets; the overflow bucket has no upper bound, so its draws sit on its lower bound.
-Where the histogram also gives its mean (Cloud Monitoring's distributions do), the
-draws' position within every bucket is bent (fraction f -> f**k, one k for the whole
-histogram) until the reconstruction has that mean: a p99 inside a wide bucket (the
-service's x1.4 bounds) is then read where the observations were, not spread across
-the bucket's width.
+Where the histogram also gives its mean and sum of squared deviations (Cloud
+Monitoring's distributions do), the draws of every bucket are narrowed to a band
+(one position and one width for the whole histogram) until the reconstruction has
+that mean and variance: a p99 inside a wide bucket (the service's x1.4 bounds) is
+then read where the observations were, not spread across the bucket's width.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-_MEAN_STEPS = 64  # midpoints integrating a geometric bucket's mean
-_FIT_ROUNDS = 60  # bisection rounds on log k
-_K_RANGE = (1e-3, 1e3)
+_STEPS = 32  # midpoints integrating a bucket's moments
+_FIT_ROUNDS = 30  # bisection rounds per parameter
 
 
 @dataclass(frozen=True)
@@ -33,24 +32,25 @@ class Bucket:
     hi: float
     count: int
     geometric: bool = False
-    skew: float = 1.0  # draws at fraction f**skew: above 1 towards lo, below towards hi
+    # Draws fill the band [centre - width/2, centre + width/2] of the bucket (fractions
+    # of its way through): the whole bucket by default.
+    centre: float = 0.5
+    width: float = 1.0
 
     def at(self, f: float) -> float:
-        """The latency at fraction `f` (0 to 1) of the way through the bucket."""
+        """The latency at fraction `f` (0 to 1) of the way through the bucket's band."""
         lo, hi = self.lo, self.hi
-        if self.skew != 1.0:
-            f = f**self.skew
+        f = self.centre + self.width * (f - 0.5)
         if self.geometric and lo > 0 and hi > lo:
             return float(lo * (hi / lo) ** f)
         return lo + (hi - lo) * f
 
-    def mean(self) -> float:
-        """The mean of the bucket's draws."""
+    def moments(self) -> tuple[float, float]:
+        """The mean and mean square of the bucket's draws."""
         if self.hi <= self.lo:
-            return self.lo
-        if not (self.geometric and self.lo > 0):
-            return self.lo + (self.hi - self.lo) / (self.skew + 1)
-        return sum(self.at((i + 0.5) / _MEAN_STEPS) for i in range(_MEAN_STEPS)) / _MEAN_STEPS
+            return self.lo, self.lo * self.lo
+        xs = [self.at((i + 0.5) / _STEPS) for i in range(_STEPS)]
+        return sum(xs) / _STEPS, sum(x * x for x in xs) / _STEPS
 
 
 def buckets_from_bounds(
@@ -84,31 +84,71 @@ class LatencyDistribution:
     ) -> LatencyDistribution:
         return cls(buckets=tuple(buckets_from_bounds(bounds, counts, geometric)))
 
-    def with_mean(self, mean: float) -> LatencyDistribution:
-        """The same counts with every bucket's draws bent (one skew for all) so that
-        the distribution's mean is `mean`, as close as the buckets allow."""
-        if not self.buckets or not math.isfinite(mean) or mean <= 0:
+    def fitted(
+        self, mean: float, sum_of_squared_deviation: float | None = None
+    ) -> LatencyDistribution:
+        """The same counts, every bucket's draws narrowed to one band (the same
+        position and width in every bucket) so that the reconstruction has `mean` and,
+        when given, the variance the sum of squared deviations says, as close as the
+        buckets allow. Without it the band is as wide as its position permits."""
+        n = self.count
+        if not self.buckets or not n or not math.isfinite(mean) or mean <= 0:
             return self
 
-        def total(k: float) -> float:
-            return sum(replace(b, skew=k).mean() * b.count for b in self.buckets)
+        def with_band(centre: float, width: float) -> LatencyDistribution:
+            bent = tuple(replace(b, centre=centre, width=width) for b in self.buckets)
+            return LatencyDistribution(self.samples, bent)
 
-        fixed = sum(self.samples)
-        target = mean * self.count - fixed
-        lo, hi = (math.log(k) for k in _K_RANGE)  # a larger k: a smaller mean
+        def centred(width: float) -> LatencyDistribution:
+            lo, hi = width / 2, 1 - width / 2  # the band's centres that fit the bucket
+            for _ in range(_FIT_ROUNDS):
+                mid = (lo + hi) / 2
+                if with_band(mid, width).mean() < mean:
+                    lo = mid
+                else:
+                    hi = mid
+            return with_band((lo + hi) / 2, width)
+
+        ssd = sum_of_squared_deviation
+        if ssd is None or not math.isfinite(ssd) or ssd < 0:
+            lo, hi = 0.0, 1.0  # the widest band whose centre reaches the mean
+            for _ in range(_FIT_ROUNDS):
+                mid = (lo + hi) / 2
+                trial = centred(mid)
+                if abs(trial.mean() - mean) <= 1e-6 * mean:
+                    lo = mid
+                else:
+                    hi = mid
+            return centred(lo)
+        variance = ssd / n
+        lo, hi = 0.0, 1.0
         for _ in range(_FIT_ROUNDS):
             mid = (lo + hi) / 2
-            if total(math.exp(mid)) > target:
+            if centred(mid).variance() < variance:
                 lo = mid
             else:
                 hi = mid
-        k = math.exp((lo + hi) / 2)
-        return LatencyDistribution(self.samples, tuple(replace(b, skew=k) for b in self.buckets))
+        return centred((lo + hi) / 2)
 
     def mean(self) -> float:
         """The mean of the draws (each observation equally likely)."""
+        return self._moments()[0]
+
+    def variance(self) -> float:
+        mean, square = self._moments()
+        return max(0.0, square - mean * mean)
+
+    def _moments(self) -> tuple[float, float]:
         n = self.count
-        return (sum(self.samples) + sum(b.mean() * b.count for b in self.buckets)) / n if n else 0.0
+        if not n:
+            return 0.0, 0.0
+        first = sum(self.samples)
+        second = sum(x * x for x in self.samples)
+        for b in self.buckets:
+            m1, m2 = b.moments()
+            first += m1 * b.count
+            second += m2 * b.count
+        return first / n, second / n
 
     def __add__(self, other: LatencyDistribution) -> LatencyDistribution:
         return LatencyDistribution(self.samples + other.samples, self.buckets + other.buckets)
