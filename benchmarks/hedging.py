@@ -338,16 +338,22 @@ def percentile_interval(sorted_values: list[float], p: float) -> tuple[float, fl
     return sorted_values[lo], sorted_values[hi]
 
 
-def verdict(predicted: float, interval: tuple[float, float], within: float = 0.10) -> str:
-    """"met" when the prediction is within `within` of every value in the measured
-    95% interval, "not met" when of none, else "inside the sampling noise"."""
+def verdict(
+    predicted: float | tuple[float, float], interval: tuple[float, float], within: float = 0.10
+) -> str:
+    """"met" when every predicted value (a figure, or its own 95% interval) is within
+    `within` of every value in the measured 95% interval, "not met" when none is of
+    any, else "inside the sampling noise"."""
+    p_lo, p_hi = predicted if isinstance(predicted, tuple) else (predicted, predicted)
     lo, hi = interval
     if lo <= 0:
         return "inside the sampling noise"
-    ends = (abs(predicted - lo) / lo, abs(predicted - hi) / hi)
-    nearest = 0.0 if lo <= predicted <= hi else min(ends)
-    if max(ends) <= within:
+    worst = max(abs(p - m) / m for p in (p_lo, p_hi) for m in (lo, hi))
+    if worst <= within:
         return "met"
+    if p_hi >= lo and p_lo <= hi:
+        return "inside the sampling noise"  # the intervals overlap
+    nearest = (lo - p_hi) / lo if p_hi < lo else (p_lo - hi) / hi
     return "not met" if nearest > within else "inside the sampling noise"
 
 
@@ -389,15 +395,22 @@ def measured(hedged_runs: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def compare(predicted: dict[str, Any], m: dict[str, Any]) -> dict[str, Any]:
+def compare(predicted: dict[str, Any], m: dict[str, Any], observed: int) -> dict[str, Any]:
+    """The prediction beside the measured medians. `observed`: how many latencies the
+    prediction was made from: its extra-request fraction carries their sampling noise
+    (and the simulation's own, PREDICTED batches), a binomial interval of both."""
     p99, extra = m["p99_call_ms_median"], m["extra_median"]
+    n = 1 / (1 / observed + 1 / PREDICTED)
+    x = predicted["extra"]
+    extra_ci = fraction_interval(round(x * n), round(n))
     return {
         "predicted_p99_ms": predicted["p99_ms"],
         "p99_error": relative_error(predicted["p99_ms"], p99),
         "p99_within_10pct": verdict(predicted["p99_ms"], tuple(m["p99_call_ms_pooled_ci95"])),
-        "predicted_extra": predicted["extra"],
-        "extra_error": relative_error(predicted["extra"], extra),
-        "extra_within_10pct": verdict(predicted["extra"], tuple(m["extra_pooled_ci95"])),
+        "predicted_extra": x,
+        "predicted_extra_ci95": [round(v, 4) for v in extra_ci],
+        "extra_error": relative_error(x, extra),
+        "extra_within_10pct": verdict(extra_ci, tuple(m["extra_pooled_ci95"])),
     }
 
 
@@ -461,7 +474,7 @@ def tail_shape(
     runs.get("ours", {}).pop("server_metric", None)
     m = measured(hedged_runs)
     lateness = [x for r in hedged_runs for x in r["hedge_lateness_ms"]]
-    rate, seed = args.rate, args.seed
+    rate, seed, calls = args.rate, args.seed, metric.latencies.count
     out = {
         "rules": rules,
         "advisor_recommended_delay_ms": recommended,
@@ -471,20 +484,21 @@ def tail_shape(
                                "server_own_mean": round(server_own, 3)},
         # The injected distribution plus the calibration's client overhead: what the
         # advisor is judged on (nothing from the runs it predicts).
-        "advisor": compare(predict(samples, delay, rate, seed, overhead), m),
+        "advisor": compare(predict(samples, delay, rate, seed, overhead), m, len(samples)),
         # `advise --topic`: the server's latency metric of the official run, plus the
         # client's overhead beyond the server's own time.
         "advisor_from_server_metric": compare(
-            predict(metric.latencies, delay, rate, seed, overhead_beyond_server), m),
+            predict(metric.latencies, delay, rate, seed, overhead_beyond_server), m, calls),
         # Why they differed before: the service's latency alone (no client overhead).
-        "advisor_service_only": compare(predict(samples, delay, rate, seed), m),
-        "advisor_server_metric_only": compare(predict(metric.latencies, delay, rate, seed), m),
+        "advisor_service_only": compare(predict(samples, delay, rate, seed), m, len(samples)),
+        "advisor_server_metric_only": compare(
+            predict(metric.latencies, delay, rate, seed), m, calls),
         # The official client's measured latencies (its overhead is in them).
         "advisor_from_official_latencies": compare(
-            predict(runs["official"]["call_latencies_ms"], delay, rate, seed), m),
+            predict(runs["official"]["call_latencies_ms"], delay, rate, seed), m, tail),
         # Plus the hedge checks' lateness the hedged runs measured (their own figure).
         "advisor_with_measured_lateness": compare(
-            predict(samples, delay, rate, seed, overhead, lateness or None), m),
+            predict(samples, delay, rate, seed, overhead, lateness or None), m, len(samples)),
         "server_metric_calls": metric.total_calls,
         "calibration": calib,
         **runs,
