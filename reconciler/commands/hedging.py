@@ -91,8 +91,8 @@ def command() -> None:
 @click.option(
     "--client-overhead",
     metavar="DURATION",
-    help="Time each attempt takes at the publisher beyond the service's latency "
-    "(round trip, client): added to every simulated attempt (e.g. 2ms).",
+    help="Time a publish takes at the publisher beyond the service's latency "
+    "(round trip, client): added to every simulated batch (e.g. 2ms).",
 )
 @click.option(
     "--hedge-lateness",

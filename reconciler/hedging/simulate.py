@@ -13,10 +13,12 @@ batch. Pure Python: `reconcile hedging advise` imports no google or gRPC.
 
 What the client adds, optional inputs measured at the client:
 
-- `overhead`: time every attempt takes at the client beyond the service's own
-  latency (the round trip, serialisation, noticing the answer): the service's
+- `overhead`: time a batch takes at the client beyond the service's own latency
+  (the round trip, serialisation, noticing the answer): the service's
   `send_request_latencies` does not include it, the publisher's callback does. One
-  draw is added to each attempt.
+  draw is added to each batch's first answer. It does not move the hedge checks'
+  view: the publisher's local probe (lag.py) lets the client notice an answer that
+  has arrived before it decides, so the client's own slowness is not hedged.
 - `hedge_lag`: how late a hedge check runs after its hedge delay has passed (the
   timer thread's lateness, the local probe; the publisher's `hedge_lateness`
   counters measure it). One draw is added to each check.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from reconciler.hedging.distribution import LatencyDistribution
@@ -74,10 +76,12 @@ def simulate(
     """`profile=None`: one attempt per batch (hedging off). `rate`: batches per second
     (None: one after another). `overhead`, `hedge_lag`: milliseconds the client adds
     to each attempt and to each hedge check (module docstring)."""
-    draw = _attempts(latencies, overhead, seed)
+    draw = as_distribution(latencies).sampler(random.Random(seed))
+    noticed = as_distribution(overhead).sampler(random.Random(seed + 1)) if overhead else None
     late = as_distribution(hedge_lag).sampler(random.Random(seed + 2)) if hedge_lag else None
     if profile is None:
-        return _outcome(None, sorted(draw() for _ in range(batches)), 0, 0, batches)
+        return _outcome(None, sorted(draw() + (noticed() if noticed else 0.0)
+                                     for _ in range(batches)), 0, 0, batches)
     delay = float(profile.hedge_delay_ms)
     cap, refill = profile.max_tokens * SCALE, refill_units(profile.refill_ratio)
     gap = 1000.0 / rate if rate else None
@@ -110,7 +114,8 @@ def simulate(
                 continue  # an answer a hedge beat
             finished[i] = True
             tokens = min(cap, tokens + refill)
-            results.append(min(t - start[i], total_timeout_ms))  # else it failed
+            answered = t - start[i] + (noticed() if noticed else 0.0)
+            results.append(min(answered, total_timeout_ms))  # else it failed
             if gap is None and len(start) < batches:
                 begin(t)
             continue
@@ -131,19 +136,6 @@ def simulate(
             heapq.heappush(events, (check, _CHECK, i))
     results.sort()
     return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches)
-
-
-def _attempts(
-    latencies: LatencyDistribution | Sequence[float],
-    overhead: LatencyDistribution | Sequence[float] | None,
-    seed: int,
-) -> Callable[[], float]:
-    """One attempt's latency at the client: the service's plus the client's own."""
-    service = as_distribution(latencies).sampler(random.Random(seed))
-    if overhead is None:
-        return service
-    client = as_distribution(overhead).sampler(random.Random(seed + 1))
-    return lambda: service() + client()
 
 
 def _outcome(

@@ -64,13 +64,16 @@ def test_tokens_limit_hedging_to_the_refill_ratio() -> None:
     assert on.dropped_fraction > 0.3
 
 
-def test_the_client_overhead_is_added_to_every_attempt() -> None:
-    """The service's metric does not see the round trip; the publisher's callback does:
-    10 ms more on every attempt, the original and the hedge alike."""
+def test_the_client_overhead_is_added_to_every_batch_not_to_hedge_decisions() -> None:
+    """The service's metric does not see the client's own time; the publisher's
+    callback does: 10 ms more on every batch. Even 150 ms of it hedges nothing more:
+    the publisher's probe notices an answer that has arrived before it decides."""
     profile = HedgingProfile(hedge_delay_ms=100)
     base, slower = simulate(TAIL, profile), simulate(TAIL, profile, overhead=[10.0])
     assert (slower.p50_ms, slower.p99_ms) == (base.p50_ms + 10, base.p99_ms + 10)
     assert simulate(TAIL, None, overhead=[10.0]).p50_ms == 15.0
+    stalled = simulate(TAIL, profile, overhead=[150.0])
+    assert stalled.extra_fraction == base.extra_fraction
 
 
 def test_late_hedge_checks_delay_the_hedged_tail() -> None:
