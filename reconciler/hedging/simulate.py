@@ -20,8 +20,8 @@ What the client adds, optional inputs measured at the client:
   view: the publisher's local probe (lag.py) lets the client notice an answer that
   has arrived before it decides, so the client's own slowness is not hedged.
 - `hedge_lag`: how late a hedge check runs after its hedge delay has passed (the
-  timer thread's lateness, the local probe; the publisher's `hedge_lateness`
-  counters measure it). One draw is added to each check.
+  timer thread's lateness, the local probe; the publisher's `hedge_lateness_ms`
+  counter measures it). One draw is added to each check.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def simulate(
 ) -> Outcome:
     """`profile=None`: one attempt per batch (hedging off). `rate`: batches per second
     (None: one after another). `overhead`, `hedge_lag`: milliseconds the client adds
-    to each attempt and to each hedge check (module docstring)."""
+    to each batch's answer and to each hedge check (module docstring)."""
     draw = as_distribution(latencies).sampler(random.Random(seed))
     noticed = as_distribution(overhead).sampler(random.Random(seed + 1)) if overhead else None
     late = as_distribution(hedge_lag).sampler(random.Random(seed + 2)) if hedge_lag else None
