@@ -83,6 +83,7 @@ class Distribution:
     mean: float
     bounds: tuple[float, ...]
     counts: tuple[int, ...]
+    sum_of_squared_deviation: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,6 +218,7 @@ def _distribution(dist: Any) -> Distribution:
         mean=float(dist.mean),
         bounds=_bounds(dist.bucket_options, len(counts)),
         counts=counts,
+        sum_of_squared_deviation=float(dist.sum_of_squared_deviation),
     )
 
 

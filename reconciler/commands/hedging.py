@@ -89,6 +89,18 @@ def command() -> None:
     help="Batches simulated per candidate hedge delay.",
 )
 @click.option(
+    "--client-overhead",
+    metavar="DURATION",
+    help="Time a publish takes at the publisher beyond the service's latency "
+    "(round trip, client): added to every simulated batch (e.g. 2ms).",
+)
+@click.option(
+    "--hedge-lateness",
+    metavar="DURATION",
+    help="How late the publisher's hedge checks run (its hedge_lateness counters): "
+    "added to every simulated hedge check.",
+)
+@click.option(
     "--seed",
     type=int,
     default=2026,
@@ -109,6 +121,8 @@ def advise_command(
     write_profile: str | None,
     plot: Path | None,
     batches: int,
+    client_overhead: str | None,
+    hedge_lateness: str | None,
     seed: int,
 ) -> None:
     """Simulate hedging over LATENCIES (milliseconds, or a Cloud Monitoring
@@ -116,6 +130,8 @@ def advise_command(
     recommend a hedge delay, max tokens and refill ratio."""
     _check_source(latencies, topic, local, emulator)
     goal_ms = float(_duration_ms("--p99-goal", p99_goal)) if p99_goal is not None else None
+    overhead = _constant_ms("--client-overhead", client_overhead)
+    hedge_lag = _constant_ms("--hedge-lateness", hedge_lateness)
     if write_profile is not None:
         _check_profile_name(write_profile)
     if plot is not None:
@@ -135,7 +151,7 @@ def advise_command(
         # The report names the file: escaped before it goes into the report's lines.
         source = escape.text(str(latencies), backslash=False)
     advice = advise(samples, profile, max_extra=max_extra, batches=batches, seed=seed,
-                    rate=rate, p99_goal_ms=goal_ms)
+                    rate=rate, p99_goal_ms=goal_ms, overhead=overhead, hedge_lag=hedge_lag)
     report = output.stderr() if write_profile is not None else output.stdout()
     report.document(render(advice, source) + "\n")
     for warning in warnings:
@@ -175,6 +191,11 @@ def _duration_ms(option: str, text: str) -> int:
         return parse_duration_ms(text)
     except (DurationError, DurationRangeError) as exc:
         raise UsageError(f"{option}: {exc}") from None
+
+
+def _constant_ms(option: str, text: str | None) -> list[float] | None:
+    """A duration option as one latency (ms) the simulation adds every time."""
+    return None if text is None else [float(_duration_ms(option, text))]
 
 
 def _window_seconds(since: str) -> int:

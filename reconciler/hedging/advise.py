@@ -161,7 +161,11 @@ def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
     options = dist["bucketOptions"]
     geometric = "exponentialBuckets" in options
     buckets = buckets_from_bounds(_bounds(options), counts, geometric)
-    return LatencyDistribution(buckets=tuple(buckets))
+    out = LatencyDistribution(buckets=tuple(buckets))
+    mean, ssd = dist.get("mean"), dist.get("sumOfSquaredDeviation")
+    if mean is None:
+        return out
+    return out.fitted(float(mean), float(ssd) if ssd is not None else None)
 
 
 def advise(
@@ -172,6 +176,8 @@ def advise(
     seed: int = 2026,
     rate: float | None = None,
     p99_goal_ms: float | None = None,
+    overhead: LatencyDistribution | Sequence[float] | None = None,
+    hedge_lag: LatencyDistribution | Sequence[float] | None = None,
 ) -> Advice:
     """Simulate every candidate delay (batches arriving at `rate` per second if known,
     the bucket starting empty) and recommend one.
@@ -182,16 +188,17 @@ def advise(
     maxTokens and refillRatio are kept; without, the candidates run with the largest
     refill ratio within the budget (so the bucket itself holds hedging to it) and
     250 tokens, then the smallest refill ratio and maxTokens that keep the chosen
-    delay's p99 are recommended."""
+    delay's p99 are recommended. `overhead` and `hedge_lag`: what the client adds to
+    each attempt and each hedge check (simulate.py), in milliseconds."""
     dist = as_distribution(latencies)
     tune = profile is None
     base = profile or HedgingProfile(
         max_tokens=TOKENS_LADDER[-1], refill_ratio=_refill_for(max_extra)
     )
-    baseline = simulate(dist, None, batches, seed)
+    baseline = simulate(dist, None, batches, seed, overhead=overhead)
 
     def run(p: HedgingProfile) -> Outcome:
-        return simulate(dist, p, batches, seed, rate)
+        return simulate(dist, p, batches, seed, rate, overhead=overhead, hedge_lag=hedge_lag)
 
     delays = sorted({*CANDIDATES_MS, base.hedge_delay_ms})
     lo, hi = HEDGE_DELAY_MS
@@ -273,8 +280,12 @@ def render(advice: Advice, source: str) -> str:
             f"{o.extra_fraction:>14.2%}{mark}{current}"
         )
     goal = advice.p99_goal_ms
+    unmet = f"p99 goal {_ms(goal)}: NOT met: no profile within the budget reaches it" if (
+        goal is not None) else ""
     if rec is None:
         lines += ["", "hedging does not improve p99 or p99.9 for these latencies: leave it off"]
+        if goal is not None and not advice.goal_met:
+            lines.append(unmet)
         return "\n".join(lines)
     lines += [
         "",
@@ -285,8 +296,7 @@ def render(advice: Advice, source: str) -> str:
         f"(budget {advice.max_extra:.1%})",
     ]
     if goal is not None:
-        verdict = "met" if advice.goal_met else "NOT met: no profile within the budget reaches it"
-        lines.append(f"p99 goal {_ms(goal)}: {verdict}")
+        lines.append(f"p99 goal {_ms(goal)}: met" if advice.goal_met else unmet)
     if r.dropped_fraction > 0:
         lines.append(
             f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "

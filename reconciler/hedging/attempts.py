@@ -127,6 +127,7 @@ class BatchRun:
         self.failures = 0  # attempt 0's failed tries
         self.last_error: BaseException | None = None  # attempt 0's latest error
         self.hedge_timer: TimerHandle | None = None
+        self.hedge_due = 0.0  # when the armed hedge check is due
         self.timers: list[TimerHandle] = []
 
     # -- attempt 0 ------------------------------------------------------------------
@@ -210,10 +211,13 @@ class BatchRun:
 
     # -- hedges ---------------------------------------------------------------------
 
-    def _arm_hedge(self, when: float) -> None:
-        """Caller holds self.lock."""
+    def _arm_hedge(self, when: float, again: bool = False) -> None:
+        """Caller holds self.lock. `again`: a paused check looks again at `when`; its
+        lateness still counts from when it was first due."""
         if self.hedge_timer is not None:
             self.hedge_timer.cancel()
+        if not again:
+            self.hedge_due = when
         self.hedge_timer = self.engine.scheduler.call_at(when, self._on_hedge_check)
 
     def _on_hedge_check(self) -> None:
@@ -221,7 +225,7 @@ class BatchRun:
         assert hedging is not None
         delay, probe = hedging.delay, hedging.probe
         outcome = ""
-        number, call = 0, None
+        number, call, late = 0, None, 0.0
         with self.lock:
             now = time.monotonic()
             if self.done or now >= self.deadline:
@@ -232,7 +236,7 @@ class BatchRun:
             if lag >= delay:
                 # The client itself runs a hedge delay behind: a hedge now would
                 # measure our lag, not the service. Look again later.
-                self._arm_hedge(now + delay)
+                self._arm_hedge(now + delay, again=True)
                 outcome = "paused"
             elif probe is not None and not probe.fresh(now):
                 # Decide once a probe sent now has been answered: it completes behind
@@ -249,6 +253,7 @@ class BatchRun:
                 call, _ = self._call(number, hedge_timeout(self.deadline - now))
                 outcome = "sent" if call is not None else "unsent"
                 self.last_send = time.monotonic()
+                late = self.last_send - self.hedge_due
                 self._arm_hedge(self.last_send + delay)
         if outcome == "probe":
             assert probe is not None
@@ -260,7 +265,7 @@ class BatchRun:
         elif outcome == "unsent":  # the channel is closed: as a failed hedge
             self.engine.stats.add(hedges_sent=1, hedges_failed=1)
         elif call is not None:
-            self.engine.stats.add(attempts=1, hedges_sent=1)
+            self.engine.stats.hedge_sent(late)
             call.add_done_callback(lambda c: self._on_hedge_done(number, c))
 
     def _on_hedge_done(self, number: int, call: Call) -> None:

@@ -98,9 +98,11 @@ def observe(reader: MetricsReader, topic: str, window_seconds: int) -> Observed:
 
 def to_latencies(dist: Distribution) -> LatencyDistribution:
     """A µs distribution (bounds: upper bound per bucket, the overflow's +inf) as
-    milliseconds; exponential bounds are spread geometrically within each bucket."""
+    milliseconds; exponential bounds are spread geometrically within each bucket,
+    narrowed to the distribution's own mean and variance (distribution.py)."""
     finite = [b / 1000.0 for b in dist.bounds if math.isfinite(b)]
-    return LatencyDistribution.from_buckets(finite, dist.counts, _geometric(finite))
+    out = LatencyDistribution.from_buckets(finite, dist.counts, _geometric(finite))
+    return out.fitted(dist.mean / 1000.0, dist.sum_of_squared_deviation / 1e6)
 
 
 def _geometric(bounds: Sequence[float]) -> bool:

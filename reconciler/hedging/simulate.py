@@ -10,6 +10,18 @@ and refills the bucket. Batches arrive at `rate` per second (open loop, the toke
 bucket shared by the batches in flight together), or with `rate=None` one after
 another. Out: latency percentiles (from each batch's start) and extra requests per
 batch. Pure Python: `reconcile hedging advise` imports no google or gRPC.
+
+What the client adds, optional inputs measured at the client:
+
+- `overhead`: time a batch takes at the client beyond the service's own latency
+  (the round trip, serialisation, noticing the answer): the service's
+  `send_request_latencies` does not include it, the publisher's callback does. One
+  draw is added to each batch's first answer. It does not move the hedge checks'
+  view: the publisher's local probe (lag.py) lets the client notice an answer that
+  has arrived before it decides, so the client's own slowness is not hedged.
+- `hedge_lag`: how late a hedge check runs after its hedge delay has passed (the
+  timer thread's lateness, the local probe; the publisher's `hedge_lateness_ms`
+  counter measures it). One draw is added to each check.
 """
 
 from __future__ import annotations
@@ -58,12 +70,18 @@ def simulate(
     seed: int = 2026,
     rate: float | None = None,
     total_timeout_ms: float = DEFAULT_TOTAL_TIMEOUT_MS,
+    overhead: LatencyDistribution | Sequence[float] | None = None,
+    hedge_lag: LatencyDistribution | Sequence[float] | None = None,
 ) -> Outcome:
     """`profile=None`: one attempt per batch (hedging off). `rate`: batches per second
-    (None: one after another)."""
+    (None: one after another). `overhead`, `hedge_lag`: milliseconds the client adds
+    to each batch's answer and to each hedge check (module docstring)."""
     draw = as_distribution(latencies).sampler(random.Random(seed))
+    noticed = as_distribution(overhead).sampler(random.Random(seed + 1)) if overhead else None
+    late = as_distribution(hedge_lag).sampler(random.Random(seed + 2)) if hedge_lag else None
     if profile is None:
-        return _outcome(None, sorted(draw() for _ in range(batches)), 0, 0, batches)
+        return _outcome(None, sorted(draw() + (noticed() if noticed else 0.0)
+                                     for _ in range(batches)), 0, 0, batches)
     delay = float(profile.hedge_delay_ms)
     cap, refill = profile.max_tokens * SCALE, refill_units(profile.refill_ratio)
     gap = 1000.0 / rate if rate else None
@@ -80,8 +98,9 @@ def simulate(
         done.append(at + draw())
         finished.append(False)
         heapq.heappush(events, (done[i], _DONE, i))
-        if done[i] > at + delay:
-            heapq.heappush(events, (at + delay, _CHECK, i))
+        check = at + delay + (late() if late else 0.0)
+        if done[i] > check:
+            heapq.heappush(events, (check, _CHECK, i))
 
     if gap is None:
         begin(0.0)
@@ -95,7 +114,8 @@ def simulate(
                 continue  # an answer a hedge beat
             finished[i] = True
             tokens = min(cap, tokens + refill)
-            results.append(min(t - start[i], total_timeout_ms))  # else it failed
+            answered = t - start[i] + (noticed() if noticed else 0.0)
+            results.append(min(answered, total_timeout_ms))  # else it failed
             if gap is None and len(start) < batches:
                 begin(t)
             continue
@@ -111,8 +131,9 @@ def simulate(
         if latency <= min(HEDGE_TIMEOUT_CAP_MS, left) and t + latency < done[i]:
             done[i] = t + latency
             heapq.heappush(events, (done[i], _DONE, i))
-        if done[i] > t + delay:
-            heapq.heappush(events, (t + delay, _CHECK, i))
+        check = t + delay + (late() if late else 0.0)
+        if done[i] > check:
+            heapq.heappush(events, (check, _CHECK, i))
     results.sort()
     return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches)
 

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections import deque
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -34,7 +35,11 @@ class HedgingCounters:
     - `profile_lookups`, `profile_lookup_failures`: GetTopic calls that read the
       topic's hedging labels, and those that failed, timed out or found damaged
       labels; `unhedged_fallback_batches`: batches sent unhedged because the topic's
-      profile could not be read (yet).
+      profile could not be read (yet);
+    - `hedge_lateness_ms`: for the latest hedges sent (at most `LATENESS_KEPT`), how
+      long after its hedge delay had passed each left the client (the timer thread's
+      lateness, the local probe, lag pauses): what `reconcile hedging advise
+      --hedge-lateness` adds to the simulated checks.
     """
 
     attempts: int = 0
@@ -56,14 +61,16 @@ class HedgingCounters:
     unhedged_fallback_batches: int = 0
     tokens_available: float | None = None
     client_lag_ms: float = 0.0
+    hedge_lateness_ms: Sequence[float] = ()
 
 
 # The tallied fields: everything but the gauges and the map.
 _COUNTS = tuple(
     f.name
     for f in fields(HedgingCounters)
-    if f.name not in ("wins_by_attempt", "tokens_available", "client_lag_ms")
+    if f.name not in ("wins_by_attempt", "tokens_available", "client_lag_ms", "hedge_lateness_ms")
 )
+LATENESS_KEPT = 2_000  # the latest hedges' lateness, a bounded sample
 
 
 class Stats:
@@ -73,6 +80,14 @@ class Stats:
         self.lock = threading.Lock()
         self.counts: dict[str, Any] = dict.fromkeys(_COUNTS, 0)
         self.wins: dict[int, int] = {}
+        self.lateness: deque[float] = deque(maxlen=LATENESS_KEPT)
+
+    def hedge_sent(self, lateness: float) -> None:
+        """One hedge sent `lateness` seconds after its hedge delay passed."""
+        with self.lock:
+            self.counts["attempts"] += 1
+            self.counts["hedges_sent"] += 1
+            self.lateness.append(round(lateness * 1000, 3))
 
     def add(self, **deltas: int) -> None:
         with self.lock:
@@ -92,6 +107,7 @@ class Stats:
                 wins_by_attempt=dict(sorted(self.wins.items())),
                 tokens_available=tokens,
                 client_lag_ms=round(lag * 1000, 1),
+                hedge_lateness_ms=tuple(self.lateness),
             )
 
 
@@ -110,4 +126,5 @@ def merge(parts: list[HedgingCounters]) -> HedgingCounters:
         wins_by_attempt=dict(sorted(wins.items())),
         tokens_available=min(tokens) if tokens else None,
         client_lag_ms=max(p.client_lag_ms for p in parts),
+        hedge_lateness_ms=tuple(x for p in parts for x in p.hedge_lateness_ms),
     )

@@ -64,6 +64,75 @@ def test_tokens_limit_hedging_to_the_refill_ratio() -> None:
     assert on.dropped_fraction > 0.3
 
 
+def test_the_client_overhead_is_added_to_every_batch_not_to_hedge_decisions() -> None:
+    """The service's metric does not see the client's own time; the publisher's
+    callback does: 10 ms more on every batch. Even 150 ms of it hedges nothing more:
+    the publisher's probe notices an answer that has arrived before it decides."""
+    profile = HedgingProfile(hedge_delay_ms=100)
+    base, slower = simulate(TAIL, profile), simulate(TAIL, profile, overhead=[10.0])
+    assert (slower.p50_ms, slower.p99_ms) == (base.p50_ms + 10, base.p99_ms + 10)
+    assert simulate(TAIL, None, overhead=[10.0]).p50_ms == 15.0
+    stalled = simulate(TAIL, profile, overhead=[150.0])
+    assert stalled.extra_fraction == base.extra_fraction
+
+
+def test_late_hedge_checks_delay_the_hedged_tail() -> None:
+    """A hedge check 30 ms late sends the hedge 30 ms later: the hedged p99 moves by
+    that much, the unhedged part not at all."""
+    profile = HedgingProfile(hedge_delay_ms=100)
+    base, late = simulate(TAIL, profile), simulate(TAIL, profile, hedge_lag=[30.0])
+    assert late.p99_ms == base.p99_ms + 30 and late.p50_ms == base.p50_ms
+    assert late.extra_fraction == pytest.approx(base.extra_fraction, rel=0.05)
+
+
+def test_a_histogram_mean_and_variance_place_the_draws_within_wide_buckets() -> None:
+    """12% at 1,005 ms inside a x1.4 bucket (837, 1171]: spread across the bucket the
+    p99 reads ~1,140 ms; narrowed to the histogram's mean and variance (what Cloud
+    Monitoring's distributions carry) it reads where the calls were."""
+    bounds = [1.4**i for i in range(40)]
+    counts = [0] * 41
+    counts[5], counts[21] = 880, 120  # 5 ms in (3.8, 5.4], 1,005 ms in (837, 1171]
+    spread = LatencyDistribution.from_buckets(bounds, counts, geometric=True)
+    values = [5.0] * 880 + [1005.0] * 120
+    mean = sum(values) / len(values)
+    ssd = sum((x - mean) ** 2 for x in values)
+    fitted = spread.fitted(mean, ssd)
+    assert fitted.mean() == pytest.approx(mean, rel=1e-3)
+    assert fitted.variance() == pytest.approx(ssd / 1000, rel=1e-2)
+
+    def p99(dist: LatencyDistribution) -> float:
+        return simulate(dist, None, batches=20_000).p99_ms
+
+    assert abs(p99(spread) - 1005) > 100
+    assert abs(p99(fitted) - 1005) < 15
+    assert spread.fitted(mean).mean() == pytest.approx(mean, rel=1e-3)  # mean alone
+    assert spread.fitted(float("nan")) is spread  # no mean given: as before
+
+
+def test_a_json_export_with_its_mean_is_fitted_to_it(tmp_path: Path) -> None:
+    dist = {
+        "count": "100", "mean": 900.0, "sumOfSquaredDeviation": 100 * 50.0**2,
+        "bucketOptions": {"explicitBuckets": {"bounds": [0, 100, 1000]}},
+        "bucketCounts": ["0", "10", "90", "0"],
+    }
+    samples = read_samples(write(tmp_path, "d.json", json.dumps(dist)))
+    assert samples.mean() == pytest.approx(900.0, rel=1e-3)
+
+
+def test_client_overhead_and_hedge_lateness_options(
+    run_cli: Callable[..., Any], tmp_path: Path
+) -> None:
+    path = write(tmp_path, "lat.txt", "\n".join(map(str, TAIL)))
+    plain = run_cli("hedging", "advise", str(path), "--batches", "2000")
+    slower = run_cli("hedging", "advise", str(path), "--batches", "2000",
+                     "--client-overhead", "10ms", "--hedge-lateness", "20ms")
+    assert plain.exit_code == slower.exit_code == 0
+    assert "predicted: p99 2000 ms -> 105 ms" in plain.stdout
+    assert "predicted: p99 2010 ms -> 135 ms" in slower.stdout  # 10 + 20 ms later
+    bad = run_cli("hedging", "advise", str(path), "--client-overhead", "soon")
+    assert bad.exit_code == 1 and "--client-overhead: 'soon' is not a duration" in bad.stderr
+
+
 def test_text_samples_and_the_recommendation(
     run_cli: Callable[..., Any], tmp_path: Path
 ) -> None:

@@ -170,6 +170,8 @@ def test_duplicates_count_what_the_service_may_have_stored(
     wait_until(lambda: len(local_server.messages(TOPIC)) == 25 + 10)
     c = client.counters()
     assert (c.hedges_sent, c.duplicates) == (5, 5)
+    # Each hedge's lateness past its hedge delay, what `advise --hedge-lateness` takes.
+    assert len(c.hedge_lateness_ms) == 5 and min(c.hedge_lateness_ms) >= 0
     assert len(local_server.messages(TOPIC)) - 25 - len(ids) == c.duplicates
 
 
@@ -201,6 +203,9 @@ def test_hedging_pauses_while_the_client_cannot_notice_responses(
     message_id = slow.result(timeout=30)  # hedged once the lag has faded, and won
     c = client.counters()
     assert c.hedges_sent == 1 and c.wins_by_attempt == {0: 5 + 1, 1: 1}
+    # Its lateness counts from when it was first due, through the pause: at least the
+    # 300 ms the client was stuck.
+    assert len(c.hedge_lateness_ms) == 1 and c.hedge_lateness_ms[0] >= 300
     slow_call.fail("UNAVAILABLE")
     assert (message_id, b"slow") in [(m.message_id, m.data) for m in
                                      local_server.messages(TOPIC)]
