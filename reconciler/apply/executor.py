@@ -303,14 +303,10 @@ class Executor:
             "plan with --prune-subscribed, or list the topic under the Owner document's "
             "pruneSubscribed, to delete it anyway"
         )
-        lister = getattr(self.backend, "list_topic_subscriptions", None)
-        if lister is None:
-            raise _Refused(
-                "refusing to delete: this target cannot re-list the topic's subscriptions "
-                f"right before the delete; nothing deleted: {what_to_do}", rerun=False,
-            )
         try:
-            now = self._call(rc, Attempts(), lambda: lister(rc.address))
+            now = self._call(
+                rc, Attempts(), lambda: self.backend.list_topic_subscriptions(rc.address)
+            )
         except StopRequested:
             raise
         except Exception as exc:

@@ -177,6 +177,10 @@ class Backend(Protocol):
 
     def delete_topic(self, name: str) -> None: ...
 
+    def list_topic_subscriptions(self, name: str) -> list[str]:
+        """The topic's subscriptions (ListTopicSubscriptions, every page)."""
+        ...
+
     def list_subscriptions(self, project: str) -> SubscriptionListing:
         """One paged ListSubscriptions; why not, as a value, when it cannot be read."""
         ...

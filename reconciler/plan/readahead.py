@@ -341,6 +341,9 @@ class ReadAheadBackend:
     def delete_topic(self, name: str) -> None:
         raise BackendError("a plan's read-ahead makes no change")
 
+    def list_topic_subscriptions(self, name: str) -> list[str]:
+        raise BackendError("a plan's read-ahead answers no ListTopicSubscriptions")
+
     def close(self) -> None:
         if self._child is not None:
             self._child.close()
