@@ -493,6 +493,16 @@ def publish_pull(
                 s.stop()
 
 
+def _cpu_ratios(
+    summary: dict[str, dict[str, Any]], num: str, den: str, digits: int
+) -> dict[str, float]:
+    """Median server CPU per call of `num` over `den`, per phase."""
+    return {
+        k: round(summary[num][f"{k}_cpu_ms_median"] / summary[den][f"{k}_cpu_ms_median"], digits)
+        for k in ("publish", "pull", "ack")
+    }
+
+
 def _publish_pull_rounds(
     servers: list[_Child],
     topic: str,
@@ -560,36 +570,20 @@ def _publish_pull_rounds(
     emulator_name = "Google's Pub/Sub emulator"
     ratios = {}
     if emulator_name in summary:
-        emu = summary[emulator_name]
         for name in summary:
-            if name == emulator_name:
-                continue
-            ratios[name] = {
-                k: round(summary[name][f"{k}_cpu_ms_median"] / emu[f"{k}_cpu_ms_median"], 2)
-                for k in ("publish", "pull", "ack")
-            }
-            print(f"ratio {name} / emulator (medians): {ratios[name]}", flush=True)
-    before_ratio = {}
-    after, before = "reconcile (memory)", "reconcile (memory, before)"
-    if after in summary and before in summary:
-        before_ratio = {
-            k: round(
-                summary[after][f"{k}_cpu_ms_median"] / summary[before][f"{k}_cpu_ms_median"], 3
-            )
-            for k in ("publish", "pull", "ack")
-        }
-        print(f"ratio {after} / {before} (medians): {before_ratio}", flush=True)
-    front_ratio = {}
-    with_front, without = "reconcile (memory)", "reconcile (memory, no front)"
-    if with_front in summary and without in summary:
-        front_ratio = {
-            k: round(
-                summary[with_front][f"{k}_cpu_ms_median"] / summary[without][f"{k}_cpu_ms_median"],
-                3,
-            )
-            for k in ("publish", "pull", "ack")
-        }
-        print(f"ratio {with_front} / {without} (medians): {front_ratio}", flush=True)
+            if name != emulator_name:
+                ratios[name] = _cpu_ratios(summary, name, emulator_name, 2)
+                print(f"ratio {name} / emulator (medians): {ratios[name]}", flush=True)
+    pairs = {}
+    for num, den in (
+        ("reconcile (memory)", "reconcile (memory, before)"),
+        ("reconcile (memory)", "reconcile (memory, no front)"),
+    ):
+        if num in summary and den in summary:
+            pairs[den] = _cpu_ratios(summary, num, den, 3)
+            print(f"ratio {num} / {den} (medians): {pairs[den]}", flush=True)
+    before_ratio = pairs.get("reconcile (memory, before)", {})
+    front_ratio = pairs.get("reconcile (memory, no front)", {})
     for name, row in summary.items():
         print(
             f"{name:26} publish {row['publish_cpu_ms_median']:.3f} ms, pull "
