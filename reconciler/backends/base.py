@@ -7,6 +7,7 @@ Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSO
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -159,6 +160,10 @@ class StoredMessages:
     calls: int = 0
 
 
+# One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
+StoredQuery = tuple[str, str, "list[str] | None", bool]
+
+
 class Backend(Protocol):
     info: BackendInfo
 
@@ -189,6 +194,10 @@ class Backend(Protocol):
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
     ) -> StoredMessages:
         """Where messages are stored, by the by-region gauges (unavailable: why not)."""
+        ...
+
+    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
+        """`stored` for each query, in its order: several projects' gauges at once."""
         ...
 
     def close(self) -> None: ...

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -35,6 +36,7 @@ from reconciler.backends.base import (
     ObservedTopic,
     OrgInputs,
     StoredMessages,
+    StoredQuery,
     SubscriptionListing,
 )
 from reconciler.backends.clients import close_client
@@ -53,6 +55,9 @@ from reconciler.orgpolicy.model import (
     PolicySpec,
 )
 from reconciler.orgpolicy.store import PolicyStore
+
+# Projects whose gauges are read at once by `stored_many`.
+MAX_PARALLEL_READS = 8
 
 T = TypeVar("T")
 
@@ -397,6 +402,13 @@ class GcpBackend:
         except MetricsUnavailable as exc:
             return StoredMessages({}, {}, unavailable=exc.reason)
         return read_stored(reader, project, scope, ids, retained)
+
+    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
+        """`stored` for each query, one thread a query (at most MAX_PARALLEL_READS)."""
+        if not queries:
+            return []
+        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_READS, len(queries))) as pool:
+            return list(pool.map(lambda q: self.stored(*q), queries))
 
     # -- subscriptions ------------------------------------------------------------
     def list_subscriptions(self, project: str) -> SubscriptionListing:

@@ -20,7 +20,6 @@ candidates with subscriptions; a subscribed candidate is deleted only with
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +34,6 @@ from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 PULL_KINDS = ("pull",)
 PRUNE_SUBSCRIBED_FLAG = "--prune-subscribed"
-MAX_PARALLEL_READS = 8  # projects whose gauges are read at once in this process
 DELIVERED_KINDS = ("push", "bigquery", "cloud_storage")
 KIND_TEXT = {
     "pull": "pull",
@@ -298,22 +296,13 @@ def _subs_of(observation: Any, name: str) -> list[ObservedSubscription] | None:
 def stored_by_project(
     backend: Any, scope: str, ids: Mapping[str, list[str]]
 ) -> dict[str, Any]:
-    """project -> StoredMessages of the unacknowledged gauges for `ids` there (None: the
-    backend reads no metrics), every project's at once: one request to the read-ahead
-    (`stored_many`), else one thread a project."""
+    """project -> StoredMessages of the unacknowledged gauges for `ids` there, every
+    project's at once (`stored_many`: one request to the read-ahead, or one thread a
+    project)."""
     if not ids:
         return {}
-    many = getattr(backend, "stored_many", None)
-    if many is not None:
-        found = many([(p, scope, list(wanted), False) for p, wanted in ids.items()])
-        return dict(zip(ids, found, strict=True))
-    reader = getattr(backend, "stored", None)
-    if reader is None:
-        return dict.fromkeys(ids)
-    with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_READS, len(ids))) as pool:
-        futures = {p: pool.submit(reader, p, scope, list(wanted), False)
-                   for p, wanted in ids.items()}
-        return {p: f.result() for p, f in futures.items()}
+    found = backend.stored_many([(p, scope, list(wanted), False) for p, wanted in ids.items()])
+    return dict(zip(ids, found, strict=True))
 
 
 def _backlogs(backend: Any, subs_by_project: Mapping[str, list[ObservedSubscription]]

@@ -51,6 +51,7 @@ from reconciler.backends.base import (
     ObservedTopic,
     OrgInputs,
     StoredMessages,
+    StoredQuery,
     SubscriptionListing,
     TargetOptions,
 )
@@ -63,9 +64,6 @@ from reconciler.plan.readahead_wire import (
     subscriptions_of,
     topic_of,
 )
-
-# One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
-StoredQuery = tuple[str, str, "list[str] | None", bool]
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
 DEFAULT_START = 5000
