@@ -14,6 +14,7 @@ command-line form is parsed by `faultspec`).
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from collections.abc import Iterable
@@ -24,6 +25,8 @@ import grpc
 
 from reconciler.localserver.holds import MAX_HOLD_SECONDS, HeldCall, Hold
 from reconciler.localserver.status import ServiceError, grpc_status_from_name, suggestion
+
+log = logging.getLogger(__name__)
 
 __all__ = ["MAX_HOLD_SECONDS", "FaultRule", "Faults", "HeldCall", "Hold"]
 
@@ -43,6 +46,30 @@ class FaultRule:
     resource: str | None = None
     message: str | None = None
     fired: int = field(default=0)
+    matched: int = field(default=0)
+
+    def describe(self) -> str:
+        """The rule in `--fault` syntax, for the log line of its first match."""
+        parts = [
+            f"{name}={value:g}s"
+            for name, value in (
+                ("delay", self.delay),
+                ("delay_max", self.delay_max),
+                ("tail_delay", self.tail_delay),
+            )
+            if value
+        ]
+        if self.tail_fraction:
+            parts.append(f"tail_fraction={self.tail_fraction:g}")
+        if self.error is not None:
+            parts.append(f"error={self.error.name}")
+        if self.error_fraction is not None:
+            parts.append(f"error_fraction={self.error_fraction:g}")
+        if self.error_next is not None:
+            parts.append(f"error_next={self.error_next}")
+        if self.resource is not None:
+            parts.append(f"resource={self.resource}")
+        return f"{self.method}:{','.join(parts)}" if parts else self.method
 
     def matches(self, method: str, resource: str | None) -> bool:
         if self.method not in ("*", method):
@@ -246,10 +273,14 @@ class Faults:
         """The delay and the error (if any) for one call; consumes error_next budgets."""
         total = 0.0
         failure: ServiceError | None = None
+        first: list[str] = []  # described before error_next is spent
         with self._lock:
             for rule in self._rules:
                 if not rule.matches(method, resource):
                     continue
+                rule.matched += 1
+                if rule.matched == 1:
+                    first.append(rule.describe())
                 if rule.delay_max is not None:
                     total += self._random.uniform(rule.delay, rule.delay_max)
                 else:
@@ -260,6 +291,16 @@ class Faults:
                     rule.fired += 1
                     text = rule.message or f"injected fault: {method} fails with {rule.error.name}"
                     failure = ServiceError(rule.error, text)
+        for described in first:
+            # Once a rule: says that it matches what it was meant to (a resource typo
+            # would match nothing), and when, without a line per call.
+            log.warning(
+                "local server: fault %s matched its first call (%s on %s); later ones "
+                "are not logged",
+                described,
+                method,
+                resource or "no resource",
+            )
         return total, failure
 
     def _fires(self, rule: FaultRule) -> bool:

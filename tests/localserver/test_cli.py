@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +20,26 @@ ROOT = Path(__file__).parents[2]
 
 def _run(*args: str) -> subprocess.Popen[str]:
     return start_reconcile("local-server", *args, cwd=ROOT).proc
+
+
+def _stderr_until(proc: subprocess.Popen[str], text: str, guard: float = 60.0) -> str:
+    """The process's stderr up to and including the line holding `text`.
+
+    Reads the pipe's descriptor itself (not the text wrapper, which would buffer
+    past the line and hide it from `communicate`); `guard` only keeps a broken
+    server from hanging the suite.
+    """
+    assert proc.stderr is not None
+    fd = proc.stderr.fileno()
+    seen = b""
+    deadline = time.monotonic() + guard
+    while text.encode() not in seen:
+        ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+        chunk = os.read(fd, 65536) if ready else b""
+        if not chunk:
+            raise AssertionError(f"no {text!r} on stderr; it had: {seen.decode()!r}")
+        seen += chunk
+    return seen.decode()
 
 
 def test_prints_export_line_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
@@ -148,17 +171,18 @@ def test_stops_at_once_while_a_delayed_call_is_in_flight(sig: signal.Signals) ->
     assert proc.stdout is not None
     address = proc.stdout.readline().strip().split("=", 1)[1]
     client = publisher_client(address)
-    # The transport's own stub, started without waiting: sent before the next call.
+    # The transport's own stub, started without waiting for its answer.
     delayed = client.transport.create_topic.future(
         Topic(name="projects/proj-alpha/topics/slow"), timeout=900
     )
-    # Calls on one channel reach the handlers in order: once a later call is answered,
-    # the delayed one is in its handler (sleeping in the delay).
-    with pytest.raises(exceptions.NotFound):
-        client.get_topic(topic="projects/proj-alpha/topics/other", retry=None)
+    # The server says when a rule matches its first call, on the handler's thread just
+    # before the delay: from then on the call is in its handler, not queued in gRPC.
+    seen = _stderr_until(proc, "fault CreateTopic:delay=600s matched its first call")
+    assert "CreateTopic on projects/proj-alpha/topics/slow" in seen
     assert not delayed.done()
     proc.send_signal(sig)
-    _, err = proc.communicate(timeout=60)
+    _, rest = proc.communicate(timeout=60)
+    err = seen + rest
     assert proc.returncode == 0, err
     assert "Local server stopped." in err
     error = delayed.exception(timeout=60)

@@ -30,6 +30,25 @@ def test_error_on_one_resource_only(publisher_client: Any, local_server: Any) ->
     assert local_server.counters.get("UpdateTopic") == 2
 
 
+def test_each_rule_logs_its_first_match_once(
+    publisher_client: Any, local_server: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A user who injects a fault sees that it matched (and on what); a rule whose
+    resource matches nothing says nothing; later matches add no line."""
+    publisher_client.create_topic(name=T)
+    local_server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=1, resource=T)
+    local_server.faults.add(method="GetTopic", delay=0.001, resource=OTHER + "-typo")
+    with caplog.at_level("WARNING", logger="reconciler.localserver.faults"):
+        with pytest.raises(exceptions.NotFound):
+            publisher_client.get_topic(topic=T, retry=NO_RETRY)
+        publisher_client.get_topic(topic=T)
+    lines = [r.getMessage() for r in caplog.records if "matched its first call" in r.getMessage()]
+    assert lines == [
+        f"local server: fault GetTopic:error=NOT_FOUND,error_next=1,resource={T} matched "
+        f"its first call (GetTopic on {T}); later ones are not logged"
+    ]
+
+
 def test_error_next_n_then_success_with_client_retry(
     publisher_client: Any, local_server: Any
 ) -> None:
