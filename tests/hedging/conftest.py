@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from typing import Any
@@ -12,17 +11,9 @@ import pytest
 from google.cloud.pubsub_v1 import types
 
 from reconciler.hedging import PublisherClient
+from tests.waiting import wait_until
 
 ONE = types.BatchSettings(max_messages=1)  # every publish its own batch
-
-
-def wait_until(cond: Callable[[], bool], timeout: float = 10.0) -> None:
-    """Poll: generous timeouts, because a loaded CI machine is slow, never fast."""
-    end = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > end:
-            raise AssertionError("condition not reached in time")
-        time.sleep(0.005)
 
 
 def earn_tokens(publish: Callable[[bytes], Future[str]], successes: int) -> None:

@@ -19,11 +19,10 @@ from reconciler.hedging import (
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from tests.hedging.conftest import earn_tokens
+from tests.waiting import Wait
 
 TOPIC = "projects/outcomes/topics/orders"
 FAST = HedgingSettings(hedge_delay=0.1, max_tokens=1)
-
-Wait = Callable[..., None]
 
 
 @pytest.mark.parametrize(

@@ -31,6 +31,7 @@ from reconciler.hedging.batching import BatchSettings
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.hedging.tokens import TokenBucket
 from tests.hedging.conftest import earn_tokens
+from tests.waiting import Wait
 
 JAVA = "Java HedgingSettings (google-cloud-java PR #13735, #14338)"
 NODE = "Node handwritten/pubsub/src/publisher/hedging.ts (google-cloud-node)"
@@ -43,8 +44,6 @@ TOPIC = "projects/hedge-parity/topics/orders"
 CLOCK = "projects/hedge-parity/topics/clock"
 # Short backoffs, so that a retry would come long before the clock's hedge check.
 QUICK_RETRY = retries.Retry(initial=0.01, maximum=0.05, multiplier=2.0, timeout=60.0)
-
-Wait = Callable[..., None]
 
 
 def table(cases: list[Any], name: str = "name") -> pytest.MarkDecorator:

@@ -75,8 +75,6 @@ def test_a_bad_label_names_topic_and_label(value: str, hint: str) -> None:
 # -- what a publish does: real gRPC against the local server ---------------------------
 
 
-
-
 def test_under_the_emulator_the_declared_endpoint_is_logged_once_and_not_used(
     make_client: Callable[..., Any], local_server: Any, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -8,7 +8,6 @@ ms), so a loaded machine only makes a test slower, not wrong.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
 
@@ -21,11 +20,10 @@ from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.batching import BatchSettings
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts
 from tests.hedging.conftest import earn_tokens
+from tests.waiting import Wait
 
 TOPIC = "projects/hedge-test/topics/orders"
 ONE = BatchSettings(max_messages=1)
-
-Wait = Callable[..., None]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ clients have their own tables in test_official_parity.py.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future
 from typing import Any
 
@@ -27,6 +27,7 @@ from reconciler.hedging import HedgedPublisher
 from reconciler.hedging.batching import Backoff, BatchSettings
 from reconciler.hedging.profile import HedgingConfigError, HedgingProfile, RetryTimeouts
 from tests.hedging.conftest import earn_tokens
+from tests.waiting import Wait
 
 TOPIC = "projects/hedge-races/topics/orders"
 OTHER = "projects/hedge-races/topics/clock"
@@ -39,8 +40,6 @@ EARN = 5  # successes that earn one token at refill ratio 0.2
 SLOW = HedgingProfile(hedge_delay_ms=10_000, max_tokens=50, refill_ratio=0.1)
 SLOW_RETRY = RetryTimeouts(initial_rpc_timeout_ms=20_000, total_timeout_ms=60_000)
 NO_JITTER = Backoff(initial=0.01, multiplier=2.0, maximum=0.05, jitter=False)
-
-Wait = Callable[..., None]
 
 
 @pytest.fixture

@@ -17,12 +17,12 @@ from reconciler.hedging import HedgingSettings, PublisherClient, lookup
 from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from tests.hedging.conftest import earn_tokens
+from tests.waiting import Wait
 
 TOPIC = "projects/topic-profile/topics/orders"
 PROFILE = HedgingProfile(hedge_delay_ms=100, max_tokens=5, refill_ratio=0.2, name="fast")
 LABELS = hedging_labels.encode(PROFILE, RetryTimeouts())
 Make = Callable[..., PublisherClient]
-Wait = Callable[..., None]
 
 
 def warnings(caplog: pytest.LogCaptureFixture) -> list[str]:

@@ -14,6 +14,7 @@ from google.api_core import exceptions
 
 from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.localserver import distribution as dist
+from tests.waiting import wait_until
 
 PROJECT = "projects/proj-alpha"
 T = f"{PROJECT}/topics/orders"
@@ -315,15 +316,6 @@ def test_latency_distribution_places_an_injected_delay_in_its_bucket(
     )
     assert p99[0].value_type == ValueType.DOUBLE and p99[0].metric_kind == Kind.GAUGE
     assert p99[0].points[0].value.double_value >= dist.lower_bound(delayed)
-
-
-def wait_until(cond: Callable[[], bool], timeout: float = 30.0) -> None:
-    """Poll a condition the server reaches on its own thread (a safety net, not a
-    latency expectation)."""
-    end = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < end, "condition not reached in time"
-        time.sleep(0.01)
 
 
 def test_a_publish_the_client_gave_up_on_counts_as_deadline_exceeded(
