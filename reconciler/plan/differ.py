@@ -232,7 +232,7 @@ def diff_topic(
     warnings: list[str] = []
     computed: list[str] = []
     if LABELS in mask:
-        reasons += _adoption(live_shape.labels, owner, warnings)
+        reasons += _adoption(live_shape.labels, owner)
     if STORAGE_POLICY in mask:
         if mode == "inherit":
             computed.append(STORAGE_POLICY)
@@ -259,16 +259,13 @@ def diff_topic(
     )
 
 
-def _adoption(live: Mapping[str, str], owner: str, warnings: list[str]) -> list[str]:
+def _adoption(live: Mapping[str, str], owner: str) -> list[str]:
     """Why a label update adopts the topic: it has no owner yet ("adopt": unlabelled, or
     labelled by a reconcile before owners), or another tree owns it ("adopt-from:X",
-    which apply refuses unless told `--adopt-from X`)."""
+    which apply refuses unless told `--adopt-from X`; the plan's warning, with the
+    spec's file and line, is made from this reason in plan/make.py)."""
     found = owner_of(live)
     if found is not None and found != owner:
-        warnings.append(
-            f"owned by the spec tree {found!r} (label {OWNER_LABEL}={found}): this plan "
-            f"takes it over for {owner!r}; apply refuses unless given --adopt-from {found}"
-        )
         return [REASON_ADOPT_FROM + found]
     if found is None or live.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
         return [REASON_ADOPT]

@@ -146,7 +146,7 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
         f"not by this one ({owner.name!r}, {owner.where()}); applying this plan takes it "
         f"over, so apply refuses unless given --adopt-from {other}",
         hint=f"if {other!r} should keep it, remove it from this tree's specs; if this tree "
-        f"takes it over, remove it from {other!r}'s specs and apply with --adopt-from "
+        f"takes it over, remove it from the specs of {other!r} and apply with --adopt-from "
         f"{other}",
     )
 

@@ -88,7 +88,9 @@ def test_another_trees_topic_is_named_and_taken_over_only_when_told(
     plan = run_cli("plan", str(team_b), "--emulator", local_server.address)
     assert plan.exit_code == 0, plan.stderr
     assert "is owned by the spec tree 'team-a' (reconcile-owner=team-a)" in plan.stdout
-    assert "apply refuses unless given --adopt-from team-a" in plan.stdout
+    # Once, as a diagnostic with the spec's line (it was also repeated in the change).
+    assert plan.stdout.count("apply refuses unless given --adopt-from team-a") == 1
+    assert f"{team_b}/" in plan.stdout.split("owned-by-another-tree")[0].splitlines()[-1]
     as_json = run_cli("plan", str(team_b), "--emulator", local_server.address,
                       "--format", "json")
     [rc] = json.loads(as_json.stdout)["resource_changes"]
