@@ -54,7 +54,7 @@ def _unknown_message(unknown: list[str], declared: list[str], prune: bool) -> st
             "\n--prune deletes only in projects the specs declare, so a project they do "
             "not name is not planned"
         )
-    return text + "; nothing was planned"
+    return text + "; nothing was read or changed"
 
 
 def _hint(prune: bool) -> str:
