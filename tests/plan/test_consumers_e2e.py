@@ -178,7 +178,7 @@ def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_pr
     seed("refunds", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     seed("retired", labels=OWN)
     local_server.faults.add(method="ListSubscriptions", error="PERMISSION_DENIED")
-    local_server.faults.add(method="ListTimeSeries", error="PERMISSION_DENIED")
+    local_server.faults.add(method="PromQLQuery", error="PERMISSION_DENIED")  # HTTP 403
     root = specs(
         topic_doc("orders", storage=(["us-central1"], False)),
         topic_doc("refunds", storage=(["us-central1"], False)),
@@ -221,7 +221,7 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     local_server.counters.reset()
     _json(run_cli, local_server, same, org_policy_file(None))
     counts = local_server.counters.snapshot()
-    assert (counts["ListSubscriptions"], counts.get("ListTimeSeries", 0)) == (1, 0)
+    assert (counts["ListSubscriptions"], counts.get("PromQLQuery", 0)) == (1, 0)
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     local_server.counters.reset()
     rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))
@@ -229,4 +229,6 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     assert [(x["region"], x["messages"]) for x in rc["left_behind"]] == [("us-east1", 2)]
     assert any(w.startswith("pull subscriptions orders-pull (pull)") for w in rc["warnings"])
     counts = local_server.counters.snapshot()
-    assert (counts["ListSubscriptions"], counts["ListTimeSeries"]) == (1, 3)
+    # Messages, bytes and oldest age of the removed region: one PromQL query.
+    assert (counts["ListSubscriptions"], counts["PromQLQuery"]) == (1, 1)
+    assert counts.get("ListTimeSeries", 0) == 0
