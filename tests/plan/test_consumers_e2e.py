@@ -71,6 +71,33 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
                for w in rc["warnings"])
 
 
+def test_left_behind_figures_cost_one_promql_query_per_project(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber_client: Any,
+) -> None:
+    docs = []
+    for project in ("proj-a", "proj-b"):
+        for name in ("orders", "refunds"):
+            seed(name, labels=OWN, regions=["us-east1", "us-central1"], eit=False,
+                 project=project)
+            topic = f"projects/{project}/topics/{name}"
+            subscriber_client.create_subscription(request={
+                "name": f"projects/{project}/subscriptions/{name}-pull", "topic": topic})
+            publish_from(publisher_client, topic, "us-east1", 2)
+            docs.append(topic_doc(name, project=project, storage=(["us-central1"], False)))
+    root = specs(*docs)
+    local_server.counters.reset()
+    data = _json(run_cli, local_server, root, org_policy_file(None))
+    for project in ("proj-a", "proj-b"):
+        # Messages, bytes and oldest age of both topics: one query per project.
+        assert local_server.counters.for_project("PromQLQuery", project) == 1
+        for name in ("orders", "refunds"):
+            [left] = _change(data, f"projects/{project}/topics/{name}")["left_behind"]
+            assert (left["region"], left["messages"], left["bytes"]) == ("us-east1", 2, 20)
+            assert left["oldest_age_seconds"] is not None
+    assert local_server.counters.get("ListTimeSeries") == 0
+
+
 def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after_apply(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
     subscriber_client: Any,
