@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -233,6 +234,7 @@ class GcpBackend:
         self._metrics: MetricsReader | None = None
         self._promql_client = promql_client
         self._promql: PromQLReader | None = None
+        self._promql_lock = threading.Lock()  # made once, whichever thread asks first
         self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
@@ -399,12 +401,13 @@ class GcpBackend:
     def promql(self) -> PromQLReader:
         """The Cloud Monitoring PromQL reader for this target (made on first use, closed
         with the backend), or MetricsUnavailable saying why there is none."""
-        if self._promql is None:
-            factory = self._promql_client
-            if factory is None:
-                raise MetricsUnavailable(f"{self.info.label} serves no Cloud Monitoring API")
-            self._promql = open_promql(lambda: factory(self._timeout))
-        return self._promql
+        with self._promql_lock:
+            if self._promql is None:
+                factory = self._promql_client
+                if factory is None:
+                    raise MetricsUnavailable(f"{self.info.label} serves no Cloud Monitoring API")
+                self._promql = open_promql(lambda: factory(self._timeout))
+            return self._promql
 
     def stored(
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True

@@ -27,6 +27,7 @@ MONITORING_READ_SCOPE = "https://www.googleapis.com/auth/monitoring.read"
 CLOUD_BASE_URL = "https://monitoring.googleapis.com"
 # The base URL can be overridden (a Private Service Connect endpoint, a test's listener).
 PROMQL_ENDPOINT_ENV = "RECONCILE_PROMQL_ENDPOINT"
+POOL_SIZE = 32
 QUERY_PATH = "/v1/projects/{project}/location/global/prometheus/api/v1/query"
 
 
@@ -77,8 +78,12 @@ class PromQLReader:
     `timeout` seconds. `calls` counts them."""
 
     def __init__(self, session: Any, base_url: str, timeout: float) -> None:
+        from requests.adapters import HTTPAdapter
+
         self._session = session
         self._base = base_url.rstrip("/")
+        # One connection per project read at once (the callers' thread pools), kept.
+        session.mount(self._base, HTTPAdapter(pool_maxsize=POOL_SIZE))
         self._timeout = timeout
         self.endpoint = self._base.split("://", 1)[-1]
         self.calls = 0
