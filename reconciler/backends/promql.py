@@ -15,11 +15,13 @@ the role that allows the read); no credential or token is ever part of one.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from reconciler.backends.metrics import READ_PERMISSION, MetricsUnavailable
 
@@ -90,8 +92,6 @@ class PromQLReader:
 
     def url_length(self, project: str, query: str) -> int:
         """The request's URL length (to keep it well under the 8 KB servers take)."""
-        from urllib.parse import quote
-
         return len(self._base + QUERY_PATH.format(project=project)) + 7 + len(quote(query))
 
     def query(self, project: str, query: str) -> list[Sample]:
@@ -129,8 +129,6 @@ class PromQLReader:
 
 
 def _samples(status: int, content: bytes, where: str) -> list[Sample]:
-    import json
-
     try:
         body = json.loads(content) if content else None
     except ValueError:

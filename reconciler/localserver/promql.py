@@ -27,6 +27,7 @@ import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 from urllib.parse import unquote
 
@@ -285,8 +286,6 @@ def _time(text: str) -> float:
         return float(text)
     except ValueError:
         pass
-    from datetime import datetime
-
     try:
         return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
     except ValueError:
