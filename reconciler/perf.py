@@ -62,6 +62,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.backends.clients": "each Google client library only when that client is built "
     "(an --org-policy snapshot never loads the Org Policy client)",
     "reconciler.backends.credentials": "google.auth only when Google Cloud is the target",
+    "reconciler.backends.promql": "requests and google-auth's transport only when the "
+    "by-region gauges are read (the PromQL client)",
     "reconciler.backends.deadline": "google.api_core and grpc only when a call is made",
     "reconciler.localserver": "grpc only when a server is made (the package's constants "
     "are read without it)",

@@ -46,6 +46,7 @@ from reconciler.backends.clients import (
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
 from reconciler.backends.gcp import GcpBackend
+from reconciler.backends.promql import cloud_promql, local_promql
 from reconciler.errors import BackendError, UsageError
 from reconciler.localstate import (
     SERVER_FILE,
@@ -149,6 +150,7 @@ def _local(
         info,
         on_close=server.stop,
         metrics_client=lambda: (monitoring_client(address), address),
+        promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber_client(address),
         **options,
     )
@@ -163,12 +165,14 @@ def open_metrics(options: TargetOptions) -> GcpBackend:
         return GcpBackend(
             None, None, BackendInfo(kind="emulator", address=address),
             metrics_client=lambda: (monitoring_client(address), address),
+            promql_client=lambda timeout: local_promql(address, timeout),
             timeout=options.timeout,
         )
     credentials = default_credentials()
     return GcpBackend(
         None, None, BackendInfo(),
         metrics_client=lambda: cloud_monitoring_client(credentials),
+        promql_client=lambda timeout: cloud_promql(credentials, timeout),
         timeout=options.timeout,
     )
 
@@ -213,6 +217,7 @@ def _connected(address: str, options: dict[str, Any], info: BackendInfo, what: s
         orgpolicy,
         info,
         metrics_client=lambda: (monitoring_client(address), address),
+        promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber_client(address),
         **options,
     )
@@ -256,6 +261,7 @@ def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
         orgpolicy,
         source,
         metrics_client=lambda: cloud_monitoring_client(credentials),
+        promql_client=lambda timeout: cloud_promql(credentials, timeout),
         subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),
         **options,
     )

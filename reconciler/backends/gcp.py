@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +43,7 @@ from reconciler.backends.base import (
 from reconciler.backends.clients import close_client
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
 from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
+from reconciler.backends.promql import PromQLReader, open_promql
 from reconciler.backends.stored import read_stored
 from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
@@ -212,6 +214,7 @@ class GcpBackend:
         policy_store: PolicyStore | None = None,
         on_close: Callable[[], None] | None = None,
         metrics_client: Callable[[], tuple[Any, str]] | None = None,
+        promql_client: Callable[[float], PromQLReader] | None = None,
         subscriber: Any | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
@@ -229,6 +232,9 @@ class GcpBackend:
         self._metrics_client = metrics_client
         self.subscriber = subscriber
         self._metrics: MetricsReader | None = None
+        self._promql_client = promql_client
+        self._promql: PromQLReader | None = None
+        self._promql_lock = threading.Lock()  # made once, whichever thread asks first
         self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
@@ -392,13 +398,25 @@ class GcpBackend:
             self._metrics = open_reader(self._metrics_client, self._timeout)
         return self._metrics
 
+    def promql(self) -> PromQLReader:
+        """The Cloud Monitoring PromQL reader for this target (made on first use, closed
+        with the backend), or MetricsUnavailable saying why there is none."""
+        with self._promql_lock:
+            if self._promql is None:
+                factory = self._promql_client
+                if factory is None:
+                    raise MetricsUnavailable(f"{self.info.label} serves no Cloud Monitoring API")
+                self._promql = open_promql(lambda: factory(self._timeout))
+            return self._promql
+
     def stored(
         self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
     ) -> StoredMessages:
         """Where the messages of `project`'s topics (scope "topic") or subscriptions
-        ("subscription") are stored, from the by-region gauges; `ids`: only these."""
+        ("subscription") are stored, from the by-region gauges (one PromQL query);
+        `ids`: only these."""
         try:
-            reader = self.metrics()
+            reader = self.promql()
         except MetricsUnavailable as exc:
             return StoredMessages({}, {}, unavailable=exc.reason)
         return read_stored(reader, project, scope, ids, retained)
@@ -427,8 +445,9 @@ class GcpBackend:
             )
 
     def close(self) -> None:
-        if self._metrics is not None:
-            self._metrics.close()
+        for reader in (self._metrics, self._promql):
+            if reader is not None:
+                reader.close()
         for client in (self.publisher, self.orgpolicy, self.subscriber):
             close_client(client)
         if self._on_close is not None:

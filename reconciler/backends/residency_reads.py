@@ -1,10 +1,11 @@
 """What `reconcile residency` reads of one project, in a bounded number of calls: one
 ListTopics pager (with each topic's retention), one ListSubscriptions pager, the
-effective org policy, and one ListTimeSeries per by-region gauge for the whole
-project: unacknowledged messages, bytes and oldest age (three), and the same for
-retained acknowledged messages (three more) only where something retains them (a
-subscription with retain_acked_messages, or a topic with message retention); none
-for a project without a subscription or topic retention, where nothing is stored.
+effective org policy, and ONE PromQL query of the by-region gauges for the whole
+project (backends/stored.py): unacknowledged messages, bytes and oldest age, and in
+the same query those of retained acknowledged messages only where something retains
+them (a subscription with retain_acked_messages, or a topic with message retention);
+no query for a project without a subscription or topic retention, where nothing is
+stored.
 On a large tree the read-ahead's second process makes these reads while this one
 validates the specs (plan/readahead.py); this module imports no client library.
 

@@ -1,9 +1,10 @@
-"""Where messages are stored, from Pub/Sub's by-region gauges: at most one
-ListTimeSeries per metric type per project (filtered to the topics asked about, up to
-100 of them; the whole project beyond): the message count first, then bytes and
-oldest age only for the topics it shows holding messages (no call when none does),
-read through the one Monitoring reader (backends/metrics.py). Unreadable metrics are
-a reason, not a failure: `StoredMessages.unavailable`.
+"""Where messages are stored, from Pub/Sub's by-region gauges: ONE PromQL instant
+query per project (backends/promql.py) selecting every gauge a figure needs (messages,
+bytes and oldest age of the unacknowledged messages, and with `retained` those of the
+retained acknowledged ones), filtered to the topics (or subscriptions) asked about;
+past a URL length the query reads the whole project and the others are dropped here:
+one call either way. Unreadable metrics are a reason, not a failure:
+`StoredMessages.unavailable`.
 
     read_stored(reader, project, scope, ids=None, retained=True) -> StoredMessages
 """
@@ -13,18 +14,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reconciler.backends.base import RegionStored, StoredMessages
-from reconciler.backends.metrics import (
-    PUBSUB_METRIC_PREFIX,
-    Aggregation,
-    MetricQuery,
-    MetricsReader,
-    MetricsUnavailable,
-)
+from reconciler.backends.metrics import PUBSUB_METRIC_PREFIX, MetricsUnavailable
+from reconciler.backends.promql import PromQLReader, promql_name, selector
 
-# The gauges are sampled every 60 s and visible after up to 120 s: read the newest
-# point of the last few minutes.
-WINDOW_SECONDS = 300
 ID_LABEL = {"topic": "topic_id", "subscription": "subscription_id"}
+RESOURCE_TYPE = {"topic": "pubsub_topic", "subscription": "pubsub_subscription"}
 GAUGES = {
     "unacked": (
         "num_unacked_messages_by_region",
@@ -37,80 +31,69 @@ GAUGES = {
         "oldest_retained_acked_message_age_by_region",
     ),
 }
-# A filter names at most this many topics (the service bounds a filter's length); for
-# more, the gauge is read for the whole project and the others are dropped here: one
-# call per metric type either way.
-MAX_IDS_PER_FILTER = 100
+# A query naming the ids is kept this short (its URL well under the 8 KB a server
+# takes); a longer one reads the whole project instead.
+MAX_URL_CHARS = 6000
+
+
+def gauge_query(
+    reader: PromQLReader, project: str, scope: str, families: Sequence[str],
+    ids: Sequence[str] | None,
+) -> str:
+    """The instant vector selector of `families`' gauges in `project` (always matched:
+    a metrics scope may hold other projects), of `ids` only when short enough."""
+    names = [promql_name(f"{PUBSUB_METRIC_PREFIX}{scope}/{m}") for f in families
+             for m in GAUGES[f]]
+    labels: dict[str, str | tuple[str, ...]] = {
+        "monitored_resource": RESOURCE_TYPE[scope], "project_id": project,
+    }
+    whole = selector(names, labels)
+    if not ids:
+        return whole
+    named = selector(names, {**labels, ID_LABEL[scope]: tuple(sorted(set(ids)))})
+    return named if reader.url_length(project, named) <= MAX_URL_CHARS else whole
 
 
 def read_stored(
-    reader: MetricsReader,
+    reader: PromQLReader,
     project: str,
     scope: str,
     ids: Sequence[str] | None = None,
     retained: bool = True,
 ) -> StoredMessages:
-    """The newest value of each gauge per (resource id, region); `ids`: only these
-    topic (or subscription) ids (None: every one in the project); `retained`: also
-    the retained-acknowledged gauges. The message count is read first; bytes and
-    oldest age only for the ids it shows holding messages (none: no further call)."""
-    before = reader.calls
-    out: dict[str, dict[str, dict[str, dict[str, int]]]] = {"unacked": {}, "retained": {}}
-    wanted = ["unacked", "retained"] if retained else ["unacked"]
+    """The newest value of each gauge per (resource id, region), in one call; `ids`:
+    only these topic (or subscription) ids (None: every one in the project);
+    `retained`: also the retained-acknowledged gauges."""
+    families = ["unacked", "retained"] if retained else ["unacked"]
+    if ids is not None and not ids:
+        return StoredMessages({}, {})
     keep = None if ids is None else set(ids)
+    id_label = ID_LABEL[scope]
+    by_name = {
+        promql_name(f"{PUBSUB_METRIC_PREFIX}{scope}/{m}"): (family, m)
+        for family in families for m in GAUGES[family]
+    }
+    out: dict[str, dict[str, dict[str, dict[str, int]]]] = {"unacked": {}, "retained": {}}
     try:
-        for which in wanted:
-            count, *rest = GAUGES[which]
-            _read_one(reader, project, scope, count, _named(keep), out[which])
-            holding = {
-                rid for rid, regions in out[which].items()
-                if (keep is None or rid in keep)
-                and any(v.get(count, 0) > 0 for v in regions.values())
-            }
-            if holding:
-                for metric in rest:
-                    _read_one(reader, project, scope, metric, _named(holding), out[which])
+        samples = reader.query(project, gauge_query(reader, project, scope, families, ids))
     except MetricsUnavailable as exc:
-        return StoredMessages({}, {}, unavailable=exc.reason, calls=reader.calls - before)
+        return StoredMessages({}, {}, unavailable=exc.reason, calls=1)
+    for sample in samples:
+        labels = sample.labels
+        found = by_name.get(labels.get("__name__", ""))
+        resource_id = labels.get(id_label)
+        region = labels.get("region")
+        if found is None or resource_id is None or region is None:
+            continue
+        if labels.get("project_id") != project:
+            continue  # another project of the metrics scope
+        family, metric = found
+        out[family].setdefault(resource_id, {}).setdefault(region, {})[metric] = int(sample.value)
     return StoredMessages(
         _figures(out["unacked"], GAUGES["unacked"], keep),
         _figures(out["retained"], GAUGES["retained"], keep),
-        calls=reader.calls - before,
+        calls=1,
     )
-
-
-def _named(ids: set[str] | None) -> tuple[str, ...] | None:
-    """The ids a filter names; None (the whole project) for none or too many."""
-    if ids is None or len(ids) > MAX_IDS_PER_FILTER:
-        return None
-    return tuple(sorted(ids))
-
-
-def _read_one(
-    reader: MetricsReader,
-    project: str,
-    scope: str,
-    metric: str,
-    ids: tuple[str, ...] | None,
-    into: dict[str, dict[str, dict[str, int]]],
-) -> None:
-    id_label = ID_LABEL[scope]
-    query = MetricQuery(
-        project,
-        f"{PUBSUB_METRIC_PREFIX}{scope}/{metric}",
-        WINDOW_SECONDS,
-        resource={} if ids is None else {id_label: ids},
-        aggregation=Aggregation(WINDOW_SECONDS, "ALIGN_MAX"),
-    )
-    for series in reader.read(query):
-        point = series.latest
-        resource_id = series.resource_labels.get(id_label)
-        region = series.metric_labels.get("region")
-        if point is None or resource_id is None or region is None:
-            continue
-        value = point.value
-        if isinstance(value, int | float):
-            into.setdefault(resource_id, {}).setdefault(region, {})[metric] = int(value)
 
 
 def _figures(

@@ -1,5 +1,6 @@
-"""The REST face: Pub/Sub v1 (and Monitoring v3 `timeSeries.list`) over HTTP/1.1 JSON,
-as gcloud and Terraform's google provider speak it.
+"""The REST face: Pub/Sub v1 (and Monitoring v3 `timeSeries.list`, and Monitoring v1's
+PromQL instant query: localserver/promql.py) over HTTP/1.1 JSON, as gcloud and
+Terraform's google provider speak it.
 
 One implementation behind both faces: a REST call is turned into the very request
 message its gRPC twin sends (path variables, the JSON body through the proto3 JSON
@@ -26,6 +27,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
+from reconciler.localserver import promql
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.http1 import Request, Response, error_body
 from reconciler.localserver.identity import CLIENT_REGION_KEY
@@ -175,8 +177,12 @@ class RestFace:
         self.rpcs = rpcs
         self.client_region = client_region
         self.routes = routes()
+        self.promql = promql.face(dispatcher, rpcs)
 
     def handle(self, request: Request) -> Response:
+        query_path = promql.PATH.match(request.path)
+        if query_path is not None:  # Monitoring's PromQL API (localserver/promql.py)
+            return self.promql.handle(request, query_path)
         try:
             route, values = self._route(request.method, request.path)
             rpc = self.rpcs.get(route.full_name)

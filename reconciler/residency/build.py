@@ -61,13 +61,14 @@ def topic_residency(
     held = sorted(set(unacked or {}) | set(retained or {}))
     # The declared policy is worked out only where something is stored to judge.
     managed, declared = _declared(topic, facts) if held else (False, None)
-    # Subscriptions unknown: the service's default retention is the best guess.
-    guess = [DEFAULT_SUBSCRIPTION_RETENTION] if subs is None else []
-    retention = max([topic_retention, *guess, *(s.retention_seconds for s in subs or ())])
-    acked_retention = max(
-        [topic_retention, *(s.retention_seconds for s in subs or () if s.retain_acked)]
-    )
     regions = []
+    if held:  # the retentions matter only where something is stored
+        # Subscriptions unknown: the service's default retention is the best guess.
+        guess = [DEFAULT_SUBSCRIPTION_RETENTION] if subs is None else []
+        retention = max([topic_retention, *guess, *(s.retention_seconds for s in subs or ())])
+        acked_retention = max(
+            [topic_retention, *(s.retention_seconds for s in subs or () if s.retain_acked)]
+        )
     for region in held:
         u = (unacked or {}).get(region)
         r = (retained or {}).get(region)

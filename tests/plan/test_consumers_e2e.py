@@ -71,6 +71,33 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
                for w in rc["warnings"])
 
 
+def test_left_behind_figures_cost_one_promql_query_per_project(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber_client: Any,
+) -> None:
+    docs = []
+    for project in ("proj-a", "proj-b"):
+        for name in ("orders", "refunds"):
+            seed(name, labels=OWN, regions=["us-east1", "us-central1"], eit=False,
+                 project=project)
+            topic = f"projects/{project}/topics/{name}"
+            subscriber_client.create_subscription(request={
+                "name": f"projects/{project}/subscriptions/{name}-pull", "topic": topic})
+            publish_from(publisher_client, topic, "us-east1", 2)
+            docs.append(topic_doc(name, project=project, storage=(["us-central1"], False)))
+    root = specs(*docs)
+    local_server.counters.reset()
+    data = _json(run_cli, local_server, root, org_policy_file(None))
+    for project in ("proj-a", "proj-b"):
+        # Messages, bytes and oldest age of both topics: one query per project.
+        assert local_server.counters.for_project("PromQLQuery", project) == 1
+        for name in ("orders", "refunds"):
+            [left] = _change(data, f"projects/{project}/topics/{name}")["left_behind"]
+            assert (left["region"], left["messages"], left["bytes"]) == ("us-east1", 2, 20)
+            assert left["oldest_age_seconds"] is not None
+    assert local_server.counters.get("ListTimeSeries") == 0
+
+
 def test_enabling_in_transit_warns_the_pull_subscriber_and_pull_is_refused_after_apply(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
     subscriber_client: Any,
@@ -178,7 +205,7 @@ def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_pr
     seed("refunds", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
     seed("retired", labels=OWN)
     local_server.faults.add(method="ListSubscriptions", error="PERMISSION_DENIED")
-    local_server.faults.add(method="ListTimeSeries", error="PERMISSION_DENIED")
+    local_server.faults.add(method="PromQLQuery", error="PERMISSION_DENIED")  # HTTP 403
     root = specs(
         topic_doc("orders", storage=(["us-central1"], False)),
         topic_doc("refunds", storage=(["us-central1"], False)),
@@ -221,7 +248,7 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     local_server.counters.reset()
     _json(run_cli, local_server, same, org_policy_file(None))
     counts = local_server.counters.snapshot()
-    assert (counts["ListSubscriptions"], counts.get("ListTimeSeries", 0)) == (1, 0)
+    assert (counts["ListSubscriptions"], counts.get("PromQLQuery", 0)) == (1, 0)
     root = specs(topic_doc("orders", storage=(["us-central1"], True)))
     local_server.counters.reset()
     rc = _change(_json(run_cli, local_server, root, org_policy_file(None)))
@@ -229,4 +256,6 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     assert [(x["region"], x["messages"]) for x in rc["left_behind"]] == [("us-east1", 2)]
     assert any(w.startswith("pull subscriptions orders-pull (pull)") for w in rc["warnings"])
     counts = local_server.counters.snapshot()
-    assert (counts["ListSubscriptions"], counts["ListTimeSeries"]) == (1, 3)
+    # Messages, bytes and oldest age of the removed region: one PromQL query.
+    assert (counts["ListSubscriptions"], counts["PromQLQuery"]) == (1, 1)
+    assert counts.get("ListTimeSeries", 0) == 0

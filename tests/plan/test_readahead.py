@@ -49,8 +49,9 @@ def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) ->
         local_server.counters.reset()
         asked = backend.stored("proj-a", "topic", ["orders"], False)
         assert asked == direct.stored("proj-a", "topic", ["orders"], False)
-        # Nothing stored: the message count only (bytes and age are not asked for).
-        assert local_server.counters.get("ListTimeSeries") == 2  # 1 by the child, 1 here
+        # One PromQL query each (every gauge at once), none through ListTimeSeries.
+        assert local_server.counters.get("PromQLQuery") == 2  # 1 by the child, 1 here
+        assert local_server.counters.get("ListTimeSeries") == 0
     finally:
         direct.close()
     [orders] = backend.list_topics("proj-a")
@@ -137,8 +138,8 @@ def test_gauges_are_read_here_when_the_child_is_gone(local_server: Any, seed: An
     read_ahead.proc.kill()
     local_server.counters.reset()
     stored = backend.stored("proj-a", "topic", ["orders"], False)
-    assert stored.unavailable is None and stored.calls == 1  # nothing stored: the count only
-    assert local_server.counters.get("ListTimeSeries") == 1  # by this process's own client
+    assert stored.unavailable is None and stored.calls == 1  # one PromQL query
+    assert local_server.counters.get("PromQLQuery") == 1  # by this process's own client
     backend.close()
 
 

@@ -61,7 +61,11 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     root = specs(topic_doc("orders", storage=(["us-central1"], False)))
     policy = org_policy_file(["us-central1", "us-east1"])
 
+    local_server.counters.reset()
     data = report(run_cli, local_server, root, policy)
+    # Every figure of the project from one PromQL query, none through ListTimeSeries.
+    assert local_server.counters.for_project("PromQLQuery", "proj-a") == 1
+    assert local_server.counters.get("ListTimeSeries") == 0
     [topic] = data["topics"]
     regions = {r["region"]: r for r in topic["regions"]}
     assert regions["us-east1"]["unacked_messages"] == 4

@@ -1,0 +1,349 @@
+"""Cloud Monitoring's PromQL API, the subset a reconciler needs: one instant query
+over the by-region gauges, served on the REST face at
+
+    GET /v1/projects/P/location/global/prometheus/api/v1/query?query=Q[&time=T]
+
+Q is ONE instant vector selector: an optional metric name and `{label OP "value", ...}`
+with OP one of `=`, `!=`, `=~`, `!~` (regular expressions fully anchored, as in
+Prometheus; Python's `re` stands in for RE2). The names are Cloud Monitoring's mapped
+to PromQL ("the first / to :, other specials to _"): the by-region gauges of
+`metric_catalog`, e.g. `pubsub_googleapis_com:subscription_num_unacked_messages_by_region`.
+Labels: `__name__`, `project_id`, `topic_id` / `subscription_id`, `region` and
+`monitored_resource` (`pubsub_topic`, `pubsub_subscription`). The values are the very
+readings the gRPC face's `ListTimeSeries` computes (`MonitoringService`); gauges
+have no history here, so `time` more than a sampling period (60 s) ago selects
+nothing. Anything else (functions, operators, range selectors, offsets, other
+metrics) answers 400 with Prometheus' error shape
+`{"status": "error", "errorType": "bad_data", "error": "..."}`.
+
+Each query is one call of the pseudo-RPC `PromQLQuery` through the dispatcher: it
+is counted per project in the server's RPC counters, and fault rules may name it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import unquote
+
+import grpc
+
+from reconciler.localserver.aggregation import NS
+from reconciler.localserver.dispatch import Dispatcher
+from reconciler.localserver.http1 import Request, Response
+from reconciler.localserver.metric_catalog import METRICS, Metric
+from reconciler.localserver.monitoring_service import (
+    GAUGE_FRESH_NS,
+    MonitoringService,
+    _gauge_value,
+)
+from reconciler.localserver.rpc import CallInfo, Rpc
+from reconciler.localserver.status import ServiceError, invalid
+
+METHOD = "PromQLQuery"
+PATH = re.compile(r"^/v1/projects/([^/]+)/location/([^/]+)/prometheus/api/v1/query$")
+MAX_QUERY_CHARS = 64 * 1024
+
+# google.rpc code -> HTTP status and Prometheus errorType, for what the dispatcher
+# raises (a fault rule, a bug); a bad query is bad_data 400.
+_ERRORS = {
+    grpc.StatusCode.INVALID_ARGUMENT: (400, "bad_data"),
+    grpc.StatusCode.PERMISSION_DENIED: (403, "forbidden"),
+    grpc.StatusCode.UNAUTHENTICATED: (401, "unauthorized"),
+    grpc.StatusCode.NOT_FOUND: (404, "not_found"),
+    grpc.StatusCode.RESOURCE_EXHAUSTED: (429, "unavailable"),
+    grpc.StatusCode.DEADLINE_EXCEEDED: (504, "timeout"),
+    grpc.StatusCode.UNAVAILABLE: (503, "unavailable"),
+}
+
+
+def promql_name(metric_type: str) -> str:
+    """Cloud Monitoring's metric type as a PromQL metric name: the first "/" becomes
+    ":", every other character outside [A-Za-z0-9_] "_"."""
+    domain, _, path = metric_type.partition("/")
+    return re.sub(r"[^A-Za-z0-9_]", "_", domain) + ":" + re.sub(r"[^A-Za-z0-9_]", "_", path)
+
+
+GAUGES: dict[str, Metric] = {
+    promql_name(m.type): m
+    for m in METRICS.values()
+    if m.kind == "GAUGE" and m.source[0] in ("unacked", "retained", "billable")
+}
+
+
+# ---------------------------------------------------------------------------- parsing
+
+
+@dataclass(frozen=True)
+class Matcher:
+    """One label matcher; also what `MonitoringService` filters resources with
+    (`scope`, `label`, `matches`)."""
+
+    label: str
+    op: str  # "=", "!=", "=~", "!~"
+    value: str
+    pattern: re.Pattern[str] | None = None
+
+    @property
+    def scope(self) -> str:
+        return "resource" if self.label in _RESOURCE_LABELS else "metric"
+
+    def matches(self, value: str | None) -> bool:
+        text = value or ""  # an absent label is the empty string, as in Prometheus
+        if self.op == "=":
+            return text == self.value
+        if self.op == "!=":
+            return text != self.value
+        assert self.pattern is not None
+        found = self.pattern.fullmatch(text) is not None
+        return found if self.op == "=~" else not found
+
+
+_RESOURCE_LABELS = frozenset({"project_id", "topic_id", "subscription_id", "snapshot_id"})
+
+_TOKEN = re.compile(
+    r"""\s*(?:
+        (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
+      | (?P<op>=~|!~|!=|=)
+      | (?P<punct>[{},])
+      | (?P<name>[A-Za-z_:][A-Za-z0-9_:]*)
+      | (?P<other>\S)
+    )""",
+    re.VERBOSE,
+)
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a",
+            "b": "\b", "f": "\f", "v": "\v"}
+SUBSET = (
+    "the local server answers one instant vector selector, NAME{label=\"v\", ...} with "
+    "=, !=, =~ or !~, over the Pub/Sub by-region gauges"
+)
+
+
+def bad_data(message: str) -> ServiceError:
+    return invalid(message)
+
+
+def _unquote(token: str) -> str:
+    if token[0] == "`":
+        return token[1:-1]
+    body = token[1:-1]
+    out = []
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt not in _ESCAPES:
+                raise bad_data(f"1:{i + 2}: parse error: unknown escape sequence \\{nxt}")
+            out.append(_ESCAPES[nxt])
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+def _tokens(query: str) -> list[tuple[str, str, int]]:
+    out = []
+    pos = 0
+    while pos < len(query):
+        if query[pos:].strip() == "":
+            break
+        found = _TOKEN.match(query, pos)
+        assert found is not None  # `other` matches any non-space character
+        kind = found.lastgroup or "other"
+        out.append((kind, found.group(kind), found.start(kind)))
+        pos = found.end()
+    return out
+
+
+def parse(query: str) -> list[Matcher]:
+    """The selector's matchers (the metric name as a `__name__` matcher), or a
+    bad_data ServiceError naming the position and what is supported."""
+    if not query.strip():
+        raise bad_data("1:1: parse error: no expression found in input")
+    tokens = _tokens(query)
+    matchers: list[Matcher] = []
+    i = 0
+    if tokens[0][0] == "name":
+        matchers.append(Matcher("__name__", "=", tokens[0][1]))
+        i = 1
+    if i < len(tokens) and tokens[i][1] == "{":
+        i = _braces(tokens, i + 1, matchers)
+    if i < len(tokens):
+        _, text, at = tokens[i]
+        raise bad_data(f"1:{at + 1}: parse error: unexpected {text!r} ({SUBSET})")
+    if not matchers:
+        raise bad_data(f"1:1: parse error: unexpected {tokens[0][1]!r} ({SUBSET})")
+    if all(m.matches("") for m in matchers):
+        raise bad_data(
+            "vector selector must contain at least one non-empty matcher"
+        )
+    return matchers
+
+
+def _braces(tokens: list[tuple[str, str, int]], i: int, out: list[Matcher]) -> int:
+    """Matchers up to the closing brace; the index after it."""
+    while True:
+        if i >= len(tokens):
+            raise bad_data("parse error: unclosed left brace")
+        if tokens[i][1] == "}":
+            return i + 1
+        if i + 2 >= len(tokens):
+            raise bad_data("parse error: unexpected end of input inside braces")
+        (k1, label, at), (k2, op, at2), (k3, value, at3) = tokens[i : i + 3]
+        if k1 != "name" or ":" in label:
+            raise bad_data(f"1:{at + 1}: parse error: unexpected {label!r} in label matching, "
+                           "expected label")
+        if k2 != "op":
+            raise bad_data(f"1:{at2 + 1}: parse error: unexpected {op!r} in label matching, "
+                           "expected one of =, !=, =~, !~")
+        if k3 != "string":
+            raise bad_data(f"1:{at3 + 1}: parse error: unexpected {value!r} in label matching, "
+                           "expected string")
+        text = _unquote(value)
+        pattern = None
+        if op in ("=~", "!~"):
+            try:
+                pattern = re.compile(text)
+            except re.error as exc:
+                raise bad_data(f"1:{at3 + 1}: parse error: invalid regular expression "
+                               f"{text!r}: {exc}") from None
+        out.append(Matcher(label, op, text, pattern))
+        i += 3
+        if i < len(tokens) and tokens[i][1] == ",":
+            i += 1
+        elif i < len(tokens) and tokens[i][1] != "}":
+            raise bad_data(f"1:{tokens[i][2] + 1}: parse error: unexpected {tokens[i][1]!r} "
+                           "in label matching, expected \",\" or \"}\"")
+
+
+# ------------------------------------------------------------------------- evaluation
+
+
+@dataclass(frozen=True)
+class PromQLRequest:
+    project: str
+    query: str
+    time_s: float | None
+
+
+class _ResourceFilter:
+    """The resource-label matchers, in the shape `MonitoringService` filters by."""
+
+    def __init__(self, matchers: Iterable[Matcher]) -> None:
+        self.labels = [m for m in matchers if m.scope == "resource"]
+
+
+def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict[str, Any]]:
+    """The instant vector: every gauge reading whose labels the matchers keep."""
+    matchers = parse(request.query)
+    now_ns = time.time_ns()
+    at_ns = now_ns if request.time_s is None else int(request.time_s * NS)
+    if at_ns < now_ns - GAUGE_FRESH_NS:
+        return []  # gauges have no history here
+    at_ns = min(at_ns, now_ns)
+    names = [m for m in matchers if m.label == "__name__"]
+    rest = [m for m in matchers if m.label != "__name__"]
+    kinds = [m for m in rest if m.label == "monitored_resource"]
+    wanted = [
+        (name, metric) for name, metric in sorted(GAUGES.items())
+        if all(m.matches(name) for m in names) and all(m.matches(metric.resource) for m in kinds)
+    ]
+    by_resource: dict[str, list[tuple[str, Metric]]] = {}
+    for name, metric in wanted:
+        by_resource.setdefault(metric.resource, []).append((name, metric))
+    flt = _ResourceFilter(rest)
+    out = []
+    for resource, metrics in sorted(by_resource.items()):
+        # One backlog figure per resource, whatever the number of gauges asked for.
+        found = monitoring._backlogs(request.project, metrics[0][1], flt)  # type: ignore[arg-type]
+        for resource_labels, stats in found:
+            for region in sorted(stats.regions):
+                for name, metric in metrics:
+                    labels = {
+                        "__name__": name, **resource_labels, "region": region,
+                        "monitored_resource": resource,
+                    }
+                    if not all(m.matches(labels.get(m.label)) for m in rest):
+                        continue
+                    which, what = metric.source
+                    value = _gauge_value(stats, region, which, what, now_ns)
+                    out.append({"metric": labels, "value": [at_ns / NS, str(value)]})
+    return out
+
+
+# ------------------------------------------------------------------------------ face
+
+
+def _time(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise bad_data(f"invalid parameter \"time\": cannot parse {text!r} to a valid "
+                       "timestamp") from None
+
+
+def _error(status: int, kind: str, message: str) -> Response:
+    body = {"status": "error", "errorType": kind, "error": message}
+    return Response(status, json.dumps(body).encode())
+
+
+class PromQLFace:
+    """The query path of the REST face, one `PromQLQuery` call a request."""
+
+    def __init__(self, dispatcher: Dispatcher, monitoring: MonitoringService | None) -> None:
+        self.dispatcher = dispatcher
+        self.monitoring = monitoring
+        self.rpc = Rpc(METHOD, self._handle, PromQLRequest, None,
+                       lambda r: f"projects/{r.project}")
+        faults = dispatcher.faults
+        if faults.methods is not None and METHOD not in faults.methods:
+            faults.methods = (*faults.methods, METHOD)  # fault rules may name it
+
+    def _handle(self, request: PromQLRequest, call: CallInfo) -> list[dict[str, Any]]:
+        if self.monitoring is None:
+            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "no Monitoring service here")
+        return evaluate(self.monitoring, request)
+
+    def handle(self, request: Request, match: re.Match[str]) -> Response:
+        if request.method != "GET":
+            return _error(405, "bad_data", f"{request.method} is not a method of {request.path} "
+                          "(it takes GET)")
+        project, location = unquote(match.group(1)), unquote(match.group(2))
+        if location != "global":
+            return _error(400, "bad_data", f"location {location!r}: has to be \"global\"")
+        params = dict(request.query)
+        query = params.get("query", "")
+        try:
+            if len(query) > MAX_QUERY_CHARS:
+                raise bad_data(f"the query is longer than {MAX_QUERY_CHARS} characters")
+            at = _time(params["time"]) if params.get("time") else None
+            result = self.dispatcher.call(
+                self.rpc, PromQLRequest(project, query, at), CallInfo(None)
+            )
+        except ServiceError as err:
+            status, kind = _ERRORS.get(err.code, (500, "internal"))
+            if err.code is grpc.StatusCode.UNIMPLEMENTED:
+                status, kind = 501, "unavailable"
+            return _error(status, kind, err.message)
+        body = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        return Response(200, json.dumps(body).encode())
+
+
+def face(dispatcher: Dispatcher, rpcs: dict[str, Rpc]) -> PromQLFace:
+    """The PromQL face over the server's own Monitoring service (the one whose
+    `ListTimeSeries` the gRPC face serves)."""
+    list_ts = rpcs.get("google.monitoring.v3.MetricService.ListTimeSeries")
+    handler: Callable[..., Any] | None = list_ts.handler if list_ts is not None else None
+    monitoring = getattr(handler, "__self__", None)
+    return PromQLFace(dispatcher, monitoring if isinstance(monitoring, MonitoringService) else None)
