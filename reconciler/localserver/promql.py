@@ -306,9 +306,6 @@ class PromQLFace:
         self.monitoring = monitoring
         self.rpc = Rpc(METHOD, self._handle, PromQLRequest, None,
                        lambda r: f"projects/{r.project}")
-        faults = dispatcher.faults
-        if faults.methods is not None and METHOD not in faults.methods:
-            faults.methods = (*faults.methods, METHOD)  # fault rules may name it
 
     def _handle(self, request: PromQLRequest, call: CallInfo) -> list[dict[str, Any]]:
         if self.monitoring is None:

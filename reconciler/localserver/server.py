@@ -37,6 +37,7 @@ from reconciler.localserver.monitoring_service import MonitoringService
 from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.outcomes import PublishOutcomes
+from reconciler.localserver.promql import METHOD as PROMQL_METHOD
 from reconciler.localserver.publisher_service import PublisherService
 from reconciler.localserver.rest import RestFace
 from reconciler.localserver.rpc import (
@@ -78,7 +79,9 @@ MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
 def _method_names(*services: Any) -> list[str]:
-    return [rpc.name for service in services for rpc in service.rpcs()]
+    """The services' gRPC methods, and the REST face's PromQL query (not gRPC, but
+    dispatched, counted and faultable as one)."""
+    return [rpc.name for service in services for rpc in service.rpcs()] + [PROMQL_METHOD]
 
 
 def method_names() -> list[str]:
