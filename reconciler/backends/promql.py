@@ -16,6 +16,7 @@ the role that allows the read); no credential or token is ever part of one.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -131,7 +132,7 @@ class PromQLReader:
 def _samples(status: int, content: bytes, where: str) -> list[Sample]:
     try:
         body = json.loads(content) if content else None
-    except ValueError:
+    except (ValueError, RecursionError):
         body = None
     if status != 200:
         raise _refused(status, body, where)
@@ -145,9 +146,11 @@ def _samples(status: int, content: bytes, where: str) -> list[Sample]:
     for item in result:
         try:
             labels = {str(k): str(v) for k, v in item["metric"].items()}
-            out.append(Sample(labels, float(item["value"][1])))
+            value = float(item["value"][1])
         except (KeyError, IndexError, TypeError, ValueError, AttributeError):
             continue  # a malformed element: that series is not shown
+        if math.isfinite(value):  # PromQL may say "NaN" or "+Inf": no count or age
+            out.append(Sample(labels, value))
     return out
 
 
