@@ -3,11 +3,11 @@
 no transport, no lock (the state lock guards them), no journal (the state journals
 what changes them and replays it here).
 
-A Publish request is kept as one `Batch` (the request's own repeated message field,
-its first message ID, publish time and the region it is persisted in) shared by
+A Publish request is kept as one `Batch` (its messages' bytes as they came, its
+first message ID, publish time and the region it is persisted in) shared by
 every subscription that receives it; a subscription holds references, so a message
-costs its bytes once however many subscriptions hold it. Pull is the hot path: a
-batch is stamped (message_id, publish_time) once, the first time it is delivered,
+costs its bytes once however many subscriptions hold it. A batch is parsed and
+stamped (message_id, publish_time) once, the first time it is delivered or read,
 and leases are taken per pull, not per message.
 
 Bounds: each subscription keeps at most `cap` unacknowledged messages (the oldest
@@ -19,6 +19,7 @@ messages (retain_acked_messages) fall out of the same window.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,43 +29,71 @@ NS = 1_000_000_000
 
 
 class Batch:
-    """The messages of one Publish request, as stored."""
+    """The messages of one Publish request, as stored: serialized as they came
+    (`wire`, the request's own repeated field of `protos.WirePublishRequest`),
+    parsed into PubsubMessages (ID and publish time set) the first time they are
+    read, so that Publish itself makes no object per message."""
 
-    __slots__ = ("_sizes", "_stamped", "first_id", "messages", "publish_ns", "region", "topic")
+    __slots__ = (
+        "_count",
+        "_messages",
+        "_sizes",
+        "_wire",
+        "first_id",
+        "publish_ns",
+        "region",
+        "topic",
+    )
 
-    def __init__(
-        self, topic: str, first_id: int, publish_ns: int, region: str, messages: Any
-    ) -> None:
+    def __init__(self, topic: str, first_id: int, publish_ns: int, region: str, wire: Any) -> None:
         self.topic = topic
         self.first_id = first_id
         self.publish_ns = publish_ns
         self.region = region
-        self.messages = messages
-        self._stamped = False
+        self._wire: Any = wire
+        self._count = len(wire)
+        self._messages: list[Any] | None = None
         self._sizes: list[int] | None = None
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return self._count
 
-    def stamped(self) -> Any:
-        """The messages with message_id and publish_time set (in place, once)."""
-        if not self._stamped:
-            from reconciler.localserver import protos  # lazy: the CLI imports this module
+    def stamped(self) -> list[Any]:
+        """The messages with message_id and publish_time set (parsed once; pulls of
+        several subscriptions on several threads may ask at once)."""
+        messages = self._messages
+        if messages is not None:
+            return messages
+        with _PARSING:
+            if self._messages is None:
+                from reconciler.localserver import protos  # lazy: the CLI imports this module
 
-            stamp = protos.Timestamp()
-            stamp.FromNanoseconds(self.publish_ns)
-            for i, message in enumerate(self.messages, self.first_id):
-                message.message_id = str(i)
-                message.publish_time.CopyFrom(stamp)
-            self._stamped = True
-        return self.messages
+                stamp = protos.Timestamp()
+                stamp.FromNanoseconds(self.publish_ns)
+                messages = list(map(protos.PubsubMessage.FromString, self._wire))
+                for i, message in enumerate(messages, self.first_id):
+                    message.message_id = str(i)
+                    message.publish_time.CopyFrom(stamp)
+                self._messages = messages
+                self._wire = None
+            return self._messages
+
+    def serialized(self) -> list[bytes]:
+        """The messages' bytes (what a snapshot journals)."""
+        wire = self._wire
+        if wire is not None:
+            return list(wire)
+        return [m.SerializeToString() for m in self.stamped()]
 
     def size(self, index: int) -> int:
         """The message's size in bytes, as the service's byte metrics count it (data,
         attributes and ordering key: the message as published)."""
         if self._sizes is None:
-            self._sizes = [_published_size(m) for m in self.messages]
+            self._sizes = [_published_size(m) for m in self.stamped()]
         return self._sizes[index]
+
+
+_PARSING = threading.Lock()
 
 
 def _published_size(message: Any) -> int:

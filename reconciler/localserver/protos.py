@@ -58,6 +58,29 @@ Empty: Any = empty_pb2.Empty
 Timestamp: Any = timestamp_pb2.Timestamp
 
 
+def _wire_publish_request() -> Any:
+    """PublishRequest as it travels, its messages left serialized (`repeated bytes`
+    has the wire format of `repeated PubsubMessage`): the Publish hot path parses a
+    request once, into this, checks the messages from their bytes (`limits`) and
+    stores them as they came (`backlog.Batch`), parsing them only when read."""
+    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+
+    file = descriptor_pb2.FileDescriptorProto(
+        name="reconcile_wire_publish.proto", package="reconcile.wire", syntax="proto3"
+    )
+    request = file.message_type.add(name="PublishRequest")
+    request.field.add(name="topic", number=1, type=9, label=1)  # string
+    request.field.add(name="messages", number=2, type=12, label=3)  # repeated bytes
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("reconcile.wire.PublishRequest")
+    )
+
+
+WirePublishRequest: Any = _wire_publish_request()
+
+
 class LazyMessage:
     """A protobuf message class imported on first use: the Monitoring types cost
     ~0.3 s to import, which a server never asked for metrics (every `--local` run)

@@ -312,13 +312,14 @@ class Subscriptions:
     # -------------------------------------------------------------------- publish
 
     def publish(
-        self, topic_name: str, request: Any, raw: bytes, receiving: str | None
+        self, topic_name: str, wire: Any, raw: bytes, receiving: str | None
     ) -> tuple[int, str] | None:
-        """Store a Publish request's messages (durable first); (the first of their
+        """Store a Publish request's messages (durable first), given as the request's
+        bytes `raw` parsed as `protos.WirePublishRequest`; (the first of their
         consecutive IDs, the region they are persisted in), or None when the topic
         does not exist."""
         state = self.state
-        messages = request.messages
+        messages = wire.messages
         with state.wlock:
             topic = state.get_topic(topic_name)
             if topic is None:
@@ -332,7 +333,7 @@ class Subscriptions:
             ticket = 0
             if state.durable:
                 head = encode_publish(first, publish_ns, region, receivers)
-                value = head + (raw or request.SerializeToString())
+                value = head + (raw or wire.SerializeToString())
                 ticket = state.write_grouped([(j.PUBLISH, topic_name, value)])
         batch = Batch(topic_name, first, publish_ns, region, messages)
         state.sync_grouped(ticket, lambda: self._deliver(batch, receivers))
@@ -484,7 +485,7 @@ class Subscriptions:
                 self._drop(key)
         elif kind == j.PUBLISH:
             first, publish_ns, region, receivers, raw = decode_publish(value)
-            messages = protos.PublishRequest.FromString(raw).messages
+            messages = protos.WirePublishRequest.FromString(raw).messages
             batch = Batch(key, first, publish_ns, region, messages)
             self._next_id = max(self._next_id, first + len(messages))
             if receivers:
@@ -562,7 +563,7 @@ class Subscriptions:
             lists[name] = (sorted(unacked), acked)
         for first in sorted(held):
             batch = held[first]
-            request = protos.PublishRequest(topic=batch.topic, messages=batch.messages)
+            request = protos.WirePublishRequest(topic=batch.topic, messages=batch.serialized())
             head = encode_publish(first, batch.publish_ns, batch.region, [])
             yield j.PUBLISH, batch.topic, head + request.SerializeToString()
         for name, (unacked, acked) in lists.items():
