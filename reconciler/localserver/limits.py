@@ -11,6 +11,7 @@ Subscriptions: ack deadline 10-600 s (0 means the default, 10 s); message retent
 
 from __future__ import annotations
 
+import operator
 from functools import lru_cache
 from typing import Any
 
@@ -50,23 +51,38 @@ def _data_only_head(size: int) -> bytes | None:
     return None
 
 
-def _uniform_data_only(raw: bytes, topic: str, count: int, size: int) -> bool:
-    """Whether `raw` is exactly the topic field and `count` messages of `size` bytes
-    each holding only non-empty data (what a publisher of same-sized payloads sends):
-    checked on the request's bytes with one strided slice per head byte, so neither
-    a message nor a Python loop per message is needed."""
+@lru_cache(maxsize=64)
+def _uniform_layout(topic: str, count: int, size: int) -> tuple[bytes, int, Any, Any] | None:
+    """How a request for `topic` of `count` messages of `size` bytes, each holding
+    only non-empty data, is laid out: (its first bytes, the topic field; its length;
+    one strided slice per byte of a message's head, and the bytes each must give).
+    Kept for the last few topics and sizes: a publisher sends the same shape again."""
     head = _data_only_head(size)
     if head is None:
-        return False
+        return None
     name = topic.encode("utf-8")
     start = b"\n" + varint(len(name)) + name if name else b""
     record = b"\x12" + varint(size) + head  # field 2 (messages), its length, the head
     stride = len(record) - len(head) + size
-    if len(raw) != len(start) + count * stride or not raw.startswith(start):
-        return False
     first = len(start)
-    return all(
-        raw[first + i :: stride] == record[i : i + 1] * count for i in range(len(record))
+    slices = tuple(slice(first + i, None, stride) for i in range(len(record)))
+    expected = tuple(record[i : i + 1] * count for i in range(len(record)))
+    return start, first + count * stride, slices, expected
+
+
+def _uniform_data_only(raw: bytes, topic: str, count: int, size: int) -> bool:
+    """Whether `raw` is exactly the topic field and `count` messages of `size` bytes
+    each holding only non-empty data (what a publisher of same-sized payloads sends):
+    checked on the request's bytes with one strided slice per byte of a message's
+    head, so neither a message object nor a Python step per message is needed."""
+    layout = _uniform_layout(topic, count, size)
+    if layout is None:
+        return False
+    start, length, slices, expected = layout
+    return (
+        len(raw) == length
+        and raw.startswith(start)
+        and all(map(operator.eq, map(raw.__getitem__, slices), expected))
     )
 
 
