@@ -1,9 +1,9 @@
 """Published messages and their delivery to one subscription: the backlog, leases
 (ack deadlines), redelivery, acknowledgement and retention. Plain data structures,
-no transport, no lock (the state lock guards them), no journal (the state journals
-what changes them and replays it here).
+no transport, no lock but `Batch`'s first parse (the state lock guards them), no
+journal (the state journals what changes them and replays it here).
 
-A Publish request is kept as one `Batch` (its messages' bytes as they came, its
+A Publish request is kept as one `Batch` (the request's bytes as they came, its
 first message ID, publish time and the region it is persisted in) shared by
 every subscription that receives it; a subscription holds references, so a message
 costs its bytes once however many subscriptions hold it. A batch is parsed and
@@ -29,36 +29,38 @@ NS = 1_000_000_000
 
 
 class Batch:
-    """The messages of one Publish request, as stored: serialized as they came
-    (`wire`, the request's own repeated field of `protos.WirePublishRequest`),
-    parsed into PubsubMessages (ID and publish time set) the first time they are
-    read, so that Publish itself makes no object per message."""
+    """The messages of one Publish request, as stored: the request's own bytes
+    (`raw`, as journaled) and how many messages it holds, parsed (one C parse, into
+    one arena) with ID and publish time set the first time they are read, so that
+    Publish itself makes no object per message."""
 
     __slots__ = (
         "_count",
         "_messages",
+        "_raw",
         "_sizes",
-        "_wire",
         "first_id",
         "publish_ns",
         "region",
         "topic",
     )
 
-    def __init__(self, topic: str, first_id: int, publish_ns: int, region: str, wire: Any) -> None:
+    def __init__(
+        self, topic: str, first_id: int, publish_ns: int, region: str, raw: bytes, count: int
+    ) -> None:
         self.topic = topic
         self.first_id = first_id
         self.publish_ns = publish_ns
         self.region = region
-        self._wire: Any = wire
-        self._count = len(wire)
-        self._messages: list[Any] | None = None
+        self._raw: bytes | None = raw
+        self._count = count
+        self._messages: Any = None
         self._sizes: list[int] | None = None
 
     def __len__(self) -> int:
         return self._count
 
-    def stamped(self) -> list[Any]:
+    def stamped(self) -> Any:
         """The messages with message_id and publish_time set (parsed once; pulls of
         several subscriptions on several threads may ask at once)."""
         messages = self._messages
@@ -70,20 +72,23 @@ class Batch:
 
                 stamp = protos.Timestamp()
                 stamp.FromNanoseconds(self.publish_ns)
-                messages = list(map(protos.PubsubMessage.FromString, self._wire))
+                messages = protos.PublishRequest.FromString(self._raw).messages
                 for i, message in enumerate(messages, self.first_id):
                     message.message_id = str(i)
                     message.publish_time.CopyFrom(stamp)
                 self._messages = messages
-                self._wire = None
+                self._raw = None
             return self._messages
 
-    def serialized(self) -> list[bytes]:
-        """The messages' bytes (what a snapshot journals)."""
-        wire = self._wire
-        if wire is not None:
-            return list(wire)
-        return [m.SerializeToString() for m in self.stamped()]
+    def request_bytes(self) -> bytes:
+        """A PublishRequest holding the batch (what a snapshot journals)."""
+        raw = self._raw
+        if raw is not None:
+            return raw
+        from reconciler.localserver import protos
+
+        request = protos.PublishRequest(topic=self.topic, messages=self.stamped())
+        return bytes(request.SerializeToString())
 
     def size(self, index: int) -> int:
         """The message's size in bytes, as the service's byte metrics count it (data,

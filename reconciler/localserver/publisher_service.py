@@ -270,8 +270,9 @@ class PublisherService:
     def publish(self, request: Any, call: CallInfo) -> Any:
         """The hot path. The gRPC face hands over the request parsed as
         `protos.WirePublishRequest` (messages left serialized: checked from their
-        bytes, stored as they came) and takes the response's bytes; REST hands over
-        a PublishRequest and its bytes, and takes a message."""
+        bytes; the request's bytes are stored as they came) and takes the
+        response's bytes; REST hands over a PublishRequest and its bytes, and takes
+        a message."""
         raw = call.raw or request.SerializeToString()
         wire = request
         if type(wire) is not protos.WirePublishRequest:
@@ -302,11 +303,11 @@ class PublisherService:
                         f"(allowed regions: {', '.join(allowed)})."
                     )
                 rerouted = True
-        stored = self.state.subs.publish(name, wire, raw, region)
+        count = len(wire.messages)
+        stored = self.state.subs.publish(name, raw, count, region)
         if stored is None:
             raise not_found("Topic not found")
         first, _ = stored
-        count = len(wire.messages)
         if rerouted:
             self.rerouted.incr(name, amount=count)
         reply = publish_response(first, count)  # the IDs are consecutive
