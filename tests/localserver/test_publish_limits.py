@@ -147,3 +147,28 @@ def test_message_ids_across_powers_of_ten_are_consecutive(pub: Any, local_server
     assert got == [str(i) for i in range(first, first + len(got))]
     assert first + len(got) > 1000
     assert [m.message_id for m in local_server.messages(TOPIC)] == got
+
+
+def test_a_message_that_is_not_a_pubsub_message_is_refused(pub: Any, local_server: Any) -> None:
+    """The gRPC face parses the request with its messages left as bytes; bytes that
+    frame as a message but do not parse as a PubsubMessage are INVALID_ARGUMENT, naming
+    the message, and nothing of the request is stored."""
+    import grpc
+
+    from reconciler.localserver.wire import varint
+
+    good = PubsubMessage.pb(PubsubMessage(data=b"m")).SerializeToString()
+    bad = b"\x0a\x05ab"  # data claims 5 bytes, holds 2
+    topic = TOPIC.encode()
+    body = b"\x0a" + varint(len(topic)) + topic
+    for message in (good, bad):
+        body += b"\x12" + varint(len(message)) + message
+    channel = grpc.insecure_channel(local_server.address)
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary("/google.pubsub.v1.Publisher/Publish")(body, timeout=30)
+    finally:
+        channel.close()
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "Message 1 is not a valid PubsubMessage."
+    assert local_server.message_count(TOPIC) == 0
