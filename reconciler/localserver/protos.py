@@ -10,7 +10,13 @@ import importlib
 from typing import Any
 
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
-from google.protobuf import empty_pb2, timestamp_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    empty_pb2,
+    message_factory,
+    timestamp_pb2,
+)
 from google.pubsub_v1.types import pubsub as _ps
 
 # Typed as Any: the classes are built at run time from descriptors (no stubs).
@@ -63,8 +69,6 @@ def _wire_publish_request() -> Any:
     has the wire format of `repeated PubsubMessage`): the Publish hot path parses a
     request once, into this, checks the messages from their bytes (`limits`) and
     stores them as they came (`backlog.Batch`), parsing them only when read."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-
     file = descriptor_pb2.FileDescriptorProto(
         name="reconcile_wire_publish.proto", package="reconcile.wire", syntax="proto3"
     )
