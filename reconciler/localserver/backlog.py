@@ -1,13 +1,13 @@
 """Published messages and their delivery to one subscription: the backlog, leases
 (ack deadlines), redelivery, acknowledgement and retention. Plain data structures,
-no transport, no lock (the state lock guards them), no journal (the state journals
-what changes them and replays it here).
+no transport, no lock but `Batch`'s first parse (the state lock guards them), no
+journal (the state journals what changes them and replays it here).
 
-A Publish request is kept as one `Batch` (the request's own repeated message field,
-its first message ID, publish time and the region it is persisted in) shared by
+A Publish request is kept as one `Batch` (the request's bytes as they came, its
+first message ID, publish time and the region it is persisted in) shared by
 every subscription that receives it; a subscription holds references, so a message
-costs its bytes once however many subscriptions hold it. Pull is the hot path: a
-batch is stamped (message_id, publish_time) once, the first time it is delivered,
+costs its bytes once however many subscriptions hold it. A batch is parsed and
+stamped (message_id, publish_time) once, the first time it is delivered or read,
 and leases are taken per pull, not per message.
 
 Bounds: each subscription keeps at most `cap` unacknowledged messages (the oldest
@@ -19,6 +19,7 @@ messages (retain_acked_messages) fall out of the same window.
 from __future__ import annotations
 
 import heapq
+import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,43 +29,76 @@ NS = 1_000_000_000
 
 
 class Batch:
-    """The messages of one Publish request, as stored."""
+    """The messages of one Publish request, as stored: the request's own bytes
+    (`raw`, as journaled) and how many messages it holds, parsed (one C parse, into
+    one arena) with ID and publish time set the first time they are read, so that
+    Publish itself makes no object per message."""
 
-    __slots__ = ("_sizes", "_stamped", "first_id", "messages", "publish_ns", "region", "topic")
+    __slots__ = (
+        "_count",
+        "_messages",
+        "_raw",
+        "_sizes",
+        "first_id",
+        "publish_ns",
+        "region",
+        "topic",
+    )
 
     def __init__(
-        self, topic: str, first_id: int, publish_ns: int, region: str, messages: Any
+        self, topic: str, first_id: int, publish_ns: int, region: str, raw: bytes, count: int
     ) -> None:
         self.topic = topic
         self.first_id = first_id
         self.publish_ns = publish_ns
         self.region = region
-        self.messages = messages
-        self._stamped = False
+        self._raw: bytes | None = raw
+        self._count = count
+        self._messages: Any = None
         self._sizes: list[int] | None = None
 
     def __len__(self) -> int:
-        return len(self.messages)
+        return self._count
 
     def stamped(self) -> Any:
-        """The messages with message_id and publish_time set (in place, once)."""
-        if not self._stamped:
-            from reconciler.localserver import protos  # lazy: the CLI imports this module
+        """The messages with message_id and publish_time set (parsed once; pulls of
+        several subscriptions on several threads may ask at once)."""
+        messages = self._messages
+        if messages is not None:
+            return messages
+        with _PARSING:
+            if self._messages is None:
+                from reconciler.localserver import protos  # lazy: the CLI imports this module
 
-            stamp = protos.Timestamp()
-            stamp.FromNanoseconds(self.publish_ns)
-            for i, message in enumerate(self.messages, self.first_id):
-                message.message_id = str(i)
-                message.publish_time.CopyFrom(stamp)
-            self._stamped = True
-        return self.messages
+                stamp = protos.Timestamp()
+                stamp.FromNanoseconds(self.publish_ns)
+                messages = protos.PublishRequest.FromString(self._raw).messages
+                for i, message in enumerate(messages, self.first_id):
+                    message.message_id = str(i)
+                    message.publish_time.CopyFrom(stamp)
+                self._messages = messages
+                self._raw = None
+            return self._messages
+
+    def request_bytes(self) -> bytes:
+        """A PublishRequest holding the batch (what a snapshot journals)."""
+        raw = self._raw
+        if raw is not None:
+            return raw
+        from reconciler.localserver import protos
+
+        request = protos.PublishRequest(topic=self.topic, messages=self.stamped())
+        return bytes(request.SerializeToString())
 
     def size(self, index: int) -> int:
         """The message's size in bytes, as the service's byte metrics count it (data,
         attributes and ordering key: the message as published)."""
         if self._sizes is None:
-            self._sizes = [_published_size(m) for m in self.messages]
+            self._sizes = [_published_size(m) for m in self.stamped()]
         return self._sizes[index]
+
+
+_PARSING = threading.Lock()
 
 
 def _published_size(message: Any) -> int:

@@ -67,25 +67,34 @@ class Dispatcher:
         if rpc.name != "Publish":
             return self._run(rpc, request, call, resource)
         start = time.perf_counter()
-        code = "OK"
         try:
-            return self._run(rpc, request, call, resource)
+            response = self._run(rpc, request, call, resource)
         except ServiceError as err:
-            code = err.code.name
+            self._record(call, resource, err.code.name, start, request)
             raise
-        finally:
-            if code == "OK" and call.gone is not None:
-                code = call.gone() or code
-            self.outcomes.record(
-                PublishOutcome(
-                    time.time_ns(),
-                    resource or "",
-                    code,
-                    time.perf_counter() - start,
-                    len(request.messages),
-                    bool(call.notes.get("has_ordering")),
-                )
+        except BaseException:
+            self._record(call, resource, "OK", start, request)
+            raise
+        self._record(call, resource, "OK", start, request)
+        return response
+
+    def _record(
+        self, call: CallInfo, resource: str | None, code: str, start: float, request: Any
+    ) -> None:
+        """One Publish outcome (a call the client gave up on is recorded as it ended
+        on the client's side)."""
+        if code == "OK" and call.gone is not None:
+            code = call.gone() or code
+        self.outcomes.record(
+            PublishOutcome(
+                time.time_ns(),
+                resource or "",
+                code,
+                time.perf_counter() - start,
+                len(request.messages),
+                bool(call.notes.get("has_ordering")),
             )
+        )
 
     def _run(self, rpc: Rpc, request: Any, call: CallInfo, resource: str | None) -> Any:
         try:

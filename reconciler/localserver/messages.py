@@ -4,7 +4,7 @@ publish soak keeps the server's memory flat. What subscriptions hold is in
 `backlog`; this log is what `LocalServer.messages` shows.
 
 Publish is the hot path, so a batch is kept as the `backlog.Batch` of the request
-(its own repeated field with its first ID and publish time), turned into stored
+(its bytes with its first ID and publish time), parsed into stored
 `PubsubMessage`s (ID and time set) only when someone reads them.
 """
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 DEFAULT_KEEP = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class PublishOutcome:
+class PublishOutcome(NamedTuple):
+    """One per Publish call (a tuple: made on every call, ~5x cheaper than a frozen
+    dataclass)."""
+
     end_ns: int  # wall-clock time the reply was sent (time.time_ns())
     topic: str
     code: str  # gRPC status name: "OK", "INVALID_ARGUMENT", ...

@@ -10,7 +10,13 @@ import importlib
 from typing import Any
 
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
-from google.protobuf import empty_pb2, timestamp_pb2
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    empty_pb2,
+    message_factory,
+    timestamp_pb2,
+)
 from google.pubsub_v1.types import pubsub as _ps
 
 # Typed as Any: the classes are built at run time from descriptors (no stubs).
@@ -56,6 +62,27 @@ DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
 
 Empty: Any = empty_pb2.Empty
 Timestamp: Any = timestamp_pb2.Timestamp
+
+
+def _wire_publish_request() -> Any:
+    """PublishRequest as it travels, its messages left serialized (`repeated bytes`
+    has the wire format of `repeated PubsubMessage`): the Publish hot path parses a
+    request once, into this, checks the messages from their bytes (`limits`) and
+    stores them as they came (`backlog.Batch`), parsing them only when read."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="reconcile_wire_publish.proto", package="reconcile.wire", syntax="proto3"
+    )
+    request = file.message_type.add(name="PublishRequest")
+    request.field.add(name="topic", number=1, type=9, label=1)  # string
+    request.field.add(name="messages", number=2, type=12, label=3)  # repeated bytes
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("reconcile.wire.PublishRequest")
+    )
+
+
+WirePublishRequest: Any = _wire_publish_request()
 
 
 class LazyMessage:

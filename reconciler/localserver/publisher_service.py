@@ -19,6 +19,7 @@ from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.state import ServerState
 from reconciler.localserver.status import already_exists, failed_precondition, invalid, not_found
 from reconciler.localserver.subscriber_service import parse_subscription
+from reconciler.localserver.wire import publish_response
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
@@ -267,10 +268,20 @@ class PublisherService:
         return protos.Empty()
 
     def publish(self, request: Any, call: CallInfo) -> Any:
-        parse_topic(request.topic)
-        ordering = check_publish(len(call.raw), request.messages, call.raw)
+        """The hot path. The gRPC face hands over the request parsed as
+        `protos.WirePublishRequest` (messages left serialized: checked from their
+        bytes; the request's bytes are stored as they came) and takes the
+        response's bytes; REST hands over a PublishRequest and its bytes, and takes
+        a message."""
+        raw = call.raw or request.SerializeToString()
+        wire = request
+        if type(wire) is not protos.WirePublishRequest:
+            wire = protos.WirePublishRequest.FromString(raw)
+        name = wire.topic
+        parse_topic(name)
+        ordering = check_publish(raw, wire)
         call.notes["has_ordering"] = ordering
-        topic = self.state.get_topic(request.topic)
+        topic = self.state.get_topic(name)
         if topic is None:
             raise not_found("Topic not found")
         region = call.client_region
@@ -282,25 +293,25 @@ class PublisherService:
                 if policy.enforce_in_transit:
                     raise failed_precondition(
                         f"Publish request received in region {region}, which the message "
-                        f"storage policy of {request.topic} does not allow "
+                        f"storage policy of {name} does not allow "
                         f"(enforce_in_transit is set; allowed regions: {', '.join(allowed)})."
                     )
                 if ordering:
                     raise failed_precondition(
                         f"Cannot publish messages with an ordering key from region {region}: "
-                        f"the message storage policy of {request.topic} does not allow it "
+                        f"the message storage policy of {name} does not allow it "
                         f"(allowed regions: {', '.join(allowed)})."
                     )
                 rerouted = True
-        stored = self.state.subs.publish(request.topic, request, call.raw, region)
+        count = len(wire.messages)
+        stored = self.state.subs.publish(name, raw, count, region)
         if stored is None:
             raise not_found("Topic not found")
         first, _ = stored
-        count = len(request.messages)
         if rerouted:
-            self.rerouted.incr(request.topic, amount=count)
-        # IDs are consecutive: the response takes them from an iterator, no list.
-        return protos.PublishResponse(message_ids=map(str, range(first, first + count)))
+            self.rerouted.incr(name, amount=count)
+        reply = publish_response(first, count)  # the IDs are consecutive
+        return reply if call.serialized_reply else protos.PublishResponse.FromString(reply)
 
     def rpcs(self) -> list[Rpc]:
         p = protos
@@ -343,5 +354,6 @@ class PublisherService:
                 p.PublishResponse,
                 lambda r: r.topic,
                 raw=True,
+                wire_type=p.WirePublishRequest,
             ),
         ]

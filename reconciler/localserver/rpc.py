@@ -21,12 +21,15 @@ class CallInfo:
     costs no second serialization). `gone`, when the face can tell, says how the
     call ended on the client's side once the client stopped waiting for it
     ("CANCELLED", "DEADLINE_EXCEEDED"; None while it waits): a Publish answered
-    after that is recorded so, as the service's send_request_count counts it."""
+    after that is recorded so, as the service's send_request_count counts it.
+    `serialized_reply`: the face sends a handler's `bytes` answer as the serialized
+    response (gRPC); without it a handler answers a message (REST renders JSON)."""
 
     client_region: str | None
     raw: bytes = b""
     notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
     gone: Callable[[], str | None] | None = None
+    serialized_reply: bool = False
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,9 @@ class Rpc:
     response_type: Any
     resource: Callable[[Any], str]  # the resource a fault rule may target
     raw: bool = False  # the handler also gets the request bytes (CallInfo.raw)
+    # For a raw RPC, what the gRPC face parses its bytes into (default request_type;
+    # REST always parses request_type, from JSON).
+    wire_type: Any = None
     stream: bool = False  # bidirectional streaming: the handler opens a stream object
 
 

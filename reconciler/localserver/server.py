@@ -349,30 +349,37 @@ class LocalServer:
                     request_deserializer=rpc.request_type.FromString,
                     response_serializer=rpc.response_type.SerializeToString,
                 )
+            elif rpc.raw:  # the handler parses the bytes and may answer bytes
+                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
+                    self._wrap(rpc), response_serializer=_serialized_or_message
+                )
             else:
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc),
-                    request_deserializer=None if rpc.raw else rpc.request_type.FromString,
+                    request_deserializer=rpc.request_type.FromString,
                     response_serializer=rpc.response_type.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(service, handlers)
 
     def _wrap(self, rpc: Rpc) -> Callable[[Any, grpc.ServicerContext], Any]:
         """The dispatcher's answer, or its ServiceError as the call's status."""
-        parse = rpc.request_type.FromString
+        parse = (rpc.wire_type or rpc.request_type).FromString
         dispatch = self.dispatcher.call
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            raw = b""
-            if rpc.raw:
+            if not rpc.raw:
+                call = CallInfo(self._client_region(context))
+            else:
                 raw = request
                 try:
                     request = parse(raw)
                 except Exception:
                     self.counters.incr(rpc.name)
                     context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
-            gone = _gone(context) if rpc.raw else None  # Publish: its outcome is recorded
-            call = CallInfo(self._client_region(context), raw, gone=gone)
+                # Publish: its outcome is recorded, and it answers serialized bytes.
+                call = CallInfo(
+                    self._client_region(context), raw, gone=_gone(context), serialized_reply=True
+                )
             try:
                 return dispatch(rpc, request, call)
             except ServiceError as err:
@@ -538,6 +545,11 @@ def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHa
         return grpc.unary_unary_rpc_method_handler(answer)
 
     return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
+
+
+def _serialized_or_message(response: Any) -> bytes:
+    """A raw RPC's answer on the wire: bytes as they are, a message serialized."""
+    return response if type(response) is bytes else bytes(response.SerializeToString())
 
 
 def _gone(context: grpc.ServicerContext) -> Callable[[], str | None]:

@@ -312,13 +312,12 @@ class Subscriptions:
     # -------------------------------------------------------------------- publish
 
     def publish(
-        self, topic_name: str, request: Any, raw: bytes, receiving: str | None
+        self, topic_name: str, raw: bytes, count: int, receiving: str | None
     ) -> tuple[int, str] | None:
-        """Store a Publish request's messages (durable first); (the first of their
-        consecutive IDs, the region they are persisted in), or None when the topic
-        does not exist."""
+        """Store a checked Publish request of `count` messages, given as its bytes
+        (durable first); (the first of their consecutive IDs, the region they are
+        persisted in), or None when the topic does not exist."""
         state = self.state
-        messages = request.messages
         with state.wlock:
             topic = state.get_topic(topic_name)
             if topic is None:
@@ -327,14 +326,14 @@ class Subscriptions:
             region = storage_region(receiving, policy.allowed_persistence_regions)
             receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
             first = self._next_id
-            self._next_id += len(messages)
+            self._next_id += count
             publish_ns = time.time_ns()
             ticket = 0
             if state.durable:
                 head = encode_publish(first, publish_ns, region, receivers)
-                value = head + (raw or request.SerializeToString())
+                value = head + raw
                 ticket = state.write_grouped([(j.PUBLISH, topic_name, value)])
-        batch = Batch(topic_name, first, publish_ns, region, messages)
+        batch = Batch(topic_name, first, publish_ns, region, raw, count)
         state.sync_grouped(ticket, lambda: self._deliver(batch, receivers))
         return first, region
 
@@ -484,9 +483,9 @@ class Subscriptions:
                 self._drop(key)
         elif kind == j.PUBLISH:
             first, publish_ns, region, receivers, raw = decode_publish(value)
-            messages = protos.PublishRequest.FromString(raw).messages
-            batch = Batch(key, first, publish_ns, region, messages)
-            self._next_id = max(self._next_id, first + len(messages))
+            count = len(protos.WirePublishRequest.FromString(raw).messages)
+            batch = Batch(key, first, publish_ns, region, raw, count)
+            self._next_id = max(self._next_id, first + count)
             if receivers:
                 self._deliver(batch, [r for r in receivers if r in self._subs])
             else:
@@ -562,9 +561,8 @@ class Subscriptions:
             lists[name] = (sorted(unacked), acked)
         for first in sorted(held):
             batch = held[first]
-            request = protos.PublishRequest(topic=batch.topic, messages=batch.messages)
             head = encode_publish(first, batch.publish_ns, batch.region, [])
-            yield j.PUBLISH, batch.topic, head + request.SerializeToString()
+            yield j.PUBLISH, batch.topic, head + batch.request_bytes()
         for name, (unacked, acked) in lists.items():
             parts = [_U32.pack(len(unacked)), *map(_U64.pack, unacked), _U32.pack(len(acked))]
             parts += [_ACKED.pack(i, ns) for i, ns in acked]

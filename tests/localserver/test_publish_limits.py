@@ -57,7 +57,23 @@ CASES = [
      "Some messages are empty"),
     ("a long ordering key after plain ones", [{"data": b"m"}] * 5 + [{"data": b"m",
      "ordering_key": "o" * 1025}], "1025 bytes"),
+    # Same-sized messages are checked from the request's bytes alone
+    # (`limits._uniform_data_only`): an odd one of the very same size must be found.
+    # 2,003 bytes each (`test_the_same_sized_cases_are_the_same_size`): data of 2,000
+    # (1 + 2 + 2,000), or 972 and an ordering key of 1,025 (1 + 2 + 972 + 1 + 2 +
+    # 1,025), or no data and a message_id of 2,000.
+    ("a long ordering key among same-sized plain ones", [{"data": b"x" * 2000}] * 99
+     + [{"data": b"x" * 972, "ordering_key": "o" * 1025}], "1025 bytes"),
+    ("no data among same-sized plain ones", [{"data": b"x" * 2000}] * 3
+     + [{"message_id": "i" * 2000}], "Some messages are empty"),
 ]
+
+
+def test_the_same_sized_cases_are_the_same_size() -> None:
+    for label, messages, _ in CASES:
+        if "same-sized" in label:
+            sizes = {PubsubMessage.pb(PubsubMessage(**m)).ByteSize() for m in messages}
+            assert sizes == {2003}, label
 
 
 @pytest.mark.parametrize(("label", "messages", "says"), CASES, ids=[c[0] for c in CASES])
@@ -100,3 +116,59 @@ def test_attributes_without_data_pass_among_plain_messages(pub: Any, local_serve
     stored = local_server.messages(TOPIC)
     assert [m.data for m in stored] == [b"m"] * 5 + [b""]
     assert dict(stored[-1].attributes) == {"kind": "marker"}
+
+
+def test_same_sized_messages_with_attributes_are_stored_whole(
+    pub: Any, local_server: Any
+) -> None:
+    """Same serialized size as the plain messages around it (1,027 bytes: data of
+    1,024, or data of 1,016 and one attribute "k" = "v" in an 8-byte entry), so only
+    the message's own bytes tell it apart."""
+    odd = {"data": b"y" * 1016, "attributes": {"k": "v"}}
+    assert PubsubMessage.pb(PubsubMessage(**odd)).ByteSize() == 1027
+    ids = _send(pub, [{"data": b"x" * 1024}] * 3 + [odd] + [{"data": b"x" * 1024}])
+    assert len(ids) == 5
+    stored = local_server.messages(TOPIC)
+    assert [len(m.data) for m in stored] == [1024] * 3 + [1016, 1024]
+    assert [dict(m.attributes) for m in stored] == [{}] * 3 + [{"k": "v"}, {}]
+    assert [m.message_id for m in stored] == ids
+
+
+def test_message_ids_across_powers_of_ten_are_consecutive(pub: Any, local_server: Any) -> None:
+    """The reply is written as bytes from the first ID and the count
+    (`wire.publish_response`); batches that cross 10, 100 and 1,000 get every ID once,
+    the same IDs the stored messages carry."""
+    got: list[str] = []
+    for count in (7, 5, 90, 1, 850, 100):
+        ids = _send(pub, [{"data": b"m"}] * count)
+        assert len(ids) == count
+        got += ids
+    first = int(got[0])
+    assert got == [str(i) for i in range(first, first + len(got))]
+    assert first + len(got) > 1000
+    assert [m.message_id for m in local_server.messages(TOPIC)] == got
+
+
+def test_a_message_that_is_not_a_pubsub_message_is_refused(pub: Any, local_server: Any) -> None:
+    """The gRPC face parses the request with its messages left as bytes; bytes that
+    frame as a message but do not parse as a PubsubMessage are INVALID_ARGUMENT, naming
+    the message, and nothing of the request is stored."""
+    import grpc
+
+    from reconciler.localserver.wire import varint
+
+    good = PubsubMessage.pb(PubsubMessage(data=b"m")).SerializeToString()
+    bad = b"\x0a\x05ab"  # data claims 5 bytes, holds 2
+    topic = TOPIC.encode()
+    body = b"\x0a" + varint(len(topic)) + topic
+    for message in (good, bad):
+        body += b"\x12" + varint(len(message)) + message
+    channel = grpc.insecure_channel(local_server.address)
+    try:
+        with pytest.raises(grpc.RpcError) as refused:
+            channel.unary_unary("/google.pubsub.v1.Publisher/Publish")(body, timeout=30)
+    finally:
+        channel.close()
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert refused.value.details() == "Message 1 is not a valid PubsubMessage."
+    assert local_server.message_count(TOPIC) == 0

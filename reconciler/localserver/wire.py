@@ -1,0 +1,42 @@
+"""Protobuf wire-format pieces the Publish hot path writes itself: a varint, and the
+serialized PublishResponse of consecutive message IDs (built from the first ID and
+the count, without a message object or 100 string fields)."""
+
+from __future__ import annotations
+
+
+def varint(value: int) -> bytes:
+    """`value` as a protobuf base-128 varint."""
+    out = bytearray()
+    while value > 0x7F:
+        out.append(value & 0x7F | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+# The last two digits of an ID: an ID of 3 digits or more is its ID // 100 (the
+# same for up to 100 consecutive IDs) followed by one of these.
+_LAST_TWO = tuple(f"{i:02d}" for i in range(100))
+
+
+def publish_response(first: int, count: int) -> bytes:
+    """The serialized PublishResponse whose message_ids (field 1) are the decimal
+    IDs first .. first + count - 1. Consecutive IDs share all but their last two
+    digits, so each run of 100 is one join of precomputed endings, not 100 int to
+    str conversions (~0.25 us each here)."""
+    parts: list[str] = []
+    i, end = first, first + count
+    while i < end:
+        if i < 100:  # one or two digits: no shared head
+            stop = min(end, 100)
+            parts.extend(f"\n{chr(len(s))}{s}" for s in map(str, range(i, stop)))
+            i = stop
+            continue
+        high, low = divmod(i, 100)
+        stop = min(end, i - low + 100)
+        head = str(high)
+        field = f"\n{chr(len(head) + 2)}{head}"  # field 1, length-delimited, the ID's head
+        parts.append(field + field.join(_LAST_TWO[low : low + stop - i]))
+        i = stop
+    return "".join(parts).encode("ascii")
