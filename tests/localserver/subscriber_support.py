@@ -3,6 +3,8 @@ modules import it, and `conftest` names more than one module in the whole suite)
 
 from __future__ import annotations
 
+import queue
+from collections.abc import Iterator
 from typing import Any
 
 
@@ -12,3 +14,14 @@ def make_subscriber(address: str) -> Any:
     from reconciler.backends.clients import subscriber_client
 
     return subscriber_client(address)
+
+
+def queued_requests(q: queue.Queue[Any]) -> Iterator[Any]:
+    """A StreamingPull request stream that stays open until None is queued: an
+    iterator that ends half-closes the stream, and the server may end it before
+    delivering anything."""
+    while True:
+        item = q.get()
+        if item is None:
+            return
+        yield item

@@ -7,10 +7,10 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from subscriber_support import queued_requests
 
 P = "projects/proj-alpha"
 T = f"{P}/topics/streamed"
@@ -74,14 +74,6 @@ def test_subscribe_with_flow_control_receives_everything_once(
     assert local_server.counters.get("StreamingPull") >= 1
 
 
-def _requests(q: queue.Queue[Any]) -> Iterator[Any]:
-    while True:
-        item = q.get()
-        if item is None:
-            return
-        yield item
-
-
 def test_server_side_flow_control_and_acks_in_the_stream(
     local_server: Any, publisher_client: Any, subscriber_client: Any, topic_and_sub: None
 ) -> None:
@@ -94,7 +86,7 @@ def test_server_side_flow_control_and_acks_in_the_stream(
             subscription=S, stream_ack_deadline_seconds=60, max_outstanding_messages=3
         )
     )
-    stream = subscriber_client.streaming_pull(requests=_requests(q))
+    stream = subscriber_client.streaming_pull(requests=queued_requests(q))
     responses = iter(stream)
     try:
         first = next(responses).received_messages
@@ -130,7 +122,7 @@ def test_stop_ends_waiting_pulls_and_open_streams(
     pull = subscriber_client.transport.pull.future(PullRequest(subscription=S, max_messages=5))
     q: queue.Queue[Any] = queue.Queue()
     q.put(StreamingPullRequest(subscription=S, stream_ack_deadline_seconds=60))
-    stream = subscriber_client.transport.streaming_pull(_requests(q))
+    stream = subscriber_client.transport.streaming_pull(queued_requests(q))
     _wait_until(local_server, lambda: local_server.counters.get("StreamingPull") == 1, "stream")
     local_server.stop()
     assert pull.exception(timeout=5) is None and list(pull.result().received_messages) == []

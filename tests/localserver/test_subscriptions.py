@@ -4,11 +4,12 @@ detach, deleted topics, and the storage policy on every path."""
 
 from __future__ import annotations
 
+import queue
 from typing import Any
 
 import pytest
 from google.api_core import exceptions
-from subscriber_support import make_subscriber
+from subscriber_support import make_subscriber, queued_requests
 
 from reconciler.backends.clients import publisher_client as make_publisher
 from reconciler.localserver import CLIENT_REGION_KEY, LocalServer
@@ -288,8 +289,15 @@ def test_in_transit_enforced_on_pull_and_streaming_pull(
     sub.modify_ack_deadline(
         request={"subscription": S, "ack_ids": [got[0].ack_id], "ack_deadline_seconds": 0}
     )
-    stream = sub.streaming_pull(requests=iter([first]), metadata=_region("europe-west1"))
-    response = next(iter(stream))
+    requests: queue.Queue[Any] = queue.Queue()
+    requests.put(first)  # kept open: a request stream that ends may end the call empty
+    stream = sub.streaming_pull(
+        requests=queued_requests(requests), metadata=_region("europe-west1")
+    )
+    try:
+        response = next(iter(stream))
+    finally:
+        requests.put(None)
     assert [m.message.data for m in response.received_messages] == [b"eu"]
     stream.cancel()
 
