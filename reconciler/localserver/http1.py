@@ -18,8 +18,10 @@ import select
 import socket
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from http import HTTPStatus
+from typing import Any
 from urllib.parse import parse_qsl
 
 from reconciler.localserver.front import Limits, linger
@@ -96,9 +98,13 @@ def serve(
     handle: Callable[[Request], Response],
     limits: Limits,
     stopping: Callable[[], bool],
+    in_flight: AbstractContextManager[Any] | None = None,
 ) -> None:
     """Answer requests on `conn` until the client closes, asks to close, idles past
-    `limits.idle_s`, sends something refused, or the server stops."""
+    `limits.idle_s`, sends something refused, or the server stops. `in_flight` is
+    held from a request's handling to the end of its answer's sending (a stop's grace
+    waits for it; an idle keep-alive connection does not hold it)."""
+    busy = in_flight if in_flight is not None else nullcontext()
     reader = _Reader(conn, initial)
     while True:
         try:
@@ -114,10 +120,11 @@ def serve(
             return
         keep = _keep_alive(request)
         request.gone = lambda: _peer_closed(conn)
-        response = handle(request)
-        if stopping():
-            keep = False
-        _send(conn, response, keep_alive=keep, limits=limits, head=request.method == "HEAD")
+        with busy:
+            response = handle(request)
+            if stopping():
+                keep = False
+            _send(conn, response, keep_alive=keep, limits=limits, head=request.method == "HEAD")
         if not keep:
             return
 

@@ -30,7 +30,6 @@ from reconciler.localserver.counters import RpcCounters
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
 from reconciler.localserver.front import Front, InFlight, Limits
-from reconciler.localserver.http1 import Request, Response
 from reconciler.localserver.http1 import serve as serve_http1
 from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.monitoring_service import MonitoringService
@@ -231,12 +230,11 @@ class LocalServer:
             return self
         rest = RestFace(self.dispatcher, self._rpcs_by_name(), lambda: self.client_region)
 
-        def handle(request: Request) -> Response:
-            with self._rest_calls:
-                return rest.handle(request)
-
         def http(conn: socket.socket, head: bytes) -> None:
-            serve_http1(conn, head, handle, self.limits, self.state.subs.stopping.is_set)
+            serve_http1(
+                conn, head, rest.handle, self.limits, self.state.subs.stopping.is_set,
+                self._rest_calls,
+            )
 
         upstream = self._grpc_upstream(server)
         try:
