@@ -42,15 +42,6 @@ class Sample:
     value: float
 
 
-def promql_name(metric_type: str) -> str:
-    """Cloud Monitoring's metric type as PromQL names it: the first "/" becomes ":",
-    every other character outside [A-Za-z0-9_] "_" ("Mapping Cloud Monitoring metrics
-    to PromQL")."""
-    domain, _, path = metric_type.partition("/")
-    return _SPECIAL.sub("_", domain) + ":" + _SPECIAL.sub("_", path)
-
-
-_SPECIAL = re.compile(r"[^A-Za-z0-9_]")
 _RE2_SPECIAL = re.compile(r"([\\.+*?()|\[\]{}^$])")
 
 

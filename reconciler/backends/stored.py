@@ -15,7 +15,8 @@ from collections.abc import Sequence
 
 from reconciler.backends.base import RegionStored, StoredMessages
 from reconciler.backends.metrics import PUBSUB_METRIC_PREFIX, MetricsUnavailable
-from reconciler.backends.promql import PromQLReader, promql_name, selector
+from reconciler.backends.promql import PromQLReader, selector
+from reconciler.promqlnames import promql_name
 
 ID_LABEL = {"topic": "topic_id", "subscription": "subscription_id"}
 RESOURCE_TYPE = {"topic": "pubsub_topic", "subscription": "pubsub_subscription"}

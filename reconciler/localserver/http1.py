@@ -18,7 +18,6 @@ import select
 import socket
 import time
 from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -98,13 +97,12 @@ def serve(
     handle: Callable[[Request], Response],
     limits: Limits,
     stopping: Callable[[], bool],
-    in_flight: AbstractContextManager[Any] | None = None,
+    in_flight: contextlib.AbstractContextManager[Any],
 ) -> None:
     """Answer requests on `conn` until the client closes, asks to close, idles past
     `limits.idle_s`, sends something refused, or the server stops. `in_flight` is
     held from a request's handling to the end of its answer's sending (a stop's grace
     waits for it; an idle keep-alive connection does not hold it)."""
-    busy = in_flight if in_flight is not None else nullcontext()
     reader = _Reader(conn, initial)
     while True:
         try:
@@ -120,7 +118,7 @@ def serve(
             return
         keep = _keep_alive(request)
         request.gone = lambda: _peer_closed(conn)
-        with busy:
+        with in_flight:
             response = handle(request)
             if stopping():
                 keep = False

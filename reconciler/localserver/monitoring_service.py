@@ -15,6 +15,7 @@ INVALID_ARGUMENT that names what is supported.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from google.api import metric_pb2
@@ -111,27 +112,29 @@ class MonitoringService:
         if end_ns < now_ns - GAUGE_FRESH_NS or (start_ns < end_ns and start_ns > now_ns):
             return []  # no reading then: gauges have no history here
         out = []
-        for resource_labels, stats in self._backlogs(project, metric, flt):
+        kept = self.backlogs(project, metric.resource, lambda r: _labels_match(flt, None, r))
+        for resource_labels, stats in kept:
             for region in sorted(stats.regions):
                 labels = {"region": region}
                 if not _labels_match(flt, labels, resource_labels):
                     continue
-                value = _gauge_value(stats, region, which, what, now_ns)
+                value = gauge_value(stats, region, which, what, now_ns)
                 out.append(Samples(metric, labels, resource_labels, [(reading_ns, value)]))
         return out
 
-    def _backlogs(
-        self, project: str, metric: Metric, flt: tsfilter.Filter
+    def backlogs(
+        self, project: str, resource_type: str, keep: Callable[[dict[str, str]], bool]
     ) -> list[tuple[dict[str, str], BacklogStats]]:
-        """(resource labels, backlog figures) of each topic or subscription of the
-        project that the filter's resource labels keep (figures computed only for those)."""
+        """(resource labels, backlog figures) of each topic ("pubsub_topic") or
+        subscription of the project whose resource labels `keep` accepts (figures
+        computed only for those); ListTimeSeries and the PromQL face both read these."""
         subs = self.state.subs
         out = []
-        if metric.resource == "pubsub_topic":
+        if resource_type == "pubsub_topic":
             topics, _ = self.state.list_topics(project, "", _ALL)
             for topic in topics:
                 labels = {"project_id": project, "topic_id": topic.name.rsplit("/", 1)[1]}
-                if _labels_match(flt, None, labels):
+                if keep(labels):
                     out.append((labels, subs.topic_stats(topic.name)))
             return out
         configs, _ = subs.list_project(project, "", _ALL)
@@ -139,7 +142,7 @@ class MonitoringService:
             if config is None:
                 continue
             labels = {"project_id": project, "subscription_id": config.name.rsplit("/", 1)[1]}
-            if _labels_match(flt, None, labels):
+            if keep(labels):
                 stats = subs.subscription_stats(config.name)
                 if stats is not None:
                     out.append((labels, stats))
@@ -243,7 +246,7 @@ def _labels_match(
     return True
 
 
-def _gauge_value(stats: BacklogStats, region: str, which: str, what: str, now_ns: int) -> int:
+def gauge_value(stats: BacklogStats, region: str, which: str, what: str, now_ns: int) -> int:
     if which == "billable":
         held = [stats.unacked.get(region), stats.retained_acked.get(region)]
         return sum(r.bytes for r in held if r is not None)

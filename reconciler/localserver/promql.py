@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -40,10 +40,11 @@ from reconciler.localserver.metric_catalog import METRICS, Metric
 from reconciler.localserver.monitoring_service import (
     GAUGE_FRESH_NS,
     MonitoringService,
-    _gauge_value,
+    gauge_value,
 )
 from reconciler.localserver.rpc import CallInfo, Rpc
 from reconciler.localserver.status import ServiceError, invalid
+from reconciler.promqlnames import promql_name
 
 METHOD = "PromQLQuery"
 PATH = re.compile(r"^/v1/projects/([^/]+)/location/([^/]+)/prometheus/api/v1/query$")
@@ -60,13 +61,6 @@ _ERRORS = {
     grpc.StatusCode.DEADLINE_EXCEEDED: (504, "timeout"),
     grpc.StatusCode.UNAVAILABLE: (503, "unavailable"),
 }
-
-
-def promql_name(metric_type: str) -> str:
-    """Cloud Monitoring's metric type as a PromQL metric name: the first "/" becomes
-    ":", every other character outside [A-Za-z0-9_] "_"."""
-    domain, _, path = metric_type.partition("/")
-    return re.sub(r"[^A-Za-z0-9_]", "_", domain) + ":" + re.sub(r"[^A-Za-z0-9_]", "_", path)
 
 
 GAUGES: dict[str, Metric] = {
@@ -233,13 +227,6 @@ class PromQLRequest:
     time_s: float | None
 
 
-class _ResourceFilter:
-    """The resource-label matchers, in the shape `MonitoringService` filters by."""
-
-    def __init__(self, matchers: Iterable[Matcher]) -> None:
-        self.labels = [m for m in matchers if m.scope == "resource"]
-
-
 def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict[str, Any]]:
     """The instant vector: every gauge reading whose labels the matchers keep."""
     matchers = parse(request.query)
@@ -258,11 +245,15 @@ def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict
     by_resource: dict[str, list[tuple[str, Metric]]] = {}
     for name, metric in wanted:
         by_resource.setdefault(metric.resource, []).append((name, metric))
-    flt = _ResourceFilter(rest)
+    on_resource = [m for m in rest if m.scope == "resource"]
+
+    def keep(resource_labels: dict[str, str]) -> bool:
+        return all(m.matches(resource_labels.get(m.label)) for m in on_resource)
+
     out = []
     for resource, metrics in sorted(by_resource.items()):
         # One backlog figure per resource, whatever the number of gauges asked for.
-        found = monitoring._backlogs(request.project, metrics[0][1], flt)  # type: ignore[arg-type]
+        found = monitoring.backlogs(request.project, resource, keep)
         for resource_labels, stats in found:
             for region in sorted(stats.regions):
                 for name, metric in metrics:
@@ -273,7 +264,7 @@ def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict
                     if not all(m.matches(labels.get(m.label)) for m in rest):
                         continue
                     which, what = metric.source
-                    value = _gauge_value(stats, region, which, what, now_ns)
+                    value = gauge_value(stats, region, which, what, now_ns)
                     out.append({"metric": labels, "value": [at_ns / NS, str(value)]})
     return out
 

@@ -23,6 +23,12 @@ def _seed_unused(publisher_client: Any, tree: Tree, run_cli: Any, target: tuple[
     return tree.address("unused")
 
 
+def _apply_counted(run_cli: Any, local_server: Any, plan: str, target: tuple[str, ...]) -> Any:
+    """`apply PLAN` with the server's call counters starting from zero."""
+    local_server.counters.reset()
+    return run_cli("apply", plan, *target)
+
+
 def test_a_topic_subscribed_since_the_plan_is_not_deleted(
     run_cli: Any, local_server: Any, publisher_client: Any, subscriber_client: Any, tree: Tree
 ) -> None:
@@ -34,8 +40,7 @@ def test_a_topic_subscribed_since_the_plan_is_not_deleted(
     sub = f"projects/{tree.project}/subscriptions/late-consumer"
     subscriber_client.create_subscription(request={"name": sub, "topic": unused})
 
-    local_server.counters.reset()
-    applied = run_cli("apply", "prune.json", *target)
+    applied = _apply_counted(run_cli, local_server, "prune.json", target)
     assert applied.exit_code == EXIT_PARTIAL, applied.stdout + applied.stderr
     out = applied.stdout + applied.stderr
     assert unused in out
@@ -65,8 +70,7 @@ def test_a_plan_made_with_prune_subscribed_deletes_without_the_check(
     subscriber_client.create_subscription(
         request={"name": f"projects/{tree.project}/subscriptions/late", "topic": unused}
     )
-    local_server.counters.reset()
-    applied = run_cli("apply", "prune.json", *target)
+    applied = _apply_counted(run_cli, local_server, "prune.json", target)
     assert applied.exit_code == EXIT_OK, applied.stdout + applied.stderr
     assert mutating_calls(local_server)["DeleteTopic"] == 1
     assert local_server.counters.get("ListTopicSubscriptions") == 0
@@ -78,8 +82,7 @@ def test_a_topic_still_without_subscriptions_is_deleted_after_the_check(
     target = ("--emulator", local_server.address)
     _seed_unused(publisher_client, tree, run_cli, target)
     assert run_cli("plan", "specs", *target, "--prune", "--out", "p.json").exit_code == EXIT_OK
-    local_server.counters.reset()
-    applied = run_cli("apply", "p.json", *target)
+    applied = _apply_counted(run_cli, local_server, "p.json", target)
     assert applied.exit_code == EXIT_OK, applied.stdout + applied.stderr
     assert mutating_calls(local_server)["DeleteTopic"] == 1
     assert local_server.counters.get("ListTopicSubscriptions") == 1
@@ -92,8 +95,7 @@ def test_a_delete_whose_subscriptions_cannot_be_re_listed_is_refused(
     unused = _seed_unused(publisher_client, tree, run_cli, target)
     assert run_cli("plan", "specs", *target, "--prune", "--out", "p.json").exit_code == EXIT_OK
     local_server.faults.add("ListTopicSubscriptions", error="PERMISSION_DENIED")
-    local_server.counters.reset()
-    applied = run_cli("apply", "p.json", *target)
+    applied = _apply_counted(run_cli, local_server, "p.json", target)
     assert applied.exit_code == EXIT_PARTIAL, applied.stdout + applied.stderr
     out = applied.stdout + applied.stderr
     assert f"{unused}: delete FAILED: refusing to delete: its subscriptions could not be " \
