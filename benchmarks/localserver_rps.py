@@ -322,18 +322,26 @@ def _publisher(child: _Child, topic: str) -> Any:
 
 
 def publish_cpu(
-    batches: int, rounds: int, warmup: int, floor: bool = False, before: Path | None = None
+    batches: int,
+    rounds: int,
+    warmup: int,
+    floor: bool = False,
+    before: Path | None = None,
+    no_front: bool = False,
 ) -> None:
     """Server CPU (utime + stime of the server process tree) per 100-message Publish,
     ours and the emulator's, rounds interleaved, same client, same requests; with
     `floor`, also a Python gRPC server answering a fixed response (what any handler
-    costs at least); with `before`, ours from that checkout too."""
+    costs at least); with `no_front`, also ours with gRPC alone on the port (what the
+    front costs); with `before`, ours from that checkout too."""
     topic = f"{PROJECT}/topics/publish-cpu"
     servers = [_ours()]
     if before is not None:
         old = _ours(tree=before)
         old.name = "reconcile (before)"
         servers.append(old)
+    if no_front:
+        servers.append(_ours_grpc_only())
     if floor:
         servers.append(_floor())
     emulator, why = _add_emulator(servers)
@@ -644,6 +652,11 @@ def main() -> None:
         action="store_true",
         help="with --publish-cpu: also a Python gRPC server answering a fixed response",
     )
+    parser.add_argument(
+        "--no-front",
+        action="store_true",
+        help="with --publish-cpu: also ours with gRPC alone on the port (no front)",
+    )
     args = parser.parse_args()
     before = Path(args.before).resolve() if args.before else None
     if before is not None and not (before / "reconciler" / "__main__.py").is_file():
@@ -653,7 +666,9 @@ def main() -> None:
         return
     if args.publish_cpu or args.publish_soak:
         if args.publish_cpu:
-            publish_cpu(args.batches, args.rounds, args.warmup, args.floor, before)
+            publish_cpu(
+                args.batches, args.rounds, args.warmup, args.floor, before, args.no_front
+            )
         if args.publish_soak:
             publish_soak(args.messages)
         return

@@ -60,10 +60,11 @@ def default_credentials() -> Any:
         credentials, _project = google.auth.default()
     except auth_exc.DefaultCredentialsError as exc:
         reason = auth_reason(exc, key)
-        missing = "not found" in reason.lower()
+        # No key file to read is "missing"; a file that is there was refused, even
+        # when google-auth's reason says a field of it "was not found".
         what = (
             "no Google Cloud credentials found"
-            if missing
+            if key is None
             else "Google Cloud credentials could not be loaded"
         )
         raise BackendError(f"{what}: {reason}", hint=CREDENTIALS_HINT) from None

@@ -72,9 +72,19 @@ def _kind(pb: Any) -> SubscriptionKind:
     return "pull"
 
 
+_STATE_NAMES: dict[str, dict[int, str]] = {}  # message type -> state number -> name
+
+
 def _state_name(message: Any) -> str:
-    field = message.DESCRIPTOR.fields_by_name["state"]
-    return str(field.enum_type.values_by_number[message.state].name)
+    """The name of `message.state` (a project lists thousands: the enum is read once
+    per message type, not once per subscription)."""
+    names = _STATE_NAMES.get(type(message).__name__)
+    if names is None:
+        enum = message.DESCRIPTOR.fields_by_name["state"].enum_type
+        names = {v.number: str(v.name) for v in enum.values}
+        _STATE_NAMES[type(message).__name__] = names
+    number = message.state
+    return names.get(number) or str(number)
 
 
 def observed_subscription(pb: Any) -> ObservedSubscription:
@@ -90,10 +100,5 @@ def observed_subscription(pb: Any) -> ObservedSubscription:
     if pb.HasField("message_retention_duration"):
         retention = int(pb.message_retention_duration.seconds)
     return ObservedSubscription(
-        name=pb.name,
-        topic=pb.topic,
-        kind=kind,
-        state=state,
-        retention_seconds=retention,
-        retain_acked=bool(pb.retain_acked_messages),
+        pb.name, pb.topic, kind, state, retention, bool(pb.retain_acked_messages)
     )

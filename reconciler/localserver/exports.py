@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 ACTIVE = "ACTIVE"
 PAUSED = "IN_TRANSIT_LOCATION_RESTRICTION"
 KEY_KINDS = ("bigquery", "storage", "push")
+_SUB_ACTIVE = 1  # google.pubsub.v1.Subscription.State.ACTIVE
+_SUB_RESOURCE_ERROR = 2  # ... RESOURCE_ERROR
 
 
 def destination_key(sub: Any) -> str | None:
@@ -68,19 +70,17 @@ def delivery_state(sub: Any, topic: Any | None, locations: dict[str, str]) -> st
     return ACTIVE
 
 
-def with_state(sub: Any, state: str | None) -> Any:
-    """A copy of `sub` whose output-only state fields say `state`."""
+def set_state(out: Any, state: str | None) -> None:
+    """Make the output-only state fields of the Subscription `out` (a copy of the
+    stored config) say `state`."""
     from reconciler.localserver import protos
 
-    out = protos.Subscription()
-    out.CopyFrom(sub)
-    out.state = protos.Subscription.State.Value("ACTIVE")
+    out.state = _SUB_ACTIVE
     if state is None:
-        return out
+        return
     if out.HasField("bigquery_config"):
         out.bigquery_config.state = protos.BigQueryConfig.State.Value(state)
     elif out.HasField("cloud_storage_config"):
         out.cloud_storage_config.state = protos.CloudStorageConfig.State.Value(state)
     elif state == PAUSED:
-        out.state = protos.Subscription.State.Value("RESOURCE_ERROR")
-    return out
+        out.state = _SUB_RESOURCE_ERROR

@@ -137,13 +137,10 @@ class MonitoringService:
                 if keep(labels):
                     out.append((labels, subs.topic_stats(topic.name)))
             return out
-        configs, _ = subs.list_project(project, "", _ALL)
-        for config in configs:
-            if config is None:
-                continue
-            labels = {"project_id": project, "subscription_id": config.name.rsplit("/", 1)[1]}
+        for name in subs.names_in_project(project):
+            labels = {"project_id": project, "subscription_id": name.rsplit("/", 1)[1]}
             if keep(labels):
-                stats = subs.subscription_stats(config.name)
+                stats = subs.subscription_stats(name)
                 if stats is not None:
                     out.append((labels, stats))
         return out

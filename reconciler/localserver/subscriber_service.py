@@ -291,8 +291,8 @@ class SubscriberService:
         project = parse_project(request.project)
         size = page_size(request.page_size)
         after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
-        subs, last = self.subs.list_project(project, after, size)
-        response = protos.ListSubscriptionsResponse(subscriptions=[s for s in subs if s])
+        response = protos.ListSubscriptionsResponse()
+        last = self.subs.list_project(project, after, size, response.subscriptions)
         if last:
             response.next_page_token = encode_token(last)
         return response

@@ -187,16 +187,23 @@ class Subscriptions:
 
     def get(self, name: str) -> Any | None:
         """The stored config with its delivery state as of now (None if missing)."""
+        from reconciler.localserver import protos  # lazy: the CLI imports this module
+
+        out = protos.Subscription()
         with self.state.lock:
-            config = self._subs.get(name)
-            if config is None:
-                return None
-            topic = self.state.get_topic(config.topic)
-            if topic is not None and topic.HasField("message_retention_duration"):
-                config = exports.with_state(config, self._state_of(name, topic))
-                config.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
-                return config
-            return exports.with_state(config, self._state_of(name, topic))
+            return out if self._view_into(name, out) else None
+
+    def _view_into(self, name: str, out: Any) -> bool:
+        """Under `lock`: write what `get` answers into `out` (False if missing)."""
+        config = self._subs.get(name)
+        if config is None:
+            return False
+        topic = self.state.get_topic(config.topic)
+        out.CopyFrom(config)
+        exports.set_state(out, self._state_of(name, topic))
+        if topic is not None and topic.HasField("message_retention_duration"):
+            out.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
+        return True
 
     def raw(self, name: str) -> Any | None:
         """The config as stored (no computed fields)."""
@@ -264,10 +271,19 @@ class Subscriptions:
             state.maybe_compact()
         return True
 
-    def list_project(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
+    def list_project(self, project: str, after: str, limit: int, into: Any) -> str:
+        """Add a page of the project's subscriptions (as `get` answers them) to the
+        repeated field `into`, in one hold of the lock (a ListSubscriptions page is
+        1,000 of them); the last name listed when more follow, else ""."""
         with self.state.lock:
             page, last = page_after(self._by_project.get(project, []), after, limit)
-        return [self.get(n) for n in page], last
+            for name in page:
+                self._view_into(name, into.add())  # the index and the configs agree
+        return last
+
+    def names_in_project(self, project: str) -> list[str]:
+        with self.state.lock:
+            return list(self._by_project.get(project, ()))
 
     def list_topic(self, topic: str, after: str, limit: int) -> tuple[list[str], str]:
         with self.state.lock:

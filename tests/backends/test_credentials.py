@@ -261,3 +261,14 @@ def test_a_key_file_that_is_not_an_object(
     key = tmp_path / "key.json"
     stderr = plan_with_key(run_cli, spec_dir, monkeypatch, key, json.dumps([SECRET]))
     assert f"could not be loaded: {key}: a key file holds a JSON object, not a list" in stderr
+
+
+def test_a_key_file_missing_a_field_is_not_reported_as_no_credentials(
+    run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """google-auth says "The private_key field was not found": the file was found."""
+    info = {k: v for k, v in service_account(BAD_PEM).items() if k != "private_key"}
+    stderr = plan_with_key(run_cli, spec_dir, monkeypatch, tmp_path / "key.json", json.dumps(info))
+    assert "no Google Cloud credentials found" not in stderr
+    assert "Error: Google Cloud credentials could not be loaded: " in stderr
+    assert "private_key field was not found" in stderr
