@@ -91,10 +91,7 @@ def error_of(row: dict[str, Any]) -> errors.ReconcileError:
 
 def subscriptions_row(listing: SubscriptionListing) -> dict[str, Any]:
     return {
-        "rows": [
-            [s.name, s.topic, s.kind, s.state, s.retention_seconds, s.retain_acked]
-            for s in listing.subscriptions
-        ],
+        "rows": [tuple(s) for s in listing.subscriptions],  # marshal takes no subclass
         "unavailable": listing.unavailable,
         "calls": listing.calls,
     }
@@ -104,7 +101,7 @@ def subscriptions_of(row: dict[str, Any] | None) -> SubscriptionListing:
     if row is None:
         return SubscriptionListing(unavailable="subscriptions were not read ahead")
     return SubscriptionListing(
-        tuple(ObservedSubscription(*r) for r in row["rows"]),
+        tuple(map(ObservedSubscription._make, row["rows"])),
         unavailable=row["unavailable"],
         calls=row["calls"],
     )
