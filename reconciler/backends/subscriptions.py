@@ -72,17 +72,16 @@ def _kind(pb: Any) -> SubscriptionKind:
     return "pull"
 
 
-_STATE_NAMES: dict[str, dict[int, str]] = {}  # message type -> state number -> name
+_STATE_NAMES: dict[type, dict[int, str]] = {}  # message type -> state number -> name
 
 
 def _state_name(message: Any) -> str:
     """The name of `message.state` (a project lists thousands: the enum is read once
     per message type, not once per subscription)."""
-    names = _STATE_NAMES.get(type(message).__name__)
+    names = _STATE_NAMES.get(type(message))
     if names is None:
         enum = message.DESCRIPTOR.fields_by_name["state"].enum_type
-        names = {v.number: str(v.name) for v in enum.values}
-        _STATE_NAMES[type(message).__name__] = names
+        names = _STATE_NAMES[type(message)] = {v.number: str(v.name) for v in enum.values}
     number = message.state
     return names.get(number) or str(number)
 

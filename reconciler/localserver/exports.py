@@ -28,8 +28,6 @@ from urllib.parse import urlsplit
 ACTIVE = "ACTIVE"
 PAUSED = "IN_TRANSIT_LOCATION_RESTRICTION"
 KEY_KINDS = ("bigquery", "storage", "push")
-_SUB_ACTIVE = 1  # google.pubsub.v1.Subscription.State.ACTIVE
-_SUB_RESOURCE_ERROR = 2  # ... RESOURCE_ERROR
 
 
 def destination_key(sub: Any) -> str | None:
@@ -75,7 +73,7 @@ def set_state(out: Any, state: str | None) -> None:
     stored config) say `state`."""
     from reconciler.localserver import protos
 
-    out.state = _SUB_ACTIVE
+    out.state = protos.Subscription.ACTIVE
     if state is None:
         return
     if out.HasField("bigquery_config"):
@@ -83,4 +81,4 @@ def set_state(out: Any, state: str | None) -> None:
     elif out.HasField("cloud_storage_config"):
         out.cloud_storage_config.state = protos.CloudStorageConfig.State.Value(state)
     elif state == PAUSED:
-        out.state = _SUB_RESOURCE_ERROR
+        out.state = protos.Subscription.RESOURCE_ERROR
