@@ -74,8 +74,6 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "delivered (the local-server command imports the defaults before its options are checked)",
     "reconciler.localserver.exports": "the generated protobuf modules only when a subscription's "
     "state is written (the local-server command checks --destination-location keys with it)",
-    "reconciler.localserver.subscriptions": "the generated protobuf modules only when a "
-    "subscription is read (the CLI imports the store's module with the server's)",
     "reconciler.localserver.limits": "the descriptor pool of the Publish limit check is built at "
     "the first Publish, not when the server's modules load",
     "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",

@@ -15,7 +15,7 @@ INVALID_ARGUMENT that names what is supported.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
 from google.api import metric_pb2
@@ -123,21 +123,32 @@ class MonitoringService:
         return out
 
     def backlogs(
-        self, project: str, resource_type: str, keep: Callable[[dict[str, str]], bool]
+        self, project: str, resource_type: str, keep: Callable[[dict[str, str]], bool],
+        only: Collection[str] | None = None,
     ) -> list[tuple[dict[str, str], BacklogStats]]:
         """(resource labels, backlog figures) of each topic ("pubsub_topic") or
         subscription of the project whose resource labels `keep` accepts (figures
-        computed only for those); ListTimeSeries and the PromQL face both read these."""
+        computed only for those), in name order; `only`: none but these ids (looked
+        up, not searched for). ListTimeSeries and the PromQL face both read these."""
         subs = self.state.subs
         out = []
         if resource_type == "pubsub_topic":
-            topics, _ = self.state.list_topics(project, "", _ALL)
-            for topic in topics:
-                labels = {"project_id": project, "topic_id": topic.name.rsplit("/", 1)[1]}
+            prefix = f"projects/{project}/topics/"
+            if only is None:
+                topics, _ = self.state.list_topics(project, "", _ALL)
+                names = [t.name for t in topics]
+            else:
+                names = [prefix + i for i in sorted(only)
+                         if self.state.get_topic(prefix + i) is not None]
+            for name in names:
+                labels = {"project_id": project, "topic_id": name[len(prefix):]}
                 if keep(labels):
-                    out.append((labels, subs.topic_stats(topic.name)))
+                    out.append((labels, subs.topic_stats(name)))
             return out
-        for name in subs.names_in_project(project):
+        listed = subs.names_in_project(project) if only is None else [
+            f"projects/{project}/subscriptions/{i}" for i in sorted(only)
+        ]
+        for name in listed:
             labels = {"project_id": project, "subscription_id": name.rsplit("/", 1)[1]}
             if keep(labels):
                 stats = subs.subscription_stats(name)

@@ -36,7 +36,7 @@ import grpc
 from reconciler.localserver.aggregation import NS
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.http1 import Request, Response
-from reconciler.localserver.metric_catalog import METRICS, Metric
+from reconciler.localserver.metric_catalog import METRICS, RESOURCE_LABELS, Metric
 from reconciler.localserver.monitoring_service import (
     GAUGE_FRESH_NS,
     MonitoringService,
@@ -96,6 +96,37 @@ class Matcher:
         assert self.pattern is not None
         found = self.pattern.fullmatch(text) is not None
         return found if self.op == "=~" else not found
+
+    def only(self) -> frozenset[str] | None:
+        """Every value this matcher accepts, when that is a few literals (`=`, or `=~`
+        of an alternation of escaped literals: what reconcile asks for); None when it
+        accepts more. The server then looks those resources up instead of matching
+        each one of the project."""
+        if self.op == "=":
+            return frozenset((self.value,))
+        if self.op != "=~":
+            return None
+        found: list[str] = []
+        current: list[str] = []
+        chars = iter(self.value)
+        for ch in chars:
+            if ch == "\\":
+                escaped = next(chars, "")
+                if escaped.isalnum() or not escaped:  # a class (\d, \w...) or a bad end
+                    return None
+                current.append(escaped)
+            elif ch == "|":
+                found.append("".join(current))
+                current = []
+            elif ch in _REGEX_SPECIAL:
+                return None
+            else:
+                current.append(ch)
+        found.append("".join(current))
+        return frozenset(found)
+
+
+_REGEX_SPECIAL = frozenset(".+*?()[]{}^$")
 
 
 _RESOURCE_LABELS = frozenset({"project_id", "topic_id", "subscription_id", "snapshot_id"})
@@ -253,7 +284,7 @@ def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict
     out = []
     for resource, metrics in sorted(by_resource.items()):
         # One backlog figure per resource, whatever the number of gauges asked for.
-        found = monitoring.backlogs(request.project, resource, keep)
+        found = monitoring.backlogs(request.project, resource, keep, _only_ids(resource, rest))
         for resource_labels, stats in found:
             for region in sorted(stats.regions):
                 for name, metric in metrics:
@@ -266,6 +297,17 @@ def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict
                     which, what = metric.source
                     value = gauge_value(stats, region, which, what, now_ns)
                     out.append({"metric": labels, "value": [at_ns / NS, str(value)]})
+    return out
+
+
+def _only_ids(resource: str, matchers: list[Matcher]) -> frozenset[str] | None:
+    """The only resource ids the matchers can keep, when they name them (None: any)."""
+    id_label = RESOURCE_LABELS[resource][-1]
+    out: frozenset[str] | None = None
+    for m in matchers:
+        values = m.only() if m.label == id_label else None
+        if values is not None:
+            out = values if out is None else out & values
     return out
 
 

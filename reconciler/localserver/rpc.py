@@ -44,6 +44,9 @@ class Rpc:
     # REST always parses request_type, from JSON).
     wire_type: Any = None
     stream: bool = False  # bidirectional streaming: the handler opens a stream object
+    # The handler may answer the serialized response (`bytes`) where the face sends it
+    # as it is (gRPC: CallInfo.serialized_reply); a raw RPC always may.
+    serialized_reply: bool = False
 
 
 # Methods of the served services that this server does not implement: both faces

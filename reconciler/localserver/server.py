@@ -351,6 +351,12 @@ class LocalServer:
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc), response_serializer=_serialized_or_message
                 )
+            elif rpc.serialized_reply:  # the handler may answer bytes
+                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
+                    self._wrap(rpc),
+                    request_deserializer=rpc.request_type.FromString,
+                    response_serializer=_serialized_or_message,
+                )
             else:
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc),
@@ -366,7 +372,7 @@ class LocalServer:
 
         def handle(request: Any, context: grpc.ServicerContext) -> Any:
             if not rpc.raw:
-                call = CallInfo(self._client_region(context))
+                call = CallInfo(self._client_region(context), serialized_reply=rpc.serialized_reply)
             else:
                 raw = request
                 try:
@@ -546,7 +552,8 @@ def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHa
 
 
 def _serialized_or_message(response: Any) -> bytes:
-    """A raw RPC's answer on the wire: bytes as they are, a message serialized."""
+    """The answer on the wire of an RPC that may answer bytes: bytes as they are, a
+    message serialized."""
     return response if type(response) is bytes else bytes(response.SerializeToString())
 
 

@@ -41,6 +41,7 @@ from reconciler.localserver.status import (
     unavailable,
 )
 from reconciler.localserver.subscriptions import DELETED_TOPIC, parse_ack_id
+from reconciler.localserver.wire import length_delimited
 from reconciler.names import (
     MAX_LABELS,
     label_key_problem,
@@ -291,11 +292,10 @@ class SubscriberService:
         project = parse_project(request.project)
         size = page_size(request.page_size)
         after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
-        response = protos.ListSubscriptionsResponse()
-        last = self.subs.list_project(project, after, size, response.subscriptions)
+        body, last = self.subs.list_page(project, after, size)
         if last:
-            response.next_page_token = encode_token(last)
-        return response
+            body += length_delimited(2, encode_token(last).encode())  # next_page_token
+        return body if call.serialized_reply else protos.ListSubscriptionsResponse.FromString(body)
 
     def delete_subscription(self, request: Any, call: CallInfo) -> Any:
         parse_subscription(request.subscription)
@@ -418,6 +418,7 @@ class SubscriberService:
                 p.ListSubscriptionsRequest,
                 p.ListSubscriptionsResponse,
                 lambda r: r.project,
+                serialized_reply=True,
             ),
             Rpc(
                 "DeleteSubscription",

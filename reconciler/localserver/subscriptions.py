@@ -34,6 +34,7 @@ from reconciler.localserver.geography import storage_region
 from reconciler.localserver.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.localserver.paging import page_after
+from reconciler.localserver.wire import length_delimited
 from reconciler.names import project_of
 
 
@@ -96,6 +97,15 @@ def parse_ack_id(ack_id: str) -> int | None:
     return int(msg)
 
 
+def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
+    """`config` as the service answers it: its delivery state, and the topic's
+    message retention (an output-only field)."""
+    out.CopyFrom(config)
+    exports.set_state(out, state)
+    if topic is not None and topic.HasField("message_retention_duration"):
+        out.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
+
+
 class Subscriptions:
     """Owned by `ServerState`, under its locks (`wlock` for changes, `lock` for
     memory); see the module docstring."""
@@ -116,6 +126,8 @@ class Subscriptions:
         self._by_project: dict[str, list[str]] = {}
         self._by_topic: dict[str, list[str]] = {}  # attached subscriptions, sorted
         self._backlogs: dict[str, Backlog] = {}
+        # name -> (config, topic, state, serialized view): see `_listed_field`
+        self._listed: dict[str, tuple[Any, Any, str | None, bytes]] = {}
         self._conds: dict[str, threading.Condition] = {}
         self._maintained: dict[str, float] = {}
         self._logs: dict[str, MessageLog] = {}
@@ -171,6 +183,7 @@ class Subscriptions:
         if i < len(names) and names[i] == name:
             del names[i]
         self._backlogs.pop(name, None)
+        self._listed.pop(name, None)
         self._maintained.pop(name, None)
         cond = self._conds.pop(name)
         cond.notify_all()  # waiting pulls see it gone
@@ -187,8 +200,6 @@ class Subscriptions:
 
     def get(self, name: str) -> Any | None:
         """The stored config with its delivery state as of now (None if missing)."""
-        from reconciler.localserver import protos  # lazy: the CLI imports this module
-
         out = protos.Subscription()
         with self.state.lock:
             return out if self._view_into(name, out) else None
@@ -199,11 +210,25 @@ class Subscriptions:
         if config is None:
             return False
         topic = self.state.get_topic(config.topic)
-        out.CopyFrom(config)
-        exports.set_state(out, self._state_of(name, topic))
-        if topic is not None and topic.HasField("message_retention_duration"):
-            out.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
+        _write_view(out, config, topic, self._state_of(name, topic))
         return True
+
+    def _listed_field(self, name: str) -> bytes:
+        """Under `lock`: what `get` answers, serialized as field 1 of a
+        ListSubscriptionsResponse. Kept while the config, its topic (both replaced,
+        never changed in place) and the delivery state stay the same: a page is 1,000
+        of them, and a plan lists every page of every project."""
+        config = self._subs[name]
+        topic = self.state.get_topic(config.topic)
+        state = self._state_of(name, topic)
+        kept = self._listed.get(name)
+        if kept is not None and kept[0] is config and kept[1] is topic and kept[2] == state:
+            return kept[3]
+        view = protos.Subscription()
+        _write_view(view, config, topic, state)
+        field = length_delimited(1, view.SerializeToString())
+        self._listed[name] = (config, topic, state, field)
+        return field
 
     def raw(self, name: str) -> Any | None:
         """The config as stored (no computed fields)."""
@@ -271,15 +296,13 @@ class Subscriptions:
             state.maybe_compact()
         return True
 
-    def list_project(self, project: str, after: str, limit: int, into: Any) -> str:
-        """Add a page of the project's subscriptions (as `get` answers them) to the
-        repeated field `into`, in one hold of the lock (a ListSubscriptions page is
-        1,000 of them); the last name listed when more follow, else ""."""
+    def list_page(self, project: str, after: str, limit: int) -> tuple[bytes, str]:
+        """A page of the project's subscriptions (as `get` answers them), serialized as
+        the `subscriptions` of a ListSubscriptionsResponse, in one hold of the lock;
+        the last name listed when more follow, else ""."""
         with self.state.lock:
             page, last = page_after(self._by_project.get(project, []), after, limit)
-            for name in page:
-                self._view_into(name, into.add())  # the index and the configs agree
-        return last
+            return b"".join(map(self._listed_field, page)), last  # index and configs agree
 
     def names_in_project(self, project: str) -> list[str]:
         with self.state.lock:

@@ -1,4 +1,5 @@
-"""Protobuf wire-format pieces the Publish hot path writes itself: a varint, and the
+"""Protobuf wire-format pieces the hot paths write themselves: a varint, a
+length-delimited field (a ListSubscriptions page of kept serialized views), and the
 serialized PublishResponse of consecutive message IDs (built from the first ID and
 the count, without a message object or 100 string fields)."""
 
@@ -13,6 +14,12 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+def length_delimited(field: int, data: bytes) -> bytes:
+    """`data` as field number `field` of wire type 2 (bytes, string, message): a
+    message's fields may be written in any order, and its serialized parts joined."""
+    return varint(field << 3 | 2) + varint(len(data)) + data
 
 
 # The last two digits of an ID: an ID of 3 digits or more is its ID // 100 (the

@@ -109,6 +109,39 @@ def test_label_matchers_match_whole_values(local_server: Any, stored: None) -> N
                      ("topic_num_unacked_messages_by_region", "orders", "europe-west1"): 2}
 
 
+@pytest.mark.parametrize(("matcher", "expected"), [
+    ('topic_id=~"t\\\\.1|t-2"', {"t.1", "t-2"}),  # escaped literals: looked up
+    ('topic_id=~"t.1|t-2"', {"t.1", "tx1", "t-2"}),  # "." is any character: searched
+    ('topic_id="tx1"', {"tx1"}),
+    ('topic_id=~"t\\\\.1|nope"', {"t.1"}),  # an id that is not there selects nothing
+    ('topic_id=~"(t-2)"', {"t-2"}),
+    ('topic_id=~"t\\\\d"', set()),  # a class, not a literal d
+    ('topic_id=~"t.1",topic_id=~"tx1|t\\\\.1"', {"t.1", "tx1"}),
+])
+def test_ids_named_in_a_matcher_select_what_matching_selects(
+    local_server: Any, publisher_client: Any, subscriber_client: Any, matcher: str,
+    expected: set[str],
+) -> None:
+    """The server looks up the ids of an alternation of literals (what reconcile asks
+    for) instead of matching every topic: the same answer either way."""
+    for tid in ("t.1", "tx1", "t-2", "t-3"):
+        name = f"projects/{PROJECT}/topics/{tid}"
+        publisher_client.create_topic(name=name)
+        subscriber_client.create_subscription(request={"name": f"{name}-s".replace(
+            "/topics/", "/subscriptions/"), "topic": name})
+        publisher_client.publish(topic=name, messages=[{"data": b"x"}],
+                                 metadata=[(CLIENT_REGION_KEY, "us-east1")], retry=None)
+    gauge = "pubsub_googleapis_com:topic_num_unacked_messages_by_region"
+    assert {k[1] for k in _vector(local_server, f"{gauge}{{{matcher}}}")} == expected
+    sub_gauge = f"{SUB}num_unacked_messages_by_region"
+    on_subs = matcher.replace("topic_id", "subscription_id")
+    assert _vector(local_server, f"{sub_gauge}{{{on_subs}}}") == {}  # no subscription's id
+    if expected:
+        sub_ids = "|".join(f"{t}-s".replace(".", "\\\\.") for t in sorted(expected))
+        got = _vector(local_server, f'{sub_gauge}{{subscription_id=~"{sub_ids}"}}')
+        assert {k[1] for k in got} == {f"{t}-s" for t in expected}
+
+
 def test_a_time_in_the_past_has_no_gauge_reading(local_server: Any, stored: None) -> None:
     gauge = f"{SUB}num_unacked_messages_by_region"
     assert len(_vector(local_server, gauge, time=f"{time.time():.3f}")) == 2

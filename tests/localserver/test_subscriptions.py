@@ -12,7 +12,7 @@ from google.api_core import exceptions
 from subscriber_support import make_subscriber, queued_requests
 
 from reconciler.backends.clients import publisher_client as make_publisher
-from reconciler.localserver import CLIENT_REGION_KEY, LocalServer
+from reconciler.localserver import CLIENT_REGION_KEY, LocalServer, protos
 
 P = "projects/proj-alpha"
 T = f"{P}/topics/orders"
@@ -363,3 +363,51 @@ def test_publish_outcomes_are_recorded(
     assert [(o.code, o.messages) for o in outcomes] == [("OK", 1), ("INVALID_ARGUMENT", 1)]
     assert all(o.latency_s > 0 for o in outcomes)
     assert local_server.outcomes.totals()[(topic, "OK")] == 1
+
+
+def test_a_listing_answers_what_get_answers_after_every_change() -> None:
+    """ListSubscriptions serves kept serialized views: each change to a subscription,
+    its topic, its policy or a destination's location shows in the next page."""
+    where = {"bigquery:proj-alpha.sales": "europe-west4"}
+    with LocalServer(destination_locations=where) as server:
+        pub, sub = make_publisher(server.address), make_subscriber(server.address)
+        topic = _policy_topic(pub, f"{P}/topics/exported", ["europe-west1"], False)
+        names = [f"{P}/subscriptions/pulled", f"{P}/subscriptions/to-bq"]  # name order
+        sub.create_subscription(request={
+            "name": names[1], "topic": topic,
+            "bigquery_config": {"table": "proj-alpha.sales.orders"},
+        })
+        sub.create_subscription(request={"name": names[0], "topic": topic})
+
+        def listed() -> list[Any]:
+            pager = sub.list_subscriptions(request={"project": P, "page_size": 1})
+            return [type(s).pb(s) for s in pager]
+
+        def got() -> list[Any]:
+            return [type(s).pb(s) for s in (sub.get_subscription(subscription=n) for n in names)]
+
+        assert listed() == got()
+        bq_state = protos.BigQueryConfig.State
+        assert listed()[1].bigquery_config.state == bq_state.Value("ACTIVE")
+        sub.update_subscription(request={
+            "subscription": {"name": names[0], "ack_deadline_seconds": 42},
+            "update_mask": {"paths": ["ack_deadline_seconds"]},
+        })
+        assert listed()[0].ack_deadline_seconds == 42
+        pub.update_topic(request={
+            "topic": {"name": topic, "message_retention_duration": {"seconds": 3600},
+                      "message_storage_policy": {
+                          "allowed_persistence_regions": ["europe-west1"],
+                          "enforce_in_transit": True}},
+            "update_mask": {"paths": ["message_retention_duration", "message_storage_policy"]},
+        })
+        now = listed()
+        assert now == got()
+        assert now[0].topic_message_retention_duration.seconds == 3600
+        assert now[1].bigquery_config.state == bq_state.Value("IN_TRANSIT_LOCATION_RESTRICTION")
+        server.set_destination_location("bigquery:proj-alpha.sales", "europe-west1")
+        assert listed()[1].bigquery_config.state == bq_state.Value("ACTIVE")
+        pub.delete_topic(topic=topic)
+        assert [s.topic for s in listed()] == ["_deleted-topic_"] * 2
+        sub.delete_subscription(subscription=names[1])
+        assert [s.name for s in listed()] == names[:1]
