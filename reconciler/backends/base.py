@@ -7,7 +7,7 @@ Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSO
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
@@ -163,6 +163,8 @@ class StoredMessages:
 
 # One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
 StoredQuery = tuple[str, str, "list[str] | None", bool]
+# What `ask_stored` gives: called, it waits for the reads and answers in their order.
+StoredAnswer = Callable[[], "list[StoredMessages]"]
 
 
 class Backend(Protocol):
@@ -199,6 +201,11 @@ class Backend(Protocol):
 
     def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
         """`stored` for each query, in its order: several projects' gauges at once."""
+        ...
+
+    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
+        """`stored_many` started now and answered when the answer is called: the
+        caller goes on meanwhile (a plan diffs the next project)."""
         ...
 
     def close(self) -> None: ...

@@ -36,6 +36,7 @@ from reconciler.backends.base import (
     BackendInfo,
     ObservedTopic,
     OrgInputs,
+    StoredAnswer,
     StoredMessages,
     StoredQuery,
     SubscriptionListing,
@@ -235,6 +236,8 @@ class GcpBackend:
         self._promql_client = promql_client
         self._promql: PromQLReader | None = None
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
+        # `ask_stored`'s threads (none starts before a read is asked for).
+        self._gauge_reads = ThreadPoolExecutor(MAX_PARALLEL_READS, thread_name_prefix="gauges")
         self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
@@ -423,10 +426,13 @@ class GcpBackend:
 
     def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
         """`stored` for each query, one thread a query (at most MAX_PARALLEL_READS)."""
-        if not queries:
-            return []
-        with ThreadPoolExecutor(max_workers=min(MAX_PARALLEL_READS, len(queries))) as pool:
-            return list(pool.map(lambda q: self.stored(*q), queries))
+        return self.ask_stored(queries)()
+
+    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
+        """`stored` for each query started now, one thread a query (at most
+        MAX_PARALLEL_READS at once); the answer waits for them, in the queries' order."""
+        found = [self._gauge_reads.submit(self.stored, *q) for q in queries]
+        return lambda: [f.result() for f in found]
 
     # -- subscriptions ------------------------------------------------------------
     def list_subscriptions(self, project: str) -> SubscriptionListing:
@@ -445,6 +451,7 @@ class GcpBackend:
             )
 
     def close(self) -> None:
+        self._gauge_reads.shutdown(wait=False, cancel_futures=True)  # an early end waits for none
         for reader in (self._metrics, self._promql):
             if reader is not None:
                 reader.close()

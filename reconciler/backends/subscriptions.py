@@ -62,16 +62,6 @@ def list_subscriptions(
     return SubscriptionListing(tuple(found), calls=calls)
 
 
-def _kind(pb: Any) -> SubscriptionKind:
-    if pb.HasField("bigquery_config") and pb.bigquery_config.table:
-        return "bigquery"
-    if pb.HasField("cloud_storage_config") and pb.cloud_storage_config.bucket:
-        return "cloud_storage"
-    if pb.HasField("push_config") and pb.push_config.push_endpoint:
-        return "push"
-    return "pull"
-
-
 _STATE_NAMES: dict[type, dict[int, str]] = {}  # message type -> state number -> name
 
 
@@ -87,13 +77,16 @@ def _state_name(message: Any) -> str:
 
 
 def observed_subscription(pb: Any) -> ObservedSubscription:
-    """A bare protobuf Subscription as a plain value."""
-    kind = _kind(pb)
-    if kind == "bigquery":
-        state = _state_name(pb.bigquery_config)
-    elif kind == "cloud_storage":
-        state = _state_name(pb.cloud_storage_config)
+    """A bare protobuf Subscription as a plain value (its kind: the delivery config
+    that names a destination; an unset config reads as empty, so no HasField is
+    needed: a project lists thousands)."""
+    kind: SubscriptionKind
+    if (bigquery := pb.bigquery_config).table:
+        kind, state = "bigquery", _state_name(bigquery)
+    elif (storage := pb.cloud_storage_config).bucket:
+        kind, state = "cloud_storage", _state_name(storage)
     else:
+        kind = "push" if pb.push_config.push_endpoint else "pull"
         state = _state_name(pb)
     retention = DEFAULT_SUBSCRIPTION_RETENTION
     if pb.HasField("message_retention_duration"):

@@ -2,13 +2,15 @@
 subscriptions a change affects (in-transit enforcement, removed regions, a delete),
 exports already paused, messages left behind in removed regions, prune refusals and
 probable renames. Pure functions over the observation (plan/observe.py) and the
-changes the differ made, and one step that `make_plan` calls (`consumer_step`): it
-reads the by-region gauges (`backend.stored`: at most one call per metric type per
-project, backends/stored.py) only for the changes that remove regions and the prune
-candidates with subscriptions; a subscribed candidate is deleted only with
---prune-subscribed or the Owner document's pruneSubscribed entry naming it.
+changes the differ made, and one step that `make_plan` calls (`consumer_step`). The
+by-region gauges (`backend.stored`: one call per project, backends/stored.py) are read
+only for the changes that remove regions (`LeftBehindReads`, asked for project by
+project while the differ goes on) and the prune candidates with subscriptions; a
+subscribed candidate is deleted only with --prune-subscribed or the Owner document's
+pruneSubscribed entry naming it.
 
-    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed, owner)
+    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed,
+                  owner, left_behind_reads)
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
@@ -23,7 +25,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from reconciler.backends.base import ObservedSubscription, RegionStored
+from reconciler.backends.base import (
+    ObservedSubscription,
+    RegionStored,
+    StoredAnswer,
+    StoredMessages,
+)
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.ownership import OWN_LABELS
 from reconciler.plan.differ import delete_change, owned_by
@@ -305,6 +312,30 @@ def stored_by_project(
     return dict(zip(ids, found, strict=True))
 
 
+class LeftBehindReads:
+    """The by-region gauges of the changes that remove regions, asked for as the
+    differ finishes each project (`make_plan` walks the topics in address order, so a
+    project's changes come together): the next projects are diffed while they are
+    read, and `read` waits only for what is left (one call per project, as before)."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+        self._asked: list[tuple[str, StoredAnswer]] = []
+
+    def project_done(self, project: str, changes: Sequence[ResourceChange]) -> None:
+        ids = [
+            rc.topic for rc in changes
+            if (found := affected_regions(rc)) is not None and found.removes_regions
+        ]
+        if ids:
+            answer = self._backend.ask_stored([(project, "topic", ids, False)])
+            self._asked.append((project, answer))
+
+    def read(self) -> dict[str, StoredMessages]:
+        """project -> the unacknowledged gauges of its topics that lose regions."""
+        return {project: answer()[0] for project, answer in self._asked}
+
+
 def _backlogs(backend: Any, subs_by_project: Mapping[str, list[ObservedSubscription]]
               ) -> dict[str, dict[str, int] | None]:
     """Per project, subscription id -> unacknowledged messages (None: unknown)."""
@@ -334,11 +365,13 @@ def consumer_step(
     backend: Any,
     prune_subscribed: bool,
     tree_owner: Owner,
+    left_behind_reads: LeftBehindReads,
 ) -> ConsumerStep:
-    """Subscriptions onto the changes that affect them, measured left-behind messages,
-    paused exports, and prune's candidates (live ObservedTopics) made into deletes or
-    refusals: a subscribed candidate is deleted with `prune_subscribed`, or when the
-    Owner document's pruneSubscribed names it (the plan says which allowed it)."""
+    """Subscriptions onto the changes that affect them, measured left-behind messages
+    (asked for by the differ's loop: `left_behind_reads`), paused exports, and prune's
+    candidates (live ObservedTopics) made into deletes or refusals: a subscribed
+    candidate is deleted with `prune_subscribed`, or when the Owner document's
+    pruneSubscribed names it (the plan says which allowed it)."""
     owner = tree_owner.name
     diagnostics: list[Diagnostic] = [
         Diagnostic(
@@ -358,14 +391,11 @@ def consumer_step(
                 diagnostics.append(found)
     # Changes that affect consumers or stored messages.
     affected: dict[int, AffectedPolicy] = {}
-    removing: dict[str, list[str]] = {}
     for i, rc in enumerate(changes):
         found_policy = affected_regions(rc)
         if found_policy is not None:
             affected[i] = found_policy
-            if found_policy.removes_regions:
-                removing.setdefault(rc.project, []).append(rc.topic)
-    stored = stored_by_project(backend, "topic", removing)
+    stored = left_behind_reads.read()
     out = list(changes)
     for i, policy in affected.items():
         rc = changes[i]

@@ -36,7 +36,7 @@ from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
 from reconciler.plan import differ
-from reconciler.plan.consumers import consumer_step
+from reconciler.plan.consumers import LeftBehindReads, consumer_step
 from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
 from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
@@ -72,7 +72,13 @@ def make_plan(
     owner = desired.owner
     left_alone: list[DesiredTopic] = []
     org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
+    left_behind = LeftBehindReads(backend)
+    project, first = "", 0  # the project being diffed, and its first change
     for topic in sorted(desired.topics, key=lambda t: t.address):
+        if topic.project != project:  # in address order: a project's topics together
+            if project:
+                left_behind.project_done(project, changes[first:])
+            project, first = topic.project, len(changes)
         declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
@@ -98,6 +104,8 @@ def make_plan(
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
                 drifts.append(drift)
+    if project:
+        left_behind.project_done(project, changes[first:])
     candidates = []
     if prune:
         for project in desired.projects:
@@ -111,7 +119,7 @@ def make_plan(
                     diagnostics.append(legacy_warning(name, owner))
     step = consumer_step(
         changes, {t.address: t for t in desired.topics}, candidates, observation, backend,
-        prune_subscribed, owner,
+        prune_subscribed, owner, left_behind,
     )
     changes = step.changes
     diagnostics.extend(step.diagnostics)

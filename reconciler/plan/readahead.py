@@ -24,8 +24,9 @@ always, `off` never).
 
 `residency` reads through the same child (`reads="residency"`: also each topic's
 retention and every by-region gauge). After its answer the child stays, for the
-by-region gauges a plan asks for once it knows which changes remove regions
-(`ReadAheadBackend.stored`), until `close`.
+by-region gauges a plan asks for as it finds the changes that remove regions
+(`ReadAheadBackend.ask_stored`: one request a project, read while the plan goes on,
+answered in order), until `close`.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from reconciler.backends.base import (
     BackendInfo,
     ObservedTopic,
     OrgInputs,
+    StoredAnswer,
     StoredMessages,
     StoredQuery,
     SubscriptionListing,
@@ -109,6 +111,10 @@ class ReadAhead:
         # Its stderr, read only to say why it failed (a pipe nobody reads could fill).
         self.stderr: IO[bytes] | None = None
         self.note: str | None = None  # why the plan read in this process after all
+        # Gauge requests sent, answers read, and those read but not yet taken.
+        self._asked = self._answered = 0
+        self._answers: dict[int, list[StoredMessages]] = {}
+        self._unread = bytearray()  # read from the child beyond the last answer
 
     @classmethod
     def for_target(
@@ -162,25 +168,37 @@ class ReadAhead:
             raise error_of(answer["open_error"])
         return ReadAheadBackend(answer, self.target, self)
 
-    def stored(self, queries: Sequence[StoredQuery]) -> list[StoredMessages] | None:
-        """By-region gauges read by the child, which stays after its first answer for
-        these, every query at once (None: it is gone; the caller reads them itself)."""
+    def ask_stored(self, queries: Sequence[StoredQuery]) -> int | None:
+        """Ask the child, which stays after its first answer for these, for by-region
+        gauges (every query at once) and go on: the number to take the answer with
+        (`stored_answer`), or None when it is gone (the caller reads them itself)."""
         if self.proc is None:
             return None
         self._send({"stored": [
             {"project": p, "scope": s, "ids": ids, "retained": r} for p, s, ids, r in queries
         ]})
-        answer = self._answer()
-        if isinstance(answer, str):
-            self.close()
-            return None
-        return [stored_of(row) for row in answer["stored"]]
+        self._asked += 1
+        return self._asked
+
+    def stored_answer(self, ticket: int) -> list[StoredMessages] | None:
+        """The answer to request `ticket`; the child answers in the order asked, so the
+        answers before it are kept until taken. None: the child is gone."""
+        while ticket not in self._answers:
+            if self.proc is None:
+                return None
+            answer = self._answer()
+            if isinstance(answer, str):
+                self.close()
+                return None
+            self._answered += 1
+            self._answers[self._answered] = [stored_of(row) for row in answer["stored"]]
+        return self._answers.pop(ticket)
 
     def _answer(self) -> dict[str, Any] | str:
         """The child's next answer, or why there is none."""
         proc = self.proc
         assert proc is not None
-        out = _read_frame(proc, time.monotonic() + self._wait_limit())
+        out = _read_frame(proc, time.monotonic() + self._wait_limit(), self._unread)
         if out is None:
             return "it did not answer in time"
         if isinstance(out, int):
@@ -300,20 +318,29 @@ class ReadAheadBackend:
         return self.stored_many([(project, scope, ids, retained)])[0]
 
     def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
+        return self.ask_stored(queries)()
+
+    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
         """Residency's topic gauges came with the answer (read beside the validation);
         a plan's (the changes that remove regions, a prune's backlogs) are asked of the
-        child, all projects' in one request, and only if it is gone read through a
-        Monitoring client of this process."""
+        child, in one request, answered when the answer is called, and only if it is
+        gone read through a Monitoring client of this process."""
         out: list[StoredMessages | None] = []
         for project, scope, ids, _retained in queries:
             row = self._entry(project).get("stored")
             out.append(stored_of(row, ids) if scope == "topic" and row is not None else None)
         asked = [q for q, found in zip(queries, out, strict=True) if found is None]
-        answers = self._child.stored(asked) if asked and self._child is not None else None
-        if answers is None:
-            answers = [self._read_here(*q) for q in asked]
-        got = iter(answers)
-        return [found if found is not None else next(got) for found in out]
+        child = self._child
+        ticket = child.ask_stored(asked) if asked and child is not None else None
+
+        def answer() -> list[StoredMessages]:
+            answers = None if child is None or ticket is None else child.stored_answer(ticket)
+            if answers is None:
+                answers = [self._read_here(*q) for q in asked]
+            got = iter(answers)
+            return [found if found is not None else next(got) for found in out]
+
+        return answer
 
     def _read_here(
         self, project: str, scope: str, ids: list[str] | None, retained: bool
@@ -349,30 +376,35 @@ class ReadAheadBackend:
             self._metrics_backend.close()
 
 
-def _read_frame(proc: subprocess.Popen[bytes], deadline: float) -> bytes | int | None:
+def _read_frame(
+    proc: subprocess.Popen[bytes], deadline: float, buffer: bytearray
+) -> bytes | int | None:
     """One framed answer from the child's stdout; None when `deadline`
-    (time.monotonic) passes first, 0 at end of file (it has stopped). Its stdin stays
+    (time.monotonic) passes first, 0 at end of file (it has stopped). `buffer` holds
+    what was read beyond the frame (the next answers: gauge requests are answered one
+    after another, so one read may bring several) for the next call. Its stdin stays
     open until `close`: end of file there tells the child to leave
     (plan/readahead_child.py)."""
     assert proc.stdout is not None
     fd = proc.stdout.fileno()
-    buffer = bytearray()
-    wanted = FRAME_HEADER
-    header_read = False
     with selectors.DefaultSelector() as selector:
         selector.register(fd, selectors.EVENT_READ)
         while True:
-            if len(buffer) >= wanted:
-                if header_read:
-                    return bytes(buffer)
-                (wanted,) = struct.unpack(">Q", bytes(buffer[:FRAME_HEADER]))
-                del buffer[:FRAME_HEADER]
-                header_read = True
-                continue
+            if len(buffer) >= FRAME_HEADER:
+                (size,) = struct.unpack(">Q", bytes(buffer[:FRAME_HEADER]))
+                end = FRAME_HEADER + size
+                if len(buffer) >= end:
+                    with memoryview(buffer) as view:  # one copy of a large answer
+                        frame = bytes(view[FRAME_HEADER:end])
+                    del buffer[:end]
+                    return frame
+                wanted = end - len(buffer)
+            else:
+                wanted = FRAME_HEADER - len(buffer)
             left = deadline - time.monotonic()
             if left <= 0 or not selector.select(left):
                 return None
-            chunk = os.read(fd, max(1 << 20, wanted - len(buffer)))
+            chunk = os.read(fd, max(1 << 20, wanted))
             if not chunk:
                 return 0
             buffer += chunk

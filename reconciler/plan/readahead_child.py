@@ -2,7 +2,8 @@
 would, reads each project's topics, org inputs and subscriptions (for `residency`
 also each topic's retention and the by-region gauges) as soon as the parent names it,
 answers once the parent has sent the final list, then answers the parent's requests
-of by-region gauges until the pipe closes (plan/readahead_wire.py).
+of by-region gauges, in the order asked and reading later ones meanwhile, until the
+pipe closes (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
         [--org-policy FILE] [--timeout SECONDS] [--parent PID] [--reads plan|residency]
@@ -27,6 +28,7 @@ import signal
 import struct
 import sys
 import threading
+import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -129,14 +131,35 @@ def main(argv: list[str], requests: IO[str]) -> int:
             asked = later_requests(requests)
             _answer(answer_to, _collect(backend, final))
             del final  # its reads are sent: their memory is not needed any more
+            reads: queue.Queue[list[Future[dict[str, Any]]]] = queue.Queue()
+            threading.Thread(
+                target=_answer_in_order, args=(answer_to, reads), name="answers", daemon=True
+            ).start()
             while True:  # until the parent closes the pipe (later_requests exits)
-                queries = asked.get()["stored"]
-                found = pool.map(lambda q: stored_row(backend.stored(
-                    str(q["project"]), str(q["scope"]), q["ids"], bool(q["retained"])
-                )), queries)  # every project's at once
-                _answer(answer_to, {"stored": list(found)})
+                queries = asked.get()["stored"]  # every query of a request at once
+                reads.put([pool.submit(_stored_row, backend, q) for q in queries])
     finally:
         backend.close()
+
+
+def _stored_row(backend: GcpBackend, query: dict[str, Any]) -> dict[str, Any]:
+    return stored_row(backend.stored(
+        str(query["project"]), str(query["scope"]), query["ids"], bool(query["retained"])
+    ))
+
+
+def _answer_in_order(to: BinaryIO, reads: queue.Queue[list[Future[dict[str, Any]]]]) -> None:
+    """Answer each gauge request once its reads are done, in the order asked, while the
+    reads of the next ones go on. A read that fails unexpectedly ends this process, its
+    traceback on stderr: the parent says why and reads the gauges itself."""
+    try:
+        while True:
+            found = reads.get()
+            _answer(to, {"stored": [f.result() for f in found]})
+    except BaseException:
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
 
 
 def _warm_promql(backend: GcpBackend) -> None:

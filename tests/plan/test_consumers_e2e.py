@@ -71,29 +71,36 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
                for w in rc["warnings"])
 
 
+@pytest.mark.parametrize("read_ahead", ["0", "off"])
 def test_left_behind_figures_cost_one_promql_query_per_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
-    publisher_client: Any, subscriber_client: Any,
+    publisher_client: Any, subscriber_client: Any, monkeypatch: pytest.MonkeyPatch,
+    read_ahead: str,
 ) -> None:
+    """Each project's figures are asked for as the diff of the project ends (through
+    the read-ahead's second process, or this one's threads), and each is its own."""
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", read_ahead)
+    stored = {"proj-a": 2, "proj-b": 3, "proj-c": 4}  # messages per topic
     docs = []
-    for project in ("proj-a", "proj-b"):
+    for project, count in stored.items():
         for name in ("orders", "refunds"):
             seed(name, labels=OWN, regions=["us-east1", "us-central1"], eit=False,
                  project=project)
             topic = f"projects/{project}/topics/{name}"
             subscriber_client.create_subscription(request={
                 "name": f"projects/{project}/subscriptions/{name}-pull", "topic": topic})
-            publish_from(publisher_client, topic, "us-east1", 2)
+            publish_from(publisher_client, topic, "us-east1", count)
             docs.append(topic_doc(name, project=project, storage=(["us-central1"], False)))
     root = specs(*docs)
     local_server.counters.reset()
     data = _json(run_cli, local_server, root, org_policy_file(None))
-    for project in ("proj-a", "proj-b"):
+    for project, count in stored.items():
         # Messages, bytes and oldest age of both topics: one query per project.
         assert local_server.counters.for_project("PromQLQuery", project) == 1
         for name in ("orders", "refunds"):
             [left] = _change(data, f"projects/{project}/topics/{name}")["left_behind"]
-            assert (left["region"], left["messages"], left["bytes"]) == ("us-east1", 2, 20)
+            assert (left["region"], left["messages"], left["bytes"]) == (
+                "us-east1", count, 10 * count)
             assert left["oldest_age_seconds"] is not None
     assert local_server.counters.get("ListTimeSeries") == 0
 

@@ -13,6 +13,7 @@ import pytest
 from reconciler.backends.base import TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.errors import BackendError, UsageError
+from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadBackend, start_threshold
 from tests.specs_support import topic_doc
 
@@ -140,6 +141,36 @@ def test_gauges_are_read_here_when_the_child_is_gone(local_server: Any, seed: An
     stored = backend.stored("proj-a", "topic", ["orders"], False)
     assert stored.unavailable is None and stored.calls == 1  # one PromQL query
     assert local_server.counters.get("PromQLQuery") == 1  # by this process's own client
+    backend.close()
+
+
+def test_gauge_requests_asked_together_are_each_answered_with_its_own(
+    local_server: Any, seed: Any, publisher_client: Any, subscriber_client: Any
+) -> None:
+    """A plan asks for each project's gauges as its diff of the project ends, and takes
+    the answers afterwards: every answer is its own request's, whatever the order they
+    are taken in, and a child gone meanwhile leaves this process to read them."""
+    stored_in = {"proj-a": "europe-west1", "proj-b": "us-east1", "proj-c": "asia-east1"}
+    for project, region in stored_in.items():
+        topic = f"projects/{project}/topics/orders"
+        seed("orders", {"team": "a"}, project=project)
+        subscriber_client.create_subscription(request={
+            "name": f"projects/{project}/subscriptions/orders-sub", "topic": topic})
+        publisher_client.publish(topic=topic, messages=[{"data": b"x"}] * len(project),
+                                 metadata=[(CLIENT_REGION_KEY, region)], retry=None)
+    read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
+    read_ahead.document("proj-a")
+    backend = read_ahead.backend(list(stored_in))
+    assert backend is not None
+    answers = {p: backend.ask_stored([(p, "topic", ["orders"], False)]) for p in stored_in}
+    for project in ("proj-c", "proj-a"):  # not in the order asked
+        [found] = answers[project]()
+        assert list(found.unacked["orders"]) == [stored_in[project]]
+        assert found.unacked["orders"][stored_in[project]].messages == len(project)
+    assert read_ahead.proc is not None
+    read_ahead.proc.kill()  # proj-b's answer is in the pipe or lost: either way, read
+    [found] = answers["proj-b"]()
+    assert list(found.unacked["orders"]) == ["us-east1"]
     backend.close()
 
 
