@@ -3,7 +3,7 @@
 reads issue 24 adds (the same code, copied, with the backend's ListSubscriptions and
 by-region gauge reads answering "none" at once: the plan without them; or `--before
 REV`: `git archive REV`, for a historical baseline), side by side in one run
-(A B A B ...), medians and ratios, in two scenarios: no change removes a
+(A B, then B A, ...), medians and ratios, in two scenarios: no change removes a
 region (a label change on 1 topic in 100), and 1 topic in 100 of every project is
 narrowed to one region (every project then reads the left-behind gauges), first with
 nothing stored, then with one message left in the removed region of each narrowed
@@ -139,11 +139,13 @@ def run_rounds(
     walls: dict[str, list[float]], rpcs: dict[str, Counter[str]],
     by_project: dict[str, dict[str, Counter[str]]],
 ) -> None:
-    """Each command once a round (A B A B ...), its wall time and the RPCs it made
-    (in all, and per project: the server counts each method per project, the PromQL
-    queries of its REST face as `PromQLQuery`)."""
-    for _ in range(runs):
-        for name, (command, path) in commands.items():
+    """Each command once a round, its wall time and the RPCs it made (in all, and per
+    project: the server counts each method per project, the PromQL queries of its REST
+    face as `PromQLQuery`). Every other round runs them in the reverse order (A B, B A,
+    ...): a pair's two plans stay side by side, and neither is always the first."""
+    for round_no in range(runs):
+        order = list(commands.items())
+        for name, (command, path) in order if round_no % 2 == 0 else reversed(order):
             server.counters.reset()
             wall, _code = timed(command, path, work)
             walls[name].append(wall)
