@@ -22,7 +22,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -236,8 +236,7 @@ class GcpBackend:
         self._promql_client = promql_client
         self._promql: PromQLReader | None = None
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
-        # `ask_stored`'s threads (none starts before a read is asked for).
-        self._gauge_reads = ThreadPoolExecutor(MAX_PARALLEL_READS, thread_name_prefix="gauges")
+        self._gauge_reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)  # at once
         self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
@@ -431,8 +430,24 @@ class GcpBackend:
     def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
         """`stored` for each query started now, one thread a query (at most
         MAX_PARALLEL_READS at once); the answer waits for them, in the queries' order."""
-        found = [self._gauge_reads.submit(self.stored, *q) for q in queries]
+        found = [self._read_soon(q) for q in queries]
         return lambda: [f.result() for f in found]
+
+    def _read_soon(self, query: StoredQuery) -> Future[StoredMessages]:
+        """`stored(*query)` on a daemon thread of its own: a command interrupted while
+        it waits for the service exits at once, not when the read times out (a
+        ThreadPoolExecutor's threads are waited for at exit)."""
+        future: Future[StoredMessages] = Future()
+
+        def run() -> None:
+            with self._gauge_reads:
+                try:
+                    future.set_result(self.stored(*query))
+                except BaseException as exc:  # the caller's result() raises it
+                    future.set_exception(exc)
+
+        threading.Thread(target=run, name="gauges", daemon=True).start()
+        return future
 
     # -- subscriptions ------------------------------------------------------------
     def list_subscriptions(self, project: str) -> SubscriptionListing:
@@ -451,7 +466,6 @@ class GcpBackend:
             )
 
     def close(self) -> None:
-        self._gauge_reads.shutdown(wait=False, cancel_futures=True)  # an early end waits for none
         for reader in (self._metrics, self._promql):
             if reader is not None:
                 reader.close()

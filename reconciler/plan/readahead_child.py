@@ -28,7 +28,6 @@ import signal
 import struct
 import sys
 import threading
-import traceback
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict
 from pathlib import Path
@@ -133,11 +132,14 @@ def main(argv: list[str], requests: IO[str]) -> int:
             del final  # its reads are sent: their memory is not needed any more
             reads: queue.Queue[list[Future[dict[str, Any]]]] = queue.Queue()
             threading.Thread(
-                target=_answer_in_order, args=(answer_to, reads), name="answers", daemon=True
+                target=_answer_in_order, args=(answer_to, reads, asked), name="answers",
+                daemon=True,
             ).start()
             while True:  # until the parent closes the pipe (later_requests exits)
-                queries = asked.get()["stored"]  # every query of a request at once
-                reads.put([pool.submit(_stored_row, backend, q) for q in queries])
+                request = asked.get()
+                if "failed" in request:  # a read failed unexpectedly: end with it
+                    raise request["failed"]
+                reads.put([pool.submit(_stored_row, backend, q) for q in request["stored"]])
     finally:
         backend.close()
 
@@ -148,18 +150,20 @@ def _stored_row(backend: GcpBackend, query: dict[str, Any]) -> dict[str, Any]:
     ))
 
 
-def _answer_in_order(to: BinaryIO, reads: queue.Queue[list[Future[dict[str, Any]]]]) -> None:
+def _answer_in_order(
+    to: BinaryIO, reads: queue.Queue[list[Future[dict[str, Any]]]],
+    asked: queue.Queue[dict[str, Any]],
+) -> None:
     """Answer each gauge request once its reads are done, in the order asked, while the
-    reads of the next ones go on. A read that fails unexpectedly ends this process, its
-    traceback on stderr: the parent says why and reads the gauges itself."""
+    reads of the next ones go on. A read that fails unexpectedly is handed to the main
+    thread, which ends this process with it: the parent says why and reads the gauges
+    itself."""
     try:
         while True:
             found = reads.get()
             _answer(to, {"stored": [f.result() for f in found]})
-    except BaseException:
-        traceback.print_exc()
-        sys.stderr.flush()
-        os._exit(1)
+    except BaseException as exc:
+        asked.put({"failed": exc})
 
 
 def _warm_promql(backend: GcpBackend) -> None:

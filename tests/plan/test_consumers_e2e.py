@@ -266,3 +266,41 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     # Messages, bytes and oldest age of the removed region: one PromQL query.
     assert (counts["ListSubscriptions"], counts["PromQLQuery"]) == (1, 1)
     assert counts.get("ListTimeSeries", 0) == 0
+
+
+def test_ctrl_c_while_the_gauges_are_read_ends_the_plan_at_once(
+    local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    """The gauges are read on threads of the plan's process (read-ahead off) while it
+    goes on; interrupted while it waits for a slow Cloud Monitoring, the plan exits 130
+    at once, not when the read times out (--timeout 120)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    local_server.faults.add(method="PromQLQuery", delay=300.0)
+    local_server.counters.reset()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "plan", str(root), "--emulator",
+         local_server.address, "--org-policy", str(org_policy_file(None)), "--timeout", "120"],
+        env={**os.environ, "RECONCILE_READ_AHEAD_FROM": "off"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        for _ in range(600):  # until the plan is waiting for the gauges
+            if local_server.counters.get("PromQLQuery") or proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert local_server.counters.get("PromQLQuery") == 1
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)  # a read left to time out takes 120 s
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
