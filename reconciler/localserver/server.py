@@ -351,17 +351,12 @@ class LocalServer:
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc), response_serializer=_serialized_or_message
                 )
-            elif rpc.serialized_reply:  # the handler may answer bytes
+            else:  # with serialized_reply, the handler may answer bytes
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc),
                     request_deserializer=rpc.request_type.FromString,
-                    response_serializer=_serialized_or_message,
-                )
-            else:
-                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
-                    self._wrap(rpc),
-                    request_deserializer=rpc.request_type.FromString,
-                    response_serializer=rpc.response_type.SerializeToString,
+                    response_serializer=_serialized_or_message if rpc.serialized_reply
+                    else rpc.response_type.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(service, handlers)
 
