@@ -55,13 +55,14 @@ def gitlab_script(job: str) -> str:
     return "\n".join(GITLAB[job]["script"])
 
 
-def run_node(script: str, state: dict[str, Any], cwd: Path) -> dict[str, Any]:
+def run_node(script: str, state: dict[str, Any], cwd: Path,
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is needed to run the actions/github-script steps of the examples")
     (cwd / "script.js").write_text(script)
     (cwd / "state.json").write_text(json.dumps(state))
-    done = subprocess.run([node, str(HARNESS), "script.js", "state.json"], cwd=cwd,
+    done = subprocess.run([node, str(HARNESS), "script.js", "state.json"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads((cwd / "state.json").read_text())
@@ -179,11 +180,13 @@ class Repo:
 
     def script(self, job: str, key: str, context: dict[str, Any],
                workflow: dict[str, Any] = GITHUB, **env: str) -> dict[str, Any]:
-        """The workflow's own github-script step against the in-memory GitHub; the
-        GitHub state is kept for the next step."""
+        """The workflow's own github-script step against the in-memory GitHub (with
+        the workflow's `env:`, as a step has it); the GitHub state is kept for the next
+        step."""
+        step_env = {**workflow.get("env", {}), "RECONCILE_CI": self.env["RECONCILE_CI"], **env}
         state = {**self.github, "context": {"repo": {"owner": "acme", "repo": "specs"},
-                                            **context}, "env": env}
-        done = run_node(github_script(workflow, job, key), state, self.root)
+                                            **context}, "env": step_env}
+        done = run_node(github_script(workflow, job, key), state, self.root, self.env)
         for key_ in ("comments", "prsByCommit", "labels", "issues"):
             if key_ in done:
                 self.github[key_] = done[key_]
@@ -250,10 +253,17 @@ def copy_reference_specs(root: Path) -> None:
     shutil.copy2(CI_SCRIPT, root / "ci" / "reconcile_ci.py")
 
 
+# The users behind the tokens GitLab's API is called with: the note token's is the
+# project access token's bot user (the pipeline's identity); another is a person.
+GITLAB_USERS = {"note-token": {"id": 4242, "username": "project_42_bot_1"},
+                "person-token": {"id": 7, "username": "mallory"}}
+
+
 class GitLabApi(BaseHTTPRequestHandler):
-    """The parts of GitLab's REST API the examples call, in memory: merge-request notes
-    and labels, the merge requests of a commit, issues and their notes, and job
-    artifacts (`files[(job, path)]`). Every call's token is kept."""
+    """The parts of GitLab's REST API the examples call, in memory: the token's user,
+    merge-request notes (with their author) and labels, the merge requests of a
+    commit, issues (with their author) and their notes, and job artifacts
+    (`files[(job, path)]`). Every call's token is kept."""
 
     notes: dict[int, list[dict[str, Any]]]
     labels: dict[int, set[str]]
@@ -281,7 +291,13 @@ class GitLabApi(BaseHTTPRequestHandler):
         assert url.path.startswith(self.prefix), url.path
         return url.path[len(self.prefix):].strip("/").split("/"), urllib.parse.parse_qs(url.query)
 
+    def _author(self) -> dict[str, Any]:
+        return GITLAB_USERS[self.headers.get("PRIVATE-TOKEN", "")]
+
     def do_GET(self) -> None:
+        if self.path == "/api/v4/user":
+            self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
+            return self._reply(self._author())
         parts, query = self._route()
         if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
             return self._reply(self.notes.get(int(parts[1]), []))
@@ -304,13 +320,14 @@ class GitLabApi(BaseHTTPRequestHandler):
         body = self._body()
         if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
             notes = self.notes.setdefault(int(parts[1]), [])
-            note = {"id": 1 + sum(len(n) for n in self.notes.values()), "body": body["body"]}
+            note = {"id": 1 + sum(len(n) for n in self.notes.values()), "body": body["body"],
+                    "author": self._author(), "system": False}
             notes.append(note)
             return self._reply(note)
         if parts == ["issues"]:
             issue = {"iid": len(self.issues) + 1, "title": body["title"], "state": "opened",
                      "description": body["description"], "labels": body["labels"].split(","),
-                     "notes": []}
+                     "notes": [], "author": self._author()}
             self.issues.append(issue)
             return self._reply(issue)
         if parts[:1] == ["issues"] and parts[2:] == ["notes"]:

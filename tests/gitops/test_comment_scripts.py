@@ -91,14 +91,19 @@ def test_the_comment_shows_validation_plans_digests_and_a_destroy_warning(
     artifacts: Path, tmp_path: Path
 ) -> None:
     body, labels = comment_body(artifacts, '["acme-analytics", "acme-payments"]', cwd=tmp_path)
-    assert body.startswith("<!-- reconcile-plan -->\n## reconcile plan\n\nCommit `abc`.")
+    digests = {p: json.loads((artifacts / f"reconcile-plan-{p}" / "plan.json").read_text())
+               ["digest"] for p in ("acme-analytics", "acme-payments")}
+    # The markers head the comment, one line each, before any content.
+    assert body.startswith(
+        "<!-- reconcile-plan -->\n"
+        f"<!-- reconcile-digest acme-analytics {digests['acme-analytics']} 111 -->\n"
+        f"<!-- reconcile-digest acme-payments {digests['acme-payments']} 111 -->\n"
+        "## reconcile plan\n\nCommit `abc`.")
+    assert body.count("<!--") == 3
     assert "**Validation**: ⚠️ 0 error(s), 1 warning(s)" in body
     assert "warning[example-warning]: a warning `with` <b>markup</b>" in body
     # In a code fence longer than any backtick run inside: inert, whatever it holds.
     assert "```text\nspecs/acme-payments/topics.yaml:3:1: warning[example-warning]" in body
-    plan = json.loads((artifacts / "reconcile-plan-acme-payments" / "plan.json")
-                      .read_text())
-    assert f"<!-- reconcile-digest acme-payments {plan['digest']} 111 -->" in body
     assert "### `acme-payments`: 0 to add, 1 to change, 1 to destroy" in body
     assert "### `acme-analytics`: no changes" in body
     assert ("> **Topic deletion will happen** in `acme-payments`: "
