@@ -21,9 +21,9 @@ import yaml
 from tests.gitops.ci_support import (
     CI_SCRIPT,
     DRIFT,
-    GITLAB_USERS,
     GITHUB,
     GITLAB,
+    GITLAB_USERS,
     Repo,
     gitlab_api,
     gitlab_env,
