@@ -5,12 +5,13 @@ every export paused by in-transit restriction (docs/residency.md).
 
 Exit codes: 0 clean, 1 error (the specs, a project that cannot be read), 2 with
 --detailed-exitcode when anything is stored outside the allowed regions or an export
-is paused, or a topic could not be checked for either. What cannot be read (metrics,
-subscriptions) is reported as unknown, with why, and does not fail the run. Per project: one ListTopics pager, one
-ListSubscriptions pager, the org policy, and one PromQL query of every gauge it
-needs (none when nothing can be stored; backends/residency_reads.py). On a large
-tree these are read by the plan's read-ahead process while this one validates the
-specs (plan/readahead.py), and this process loads no client library.
+is paused, or a topic could not be checked for either. What cannot be read
+(metrics, subscriptions) is reported as unknown, with why, and does not fail the run.
+Per project: one ListTopics pager, one ListSubscriptions pager, the org policy, and
+one PromQL query of every gauge it needs (none when nothing can be stored;
+backends/residency_reads.py). On a large tree these are read by the plan's
+read-ahead process while this one validates the specs (plan/readahead.py), and this
+process loads no client library.
 """
 
 from __future__ import annotations
