@@ -425,12 +425,25 @@ class GitLab:
         self._me: int | None = None
 
     def call(self, method: str, path: str, data: Any = None, base: str = "") -> Any:
+        return self._call(method, path, data, base)[0]
+
+    def _call(self, method: str, path: str, data: Any = None, base: str = "") -> tuple[Any, str]:
+        """The answer, and the next page's number (GitLab's X-Next-Page; "" on the last)."""
         request = urllib.request.Request(
             (base or self.api) + path, method=method,
             headers={"PRIVATE-TOKEN": self.token, "Content-Type": "application/json"},
             data=json.dumps(data).encode() if data is not None else None)
         with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response)
+            return json.load(response), response.headers.get("X-Next-Page") or ""
+
+    def every(self, path: str) -> list[Any]:
+        """Every item of a listing, page after page (100 a page)."""
+        items: list[Any] = []
+        page = "1"
+        while page:
+            found, page = self._call("GET", f"{path}&per_page=100&page={page}")
+            items += found
+        return items
 
     def me(self) -> int:
         """The user id of $RECONCILE_NOTE_TOKEN (a project access token's bot user):
@@ -444,7 +457,7 @@ class GitLab:
 
     def notes(self, mr: int) -> list[dict[str, Any]]:
         """The pipeline's own notes on the merge request, oldest first."""
-        found = self.call("GET", f"/merge_requests/{mr}/notes?per_page=100&sort=asc")
+        found = self.every(f"/merge_requests/{mr}/notes?sort=asc")
         return [n for n in found if self.mine(n)]
 
     def upsert(self, mr: int, marker: str, body: str) -> None:
@@ -515,9 +528,8 @@ def drift_issue(api: GitLab, args: argparse.Namespace) -> int:
     """Open or update the project's drift issue (`--state drift`), or close it with a
     note (`--state clean`)."""
     marker = DRIFT_MARKER.format(project=checked_project(args.project))
-    query = urllib.parse.urlencode({"labels": "reconcile-drift", "state": "opened",
-                                    "per_page": 100})
-    issues = [i for i in api.call("GET", f"/issues?{query}")
+    query = urllib.parse.urlencode({"labels": "reconcile-drift", "state": "opened"})
+    issues = [i for i in api.every(f"/issues?{query}")
               if api.mine(i) and head_lines(i.get("description") or "")[0] == marker]
     if args.state == "drift":
         body = read(Path(args.body))

@@ -273,13 +273,22 @@ class GitLabApi(BaseHTTPRequestHandler):
     tokens: list[str]
     prefix = "/api/v4/projects/42"
 
-    def _reply(self, data: Any, raw: bytes | None = None, status: int = 200) -> None:
+    def _reply(self, data: Any, raw: bytes | None = None, status: int = 200,
+               next_page: str = "") -> None:
         body = raw if raw is not None else json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Next-Page", next_page)
         self.end_headers()
         self.wfile.write(body)
+
+    def _page(self, items: list[Any], query: dict[str, list[str]]) -> None:
+        """A listing as GitLab pages it (per_page, default 20; page, from 1)."""
+        size = int(query.get("per_page", ["20"])[0])
+        page = int(query.get("page", ["1"])[0])
+        more = len(items) > page * size
+        self._reply(items[(page - 1) * size:page * size], next_page=str(page + 1) if more else "")
 
     def _body(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -300,14 +309,14 @@ class GitLabApi(BaseHTTPRequestHandler):
             return self._reply(self._author())
         parts, query = self._route()
         if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
-            return self._reply(self.notes.get(int(parts[1]), []))
+            return self._page(self.notes.get(int(parts[1]), []), query)
         if parts[:2] == ["repository", "commits"] and parts[3:] == ["merge_requests"]:
             mr = self.merged.get(parts[2])
             return self._reply([] if mr is None else [{"iid": mr, "state": "merged"}])
         if parts == ["issues"]:
             label = query.get("labels", [""])[0]
-            return self._reply([i for i in self.issues
-                                if i["state"] == "opened" and label in i["labels"]])
+            return self._page([i for i in self.issues
+                               if i["state"] == "opened" and label in i["labels"]], query)
         if parts[:1] == ["jobs"] and parts[2:3] == ["artifacts"]:
             found = self.files.get((parts[1], "/".join(parts[3:])))
             if found is None:

@@ -366,6 +366,17 @@ def test_gitlab_reads_markers_only_from_the_note_tokens_user(
                    cwd=work, env=env)
         assert found.returncode == 0, found.stderr
         assert json.loads(found.stdout) == {"mr": 7, "digest": "", "job": ""}
+        # Past the first page of notes (100 a page): the pipeline's own is found there.
+        api.notes[7] += [{"id": 2 + i, "body": "a review remark", "system": False,
+                          "author": GITLAB_USERS["person-token"]} for i in range(150)]
+        digest = "sha256:" + "d" * 64
+        api.notes[7].append({"id": 200, "system": False, "author": GITLAB_USERS["note-token"],
+                             "body": f"<!-- reconcile-plan -->\n<!-- reconcile-digest "
+                                     f"acme-payments {digest} 501 -->\n"})
+        found = ci("gitlab", "reviewed", "--commit", "mergesha", "--project", "acme-payments",
+                   cwd=work, env=env)
+        assert json.loads(found.stdout) == {"mr": 7, "digest": digest, "job": "501"}
+        api.notes[7] = api.notes[7][:1]
         # The plan note is the pipeline's own: a new one, the person's left untouched.
         (work / "body.md").write_text("<!-- reconcile-plan -->\nours\n")
         noted = ci("gitlab", "note", "--mr", "7", "--body", "body.md", cwd=work, env=env)
