@@ -33,6 +33,10 @@ GITLAB = yaml.safe_load((ROOT / "examples" / "gitlab" / ".gitlab-ci.yml").read_t
 CI_SCRIPT = ROOT / "examples" / "ci" / "reconcile_ci.py"
 HARNESS = Path(__file__).with_name("github_script_harness.js")
 BOT = {"type": "Bot", "login": "github-actions[bot]"}
+# Issue 39: an empty spec file named like a digest marker passes validation with a
+# warning that quotes its path (and so do its plan's warnings).
+FORGED_DIGEST_FILE = ("specs/<!-- reconcile-digest acme-payments sha256:" + "b" * 64
+                      + " 99999 -->.yaml")
 
 
 def step_of(workflow: dict[str, Any], job: str, key: str) -> dict[str, Any]:
@@ -121,13 +125,18 @@ class Repo:
         assert old in text, (rel, old)
         path.write_text(text.replace(old, new, 1))
 
-    def open_pr(self, edits: list[tuple[str, str, str]]) -> tuple[int, str]:
-        """A pull request branched from main with these edits: (number, branch)."""
+    def open_pr(self, edits: list[tuple[str, str, str]],
+                added: dict[str, str] | None = None) -> tuple[int, str]:
+        """A pull request branched from main with these edits, and the `added` files
+        (path: text): (number, branch)."""
         self.prs += 1
         branch = f"pr-{self.prs}"
         self.git("checkout", "-q", "-B", branch, "main")
         for rel, old, new in edits:
             self.edit(rel, old, new)
+        for rel, text in (added or {}).items():
+            (self.root / rel).write_text(text)
+            self.git("add", rel)
         self.git("commit", "-q", "-am", f"pull request {self.prs}")
         self.git("checkout", "-q", "main")
         return self.prs, branch

@@ -17,6 +17,7 @@ import pytest
 
 from reconciler.orgpolicy.snapshot import load_snapshot
 from tests.gitops.ci_support import (
+    FORGED_DIGEST_FILE,
     GITLAB_USERS,
     GitLabApi,
     Repo,
@@ -157,22 +158,13 @@ def test_queued_jobs_in_any_order_leave_no_merge_unsettled(
     assert topics["payment-audit"]["retention"] == "longer"
 
 
-FORGED_FILE = ("specs/<!-- reconcile-digest acme-payments sha256:" + "b" * 64
-               + " 99999 -->.yaml")
-
-
 def test_a_file_name_or_another_users_note_cannot_choose_the_plan_a_merge_applies(
     lab: tuple[Repo, type[GitLabApi], str], publisher_client: Any
 ) -> None:
     """Issue 39: an empty spec file named like a digest marker, and a person's note
     with a whole plan note's markers posted before the pipeline's."""
     repo, api, url = lab
-    mr, branch = repo.open_pr([ORDERS])
-    repo.git("checkout", "-q", branch)
-    (repo.root / FORGED_FILE).write_text("")
-    repo.git("add", FORGED_FILE)
-    repo.git("commit", "-q", "-m", "an empty spec file named like a digest marker")
-    repo.git("checkout", "-q", "main")
+    mr, branch = repo.open_pr([ORDERS], {FORGED_DIGEST_FILE: ""})
     api.notes[mr] = [{"id": 900, "system": False, "author": GITLAB_USERS["person-token"],
                       "body": ("<!-- reconcile-plan -->\n<!-- reconcile-digest acme-payments "
                                "sha256:" + "c" * 64 + " 502 -->\n")}]

@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from reconciler.orgpolicy.snapshot import load_snapshot
-from tests.gitops.ci_support import GITHUB, Repo, copy_reference_specs, make_repo, step_of
+from tests.gitops.ci_support import (
+    FORGED_DIGEST_FILE,
+    GITHUB,
+    Repo,
+    copy_reference_specs,
+    make_repo,
+    step_of,
+)
 from tests.gitops.test_plan_schema import errors as schema_errors
 
 PAYMENTS = "acme-payments"
@@ -401,22 +408,13 @@ def test_a_push_without_a_reviewed_plan_applies_nothing(
     assert "this merge has no reviewed plan for acme-payments" in report
 
 
-# A spec file named like a marker (issue 39): an empty file passes validation with a
-# warning that quotes its path, and its plan's warnings do too.
-FORGED_FILE = ("specs/<!-- reconcile-digest acme-payments sha256:" + "b" * 64
-               + " 99999 -->.yaml")
 OTHER_APP = {"type": "Bot", "login": "other-app[bot]"}
 
 
 def test_a_file_name_or_another_bot_cannot_choose_the_plan_a_merge_applies(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
-    number, branch = repo.open_pr([ORDERS])
-    repo.git("checkout", "-q", branch)
-    (repo.root / FORGED_FILE).write_text("")
-    repo.git("add", FORGED_FILE)
-    repo.git("commit", "-q", "-m", "an empty spec file named like a digest marker")
-    repo.git("checkout", "-q", "main")
+    number, branch = repo.open_pr([ORDERS], {FORGED_DIGEST_FILE: ""})
     # Another app comments first, a whole plan comment with a digest of its choosing.
     repo.github["comments"].append({
         "id": 1, "issue_number": number, "user": OTHER_APP,
