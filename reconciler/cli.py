@@ -34,6 +34,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         _main(args)
     finally:
+        output.release_stdout()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
 
@@ -58,19 +59,23 @@ def _main(args: list[str]) -> NoReturn:
             from reconciler.clickapp import run_click
 
             code: Any = run_click(args)
+    except output.OutputFailed as exc:
+        if not exc.broken_pipe:  # a closed pipe ends quietly, as `head` expects
+            output.last_word(f"Error: {exc}")
+        sys.exit(exc.exit_code)
     except ReconcileError as exc:
-        output.stderr().line(f"Error: {exc}")
+        output.last_word(f"Error: {exc}")
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
-        output.stderr().line("Interrupted.")
+        output.last_word("Interrupted.")
         sys.exit(EXIT_INTERRUPTED)
     except Terminated:
-        output.stderr().line("Terminated (SIGTERM).")
+        output.last_word("Terminated (SIGTERM).")
         sys.exit(EXIT_TERMINATED)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the one place that catches everything
-        output.stderr().line(
+        output.last_word(
             f"internal error: {type(exc).__name__}: {exc}\n"
             "This is a bug in reconcile, not in your input; please report it "
             "(set RECONCILE_DEBUG=1 for a traceback)."

@@ -18,6 +18,15 @@ reconcile writes (`validate --format json`, the plan file, `apply --format json`
 
 Markers (hidden HTML comments) carry what later jobs read back: the reviewed digest of
 each project and the run that made it, and each project's result on a merged change.
+Content cannot forge one: the glue writes each marker as a whole line at the head of
+its comment, from values it checks (a project ID, a sha256 digest, a run or job
+number); every other text of a comment (paths, messages, names, plans) is made inert
+(`inert`: no `<!--` is left in it); and a reader takes markers only from the head of
+the pipeline's own comments (GitHub: the login in $RECONCILE_COMMENTER; GitLab: the
+user of $RECONCILE_NOTE_TOKEN).
+
+    markers    GitHub: the markers of this project in the pipeline's own comments
+               (a JSON list of their bodies on stdin): digest, run, result
 """
 
 from __future__ import annotations
@@ -33,9 +42,14 @@ from pathlib import Path
 from typing import Any
 
 PLAN_MARKER = "<!-- reconcile-plan -->"
-DIGEST_MARKER = re.compile(r"<!-- reconcile-digest (\S+) (sha256:[0-9a-f]{64}) (\S+) -->")
-RESULT_MARKER = re.compile(r"<!-- reconcile-result (\S+) ([a-z-]+) -->")
+PROJECT_ID = r"[a-z][a-z0-9-]{0,62}"  # what a Google Cloud project ID can be, and no more
+DIGEST_MARKER = re.compile(
+    rf"<!-- reconcile-digest ({PROJECT_ID}) (sha256:[0-9a-f]{{64}}) ([0-9]+) -->")
+RESULT_MARKER = re.compile(rf"<!-- reconcile-result ({PROJECT_ID}) ([a-z-]+) -->")
 DRIFT_MARKER = "<!-- reconcile-drift {project} -->"
+# A word joiner (zero width) after the `<` of every `<!--` in content: shown the same,
+# but neither an HTML comment (hiding what follows) nor a marker.
+COMMENT_OPENER, INERT_OPENER = "<!--", "<\u2060!--"
 # A merged change ends in one of these; `deferred` waits for a later merge's run.
 FINAL = ("applied", "in-effect", "superseded", "stale", "failed", "refused")
 LABELS = ("add-or-update", "destroy", "no-changes")
@@ -55,6 +69,54 @@ def read_json(path: Path) -> Any:
         return json.loads(read(path, "null"))
     except ValueError:
         return None
+
+
+def inert(text: str) -> str:
+    """`text` (content: paths, messages, names, plans) with no HTML comment opener."""
+    return text.replace(COMMENT_OPENER, INERT_OPENER)
+
+
+def checked_project(project: str) -> str:
+    """A project ID as markers carry it; anything else is refused (it would not be a
+    Google Cloud project, and could reshape a marker)."""
+    if re.fullmatch(PROJECT_ID, project) is None:
+        raise SystemExit(f"reconcile_ci.py: {project!r} is not a project ID")
+    return project
+
+
+def head_lines(body: str) -> list[str]:
+    """The lines of a comment body (GitHub may return an edited one with CRLF)."""
+    return body.replace("\r\n", "\n").split("\n")
+
+
+def reviewed_digests(body: str) -> dict[str, tuple[str, str]]:
+    """project -> (digest, run) from a plan comment's head: the digest marker lines
+    right after its first line, PLAN_MARKER; nothing from anywhere else."""
+    lines = head_lines(body)
+    if lines[0] != PLAN_MARKER:
+        return {}
+    found: dict[str, tuple[str, str]] = {}
+    for line in lines[1:]:
+        match = DIGEST_MARKER.fullmatch(line)
+        if match is None:
+            break
+        found.setdefault(match[1], (match[2], match[3]))
+    return found
+
+
+def result_of(body: str, project: str) -> str | None:
+    """The state a result comment gives the project: its first line, and only it."""
+    match = RESULT_MARKER.fullmatch(head_lines(body)[0])
+    return match[2] if match is not None and match[1] == project else None
+
+
+def markers_of(bodies: list[str], project: str) -> dict[str, str]:
+    """What the pipeline's own comments (oldest first) say about the project: the
+    digest and run of its first plan comment, the state of its last result comment."""
+    planned = next((reviewed_digests(b) for b in bodies if b.startswith(PLAN_MARKER)), {})
+    digest, run = planned.get(project, ("", ""))
+    states = [s for s in (result_of(b, project) for b in bodies) if s is not None]
+    return {"digest": digest, "run": run, "result": states[-1] if states else ""}
 
 
 def fence(text: str, info: str = "text") -> str:
@@ -119,9 +181,11 @@ def validation_section(directory: Path) -> tuple[list[str], bool]:
     return lines, failed
 
 
-def project_section(project: str, directory: Path, limit: int) -> tuple[list[str], set[str]]:
-    """One project's status line, digest marker, destroy warning and plan; the labels
-    its plan earns."""
+def project_section(
+    project: str, directory: Path, limit: int
+) -> tuple[list[str], set[str], str | None]:
+    """One project's status line, destroy warning and plan; the labels its plan earns;
+    its digest marker (None: no plan to apply)."""
     exit_code = read(directory / "exit-code").strip()
     plan = read_json(directory / "plan.json") or {}
     source = read(directory / "source").strip() or "unknown"
@@ -142,10 +206,12 @@ def project_section(project: str, directory: Path, limit: int) -> tuple[list[str
     target = plan.get("target") or {}
     where = " ".join(str(target[k]) for k in ("kind", "address") if target.get(k)) or "n/a"
     lines = [f"### {code(project)}: {status}", "",
-             f"target: {code(where)}, digest: {code(digest)}"]
-    if digest != "none" and exit_code in ("0", "2"):
-        lines.append(f"<!-- reconcile-digest {project} {digest} {source} -->")
-    lines.append("")
+             f"target: {code(where)}, digest: {code(digest)}", ""]
+    marker = None
+    if exit_code in ("0", "2"):
+        marker = f"<!-- reconcile-digest {project} {digest} {source} -->"
+        if DIGEST_MARKER.fullmatch(marker) is None:  # no digest, or not a run number
+            marker = None
     gone = deletions(plan)
     if gone:
         lines += [
@@ -155,31 +221,34 @@ def project_section(project: str, directory: Path, limit: int) -> tuple[list[str
             "",
         ]
     lines += [clip(read(directory / "plan.md"), limit, "the run's artifacts"), ""]
-    return lines, labels
+    return lines, labels, marker
 
 
 def comment(args: argparse.Namespace) -> int:
     touched: list[str] = json.loads(args.touched)
     plans = {d.name.removeprefix("reconcile-plan-"): d for d in Path(args.plans).glob("*/")
              if d.is_dir()}
-    body = [PLAN_MARKER, "## reconcile plan", "", args.header, ""]
+    body = ["## reconcile plan", "", args.header, ""]
     section, validation_failed = validation_section(Path(args.validation))
     body += section
     labels: set[str] = set()
+    markers: list[str] = []
     if not touched:
         body += ["No project is touched by this change: nothing to plan or apply.", ""]
     limit = COMMENT_LIMIT // max(1, len(touched)) - 1000
-    for project in touched:
+    for project in map(checked_project, touched):
         directory = plans.get(project)
         if directory is None:
             body += [f"### {code(project)}: not planned (see the run log)", ""]
             continue
-        lines, earned = project_section(project, directory, max(limit, 2000))
+        lines, earned, marker = project_section(project, directory, max(limit, 2000))
         body += lines
         labels |= earned
+        markers += [marker] if marker else []
     if touched and not labels and not validation_failed and len(plans) >= len(touched):
         labels.add("no-changes")
-    Path(args.out).write_text("\n".join(body) + "\n")
+    # The markers head the comment, written here; everything under them is content.
+    Path(args.out).write_text("\n".join([PLAN_MARKER, *markers, inert("\n".join(body))]) + "\n")
     Path(args.labels).write_text(json.dumps(
         {"add": sorted(labels), "remove": sorted(set(LABELS) - labels)}) + "\n")
     return 0
@@ -281,8 +350,8 @@ def report(args: argparse.Namespace) -> int:
             f"Nothing was applied for this change: its own apply run did not run or was "
             f"refused, and after {args.by}'s apply a plan of the merged specs still has "
             f"changes for {code(project)}.")
-    body = [f"<!-- reconcile-result {project} {head_state} -->",
-            f"### {HEADS[head_state].format(p=code(project))}", "", text[state], ""]
+    marker = f"<!-- reconcile-result {checked_project(project)} {head_state} -->"
+    body = [f"### {HEADS[head_state].format(p=code(project))}", "", text[state], ""]
     if state != "superseded":
         body += outcome_lines(outcome)
     if args.next and state != "superseded":
@@ -291,7 +360,7 @@ def report(args: argparse.Namespace) -> int:
         body += ["", "<details><summary>Fresh plan</summary>", "",
                  clip(read(Path(args.fresh)), COMMENT_LIMIT - 8000, "the run's artifacts"),
                  "", "</details>"]
-    Path(args.out).write_text("\n".join(body) + "\n")
+    Path(args.out).write_text(marker + "\n" + inert("\n".join(body)) + "\n")
     return 0
 
 
@@ -301,14 +370,26 @@ def report(args: argparse.Namespace) -> int:
 def drift(args: argparse.Namespace) -> int:
     """The issue body for one drifting project (exit code 2 of plan
     --detailed-exitcode): the markdown plan, under its marker."""
-    project = args.project
-    body = [DRIFT_MARKER.format(project=project), f"## Drift in {code(project)}", "",
+    project = checked_project(args.project)
+    body = [f"## Drift in {code(project)}", "",
             f"The scheduled plan of the specs at {code(args.commit[:12])} ({args.run_url}) "
             "found changes: the live topics differ from the specs. Apply the specs (merge a "
             "change, or run the apply workflow) or change the specs to match; this issue "
             "is closed by the first scheduled plan that finds no changes.", "",
             clip(read(Path(args.plan)), COMMENT_LIMIT - 4000, "the run's artifacts")]
-    Path(args.out).write_text("\n".join(body) + "\n")
+    marker = DRIFT_MARKER.format(project=project)
+    Path(args.out).write_text(marker + "\n" + inert("\n".join(body)) + "\n")
+    return 0
+
+
+def markers(args: argparse.Namespace) -> int:
+    """GitHub's scripts ask here: the bodies of the pipeline's own comments on one pull
+    request (a JSON list, oldest first, on stdin) -> this project's digest, run and
+    result, as JSON (empty strings: none)."""
+    bodies = json.load(sys.stdin)
+    if not isinstance(bodies, list) or not all(isinstance(b, str) for b in bodies):
+        raise SystemExit("reconcile_ci.py markers: stdin must be a JSON list of strings")
+    print(json.dumps(markers_of(bodies, checked_project(args.project))))
     return 0
 
 
@@ -338,23 +419,50 @@ def child(args: argparse.Namespace) -> int:
 
 class GitLab:
     def __init__(self) -> None:
-        self.api = f"{os.environ['CI_API_V4_URL']}/projects/{os.environ['CI_PROJECT_ID']}"
+        self.base = os.environ["CI_API_V4_URL"]
+        self.api = f"{self.base}/projects/{os.environ['CI_PROJECT_ID']}"
         self.token = os.environ["RECONCILE_NOTE_TOKEN"]
+        self._me: int | None = None
 
-    def call(self, method: str, path: str, data: Any = None) -> Any:
+    def call(self, method: str, path: str, data: Any = None, base: str = "") -> Any:
+        return self._call(method, path, data, base)[0]
+
+    def _call(self, method: str, path: str, data: Any = None, base: str = "") -> tuple[Any, str]:
+        """The answer, and the next page's number (GitLab's X-Next-Page; "" on the last)."""
         request = urllib.request.Request(
-            self.api + path, method=method,
+            (base or self.api) + path, method=method,
             headers={"PRIVATE-TOKEN": self.token, "Content-Type": "application/json"},
             data=json.dumps(data).encode() if data is not None else None)
         with urllib.request.urlopen(request, timeout=60) as response:
-            return json.load(response)
+            return json.load(response), response.headers.get("X-Next-Page") or ""
+
+    def every(self, path: str) -> list[Any]:
+        """Every item of a listing, page after page (100 a page)."""
+        items: list[Any] = []
+        page = "1"
+        while page:
+            found, page = self._call("GET", f"{path}&per_page=100&page={page}")
+            items += found
+        return items
+
+    def me(self) -> int:
+        """The user id of $RECONCILE_NOTE_TOKEN (a project access token's bot user):
+        the pipeline's own identity, the only author whose markers count."""
+        if self._me is None:
+            self._me = int(self.call("GET", "/user", base=self.base)["id"])
+        return self._me
+
+    def mine(self, item: dict[str, Any]) -> bool:
+        return (item.get("author") or {}).get("id") == self.me() and not item.get("system")
 
     def notes(self, mr: int) -> list[dict[str, Any]]:
-        return list(self.call("GET", f"/merge_requests/{mr}/notes?per_page=100&sort=asc"))
+        """The pipeline's own notes on the merge request, oldest first."""
+        found = self.every(f"/merge_requests/{mr}/notes?sort=asc")
+        return [n for n in found if self.mine(n)]
 
     def upsert(self, mr: int, marker: str, body: str) -> None:
         """One note per marker on the merge request: created once, then edited."""
-        mine = [n for n in self.notes(mr) if marker in n["body"]]
+        mine = [n for n in self.notes(mr) if n["body"].startswith(marker)]
         if mine:
             self.call("PUT", f"/merge_requests/{mr}/notes/{mine[0]['id']}", {"body": body})
         else:
@@ -383,11 +491,9 @@ def gitlab(args: argparse.Namespace) -> int:
         if mr is None:
             print(f"no merged merge request for {args.commit}", file=sys.stderr)
             return 1
-        notes = [n for n in api.notes(mr["iid"]) if PLAN_MARKER in n["body"]]
-        found = [m for n in notes for m in DIGEST_MARKER.findall(n["body"])
-                 if m[0] == args.project]
-        print(json.dumps({"mr": mr["iid"], "digest": found[0][1] if found else "",
-                          "job": found[0][2] if found else ""}))
+        found = markers_of([n["body"] for n in api.notes(mr["iid"])],
+                           checked_project(args.project))
+        print(json.dumps({"mr": mr["iid"], "digest": found["digest"], "job": found["run"]}))
         return 0
     if args.action == "settle":
         return settle(api, args)
@@ -401,21 +507,18 @@ def settle(api: GitLab, args: argparse.Namespace) -> int:
     this project and whose result note is missing or `deferred`: this run settles
     them. The walk stops at the first one already settled."""
     shas = [s for s in read(Path(args.history)).split() if s]
+    project = checked_project(args.project)
     settled = []
     for sha in shas[: args.limit]:
         mr = api.merged_mr(sha)
         if mr is None:
             continue
-        notes = api.notes(mr["iid"])
-        planned = any(m[0] == args.project for n in notes if PLAN_MARKER in n["body"]
-                      for m in DIGEST_MARKER.findall(n["body"]))
-        if not planned:
+        found = markers_of([n["body"] for n in api.notes(mr["iid"])], project)
+        if not found["digest"]:
             continue
-        states = [m[1] for n in notes for m in RESULT_MARKER.findall(n["body"])
-                  if m[0] == args.project]
-        if states and states[-1] in FINAL:
+        if found["result"] in FINAL:
             break
-        api.upsert(mr["iid"], f"<!-- reconcile-result {args.project} ", read(Path(args.body)))
+        api.upsert(mr["iid"], f"<!-- reconcile-result {project} ", read(Path(args.body)))
         settled.append(mr["iid"])
     print(json.dumps(settled))
     return 0
@@ -424,11 +527,10 @@ def settle(api: GitLab, args: argparse.Namespace) -> int:
 def drift_issue(api: GitLab, args: argparse.Namespace) -> int:
     """Open or update the project's drift issue (`--state drift`), or close it with a
     note (`--state clean`)."""
-    marker = DRIFT_MARKER.format(project=args.project)
-    query = urllib.parse.urlencode({"labels": "reconcile-drift", "state": "opened",
-                                    "per_page": 100})
-    issues = [i for i in api.call("GET", f"/issues?{query}")
-              if marker in (i.get("description") or "")]
+    marker = DRIFT_MARKER.format(project=checked_project(args.project))
+    query = urllib.parse.urlencode({"labels": "reconcile-drift", "state": "opened"})
+    issues = [i for i in api.every(f"/issues?{query}")
+              if api.mine(i) and head_lines(i.get("description") or "")[0] == marker]
     if args.state == "drift":
         body = read(Path(args.body))
         if issues:
@@ -476,6 +578,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--commit", default="")
     p.add_argument("--run-url", default="")
     p.add_argument("--out", required=True)
+    p = sub.add_parser("markers")
+    p.add_argument("--project", required=True)
     p = sub.add_parser("child")
     p.add_argument("--mode", required=True, choices=["plan", "apply"])
     p.add_argument("--projects", required=True)
@@ -494,7 +598,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--state", default="")
     args = parser.parse_args(argv)
     verbs = {"comment": comment, "covered": covered, "report": report, "drift": drift,
-             "child": child, "gitlab": gitlab}
+             "markers": markers, "child": child, "gitlab": gitlab}
     return verbs[args.verb](args)
 
 

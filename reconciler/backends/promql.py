@@ -11,15 +11,26 @@ Google Cloud: google-auth's AuthorizedSession over Application Default Credentia
 --emulator: plain HTTP to its one port (the local server serves the path on its REST
 face). Failures are `MetricsUnavailable` with a reason a person can act on (403:
 the role that allows the read); no credential or token is ever part of one.
+
+`timeout` bounds the whole call: connecting, a token refresh, the headers and the
+last byte of the body. requests' own timeout bounds each socket read only, so an
+answer sent a byte at a time would never end it: the GET runs on a daemon thread and
+the caller stops waiting at the deadline (`_BoundedGet`), closing the connection of
+an answer that was still arriving.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+import socket
+import threading
 from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -32,6 +43,7 @@ CLOUD_BASE_URL = "https://monitoring.googleapis.com"
 PROMQL_ENDPOINT_ENV = "RECONCILE_PROMQL_ENDPOINT"
 POOL_SIZE = 32
 QUERY_PATH = "/v1/projects/{project}/location/global/prometheus/api/v1/query"
+CHUNK_BYTES = 65536  # an answer is read this much at a time
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,20 +99,25 @@ class PromQLReader:
         return len(self._base + QUERY_PATH.format(project=project)) + 7 + len(quote(query))
 
     def query(self, project: str, query: str) -> list[Sample]:
-        """The instant vector `query` evaluates to now, or MetricsUnavailable."""
+        """The instant vector `query` evaluates to now, or MetricsUnavailable; within
+        `timeout` seconds, the whole answer included."""
         import requests
         from google.auth import exceptions as auth_exc
 
         url = self._base + QUERY_PATH.format(project=project)
         where = f"project {project}"
+        late = MetricsUnavailable(
+            f"Cloud Monitoring did not answer in time for {where} ({self.endpoint}, "
+            f"--timeout {self._timeout:g}s)"
+        )
         self.calls += 1
+        get = _BoundedGet(self._session, url, {"query": query}, self._timeout)
         try:
-            answer = self._session.get(url, params={"query": query}, timeout=self._timeout)
+            status, content = get.result()
+        except FutureTimeout:
+            raise late from None
         except requests.Timeout:
-            raise MetricsUnavailable(
-                f"Cloud Monitoring did not answer in time for {where} ({self.endpoint}, "
-                f"--timeout {self._timeout:g}s)"
-            ) from None
+            raise late from None
         except requests.ConnectionError:
             raise MetricsUnavailable(
                 f"cannot reach Cloud Monitoring at {self.endpoint} for {where}"
@@ -114,10 +131,57 @@ class PromQLReader:
             raise MetricsUnavailable(
                 f"Cloud Monitoring failed for {where} ({type(exc).__name__})"
             ) from None
-        return _samples(answer.status_code, answer.content, where)
+        return _samples(status, content, where)
 
     def close(self) -> None:
         self._session.close()
+
+
+class _BoundedGet:
+    """One GET, its body read whole, on a daemon thread of its own; `result()` waits
+    at most `timeout` seconds for it. Past that the thread is left to end by itself:
+    an answer still arriving has its connection shut, so it ends at once (one still
+    sending its headers ends at requests' per-read timeout, or the server's end)."""
+
+    def __init__(self, session: Any, url: str, params: dict[str, str], timeout: float) -> None:
+        self._timeout = timeout
+        self._done: Future[tuple[int, bytes]] = Future()
+        self._lock = threading.Lock()
+        self._answer: Any = None  # the streamed response, once its headers are in
+        self._abandoned = False
+        threading.Thread(target=self._run, args=(session, url, params), daemon=True,
+                         name="promql-get").start()
+
+    def _run(self, session: Any, url: str, params: dict[str, str]) -> None:
+        try:
+            answer = session.get(url, params=params, timeout=self._timeout, stream=True)
+            with self._lock:
+                self._answer = answer
+                abandoned = self._abandoned
+            try:
+                body = b"" if abandoned else b"".join(answer.iter_content(CHUNK_BYTES))
+            finally:
+                answer.close()
+            self._done.set_result((answer.status_code, body))
+        except Exception as exc:  # handed to the waiting caller, if it still waits
+            self._done.set_exception(exc)
+
+    def result(self) -> tuple[int, bytes]:
+        """(status, body); FutureTimeout at the deadline, or what the GET raised."""
+        try:
+            return self._done.result(timeout=self._timeout)
+        except FutureTimeout:
+            self._abandon()
+            raise
+
+    def _abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            answer = self._answer
+        sock = getattr(getattr(getattr(answer, "raw", None), "connection", None), "sock", None)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes the read blocked on it
 
 
 def _samples(status: int, content: bytes, where: str) -> list[Sample]:

@@ -26,7 +26,8 @@ Exit codes (reconciler/errors.py): 0 applied (or nothing to do), 1 an error befo
 change, 3 partial failure (at least one topic failed), 4 the saved plan refused before
 any change (`PlanRefused`: stale, already applied, superseded, digest mismatch,
 retarget, damaged), 130 interrupted by Ctrl-C, 143 by SIGTERM (after the summary,
-either way).
+either way). Once a change is made, a stream that cannot be written (a full disk)
+never turns the outcome into 1: it is said on stderr and the code stays (`say_lost`).
 """
 
 from __future__ import annotations
@@ -71,6 +72,9 @@ from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
     EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_PARTIAL,
+    EXIT_REFUSED,
     OwnershipRefused,
     ReconcileError,
     UsageError,
@@ -243,14 +247,31 @@ def reporting(flow: Callable[[Seen], ApplyOutcome], options: ApplyOptions) -> in
     try:
         outcome = flow(seen)
     except ReconcileError as exc:
-        output.stderr().line(f"Error: {exc}")
+        output.last_word(f"Error: {exc}")
         outcome = stopped(exc, seen.plan)
     except KeyboardInterrupt:
-        output.stderr().line("Interrupted.")
+        output.last_word("Interrupted.")
         outcome = stopped(ReconcileError("interrupted; nothing was applied"), seen.plan,
                           EXIT_INTERRUPTED)
-    output.stdout().data(outcome.dumps())
+    try:
+        output.stdout().data(outcome.dumps())
+    except output.OutputFailed as exc:
+        say_lost(exc, "the outcome document", outcome.exit_code)
     return outcome.exit_code
+
+
+def say_lost(exc: output.OutputFailed, what: str, exit_code: int, summary: str = "") -> None:
+    """A write that failed after the apply decided what it did: said on stderr (when
+    that is not the stream that failed), with the exit code it keeps: the code says
+    what happened to the topics, never "nothing was changed" after a change."""
+    if exc.stream == "stderr":
+        return
+    meaning = {EXIT_ERROR: "nothing was changed", EXIT_OK: "the plan was applied",
+               EXIT_PARTIAL: "some topics failed, others may be applied",
+               EXIT_REFUSED: "the plan was refused; nothing was changed"}.get(
+        exit_code, "the apply was interrupted; what was applied is kept")
+    output.last_word(f"Error: {what} could not be written to {exc.stream} ({exc.why}); exit "
+                     f"code {exit_code}: {meaning}" + (f".\n{summary}" if summary else "."))
 
 
 def run(
@@ -449,6 +470,17 @@ def execute(
     # Minutes of calls whose errors and retries make cycles (reconciler/perf.py).
     with gc_resumed(), stop_on_signals(guard.stop, progress) as received:
         result = executor.run(plan.resource_changes)
-    progress.close()
-    options.out.document(summary_text(result, saved))
-    return finished(result, plan.digest, received.exit_code if result.interrupted else None)
+    outcome = finished(result, plan.digest, received.exit_code if result.interrupted else None)
+    # From here on, what was done stands: a stream that cannot be written is said, and
+    # the exit code stays the outcome's.
+    summary = summary_text(result, saved)
+    lost = progress.lost
+    if lost is None:
+        progress.close()
+        try:
+            options.out.document(summary)
+        except output.OutputFailed as exc:
+            lost = exc
+    if lost is not None:
+        say_lost(lost, "the apply's progress and summary", outcome.exit_code, summary.rstrip())
+    return outcome

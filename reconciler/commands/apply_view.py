@@ -8,6 +8,10 @@ see carriage returns), and the summary printed whatever happened.
                                    attempted, and whether a rerun helps
     progress_for(writer, total)    the event sink that shows progress (line or bar)
 
+A sink never raises into the executor's threads: a stream that cannot be written (a
+full disk) is kept as `lost` and nothing more is written to it, so the apply goes on
+and its outcome stays true; the command says so afterwards (commands/apply.py).
+
 Names and the service's error text are data: every piece is escaped here
 (render/escape.py), and again by the output boundary that writes it.
 """
@@ -15,10 +19,11 @@ Names and the service's error text are data: every piece is escaped here
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 
 from reconciler.apply.events import ApplyEvent, Notice, TopicFinished
 from reconciler.apply.result import ApplyResult, TopicResult
-from reconciler.commands.output import Writer
+from reconciler.commands.output import OutputFailed, Writer
 from reconciler.render import escape
 
 BAR_THRESHOLD = 5  # more topics than this on a terminal get a bar instead of lines
@@ -84,32 +89,47 @@ def summary_text(result: ApplyResult, saved: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-class LineProgress:
-    """One line per finished topic, written at once (a killed run still logged it)."""
+class _Sink:
+    """What both sinks share: one lock, and the write failure that muted them."""
 
     def __init__(self, writer: Writer) -> None:
         self.writer = writer
+        self.lost: OutputFailed | None = None
         self._lock = threading.Lock()
+
+    def _show(self, *writes: Callable[[], None]) -> None:
+        """Each write in turn, under the lock held; after a failure, none."""
+        for write in writes:
+            if self.lost is not None:
+                return
+            try:
+                write()
+            except OutputFailed as exc:
+                self.lost = exc
+
+
+class LineProgress(_Sink):
+    """One line per finished topic, written at once (a killed run still logged it)."""
 
     def __call__(self, event: ApplyEvent) -> None:
         text = line_for(event.result) if isinstance(event, TopicFinished) else event.text
         with self._lock:
-            self.writer.line(text)
+            self._show(lambda: self.writer.line(text))
 
     def close(self) -> None:
         pass
 
 
-class BarProgress:
+class BarProgress(_Sink):
     """A single redrawn line; failures and notices are printed above it as they come."""
 
     def __init__(self, writer: Writer, total: int) -> None:
-        self.writer = writer
+        super().__init__(writer)
         self.total = max(total, 1)
         self.done = 0
         self.failed = 0
-        self._lock = threading.Lock()
-        self._draw()
+        with self._lock:
+            self._show(self._draw)
 
     def _draw(self) -> None:
         filled = BAR_WIDTH * self.done // self.total
@@ -120,17 +140,17 @@ class BarProgress:
     def __call__(self, event: ApplyEvent) -> None:
         with self._lock:
             if isinstance(event, Notice):
-                self.writer.above(event.text)
-            else:
-                self.done += 1
-                if event.result.status == "failed":
-                    self.failed += 1
-                    self.writer.above(line_for(event.result))
-            self._draw()
+                self._show(lambda: self.writer.above(event.text), self._draw)
+                return
+            self.done += 1
+            if event.result.status == "failed":
+                self.failed += 1
+                self._show(lambda: self.writer.above(line_for(event.result)))
+            self._show(self._draw)
 
     def close(self) -> None:
         with self._lock:
-            self.writer.end_line()
+            self._show(self.writer.end_line)
 
 
 Progress = LineProgress | BarProgress

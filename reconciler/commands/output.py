@@ -16,19 +16,36 @@ can move the cursor, colour the terminal, reorder a line or fake one.
 
 The libraries (spec, orgpolicy, plan, apply, render) never write: they return values
 and strings, and the command flows under reconciler/commands/ hand them to a Writer.
-Every write is flushed at once: a killed run has still shown what it did.
+Every write is flushed at once: a killed run has still shown what it did. A stream
+that cannot be written (a full disk, a closed pipe) raises `OutputFailed`, naming the
+stream: a command decides what that means for what it did (apply reports it on stderr
+with the exit code of what it changed; reconciler/commands/apply.py).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from typing import TextIO
 
+from reconciler.errors import ReconcileError
 from reconciler.render import escape
 
 # Erase the rest of the line (after a carriage return): a bar's line is reused.
 _ERASE_LINE = "\x1b[K"
+
+
+class OutputFailed(ReconcileError):
+    """`stream` ("stdout", "stderr") could not be written: `error` says why (ENOSPC,
+    EPIPE...). `broken_pipe`: the reader went away (`reconcile plan | head`), which a
+    command line ends quietly."""
+
+    def __init__(self, stream: str, error: OSError) -> None:
+        self.why = error.strerror or type(error).__name__
+        super().__init__(f"cannot write to {stream}: {self.why}")
+        self.stream = stream
+        self.broken_pipe = isinstance(error, BrokenPipeError)
 
 
 class Writer:
@@ -48,10 +65,20 @@ class Writer:
     def is_terminal(self) -> bool:
         return self.stream.isatty()
 
+    @property
+    def name(self) -> str:
+        """What to call the stream in a message."""
+        if self._stream is None:
+            return "stderr" if self._err else "stdout"
+        return str(getattr(self._stream, "name", "the output"))
+
     def _write(self, text: str) -> None:
         stream = self.stream
-        stream.write(text)
-        stream.flush()
+        try:
+            stream.write(text)
+            stream.flush()
+        except OSError as exc:
+            raise OutputFailed(self.name, exc) from None
 
     def line(self, message: str) -> None:
         self._write(escape.lines(message) + "\n")
@@ -80,6 +107,28 @@ class Writer:
 
 def stdout() -> Writer:
     return Writer()
+
+
+def last_word(message: str) -> None:
+    """`message` on stderr if stderr can take it: what a run says on its way out,
+    when there is nowhere else to say that even this failed."""
+    with contextlib.suppress(OutputFailed):
+        stderr().line(message)
+
+
+def release_stdout() -> None:
+    """Flush stdout; if it cannot take what is left (a full disk, a closed pipe: said
+    already), point it at the null device so that the interpreter's own last flush
+    at exit prints no "Exception ignored" of its own."""
+    try:
+        sys.stdout.flush()
+    except OSError:
+        try:
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, sys.stdout.fileno())
+            os.close(null)
+        except (OSError, ValueError):
+            pass
 
 
 def stderr() -> Writer:

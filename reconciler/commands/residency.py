@@ -5,12 +5,13 @@ every export paused by in-transit restriction (docs/residency.md).
 
 Exit codes: 0 clean, 1 error (the specs, a project that cannot be read), 2 with
 --detailed-exitcode when anything is stored outside the allowed regions or an export
-is paused. What cannot be read (metrics, subscriptions) is reported as unknown, with
-why, and does not fail the run. Per project: one ListTopics pager, one
-ListSubscriptions pager, the org policy, and one PromQL query of every gauge it
-needs (none when nothing can be stored; backends/residency_reads.py). On a large
-tree these are read by the plan's read-ahead process while this one validates the
-specs (plan/readahead.py), and this process loads no client library.
+is paused, or a topic could not be checked for either. What cannot be read
+(metrics, subscriptions) is reported as unknown, with why, and does not fail the run.
+Per project: one ListTopics pager, one ListSubscriptions pager, the org policy, and
+one PromQL query of every gauge it needs (none when nothing can be stored;
+backends/residency_reads.py). On a large tree these are read by the plan's
+read-ahead process while this one validates the specs (plan/readahead.py), and this
+process loads no client library.
 """
 
 from __future__ import annotations
@@ -48,7 +49,8 @@ PROGRESS_FROM = 2
 @click.option(
     "--detailed-exitcode",
     is_flag=True,
-    help="Exit 2 when messages are stored outside the allowed regions or an export is paused.",
+    help="Exit 2 when messages are stored outside the allowed regions or an export is "
+    "paused, or when a topic cannot be checked for that (its figures are unknown).",
 )
 def command(
     paths: tuple[Path, ...],
@@ -112,7 +114,7 @@ def _run(
         output.stdout().data(text)
     else:
         output.stdout().document(text)
-    if detailed_exitcode and report.has_findings:
+    if detailed_exitcode and (report.has_findings or report.unchecked):
         return EXIT_CHANGES
     return EXIT_OK
 

@@ -4,6 +4,12 @@
 IGNORE admits everything, ERROR raises `FlowControlLimitError`, BLOCK waits for
 published messages to free room. Unlike the official controller, closing the
 publisher wakes blocked publishers (their messages were never sent).
+
+Every value the official controller takes is taken, compared as it compares them
+(`==`, so "block" is BLOCK): any limits (0 or less refuses or blocks every message,
+as there), and a behavior that is none of the three, which works until a message
+would go over a limit; then publish raises ValueError naming it (the official
+controller: an `assert`).
 """
 
 from __future__ import annotations
@@ -22,7 +28,8 @@ class GateClosed(Exception):
 class FlowGate:
     def __init__(self, settings: Any = None) -> None:
         self.settings = settings or types.PublishFlowControl()
-        self._behavior = types.LimitExceededBehavior(self.settings.limit_exceeded_behavior)
+        self._behavior = self.settings.limit_exceeded_behavior
+        self._ignore = self._behavior == types.LimitExceededBehavior.IGNORE
         self._messages = 0
         self._bytes = 0
         self._cond = threading.Condition()
@@ -35,16 +42,22 @@ class FlowGate:
 
     def acquire(self, size: int) -> None:
         """Admit one message of `size` bytes (its serialized size)."""
-        if self._behavior is types.LimitExceededBehavior.IGNORE:
+        if self._ignore:
             return
         s = self.settings
         with self._cond:
             if self._fits(size):
                 self._take(size)
                 return
-            if self._behavior is types.LimitExceededBehavior.ERROR:
+            if self._behavior == types.LimitExceededBehavior.ERROR:
                 load = self._load(self._messages + 1, self._bytes + size)
                 raise FlowControlLimitError(f"Flow control limits would be exceeded - {load}.")
+            if self._behavior != types.LimitExceededBehavior.BLOCK:
+                raise ValueError(
+                    f"PublishFlowControl.limit_exceeded_behavior {self._behavior!r} is none "
+                    "of 'ignore', 'block' and 'error': a message over the flow control "
+                    f"limits can be neither published nor refused - {self._load(1, size)}."
+                )
             if size > s.byte_limit or s.message_limit < 1:
                 raise FlowControlLimitError(
                     "Total flow control limits too low for the message, would block "
@@ -69,7 +82,7 @@ class FlowGate:
         self._bytes += size
 
     def release(self, messages: int, nbytes: int) -> None:
-        if self._behavior is types.LimitExceededBehavior.IGNORE:
+        if self._ignore:
             return
         with self._cond:
             self._messages = max(0, self._messages - messages)

@@ -266,7 +266,7 @@ class HedgedPublisher:
             # goes to a new batch and the current one is sent (batches of up to
             # max_messages - 1 messages; of one with max_messages=1).
             batch = self._current
-            limit = min(settings.max_bytes, MAX_REQUEST_BYTES)
+            limit = settings.byte_limit
             if batch is not None and (
                 batch.policy is not policy
                 or batch.size + size > limit
@@ -277,9 +277,10 @@ class HedgedPublisher:
             if batch is None:
                 batch = self._current = _Batch(policy, self._base_size)
                 self._open.add(batch)
-                if settings.max_messages > 1:
+                wait = settings.flush_after
+                if settings.max_messages > 1 and wait is not None:
                     flush = functools.partial(self._flush_if_current, batch)
-                    self._scheduler.call_later(settings.max_latency, flush)
+                    self._scheduler.call_later(wait, flush)
             batch.messages.append(message)
             batch.futures.append(future)
             batch.size += size

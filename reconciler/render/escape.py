@@ -13,6 +13,11 @@ they must never change the structure of what reconcile prints.
                    from pinging (a word joiner after it), whitespace runs collapsed
     md_fence(body) a fenced code block whose fence is longer than any run inside
 
+                   None of the three leaves `<!--` in what it writes (a word joiner
+                   after the `<`): markdown goes into pull-request comments, where an
+                   HTML comment opener from data could hide what follows or pose as
+                   a CI marker (examples/ci/reconcile_ci.py reads markers back).
+
     lines(s)       a message of several lines: `text` on each line, line breaks kept
     document(s, colour=False)
                    a rendered document (data already escaped by the renderers) made
@@ -39,6 +44,7 @@ _UNSAFE_CATEGORIES = ("Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp")
 # table cells, strikethrough, GitHub math.
 _INLINE = re.compile(r"([\\`*_\[\]<>&|~$])")
 _WORD_JOINER = "\u2060"
+_COMMENT_OPENER = "<!--"
 
 
 def _escape_char(ch: str) -> str:
@@ -70,9 +76,14 @@ def text(value: object, backslash: bool = True) -> str:
     return "".join(ch if not _needs_escape(ch, backslash) else _escape_char(ch) for ch in s)
 
 
+def _no_comment(s: str) -> str:
+    """`s` with every `<!--` broken by a word joiner (shown the same)."""
+    return s.replace(_COMMENT_OPENER, "<" + _WORD_JOINER + "!--")
+
+
 def md_code(value: object, in_table: bool = False) -> str:
     """A code span showing `value` (text-escaped) verbatim; never empty."""
-    s = text(value) or '""'
+    s = _no_comment(text(value)) or '""'
     longest = max((len(m) for m in re.findall(r"`+", s)), default=0)
     fence = "`" * (longest + 1)
     if s.startswith("`") or s.endswith("`") or (s.startswith(" ") and s.endswith(" ")):
@@ -87,12 +98,13 @@ def md_prose(value: object) -> str:
     s = " ".join(text(value).split())
     if not s:
         return '\\"\\"'
-    s = _INLINE.sub(r"\\\1", s)
+    s = _no_comment(_INLINE.sub(r"\\\1", s))  # `\<!--` keeps `<!--`: broken too
     return s.replace("@", "@" + _WORD_JOINER)
 
 
 def md_fence(body: str, info: str = "text") -> str:
     """`body` (already text-escaped line by line) in a fence no line can close."""
+    body = _no_comment(body)
     longest = max((len(m) for m in re.findall(r"`+", body)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{body}\n{fence}"

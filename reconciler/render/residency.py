@@ -42,19 +42,22 @@ def _topics(n: int) -> str:
 
 
 def summary(report: ResidencyReport) -> str:
+    """One line; never "nothing stored outside" while a topic could not be checked."""
     outside = sum(1 for t in report.topics if t.outside)
     paused = sum(len(t.paused_exports) for t in report.topics)
-    unknown = sum(1 for t in report.topics if t.unknown)
-    if not outside and not paused:
-        head = f"{_topics(len(report.topics))}: nothing stored outside the allowed regions"
-        head += ", no export paused"
+    unchecked = report.unchecked
+    topics = _topics(len(report.topics))
+    if outside or paused:
+        head = (f"{topics}: {outside} with messages stored outside the allowed regions, "
+                f"{paused} paused exports")
+        if unchecked:
+            head += f"; {unchecked} could not be checked (figures unknown: see notes)"
+    elif unchecked:
+        head = (f"{topics}: none found storing messages outside the allowed regions or "
+                f"with an export paused, but {unchecked} could not be checked (figures "
+                "unknown: see notes)")
     else:
-        head = (
-            f"{_topics(len(report.topics))}: {outside} with messages stored outside the "
-            f"allowed regions, {paused} paused exports"
-        )
-    if unknown:
-        head += f"; {unknown} with figures unknown (see notes)"
+        head = f"{topics}: nothing stored outside the allowed regions, no export paused"
     return head + "."
 
 
@@ -78,7 +81,7 @@ def _region_line(r: RegionStore) -> str:
 
 
 def _topic_text(t: TopicResidency) -> list[str]:
-    mark = "!" if t.has_findings else " "
+    mark = "!" if t.has_findings else "?" if t.unchecked else " "
     subs = f"{t.subscriptions} subscription" + ("" if t.subscriptions == 1 else "s")
     if t.subscriptions is None:
         subs = "subscriptions unknown"

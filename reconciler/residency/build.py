@@ -136,13 +136,15 @@ def build_report(
             unknown.append(read.subscriptions.unavailable)
         stored = read.stored
         unacked = retained = None
-        if stored.unavailable is not None:
-            unknown.append(f"stored messages: {stored.unavailable}")
-        else:
+        live = read.topics.get(topic.address)
+        if stored.unavailable is None:
             unacked = stored.unacked.get(topic.topic, {})
             retained = stored.retained.get(topic.topic, {})
+        elif live is not None and subs == [] and live[1] == 0:
+            unacked = retained = {}  # no subscription, no retention: it holds nothing
+        else:
+            unknown.append(f"stored messages: {stored.unavailable}")
         topics.append(topic_residency(
-            topic, read.topics.get(topic.address), facts_by[topic.project], subs,
-            unacked, retained, unknown,
+            topic, live, facts_by[topic.project], subs, unacked, retained, unknown,
         ))
     return ResidencyReport(created_at=created_at, target=target, topics=topics, notes=notes)

@@ -79,6 +79,12 @@ class TopicResidency:
     def has_findings(self) -> bool:
         return bool(self.outside or self.paused_exports)
 
+    @property
+    def unchecked(self) -> bool:
+        """It exists and a figure that could show a finding is unknown: messages may be
+        stored outside the allowed regions (or an export paused) without it showing."""
+        return self.exists and bool(self.unknown)
+
 
 @frozen_model
 class ResidencyReport:
@@ -98,6 +104,11 @@ class ResidencyReport:
     @property
     def has_findings(self) -> bool:
         return any(t.has_findings for t in self.topics)
+
+    @property
+    def unchecked(self) -> int:
+        """How many topics could not be checked (`TopicResidency.unchecked`)."""
+        return sum(1 for t in self.topics if t.unchecked)
 
     def to_json(self) -> dict[str, Any]:
         return document(self)

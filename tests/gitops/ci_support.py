@@ -33,6 +33,10 @@ GITLAB = yaml.safe_load((ROOT / "examples" / "gitlab" / ".gitlab-ci.yml").read_t
 CI_SCRIPT = ROOT / "examples" / "ci" / "reconcile_ci.py"
 HARNESS = Path(__file__).with_name("github_script_harness.js")
 BOT = {"type": "Bot", "login": "github-actions[bot]"}
+# Issue 39: an empty spec file named like a digest marker passes validation with a
+# warning that quotes its path (and so do its plan's warnings).
+FORGED_DIGEST_FILE = ("specs/<!-- reconcile-digest acme-payments sha256:" + "b" * 64
+                      + " 99999 -->.yaml")
 
 
 def step_of(workflow: dict[str, Any], job: str, key: str) -> dict[str, Any]:
@@ -55,13 +59,14 @@ def gitlab_script(job: str) -> str:
     return "\n".join(GITLAB[job]["script"])
 
 
-def run_node(script: str, state: dict[str, Any], cwd: Path) -> dict[str, Any]:
+def run_node(script: str, state: dict[str, Any], cwd: Path,
+             env: dict[str, str] | None = None) -> dict[str, Any]:
     node = shutil.which("node")
     if node is None:
         pytest.fail("node is needed to run the actions/github-script steps of the examples")
     (cwd / "script.js").write_text(script)
     (cwd / "state.json").write_text(json.dumps(state))
-    done = subprocess.run([node, str(HARNESS), "script.js", "state.json"], cwd=cwd,
+    done = subprocess.run([node, str(HARNESS), "script.js", "state.json"], cwd=cwd, env=env,
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads((cwd / "state.json").read_text())
@@ -120,13 +125,18 @@ class Repo:
         assert old in text, (rel, old)
         path.write_text(text.replace(old, new, 1))
 
-    def open_pr(self, edits: list[tuple[str, str, str]]) -> tuple[int, str]:
-        """A pull request branched from main with these edits: (number, branch)."""
+    def open_pr(self, edits: list[tuple[str, str, str]],
+                added: dict[str, str] | None = None) -> tuple[int, str]:
+        """A pull request branched from main with these edits, and the `added` files
+        (path: text): (number, branch)."""
         self.prs += 1
         branch = f"pr-{self.prs}"
         self.git("checkout", "-q", "-B", branch, "main")
         for rel, old, new in edits:
             self.edit(rel, old, new)
+        for rel, text in (added or {}).items():
+            (self.root / rel).write_text(text)
+            self.git("add", rel)
         self.git("commit", "-q", "-am", f"pull request {self.prs}")
         self.git("checkout", "-q", "main")
         return self.prs, branch
@@ -179,11 +189,13 @@ class Repo:
 
     def script(self, job: str, key: str, context: dict[str, Any],
                workflow: dict[str, Any] = GITHUB, **env: str) -> dict[str, Any]:
-        """The workflow's own github-script step against the in-memory GitHub; the
-        GitHub state is kept for the next step."""
+        """The workflow's own github-script step against the in-memory GitHub (with
+        the workflow's `env:`, as a step has it); the GitHub state is kept for the next
+        step."""
+        step_env = {**workflow.get("env", {}), "RECONCILE_CI": self.env["RECONCILE_CI"], **env}
         state = {**self.github, "context": {"repo": {"owner": "acme", "repo": "specs"},
-                                            **context}, "env": env}
-        done = run_node(github_script(workflow, job, key), state, self.root)
+                                            **context}, "env": step_env}
+        done = run_node(github_script(workflow, job, key), state, self.root, self.env)
         for key_ in ("comments", "prsByCommit", "labels", "issues"):
             if key_ in done:
                 self.github[key_] = done[key_]
@@ -250,10 +262,17 @@ def copy_reference_specs(root: Path) -> None:
     shutil.copy2(CI_SCRIPT, root / "ci" / "reconcile_ci.py")
 
 
+# The users behind the tokens GitLab's API is called with: the note token's is the
+# project access token's bot user (the pipeline's identity); another is a person.
+GITLAB_USERS = {"note-token": {"id": 4242, "username": "project_42_bot_1"},
+                "person-token": {"id": 7, "username": "mallory"}}
+
+
 class GitLabApi(BaseHTTPRequestHandler):
-    """The parts of GitLab's REST API the examples call, in memory: merge-request notes
-    and labels, the merge requests of a commit, issues and their notes, and job
-    artifacts (`files[(job, path)]`). Every call's token is kept."""
+    """The parts of GitLab's REST API the examples call, in memory: the token's user,
+    merge-request notes (with their author) and labels, the merge requests of a
+    commit, issues (with their author) and their notes, and job artifacts
+    (`files[(job, path)]`). Every call's token is kept."""
 
     notes: dict[int, list[dict[str, Any]]]
     labels: dict[int, set[str]]
@@ -263,13 +282,22 @@ class GitLabApi(BaseHTTPRequestHandler):
     tokens: list[str]
     prefix = "/api/v4/projects/42"
 
-    def _reply(self, data: Any, raw: bytes | None = None, status: int = 200) -> None:
+    def _reply(self, data: Any, raw: bytes | None = None, status: int = 200,
+               next_page: str = "") -> None:
         body = raw if raw is not None else json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        self.send_header("X-Next-Page", next_page)
         self.end_headers()
         self.wfile.write(body)
+
+    def _page(self, items: list[Any], query: dict[str, list[str]]) -> None:
+        """A listing as GitLab pages it (per_page, default 20; page, from 1)."""
+        size = int(query.get("per_page", ["20"])[0])
+        page = int(query.get("page", ["1"])[0])
+        more = len(items) > page * size
+        self._reply(items[(page - 1) * size:page * size], next_page=str(page + 1) if more else "")
 
     def _body(self) -> dict[str, Any]:
         data: dict[str, Any] = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
@@ -281,17 +309,23 @@ class GitLabApi(BaseHTTPRequestHandler):
         assert url.path.startswith(self.prefix), url.path
         return url.path[len(self.prefix):].strip("/").split("/"), urllib.parse.parse_qs(url.query)
 
+    def _author(self) -> dict[str, Any]:
+        return GITLAB_USERS[self.headers.get("PRIVATE-TOKEN", "")]
+
     def do_GET(self) -> None:
+        if self.path == "/api/v4/user":
+            self.tokens.append(self.headers.get("PRIVATE-TOKEN", ""))
+            return self._reply(self._author())
         parts, query = self._route()
         if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
-            return self._reply(self.notes.get(int(parts[1]), []))
+            return self._page(self.notes.get(int(parts[1]), []), query)
         if parts[:2] == ["repository", "commits"] and parts[3:] == ["merge_requests"]:
             mr = self.merged.get(parts[2])
             return self._reply([] if mr is None else [{"iid": mr, "state": "merged"}])
         if parts == ["issues"]:
             label = query.get("labels", [""])[0]
-            return self._reply([i for i in self.issues
-                                if i["state"] == "opened" and label in i["labels"]])
+            return self._page([i for i in self.issues
+                               if i["state"] == "opened" and label in i["labels"]], query)
         if parts[:1] == ["jobs"] and parts[2:3] == ["artifacts"]:
             found = self.files.get((parts[1], "/".join(parts[3:])))
             if found is None:
@@ -304,13 +338,14 @@ class GitLabApi(BaseHTTPRequestHandler):
         body = self._body()
         if parts[:1] == ["merge_requests"] and parts[2:] == ["notes"]:
             notes = self.notes.setdefault(int(parts[1]), [])
-            note = {"id": 1 + sum(len(n) for n in self.notes.values()), "body": body["body"]}
+            note = {"id": 1 + sum(len(n) for n in self.notes.values()), "body": body["body"],
+                    "author": self._author(), "system": False}
             notes.append(note)
             return self._reply(note)
         if parts == ["issues"]:
             issue = {"iid": len(self.issues) + 1, "title": body["title"], "state": "opened",
                      "description": body["description"], "labels": body["labels"].split(","),
-                     "notes": []}
+                     "notes": [], "author": self._author()}
             self.issues.append(issue)
             return self._reply(issue)
         if parts[:1] == ["issues"] and parts[2:] == ["notes"]:

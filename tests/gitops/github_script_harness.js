@@ -50,7 +50,7 @@ const github = {
       },
       create: async (a) => {
         calls.push(['createIssue', a]);
-        state.issues.push({ number: nextIssue++, title: a.title, body: a.body, labels: a.labels || [], state: 'open' });
+        state.issues.push({ number: nextIssue++, title: a.title, body: a.body, labels: a.labels || [], state: 'open', user: bot });
         return { data: {} };
       },
       update: async (a) => {

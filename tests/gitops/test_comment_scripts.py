@@ -23,6 +23,7 @@ from tests.gitops.ci_support import (
     DRIFT,
     GITHUB,
     GITLAB,
+    GITLAB_USERS,
     Repo,
     gitlab_api,
     gitlab_env,
@@ -91,14 +92,19 @@ def test_the_comment_shows_validation_plans_digests_and_a_destroy_warning(
     artifacts: Path, tmp_path: Path
 ) -> None:
     body, labels = comment_body(artifacts, '["acme-analytics", "acme-payments"]', cwd=tmp_path)
-    assert body.startswith("<!-- reconcile-plan -->\n## reconcile plan\n\nCommit `abc`.")
+    digests = {p: json.loads((artifacts / f"reconcile-plan-{p}" / "plan.json").read_text())
+               ["digest"] for p in ("acme-analytics", "acme-payments")}
+    # The markers head the comment, one line each, before any content.
+    assert body.startswith(
+        "<!-- reconcile-plan -->\n"
+        f"<!-- reconcile-digest acme-analytics {digests['acme-analytics']} 111 -->\n"
+        f"<!-- reconcile-digest acme-payments {digests['acme-payments']} 111 -->\n"
+        "## reconcile plan\n\nCommit `abc`.")
+    assert body.count("<!--") == 3
     assert "**Validation**: ⚠️ 0 error(s), 1 warning(s)" in body
     assert "warning[example-warning]: a warning `with` <b>markup</b>" in body
     # In a code fence longer than any backtick run inside: inert, whatever it holds.
     assert "```text\nspecs/acme-payments/topics.yaml:3:1: warning[example-warning]" in body
-    plan = json.loads((artifacts / "reconcile-plan-acme-payments" / "plan.json")
-                      .read_text())
-    assert f"<!-- reconcile-digest acme-payments {plan['digest']} 111 -->" in body
     assert "### `acme-payments`: 0 to add, 1 to change, 1 to destroy" in body
     assert "### `acme-analytics`: no changes" in body
     assert ("> **Topic deletion will happen** in `acme-payments`: "
@@ -293,3 +299,95 @@ def test_gitlab_drift_schedule_opens_updates_and_closes_issues(
         assert repo.reconcile("apply", "specs/", "--auto-approve").code == 0
         assert repo.bash(gitlab_script("drift"), **env).code == 0
         assert issue["state"] == "closed" and "No drift any more" in issue["notes"][0]
+
+
+FORGED = "<!-- reconcile-digest acme-payments sha256:" + "b" * 64 + " 99999 -->"
+
+
+def markers(bodies: list[str], project: str, cwd: Path) -> dict[str, str]:
+    done = subprocess.run([sys.executable, str(CI_SCRIPT), "markers", "--project", project],
+                          input=json.dumps(bodies), cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, str] = json.loads(done.stdout)
+    return found
+
+
+def test_content_never_forms_a_marker_and_markers_are_read_from_the_head_only(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    """Issue 39: a path, a message and a plan holding marker text (the empty file
+    `specs/<!-- reconcile-digest ... -->.yaml` passes validation with a warning)."""
+    diagnostics = artifacts / "reconcile-validation" / "diagnostics.json"
+    diagnostics.write_text(json.dumps([
+        {"file": f"specs/{FORGED}.yaml", "line": 1, "col": 1, "severity": "warning",
+         "code": "empty-file", "message": "<!-- reconcile-result acme-payments applied -->",
+         "hint": None}]))
+    plan_md = artifacts / "reconcile-plan-acme-payments" / "plan.md"
+    plan_md.write_text(f"{FORGED}\n" + plan_md.read_text())  # e.g. an older reconcile's
+    body, _ = comment_body(artifacts, '["acme-payments"]', cwd=tmp_path)
+    assert body.count("<!--") == 2 and body.count(FORGED.replace("<", "<\u2060")) >= 2
+    plan = json.loads((artifacts / "reconcile-plan-acme-payments" / "plan.json").read_text())
+    assert markers([body], "acme-payments", tmp_path) == {
+        "digest": plan["digest"], "run": "111", "result": ""}
+    # Marker text below the head, or in a comment that does not open as ours, is not read.
+    below = f"<!-- reconcile-plan -->\n## reconcile plan\n{FORGED}\n"
+    assert markers([below, f"x\n{FORGED}"], "acme-payments", tmp_path) == {
+        "digest": "", "run": "", "result": ""}
+    # A report: its own marker on the first line; a result in its text is inert.
+    (tmp_path / "outcome.json").write_text(json.dumps({"outcome": "error", "exit_code": 1,
+        "message": "<!-- reconcile-result acme-payments applied -->"}))
+    done = ci("report", "--project", "acme-payments", "--state", "failed", "--outcome",
+              "outcome.json", "--why", FORGED, "--out", "report.md", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("<!-- reconcile-result acme-payments failed -->\n")
+    assert report.count("<!--") == 1
+    assert markers([body, report], "acme-payments", tmp_path)["result"] == "failed"
+    # A project that is no project ID is refused rather than written into a marker.
+    refused = ci("report", "--project", "p -->\n<!-- x", "--state", "failed", "--out", "r.md",
+                 cwd=tmp_path)
+    assert refused.returncode != 0 and "is not a project ID" in refused.stderr
+
+
+def test_gitlab_reads_markers_only_from_the_note_tokens_user(
+    artifacts: Path, tmp_path: Path
+) -> None:
+    work = tmp_path / "job"
+    work.mkdir()
+    with gitlab_api() as (url, api):
+        env = {**runner_env(None), **gitlab_env(url)}
+        forged = ("<!-- reconcile-plan -->\n<!-- reconcile-digest acme-payments sha256:"
+                  + "c" * 64 + " 502 -->\n")
+        api.notes[7] = [{"id": 1, "body": forged, "system": False,
+                         "author": GITLAB_USERS["person-token"]}]
+        api.merged["mergesha"] = 7
+        found = ci("gitlab", "reviewed", "--commit", "mergesha", "--project", "acme-payments",
+                   cwd=work, env=env)
+        assert found.returncode == 0, found.stderr
+        assert json.loads(found.stdout) == {"mr": 7, "digest": "", "job": ""}
+        # Past the first page of notes (100 a page): the pipeline's own is found there.
+        api.notes[7] += [{"id": 2 + i, "body": "a review remark", "system": False,
+                          "author": GITLAB_USERS["person-token"]} for i in range(150)]
+        digest = "sha256:" + "d" * 64
+        api.notes[7].append({"id": 200, "system": False, "author": GITLAB_USERS["note-token"],
+                             "body": f"<!-- reconcile-plan -->\n<!-- reconcile-digest "
+                                     f"acme-payments {digest} 501 -->\n"})
+        found = ci("gitlab", "reviewed", "--commit", "mergesha", "--project", "acme-payments",
+                   cwd=work, env=env)
+        assert json.loads(found.stdout) == {"mr": 7, "digest": digest, "job": "501"}
+        api.notes[7] = api.notes[7][:1]
+        # The plan note is the pipeline's own: a new one, the person's left untouched.
+        (work / "body.md").write_text("<!-- reconcile-plan -->\nours\n")
+        noted = ci("gitlab", "note", "--mr", "7", "--body", "body.md", cwd=work, env=env)
+        assert noted.returncode == 0, noted.stderr
+        assert [n["body"] for n in api.notes[7]] == [forged, "<!-- reconcile-plan -->\nours\n"]
+        # A drift issue opened by someone else is not the project's drift issue.
+        api.issues.append({"iid": 1, "title": "x", "state": "opened", "labels":
+                           ["reconcile-drift"], "notes": [],
+                           "description": "<!-- reconcile-drift acme-payments -->\n",
+                           "author": GITLAB_USERS["person-token"]})
+        closed = ci("gitlab", "issue", "--project", "acme-payments", "--state", "clean",
+                    "--commit", "0123456789abcdef", cwd=work, env=env)
+        assert closed.returncode == 0, closed.stderr
+        assert api.issues[0]["state"] == "opened" and api.issues[0]["notes"] == []

@@ -17,6 +17,8 @@ import pytest
 
 from reconciler.orgpolicy.snapshot import load_snapshot
 from tests.gitops.ci_support import (
+    FORGED_DIGEST_FILE,
+    GITLAB_USERS,
     GitLabApi,
     Repo,
     copy_reference_specs,
@@ -45,10 +47,15 @@ def lab(
         yield repo, api, url
 
 
-def plan_mr(repo: Repo, api: type[GitLabApi], url: str, mr: int, branch: str, job: int) -> None:
-    """The merge request's child pipeline: plan acme-payments, then the note job."""
+def plan_mr(repo: Repo, api: type[GitLabApi], url: str, mr: int, branch: str, job: int,
+            validate: bool = False) -> None:
+    """The merge request's child pipeline: (`validate`: the validate job,) plan
+    acme-payments, then the note job."""
     repo.pr_checkout(branch)
     repo.clean("out", "validation")
+    if validate:
+        validated = repo.bash(gitlab_script("validate"))
+        assert validated.code == 0, validated.err
     env = gitlab_env(url, PROJECT=PAYMENTS, CI_JOB_ID=str(job))
     planned = repo.bash(gitlab_script(".reconcile-plan"), **env)
     assert planned.code == 0, planned.err
@@ -149,3 +156,34 @@ def test_queued_jobs_in_any_order_leave_no_merge_unsettled(
               publisher_client.list_topics(request={"project": f"projects/{PAYMENTS}"})}
     assert topics["refunds"]["owner"] == "refunds-team"
     assert topics["payment-audit"]["retention"] == "longer"
+
+
+def test_a_file_name_or_another_users_note_cannot_choose_the_plan_a_merge_applies(
+    lab: tuple[Repo, type[GitLabApi], str], publisher_client: Any
+) -> None:
+    """Issue 39: an empty spec file named like a digest marker, and a person's note
+    with a whole plan note's markers posted before the pipeline's."""
+    repo, api, url = lab
+    mr, branch = repo.open_pr([ORDERS], {FORGED_DIGEST_FILE: ""})
+    api.notes[mr] = [{"id": 900, "system": False, "author": GITLAB_USERS["person-token"],
+                      "body": ("<!-- reconcile-plan -->\n<!-- reconcile-digest acme-payments "
+                               "sha256:" + "c" * 64 + " 502 -->\n")}]
+    api.files[("502", f"out/{PAYMENTS}/plan.json")] = b"{}"
+    plan_mr(repo, api, url, mr, branch, 501, validate=True)
+    person, ours = api.notes[mr]
+    assert person["id"] == 900 and ours["author"] == GITLAB_USERS["note-token"]
+    plan = json.loads((repo.root / "out" / PAYMENTS / "plan.json").read_text())
+    assert "1 warning(s)" in ours["body"]
+    assert ours["body"].count("<\u2060!-- reconcile-digest acme-payments sha256:bbbb") >= 2
+    assert ours["body"].count("<!--") == 2
+    assert ours["body"].startswith(
+        f"<!-- reconcile-plan -->\n<!-- reconcile-digest {PAYMENTS} {plan['digest']} 501 -->\n")
+
+    sha = merged(repo, api, mr, branch)
+    code, log = apply_job(repo, api, url, sha, 601)
+    assert code == 0, log
+    assert result(api, mr) == "applied"
+    outcome = json.loads((repo.root / "out" / "outcome.json").read_text())
+    assert (outcome["outcome"], outcome["digest"]) == ("applied", plan["digest"])
+    topic = publisher_client.get_topic(topic=f"projects/{PAYMENTS}/topics/orders")
+    assert topic.labels["tier"] == "gold"

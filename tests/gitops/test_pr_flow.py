@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 
 from reconciler.orgpolicy.snapshot import load_snapshot
-from tests.gitops.ci_support import GITHUB, Repo, copy_reference_specs, make_repo, step_of
+from tests.gitops.ci_support import (
+    FORGED_DIGEST_FILE,
+    GITHUB,
+    Repo,
+    copy_reference_specs,
+    make_repo,
+    step_of,
+)
 from tests.gitops.test_plan_schema import errors as schema_errors
 
 PAYMENTS = "acme-payments"
@@ -399,3 +406,40 @@ def test_a_push_without_a_reviewed_plan_applies_nothing(
     assert writes(local_server) == 0
     report = (repo.root / "report.md").read_text()
     assert "this merge has no reviewed plan for acme-payments" in report
+
+
+OTHER_APP = {"type": "Bot", "login": "other-app[bot]"}
+
+
+def test_a_file_name_or_another_bot_cannot_choose_the_plan_a_merge_applies(
+    repo: Repo, local_server: Any, publisher_client: Any
+) -> None:
+    number, branch = repo.open_pr([ORDERS], {FORGED_DIGEST_FILE: ""})
+    # Another app comments first, a whole plan comment with a digest of its choosing.
+    repo.github["comments"].append({
+        "id": 1, "issue_number": number, "user": OTHER_APP,
+        "body": ("<!-- reconcile-plan -->\n<!-- reconcile-digest acme-payments sha256:"
+                 + "c" * 64 + " 99998 -->\n<!-- reconcile-result acme-payments applied -->\n")})
+    assert pr_run(repo, number, branch, 101) == [PAYMENTS]
+    (body,) = [c["body"] for c in repo.github["comments"]
+               if c["issue_number"] == number and c["user"]["login"] == "github-actions[bot]"]
+    plan = json.loads((repo.stash / "artifact-101-reconcile-plan-acme-payments" / "plan.json")
+                      .read_text())
+    # The path is in the comment (validation and plan warnings), shown but inert: the
+    # only markers are the two lines the glue wrote at its head.
+    assert "**Validation**: ⚠️ 0 error(s), 1 warning(s)" in body
+    assert body.count("<\u2060!-- reconcile-digest acme-payments sha256:bbbb") >= 2
+    assert body.count("<!--") == 2
+    assert body.startswith(f"<!-- reconcile-plan -->\n<!-- reconcile-digest {PAYMENTS} "
+                           f"{plan['digest']} 101 -->\n## reconcile plan\n")
+
+    _, sha = repo.merge(number, branch)
+    run = apply_run(repo, sha, 201)
+    assert (run.mode, run.result, run.state, run.failed) == ("apply", "applied", "applied", None)
+    assert run.outcome is not None and run.outcome["digest"] == plan["digest"]
+    assert labels(publisher_client)["orders"]["tier"] == "gold"
+    ours = [c["body"] for c in repo.github["comments"] if c["issue_number"] == number
+            and c["user"]["login"] == "github-actions[bot]"
+            and c["body"].startswith("<!-- reconcile-result ")]
+    assert [b.split("\n", 1)[0] for b in ours] == [f"<!-- reconcile-result {PAYMENTS} applied -->"]
+    assert repo.github["comments"][0]["user"] == OTHER_APP  # its comment left as it was

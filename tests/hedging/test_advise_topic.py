@@ -167,3 +167,18 @@ def test_plot_without_matplotlib_fails_before_reading_anything(
     assert result.exit_code == 1
     assert f"pip install '{PLOT_EXTRA}'" in result.stderr
     assert local_server.counters.get("ListTimeSeries") == before
+
+
+def test_an_unanswered_metric_read_ends_at_the_timeout(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    """--timeout bounds each metric read as a whole (issue 39): a ListTimeSeries the
+    service never answers fails naming the project, not a hang."""
+    publish(local_server, publisher_client, 3)
+    held = local_server.faults.hold("ListTimeSeries", count=5)
+    result = advise(run_cli, local_server, "--timeout", "1")
+    assert len(held.arrived()) >= 1  # the call was made, and never answered
+    held.release_all()
+    assert result.exit_code == 1
+    assert (f"Error: topic orders (project {PROJECT}): cannot read its publish metrics: "
+            f"Cloud Monitoring did not answer in time for project {PROJECT}") in result.stderr

@@ -120,6 +120,43 @@ def test_in_transit_refuses_an_outside_puller_and_a_paused_export_is_shown(
     assert "export projects/proj-a/subscriptions/to-gcs (cloud_storage) paused" in result.stdout
 
 
+def test_refused_metrics_leave_a_subscribed_topic_unchecked_and_exit_2(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber_client: Any,
+) -> None:
+    """Issue 39: with the metrics refused (HTTP 403) while a message is stored in a
+    region no policy allows, residency cannot say "nothing stored outside": the topic
+    is not checked, said so, and --detailed-exitcode exits 2. A topic that can hold
+    nothing (no subscription, no retention) is still clean."""
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    seed("quiet", labels=OWN)
+    subscriber_client.create_subscription(request={"name": SUB, "topic": T})
+    publish_from(publisher_client, T, "us-east1", 1)
+    _narrow(publisher_client, ["us-central1"])
+    root = specs(topic_doc("orders", storage=(["us-central1"], False)), topic_doc("quiet"))
+    policy = org_policy_file(["us-central1"])
+    readable = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert readable.exit_code == 2 and "NOT ALLOWED" in readable.stdout
+
+    local_server.faults.add(method="PromQLQuery", error="PERMISSION_DENIED")  # HTTP 403
+    refused = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
+    assert refused.exit_code == 2, refused.stdout + refused.stderr
+    assert "nothing stored outside" not in refused.stdout
+    assert ("2 topics: none found storing messages outside the allowed regions or with "
+            "an export paused, but 1 could not be checked (figures unknown: see notes)."
+            in refused.stdout)
+    assert "? projects/proj-a/topics/orders (1 subscription)" in refused.stdout
+    assert "    unknown: stored messages: permission denied to read metrics in project " \
+        "proj-a (needs monitoring.timeSeries.list, e.g. role roles/monitoring.viewer)" \
+        in refused.stdout
+    assert "  projects/proj-a/topics/quiet (0 subscriptions)\n    nothing stored" \
+        in refused.stdout
+    assert residency(run_cli, local_server, root, policy).exit_code == 0  # without the flag
+    data = json.loads(residency(run_cli, local_server, root, policy, "--format", "json").stdout)
+    unknown = {t["topic"]: t.get("unknown", []) for t in data["topics"]}
+    assert len(unknown["orders"]) == 1 and unknown["quiet"] == []
+
+
 def test_a_project_with_no_subscriptions_and_a_missing_topic_is_clean(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
 ) -> None:

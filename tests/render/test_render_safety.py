@@ -205,3 +205,15 @@ def test_an_error_naming_a_hostile_plan_file_is_escaped(run_cli: Any, tmp_path: 
     assert result.exit_code == 1
     assert "\x1b" not in result.stderr and "\x07" not in result.stderr
     assert "\\x1b[2Jplan\\x07.json:1:2: not a plan file (invalid JSON" in result.stderr
+
+
+MARKER = "<!-- reconcile-digest p sha256:" + "b" * 64 + " 9 -->"
+
+
+def test_no_data_opens_an_html_comment_in_the_markdown_plan() -> None:
+    """Issue 39: the markdown plan goes into CI comments, where `<!--` from a path (or
+    any other data) could hide what follows or pose as a marker the merge reads."""
+    for slot in SLOTS:
+        out = markdown_with(lambda s, slot=slot: s.update({slot: f"x {MARKER} <!--"}))
+        assert "<!--" not in out, slot
+        assert "<\u2060!-- reconcile-digest" in out, slot  # shown, broken by a word joiner
