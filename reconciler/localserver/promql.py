@@ -16,26 +16,20 @@ nothing. Anything else (functions, operators, range selectors, offsets, other
 metrics) answers 400 with Prometheus' error shape
 `{"status": "error", "errorType": "bad_data", "error": "..."}`.
 
-Each query is one call of the pseudo-RPC `PromQLQuery` through the dispatcher: it
-is counted per project in the server's RPC counters, and fault rules may name it.
+Each query is one call of the pseudo-RPC `PromQLQuery` (`query_rpc`) through the
+dispatcher: it is counted per project in the server's RPC counters, and fault rules
+may name it. The HTTP side (the path, the query parameters, Prometheus' error shape)
+is the REST face's: `promql_face`.
 """
 
 from __future__ import annotations
 
-import json
 import re
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
-from urllib.parse import unquote
-
-import grpc
 
 from reconciler.localserver.aggregation import NS
-from reconciler.localserver.dispatch import Dispatcher
-from reconciler.localserver.http1 import Request, Response
 from reconciler.localserver.metric_catalog import METRICS, RESOURCE_LABELS, Metric
 from reconciler.localserver.monitoring_service import (
     GAUGE_FRESH_NS,
@@ -47,20 +41,6 @@ from reconciler.localserver.status import ServiceError, invalid
 from reconciler.promqlnames import promql_name
 
 METHOD = "PromQLQuery"
-PATH = re.compile(r"^/v1/projects/([^/]+)/location/([^/]+)/prometheus/api/v1/query$")
-MAX_QUERY_CHARS = 64 * 1024
-
-# google.rpc code -> HTTP status and Prometheus errorType, for what the dispatcher
-# raises (a fault rule, a bug); a bad query is bad_data 400.
-_ERRORS = {
-    grpc.StatusCode.INVALID_ARGUMENT: (400, "bad_data"),
-    grpc.StatusCode.PERMISSION_DENIED: (403, "forbidden"),
-    grpc.StatusCode.UNAUTHENTICATED: (401, "unauthorized"),
-    grpc.StatusCode.NOT_FOUND: (404, "not_found"),
-    grpc.StatusCode.RESOURCE_EXHAUSTED: (429, "unavailable"),
-    grpc.StatusCode.DEADLINE_EXCEEDED: (504, "timeout"),
-    grpc.StatusCode.UNAVAILABLE: (503, "unavailable"),
-}
 
 
 GAUGES: dict[str, Metric] = {
@@ -311,69 +291,11 @@ def _only_ids(resource: str, matchers: list[Matcher]) -> frozenset[str] | None:
     return out
 
 
-# ------------------------------------------------------------------------------ face
+def query_rpc(monitoring: MonitoringService) -> Rpc:
+    """The query as one dispatched call: a `PromQLRequest` in, the instant vector's
+    samples out (what Prometheus' `data.result` holds)."""
 
+    def handle(request: PromQLRequest, call: CallInfo) -> list[dict[str, Any]]:
+        return evaluate(monitoring, request)
 
-def _time(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise bad_data(f"invalid parameter \"time\": cannot parse {text!r} to a valid "
-                       "timestamp") from None
-
-
-def _error(status: int, kind: str, message: str) -> Response:
-    body = {"status": "error", "errorType": kind, "error": message}
-    return Response(status, json.dumps(body).encode())
-
-
-class PromQLFace:
-    """The query path of the REST face, one `PromQLQuery` call a request."""
-
-    def __init__(self, dispatcher: Dispatcher, monitoring: MonitoringService | None) -> None:
-        self.dispatcher = dispatcher
-        self.monitoring = monitoring
-        self.rpc = Rpc(METHOD, self._handle, PromQLRequest, None,
-                       lambda r: f"projects/{r.project}")
-
-    def _handle(self, request: PromQLRequest, call: CallInfo) -> list[dict[str, Any]]:
-        if self.monitoring is None:
-            raise ServiceError(grpc.StatusCode.UNIMPLEMENTED, "no Monitoring service here")
-        return evaluate(self.monitoring, request)
-
-    def handle(self, request: Request, match: re.Match[str]) -> Response:
-        if request.method != "GET":
-            return _error(405, "bad_data", f"{request.method} is not a method of {request.path} "
-                          "(it takes GET)")
-        project, location = unquote(match.group(1)), unquote(match.group(2))
-        if location != "global":
-            return _error(400, "bad_data", f"location {location!r}: has to be \"global\"")
-        params = dict(request.query)
-        query = params.get("query", "")
-        try:
-            if len(query) > MAX_QUERY_CHARS:
-                raise bad_data(f"the query is longer than {MAX_QUERY_CHARS} characters")
-            at = _time(params["time"]) if params.get("time") else None
-            result = self.dispatcher.call(
-                self.rpc, PromQLRequest(project, query, at), CallInfo(None)
-            )
-        except ServiceError as err:
-            status, kind = _ERRORS.get(err.code, (500, "internal"))
-            if err.code is grpc.StatusCode.UNIMPLEMENTED:
-                status, kind = 501, "unavailable"
-            return _error(status, kind, err.message)
-        body = {"status": "success", "data": {"resultType": "vector", "result": result}}
-        return Response(200, json.dumps(body).encode())
-
-
-def face(dispatcher: Dispatcher, rpcs: dict[str, Rpc]) -> PromQLFace:
-    """The PromQL face over the server's own Monitoring service (the one whose
-    `ListTimeSeries` the gRPC face serves)."""
-    list_ts = rpcs.get("google.monitoring.v3.MetricService.ListTimeSeries")
-    handler: Callable[..., Any] | None = list_ts.handler if list_ts is not None else None
-    monitoring = getattr(handler, "__self__", None)
-    return PromQLFace(dispatcher, monitoring if isinstance(monitoring, MonitoringService) else None)
+    return Rpc(METHOD, handle, PromQLRequest, None, lambda r: f"projects/{r.project}")

@@ -1,5 +1,5 @@
 """The REST face: Pub/Sub v1 (and Monitoring v3 `timeSeries.list`, and Monitoring v1's
-PromQL instant query: localserver/promql.py) over HTTP/1.1 JSON, as gcloud and
+PromQL instant query: `promql_face`) over HTTP/1.1 JSON, as gcloud and
 Terraform's google provider speak it.
 
 One implementation behind both faces: a REST call is turned into the very request
@@ -27,10 +27,11 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
-from reconciler.localserver import promql
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.http1 import Request, Response, error_body
 from reconciler.localserver.identity import CLIENT_REGION_KEY
+from reconciler.localserver.promql_face import PATH as PROMQL_PATH
+from reconciler.localserver.promql_face import PromQLFace
 from reconciler.localserver.rpc import CallInfo, Rpc, unserved
 from reconciler.localserver.status import ServiceError, invalid
 
@@ -165,23 +166,25 @@ def routes() -> list[Route]:
 class RestFace:
     """Turns HTTP/1.1 requests into `Dispatcher.call`s of the gRPC face's RPCs.
     `rpcs` maps "google.pubsub.v1.Publisher.CreateTopic" to its `Rpc`;
-    `client_region` gives the region of a request that declares none."""
+    `client_region` gives the region of a request that declares none; `promql` is
+    the PromQL query's `Rpc` (served on its own path by `promql_face`)."""
 
     def __init__(
         self,
         dispatcher: Dispatcher,
         rpcs: dict[str, Rpc],
         client_region: Callable[[], str | None],
+        promql: Rpc,
     ) -> None:
         self.dispatcher = dispatcher
         self.rpcs = rpcs
         self.client_region = client_region
         self.routes = routes()
-        self.promql = promql.face(dispatcher, rpcs)
+        self.promql = PromQLFace(dispatcher, promql)
 
     def handle(self, request: Request) -> Response:
-        query_path = promql.PATH.match(request.path)
-        if query_path is not None:  # Monitoring's PromQL API (localserver/promql.py)
+        query_path = PROMQL_PATH.match(request.path)
+        if query_path is not None:  # Monitoring's PromQL API
             return self.promql.handle(request, query_path)
         try:
             route, values = self._route(request.method, request.path)

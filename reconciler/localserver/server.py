@@ -37,6 +37,7 @@ from reconciler.localserver.names import parse_topic
 from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
 from reconciler.localserver.outcomes import PublishOutcomes
 from reconciler.localserver.promql import METHOD as PROMQL_METHOD
+from reconciler.localserver.promql import query_rpc
 from reconciler.localserver.publisher_service import PublisherService
 from reconciler.localserver.rest import RestFace
 from reconciler.localserver.rpc import (
@@ -228,7 +229,10 @@ class LocalServer:
             server.start()
             self._server = server
             return self
-        rest = RestFace(self.dispatcher, self._rpcs_by_name(), lambda: self.client_region)
+        rest = RestFace(
+            self.dispatcher, self._rpcs_by_name(), lambda: self.client_region,
+            query_rpc(self.monitoring),
+        )
 
         def http(conn: socket.socket, head: bytes) -> None:
             serve_http1(
