@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
@@ -47,6 +47,16 @@ class Rpc:
     # The handler may answer the serialized response (`bytes`) where the face sends it
     # as it is (gRPC: CallInfo.serialized_reply); a raw RPC always may.
     serialized_reply: bool = False
+
+
+class Stream(Protocol):
+    """What the handler of a `stream` RPC opens (StreamingPull's `PullStream`): the
+    face feeds it the client's later requests and sends what it yields until
+    `active()` turns false or the stream ends."""
+
+    def receive(self, request: Any) -> None: ...
+    def end(self) -> None: ...
+    def responses(self, active: Callable[[], bool]) -> Iterator[Any]: ...
 
 
 # Methods of the served services that this server does not implement: both faces
