@@ -118,7 +118,7 @@ def _local(
     runs (so that both see the same topics), else by a server embedded in this
     process for the command's duration."""
     from reconciler.localserver import LocalServer
-    from reconciler.localserver.journal import StateInUse
+    from reconciler.localserver.persistence.journal import StateInUse
 
     try:
         prepare_state_dir(state_dir)

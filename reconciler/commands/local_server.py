@@ -21,8 +21,8 @@ import click
 
 from reconciler.commands import output
 from reconciler.errors import InputError, UsageError
-from reconciler.localserver.exports import check_key
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.pubsub.exports import check_key
+from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localstate import (
     DEFAULT_SPECS,
     SERVER_FILE,
@@ -158,7 +158,7 @@ def command(
     no_fsync: bool,
 ) -> None:
     """Run a local Google Pub/Sub + Org Policy server for `--emulator` / PUBSUB_EMULATOR_HOST."""
-    from reconciler.localserver.faultspec import parse_fault_spec
+    from reconciler.localserver.faults.faultspec import parse_fault_spec
     from reconciler.localserver.server import method_names
 
     if local and state_dir is not None:

@@ -23,27 +23,27 @@ import grpc
 
 from reconciler import __version__
 from reconciler.errors import UsageError
-from reconciler.localserver import protos
-from reconciler.localserver.backlog import BacklogStats
-from reconciler.localserver.counters import RpcCounters
-from reconciler.localserver.dispatch import Dispatcher
-from reconciler.localserver.faults import Faults
-from reconciler.localserver.front import Front, InFlight, Limits
-from reconciler.localserver.grpc_face import GrpcFace, add_port
-from reconciler.localserver.grpc_face import new_server as new_grpc_server
-from reconciler.localserver.http1 import serve as serve_http1
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
-from reconciler.localserver.monitoring_service import MonitoringService
-from reconciler.localserver.names import parse_topic
-from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
-from reconciler.localserver.outcomes import PublishOutcomes
-from reconciler.localserver.promql import METHOD as PROMQL_METHOD
-from reconciler.localserver.promql import query_rpc
-from reconciler.localserver.publisher_service import PublisherService
-from reconciler.localserver.rest import RestFace
-from reconciler.localserver.rpc import SERVER_NAME, Rpc
-from reconciler.localserver.state import ServerState, policy_to_proto
-from reconciler.localserver.subscriber_service import SubscriberService
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.counters import RpcCounters
+from reconciler.localserver.api.names import parse_topic
+from reconciler.localserver.api.outcomes import PublishOutcomes
+from reconciler.localserver.api.rpc import SERVER_NAME, Rpc
+from reconciler.localserver.faults.injection import Faults
+from reconciler.localserver.monitoring.promql import METHOD as PROMQL_METHOD
+from reconciler.localserver.monitoring.promql import query_rpc
+from reconciler.localserver.monitoring.service import MonitoringService
+from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
+from reconciler.localserver.pubsub.backlog import BacklogStats
+from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.pubsub.publisher_service import PublisherService
+from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
+from reconciler.localserver.pubsub.subscriber_service import SubscriberService
+from reconciler.localserver.transport.dispatch import Dispatcher
+from reconciler.localserver.transport.front import Front, InFlight, Limits
+from reconciler.localserver.transport.grpc_face import GrpcFace, add_port
+from reconciler.localserver.transport.grpc_face import new_server as new_grpc_server
+from reconciler.localserver.transport.http1 import serve as serve_http1
+from reconciler.localserver.transport.rest import RestFace
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 

@@ -12,7 +12,8 @@ from google.api_core import exceptions
 from subscriber_support import make_subscriber, queued_requests
 
 from reconciler.backends.clients import publisher_client as make_publisher
-from reconciler.localserver import CLIENT_REGION_KEY, LocalServer, protos
+from reconciler.localserver import CLIENT_REGION_KEY, LocalServer
+from reconciler.localserver.api import protos
 
 P = "projects/proj-alpha"
 T = f"{P}/topics/orders"
