@@ -65,8 +65,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.backends.promql": "requests and google-auth's transport only when the "
     "by-region gauges are read (the PromQL client)",
     "reconciler.backends.deadline": "google.api_core and grpc only when a call is made",
-    "reconciler.localserver": "grpc only when a server is made (the package's constants "
-    "are read without it)",
+    "reconciler.localserver": "each entry point from its room when first asked for: the "
+    "package's constants and the local-server command's option defaults load no grpc",
     "reconciler.localserver.persistence.journal":
         "fcntl only where a state directory is locked (POSIX)",
     "reconciler.localserver.pubsub.messages":

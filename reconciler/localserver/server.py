@@ -1,10 +1,11 @@
 """`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
 OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
-handlers (`dispatch.Dispatcher`: counts, injects faults), and the faces over that
-dispatcher: gRPC (`grpc_face`) and REST (`rest`), both on one address (`front`).
-The faces know the services only by the table of `Rpc`s handed to them here. One
-RPC only this server answers, `reconcile.localserver.v1.LocalServer/GetCapabilities`,
-lets a client tell it from Google's emulator (`CAPABILITIES_METHOD`)."""
+handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
+that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
+one address (`transport.front`). The faces know the services only by the table of
+`Rpc`s handed to them here. One RPC only this server answers,
+`reconcile.localserver.v1.LocalServer/GetCapabilities`, lets a client tell it from
+Google's emulator (`CAPABILITIES_METHOD`)."""
 
 from __future__ import annotations
 
@@ -347,7 +348,7 @@ class LocalServer:
         return self._front.open_connections if self._front is not None else 0
 
     def set_destination_location(self, key: str, location: str | None) -> None:
-        """Declare where an export or push destination is (see `exports`): e.g.
+        """Declare where an export or push destination is (see `pubsub.exports`): e.g.
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
         self.state.subs.set_location(key, location)
 

@@ -67,8 +67,8 @@ Timestamp: Any = timestamp_pb2.Timestamp
 def _wire_publish_request() -> Any:
     """PublishRequest as it travels, its messages left serialized (`repeated bytes`
     has the wire format of `repeated PubsubMessage`): the Publish hot path parses a
-    request once, into this, checks the messages from their bytes (`limits`) and
-    stores them as they came (`backlog.Batch`), parsing them only when read."""
+    request once, into this, checks the messages from their bytes (`pubsub.limits`) and
+    stores them as they came (`pubsub.backlog.Batch`), parsing them only when read."""
     file = descriptor_pb2.FileDescriptorProto(
         name="reconcile_wire_publish.proto", package="reconcile.wire", syntax="proto3"
     )

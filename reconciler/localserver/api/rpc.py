@@ -1,4 +1,4 @@
-"""What one RPC method is, independent of gRPC wiring (see `server.py`)."""
+"""What one RPC method is, independent of the faces that serve it (`transport/`)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 by-region gauges of topics and subscriptions (`metric_catalog`), computed when read
 from the backlogs (what `LocalServer.subscription_stats` / `topic_stats` give), and
 the publish metrics `topic/send_request_count` and `topic/send_request_latencies`
-from the recorded outcome of each Publish call (`outcomes`: response code, latency
+from the recorded outcome of each Publish call (`api.outcomes`: response code, latency
 with injected delay included; the last 10,000 calls).
 
 Gauges have no history here: one reading, taken at the request's end time (or now,

@@ -42,7 +42,7 @@ PUT_POLICY = 3
 DELETE_POLICY = 4
 SET_ANCESTRY = 5
 DELETE_ANCESTRY = 6
-# Format 3: subscriptions and messages (`subscriptions` encodes their values).
+# Format 3: subscriptions and messages (`pubsub.subscriptions` encodes their values).
 PUT_SUBSCRIPTION = 7
 DELETE_SUBSCRIPTION = 8
 DETACH_SUBSCRIPTION = 9

@@ -1,6 +1,6 @@
 """One call of one RPC, independent of the transport: count it, inject faults, run the
 handler, record Publish outcomes, and turn every failure into a `ServiceError` (the
-status a client sees). The gRPC wiring (`server`) and the REST face (`rest`) are
+status a client sees). The gRPC face (`grpc_face`) and the REST face (`rest`) are
 thin layers over this, calling `Dispatcher.call` with the same request messages.
 """
 

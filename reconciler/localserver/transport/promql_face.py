@@ -3,7 +3,7 @@
     GET /v1/projects/P/location/global/prometheus/api/v1/query?query=Q[&time=T]
 
 The face parses the path and the query parameters, sends the query through the
-dispatcher as one call of the query's `Rpc` (the Monitoring room's `promql.query_rpc`:
+dispatcher as one call of the query's `Rpc` (`monitoring.promql.query_rpc`:
 counted, faultable), and answers in Prometheus' shapes: `{"status": "success",
 "data": {"resultType": "vector", "result": [...]}}`, or `{"status": "error",
 "errorType": ..., "error": ...}` with the HTTP status Prometheus uses for that kind.
