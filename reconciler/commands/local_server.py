@@ -126,8 +126,9 @@ def _local_state(org_policy: Path | None) -> tuple[Path, Path | None]:
 @click.option(
     "--client-region",
     default=None,
-    help="Region requests are deemed to come from (for enforceInTransit); "
-    "per request: metadata x-reconcile-client-region.",
+    help="Region a request that names none is received in (default us-central1): where "
+    "its messages are stored and whether enforceInTransit refuses it; per request: "
+    "metadata x-reconcile-client-region.",
 )
 @click.option(
     "--fault",

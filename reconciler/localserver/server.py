@@ -111,8 +111,9 @@ class LocalServer:
     """A loopback Pub/Sub + Org Policy server that the real client libraries talk to.
 
     In memory when `state_dir` is None, otherwise persisted crash-safely there.
-    `client_region` is the region requests are deemed to come from (overridable per
-    request with the `x-reconcile-client-region` metadata key).
+    `client_region` is the region a request that names none is received in (None:
+    us-central1, `reconciler.orgpolicy.publishing.DEFAULT_RECEIVING_REGION`); a request
+    names its own with the `x-reconcile-client-region` metadata key.
     """
 
     def __init__(

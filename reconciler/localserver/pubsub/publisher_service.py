@@ -28,10 +28,15 @@ from reconciler.localserver.pubsub.limits import (
     check_publish,
 )
 from reconciler.localserver.pubsub.state import ServerState
-from reconciler.localserver.pubsub.subscriber_service import parse_subscription
+from reconciler.localserver.pubsub.subscriber_service import (
+    in_transit_refusal,
+    parse_subscription,
+    received_text,
+)
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
+from reconciler.orgpolicy.publishing import Landing, Refusal, land
 
 UPDATABLE_PATHS = (
     "labels",
@@ -290,37 +295,51 @@ class PublisherService:
         parse_topic(name)
         ordering = check_publish(raw, wire)
         call.notes["has_ordering"] = ordering
-        topic = self.state.get_topic(name)
-        if topic is None:
-            raise not_found("Topic not found")
-        region = call.client_region
-        rerouted = False
-        if region and topic.HasField("message_storage_policy"):
-            policy = topic.message_storage_policy
-            allowed = list(policy.allowed_persistence_regions)
-            if region not in allowed:
-                if policy.enforce_in_transit:
-                    raise failed_precondition(
-                        f"Publish request received in region {region}, which the message "
-                        f"storage policy of {name} does not allow "
-                        f"(enforce_in_transit is set; allowed regions: {', '.join(allowed)})."
-                    )
-                if ordering:
-                    raise failed_precondition(
-                        f"Cannot publish messages with an ordering key from region {region}: "
-                        f"the message storage policy of {name} does not allow it "
-                        f"(allowed regions: {', '.join(allowed)})."
-                    )
-                rerouted = True
         count = len(wire.messages)
-        stored = self.state.subs.publish(name, raw, count, region)
+        declared = call.client_region
+        landed: list[Landing] = []
+
+        def place(topic: Any) -> str:
+            landing = self._land(name, topic, declared, ordering)
+            landed.append(landing)
+            assert landing.stored is not None  # _land raises for a refused one
+            return landing.stored
+
+        stored = self.state.subs.publish(name, raw, count, place)
         if stored is None:
             raise not_found("Topic not found")
         first, _ = stored
-        if rerouted:
+        if landed[0].rerouted:
             self.rerouted.incr(name, amount=count)
         reply = publish_response(first, count)  # the IDs are consecutive
         return reply if call.serialized_reply else protos.PublishResponse.FromString(reply)
+
+    @staticmethod
+    def _land(name: str, topic: Any, declared: str | None, ordering: bool) -> Landing:
+        """Where this Publish lands under the topic's storage policy (the rule of
+        `reconciler.orgpolicy.publishing`), or FAILED_PRECONDITION saying why not."""
+        if not topic.HasField("message_storage_policy"):
+            return land(declared, None, enforce_in_transit=False, ordering=ordering)
+        policy = topic.message_storage_policy
+        allowed = list(policy.allowed_persistence_regions)
+        landing = land(
+            declared, allowed, enforce_in_transit=policy.enforce_in_transit, ordering=ordering
+        )
+        if not landing.refusals:
+            return landing
+        refusal = landing.refusals[0]
+        if refusal is Refusal.IN_TRANSIT:
+            raise in_transit_refusal("Publish", declared, name, allowed)
+        if refusal is Refusal.ORDERING:
+            raise failed_precondition(
+                "Cannot publish messages with an ordering key from region "
+                f"{received_text(declared)}: the message storage policy of {name} does not "
+                f"allow it (allowed regions: {', '.join(allowed)})."
+            )
+        raise failed_precondition(
+            f"The message storage policy of {name} allows no region: nothing can be "
+            "published to it."
+        )
 
     def rpcs(self) -> list[Rpc]:
         p = protos

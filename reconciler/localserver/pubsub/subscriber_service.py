@@ -20,8 +20,9 @@ from typing import Any
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import parse_project, parse_topic
 from reconciler.localserver.api.paging import decode_token, encode_token, page_size
-from reconciler.localserver.api.rpc import CallInfo, Rpc
+from reconciler.localserver.api.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
 from reconciler.localserver.api.status import (
+    ServiceError,
     already_exists,
     failed_precondition,
     invalid,
@@ -49,6 +50,7 @@ from reconciler.names import (
     project_id_problem,
     topic_id_problem,
 )
+from reconciler.orgpolicy.publishing import receiving_region, refuses_in_transit
 
 # A Pull waits this long at most for a first message (the service holds a pull open
 # for a while too; clients re-issue it).
@@ -151,6 +153,28 @@ def _set(sub: Any, field: str) -> bool:
     return bool(config.ListFields())
 
 
+def in_transit_refusal(
+    method: str, declared: str | None, topic: str, allowed: list[str]
+) -> ServiceError:
+    """What a Publish, Pull or StreamingPull refused by in-transit enforcement answers
+    (`declared`: the region the request names, None for the default)."""
+    return failed_precondition(
+        f"{method} request received in region {received_text(declared)}, which the "
+        f"message storage policy of {topic} does not allow (enforce_in_transit is set; "
+        f"allowed regions: {', '.join(allowed)})."
+    )
+
+
+def received_text(declared: str | None) -> str:
+    """The receiving region as a refusal names it: the default one says why."""
+    if declared:
+        return declared
+    return (
+        f"{receiving_region(None)} (the default: the request declares no region in "
+        f"{CLIENT_REGION_KEY} and the server has no --client-region)"
+    )
+
+
 class SubscriberService:
     def __init__(self, state: ServerState) -> None:
         self.state = state
@@ -161,20 +185,16 @@ class SubscriberService:
     def check_in_transit(self, method: str, sub: Any, call: CallInfo) -> None:
         """FAILED_PRECONDITION when the topic enforces in-transit regions and the
         request is received in a region its storage policy does not allow."""
-        region = call.client_region
-        if not region or sub.topic == DELETED_TOPIC:
+        if sub.topic == DELETED_TOPIC:
             return
         topic = self.state.get_topic(sub.topic)
         if topic is None or not topic.HasField("message_storage_policy"):
             return
         policy = topic.message_storage_policy
         allowed = list(policy.allowed_persistence_regions)
-        if policy.enforce_in_transit and region not in allowed:
-            raise failed_precondition(
-                f"{method} request received in region {region}, which the message storage "
-                f"policy of {sub.topic} does not allow (enforce_in_transit is set; allowed "
-                f"regions: {', '.join(allowed)})."
-            )
+        received = receiving_region(call.client_region)
+        if refuses_in_transit(received, allowed, policy.enforce_in_transit):
+            raise in_transit_refusal(method, call.client_region, sub.topic, allowed)
 
     def _pullable(self, method: str, name: str, call: CallInfo) -> Any:
         parse_subscription(name)

@@ -33,7 +33,6 @@ from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub import exports
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
-from reconciler.localserver.pubsub.geography import storage_region
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.names import project_of
@@ -352,18 +351,19 @@ class Subscriptions:
     # -------------------------------------------------------------------- publish
 
     def publish(
-        self, topic_name: str, raw: bytes, count: int, receiving: str | None
+        self, topic_name: str, raw: bytes, count: int, place: Callable[[Any], str]
     ) -> tuple[int, str] | None:
         """Store a checked Publish request of `count` messages, given as its bytes
-        (durable first); (the first of their consecutive IDs, the region they are
-        persisted in), or None when the topic does not exist."""
+        (durable first), in the region `place(topic)` names (it raises to refuse them;
+        called under the write lock, so the topic's storage policy cannot change
+        between the decision and the write); (the first of their consecutive IDs,
+        that region), or None when the topic does not exist."""
         state = self.state
         with state.wlock:
             topic = state.get_topic(topic_name)
             if topic is None:
                 return None
-            policy = topic.message_storage_policy
-            region = storage_region(receiving, policy.allowed_persistence_regions)
+            region = place(topic)
             receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
             first = self._next_id
             self._next_id += count

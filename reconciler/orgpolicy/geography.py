@@ -1,26 +1,21 @@
-"""Where a message is persisted: the region that received it when the topic's storage
-policy allows that region, else the allowed region nearest to it.
+"""Where the regions are: the distance model behind "the allowed region nearest to
+where a message enters" (`publishing.land`).
 
 Distance model: great-circle (haversine) distance between the cities that host the
 regions. The city of each region is the one Google Cloud's public locations list
 names for it (cloud.google.com/about/locations); the coordinates are those cities'
 (rounded to 0.1 degree), not data-centre positions, which Google does not publish.
 The service's own routing follows its network, not geometry, so this is a model: it
-gives the seed's example (us-east1 -> us-central1 when only us-central1 is allowed)
-and keeps a European publisher's messages in Europe when a European region is
-allowed. Ties, and regions without coordinates (restricted regions such as
-us-central2), fall back to the policy's own order.
-
-A request with no declared region (no `--client-region`, no
-`x-reconcile-client-region` metadata) is deemed received in DEFAULT_RECEIVING_REGION.
+gives the documented example (us-east1 -> us-central1 when only us-central1 is
+allowed) and keeps a European publisher's messages in Europe when a European region
+is allowed. Ties, and regions without coordinates (restricted regions such as
+us-central2), fall back to the order of the regions given.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-DEFAULT_RECEIVING_REGION = "us-central1"
 
 # region: (latitude, longitude) of the city named for it.
 REGION_COORDINATES: dict[str, tuple[float, float]] = {
@@ -87,11 +82,7 @@ def distance_km(a: str, b: str) -> float:
     return 2 * EARTH_RADIUS_KM * math.asin(min(1.0, math.sqrt(h)))
 
 
-def storage_region(receiving: str | None, allowed: Sequence[str]) -> str:
-    """The region a message received in `receiving` is persisted in, under a policy
-    allowing `allowed` (empty: no storage policy, every region allowed)."""
-    region = receiving or DEFAULT_RECEIVING_REGION
-    if not allowed or region in allowed:
-        return region
-    # min() keeps the first of equals: ties and unknown regions follow policy order.
-    return min(allowed, key=lambda r: distance_km(region, r))
+def nearest(region: str, candidates: Sequence[str]) -> str:
+    """The candidate nearest to `region` (the first of equals: ties and regions
+    without coordinates follow the candidates' order). `candidates` is not empty."""
+    return min(candidates, key=lambda r: distance_km(region, r))
