@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from reconciler.orgpolicy.geography import nearest
 
@@ -37,10 +37,10 @@ class Refusal(enum.Enum):
     ORDERING = "ordering"  # an ordering key, received outside the allowed regions
 
 
-@dataclass(frozen=True, slots=True)
-class Landing:
+class Landing(NamedTuple):
     """What becomes of one Publish. `stored` is None when it is refused; `refusals`
-    holds every reason that refuses it, the first being what the service answers."""
+    holds every reason that refuses it, the first being what the service answers.
+    (A named tuple: made on every Publish, and cheap to define on `validate`'s path.)"""
 
     received: str
     stored: str | None
