@@ -2,7 +2,8 @@
 validator (`spec/orgrules.py`, for the publishers a spec declares) and the local
 server (`localserver/pubsub/`, for each Publish, Pull and StreamingPull) both apply.
 
-The facts (docs/storage-policy.md cites them):
+The facts (Google Cloud's "Configure message storage policies" page and the
+`MessageStoragePolicy` proto's field documentation; docs/storage-policy.md):
 - a message is persisted in the region that receives the request when the policy
   allows it (or the topic has no policy), else in the allowed region nearest to it
   (`geography.nearest`): rerouted;
@@ -30,7 +31,8 @@ DEFAULT_RECEIVING_REGION = "us-central1"
 
 
 class Refusal(enum.Enum):
-    """Why the service refuses a Publish, in the order it checks them."""
+    """Why a Publish is refused, in the order the local server answers them (the
+    service's own order is not documented)."""
 
     NO_REGION = "no-region"  # the policy allows no region at all
     IN_TRANSIT = "in-transit"  # enforceInTransit, received outside the allowed regions
