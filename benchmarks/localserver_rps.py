@@ -245,8 +245,8 @@ _FLOOR = """
 import signal, sys, threading
 from concurrent import futures
 import grpc
-from reconciler.localserver import protos
-from reconciler.localserver.server import MAX_WORKERS
+from reconciler.localserver import MAX_WORKERS
+from reconciler.localserver.api import protos
 answer = protos.PublishResponse(message_ids=[str(i) for i in range(100)]).SerializeToString()
 server = grpc.server(futures.ThreadPoolExecutor(max_workers=MAX_WORKERS))
 server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler(

@@ -52,7 +52,7 @@ def desired_state(projects: int, topics: int) -> DesiredState:
 
 def seed(server: Any, projects: int, topics: int) -> int:
     """Live topics: every declared topic but one in 200 (those are creates)."""
-    from reconciler.localserver import protos
+    from reconciler.localserver.api import protos
 
     live = []
     for topic in desired_state(projects, topics).topics:

@@ -71,7 +71,7 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
     """Every declared topic live (managed by this tree, both regions) with its
     subscriptions."""
     from reconciler.backends.clients import subscriber_client
-    from reconciler.localserver import protos
+    from reconciler.localserver.api import protos
 
     per = topics // projects
     live = []

@@ -65,17 +65,21 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.backends.promql": "requests and google-auth's transport only when the "
     "by-region gauges are read (the PromQL client)",
     "reconciler.backends.deadline": "google.api_core and grpc only when a call is made",
-    "reconciler.localserver": "grpc only when a server is made (the package's constants "
-    "are read without it)",
-    "reconciler.localserver.journal": "fcntl only where a state directory is locked (POSIX)",
-    "reconciler.localserver.messages": "the generated protobuf modules only when a message is "
-    "stored",
-    "reconciler.localserver.backlog": "the generated protobuf modules only when a message is "
-    "delivered (the local-server command imports the defaults before its options are checked)",
-    "reconciler.localserver.exports": "the generated protobuf modules only when a subscription's "
-    "state is written (the local-server command checks --destination-location keys with it)",
-    "reconciler.localserver.limits": "the descriptor pool of the Publish limit check is built at "
-    "the first Publish, not when the server's modules load",
+    "reconciler.localserver": "each entry point from its room when first asked for: the "
+    "package's constants and the local-server command's option defaults load no grpc",
+    "reconciler.localserver.persistence.journal":
+        "fcntl only where a state directory is locked (POSIX)",
+    "reconciler.localserver.pubsub.messages":
+        "the generated protobuf modules only when a message is stored",
+    "reconciler.localserver.pubsub.backlog":
+        "the generated protobuf modules only when a message is delivered (the local-server "
+        "command imports the defaults before its options are checked)",
+    "reconciler.localserver.pubsub.exports":
+        "the generated protobuf modules only when a subscription's state is written (the "
+        "local-server command checks --destination-location keys with it)",
+    "reconciler.localserver.pubsub.limits":
+        "the descriptor pool of the Publish limit check is built at the first Publish, not "
+        "when the server's modules load",
     "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",
     "reconciler.hedging.channels": "the GAPIC client only for a locational endpoint",
     "reconciler.hedging.plot": "matplotlib (an optional extra) only for --plot",

@@ -1,7 +1,7 @@
 """Cloud Monitoring metric types as PromQL names ("Mapping Cloud Monitoring metrics to
 PromQL"): one module, because the PromQL client (backends/promql.py) and the local
-server's PromQL face (localserver/promql.py) must agree, and neither package may
-import the other's."""
+server's PromQL evaluation (localserver/monitoring/promql.py) must agree, and neither
+package may import the other's."""
 
 from __future__ import annotations
 

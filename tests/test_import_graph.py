@@ -105,8 +105,8 @@ def test_no_import_cycle_between_modules() -> None:
 def test_the_cycle_check_finds_a_cycle() -> None:
     modules = {
         "reconciler.localserver": {"reconciler.localserver.server"},
-        "reconciler.localserver.server": {"reconciler.localserver.rpc"},
-        "reconciler.localserver.rpc": {"reconciler.localserver"},
+        "reconciler.localserver.server": {"reconciler.localserver.api.rpc"},
+        "reconciler.localserver.api.rpc": {"reconciler.localserver"},
         "reconciler.cli": {"reconciler.clickapp"},
         "reconciler.clickapp": {"reconciler.cli", "reconciler.errors"},
         "reconciler.errors": set(),
@@ -115,7 +115,7 @@ def test_the_cycle_check_finds_a_cycle() -> None:
         ["reconciler.cli", "reconciler.clickapp", "reconciler.cli"],
         [
             "reconciler.localserver", "reconciler.localserver.server",
-            "reconciler.localserver.rpc", "reconciler.localserver",
+            "reconciler.localserver.api.rpc", "reconciler.localserver",
         ],
     ]
 

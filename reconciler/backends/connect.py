@@ -117,8 +117,7 @@ def _local(
     """The local state, served by the `reconcile local-server` that holds it when one
     runs (so that both see the same topics), else by a server embedded in this
     process for the command's duration."""
-    from reconciler.localserver import LocalServer
-    from reconciler.localserver.journal import StateInUse
+    from reconciler.localserver import LocalServer, StateInUse
 
     try:
         prepare_state_dir(state_dir)

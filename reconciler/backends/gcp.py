@@ -49,7 +49,7 @@ from reconciler.backends.stored import read_stored
 from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
-from reconciler.localserver.identity import CAPABILITIES_METHOD, SERVER_NAME
+from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,

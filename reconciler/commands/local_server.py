@@ -21,8 +21,11 @@ import click
 
 from reconciler.commands import output
 from reconciler.errors import InputError, UsageError
-from reconciler.localserver.exports import check_key
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver import (
+    DEFAULT_KEEP_MESSAGES,
+    DEFAULT_MAX_BACKLOG,
+    check_destination_key,
+)
 from reconciler.localstate import (
     DEFAULT_SPECS,
     SERVER_FILE,
@@ -123,8 +126,9 @@ def _local_state(org_policy: Path | None) -> tuple[Path, Path | None]:
 @click.option(
     "--client-region",
     default=None,
-    help="Region requests are deemed to come from (for enforceInTransit); "
-    "per request: metadata x-reconcile-client-region.",
+    help="Region a request that names none is received in (default us-central1): where "
+    "its messages are stored and whether enforceInTransit refuses it; per request: "
+    "metadata x-reconcile-client-region.",
 )
 @click.option(
     "--fault",
@@ -158,8 +162,7 @@ def command(
     no_fsync: bool,
 ) -> None:
     """Run a local Google Pub/Sub + Org Policy server for `--emulator` / PUBSUB_EMULATOR_HOST."""
-    from reconciler.localserver.faultspec import parse_fault_spec
-    from reconciler.localserver.server import method_names
+    from reconciler.localserver import method_names, parse_fault_spec
 
     if local and state_dir is not None:
         raise UsageError("--local and --state are alternatives; pass one of them")
@@ -183,7 +186,7 @@ def command(
         try:
             if not sep or not where:
                 raise ValueError(f"{item!r} is not KEY=LOCATION")
-            locations[check_key(key)] = where
+            locations[check_destination_key(key)] = where
         except ValueError as exc:
             raise UsageError(f"--destination-location: {exc}") from None
 
@@ -195,7 +198,7 @@ def command(
 
         store = load_snapshot(org_policy)
 
-    from reconciler.localserver.server import LocalServer, SeedConflict
+    from reconciler.localserver import LocalServer, SeedConflict
 
     try:
         server = LocalServer(

@@ -1,9 +1,11 @@
-"""`LocalServer`: the gRPC wiring of the Publisher, Subscriber, OrgPolicy and
-Monitoring (`ListTimeSeries`) services (a thin layer over `dispatch.Dispatcher`,
-which counts, injects faults and runs the transport-independent handlers), the REST
-face over the same dispatcher (`rest`), both on one address (`front`), plus one RPC
-only this server answers: `reconcile.localserver.v1.LocalServer/GetCapabilities`,
-which lets a client tell it from Google's emulator (`CAPABILITIES_METHOD`)."""
+"""`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
+OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
+handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
+that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
+one address (`transport.front`). The faces know the services only by the table of
+`Rpc`s handed to them here. One RPC only this server answers,
+`reconcile.localserver.v1.LocalServer/GetCapabilities`, lets a client tell it from
+Google's emulator (`CAPABILITIES_METHOD`)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,7 @@ import logging
 import shutil
 import socket
 import tempfile
-import threading
-from collections.abc import Callable, Iterable, Iterator
-from concurrent import futures
+from collections.abc import Iterable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -24,33 +24,27 @@ import grpc
 
 from reconciler import __version__
 from reconciler.errors import UsageError
-from reconciler.localserver import protos
-from reconciler.localserver.backlog import BacklogStats
-from reconciler.localserver.counters import RpcCounters
-from reconciler.localserver.dispatch import Dispatcher
-from reconciler.localserver.faults import Faults
-from reconciler.localserver.front import Front, InFlight, Limits
-from reconciler.localserver.http1 import serve as serve_http1
-from reconciler.localserver.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
-from reconciler.localserver.monitoring_service import MonitoringService
-from reconciler.localserver.names import parse_topic
-from reconciler.localserver.orgpolicy_service import OrgPolicyService, stamp
-from reconciler.localserver.outcomes import PublishOutcomes
-from reconciler.localserver.promql import METHOD as PROMQL_METHOD
-from reconciler.localserver.publisher_service import PublisherService
-from reconciler.localserver.rest import RestFace
-from reconciler.localserver.rpc import (
-    CAPABILITIES_METHOD,
-    CLIENT_REGION_KEY,
-    SERVER_NAME,
-    UNSERVED_METHODS,
-    CallInfo,
-    Rpc,
-    unserved,
-)
-from reconciler.localserver.state import ServerState, policy_to_proto
-from reconciler.localserver.status import ServiceError
-from reconciler.localserver.subscriber_service import PullStream, SubscriberService
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.counters import RpcCounters
+from reconciler.localserver.api.names import parse_topic
+from reconciler.localserver.api.outcomes import PublishOutcomes
+from reconciler.localserver.api.rpc import SERVER_NAME, Rpc
+from reconciler.localserver.faults.injection import Faults
+from reconciler.localserver.monitoring.promql import METHOD as PROMQL_METHOD
+from reconciler.localserver.monitoring.promql import query_rpc
+from reconciler.localserver.monitoring.service import MonitoringService
+from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
+from reconciler.localserver.pubsub.backlog import BacklogStats
+from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.pubsub.publisher_service import PublisherService
+from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
+from reconciler.localserver.pubsub.subscriber_service import SubscriberService
+from reconciler.localserver.transport.dispatch import Dispatcher
+from reconciler.localserver.transport.front import Front, InFlight, Limits
+from reconciler.localserver.transport.grpc_face import GrpcFace, add_port
+from reconciler.localserver.transport.grpc_face import new_server as new_grpc_server
+from reconciler.localserver.transport.http1 import serve as serve_http1
+from reconciler.localserver.transport.rest import RestFace
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -60,7 +54,6 @@ PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING_SERVICE = "google.monitoring.v3.MetricService"
-CAPABILITIES_SERVICE = CAPABILITIES_METHOD.split("/")[1]
 CAPABILITIES = (
     "storage-policy-validation",
     "update-labels",
@@ -72,9 +65,6 @@ CAPABILITIES = (
     "monitoring",
 )
 MAX_WORKERS = 64
-# Above the service's 10 MiB Publish limit, so that a larger request reaches the
-# limit check and gets the service's INVALID_ARGUMENT rather than gRPC's own refusal.
-MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
 
 def _method_names(*services: Any) -> list[str]:
@@ -121,8 +111,9 @@ class LocalServer:
     """A loopback Pub/Sub + Org Policy server that the real client libraries talk to.
 
     In memory when `state_dir` is None, otherwise persisted crash-safely there.
-    `client_region` is the region requests are deemed to come from (overridable per
-    request with the `x-reconcile-client-region` metadata key).
+    `client_region` is the region a request that names none is received in (None:
+    us-central1, `reconciler.orgpolicy.publishing.DEFAULT_RECEIVING_REGION`); a request
+    names its own with the `x-reconcile-client-region` metadata key.
     """
 
     def __init__(
@@ -196,39 +187,18 @@ class LocalServer:
     def start(self) -> LocalServer:
         if self._server is not None:
             return self
-        server = grpc.server(
-            futures.ThreadPoolExecutor(
-                max_workers=self.max_workers, thread_name_prefix="localserver"
-            ),
-            options=[
-                ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-                ("grpc.so_reuseport", 0),
-                # A connection that starts HTTP/2 but stalls is dropped as the front
-                # drops one that sends nothing.
-                ("grpc.server_handshake_timeout_ms", int(self.limits.first_bytes_s * 1000)),
-            ],
-            maximum_concurrent_rpcs=None,
-        )
-        server.add_generic_rpc_handlers(
-            (
-                self._generic(PUBLISHER_SERVICE, self.publisher.rpcs()),
-                self._generic(SUBSCRIBER_SERVICE, self.subscriber.rpcs()),
-                self._generic(ORGPOLICY_SERVICE, self.orgpolicy.rpcs()),
-                self._generic(MONITORING_SERVICE, self.monitoring.rpcs()),
-                *(_unserved_handler(service, names) for service, names in UNSERVED_METHODS.items()),
-                grpc.method_handlers_generic_handler(
-                    CAPABILITIES_SERVICE,
-                    {"GetCapabilities": grpc.unary_unary_rpc_method_handler(_capabilities)},
-                ),
-            )
-        )
+        server = new_grpc_server(self.max_workers, self.limits.first_bytes_s)
+        face = GrpcFace(self.dispatcher, self.counters, lambda: self.client_region)
+        server.add_generic_rpc_handlers(face.handlers(self._services(), capabilities_answer))
         if not self.front:
-            self.port = _add_port(server, self.address, self.address)
+            self.port = add_port(server, self.address, self.address)
             server.start()
             self._server = server
             return self
-        rest = RestFace(self.dispatcher, self._rpcs_by_name(), lambda: self.client_region)
+        rest = RestFace(
+            self.dispatcher, self._rpcs_by_name(), lambda: self.client_region,
+            query_rpc(self.monitoring),
+        )
 
         def http(conn: socket.socket, head: bytes) -> None:
             serve_http1(
@@ -255,18 +225,29 @@ class LocalServer:
         if hasattr(socket, "AF_UNIX"):
             self._socket_dir = tempfile.mkdtemp(prefix="reconcile-ls-")
             upstream = f"unix:{self._socket_dir}/grpc.sock"
-            _add_port(server, upstream, self.address)
+            add_port(server, upstream, self.address)
             return upstream
-        port = _add_port(server, "127.0.0.1:0", self.address)
+        port = add_port(server, "127.0.0.1:0", self.address)
         return f"127.0.0.1:{port}"
 
+    def _services(self) -> dict[str, list[Rpc]]:
+        """The dispatch table the gRPC face serves: service name -> its `Rpc`s."""
+        return {
+            PUBLISHER_SERVICE: self.publisher.rpcs(),
+            SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            ORGPOLICY_SERVICE: self.orgpolicy.rpcs(),
+            MONITORING_SERVICE: self.monitoring.rpcs(),
+        }
+
     def _rpcs_by_name(self) -> dict[str, Rpc]:
-        services = (
-            (PUBLISHER_SERVICE, self.publisher),
-            (SUBSCRIBER_SERVICE, self.subscriber),
-            (MONITORING_SERVICE, self.monitoring),
-        )
-        return {f"{name}.{rpc.name}": rpc for name, svc in services for rpc in svc.rpcs()}
+        """The REST face's table: "google.pubsub.v1.Publisher.CreateTopic" -> its `Rpc`
+        (the Org Policy service has no REST face here)."""
+        return {
+            f"{name}.{rpc.name}": rpc
+            for name, rpcs in self._services().items()
+            if name != ORGPOLICY_SERVICE
+            for rpc in rpcs
+        }
 
     def stop(self, grace: float | None = 1.0) -> None:
         """Stop serving, then close the state (compacting the journal). Calls parked
@@ -336,98 +317,6 @@ class LocalServer:
     ) -> None:
         self.stop()
 
-    # ------------------------------------------------------------------ gRPC wiring
-
-    def _generic(self, service: str, rpcs: list[Rpc]) -> grpc.GenericRpcHandler:
-        handlers = {}
-        for rpc in rpcs:
-            if rpc.stream:
-                handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(
-                    self._wrap_stream(rpc),
-                    request_deserializer=rpc.request_type.FromString,
-                    response_serializer=rpc.response_type.SerializeToString,
-                )
-            elif rpc.raw:  # the handler parses the bytes and may answer bytes
-                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
-                    self._wrap(rpc), response_serializer=_serialized_or_message
-                )
-            else:  # with serialized_reply, the handler may answer bytes
-                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
-                    self._wrap(rpc),
-                    request_deserializer=rpc.request_type.FromString,
-                    response_serializer=_serialized_or_message if rpc.serialized_reply
-                    else rpc.response_type.SerializeToString,
-                )
-        return grpc.method_handlers_generic_handler(service, handlers)
-
-    def _wrap(self, rpc: Rpc) -> Callable[[Any, grpc.ServicerContext], Any]:
-        """The dispatcher's answer, or its ServiceError as the call's status."""
-        parse = (rpc.wire_type or rpc.request_type).FromString
-        dispatch = self.dispatcher.call
-
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
-            if not rpc.raw:
-                call = CallInfo(self._client_region(context), serialized_reply=rpc.serialized_reply)
-            else:
-                raw = request
-                try:
-                    request = parse(raw)
-                except Exception:
-                    self.counters.incr(rpc.name)
-                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
-                # Publish: its outcome is recorded, and it answers serialized bytes.
-                call = CallInfo(
-                    self._client_region(context), raw, gone=_gone(context), serialized_reply=True
-                )
-            try:
-                return dispatch(rpc, request, call)
-            except ServiceError as err:
-                context.abort(err.code, err.message)
-
-        return handle
-
-    def _wrap_stream(self, rpc: Rpc) -> Callable[[Iterator[Any], grpc.ServicerContext], Any]:
-        """StreamingPull: the first request opens a `PullStream` through the dispatcher
-        (counted, faults applied, checked); a reader thread feeds it the later
-        requests while this thread sends what it yields."""
-
-        def handle(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
-            try:
-                first = next(requests)
-            except StopIteration:
-                return
-            try:
-                stream: PullStream = self.dispatcher.call(
-                    rpc, first, CallInfo(self._client_region(context))
-                )
-            except ServiceError as err:
-                context.abort(err.code, err.message)
-
-            def read() -> None:
-                try:
-                    for request in requests:
-                        stream.receive(request)
-                except Exception:  # the client went away or the server is stopping
-                    pass
-                finally:
-                    stream.end()
-
-            threading.Thread(target=read, name="streaming-pull-reader", daemon=True).start()
-            try:
-                yield from stream.responses(context.is_active)
-            except ServiceError as err:
-                context.abort(err.code, err.message)
-            finally:
-                stream.end()
-
-        return handle
-
-    def _client_region(self, context: grpc.ServicerContext) -> str | None:
-        for key, value in context.invocation_metadata() or ():
-            if key == CLIENT_REGION_KEY and isinstance(value, str) and value:
-                return value
-        return self.client_region
-
     # --------------------------------------------------------------- test helpers
 
     def messages(self, topic: str) -> list[Any]:
@@ -460,7 +349,7 @@ class LocalServer:
         return self._front.open_connections if self._front is not None else 0
 
     def set_destination_location(self, key: str, location: str | None) -> None:
-        """Declare where an export or push destination is (see `exports`): e.g.
+        """Declare where an export or push destination is (see `pubsub.exports`): e.g.
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
         self.state.subs.set_location(key, location)
 
@@ -531,48 +420,3 @@ class LocalServer:
             parse_topic(name)
             topics.append(protos.Topic(name=name, labels=labels or {}))
         return self.state.create_topics(topics)
-
-
-def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHandler:
-    def handler(name: str) -> grpc.RpcMethodHandler:
-        error = unserved(f"{service}.{name}")
-
-        def answer(request: bytes, context: grpc.ServicerContext) -> bytes:
-            context.abort(error.code, error.message)
-            raise AssertionError("abort raises")  # for the type checker
-
-        return grpc.unary_unary_rpc_method_handler(answer)
-
-    return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
-
-
-def _serialized_or_message(response: Any) -> bytes:
-    """The answer on the wire of an RPC that may answer bytes: bytes as they are, a
-    message serialized."""
-    return response if type(response) is bytes else bytes(response.SerializeToString())
-
-
-def _gone(context: grpc.ServicerContext) -> Callable[[], str | None]:
-    """How the client ended the call if it stopped waiting (see `CallInfo.gone`)."""
-
-    def gone() -> str | None:
-        left = context.time_remaining()
-        if left is not None and left <= 0:  # known here even before the client's reset
-            return "DEADLINE_EXCEEDED"
-        return None if context.is_active() else "CANCELLED"
-
-    return gone
-
-
-def _add_port(server: grpc.Server, address: str, public: str) -> int:
-    try:
-        port = server.add_insecure_port(address)
-    except RuntimeError as exc:
-        raise OSError(f"cannot listen on {public}: {exc}") from exc
-    if port == 0:
-        raise OSError(f"cannot listen on {public} (address in use?)")
-    return int(port)
-
-
-def _capabilities(request: bytes, context: grpc.ServicerContext) -> bytes:
-    return capabilities_answer()

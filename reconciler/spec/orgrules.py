@@ -25,6 +25,7 @@ from reconciler.orgpolicy.locations import (
     location_restriction,
 )
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, PolicySpec
+from reconciler.orgpolicy.publishing import Landing, Refusal, land
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.desired import DesiredTopic
 
@@ -188,7 +189,9 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
     With in-transit enforcement, publishers outside the allowed regions must publish
     through a locational endpoint (REGION-pubsub.googleapis.com) in an allowed region:
     fine when `publishers.endpoint` names one, a warning when none is declared, an
-    error when the declared one is not allowed. Ordering keys follow the endpoint."""
+    error when the declared one is not allowed. Ordering keys follow the endpoint.
+    Where a Publish lands and why it is refused is the rule the local server applies
+    too (`reconciler.orgpolicy.publishing.land`); this says what it means for a spec."""
     storage = topic.storage
     endpoint = topic.publisher_endpoint
     if storage.mode == "unmanaged" or not (topic.publisher_regions or endpoint):
@@ -217,10 +220,17 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
         severity, text = _inferred(severity, text, basis(region))
         out.append(OrgProblem(severity, code, text, path, region))
 
-    endpoint_ok = endpoint is not None and endpoint in allowed
-    if endpoint is not None and not endpoint_ok:
+    regions = sorted(allowed)  # ties between equally near regions: name order
+
+    def landing(received: str) -> Landing:
+        return land(received, regions, enforce_in_transit=enforce,
+                    ordering=topic.message_ordering)
+
+    if endpoint is not None:
+        # The endpoint decides where messages enter, whatever the publishers' regions.
+        through = landing(endpoint)
         host = f"{endpoint}-pubsub.googleapis.com"
-        if enforce:
+        if Refusal.IN_TRANSIT in through.refusals:
             add(
                 Severity.ERROR, "publisher-endpoint-denied",
                 f"publishers.endpoint {endpoint!r} ({host}) is outside the allowed regions "
@@ -228,7 +238,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 "fail with FAILED_PRECONDITION; use an endpoint in an allowed region",
                 PUBLISHER_ENDPOINT, endpoint,
             )
-        elif topic.message_ordering:
+        elif Refusal.ORDERING in through.refusals:
             add(
                 Severity.ERROR, "publisher-ordering-region",
                 f"publishers use ordering keys through {host}, but the storage policy "
@@ -236,7 +246,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 "ordering key will fail; use an endpoint in an allowed region",
                 PUBLISHER_ENDPOINT, endpoint,
             )
-        else:
+        elif through.rerouted:
             add(
                 Severity.WARNING, "publisher-region-rerouted",
                 f"publishers.endpoint {endpoint!r} is outside the allowed regions "
@@ -244,12 +254,10 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 "nearest allowed region (added latency)",
                 PUBLISHER_ENDPOINT, endpoint,
             )
-    if endpoint is not None:
-        return out  # the endpoint decides where messages enter, whatever the regions
+        return out
     for region in topic.publisher_regions:
-        if region in allowed:
-            continue
-        if topic.message_ordering:
+        found = landing(region)
+        if Refusal.ORDERING in found.refusals:
             add(
                 Severity.ERROR, "publisher-ordering-region",
                 f"publishers in {region!r} use ordering keys, but the storage policy "
@@ -258,7 +266,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 f"allowed region (publishers.endpoint, e.g. {example})",
                 PUBLISHER_REGIONS, region,
             )
-        elif enforce:
+        elif Refusal.IN_TRANSIT in found.refusals:
             add(
                 Severity.WARNING, "publisher-region-denied",
                 f"publishers in {region!r} will get FAILED_PRECONDITION unless they publish "
@@ -267,7 +275,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
                 "it as publishers.endpoint, or add the region",
                 PUBLISHER_REGIONS, region,
             )
-        else:
+        elif found.rerouted:
             add(
                 Severity.WARNING, "publisher-region-rerouted",
                 f"publishers in {region!r} are outside the allowed regions "

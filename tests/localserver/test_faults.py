@@ -11,7 +11,7 @@ import pytest
 from google.api_core import exceptions
 from google.api_core import retry as retries
 
-from reconciler.localserver.faultspec import parse_duration, parse_fault_spec
+from reconciler.localserver.faults.faultspec import parse_duration, parse_fault_spec
 
 T = "projects/proj-alpha/topics/orders"
 OTHER = "projects/proj-alpha/topics/other"
@@ -38,7 +38,7 @@ def test_each_rule_logs_its_first_match_once(
     publisher_client.create_topic(name=T)
     local_server.faults.add(method="GetTopic", error="NOT_FOUND", error_next=1, resource=T)
     local_server.faults.add(method="GetTopic", delay=0.001, resource=OTHER + "-typo")
-    with caplog.at_level("WARNING", logger="reconciler.localserver.faults"):
+    with caplog.at_level("WARNING", logger="reconciler.localserver.faults.injection"):
         with pytest.raises(exceptions.NotFound):
             publisher_client.get_topic(topic=T, retry=NO_RETRY)
         publisher_client.get_topic(topic=T)

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from reconciler.localserver import frames as f
-from reconciler.localserver.journal import PUT_TOPIC
-from reconciler.localserver.loading import LOG, SNAPSHOT, StateDamaged, load_state
+from reconciler.localserver.persistence import frames as f
+from reconciler.localserver.persistence.journal import PUT_TOPIC
+from reconciler.localserver.persistence.loading import LOG, SNAPSHOT, StateDamaged, load_state
 
 N = 40
 RECORDS = [(PUT_TOPIC, f"projects/proj-alpha/topics/t-{i:03d}", b"v" * (i % 7)) for i in range(N)]

@@ -18,7 +18,7 @@ from rest_support import rest
 
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer
-from reconciler.localserver.front import Limits
+from reconciler.localserver.transport.front import Limits
 
 TOPIC = "projects/proj-alpha/topics/orders"
 SHORT = Limits(

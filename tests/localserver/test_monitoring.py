@@ -13,7 +13,7 @@ from google.api import metric_pb2
 from google.api_core import exceptions
 
 from reconciler.localserver import CLIENT_REGION_KEY
-from reconciler.localserver import distribution as dist
+from reconciler.localserver.monitoring import distribution as dist
 from tests.waiting import wait_until
 
 PROJECT = "projects/proj-alpha"

@@ -16,8 +16,8 @@ from google.api_core import exceptions
 
 from reconciler.backends.clients import orgpolicy_client, publisher_client
 from reconciler.localserver import LocalServer
-from reconciler.localserver.frames import HEADER_SIZE
-from reconciler.localserver.journal import Journal, StateInUse
+from reconciler.localserver.persistence.frames import HEADER_SIZE
+from reconciler.localserver.persistence.journal import Journal, StateInUse
 from tests.cli_support import start_reconcile
 
 P = "projects/proj-alpha"

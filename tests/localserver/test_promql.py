@@ -178,7 +178,7 @@ def test_an_injected_permission_denied_is_a_403(local_server: Any) -> None:
 def test_the_command_line_accepts_a_fault_on_promql_queries() -> None:
     """`reconcile local-server --fault PromQLQuery:...` checks names against the same
     list the server's rules do (it was refused while rules added in code worked)."""
-    from reconciler.localserver.faultspec import parse_fault_spec
+    from reconciler.localserver.faults.faultspec import parse_fault_spec
     from reconciler.localserver.server import method_names
 
     spec = parse_fault_spec("PromQLQuery:error=PERMISSION_DENIED", method_names())

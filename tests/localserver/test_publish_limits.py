@@ -10,7 +10,7 @@ import pytest
 from google.api_core import exceptions
 from google.pubsub_v1.types import PublishRequest, PubsubMessage
 
-from reconciler.localserver import limits
+from reconciler.localserver.pubsub import limits
 
 TOPIC = "projects/proj-alpha/topics/limits"
 
@@ -155,7 +155,7 @@ def test_a_message_that_is_not_a_pubsub_message_is_refused(pub: Any, local_serve
     the message, and nothing of the request is stored."""
     import grpc
 
-    from reconciler.localserver.wire import varint
+    from reconciler.localserver.api.wire import varint
 
     good = PubsubMessage.pb(PubsubMessage(data=b"m")).SerializeToString()
     bad = b"\x0a\x05ab"  # data claims 5 bytes, holds 2

@@ -664,7 +664,7 @@ def test_every_supported_method_has_a_twin(local_server: Any) -> None:
     """Every REST route to a method the server serves has a twin; the routes to methods
     it does not serve (snapshots, push configs) answer as their gRPC twins do, as
     `Seek-unserved` shows."""
-    from reconciler.localserver.rest import ROUTES
+    from reconciler.localserver.transport.rest import ROUTES
 
     routed = {method for _, _, service, method, _ in ROUTES}
     served = routed & set(local_server.method_names())

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.backends.clients import publisher_client
-from reconciler.localserver import LocalServer, protos
-from reconciler.localserver.frames import HEADER_SIZE, SNAPSHOT_MAGIC, header
-from reconciler.localserver.journal import PUT_POLICY, PUT_TOPIC, Journal
+from reconciler.localserver import LocalServer
+from reconciler.localserver.api import protos
+from reconciler.localserver.persistence.frames import HEADER_SIZE, SNAPSHOT_MAGIC, header
+from reconciler.localserver.persistence.journal import PUT_POLICY, PUT_TOPIC, Journal
 
 P = "projects/proj-alpha"
 
@@ -175,7 +176,7 @@ def test_damaged_format_1_state_is_refused_and_recoverable(
 def test_header_is_checksummed() -> None:
     good = header(SNAPSHOT_MAGIC, 3, 100)
     assert len(good) == HEADER_SIZE
-    from reconciler.localserver.frames import read_header
+    from reconciler.localserver.persistence.frames import read_header
 
     assert read_header(good) is not None
     assert read_header(good[:-1] + bytes([good[-1] ^ 1])) is None

@@ -14,7 +14,7 @@ from subscriber_support import make_subscriber
 
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer
-from reconciler.localserver import frames as f
+from reconciler.localserver.persistence import frames as f
 
 P = "projects/proj-alpha"
 T = f"{P}/topics/orders"

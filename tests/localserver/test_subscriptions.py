@@ -12,7 +12,8 @@ from google.api_core import exceptions
 from subscriber_support import make_subscriber, queued_requests
 
 from reconciler.backends.clients import publisher_client as make_publisher
-from reconciler.localserver import CLIENT_REGION_KEY, LocalServer, protos
+from reconciler.localserver import CLIENT_REGION_KEY, LocalServer
+from reconciler.localserver.api import protos
 
 P = "projects/proj-alpha"
 T = f"{P}/topics/orders"
@@ -279,6 +280,14 @@ def test_in_transit_enforced_on_pull_and_streaming_pull(
     assert refused.value.message == (
         f"Pull request received in region us-east1, which the message storage policy of "
         f"{topic} does not allow (enforce_in_transit is set; allowed regions: europe-west1)."
+    )
+    # A request that names no region is received in the default one, us-central1:
+    # refused as one that names it (reconciler/orgpolicy/publishing.py).
+    with pytest.raises(exceptions.FailedPrecondition) as undeclared:
+        _pull(sub)
+    assert undeclared.value.message.startswith(
+        "Pull request received in region us-central1 (the default: the request declares no "
+        "region in x-reconcile-client-region and the server has no --client-region), which "
     )
     first = StreamingPullRequest(subscription=S, stream_ack_deadline_seconds=30)
     with pytest.raises(exceptions.FailedPrecondition, match="StreamingPull request received"):

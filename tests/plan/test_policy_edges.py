@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from reconciler.localserver import protos
+from reconciler.localserver.api import protos
 from reconciler.orgpolicy.snapshot import load_snapshot
 from tests.specs_support import topic_doc
 

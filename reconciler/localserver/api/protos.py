@@ -1,0 +1,116 @@
+"""The raw protobuf classes behind the proto-plus wrappers of the client libraries.
+
+No grpcio-tools here: the generated `_pb2` modules are not shipped, but every proto-plus
+type exposes its protobuf class through `.pb()`, which is all a server needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from google.cloud.orgpolicy_v2.types import orgpolicy as _op
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    empty_pb2,
+    message_factory,
+    timestamp_pb2,
+)
+from google.pubsub_v1.types import pubsub as _ps
+
+# Typed as Any: the classes are built at run time from descriptors (no stubs).
+Topic: Any = _ps.Topic.pb()
+MessageStoragePolicy: Any = _ps.MessageStoragePolicy.pb()
+PubsubMessage: Any = _ps.PubsubMessage.pb()
+GetTopicRequest: Any = _ps.GetTopicRequest.pb()
+UpdateTopicRequest: Any = _ps.UpdateTopicRequest.pb()
+ListTopicsRequest: Any = _ps.ListTopicsRequest.pb()
+ListTopicsResponse: Any = _ps.ListTopicsResponse.pb()
+DeleteTopicRequest: Any = _ps.DeleteTopicRequest.pb()
+PublishRequest: Any = _ps.PublishRequest.pb()
+PublishResponse: Any = _ps.PublishResponse.pb()
+ListTopicSubscriptionsRequest: Any = _ps.ListTopicSubscriptionsRequest.pb()
+ListTopicSubscriptionsResponse: Any = _ps.ListTopicSubscriptionsResponse.pb()
+DetachSubscriptionRequest: Any = _ps.DetachSubscriptionRequest.pb()
+DetachSubscriptionResponse: Any = _ps.DetachSubscriptionResponse.pb()
+
+Subscription: Any = _ps.Subscription.pb()
+BigQueryConfig: Any = _ps.BigQueryConfig.pb()
+CloudStorageConfig: Any = _ps.CloudStorageConfig.pb()
+GetSubscriptionRequest: Any = _ps.GetSubscriptionRequest.pb()
+UpdateSubscriptionRequest: Any = _ps.UpdateSubscriptionRequest.pb()
+ListSubscriptionsRequest: Any = _ps.ListSubscriptionsRequest.pb()
+ListSubscriptionsResponse: Any = _ps.ListSubscriptionsResponse.pb()
+DeleteSubscriptionRequest: Any = _ps.DeleteSubscriptionRequest.pb()
+PullRequest: Any = _ps.PullRequest.pb()
+PullResponse: Any = _ps.PullResponse.pb()
+ReceivedMessage: Any = _ps.ReceivedMessage.pb()
+AcknowledgeRequest: Any = _ps.AcknowledgeRequest.pb()
+ModifyAckDeadlineRequest: Any = _ps.ModifyAckDeadlineRequest.pb()
+StreamingPullRequest: Any = _ps.StreamingPullRequest.pb()
+StreamingPullResponse: Any = _ps.StreamingPullResponse.pb()
+
+Policy: Any = _op.Policy.pb()
+GetPolicyRequest: Any = _op.GetPolicyRequest.pb()
+GetEffectivePolicyRequest: Any = _op.GetEffectivePolicyRequest.pb()
+ListPoliciesRequest: Any = _op.ListPoliciesRequest.pb()
+ListPoliciesResponse: Any = _op.ListPoliciesResponse.pb()
+CreatePolicyRequest: Any = _op.CreatePolicyRequest.pb()
+UpdatePolicyRequest: Any = _op.UpdatePolicyRequest.pb()
+DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
+
+Empty: Any = empty_pb2.Empty
+Timestamp: Any = timestamp_pb2.Timestamp
+
+
+def _wire_publish_request() -> Any:
+    """PublishRequest as it travels, its messages left serialized (`repeated bytes`
+    has the wire format of `repeated PubsubMessage`): the Publish hot path parses a
+    request once, into this, checks the messages from their bytes (`pubsub.limits`) and
+    stores them as they came (`pubsub.backlog.Batch`), parsing them only when read."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="reconcile_wire_publish.proto", package="reconcile.wire", syntax="proto3"
+    )
+    request = file.message_type.add(name="PublishRequest")
+    request.field.add(name="topic", number=1, type=9, label=1)  # string
+    request.field.add(name="messages", number=2, type=12, label=3)  # repeated bytes
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return message_factory.GetMessageClass(
+        pool.FindMessageTypeByName("reconcile.wire.PublishRequest")
+    )
+
+
+WirePublishRequest: Any = _wire_publish_request()
+
+
+class LazyMessage:
+    """A protobuf message class imported on first use: the Monitoring types cost
+    ~0.3 s to import, which a server never asked for metrics (every `--local` run)
+    should not pay. Stands in for the class where `Rpc` needs one."""
+
+    def __init__(self, module: str, name: str) -> None:
+        self._module = module
+        self._name = name
+        self._cls: Any = None
+
+    def resolve(self) -> Any:
+        if self._cls is None:
+            self._cls = getattr(importlib.import_module(self._module), self._name).pb()
+        return self._cls
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def FromString(self, data: bytes) -> Any:
+        return self.resolve().FromString(data)
+
+    @staticmethod
+    def SerializeToString(message: Any) -> bytes:
+        return bytes(message.SerializeToString())
+
+
+_MONITORING = "google.cloud.monitoring_v3.types.metric_service"
+ListTimeSeriesRequest = LazyMessage(_MONITORING, "ListTimeSeriesRequest")
+ListTimeSeriesResponse = LazyMessage(_MONITORING, "ListTimeSeriesResponse")

@@ -1,0 +1,84 @@
+"""Export (BigQuery, Cloud Storage) and push subscriptions under a storage policy.
+
+The local server writes to no BigQuery table or bucket and calls no push endpoint, so
+the location of each destination is declared to it (`--destination-location KEY=LOC`,
+`LocalServer(destination_locations=...)`, `LocalServer.set_destination_location`):
+
+    bigquery:PROJECT.DATASET   the dataset of bigquery_config.table "PROJECT.DATASET.TABLE"
+                               (or "PROJECT:DATASET.TABLE")
+    storage:BUCKET             cloud_storage_config.bucket
+    push:HOST                  the host of push_config.push_endpoint
+
+A destination nobody declared is taken to be in an allowed region. When the topic
+enforces in-transit regions and the destination's location is not one of its allowed
+regions, delivery pauses: the config's state reads IN_TRANSIT_LOCATION_RESTRICTION
+(push has no such state in the API: the subscription's state reads RESOURCE_ERROR)
+and messages stay in the subscription's backlog. Otherwise the subscription is
+ACTIVE and each message counts as delivered (acknowledged) on arrival. The state is
+computed whenever it is read, from the topic's policy as it is then, so it can never
+disagree with a later policy change; a backlog held while paused is delivered once
+the state is ACTIVE again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlsplit
+
+ACTIVE = "ACTIVE"
+PAUSED = "IN_TRANSIT_LOCATION_RESTRICTION"
+KEY_KINDS = ("bigquery", "storage", "push")
+
+
+def destination_key(sub: Any) -> str | None:
+    """The declared-location key of an export or push subscription (None for pull)."""
+    if sub.HasField("bigquery_config") and sub.bigquery_config.table:
+        table = sub.bigquery_config.table.replace(":", ".", 1)
+        return "bigquery:" + ".".join(table.split(".")[:2])
+    if sub.HasField("cloud_storage_config") and sub.cloud_storage_config.bucket:
+        return "storage:" + str(sub.cloud_storage_config.bucket)
+    if sub.HasField("push_config") and sub.push_config.push_endpoint:
+        return "push:" + (urlsplit(sub.push_config.push_endpoint).hostname or "")
+    return None
+
+
+def check_key(key: str) -> str:
+    """ValueError unless `key` is KIND:NAME with a known kind."""
+    kind, sep, name = key.partition(":")
+    if not sep or kind not in KEY_KINDS or not name:
+        raise ValueError(
+            f"destination {key!r} is not KIND:NAME with KIND one of {', '.join(KEY_KINDS)} "
+            "(e.g. bigquery:my-project.my_dataset, storage:my-bucket, push:example.com)"
+        )
+    return key
+
+
+def delivery_state(sub: Any, topic: Any | None, locations: dict[str, str]) -> str | None:
+    """ACTIVE or IN_TRANSIT_LOCATION_RESTRICTION for an export or push subscription;
+    None for a pull subscription."""
+    key = destination_key(sub)
+    if key is None:
+        return None
+    where = locations.get(key)
+    if where is None or topic is None or not topic.HasField("message_storage_policy"):
+        return ACTIVE
+    policy = topic.message_storage_policy
+    if policy.enforce_in_transit and where not in policy.allowed_persistence_regions:
+        return PAUSED
+    return ACTIVE
+
+
+def set_state(out: Any, state: str | None) -> None:
+    """Make the output-only state fields of the Subscription `out` (a copy of the
+    stored config) say `state`."""
+    from reconciler.localserver.api import protos
+
+    out.state = protos.Subscription.ACTIVE
+    if state is None:
+        return
+    if out.HasField("bigquery_config"):
+        out.bigquery_config.state = protos.BigQueryConfig.State.Value(state)
+    elif out.HasField("cloud_storage_config"):
+        out.cloud_storage_config.state = protos.CloudStorageConfig.State.Value(state)
+    elif state == PAUSED:
+        out.state = protos.Subscription.RESOURCE_ERROR

@@ -1,0 +1,387 @@
+"""`google.pubsub.v1.Publisher` with the real service's checks: names, update masks,
+message storage policies against the effective org policy, in-transit enforcement.
+
+Messages follow Google's emulator where it answers (`Topic not found`, `Topic already
+exists`, the update-mask sentences) and say more where it is silent.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.counters import RpcCounters
+from reconciler.localserver.api.names import parse_project, parse_topic
+from reconciler.localserver.api.paging import decode_token, encode_token, page_size
+from reconciler.localserver.api.rpc import CallInfo, Rpc
+from reconciler.localserver.api.status import (
+    already_exists,
+    failed_precondition,
+    invalid,
+    not_found,
+)
+from reconciler.localserver.api.wire import publish_response
+from reconciler.localserver.pubsub.limits import (
+    MAX_TOPIC_RETENTION_S,
+    MIN_RETENTION_S,
+    check_publish,
+)
+from reconciler.localserver.pubsub.state import ServerState
+from reconciler.localserver.pubsub.subscriber_service import (
+    in_transit_refusal,
+    parse_subscription,
+    received_text,
+)
+from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
+from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
+from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
+from reconciler.orgpolicy.publishing import Landing, Refusal, land
+
+UPDATABLE_PATHS = (
+    "labels",
+    "message_storage_policy",
+    "message_retention_duration",
+    "schema_settings",
+    "kms_key_name",
+    "ingestion_data_source_settings",
+    "message_transforms",
+)
+_KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
+
+_KIND_TEXT = {
+    "zone": "a zone",
+    "multi_region": "a multi-region location",
+    "dual_region": "a dual-region location",
+    "group": "a value group",
+    "exclusion": "an exclusion",
+    "unknown": "not a known Google Cloud region",
+}
+
+
+class PublisherService:
+    """Handlers; every one runs on a worker thread and reads/writes `ServerState`."""
+
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        # Messages accepted from a region the topic's storage policy excludes (no
+        # in-transit enforcement): the service reroutes them to an allowed region.
+        self.rerouted = RpcCounters()  # keyed by topic name
+
+    # ------------------------------------------------------------------ org policy view
+
+    def _location_restriction(self, project: str) -> Any:
+        spec = self.state.policy_store.effective_spec(RESOURCE_LOCATIONS, f"projects/{project}")
+        return location_restriction(spec)
+
+    def _enforce_in_transit(self, project: str) -> bool:
+        spec = self.state.policy_store.effective_spec(ENFORCE_IN_TRANSIT, f"projects/{project}")
+        return enforce_in_transit(spec)
+
+    def computed_storage_policy(self, project: str) -> Any | None:
+        """What the service gives a topic with no storage policy: the org policy's
+        regions, or none at all when no resource-locations policy is in effect."""
+        restriction = self._location_restriction(project)
+        if restriction.allowed is None:
+            return None
+        regions = restriction.allowed_regions()
+        if not regions:
+            raise failed_precondition(
+                f"The effective org policy constraints/{RESOURCE_LOCATIONS} of "
+                f"projects/{project} allows no region, so no message storage policy can "
+                "be computed for the topic."
+            )
+        return protos.MessageStoragePolicy(
+            allowed_persistence_regions=regions,
+            enforce_in_transit=self._enforce_in_transit(project),
+        )
+
+    def set_storage_policy(self, project: str, topic: Any, given: Any) -> None:
+        """The policy `given` asks for (validated against the org policy), or, when it
+        has none, the one the org policy computes (none without a location policy)."""
+        if given.HasField("message_storage_policy"):
+            policy = self.checked_storage_policy(project, given.message_storage_policy)
+        else:
+            policy = self.computed_storage_policy(project)
+        if policy is None:
+            topic.ClearField("message_storage_policy")
+        else:
+            topic.message_storage_policy.CopyFrom(policy)
+
+    def checked_storage_policy(self, project: str, given: Any) -> Any:
+        """An explicit storage policy, validated; enforce_in_transit is forced on when
+        the org policy enforces in-transit regions."""
+        regions = list(given.allowed_persistence_regions)
+        if not regions:
+            raise invalid(
+                "message_storage_policy.allowed_persistence_regions must name at least one "
+                "region; to follow the org policy, leave message_storage_policy unset."
+            )
+        cat = catalog()
+        for region in regions:
+            kind = cat.kind_of(region)
+            if kind != "region":
+                raise invalid(
+                    f"Invalid message storage policy: {region!r} is {_KIND_TEXT[kind]}; "
+                    "allowed_persistence_regions takes Google Cloud region names only "
+                    "(e.g. us-central1)."
+                )
+        restriction = self._location_restriction(project)
+        refused = sorted({r for r in regions if not restriction.allows(r)})
+        if refused:
+            allowed = ", ".join(restriction.allowed_regions()) or "none"
+            raise failed_precondition(
+                f"Message storage policy region(s) {', '.join(refused)} are not allowed by "
+                f"the effective org policy constraints/{RESOURCE_LOCATIONS} of "
+                f"projects/{project}. Allowed regions: {allowed}."
+            )
+        out = protos.MessageStoragePolicy()
+        out.CopyFrom(given)
+        if self._enforce_in_transit(project):
+            out.enforce_in_transit = True
+        return out
+
+    # ------------------------------------------------------------------ field checks
+
+    @staticmethod
+    def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
+        if "labels" in fields:
+            if len(topic.labels) > MAX_LABELS:
+                raise invalid(f"A topic may have at most {MAX_LABELS} labels.")
+            for key, value in topic.labels.items():
+                problem = label_key_problem(key) or label_value_problem(key, value)
+                if problem:
+                    raise invalid(f"Invalid labels: {problem}.")
+        if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
+            d = topic.message_retention_duration
+            seconds = d.seconds + d.nanos / 1e9
+            if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
+                raise invalid("message_retention_duration out of bounds")
+        if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
+            raise invalid(
+                f"Invalid kms_key_name {topic.kms_key_name!r}: expected "
+                "projects/P/locations/L/keyRings/R/cryptoKeys/K."
+            )
+        if (
+            "schema_settings" in fields
+            and topic.HasField("schema_settings")
+            and not topic.schema_settings.schema
+        ):
+            raise invalid("No schema name provided")
+
+    # ------------------------------------------------------------------------ RPCs
+
+    def create_topic(self, request: Any, call: CallInfo) -> Any:
+        project, _ = parse_topic(request.name)
+        self._check_fields(request, UPDATABLE_PATHS)
+
+        def build() -> Any:
+            topic = protos.Topic()
+            topic.CopyFrom(request)
+            topic.ClearField("state")
+            topic.ClearField("satisfies_pzs")
+            self.set_storage_policy(project, topic, request)
+            return topic
+
+        created = self.state.create_topic(request.name, build)
+        if created is None:
+            raise already_exists("Topic already exists")
+        return created
+
+    def get_topic(self, request: Any, call: CallInfo) -> Any:
+        parse_topic(request.topic)
+        topic = self.state.get_topic(request.topic)
+        if topic is None:
+            raise not_found("Topic not found")
+        return topic
+
+    def update_topic(self, request: Any, call: CallInfo) -> Any:
+        given = request.topic
+        project, _ = parse_topic(given.name)
+        paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
+        if not paths:
+            raise invalid(
+                "The update_mask in the UpdateTopicRequest must be set, and must contain a "
+                "non-empty paths list."
+            )
+        for path in paths:
+            if path in UPDATABLE_PATHS:
+                continue
+            if path.split(".", 1)[0] in UPDATABLE_PATHS:
+                raise invalid(
+                    f"Invalid update_mask provided in the UpdateTopicRequest: {path} is a "
+                    f"nested path; name the top-level field {path.split('.', 1)[0]!r} and send "
+                    "the whole value."
+                )
+            raise invalid(
+                f"Invalid update_mask provided in the UpdateTopicRequest: {path} is not a "
+                "known Topic field. Note that field paths must be of the form "
+                "'schema_settings' rather than 'schemaSetings'."
+            )
+        fields = tuple(dict.fromkeys(paths))
+        self._check_fields(given, fields)
+
+        def change(current: Any) -> Any:
+            topic = protos.Topic()
+            topic.CopyFrom(current)
+            for field in fields:
+                if field == "labels":
+                    topic.labels.clear()
+                    topic.labels.update(given.labels)
+                elif field == "kms_key_name":
+                    topic.kms_key_name = given.kms_key_name
+                elif field == "message_transforms":
+                    del topic.message_transforms[:]
+                    topic.message_transforms.extend(given.message_transforms)
+                elif field == "message_storage_policy":
+                    self.set_storage_policy(project, topic, given)
+                elif given.HasField(field):
+                    getattr(topic, field).CopyFrom(getattr(given, field))
+                else:
+                    topic.ClearField(field)
+            return topic
+
+        updated = self.state.update_topic(given.name, change)
+        if updated is None:
+            raise not_found("Topic not found.")
+        return updated
+
+    def list_topics(self, request: Any, call: CallInfo) -> Any:
+        project = parse_project(request.project)
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, topics_prefix(project))
+        topics, last = self.state.list_topics(project, after, size)
+        response = protos.ListTopicsResponse(topics=topics)
+        if last:
+            response.next_page_token = encode_token(last)
+        return response
+
+    def list_topic_subscriptions(self, request: Any, call: CallInfo) -> Any:
+        project, _ = parse_topic(request.topic)
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
+        if self.state.get_topic(request.topic) is None:
+            raise not_found("Topic not found")
+        names, last = self.state.subs.list_topic(request.topic, after, size)
+        response = protos.ListTopicSubscriptionsResponse(subscriptions=names)
+        if last:
+            response.next_page_token = encode_token(last)
+        return response
+
+    def detach_subscription(self, request: Any, call: CallInfo) -> Any:
+
+        parse_subscription(request.subscription)
+        if not self.state.subs.detach(request.subscription):
+            raise not_found("Subscription does not exist")
+        return protos.DetachSubscriptionResponse()
+
+    def delete_topic(self, request: Any, call: CallInfo) -> Any:
+        parse_topic(request.topic)
+        if not self.state.delete_topic(request.topic):
+            raise not_found("Topic not found")
+        return protos.Empty()
+
+    def publish(self, request: Any, call: CallInfo) -> Any:
+        """The hot path. The gRPC face hands over the request parsed as
+        `protos.WirePublishRequest` (messages left serialized: checked from their
+        bytes; the request's bytes are stored as they came) and takes the
+        response's bytes; REST hands over a PublishRequest and its bytes, and takes
+        a message."""
+        raw = call.raw or request.SerializeToString()
+        wire = request
+        if type(wire) is not protos.WirePublishRequest:
+            wire = protos.WirePublishRequest.FromString(raw)
+        name = wire.topic
+        parse_topic(name)
+        ordering = check_publish(raw, wire)
+        call.notes["has_ordering"] = ordering
+        count = len(wire.messages)
+        declared = call.client_region
+        landed: list[Landing] = []
+
+        def place(topic: Any) -> str:
+            landing = self._land(name, topic, declared, ordering)
+            landed.append(landing)
+            assert landing.stored is not None  # _land raises for a refused one
+            return landing.stored
+
+        stored = self.state.subs.publish(name, raw, count, place)
+        if stored is None:
+            raise not_found("Topic not found")
+        first, _ = stored
+        if landed[0].rerouted:
+            self.rerouted.incr(name, amount=count)
+        reply = publish_response(first, count)  # the IDs are consecutive
+        return reply if call.serialized_reply else protos.PublishResponse.FromString(reply)
+
+    @staticmethod
+    def _land(name: str, topic: Any, declared: str | None, ordering: bool) -> Landing:
+        """Where this Publish lands under the topic's storage policy (the rule of
+        `reconciler.orgpolicy.publishing`), or FAILED_PRECONDITION saying why not."""
+        if not topic.HasField("message_storage_policy"):
+            return land(declared, None, enforce_in_transit=False, ordering=ordering)
+        policy = topic.message_storage_policy
+        allowed = list(policy.allowed_persistence_regions)
+        landing = land(
+            declared, allowed, enforce_in_transit=policy.enforce_in_transit, ordering=ordering
+        )
+        if not landing.refusals:
+            return landing
+        refusal = landing.refusals[0]
+        if refusal is Refusal.IN_TRANSIT:
+            raise in_transit_refusal("Publish", declared, name, allowed)
+        if refusal is Refusal.ORDERING:
+            raise failed_precondition(
+                "Cannot publish messages with an ordering key from region "
+                f"{received_text(declared)}: the message storage policy of {name} does not "
+                f"allow it (allowed regions: {', '.join(allowed)})."
+            )
+        raise failed_precondition(
+            f"The message storage policy of {name} allows no region: nothing can be "
+            "published to it."
+        )
+
+    def rpcs(self) -> list[Rpc]:
+        p = protos
+        return [
+            Rpc("CreateTopic", self.create_topic, p.Topic, p.Topic, lambda r: r.name),
+            Rpc("GetTopic", self.get_topic, p.GetTopicRequest, p.Topic, lambda r: r.topic),
+            Rpc(
+                "UpdateTopic",
+                self.update_topic,
+                p.UpdateTopicRequest,
+                p.Topic,
+                lambda r: r.topic.name,
+            ),
+            Rpc(
+                "ListTopics",
+                self.list_topics,
+                p.ListTopicsRequest,
+                p.ListTopicsResponse,
+                lambda r: r.project,
+            ),
+            Rpc("DeleteTopic", self.delete_topic, p.DeleteTopicRequest, p.Empty, lambda r: r.topic),
+            Rpc(
+                "ListTopicSubscriptions",
+                self.list_topic_subscriptions,
+                p.ListTopicSubscriptionsRequest,
+                p.ListTopicSubscriptionsResponse,
+                lambda r: r.topic,
+            ),
+            Rpc(
+                "DetachSubscription",
+                self.detach_subscription,
+                p.DetachSubscriptionRequest,
+                p.DetachSubscriptionResponse,
+                lambda r: r.subscription,
+            ),
+            Rpc(
+                "Publish",
+                self.publish,
+                p.PublishRequest,
+                p.PublishResponse,
+                lambda r: r.topic,
+                raw=True,
+                wire_type=p.WirePublishRequest,
+            ),
+        ]

@@ -1,0 +1,368 @@
+"""Server state: topics, org policies, the resource ancestry, and (in
+`subscriptions`) subscriptions with their messages.
+
+Durable before visible: a change is journaled and fsynced *before* memory changes,
+so nothing a reader or a reply has seen can be lost by a crash, and a write that
+fails (`StateWriteError`: a full or failing disk) leaves memory as it was; the
+caller answers with an error and reads go on.
+
+Two locks. `wlock` orders every change and the journal (held while a change is
+decided and written; admin changes also hold it through their fsync, so one admin
+change is durable before the next is decided); `lock` guards memory, held briefly
+by readers and by each change as it is applied. Publish and Acknowledge, the hot
+paths, write under `wlock` but wait for their fsync outside it, sharing one fsync
+with every other writer then waiting (group commit), and are applied afterwards;
+compaction waits for those in flight. Stored protos are never mutated in place, so
+a handler may serialize what it read after letting go of the lock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format
+
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.paging import page_after
+from reconciler.localserver.persistence import journal as j
+from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
+from reconciler.localserver.pubsub.subscriptions import Subscriptions
+from reconciler.names import project_of
+from reconciler.orgpolicy.model import Policy
+from reconciler.orgpolicy.store import PolicyStore
+
+log = logging.getLogger(__name__)
+
+
+def policy_from_proto(pb: Any) -> Policy:
+    """The evaluator's dataclass for a stored `google.cloud.orgpolicy.v2.Policy`."""
+    return Policy.from_dict(json_format.MessageToDict(pb))
+
+
+def policy_to_proto(policy: Policy) -> Any:
+    """A `google.cloud.orgpolicy.v2.Policy` proto for the evaluator's dataclass."""
+    return json_format.ParseDict(policy.to_dict(), protos.Policy(), ignore_unknown_fields=True)
+
+
+class ServerState:
+    """In memory when `state_dir` is None; otherwise journaled under `state_dir`.
+
+    Opening a damaged state raises `StateDamaged` unless `recover`; `loaded` then
+    says what was found (torn tail dropped, migration, what a recovery dropped).
+    `subs` holds subscriptions and messages (`keep_messages`: the per-topic log of
+    recent messages, and the per-subscription bound on unacknowledged ones).
+    """
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        fsync: bool = True,
+        compact_after_bytes: int = 4 * 1024 * 1024,
+        recover: bool = False,
+        keep_messages: int = DEFAULT_KEEP_MESSAGES,
+        destination_locations: dict[str, str] | None = None,
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+    ) -> None:
+        if keep_messages < 0:
+            raise ValueError("keep_messages must not be negative")
+        self.wlock = threading.RLock()
+        self.lock = threading.RLock()
+        self._idle = threading.Condition(self.lock)
+        self._in_flight = 0  # grouped writes journaled but not yet applied
+        self._topics: dict[str, Any] = {}
+        self._by_project: dict[str, list[str]] = {}
+        self.keep_messages = keep_messages
+        self._policies: dict[str, Any] = {}
+        self.policy_store = PolicyStore()
+        self._journal: j.Journal | None = None
+        self.loaded: j.Loaded | None = None
+        self.subs = Subscriptions(
+            self, keep_messages, destination_locations or {}, max_backlog=max_backlog
+        )
+        if state_dir is not None:
+            journal = j.Journal(
+                Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
+            )
+            try:
+                self.loaded = journal.load(recover=recover)
+                for note in self.loaded.notes:
+                    log.warning("local server: %s", note)
+                with self.lock:  # nobody else yet; the conditions want it held
+                    for record in self.loaded.records:
+                        self._apply(record)
+                self.loaded.records = []  # applied; do not keep a second copy
+                self.subs.loaded()
+                if self.loaded.rewrite:  # recovery or migration: a fresh snapshot now
+                    journal.compact(self._all_records())
+            except BaseException:
+                journal.close()
+                raise
+            self._journal = journal
+
+    @property
+    def durable(self) -> bool:
+        return self._journal is not None
+
+    # ----------------------------------------------------------------- journal plumbing
+
+    def _apply(self, record: j.Record) -> None:
+        kind, key, value = record
+        if kind == j.PUT_TOPIC:
+            self._put_topic(protos.Topic.FromString(value))
+        elif kind == j.DELETE_TOPIC:
+            self._drop_topic(key)
+        elif kind == j.PUT_POLICY:
+            self._put_policy(protos.Policy.FromString(value))
+        elif kind == j.DELETE_POLICY:
+            self._drop_policy(key)
+        elif kind == j.SET_ANCESTRY:
+            self.policy_store.ancestry[key] = value.decode("utf-8")
+        elif kind == j.DELETE_ANCESTRY:
+            self.policy_store.ancestry.pop(key, None)
+        else:
+            self.subs.apply(record)
+
+    def commit(self, *records: j.Record) -> None:
+        """Make `records` durable, under `wlock` and before memory changes; raises
+        `StateWriteError` (nothing written) when the disk refuses."""
+        if self._journal is None or not records:
+            return
+        self._journal.append(list(records))
+
+    def write_grouped(self, records: list[j.Record]) -> int:
+        """Under `wlock`: journal `records` (not yet durable) for a change applied
+        after `sync_grouped`; a ticket (0 in memory). Compaction waits for it."""
+        if self._journal is None:
+            return 0
+        ticket = self._journal.write(records)
+        with self.lock:
+            self._in_flight += 1
+        return ticket
+
+    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any:
+        """Outside `wlock`: wait for the shared fsync, then apply under `lock`."""
+        try:
+            if ticket:
+                assert self._journal is not None
+                self._journal.sync(ticket)
+            with self.lock:
+                return apply()
+        finally:
+            if ticket:
+                with self.lock:
+                    self._in_flight -= 1
+                    self._idle.notify_all()
+
+    def maybe_compact(self) -> None:
+        """Fold the journal into the snapshot once it has grown enough (under `wlock`,
+        after a change is in memory, which the snapshot must hold). A failure is
+        logged, not raised: the change is durable in the journal, which stays valid."""
+        journal = self._journal
+        if journal is None or not journal.should_compact():
+            return
+        try:
+            self._compact(journal)
+        except j.StateWriteError as exc:
+            journal.compact_after_bytes *= 2  # not on every later write
+            log.warning("local server: %s; the journal keeps every change", exc)
+
+    def _compact(self, journal: j.Journal) -> None:
+        with self.lock:
+            while self._in_flight:
+                self._idle.wait()
+            records = list(self._all_records())
+        journal.compact(records)
+
+    def _all_records(self) -> Iterator[j.Record]:
+        for child, parent in self.policy_store.ancestry.items():
+            yield j.SET_ANCESTRY, child, parent.encode("utf-8")
+        for name, policy in self._policies.items():
+            yield j.PUT_POLICY, name, policy.SerializeToString()
+        for name, topic in self._topics.items():
+            yield j.PUT_TOPIC, name, topic.SerializeToString()
+        yield from self.subs.records()
+
+    def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
+        if self._journal is None:
+            raise ValueError("an in-memory server writes no state to fail")
+        self._journal.inject_failure(code, count=count, at=at)
+
+    def compact(self) -> None:
+        """Fold the journal into the snapshot now (also done automatically)."""
+        with self.wlock:
+            if self._journal is not None:
+                self._compact(self._journal)
+
+    def close(self, *, compact: bool = True) -> None:
+        """Release the state directory; `compact=False` leaves the journal exactly as
+        a crash would. A compaction the disk refuses is skipped with a warning: the
+        journal alone holds every acknowledged change."""
+        self.subs.stop()
+        with self.wlock:
+            if self._journal is not None:
+                if compact and self._journal.broken is None:
+                    try:
+                        self._compact(self._journal)
+                    except j.StateWriteError as exc:
+                        log.warning(
+                            "local server: not compacted at stop (%s); the journal keeps "
+                            "every acknowledged change",
+                            exc,
+                        )
+                self._journal.close()
+                self._journal = None
+
+    # ------------------------------------------------------------------------ topics
+
+    def _put_topic(self, topic: Any) -> None:
+        name = topic.name
+        if name not in self._topics:
+            project = project_of(name)
+            bisect.insort(self._by_project.setdefault(project, []), name)
+        self._topics[name] = topic
+
+    def _drop_topic(self, name: str) -> bool:
+        if self._topics.pop(name, None) is None:
+            return False
+        names = self._by_project.get(project_of(name), [])
+        i = bisect.bisect_left(names, name)
+        if i < len(names) and names[i] == name:
+            del names[i]
+        self.subs.topic_deleted(name)
+        return True
+
+    def get_topic(self, name: str) -> Any | None:
+        with self.lock:
+            return self._topics.get(name)
+
+    def topic_count(self) -> int:
+        with self.lock:
+            return len(self._topics)
+
+    def create_topic(self, name: str, build: Callable[[], Any]) -> Any | None:
+        """Store what `build()` returns unless `name` exists (then None). `build` runs
+        under `wlock` so that validation sees the same org policy as the insert."""
+        with self.wlock:
+            if name in self._topics:
+                return None
+            topic = build()
+            self.commit((j.PUT_TOPIC, name, topic.SerializeToString()))
+            with self.lock:
+                self._put_topic(topic)
+            self.maybe_compact()
+        return topic
+
+    def create_topics(self, topics: Iterable[Any]) -> int:
+        """Bulk seeding (tests, benchmarks): one journal write for all; skips existing."""
+        with self.wlock:
+            new = {t.name: t for t in topics if t.name not in self._topics}
+            self.commit(*((j.PUT_TOPIC, n, t.SerializeToString()) for n, t in new.items()))
+            with self.lock:
+                for topic in new.values():
+                    self._put_topic(topic)
+            self.maybe_compact()
+        return len(new)
+
+    def update_topic(self, name: str, change: Callable[[Any], Any]) -> Any | None:
+        """Replace the topic with `change(current)` (a new proto); None if missing."""
+        with self.wlock:
+            current = self._topics.get(name)
+            if current is None:
+                return None
+            topic = change(current)
+            self.commit((j.PUT_TOPIC, name, topic.SerializeToString()))
+            with self.lock:
+                self._topics[name] = topic
+            self.subs.settle_exports(name)
+            self.maybe_compact()
+        return topic
+
+    def delete_topic(self, name: str) -> bool:
+        """Delete the topic; its subscriptions stay, pointing at `_deleted-topic_`."""
+        with self.wlock:
+            if name not in self._topics:
+                return False
+            self.commit((j.DELETE_TOPIC, name, b""))
+            with self.lock:
+                self._drop_topic(name)
+            self.maybe_compact()
+        return True
+
+    def list_topics(self, project: str, after: str, limit: int) -> tuple[list[Any], str]:
+        """Up to `limit` topics of `project` named after `after`, in name order, and the
+        last name returned when more follow (else "")."""
+        with self.lock:
+            page, last = page_after(self._by_project.get(project, []), after, limit)
+            return [self._topics[n] for n in page], last
+
+    def messages(self, name: str) -> list[Any]:
+        """The last `keep_messages` messages of a topic, as stored `PubsubMessage`s."""
+        with self.lock:
+            return self.subs.topic_messages(name)
+
+    def message_count(self, name: str) -> int:
+        """How many messages were published to the topic in this server run."""
+        with self.lock:
+            return self.subs.topic_message_count(name)
+
+    # ---------------------------------------------------------------------- policies
+
+    def _put_policy(self, pb: Any) -> None:
+        self._policies[pb.name] = pb
+        self.policy_store.policies[pb.name] = policy_from_proto(pb)
+
+    def _drop_policy(self, name: str) -> bool:
+        self.policy_store.policies.pop(name, None)
+        return self._policies.pop(name, None) is not None
+
+    def get_policy(self, name: str) -> Any | None:
+        with self.lock:
+            return self._policies.get(name)
+
+    def list_policies(self, parent: str) -> list[Any]:
+        prefix = parent + "/policies/"
+        with self.lock:
+            return [p for n, p in sorted(self._policies.items()) if n.startswith(prefix)]
+
+    def write_policy(
+        self, name: str, change: Callable[[Any | None], Any | None]
+    ) -> tuple[Any | None, Any | None]:
+        """Atomically replace policy `name` by `change(current)` (None deletes it);
+        returns (before, after)."""
+        with self.wlock:
+            before = self._policies.get(name)
+            after = change(before)
+            if after is None:
+                if before is None:
+                    return None, None
+                self.commit((j.DELETE_POLICY, name, b""))
+                with self.lock:
+                    self._drop_policy(name)
+            else:
+                self.commit((j.PUT_POLICY, name, after.SerializeToString()))
+                with self.lock:
+                    self._put_policy(after)
+            self.maybe_compact()
+        return before, after
+
+    def set_ancestry(self, child: str, parent: str | None) -> None:
+        with self.wlock:
+            if parent is None:
+                self.commit((j.DELETE_ANCESTRY, child, b""))
+                with self.lock:
+                    self.policy_store.ancestry.pop(child, None)
+            else:
+                self.commit((j.SET_ANCESTRY, child, parent.encode("utf-8")))
+                with self.lock:
+                    self.policy_store.ancestry[child] = parent
+            self.maybe_compact()
+
+    def locked(self) -> threading.RLock:
+        """The write lock, for evaluating the org policy consistently with a write."""
+        return self.wlock

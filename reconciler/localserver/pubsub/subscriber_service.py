@@ -1,0 +1,597 @@
+"""`google.pubsub.v1.Subscriber` with the service's checks: subscriptions (create, get,
+update with a mask, list, delete), Pull, StreamingPull, Acknowledge and
+ModifyAckDeadline, ack deadlines and redelivery, retention, detached and export
+subscriptions, and in-transit enforcement of the topic's storage policy on Pull and
+StreamingPull.
+
+Handlers are plain functions over `ServerState` (transport-independent); `PullStream`
+is one StreamingPull stream as a plain object: the gRPC layer feeds it the client's
+requests and sends what it yields. Messages follow Google's emulator where it answers
+and say more where it is silent.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.names import parse_project, parse_topic
+from reconciler.localserver.api.paging import decode_token, encode_token, page_size
+from reconciler.localserver.api.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
+from reconciler.localserver.api.status import (
+    ServiceError,
+    already_exists,
+    failed_precondition,
+    invalid,
+    not_found,
+    unavailable,
+)
+from reconciler.localserver.api.wire import length_delimited
+from reconciler.localserver.pubsub.backlog import Delivered
+from reconciler.localserver.pubsub.limits import (
+    DEFAULT_ACK_DEADLINE_S,
+    DEFAULT_SUBSCRIPTION_RETENTION_S,
+    MAX_ACK_DEADLINE_S,
+    MAX_PULL_MESSAGES,
+    MAX_SUBSCRIPTION_RETENTION_S,
+    MIN_ACK_DEADLINE_S,
+    MIN_RETENTION_S,
+    duration_seconds,
+)
+from reconciler.localserver.pubsub.state import ServerState
+from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC, parse_ack_id
+from reconciler.names import (
+    MAX_LABELS,
+    label_key_problem,
+    label_value_problem,
+    project_id_problem,
+    topic_id_problem,
+)
+from reconciler.orgpolicy.publishing import receiving_region, refuses_in_transit
+
+# A Pull waits this long at most for a first message (the service holds a pull open
+# for a while too; clients re-issue it).
+PULL_WAIT_S = 10.0
+STREAM_POLL_S = 1.0
+MUTABLE_PATHS = (
+    "ack_deadline_seconds",
+    "retain_acked_messages",
+    "message_retention_duration",
+    "labels",
+    "push_config",
+    "bigquery_config",
+    "cloud_storage_config",
+    "expiration_policy",
+    "dead_letter_policy",
+    "retry_policy",
+    "enable_exactly_once_delivery",
+    "message_transforms",
+)
+IMMUTABLE_PATHS = ("name", "topic", "enable_message_ordering", "filter", "detached", "state")
+_DELIVERY_CONFIGS = ("push_config", "bigquery_config", "cloud_storage_config", "bigtable_config")
+_ACK_IDS = re.compile(r"\d{1,19}-\d{1,19}(?: \d{1,19}-\d{1,19})*")
+_ACK_MSG = re.compile(r"(\d{1,19})-\d{1,19}")
+_BQ_TABLE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9][.:][A-Za-z0-9_]{1,1024}\.[^.]{1,1024}$")
+
+
+def parse_subscription(name: str) -> tuple[str, str]:
+    """(project_id, subscription_id) of "projects/P/subscriptions/S"; else
+    INVALID_ARGUMENT in the emulator's words plus the reason."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "subscriptions":
+        raise invalid(
+            f"Invalid [subscriptions] name: (name={name}). Expected "
+            "projects/PROJECT_ID/subscriptions/SUBSCRIPTION_ID."
+        )
+    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
+    if problem or "\n" in name:
+        reason = (problem or "bad character").replace("topic ID", "subscription ID", 1)
+        raise invalid(f"Invalid [subscriptions] name: (name={name}). {reason}.")
+    return parts[1], parts[3]
+
+
+def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:
+    if seconds and not MIN_ACK_DEADLINE_S <= seconds <= MAX_ACK_DEADLINE_S:
+        raise invalid(
+            f"{what} out of bounds: {seconds} (it must be {MIN_ACK_DEADLINE_S} to "
+            f"{MAX_ACK_DEADLINE_S} seconds, or 0 for the default of "
+            f"{DEFAULT_ACK_DEADLINE_S})"
+        )
+
+
+def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
+    if "ack_deadline_seconds" in fields:
+        _check_ack_deadline(sub.ack_deadline_seconds)
+    if "message_retention_duration" in fields and sub.HasField("message_retention_duration"):
+        seconds = duration_seconds(sub.message_retention_duration)
+        if not MIN_RETENTION_S <= seconds <= MAX_SUBSCRIPTION_RETENTION_S:
+            raise invalid(
+                f"message_retention_duration out of bounds: {seconds:g} s (it must be 10 "
+                "minutes to 7 days)"
+            )
+    if "labels" in fields:
+        if len(sub.labels) > MAX_LABELS:
+            raise invalid(f"A subscription may have at most {MAX_LABELS} labels.")
+        for key, value in sub.labels.items():
+            problem = label_key_problem(key) or label_value_problem(key, value)
+            if problem:
+                raise invalid(f"Invalid labels: {problem}.")
+    given = [c for c in _DELIVERY_CONFIGS if sub.HasField(c) and _set(sub, c)]
+    if len(given) > 1:
+        raise invalid(
+            f"At most one of push_config, bigquery_config, cloud_storage_config and "
+            f"bigtable_config may be set (got {', '.join(given)})."
+        )
+    if "bigquery_config" in fields and _set(sub, "bigquery_config"):
+        table = sub.bigquery_config.table
+        if not _BQ_TABLE.match(table):
+            raise invalid(
+                f"Invalid bigquery_config.table {table!r}: expected PROJECT_ID.DATASET_ID.TABLE_ID."
+            )
+    storage = "cloud_storage_config" in fields and _set(sub, "cloud_storage_config")
+    if storage and not sub.cloud_storage_config.bucket:
+        raise invalid("cloud_storage_config.bucket must name a bucket.")
+    if "push_config" in fields and sub.push_config.push_endpoint:
+        endpoint = sub.push_config.push_endpoint
+        if not endpoint.startswith(("https://", "http://")):
+            raise invalid(f"Invalid push_config.push_endpoint {endpoint!r}: expected a URL.")
+    if "dead_letter_policy" in fields and sub.HasField("dead_letter_policy"):
+        attempts = sub.dead_letter_policy.max_delivery_attempts
+        if attempts and not 5 <= attempts <= 100:
+            raise invalid("dead_letter_policy.max_delivery_attempts must be between 5 and 100.")
+
+
+def _set(sub: Any, field: str) -> bool:
+    """A delivery config counts only with its destination given (an empty push_config
+    is what a pull subscription carries)."""
+    config = getattr(sub, field)
+    if field == "push_config":
+        return bool(config.push_endpoint)
+    return bool(config.ListFields())
+
+
+def in_transit_refusal(
+    method: str, declared: str | None, topic: str, allowed: list[str]
+) -> ServiceError:
+    """What a Publish, Pull or StreamingPull refused by in-transit enforcement answers
+    (`declared`: the region the request names, None for the default)."""
+    return failed_precondition(
+        f"{method} request received in region {received_text(declared)}, which the "
+        f"message storage policy of {topic} does not allow (enforce_in_transit is set; "
+        f"allowed regions: {', '.join(allowed)})."
+    )
+
+
+def received_text(declared: str | None) -> str:
+    """The receiving region as a refusal names it: the default one says why."""
+    if declared:
+        return declared
+    return (
+        f"{receiving_region(None)} (the default: the request declares no region in "
+        f"{CLIENT_REGION_KEY} and the server has no --client-region)"
+    )
+
+
+class SubscriberService:
+    def __init__(self, state: ServerState) -> None:
+        self.state = state
+        self.subs = state.subs
+
+    # ------------------------------------------------------------ in-transit check
+
+    def check_in_transit(self, method: str, sub: Any, call: CallInfo) -> None:
+        """FAILED_PRECONDITION when the topic enforces in-transit regions and the
+        request is received in a region its storage policy does not allow."""
+        if sub.topic == DELETED_TOPIC:
+            return
+        topic = self.state.get_topic(sub.topic)
+        if topic is None or not topic.HasField("message_storage_policy"):
+            return
+        policy = topic.message_storage_policy
+        allowed = list(policy.allowed_persistence_regions)
+        received = receiving_region(call.client_region)
+        if refuses_in_transit(received, allowed, policy.enforce_in_transit):
+            raise in_transit_refusal(method, call.client_region, sub.topic, allowed)
+
+    def _pullable(self, method: str, name: str, call: CallInfo) -> Any:
+        parse_subscription(name)
+        sub = self.subs.raw(name)
+        if sub is None:
+            raise not_found("Subscription does not exist")
+        if sub.detached:
+            raise failed_precondition(
+                f"{method}: subscription {name} is detached from its topic; detached "
+                "subscriptions deliver no messages."
+            )
+        self.check_in_transit(method, sub, call)
+        return sub
+
+    # ------------------------------------------------------------------- admin
+
+    def create_subscription(self, request: Any, call: CallInfo) -> Any:
+        parse_subscription(request.name)
+        parse_topic(request.topic)
+        _check_config(request, MUTABLE_PATHS)
+
+        def build() -> Any:
+            if self.state.get_topic(request.topic) is None:
+                raise not_found("Subscription topic does not exist")
+            sub = protos.Subscription()
+            sub.CopyFrom(request)
+            sub.ClearField("state")
+            sub.ClearField("topic_message_retention_duration")
+            sub.detached = False
+            if not any(sub.HasField(c) for c in _DELIVERY_CONFIGS):
+                sub.push_config.SetInParent()  # a pull one: `pushConfig: {}`, as the service
+            if not sub.ack_deadline_seconds:
+                sub.ack_deadline_seconds = DEFAULT_ACK_DEADLINE_S
+            if not sub.HasField("message_retention_duration"):
+                sub.message_retention_duration.seconds = int(DEFAULT_SUBSCRIPTION_RETENTION_S)
+            _clear_outputs(sub)
+            return sub
+
+        created = self.subs.create(request.name, build)
+        if created is None:
+            raise already_exists("Subscription already exists")
+        return created
+
+    def get_subscription(self, request: Any, call: CallInfo) -> Any:
+        parse_subscription(request.subscription)
+        sub = self.subs.get(request.subscription)
+        if sub is None:
+            raise not_found("Subscription does not exist")
+        return sub
+
+    def update_subscription(self, request: Any, call: CallInfo) -> Any:
+        given = request.subscription
+        parse_subscription(given.name)
+        paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
+        if not paths:
+            raise invalid(
+                "The update_mask in the UpdateSubscriptionRequest must be set, and must "
+                "contain a non-empty paths list."
+            )
+        for path in paths:
+            top = path.split(".", 1)[0]
+            if top in IMMUTABLE_PATHS:
+                raise invalid(
+                    "Invalid update_mask provided in the UpdateSubscriptionRequest: the "
+                    f"{top} field in the Subscription is not mutable."
+                )
+            if top not in MUTABLE_PATHS:
+                raise invalid(
+                    f"Invalid update_mask provided in the UpdateSubscriptionRequest: {path} "
+                    "is not a known Subscription field."
+                )
+            if path != top:
+                raise invalid(
+                    f"Invalid update_mask provided in the UpdateSubscriptionRequest: {path} "
+                    f"is a nested path; name the top-level field {top!r} and send the whole "
+                    "value."
+                )
+        fields = tuple(dict.fromkeys(paths))
+        _check_config(given, fields)
+
+        def change(current: Any) -> Any:
+            sub = protos.Subscription()
+            sub.CopyFrom(current)
+            for field in fields:
+                if field == "labels":
+                    sub.labels.clear()
+                    sub.labels.update(given.labels)
+                elif field == "message_transforms":
+                    del sub.message_transforms[:]
+                    sub.message_transforms.extend(given.message_transforms)
+                elif field == "ack_deadline_seconds":
+                    sub.ack_deadline_seconds = given.ack_deadline_seconds or DEFAULT_ACK_DEADLINE_S
+                elif field in ("retain_acked_messages", "enable_exactly_once_delivery"):
+                    setattr(sub, field, getattr(given, field))
+                elif field == "message_retention_duration" and not given.HasField(field):
+                    sub.message_retention_duration.Clear()
+                    sub.message_retention_duration.seconds = int(DEFAULT_SUBSCRIPTION_RETENTION_S)
+                elif given.HasField(field):
+                    for other in _DELIVERY_CONFIGS:  # setting one delivery type clears the rest
+                        if field in _DELIVERY_CONFIGS and other != field:
+                            sub.ClearField(other)
+                    getattr(sub, field).CopyFrom(getattr(given, field))
+                else:
+                    sub.ClearField(field)
+            _clear_outputs(sub)
+            _check_config(sub, ())
+            return sub
+
+        updated = self.subs.update(given.name, change)
+        if updated is None:
+            raise not_found("Subscription does not exist")
+        return updated
+
+    def list_subscriptions(self, request: Any, call: CallInfo) -> Any:
+        project = parse_project(request.project)
+        size = page_size(request.page_size)
+        after = decode_token(request.page_token, f"projects/{project}/subscriptions/")
+        body, last = self.subs.list_page(project, after, size)
+        if last:
+            body += length_delimited(2, encode_token(last).encode())  # next_page_token
+        return body if call.serialized_reply else protos.ListSubscriptionsResponse.FromString(body)
+
+    def delete_subscription(self, request: Any, call: CallInfo) -> Any:
+        parse_subscription(request.subscription)
+        if not self.subs.delete(request.subscription):
+            raise not_found("Subscription does not exist")
+        return protos.Empty()
+
+    # -------------------------------------------------------------------- pull
+
+    def pull(self, request: Any, call: CallInfo) -> Any:
+        name = request.subscription
+        if request.max_messages <= 0:
+            raise invalid("No max_messages specified")
+        if request.max_messages > MAX_PULL_MESSAGES:
+            raise invalid(
+                f"max_messages is {request.max_messages}; a Pull returns at most "
+                f"{MAX_PULL_MESSAGES} messages."
+            )
+        sub = self._pullable("Pull", name, call)
+        wait = 0.0 if request.return_immediately else PULL_WAIT_S
+        got = self.subs.pull(
+            name,
+            request.max_messages,
+            ack_deadline=sub.ack_deadline_seconds or DEFAULT_ACK_DEADLINE_S,
+            wait=wait,
+        )
+        if got is None:
+            raise not_found("Subscription does not exist")
+        response = protos.PullResponse()
+        _fill(response.received_messages, got, sub.HasField("dead_letter_policy"))
+        return response
+
+    @staticmethod
+    def _ack_ids(ack_ids: Any) -> list[int]:
+        """The message IDs of our ack IDs ("ID-LEASE"); INVALID_ARGUMENT naming the
+        first that is not one. Checked with one regular expression over all of them
+        (a hundred ack IDs a call: per-ID Python costs more than the rest of the call)."""
+        joined = " ".join(ack_ids)
+        if _ACK_IDS.fullmatch(joined):
+            found = list(map(int, _ACK_MSG.findall(joined)))
+            if len(found) == len(ack_ids):
+                return found
+        ids = []
+        for ack_id in ack_ids:
+            msg_id = parse_ack_id(ack_id)
+            if msg_id is None:
+                raise invalid(f"Invalid ack id (ack_id={ack_id})")
+            ids.append(msg_id)
+        return ids
+
+    def acknowledge(self, request: Any, call: CallInfo) -> Any:
+        parse_subscription(request.subscription)
+        if not request.ack_ids:
+            raise invalid("No ack ids specified.")
+        ids = self._ack_ids(request.ack_ids)
+        if not self.subs.ack(request.subscription, ids):
+            raise not_found("Subscription does not exist")
+        return protos.Empty()
+
+    def modify_ack_deadline(self, request: Any, call: CallInfo) -> Any:
+        parse_subscription(request.subscription)
+        seconds = request.ack_deadline_seconds
+        if seconds < 0:
+            raise invalid("Ack deadline cannot be negative")
+        if seconds > MAX_ACK_DEADLINE_S:
+            raise invalid(
+                f"Invalid ack deadline {seconds}: the maximum is {MAX_ACK_DEADLINE_S} seconds."
+            )
+        if not request.ack_ids:
+            raise invalid("No ack ids specified.")
+        ids = self._ack_ids(request.ack_ids)
+        if not self.subs.modify(request.subscription, ids, seconds):
+            raise not_found("Subscription does not exist")
+        return protos.Empty()
+
+    def streaming_pull(self, request: Any, call: CallInfo) -> PullStream:
+        """Open a stream from its first request (checked here; the gRPC layer then
+        feeds the stream's later requests to `PullStream.receive`)."""
+        name = request.subscription
+        _check_ack_deadline(request.stream_ack_deadline_seconds, "stream_ack_deadline_seconds")
+        if not request.stream_ack_deadline_seconds:
+            raise invalid(
+                "stream_ack_deadline_seconds must be set (10 to 600 seconds) in the first "
+                "StreamingPullRequest."
+            )
+        sub = self._pullable("StreamingPull", name, call)
+        stream = PullStream(self, sub, request)
+        stream.receive(request)
+        return stream
+
+    # -------------------------------------------------------------------- wiring
+
+    def rpcs(self) -> list[Rpc]:
+        p = protos
+        return [
+            Rpc(
+                "CreateSubscription",
+                self.create_subscription,
+                p.Subscription,
+                p.Subscription,
+                lambda r: r.name,
+            ),
+            Rpc(
+                "GetSubscription",
+                self.get_subscription,
+                p.GetSubscriptionRequest,
+                p.Subscription,
+                lambda r: r.subscription,
+            ),
+            Rpc(
+                "UpdateSubscription",
+                self.update_subscription,
+                p.UpdateSubscriptionRequest,
+                p.Subscription,
+                lambda r: r.subscription.name,
+            ),
+            Rpc(
+                "ListSubscriptions",
+                self.list_subscriptions,
+                p.ListSubscriptionsRequest,
+                p.ListSubscriptionsResponse,
+                lambda r: r.project,
+                serialized_reply=True,
+            ),
+            Rpc(
+                "DeleteSubscription",
+                self.delete_subscription,
+                p.DeleteSubscriptionRequest,
+                p.Empty,
+                lambda r: r.subscription,
+            ),
+            Rpc("Pull", self.pull, p.PullRequest, p.PullResponse, lambda r: r.subscription),
+            Rpc(
+                "Acknowledge",
+                self.acknowledge,
+                p.AcknowledgeRequest,
+                p.Empty,
+                lambda r: r.subscription,
+            ),
+            Rpc(
+                "ModifyAckDeadline",
+                self.modify_ack_deadline,
+                p.ModifyAckDeadlineRequest,
+                p.Empty,
+                lambda r: r.subscription,
+            ),
+            Rpc(
+                "StreamingPull",
+                self.streaming_pull,
+                p.StreamingPullRequest,
+                p.StreamingPullResponse,
+                lambda r: r.subscription,
+                stream=True,
+            ),
+        ]
+
+
+def _clear_outputs(sub: Any) -> None:
+    for config, kind in (("bigquery_config", "state"), ("cloud_storage_config", "state")):
+        if sub.HasField(config):
+            getattr(sub, config).ClearField(kind)
+
+
+def _fill(out: Any, got: list[Delivered], attempts: bool) -> None:
+    """ReceivedMessages for what a pull leased (delivery_attempt only with a
+    dead-letter policy, as the service)."""
+    add = out.add
+    stamped = None
+    batch = None
+    for d in got:
+        if d.batch is not batch:
+            batch = d.batch
+            stamped = batch.stamped()
+        assert stamped is not None
+        if attempts:
+            add(ack_id=d.ack_id, message=stamped[d.index], delivery_attempt=d.attempt)
+        else:
+            add(ack_id=d.ack_id, message=stamped[d.index])
+
+
+class PullStream:
+    """One StreamingPull stream: delivers within the client's flow control
+    (max_outstanding_messages / _bytes) with the stream's ack deadline, and takes acks,
+    nacks and deadline changes from the client's later requests."""
+
+    def __init__(self, service: SubscriberService, sub: Any, first: Any) -> None:
+        self.service = service
+        self.subs = service.subs
+        self.name = sub.name
+        self.sub = sub
+        self.deadline = float(first.stream_ack_deadline_seconds)
+        self.max_messages = first.max_outstanding_messages or MAX_PULL_MESSAGES
+        self.max_bytes = first.max_outstanding_bytes
+        self._delivered: dict[int, int] = {}  # msg id -> bytes, outstanding on this stream
+        self._lock = threading.Lock()
+        self.closed = threading.Event()
+
+    def receive(self, request: Any) -> None:
+        """A request from the client (the first included): acks and deadline changes."""
+        if request.stream_ack_deadline_seconds:
+            seconds = request.stream_ack_deadline_seconds
+            if MIN_ACK_DEADLINE_S <= seconds <= MAX_ACK_DEADLINE_S:
+                self.deadline = float(seconds)
+        if request.ack_ids:
+            ids = [i for i in map(parse_ack_id, request.ack_ids) if i is not None]
+            self.subs.ack(self.name, ids)
+            self._forget(ids)
+        if request.modify_deadline_ack_ids:
+            by_seconds: dict[int, list[int]] = {}
+            ack_ids, deadlines = request.modify_deadline_ack_ids, request.modify_deadline_seconds
+            for ack_id, seconds in zip(ack_ids, deadlines, strict=False):
+                msg_id = parse_ack_id(ack_id)
+                if msg_id is not None:
+                    seconds = min(max(seconds, 0), MAX_ACK_DEADLINE_S)
+                    by_seconds.setdefault(seconds, []).append(msg_id)
+            for seconds, ids in by_seconds.items():
+                self.subs.modify(self.name, ids, seconds)
+                if seconds == 0:
+                    self._forget(ids)
+
+    def end(self) -> None:
+        """The client half-closed or went away."""
+        self.closed.set()
+        self.subs.wake(self.name)
+
+    def _forget(self, ids: list[int]) -> None:
+        with self._lock:
+            for msg_id in ids:
+                self._delivered.pop(msg_id, None)
+        self.subs.wake(self.name)
+
+    def _room(self) -> tuple[int, int]:
+        """(messages, bytes) the client's flow control still allows (bytes 0: no byte
+        limit). Acks sent by unary Acknowledge (as the Python client sends them) are
+        seen through the leases."""
+        with self._lock:
+            if len(self._delivered) >= self.max_messages or (
+                self.max_bytes and sum(self._delivered.values()) >= self.max_bytes
+            ):
+                gone = [i for i in self._delivered if not self.subs.is_leased(self.name, i)]
+                for msg_id in gone:
+                    del self._delivered[msg_id]
+            left = self.max_messages - len(self._delivered)
+            if not self.max_bytes:
+                return left, 0
+            return left, self.max_bytes - sum(self._delivered.values())
+
+    def responses(self, active: Callable[[], bool]) -> Iterator[Any]:
+        """StreamingPullResponses until the client ends the stream or the server stops."""
+        properties = protos.StreamingPullResponse.SubscriptionProperties(
+            exactly_once_delivery_enabled=self.sub.enable_exactly_once_delivery,
+            message_ordering_enabled=self.sub.enable_message_ordering,
+        )
+        attempts = self.sub.HasField("dead_letter_policy")
+        while not self.closed.is_set() and active():
+            if self.subs.stopping.is_set():
+                raise unavailable("local server is stopping")
+            left, room = self._room()
+            if left <= 0 or (self.max_bytes and room <= 0):
+                self.subs.wait_change(self.name, STREAM_POLL_S)  # until acks make room
+                continue
+            got = self.subs.pull(
+                self.name,
+                min(left, MAX_PULL_MESSAGES),
+                ack_deadline=self.deadline,
+                wait=STREAM_POLL_S,
+                max_bytes=room,
+                cancelled=self.closed.is_set,
+            )
+            if got is None:
+                raise not_found("Subscription does not exist")
+            if not got:
+                continue
+            with self._lock:
+                for d in got:
+                    self._delivered[d.batch.first_id + d.index] = d.batch.size(d.index)
+            response = protos.StreamingPullResponse(subscription_properties=properties)
+            _fill(response.received_messages, got, attempts)
+            yield response

@@ -1,0 +1,619 @@
+"""Subscriptions and messages in the server state: configs, per-subscription backlogs
+(`backlog.Backlog`), the per-topic log of recent messages, and their journal records.
+
+Durability (state format 3): subscription changes are admin changes (durable before
+visible, like topics). A Publish is journaled as received (the request's bytes, its
+first message ID, publish time, persistence region and the subscriptions that
+receive it) and an Acknowledge as the message IDs it acknowledged; both are fsynced
+before the reply (group commit) and applied after, so an acknowledged publish or ack
+survives a kill -9. Leases (ack deadlines) are not journaled: after a restart every
+unacknowledged message is delivered again at once, as if its deadline had passed
+(at-least-once, as the service). Compaction writes each batch still held by some
+subscription once, then each subscription's unacked and retained acked message IDs.
+
+Bounds: each subscription holds at most `max_backlog` unacknowledged messages and
+none older than its message_retention_duration; the per-topic log holds the last
+`keep_messages` (what `LocalServer.messages` shows). A batch is freed when no
+subscription and no topic log refers to it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import struct
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any, Protocol
+
+from reconciler.errors import InputError
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.paging import page_after
+from reconciler.localserver.api.wire import length_delimited
+from reconciler.localserver.persistence import journal as j
+from reconciler.localserver.pubsub import exports
+from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
+from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
+from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
+from reconciler.names import project_of
+
+
+class ServerState(Protocol):
+    """What subscriptions need of the server state (`state.ServerState`, which owns
+    them): its two locks and its journal. Stated here so that the two modules do not
+    import each other."""
+
+    wlock: threading.RLock
+    lock: threading.RLock
+
+    @property
+    def durable(self) -> bool: ...
+    def get_topic(self, name: str) -> Any | None: ...
+    def commit(self, *records: j.Record) -> None: ...
+    def write_grouped(self, records: list[j.Record]) -> int: ...
+    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
+    def maybe_compact(self) -> None: ...
+
+
+DELETED_TOPIC = "_deleted-topic_"
+_U64 = struct.Struct("<Q")
+_PUBLISH = struct.Struct("<QQB")
+_U16 = struct.Struct("<H")
+_U32 = struct.Struct("<I")
+_ACKED = struct.Struct("<QQ")
+
+
+def encode_publish(first_id: int, publish_ns: int, region: str, receivers: list[str]) -> bytes:
+    """The head of a PUBLISH record's value; the request's bytes follow it."""
+    r = region.encode("utf-8")
+    parts = [_PUBLISH.pack(first_id, publish_ns, len(r)), r, _U16.pack(len(receivers))]
+    for name in receivers:
+        n = name.encode("utf-8")
+        parts += [_U16.pack(len(n)), n]
+    return b"".join(parts)
+
+
+def decode_publish(value: bytes) -> tuple[int, int, str, list[str], bytes]:
+    first_id, publish_ns, rlen = _PUBLISH.unpack_from(value, 0)
+    pos = _PUBLISH.size
+    region = value[pos : pos + rlen].decode("utf-8")
+    pos += rlen
+    (count,) = _U16.unpack_from(value, pos)
+    pos += 2
+    receivers = []
+    for _ in range(count):
+        (n,) = _U16.unpack_from(value, pos)
+        pos += 2
+        receivers.append(value[pos : pos + n].decode("utf-8"))
+        pos += n
+    return first_id, publish_ns, region, receivers, value[pos:]
+
+
+def parse_ack_id(ack_id: str) -> int | None:
+    """The message ID in one of our ack IDs ("ID-LEASE"), None if it is not one."""
+    msg, sep, lease = ack_id.partition("-")
+    if not sep or not msg.isdigit() or not lease.isdigit() or len(msg) > 19:
+        return None
+    return int(msg)
+
+
+def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
+    """`config` as the service answers it: its delivery state, and the topic's
+    message retention (an output-only field)."""
+    out.CopyFrom(config)
+    exports.set_state(out, state)
+    if topic is not None and topic.HasField("message_retention_duration"):
+        out.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
+
+
+class Subscriptions:
+    """Owned by `ServerState`, under its locks (`wlock` for changes, `lock` for
+    memory); see the module docstring."""
+
+    def __init__(
+        self,
+        state: ServerState,
+        keep_messages: int,
+        destination_locations: dict[str, str],
+        max_backlog: int = DEFAULT_MAX_BACKLOG,
+    ) -> None:
+        self.state = state
+        self.keep_messages = keep_messages
+        self.max_backlog = max_backlog
+        self.locations = {exports.check_key(k): v for k, v in destination_locations.items()}
+        self._subs: dict[str, Any] = {}
+        self._kind: dict[str, str | None] = {}  # name -> destination key (None: pull)
+        self._by_project: dict[str, list[str]] = {}
+        self._by_topic: dict[str, list[str]] = {}  # attached subscriptions, sorted
+        self._backlogs: dict[str, Backlog] = {}
+        # name -> (config, topic, state, serialized view): see `_listed_field`
+        self._listed: dict[str, tuple[Any, Any, str | None, bytes]] = {}
+        self._conds: dict[str, threading.Condition] = {}
+        self._maintained: dict[str, float] = {}
+        self._logs: dict[str, MessageLog] = {}
+        self._next_id = 1
+        self._loading: dict[int, Batch] = {}
+        self.stopping = threading.Event()
+
+    # ---------------------------------------------------------------- configs
+
+    def _put(self, config: Any) -> None:
+        name = config.name
+        old = self._subs.get(name)
+        if old is None:
+            bisect.insort(self._by_project.setdefault(project_of(name), []), name)
+            self._conds[name] = threading.Condition(self.state.lock)
+        elif old.topic in self._by_topic:
+            self._unlink(old.topic, name)
+        self._subs[name] = config
+        self._kind[name] = exports.destination_key(config)
+        backlog = self._backlogs.get(name)
+        retention = (
+            duration_seconds(config.message_retention_duration)
+            if config.HasField("message_retention_duration")
+            else DEFAULT_SUBSCRIPTION_RETENTION_S
+        )
+        if backlog is None:
+            backlog = self._backlogs[name] = Backlog(
+                cap=self.max_backlog,
+                retention_s=retention,
+                retain_acked=config.retain_acked_messages,
+            )
+        else:
+            backlog.retention_s = retention
+            backlog.retain_acked = config.retain_acked_messages
+        if config.detached:
+            backlog.purge()
+        elif config.topic != DELETED_TOPIC:
+            bisect.insort(self._by_topic.setdefault(config.topic, []), name)
+
+    def _unlink(self, topic: str, name: str) -> None:
+        names = self._by_topic.get(topic, [])
+        if name in names:
+            names.remove(name)
+        if not names:
+            self._by_topic.pop(topic, None)
+
+    def _drop(self, name: str) -> None:
+        config = self._subs.pop(name)
+        self._kind.pop(name, None)
+        self._unlink(config.topic, name)
+        names = self._by_project.get(project_of(name), [])
+        i = bisect.bisect_left(names, name)
+        if i < len(names) and names[i] == name:
+            del names[i]
+        self._backlogs.pop(name, None)
+        self._listed.pop(name, None)
+        self._maintained.pop(name, None)
+        cond = self._conds.pop(name)
+        cond.notify_all()  # waiting pulls see it gone
+
+    def topic_deleted(self, topic: str) -> None:
+        """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_;
+        its log of recent messages goes."""
+        self._logs.pop(topic, None)
+        for name in self._by_topic.pop(topic, []):
+            config = protos.Subscription()
+            config.CopyFrom(self._subs[name])
+            config.topic = DELETED_TOPIC
+            self._subs[name] = config
+
+    def get(self, name: str) -> Any | None:
+        """The stored config with its delivery state as of now (None if missing)."""
+        out = protos.Subscription()
+        with self.state.lock:
+            return out if self._view_into(name, out) else None
+
+    def _view_into(self, name: str, out: Any) -> bool:
+        """Under `lock`: write what `get` answers into `out` (False if missing)."""
+        config = self._subs.get(name)
+        if config is None:
+            return False
+        topic = self.state.get_topic(config.topic)
+        _write_view(out, config, topic, self._state_of(name, topic))
+        return True
+
+    def _listed_field(self, name: str) -> bytes:
+        """Under `lock`: what `get` answers, serialized as field 1 of a
+        ListSubscriptionsResponse. Kept while the config, its topic (both replaced,
+        never changed in place) and the delivery state stay the same: a page is 1,000
+        of them, and a plan lists every page of every project."""
+        config = self._subs[name]
+        topic = self.state.get_topic(config.topic)
+        state = self._state_of(name, topic)
+        kept = self._listed.get(name)
+        if kept is not None and kept[0] is config and kept[1] is topic and kept[2] == state:
+            return kept[3]
+        view = protos.Subscription()
+        _write_view(view, config, topic, state)
+        field = length_delimited(1, view.SerializeToString())
+        self._listed[name] = (config, topic, state, field)
+        return field
+
+    def raw(self, name: str) -> Any | None:
+        """The config as stored (no computed fields)."""
+        with self.state.lock:
+            return self._subs.get(name)
+
+    def _state_of(self, name: str, topic: Any | None) -> str | None:
+        if self._kind.get(name) is None:
+            return None
+        return exports.delivery_state(self._subs[name], topic, self.locations)
+
+    def create(self, name: str, build: Any) -> Any | None:
+        """Store `build()` (run under `wlock`: it checks the topic) unless `name`
+        exists (then None)."""
+        state = self.state
+        with state.wlock:
+            if name in self._subs:
+                return None
+            config = build()
+            state.commit((j.PUT_SUBSCRIPTION, name, config.SerializeToString()))
+            with state.lock:
+                self._put(config)
+            state.maybe_compact()
+        return self.get(name)
+
+    def update(self, name: str, change: Any) -> Any | None:
+        state = self.state
+        with state.wlock:
+            current = self._subs.get(name)
+            if current is None:
+                return None
+            config = change(current)
+            state.commit((j.PUT_SUBSCRIPTION, name, config.SerializeToString()))
+            with state.lock:
+                self._put(config)
+            self.settle_exports(config.topic)
+            state.maybe_compact()
+        return self.get(name)
+
+    def delete(self, name: str) -> bool:
+        state = self.state
+        with state.wlock:
+            if name not in self._subs:
+                return False
+            state.commit((j.DELETE_SUBSCRIPTION, name, b""))
+            with state.lock:
+                self._drop(name)
+            state.maybe_compact()
+        return True
+
+    def detach(self, name: str) -> bool:
+        """Detach from the topic: no more messages, the backlog dropped."""
+        state = self.state
+        with state.wlock:
+            current = self._subs.get(name)
+            if current is None:
+                return False
+            config = protos.Subscription()
+            config.CopyFrom(current)
+            config.detached = True
+            state.commit((j.DETACH_SUBSCRIPTION, name, config.SerializeToString()))
+            with state.lock:
+                self._put(config)
+                self._conds[name].notify_all()
+            state.maybe_compact()
+        return True
+
+    def list_page(self, project: str, after: str, limit: int) -> tuple[bytes, str]:
+        """A page of the project's subscriptions (as `get` answers them), serialized as
+        the `subscriptions` of a ListSubscriptionsResponse, in one hold of the lock;
+        the last name listed when more follow, else ""."""
+        with self.state.lock:
+            page, last = page_after(self._by_project.get(project, []), after, limit)
+            return b"".join(map(self._listed_field, page)), last  # index and configs agree
+
+    def names_in_project(self, project: str) -> list[str]:
+        with self.state.lock:
+            return list(self._by_project.get(project, ()))
+
+    def list_topic(self, topic: str, after: str, limit: int) -> tuple[list[str], str]:
+        with self.state.lock:
+            return page_after(self._by_topic.get(topic, []), after, limit)
+
+    # ------------------------------------------------------------ exports and push
+
+    def settle_exports(self, topic_name: str) -> None:
+        """Under `wlock`: export and push subscriptions of the topic that are ACTIVE
+        deliver what they held while paused (journaled as acknowledged)."""
+        state = self.state
+        topic = state.get_topic(topic_name)
+        now_ns = time.time_ns()
+        for name in list(self._by_topic.get(topic_name, [])):
+            if self._kind.get(name) is None or self._state_of(name, topic) != exports.ACTIVE:
+                continue
+            backlog = self._backlogs[name]
+            with state.lock:
+                ids = sorted(b.first_id + i for b, i in backlog.unacked_refs())
+            if not ids:
+                continue
+            state.commit((j.ACK, name, _encode_ack(now_ns, ids)))
+            with state.lock:
+                backlog.ack(ids, now_ns)
+
+    def set_location(self, key: str, location: str | None) -> None:
+        """Declare (None: forget) where an export or push destination is."""
+        exports.check_key(key)
+        with self.state.wlock:
+            if location is None:
+                self.locations.pop(key, None)
+            else:
+                self.locations[key] = location
+            for topic in list(self._by_topic):
+                self.settle_exports(topic)
+
+    def _receives(self, name: str, topic: Any) -> bool:
+        """False for an export or push subscription that is ACTIVE: it delivers each
+        message on arrival (nothing held)."""
+        return self._kind[name] is None or self._state_of(name, topic) != exports.ACTIVE
+
+    # -------------------------------------------------------------------- publish
+
+    def publish(
+        self, topic_name: str, raw: bytes, count: int, place: Callable[[Any], str]
+    ) -> tuple[int, str] | None:
+        """Store a checked Publish request of `count` messages, given as its bytes
+        (durable first), in the region `place(topic)` names (it raises to refuse them;
+        called under the write lock, so the topic's storage policy cannot change
+        between the decision and the write); (the first of their consecutive IDs,
+        that region), or None when the topic does not exist."""
+        state = self.state
+        with state.wlock:
+            topic = state.get_topic(topic_name)
+            if topic is None:
+                return None
+            region = place(topic)
+            receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
+            first = self._next_id
+            self._next_id += count
+            publish_ns = time.time_ns()
+            ticket = 0
+            if state.durable:
+                head = encode_publish(first, publish_ns, region, receivers)
+                value = head + raw
+                ticket = state.write_grouped([(j.PUBLISH, topic_name, value)])
+        batch = Batch(topic_name, first, publish_ns, region, raw, count)
+        state.sync_grouped(ticket, lambda: self._deliver(batch, receivers))
+        return first, region
+
+    def _deliver(self, batch: Batch, receivers: list[str]) -> None:
+        log = self._logs.get(batch.topic)
+        if log is None:
+            log = self._logs[batch.topic] = MessageLog(self.keep_messages)
+        log.add(batch)
+        for name in receivers:
+            backlog = self._backlogs.get(name)
+            if backlog is not None and not self._subs[name].detached:
+                backlog.add(batch)
+                self._conds[name].notify_all()
+
+    def topic_messages(self, topic: str) -> list[Any]:
+        log = self._logs.get(topic)
+        return log.stored() if log is not None else []
+
+    def topic_message_count(self, topic: str) -> int:
+        log = self._logs.get(topic)
+        return log.count if log is not None else 0
+
+    # ----------------------------------------------------------------------- pull
+
+    def _maintain(self, name: str, backlog: Backlog, now: float) -> None:
+        backlog.release_expired(now)
+        if now - self._maintained.get(name, 0.0) >= 1.0:
+            self._maintained[name] = now
+            backlog.expire(time.time_ns())
+
+    def pull(
+        self,
+        name: str,
+        max_messages: int,
+        *,
+        ack_deadline: float,
+        wait: float,
+        max_bytes: int = 0,
+        cancelled: Any = None,
+    ) -> list[Delivered] | None:
+        """Lease up to `max_messages`, waiting up to `wait` seconds for the first;
+        None when the subscription does not exist (or went away meanwhile)."""
+        with self.state.lock:
+            backlog = self._backlogs.get(name)
+            if backlog is None:
+                return None
+            cond = self._conds[name]
+            end = time.monotonic() + wait
+            while True:
+                now = time.monotonic()
+                self._maintain(name, backlog, now)
+                got = backlog.take(max_messages, now + ack_deadline, max_bytes)
+                if got or now >= end or self.stopping.is_set():
+                    return got
+                if cancelled is not None and cancelled():
+                    return got
+                step = min(end - now, 1.0)
+                nxt = backlog.next_deadline()
+                if nxt is not None:
+                    step = max(0.0, min(step, nxt - now))
+                cond.wait(step)
+                if self._backlogs.get(name) is not backlog:
+                    return None
+
+    def wait_change(self, name: str, timeout: float) -> None:
+        """Wait until the subscription changes (an arrival, an ack, a nack) or `timeout`."""
+        with self.state.lock:
+            cond = self._conds.get(name)
+            if cond is not None and not self.stopping.is_set():
+                cond.wait(timeout)
+
+    def wake(self, name: str) -> None:
+        with self.state.lock:
+            cond = self._conds.get(name)
+            if cond is not None:
+                cond.notify_all()
+
+    def stop(self) -> None:
+        """Wake every waiting pull: the server is stopping."""
+        self.stopping.set()
+        with self.state.lock:
+            for cond in self._conds.values():
+                cond.notify_all()
+
+    def ack(self, name: str, ids: list[int]) -> bool:
+        """Acknowledge (durable before the reply); False when the subscription is gone."""
+        state = self.state
+        now_ns = time.time_ns()
+        with state.wlock:
+            if name not in self._subs:
+                return False
+            ticket = state.write_grouped([(j.ACK, name, _encode_ack(now_ns, ids))])
+
+        def apply() -> None:
+            backlog = self._backlogs.get(name)
+            if backlog is not None:
+                backlog.ack(ids, now_ns)
+                self._conds[name].notify_all()
+
+        state.sync_grouped(ticket, apply)
+        return True
+
+    def modify(self, name: str, ids: list[int], seconds: float) -> bool:
+        """New ack deadlines (memory only: leases do not survive a restart)."""
+        with self.state.lock:
+            backlog = self._backlogs.get(name)
+            if backlog is None:
+                return False
+            backlog.modify(ids, seconds, time.monotonic())
+            if seconds <= 0:
+                self._conds[name].notify_all()
+            return True
+
+    def is_leased(self, name: str, msg_id: int) -> bool:
+        with self.state.lock:
+            backlog = self._backlogs.get(name)
+            return backlog is not None and backlog.is_leased(msg_id)
+
+    # ------------------------------------------------------------------ read API
+
+    def subscription_stats(self, name: str) -> BacklogStats | None:
+        """Per region: unacked and retained-acked counts, bytes, oldest publish time."""
+        with self.state.lock:
+            backlog = self._backlogs.get(name)
+            return backlog.stats() if backlog is not None else None
+
+    def topic_stats(self, topic: str) -> BacklogStats:
+        """The same across every subscription attached to the topic."""
+        out = BacklogStats()
+        with self.state.lock:
+            for name in self._by_topic.get(topic, []):
+                out.merge(self._backlogs[name].stats())
+        return out
+
+    def names(self) -> list[str]:
+        with self.state.lock:
+            return sorted(self._subs)
+
+    # ------------------------------------------------------------ journal replay
+
+    def apply(self, record: j.Record) -> None:
+        kind, key, value = record
+        if kind == j.PUT_SUBSCRIPTION or kind == j.DETACH_SUBSCRIPTION:
+            self._put(protos.Subscription.FromString(value))
+        elif kind == j.DELETE_SUBSCRIPTION:
+            if key in self._subs:
+                self._drop(key)
+        elif kind == j.PUBLISH:
+            first, publish_ns, region, receivers, raw = decode_publish(value)
+            count = len(protos.WirePublishRequest.FromString(raw).messages)
+            batch = Batch(key, first, publish_ns, region, raw, count)
+            self._next_id = max(self._next_id, first + count)
+            if receivers:
+                self._deliver(batch, [r for r in receivers if r in self._subs])
+            else:
+                self._loading[first] = batch  # a snapshot's batch; BACKLOG refers to it
+        elif kind == j.ACK:
+            now_ns, ids = _decode_ack(value)
+            backlog = self._backlogs.get(key)
+            if backlog is not None:
+                backlog.ack(ids, now_ns)
+        elif kind == j.NEXT_MESSAGE_ID:
+            self._next_id = max(self._next_id, _U64.unpack(value)[0])
+        elif kind == j.BACKLOG:
+            self._restore_backlog(key, value)
+        else:
+            raise InputError(
+                f"the local server's state holds a record of unknown kind {kind}",
+                hint="it was written by another version of reconcile: use that one",
+            )
+
+    def loaded(self) -> None:
+        self._loading.clear()
+
+    def _restore_backlog(self, name: str, value: bytes) -> None:
+        backlog = self._backlogs.get(name)
+        if backlog is None:
+            return
+        firsts = sorted(self._loading)
+
+        def ref(msg_id: int) -> tuple[Batch, int] | None:
+            i = bisect.bisect_right(firsts, msg_id) - 1
+            if i < 0:
+                return None
+            batch = self._loading[firsts[i]]
+            index = msg_id - batch.first_id
+            return (batch, index) if index < len(batch) else None
+
+        (count,) = _U32.unpack_from(value, 0)
+        pos = 4
+        unacked = []
+        for _ in range(count):
+            found = ref(_U64.unpack_from(value, pos)[0])
+            pos += 8
+            if found is not None:
+                unacked.append(found)
+        (count,) = _U32.unpack_from(value, pos)
+        pos += 4
+        acked = []
+        for _ in range(count):
+            msg_id, ack_ns = _ACKED.unpack_from(value, pos)
+            pos += _ACKED.size
+            found = ref(msg_id)
+            if found is not None:
+                acked.append((found[0], found[1], ack_ns))
+        backlog.restore(unacked, acked)
+
+    def records(self) -> Iterator[j.Record]:
+        """The whole subscription and message state, for a snapshot."""
+        for name, config in self._subs.items():
+            yield j.PUT_SUBSCRIPTION, name, config.SerializeToString()
+        if self._next_id > 1:  # message IDs are never reused after a restart
+            yield j.NEXT_MESSAGE_ID, "", _U64.pack(self._next_id)
+        held: dict[int, Batch] = {}
+        lists: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
+        for name, backlog in self._backlogs.items():
+            unacked = []
+            for batch, index in backlog.unacked_refs():
+                held[batch.first_id] = batch
+                unacked.append(batch.first_id + index)
+            acked = []
+            for batch, index, ack_ns in backlog.acked_refs():
+                held[batch.first_id] = batch
+                acked.append((batch.first_id + index, ack_ns))
+            lists[name] = (sorted(unacked), acked)
+        for first in sorted(held):
+            batch = held[first]
+            head = encode_publish(first, batch.publish_ns, batch.region, [])
+            yield j.PUBLISH, batch.topic, head + batch.request_bytes()
+        for name, (unacked, acked) in lists.items():
+            parts = [_U32.pack(len(unacked)), *map(_U64.pack, unacked), _U32.pack(len(acked))]
+            parts += [_ACKED.pack(i, ns) for i, ns in acked]
+            yield j.BACKLOG, name, b"".join(parts)
+
+
+def _encode_ack(now_ns: int, ids: list[int]) -> bytes:
+    return _U64.pack(now_ns) + struct.pack(f"<{len(ids)}Q", *ids)
+
+
+def _decode_ack(value: bytes) -> tuple[int, list[int]]:
+    (now_ns,) = _U64.unpack_from(value, 0)
+    count = (len(value) - 8) // 8
+    return now_ns, list(struct.unpack_from(f"<{count}Q", value, 8))

@@ -1,0 +1,119 @@
+"""One call of one RPC, independent of the transport: count it, inject faults, run the
+handler, record Publish outcomes, and turn every failure into a `ServiceError` (the
+status a client sees). The gRPC face (`grpc_face`) and the REST face (`rest`) are
+thin layers over this, calling `Dispatcher.call` with the same request messages.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import grpc
+
+from reconciler.localserver.api.counters import RpcCounters
+from reconciler.localserver.api.outcomes import PublishOutcome, PublishOutcomes
+from reconciler.localserver.api.rpc import CallInfo, Rpc
+from reconciler.localserver.api.status import ServiceError
+from reconciler.localserver.faults.injection import Faults
+from reconciler.localserver.persistence.journal import StateWriteError
+
+log = logging.getLogger(__name__)
+
+
+def state_write_status(exc: StateWriteError) -> ServiceError:
+    """What a client sees when its change could not be made durable: RESOURCE_EXHAUSTED
+    for a full disk (the GAPIC clients do not retry it blindly; `reconcile apply`
+    retries it a bounded number of times), UNAVAILABLE when the disk failed."""
+    if exc.no_space:
+        return ServiceError(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"{exc}: the change was not made. Free space on that file system and retry.",
+        )
+    hint = (
+        "restart the local server (it refuses further writes after a failed fsync)"
+        if exc.broken
+        else "retry"
+    )
+    return ServiceError(grpc.StatusCode.UNAVAILABLE, f"{exc}: the change was not made; {hint}.")
+
+
+def project_of_resource(resource: str | None) -> str | None:
+    """P of "projects/P/..." (what a per-project counter is keyed by)."""
+    if not resource or not resource.startswith("projects/"):
+        return None
+    return resource.split("/")[1] or None
+
+
+class Dispatcher:
+    def __init__(self, counters: RpcCounters, faults: Faults, outcomes: PublishOutcomes) -> None:
+        self.counters = counters
+        self.faults = faults
+        self.outcomes = outcomes
+        self._last_write_failure = ("", 0.0)
+
+    def resource(self, rpc: Rpc, request: Any) -> str | None:
+        try:
+            return rpc.resource(request)
+        except Exception:
+            return None
+
+    def call(self, rpc: Rpc, request: Any, call: CallInfo) -> Any:
+        """The handler's response, or `ServiceError`. Anything unexpected is INTERNAL
+        (never UNKNOWN: some clients retry UNKNOWN for minutes)."""
+        resource = self.resource(rpc, request)
+        self.counters.incr(rpc.name, project_of_resource(resource))
+        if rpc.name != "Publish":
+            return self._run(rpc, request, call, resource)
+        start = time.perf_counter()
+        try:
+            response = self._run(rpc, request, call, resource)
+        except ServiceError as err:
+            self._record(call, resource, err.code.name, start, request)
+            raise
+        except BaseException:
+            self._record(call, resource, "OK", start, request)
+            raise
+        self._record(call, resource, "OK", start, request)
+        return response
+
+    def _record(
+        self, call: CallInfo, resource: str | None, code: str, start: float, request: Any
+    ) -> None:
+        """One Publish outcome (a call the client gave up on is recorded as it ended
+        on the client's side)."""
+        if code == "OK" and call.gone is not None:
+            code = call.gone() or code
+        self.outcomes.record(
+            PublishOutcome(
+                time.time_ns(),
+                resource or "",
+                code,
+                time.perf_counter() - start,
+                len(request.messages),
+                bool(call.notes.get("has_ordering")),
+            )
+        )
+
+    def _run(self, rpc: Rpc, request: Any, call: CallInfo, resource: str | None) -> Any:
+        try:
+            self.faults.apply(rpc.name, resource)
+            return rpc.handler(request, call)
+        except ServiceError:
+            raise
+        except StateWriteError as exc:
+            self._log_write_failure(rpc.name, exc)
+            raise state_write_status(exc) from None
+        except Exception as exc:
+            log.exception("local server: %s failed", rpc.name)
+            raise ServiceError(grpc.StatusCode.INTERNAL, f"local server bug: {exc!r}") from None
+
+    def _log_write_failure(self, method: str, exc: StateWriteError) -> None:
+        """Once per kind of failure and minute: a full disk fails every write."""
+        now = time.monotonic()
+        key = str(exc)
+        if self._last_write_failure[0] == key and now - self._last_write_failure[1] < 60:
+            return
+        self._last_write_failure = (key, now)
+        log.error("local server: %s failed: %s (changes are refused meanwhile)", method, exc)
