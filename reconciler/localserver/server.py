@@ -27,6 +27,7 @@ from reconciler.errors import UsageError
 from reconciler.localserver import protos
 from reconciler.localserver.backlog import BacklogStats
 from reconciler.localserver.counters import RpcCounters
+from reconciler.localserver.custom_constraints import CustomConstraintService
 from reconciler.localserver.dispatch import Dispatcher
 from reconciler.localserver.faults import Faults
 from reconciler.localserver.front import Front, InFlight, Limits
@@ -91,6 +92,7 @@ def method_names() -> list[str]:
         PublisherService(state),
         SubscriberService(state),
         OrgPolicyService(state),
+        CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
     )
 
@@ -167,6 +169,7 @@ class LocalServer:
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
+        self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
@@ -183,7 +186,10 @@ class LocalServer:
 
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
-        return _method_names(self.publisher, self.subscriber, self.orgpolicy, self.monitoring)
+        return _method_names(
+            self.publisher, self.subscriber, self.orgpolicy, self.custom_constraints,
+            self.monitoring,
+        )
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -214,7 +220,9 @@ class LocalServer:
             (
                 self._generic(PUBLISHER_SERVICE, self.publisher.rpcs()),
                 self._generic(SUBSCRIBER_SERVICE, self.subscriber.rpcs()),
-                self._generic(ORGPOLICY_SERVICE, self.orgpolicy.rpcs()),
+                self._generic(
+                    ORGPOLICY_SERVICE, self.orgpolicy.rpcs() + self.custom_constraints.rpcs()
+                ),
                 self._generic(MONITORING_SERVICE, self.monitoring.rpcs()),
                 *(_unserved_handler(service, names) for service, names in UNSERVED_METHODS.items()),
                 grpc.method_handlers_generic_handler(
@@ -490,6 +498,8 @@ class LocalServer:
             self.set_ancestry(child, parent)
         for policy in store.policies.values():
             self.put_policy(policy)
+        for constraint in store.custom_constraints.values():
+            self.custom_constraints.put(constraint)
 
     def seed_org_policy(self, store: PolicyStore, *, reset: bool = False) -> int:
         """Seed the org policy from `store` (e.g. a snapshot file): policies and
@@ -507,7 +517,12 @@ class LocalServer:
             conflicts += [
                 f"policy {name}"
                 for name, policy in sorted(store.policies.items())
-                if name in have.policies and have.policies[name].spec != policy.spec
+                if name in have.policies and not _same_policy(have.policies[name], policy)
+            ]
+            conflicts += [
+                f"custom constraint {name}"
+                for name, constraint in sorted(store.custom_constraints.items())
+                if have.custom_constraints.get(name, constraint) != constraint
             ]
             if conflicts and not reset:
                 raise SeedConflict(conflicts)
@@ -518,8 +533,12 @@ class LocalServer:
                     written += 1
             for name, policy in store.policies.items():
                 current = have.policies.get(name)
-                if current is None or current.spec != policy.spec:
+                if current is None or not _same_policy(current, policy):
                     self.put_policy(policy)
+                    written += 1
+            for name, constraint in store.custom_constraints.items():
+                if have.custom_constraints.get(name) != constraint:
+                    self.custom_constraints.put(constraint)
                     written += 1
         return written
 
@@ -531,6 +550,10 @@ class LocalServer:
             parse_topic(name)
             topics.append(protos.Topic(name=name, labels=labels or {}))
         return self.state.create_topics(topics)
+
+
+def _same_policy(a: Policy, b: Policy) -> bool:
+    return a.spec == b.spec and a.dry_run_spec == b.dry_run_spec
 
 
 def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHandler:

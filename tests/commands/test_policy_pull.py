@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
-from reconciler.orgpolicy.snapshot import load_snapshot
+from reconciler.orgpolicy.snapshot import READ_CONSTRAINTS, load_snapshot
 
 PROJECT = "acme-pull"
 OTHER = "acme-pull-two"
@@ -77,10 +77,10 @@ def test_pulled_snapshot_loads_and_drives_validate(
     assert local_server.address in text
     store = load_snapshot(snapshot)
     assert set(store.policies) == {
-        f"projects/{p}/policies/{c}"
-        for p in (PROJECT, OTHER)
-        for c in (RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT)
+        f"projects/{p}/policies/{c}" for p in (PROJECT, OTHER) for c in READ_CONSTRAINTS
     }
+    assert not store.custom_constraints
+    assert "note: Custom constraints not pulled: pass --organization ORG" in result.stderr
     # The folder's restriction was pulled as the project's effective policy.
     allowed = store.policies[f"projects/{PROJECT}/policies/{RESOURCE_LOCATIONS}"]
     assert allowed.spec is not None
