@@ -1,6 +1,6 @@
 """Compare the CEL libraries for Python that could evaluate org-policy custom constraints.
 
-    python benchmarks/cel_libraries.py [--shared ../shared] [--rounds 7] [--json]
+    python benchmarks/cel_libraries.py [--shared ../shared] [--rounds 7] [--json] [--failures]
 
 Candidates: `cel-expr-python` (Google's, wraps cel-cpp), `common-expression-language`
 (Rust bindings), `cel-python` (pure Python). A library that is not installed is reported
@@ -30,6 +30,7 @@ import argparse
 import datetime as dt
 import json
 import math
+import os
 import statistics
 import subprocess
 import sys
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_SHARED = REPO.parent / "shared"
+DEFAULT_SHARED = Path(os.environ.get("RECONCILE_SHARED", REPO.parent / "shared"))
 
 # cel-spec files for the parts of CEL that custom-constraint conditions use: literals,
 # field and map selection, has(), `in`, size(), the string functions and matches(),

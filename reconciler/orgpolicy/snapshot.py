@@ -190,7 +190,7 @@ def _custom_constraint(
             compile_condition(condition)
         except ConditionError as exc:
             compiles = False
-            mark = _inside(lines, checker.doc.mark_for(cond_path), exc)
+            mark = _inside(lines, checker.doc.mark_for(cond_path), condition, exc)
             name = fields.get("name", ("the custom constraint", base))[0]
             checker.diags.error(
                 checker.doc.file, mark.line, mark.col, "custom-condition",
@@ -209,18 +209,21 @@ def _custom_constraint(
     store.put_custom(constraint)
 
 
-def _inside(lines: list[str], start: Mark, exc: ConditionError) -> Mark:
+def _inside(lines: list[str], start: Mark, condition: str, exc: ConditionError) -> Mark:
     """Where in the file line `exc.line`, column `exc.column` of a condition is: the
     condition's scalar starts at `start` (a block scalar `|`/`>` on the next lines, a
-    quoted or plain one right there). Escapes in a quoted scalar can shift the
-    column; the line is always right."""
+    quoted or plain one right there); an error at the very end (after a block
+    scalar's last line break) is placed after the last character. Escapes in a quoted
+    scalar can shift the column."""
     row = start.line - 1
     first = lines[row][start.col - 1 :] if row < len(lines) else ""
+    content = condition.rstrip("\n").split("\n")
+    if exc.line > len(content):
+        exc = ConditionError(exc.message, len(content), len(content[-1]) + 1)
     if first[:1] in ("|", ">"):
-        line = start.line + exc.line
-        body = lines[line - 1] if line - 1 < len(lines) else ""
-        indent = len(body) - len(body.lstrip(" "))
-        return Mark(line, indent + exc.column)
+        head = lines[start.line] if start.line < len(lines) else ""
+        indent = len(head) - len(head.lstrip(" "))  # the block's own indentation
+        return Mark(start.line + exc.line, indent + exc.column)
     if exc.line == 1:
         quote = 1 if first[:1] in ("'", '"') else 0
         return Mark(start.line, start.col + quote + exc.column - 1)
