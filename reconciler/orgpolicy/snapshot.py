@@ -30,7 +30,6 @@ from reconciler.errors import InputError
 from reconciler.fileio import write_atomically
 from reconciler.names import project_id_problem
 from reconciler.orgpolicy import custom
-from reconciler.orgpolicy.cel import ConditionError, compile_condition
 from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
     KNOWN_CONSTRAINTS,
@@ -186,11 +185,15 @@ def _custom_constraint(
     compiles = True
     condition, cond_path = fields.get("condition", (None, base))
     if isinstance(condition, str) and 0 < len(condition) <= custom.MAX_CONDITION:
+        from reconciler.orgpolicy.cel import ConditionError, compile_condition
+
         try:
             compile_condition(condition)
         except ConditionError as exc:
             compiles = False
-            mark = _inside(lines, checker.doc.mark_for(cond_path), condition, exc)
+            mark = _inside(
+                lines, checker.doc.mark_for(cond_path), condition, exc.line, exc.column
+            )
             name = fields.get("name", ("the custom constraint", base))[0]
             checker.diags.error(
                 checker.doc.file, mark.line, mark.col, "custom-condition",
@@ -209,8 +212,8 @@ def _custom_constraint(
     store.put_custom(constraint)
 
 
-def _inside(lines: list[str], start: Mark, condition: str, exc: ConditionError) -> Mark:
-    """Where in the file line `exc.line`, column `exc.column` of a condition is: the
+def _inside(lines: list[str], start: Mark, condition: str, line: int, column: int) -> Mark:
+    """Where in the file line `line`, column `column` of a condition is: the
     condition's scalar starts at `start` (a block scalar `|`/`>` on the next lines, a
     quoted or plain one right there); an error at the very end (after a block
     scalar's last line break) is placed after the last character. Escapes in a quoted
@@ -218,19 +221,19 @@ def _inside(lines: list[str], start: Mark, condition: str, exc: ConditionError) 
     row = start.line - 1
     first = lines[row][start.col - 1 :] if row < len(lines) else ""
     content = condition.rstrip("\n").split("\n")
-    if exc.line > len(content):
-        exc = ConditionError(exc.message, len(content), len(content[-1]) + 1)
+    if line > len(content):
+        line, column = len(content), len(content[-1]) + 1
     if first[:1] in ("|", ">"):
         head = lines[start.line] if start.line < len(lines) else ""
         indent = len(head) - len(head.lstrip(" "))  # the block's own indentation
-        return Mark(start.line + exc.line, indent + exc.column)
-    if exc.line == 1:
+        return Mark(start.line + line, indent + column)
+    if line == 1:
         quote = 1 if first[:1] in ("'", '"') else 0
-        return Mark(start.line, start.col + quote + exc.column - 1)
-    line = start.line + exc.line - 1
-    body = lines[line - 1] if line - 1 < len(lines) else ""
+        return Mark(start.line, start.col + quote + column - 1)
+    row = start.line + line - 1
+    body = lines[row - 1] if row - 1 < len(lines) else ""
     indent = len(body) - len(body.lstrip(" "))
-    return Mark(line, indent + exc.column)
+    return Mark(row, indent + column)
 
 
 def _custom_policy_target(
