@@ -25,6 +25,7 @@ from typing import TypeVar
 from reconciler.backends.gcp import GcpBackend
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.custom import names_pubsub
+from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.snapshot import READ_CONSTRAINTS
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -45,26 +46,27 @@ def pull(
     organizations/ORG, also its Pub/Sub custom constraints); also the policy names
     the service had no policy for."""
     store = PolicyStore()
-    constraints = list(READ_CONSTRAINTS)
+    constraint_ids = list(READ_CONSTRAINTS)
     if organization is not None:
+        org = organization
         listed = _served(
-            lambda: backend.list_custom_constraints(organization),
-            f"ListCustomConstraints for {organization}",
+            lambda: backend.list_custom_constraints(org), f"ListCustomConstraints for {org}"
         )
-        for constraint in listed:
-            if names_pubsub(constraint):
-                store.put_custom(constraint)
-                constraints.append(constraint.constraint_id)
+        for custom in listed:
+            if names_pubsub(custom):
+                store.put_custom(custom)
+                constraint_ids.append(custom.constraint_id)
         for project in projects:
             store.ancestry[f"projects/{project}"] = organization
     defaults = []
     for project in projects:
-        for constraint in constraints:
+        for constraint in constraint_ids:
             name = f"projects/{project}/policies/{constraint}"
-            policy = _served(
-                lambda p=project, c=constraint: backend.read_effective_policy(p, c),
-                f"GetEffectivePolicy for {name}",
-            )
+
+            def read(p: str = project, c: str = constraint) -> Policy | None:
+                return backend.read_effective_policy(p, c)
+
+            policy = _served(read, f"GetEffectivePolicy for {name}")
             if policy is None:
                 defaults.append(name)
             else:

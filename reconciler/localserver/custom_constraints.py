@@ -130,7 +130,7 @@ class CustomConstraintService:
                 raise not_found(f"Custom constraint {request.name} not found.")
             return self._answer(constraint)
 
-    def list(self, request: Any, call: CallInfo) -> Any:
+    def list_constraints(self, request: Any, call: CallInfo) -> Any:
         parent = _organization(request.parent)
         if request.page_size < 0:
             raise invalid("page_size must not be negative.")
@@ -163,7 +163,7 @@ class CustomConstraintService:
                 lambda r: r.custom_constraint.name),
             Rpc("GetCustomConstraint", self.get, GetRequest, CustomConstraintPb,
                 lambda r: r.name),
-            Rpc("ListCustomConstraints", self.list, ListRequest, ListResponse,
+            Rpc("ListCustomConstraints", self.list_constraints, ListRequest, ListResponse,
                 lambda r: r.parent),
             Rpc("DeleteCustomConstraint", self.delete, DeleteRequest, empty_pb2.Empty,
                 lambda r: r.name),

@@ -115,7 +115,8 @@ def _condition_error(text: str) -> ConditionError:
     if match is None:
         return ConditionError(_clean(text), 1, 1)
     line, column, message = match.groups()
-    return ConditionError(message.strip().removesuffix(" [INVALID_ARGUMENT]"), int(line), int(column))
+    text = message.strip().removesuffix(" [INVALID_ARGUMENT]")
+    return ConditionError(text, int(line), int(column))
 
 
 def _clean(message: str) -> str:

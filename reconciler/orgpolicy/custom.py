@@ -24,9 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from reconciler.orgpolicy.model import PolicyFormatError
+from reconciler.orgpolicy.model import CUSTOM_PREFIX, PolicyFormatError
 
-CUSTOM_PREFIX = "custom."
 MAX_ID = 70
 MAX_CONDITION = 1000
 MAX_DISPLAY_NAME = 200
@@ -44,19 +43,9 @@ FIELDS = (
     "name", "resourceTypes", "methodTypes", "condition", "actionType", "displayName",
     "description", "updateTime",
 )
-# Managed (boolean) Pub/Sub constraints: enforced, they refuse message transforms on
-# topics and on subscriptions.
-DISABLE_TOPIC_TRANSFORMS = "pubsub.managed.disableTopicMessageTransforms"
-DISABLE_SUBSCRIPTION_TRANSFORMS = "pubsub.managed.disableSubscriptionMessageTransforms"
-MANAGED_CONSTRAINTS = (DISABLE_TOPIC_TRANSFORMS, DISABLE_SUBSCRIPTION_TRANSFORMS)
 
 _NAME = re.compile(r"organizations/([^/]+)/customConstraints/([^/]+)")
 _ID = re.compile(r"custom\.[A-Za-z0-9]+")
-
-
-def is_custom(constraint: str) -> bool:
-    """A policy's constraint (`custom.NAME`) is a custom one."""
-    return constraint.removeprefix("constraints/").startswith(CUSTOM_PREFIX)
 
 
 def id_problem(constraint_id: str) -> str | None:
@@ -171,7 +160,8 @@ def constraint_problems(data: Any) -> list[tuple[tuple[str | int, ...], str]]:
         path = (_key(data, camel),)
         if value is None or value == "":
             if required:
-                out.append((path if value is not None else (), f"a custom constraint needs `{camel}`"))
+                where = path if value is not None else ()
+                out.append((where, f"a custom constraint needs `{camel}`"))
             return None
         if not isinstance(value, str):
             out.append((path, f"`{camel}` must be text"))

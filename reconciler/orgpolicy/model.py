@@ -13,6 +13,18 @@ from typing import Any
 RESOURCE_LOCATIONS = "gcp.resourceLocations"
 ENFORCE_IN_TRANSIT = "pubsub.enforceInTransitRegions"
 KNOWN_CONSTRAINTS = (RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT)
+# Managed (boolean) Pub/Sub constraints: enforced, they refuse message transforms on
+# topics and on subscriptions.
+DISABLE_TOPIC_TRANSFORMS = "pubsub.managed.disableTopicMessageTransforms"
+DISABLE_SUBSCRIPTION_TRANSFORMS = "pubsub.managed.disableSubscriptionMessageTransforms"
+MANAGED_CONSTRAINTS = (DISABLE_TOPIC_TRANSFORMS, DISABLE_SUBSCRIPTION_TRANSFORMS)
+# A custom constraint's id (reconciler/orgpolicy/custom.py has its rules).
+CUSTOM_PREFIX = "custom."
+
+
+def is_custom(constraint: str) -> bool:
+    """A policy's constraint (`custom.NAME`) is a custom one."""
+    return constraint.removeprefix("constraints/").startswith(CUSTOM_PREFIX)
 
 
 class PolicyFormatError(ValueError):

@@ -29,12 +29,13 @@ from reconciler.diagnostics import Diagnostics, Severity
 from reconciler.errors import InputError
 from reconciler.fileio import write_atomically
 from reconciler.names import project_id_problem
-from reconciler.orgpolicy import custom
 from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
     KNOWN_CONSTRAINTS,
+    MANAGED_CONSTRAINTS,
     Policy,
     PolicyFormatError,
+    is_custom,
 )
 from reconciler.orgpolicy.store import PolicyStore, is_boolean
 from reconciler.yamldoc import Mark
@@ -54,7 +55,7 @@ _CUSTOM_KEYS = frozenset(
     {"resourceTypes", "resource_types", "methodTypes", "method_types", "condition",
      "actionType", "action_type"}
 )
-READ_CONSTRAINTS = (*KNOWN_CONSTRAINTS, *custom.MANAGED_CONSTRAINTS)
+READ_CONSTRAINTS = (*KNOWN_CONSTRAINTS, *MANAGED_CONSTRAINTS)
 
 
 def _camel(key: str) -> str:
@@ -156,7 +157,7 @@ def read_snapshot(
                 )
                 continue
             store.put(policy)
-            if custom.is_custom(policy.constraint):
+            if is_custom(policy.constraint):
                 custom_policies.append((checker, (*base, "name"), policy))
     for checker, name_path, policy in custom_policies:
         _custom_policy_target(checker, name_path, policy, store)
@@ -177,6 +178,8 @@ def _custom_constraint(
     lines: list[str],
 ) -> None:
     """A CustomConstraint document: its fields, its rules, its condition's CEL."""
+    from reconciler.orgpolicy import custom
+
     fields = checker.mapping(item, base, custom.FIELDS, "a custom constraint")
     problems = custom.constraint_problems({k: v for k, (v, _) in fields.items()})
     for path, message in problems:
@@ -352,8 +355,10 @@ def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]
         )
     if constraint in READ_CONSTRAINTS:
         return constraint
-    if custom.is_custom(constraint):
-        if problem := custom.id_problem(constraint):
+    if is_custom(constraint):
+        from reconciler.orgpolicy.custom import id_problem
+
+        if problem := id_problem(constraint):
             checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
             return None
         return constraint
@@ -451,8 +456,9 @@ def _location_values(checker: _Checker, values: list[str], path: PathKey) -> Non
 
 def load_snapshot(path: Path) -> PolicyStore:
     """Read a snapshot file (YAML or JSON documents: Policy and CustomConstraint
-    resources, plus an optional `ancestry:` mapping) for a server or a backend: any error is an InputError listing
-    every problem with its line (validate reports them as diagnostics instead)."""
+    resources, plus an optional `ancestry:` mapping) for a server or a backend: any
+    error is an InputError listing every problem with its line (validate reports them
+    as diagnostics instead)."""
     diags = Diagnostics()
     store = read_snapshot(path, diags)
     errors = [d for d in diags.sorted() if d.severity is Severity.ERROR]

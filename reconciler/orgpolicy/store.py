@@ -10,16 +10,20 @@ merge: the nearest policy decides.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from reconciler.orgpolicy.custom import MANAGED_CONSTRAINTS, CustomConstraint, is_custom
 from reconciler.orgpolicy.locations import expanded_values
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
+    MANAGED_CONSTRAINTS,
     Policy,
     PolicyRule,
     PolicySpec,
+    is_custom,
 )
+
+if TYPE_CHECKING:  # the constraints' module loads only when a snapshot holds one
+    from reconciler.orgpolicy.custom import CustomConstraint
 
 BOOLEAN_CONSTRAINTS = frozenset({ENFORCE_IN_TRANSIT, *MANAGED_CONSTRAINTS})
 MAX_HIERARCHY_DEPTH = 32
@@ -67,7 +71,7 @@ class PolicyStore:
         `resource_type` and are enforced or dry-run there, by name."""
         org = self.organization(resource)
         out = []
-        for name, constraint in sorted(self.custom_constraints.items()):
+        for _, constraint in sorted(self.custom_constraints.items()):
             if constraint.organization != org or resource_type not in constraint.resource_types:
                 continue
             mode = self.enforcement(constraint.constraint_id, resource)

@@ -193,7 +193,10 @@ def seed_custom(client: Any, local_server: Any) -> None:
         )
     client.create_policy(
         parent="folders/42",
-        policy={"name": "folders/42/policies/custom.euOnly", "spec": {"rules": [{"enforce": True}]}},
+        policy={
+            "name": "folders/42/policies/custom.euOnly",
+            "spec": {"rules": [{"enforce": True}]},
+        },
     )
     client.create_policy(
         parent=f"projects/{OTHER}",

@@ -120,7 +120,7 @@ methodTypes: [CREATE]
 condition: "LONG"
 actionType: ALLOW
 ---
-name: organizations/123/customConstraints/custom.aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa
+name: organizations/123/customConstraints/custom.LONGID
 resourceTypes: [pubsub.googleapis.com/Topic]
 methodTypes: [CREATE]
 condition: "true"
@@ -138,7 +138,7 @@ spec: {rules: [{enforce: true}]}
 
 
 def test_problems_are_errors_at_their_lines(run_cli: Any, tmp_path: Path) -> None:
-    text = BAD.replace("LONG", "true && " * 125 + "true")
+    text = BAD.replace("LONGID", "a" * 66).replace("LONG", "true && " * 125 + "true")
     specs, snap = _tree(tmp_path, text)
     result = run_cli("validate", str(specs), "--org-policy", str(snap))
     assert result.exit_code == 1
