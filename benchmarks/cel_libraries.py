@@ -120,17 +120,13 @@ def _string(text: str, i: int) -> tuple[bytes, int]:
         if e in simple:
             out.append(simple[e])
             i += 2
-        elif e in "01234567":
-            j = i + 1
-            while j < i + 4 and text[j] in "01234567":
+        elif e in "01234567" or e in "xX":
+            start = i + 1 if e in "01234567" else i + 2  # \ooo, \xHH
+            digits = "01234567" if e in "01234567" else "0123456789abcdefABCDEF"
+            j = start
+            while j < i + 4 and text[j] in digits:
                 j += 1
-            out.append(int(text[i + 1 : j], 8))
-            i = j
-        elif e in "xX":
-            j = i + 2
-            while j < i + 4 and text[j] in "0123456789abcdefABCDEF":
-                j += 1
-            out.append(int(text[i + 2 : j], 16))
+            out.append(int(text[start:j], 8 if e in "01234567" else 16))
             i = j
         elif e in "uU":
             width = 4 if e == "u" else 8
