@@ -53,6 +53,11 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "the fast check (spec/fastshape.py) is not sure of",
     "reconciler.spec.fastshape": "the generated records, once the first document is checked",
     "reconciler.fileio": "tempfile only when a file is written",
+    "reconciler.orgpolicy.snapshot": "the custom constraints' rules and the condition evaluator "
+    "only for a snapshot that holds custom constraints (validate's cold start without them "
+    "is unchanged)",
+    "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
+    "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
     "removes regions) and the read-ahead process that would read them is gone",
     "reconciler.backends.residency_reads": "protobuf's topic conversions only with the backend "

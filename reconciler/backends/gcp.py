@@ -50,6 +50,7 @@ from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
+from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -77,6 +78,9 @@ PERMISSIONS: dict[str, tuple[str, str]] = {
     "update topic": ("pubsub.topics.update", "roles/pubsub.editor"),
     "delete topic": ("pubsub.topics.delete", "roles/pubsub.editor"),
     "read org policy": ("orgpolicy.policy.get", "roles/orgpolicy.policyViewer"),
+    "list custom constraints": (
+        "orgpolicy.customConstraints.list", "roles/orgpolicy.policyViewer"
+    ),
 }
 
 ORG_POLICY_UNSERVED_HINT = (
@@ -389,6 +393,34 @@ class GcpBackend:
             return Policy.from_dict(data)
         except PolicyFormatError as exc:
             raise BackendError(f"unreadable effective policy {name}: {exc}") from None
+
+    def list_custom_constraints(self, organization: str) -> list[CustomConstraint]:
+        """Every custom constraint of `organization` (organizations/ORG), all pages."""
+        if self.orgpolicy is None:
+            raise BackendError(
+                f"no Org Policy API at {self.info.label} to list the custom constraints of "
+                f"{organization}",
+                hint=ORG_POLICY_UNSERVED_HINT,
+            )
+        orgpolicy = self.orgpolicy
+
+        def run() -> list[Any]:
+            pager = orgpolicy.list_custom_constraints(
+                request={"parent": organization}, **self._rpc
+            )
+            return list(pager)
+
+        out = []
+        for item in _call(self.policy_deadline, "list custom constraints", organization, run):
+            data = MessageToDict(type(item).pb(item))
+            data.pop("updateTime", None)
+            try:
+                out.append(CustomConstraint.from_dict(data))
+            except PolicyFormatError as exc:
+                raise BackendError(
+                    f"unreadable custom constraint {data.get('name', '?')}: {exc}"
+                ) from None
+        return out
 
     # -- metrics ----------------------------------------------------------------
     def metrics(self) -> MetricsReader:

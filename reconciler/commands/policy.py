@@ -17,7 +17,7 @@ from reconciler.commands import output
 from reconciler.commands._options import server_options
 from reconciler.errors import EXIT_OK
 from reconciler.orgpolicy.snapshot import dump_snapshot
-from reconciler.policy_pull import header, pull
+from reconciler.policy_pull import NO_ORGANIZATION, header, pull
 
 
 @click.group("policy")
@@ -42,22 +42,46 @@ def command() -> None:
     metavar="FILE",
     help="Snapshot file to write (YAML).",
 )
+@click.option(
+    "--organization",
+    "organization",
+    metavar="ORG",
+    help="The projects' organization (its number): also pull its custom constraints that "
+    "name Pub/Sub resource types, and whether each project enforces or dry-runs each.",
+)
 @server_options
 def pull_command(
-    projects: tuple[str, ...], out: Path, local: bool, emulator: str | None, timeout: float
+    projects: tuple[str, ...],
+    out: Path,
+    organization: str | None,
+    local: bool,
+    emulator: str | None,
+    timeout: float,
 ) -> int:
     """Write the effective org policy of each --project P to FILE."""
     if out.is_dir():
         raise click.UsageError(f"--out {out} is a directory; name a file")
+    org = None
+    if organization is not None:
+        number = organization.removeprefix("organizations/")
+        if not number.isdigit():
+            raise click.UsageError(
+                f"--organization {organization!r}: organizations are named by number, "
+                "e.g. --organization 123456789012"
+            )
+        org = f"organizations/{number}"
     names = list(dict.fromkeys(projects))
     backend = open_backend(TargetOptions(local, emulator, None, timeout))
     try:
-        store, defaults = pull(backend, names)
+        store, defaults = pull(backend, names, org)
         source = backend.info.label
     finally:
         backend.close()
-    dump_snapshot(store, out, header(source, names, defaults))
-    output.stderr().line(
-        f"wrote {out} ({len(store.policies)} policies for {len(names)} project(s))"
-    )
+    count = len(store.custom_constraints)
+    dump_snapshot(store, out, header(source, names, defaults, org, count))
+    err = output.stderr()
+    custom = f", {count} custom constraint(s) of {org}" if org else ""
+    err.line(f"wrote {out} ({len(store.policies)} policies{custom} for {len(names)} project(s))")
+    if org is None:
+        err.line(f"note: {NO_ORGANIZATION}")
     return EXIT_OK

@@ -33,6 +33,7 @@ from reconciler.localserver.faults.injection import Faults
 from reconciler.localserver.monitoring.promql import METHOD as PROMQL_METHOD
 from reconciler.localserver.monitoring.promql import query_rpc
 from reconciler.localserver.monitoring.service import MonitoringService
+from reconciler.localserver.orgpolicy.custom_constraints import CustomConstraintService
 from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
 from reconciler.localserver.pubsub.backlog import BacklogStats
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
@@ -81,6 +82,7 @@ def method_names() -> list[str]:
         PublisherService(state),
         SubscriberService(state),
         OrgPolicyService(state),
+        CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
     )
 
@@ -158,6 +160,7 @@ class LocalServer:
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
+        self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
@@ -174,7 +177,10 @@ class LocalServer:
 
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
-        return _method_names(self.publisher, self.subscriber, self.orgpolicy, self.monitoring)
+        return _method_names(
+            self.publisher, self.subscriber, self.orgpolicy, self.custom_constraints,
+            self.monitoring,
+        )
 
     # ----------------------------------------------------------------------- lifecycle
 
@@ -235,7 +241,7 @@ class LocalServer:
         return {
             PUBLISHER_SERVICE: self.publisher.rpcs(),
             SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
-            ORGPOLICY_SERVICE: self.orgpolicy.rpcs(),
+            ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),
         }
 
@@ -379,6 +385,8 @@ class LocalServer:
             self.set_ancestry(child, parent)
         for policy in store.policies.values():
             self.put_policy(policy)
+        for constraint in store.custom_constraints.values():
+            self.custom_constraints.put(constraint)
 
     def seed_org_policy(self, store: PolicyStore, *, reset: bool = False) -> int:
         """Seed the org policy from `store` (e.g. a snapshot file): policies and
@@ -396,7 +404,12 @@ class LocalServer:
             conflicts += [
                 f"policy {name}"
                 for name, policy in sorted(store.policies.items())
-                if name in have.policies and have.policies[name].spec != policy.spec
+                if name in have.policies and not _same_policy(have.policies[name], policy)
+            ]
+            conflicts += [
+                f"custom constraint {name}"
+                for name, constraint in sorted(store.custom_constraints.items())
+                if have.custom_constraints.get(name, constraint) != constraint
             ]
             if conflicts and not reset:
                 raise SeedConflict(conflicts)
@@ -407,8 +420,12 @@ class LocalServer:
                     written += 1
             for name, policy in store.policies.items():
                 current = have.policies.get(name)
-                if current is None or current.spec != policy.spec:
+                if current is None or not _same_policy(current, policy):
                     self.put_policy(policy)
+                    written += 1
+            for name, constraint in store.custom_constraints.items():
+                if have.custom_constraints.get(name) != constraint:
+                    self.custom_constraints.put(constraint)
                     written += 1
         return written
 
@@ -420,3 +437,7 @@ class LocalServer:
             parse_topic(name)
             topics.append(protos.Topic(name=name, labels=labels or {}))
         return self.state.create_topics(topics)
+
+
+def _same_policy(a: Policy, b: Policy) -> bool:
+    return a.spec == b.spec and a.dry_run_spec == b.dry_run_spec

@@ -13,6 +13,18 @@ from typing import Any
 RESOURCE_LOCATIONS = "gcp.resourceLocations"
 ENFORCE_IN_TRANSIT = "pubsub.enforceInTransitRegions"
 KNOWN_CONSTRAINTS = (RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT)
+# Managed (boolean) Pub/Sub constraints: enforced, they refuse message transforms on
+# topics and on subscriptions.
+DISABLE_TOPIC_TRANSFORMS = "pubsub.managed.disableTopicMessageTransforms"
+DISABLE_SUBSCRIPTION_TRANSFORMS = "pubsub.managed.disableSubscriptionMessageTransforms"
+MANAGED_CONSTRAINTS = (DISABLE_TOPIC_TRANSFORMS, DISABLE_SUBSCRIPTION_TRANSFORMS)
+# A custom constraint's id (reconciler/orgpolicy/custom.py has its rules).
+CUSTOM_PREFIX = "custom."
+
+
+def is_custom(constraint: str) -> bool:
+    """A policy's constraint (`custom.NAME`) is a custom one."""
+    return constraint.removeprefix("constraints/").startswith(CUSTOM_PREFIX)
 
 
 class PolicyFormatError(ValueError):
@@ -45,6 +57,8 @@ class Policy:
     name: str
     spec: PolicySpec | None = field(default=None)
     etag: str = ""
+    # Audit only: what the policy would enforce (custom constraints' dry run).
+    dry_run_spec: PolicySpec | None = None
 
     @property
     def parent(self) -> str:
@@ -77,13 +91,20 @@ class Policy:
             name = f"{parent}/policies/{constraint.removeprefix('constraints/')}"
         raw_spec = data.get("spec")
         spec = None if raw_spec is None else _spec_from_dict(raw_spec, ("spec",))
+        dry_key = "dryRunSpec" if "dryRunSpec" in data else "dry_run_spec"
+        raw_dry = data.get(dry_key)
+        dry = None if raw_dry is None else _spec_from_dict(raw_dry, (dry_key,))
         etag = data.get("etag", "")
-        return cls(name=name, spec=spec, etag=etag if isinstance(etag, str) else "")
+        return cls(
+            name=name, spec=spec, etag=etag if isinstance(etag, str) else "", dry_run_spec=dry
+        )
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         if self.spec is not None:
             out["spec"] = _spec_to_dict(self.spec)
+        if self.dry_run_spec is not None:
+            out["dryRunSpec"] = _spec_to_dict(self.dry_run_spec)
         if self.etag:
             out["etag"] = self.etag
         return out

@@ -1,8 +1,16 @@
 """The org-policy snapshot file, validated like the specs: every problem is a
 `org-policy.yaml:line:col` diagnostic (unknown keys with a suggestion, malformed
 policy names, misspelt constraints, rules mixing kinds, unknown regions and value
-groups, policies for projects no spec uses), so that a typo cannot quietly switch the
-org-policy checks off. Policies with errors are left out of the store.
+groups, policies for projects no spec uses; custom constraints whose id, method types,
+action or condition the service would refuse, a condition's CEL error at its own line
+and column), so that a typo cannot quietly switch the org-policy checks off. Policies
+and custom constraints with errors are left out of the store.
+
+Documents: Policy resources (Org Policy v2 JSON shape, `spec` and `dryRunSpec`),
+CustomConstraint resources (the shape `gcloud org-policies set-custom-constraint`
+takes: `name: organizations/ORG/customConstraints/custom.NAME`, `resourceTypes`,
+`methodTypes`, `condition`, `actionType`, `displayName`, `description`), and an
+`ancestry:` mapping (a project's organization names the custom constraints it obeys).
 
     read_snapshot(path, diags, projects=()) -> PolicyStore   validate: diagnostics
     load_snapshot(path) -> PolicyStore       servers and backends: an InputError instead
@@ -24,11 +32,14 @@ from reconciler.names import project_id_problem
 from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
     KNOWN_CONSTRAINTS,
+    MANAGED_CONSTRAINTS,
     Policy,
     PolicyFormatError,
+    is_custom,
 )
-from reconciler.orgpolicy.store import BOOLEAN_CONSTRAINTS, PolicyStore
-from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
+from reconciler.orgpolicy.store import PolicyStore, is_boolean
+from reconciler.yamldoc import Mark
+from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents, read_text
 from reconciler.yamltext import dump_all
 
 POLICY_FIELDS = ("name", "spec", "dryRunSpec", "etag", "alternate")
@@ -40,6 +51,11 @@ RULE_KINDS = ("values", "allowAll", "denyAll", "enforce")
 _NAME = re.compile(r"(projects|folders|organizations)/([^/]+)/policies/(constraints/)?([^/]+)")
 _RESOURCE = re.compile(r"(projects|folders|organizations)/([^/]+)")
 _LOCATION_KINDS = ("region", "zone", "multi_region", "dual_region")
+_CUSTOM_KEYS = frozenset(
+    {"resourceTypes", "resource_types", "methodTypes", "method_types", "condition",
+     "actionType", "action_type"}
+)
+READ_CONSTRAINTS = (*KNOWN_CONSTRAINTS, *MANAGED_CONSTRAINTS)
 
 
 def _camel(key: str) -> str:
@@ -108,10 +124,13 @@ def read_snapshot(
     display = str(path)
     store = PolicyStore()
     try:
-        documents = load_documents(path, display=display)
+        text = read_text(path)
+        documents = load_documents(path, text, display=display)
     except YamlProblem as exc:
         diags.error(display, exc.mark.line, exc.mark.col, exc.code, exc.message)
         return store
+    custom_policies: list[tuple[_Checker, PathKey, Policy]] = []
+    lines = text.splitlines()
     for doc in documents:
         for code, message, line, col in doc.problems:
             diags.error(doc.file, line, col, code, message)
@@ -124,6 +143,9 @@ def read_snapshot(
             if isinstance(item, dict) and "ancestry" in item and "name" not in item:
                 _ancestry(checker, item, base, store)
                 continue
+            if _is_custom_constraint(item):
+                _custom_constraint(checker, item, base, store, lines)
+                continue
             errors = _structural_errors(diags)
             policy = _policy(checker, item, base, projects)
             if policy is None or _structural_errors(diags) != errors:
@@ -135,7 +157,111 @@ def read_snapshot(
                 )
                 continue
             store.put(policy)
+            if is_custom(policy.constraint):
+                custom_policies.append((checker, (*base, "name"), policy))
+    for checker, name_path, policy in custom_policies:
+        _custom_policy_target(checker, name_path, policy, store)
     return store
+
+
+def _is_custom_constraint(item: Any) -> bool:
+    if not isinstance(item, dict):
+        return False
+    name = item.get("name")
+    return (isinstance(name, str) and "/customConstraints/" in name) or bool(
+        _CUSTOM_KEYS & set(item)
+    )
+
+
+def _custom_constraint(
+    checker: _Checker, item: dict[str, Any], base: PathKey, store: PolicyStore,
+    lines: list[str],
+) -> None:
+    """A CustomConstraint document: its fields, its rules, its condition's CEL."""
+    from reconciler.orgpolicy import custom
+
+    fields = checker.mapping(item, base, custom.FIELDS, "a custom constraint")
+    problems = custom.constraint_problems({k: v for k, (v, _) in fields.items()})
+    for path, message in problems:
+        where = fields[str(path[0])][1] + path[1:] if path else base
+        checker.error(where, "custom-constraint", message)
+    compiles = True
+    condition, cond_path = fields.get("condition", (None, base))
+    if isinstance(condition, str) and 0 < len(condition) <= custom.MAX_CONDITION:
+        from reconciler.orgpolicy.cel import ConditionError, compile_condition
+
+        try:
+            compile_condition(condition)
+        except ConditionError as exc:
+            compiles = False
+            mark = _inside(
+                lines, checker.doc.mark_for(cond_path), condition, exc.line, exc.column
+            )
+            name = fields.get("name", ("the custom constraint", base))[0]
+            checker.diags.error(
+                checker.doc.file, mark.line, mark.col, "custom-condition",
+                f"the condition of {str(name).rsplit('/', 1)[-1]} does not compile: "
+                f"{exc.message} (line {exc.line}, column {exc.column} of the condition)",
+            )
+    if len(fields) != len(item) or problems or not compiles:
+        return
+    constraint = custom.CustomConstraint.from_dict(item)
+    if constraint.name in store.custom_constraints:
+        checker.error(
+            fields["name"][1], "policy-duplicate",
+            f"custom constraint {constraint.name} appears twice in the snapshot; keep one",
+        )
+        return
+    store.put_custom(constraint)
+
+
+def _inside(lines: list[str], start: Mark, condition: str, line: int, column: int) -> Mark:
+    """Where in the file line `line`, column `column` of a condition is: the
+    condition's scalar starts at `start` (a block scalar `|`/`>` on the next lines, a
+    quoted or plain one right there); an error at the very end (after a block
+    scalar's last line break) is placed after the last character. Escapes in a quoted
+    scalar can shift the column."""
+    row = start.line - 1
+    first = lines[row][start.col - 1 :] if row < len(lines) else ""
+    content = condition.rstrip("\n").split("\n")
+    if line > len(content):
+        line, column = len(content), len(content[-1]) + 1
+    if first[:1] in ("|", ">"):
+        head = lines[start.line] if start.line < len(lines) else ""
+        indent = len(head) - len(head.lstrip(" "))  # the block's own indentation
+        return Mark(start.line + line, indent + column)
+    if line == 1:
+        quote = 1 if first[:1] in ("'", '"') else 0
+        return Mark(start.line, start.col + quote + column - 1)
+    row = start.line + line - 1
+    body = lines[row - 1] if row - 1 < len(lines) else ""
+    indent = len(body) - len(body.lstrip(" "))
+    return Mark(row, indent + column)
+
+
+def _custom_policy_target(
+    checker: _Checker, path: PathKey, policy: Policy, store: PolicyStore
+) -> None:
+    """A policy on a custom constraint checks something only when the snapshot knows
+    the constraint and the organization of the policy's resource."""
+    if policy.spec is None and policy.dry_run_spec is None:
+        return
+    org = store.organization(policy.parent)
+    constraint_id = policy.constraint
+    if org is None:
+        checker.warning(
+            path, "policy-ancestry",
+            f"{policy.parent} enforces {constraint_id}, but the snapshot's ancestry does not "
+            f"name its organization, so the constraint checks nothing: add `ancestry: "
+            f"{{{policy.parent}: organizations/ORG}}` (policy pull --organization writes it)",
+        )
+    elif f"{org}/customConstraints/{constraint_id}" not in store.custom_constraints:
+        checker.warning(
+            path, "policy-constraint",
+            f"{policy.parent} enforces {constraint_id}, which the snapshot does not define "
+            f"under {org}, so it checks nothing: pull it with `reconcile policy pull "
+            f"--organization {org.removeprefix('organizations/')}`",
+        )
 
 
 def _structural_errors(diags: Diagnostics) -> int:
@@ -227,20 +353,27 @@ def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]
             path, "policy-name",
             f"in policy name {name!r}: {kind} are named by number, e.g. {kind}/123456",
         )
-    if constraint in KNOWN_CONSTRAINTS:
+    if constraint in READ_CONSTRAINTS:
         return constraint
-    close = difflib.get_close_matches(constraint, KNOWN_CONSTRAINTS, n=1, cutoff=0.8)
+    if is_custom(constraint):
+        from reconciler.orgpolicy.custom import id_problem
+
+        if problem := id_problem(constraint):
+            checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
+            return None
+        return constraint
+    known = f"{', '.join(READ_CONSTRAINTS)} and custom.* constraints"
+    close = difflib.get_close_matches(constraint, READ_CONSTRAINTS, n=1, cutoff=0.8)
     if close:
         checker.error(
             path, "policy-constraint",
             f"unknown constraint {constraint!r}; did you mean {close[0]!r}? (reconcile "
-            f"reads only {' and '.join(KNOWN_CONSTRAINTS)})",
+            f"reads only {known})",
         )
     else:
         checker.warning(
             path, "policy-constraint",
-            f"constraint {constraint!r} is not one reconcile checks "
-            f"({' and '.join(KNOWN_CONSTRAINTS)}); it is ignored",
+            f"constraint {constraint!r} is not one reconcile checks ({known}); it is ignored",
         )
     return None
 
@@ -277,7 +410,7 @@ def _rule(checker: _Checker, value: Any, path: PathKey, constraint: str | None) 
         )
     elif not kinds and isinstance(value, dict) and len(fields) == len(value):
         checker.error(path, "policy-rule", f"a rule needs one of {', '.join(RULE_KINDS)}")
-    if constraint in BOOLEAN_CONSTRAINTS:
+    if constraint is not None and is_boolean(constraint):
         for key in ("values", "allowAll", "denyAll"):
             if key in fields:
                 checker.error(
@@ -294,7 +427,7 @@ def _rule(checker: _Checker, value: Any, path: PathKey, constraint: str | None) 
     if "values" in fields:
         values_value, values_path = fields["values"]
         values = checker.mapping(values_value, values_path, VALUES_FIELDS, "rule values")
-        locations = constraint is not None and constraint not in BOOLEAN_CONSTRAINTS
+        locations = constraint is not None and not is_boolean(constraint)
         for key in VALUES_FIELDS:
             if key in values and checker.typed(values[key], list, key) and locations:
                 _location_values(checker, *values[key])
@@ -322,9 +455,10 @@ def _location_values(checker: _Checker, values: list[str], path: PathKey) -> Non
 
 
 def load_snapshot(path: Path) -> PolicyStore:
-    """Read a snapshot file (YAML or JSON documents: Policy resources, plus an optional
-    `ancestry:` mapping) for a server or a backend: any error is an InputError listing
-    every problem with its line (validate reports them as diagnostics instead)."""
+    """Read a snapshot file (YAML or JSON documents: Policy and CustomConstraint
+    resources, plus an optional `ancestry:` mapping) for a server or a backend: any
+    error is an InputError listing every problem with its line (validate reports them
+    as diagnostics instead)."""
     diags = Diagnostics()
     store = read_snapshot(path, diags)
     errors = [d for d in diags.sorted() if d.severity is Severity.ERROR]
@@ -339,7 +473,8 @@ def load_snapshot(path: Path) -> PolicyStore:
 
 def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
     """Write the snapshot atomically (a reader never sees half a file)."""
-    docs: list[object] = [p.to_dict() for _, p in sorted(store.policies.items())]
+    docs: list[object] = [c.to_dict() for _, c in sorted(store.custom_constraints.items())]
+    docs += [p.to_dict() for _, p in sorted(store.policies.items())]
     if store.ancestry:
         docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
     text = dump_all(docs)  # every string reads back as one (an etag `1e5` is quoted)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
-from reconciler.orgpolicy.snapshot import load_snapshot
+from reconciler.orgpolicy.snapshot import READ_CONSTRAINTS, load_snapshot
 
 PROJECT = "acme-pull"
 OTHER = "acme-pull-two"
@@ -77,10 +77,10 @@ def test_pulled_snapshot_loads_and_drives_validate(
     assert local_server.address in text
     store = load_snapshot(snapshot)
     assert set(store.policies) == {
-        f"projects/{p}/policies/{c}"
-        for p in (PROJECT, OTHER)
-        for c in (RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT)
+        f"projects/{p}/policies/{c}" for p in (PROJECT, OTHER) for c in READ_CONSTRAINTS
     }
+    assert not store.custom_constraints
+    assert "note: Custom constraints not pulled: pass --organization ORG" in result.stderr
     # The folder's restriction was pulled as the project's effective policy.
     allowed = store.policies[f"projects/{PROJECT}/policies/{RESOURCE_LOCATIONS}"]
     assert allowed.spec is not None
@@ -157,3 +157,117 @@ def test_out_directory_is_a_usage_error_before_any_call(run_cli: Any, tmp_path: 
     assert result.exit_code == 2
     assert f"--out {tmp_path} is a directory; name a file" in result.stderr
     assert "cannot connect" not in result.stderr
+
+
+ORG_NUMBER = "5150"
+ORG = f"organizations/{ORG_NUMBER}"
+EU_ONLY = "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
+
+
+def seed_custom(client: Any, local_server: Any) -> None:
+    """Two Pub/Sub custom constraints and one for another service, set through the
+    real client; PROJECT enforces the first (through its folder), OTHER dry-runs the
+    second and enforces the managed topic-transforms constraint."""
+    local_server.set_ancestry(f"projects/{PROJECT}", "folders/42")
+    local_server.set_ancestry("folders/42", ORG)
+    local_server.set_ancestry(f"projects/{OTHER}", ORG)
+    for cid, types, condition, action in (
+        ("custom.euOnly", ["pubsub.googleapis.com/Topic"], EU_ONLY, "ALLOW"),
+        ("custom.cmekRequired", ["pubsub.googleapis.com/Topic",
+                                 "pubsub.googleapis.com/Subscription"],
+         "!has(resource.kmsKeyName)", "DENY"),
+        ("custom.vmNames", ["compute.googleapis.com/Instance"],
+         "resource.name.startsWith('vm-')", "ALLOW"),
+    ):
+        client.create_custom_constraint(
+            parent=ORG,
+            custom_constraint={
+                "name": f"{ORG}/customConstraints/{cid}",
+                "resource_types": types,
+                "method_types": ["CREATE", "UPDATE"],
+                "condition": condition,
+                "action_type": action,
+                "display_name": cid,
+                "description": f"{cid} says no",
+            },
+        )
+    client.create_policy(
+        parent="folders/42",
+        policy={
+            "name": "folders/42/policies/custom.euOnly",
+            "spec": {"rules": [{"enforce": True}]},
+        },
+    )
+    client.create_policy(
+        parent=f"projects/{OTHER}",
+        policy={
+            "name": f"projects/{OTHER}/policies/custom.cmekRequired",
+            "dry_run_spec": {"rules": [{"enforce": True}]},
+        },
+    )
+    client.create_policy(
+        parent=f"projects/{OTHER}",
+        policy={
+            "name": f"projects/{OTHER}/policies/pubsub.managed.disableTopicMessageTransforms",
+            "spec": {"rules": [{"enforce": True}]},
+        },
+    )
+
+
+def test_custom_constraints_are_pulled_written_and_reread(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, tmp_path: Path
+) -> None:
+    seed_custom(orgpolicy_client, local_server)
+    snapshot = tmp_path / "org-policy.yaml"
+    result = run_cli(
+        "policy", "pull", "--project", PROJECT, "--project", OTHER,
+        "--organization", ORG_NUMBER, "--out", str(snapshot), "--emulator", local_server.address,
+    )
+    assert result.exit_code == 0, result.stderr
+    assert f"2 custom constraint(s) of {ORG}" in result.stderr
+    assert "note:" not in result.stderr
+
+    text = snapshot.read_text()
+    assert f"Custom constraints of {ORG} that name Pub/Sub resource types: 2" in text
+    assert "custom.vmNames" not in text  # not a Pub/Sub resource type
+    store = load_snapshot(snapshot)
+    assert sorted(store.custom_constraints) == [
+        f"{ORG}/customConstraints/custom.cmekRequired",
+        f"{ORG}/customConstraints/custom.euOnly",
+    ]
+    eu = store.custom_constraints[f"{ORG}/customConstraints/custom.euOnly"]
+    assert (eu.condition, eu.action_type, eu.method_types) == (
+        EU_ONLY, "ALLOW", ("CREATE", "UPDATE")
+    )
+    assert store.ancestry == {f"projects/{PROJECT}": ORG, f"projects/{OTHER}": ORG}
+
+    def modes(project: str) -> dict[str, str]:
+        return {
+            c.constraint_id: mode
+            for c, mode in store.custom_constraints_for(
+                f"projects/{project}", "pubsub.googleapis.com/Topic"
+            )
+        }
+
+    assert modes(PROJECT) == {"custom.euOnly": "enforced"}
+    assert modes(OTHER) == {"custom.cmekRequired": "dry-run"}
+    managed = "pubsub.managed.disableTopicMessageTransforms"
+    assert store.enforcement(managed, f"projects/{OTHER}") == "enforced"
+    assert store.enforcement(managed, f"projects/{PROJECT}") is None
+
+    # The written snapshot validates: every custom policy finds its constraint and
+    # its project's organization (only OTHER, which no spec uses, is warned about).
+    ok = run_cli("validate", str(spec_tree(tmp_path, "europe-west1")), "--org-policy",
+                 str(snapshot))
+    assert ok.exit_code == 0, ok.stdout + ok.stderr
+    warnings = [line for line in ok.stdout.splitlines() if "warning[" in line]
+    assert warnings and all("policy-project-unused" in w for w in warnings), ok.stdout
+
+
+def test_organization_must_be_a_number(run_cli: Any, tmp_path: Path) -> None:
+    result = run_cli(
+        "policy", "pull", "--project", PROJECT, "--organization", "acme",
+        "--out", str(tmp_path / "x.yaml"), "--emulator", "127.0.0.1:9",
+    )
+    assert result.exit_code == 2
+    assert "organizations are named by number" in result.stderr

@@ -1,0 +1,514 @@
+"""Custom-constraint conditions: compiled once, evaluated on a resource given as a plain
+dict in its REST JSON shape, with a verdict that is true, false or "could not
+evaluate" (with the reason), never a silent pass. `validate`, `plan` and the local
+server all judge a resource with `judge`, so they cannot disagree.
+
+    compile_condition(text) -> Condition          ConditionError(message, line, column)
+    condition.reads                               the resource.* field paths it reads
+    condition.notes                               undocumented representations it relies on
+    condition.evaluate(resource) -> Outcome       value True / False / None (+ reason, missing)
+    condition_for(constraint) -> Condition        compiled once per condition text
+    judge(constraint, resource, method, before=None) -> Judgement | None
+
+The CEL library (cel-expr-python, Google's wrapper of cel-cpp; the choice and its
+measurements: docs/org-policy.md, benchmarks/README.md) is imported at the first
+compile, so that validate loads it only when a snapshot holds custom constraints.
+
+Representation. The resource is a map in the REST JSON shape (`name`, `labels`,
+`messageStoragePolicy.allowedPersistenceRegions`, ...). A field the resource does not
+set is absent: reading it is CEL's "no such key" error, which `Outcome.missing` names
+(`has()` guards against it, as the service's documentation shows). How the service
+presents Duration and Timestamp fields inside conditions is not documented; a
+condition that reads one is evaluated both with the REST JSON string and with a CEL
+duration / timestamp. Where only one reading type-checks, its answer is taken and
+`Condition.notes` says so; where both answer differently, the outcome is "could not
+evaluate", naming both. `resource.labels` is evaluated as the topic's labels map,
+though the service's table of fields does not list it (also a note).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
+
+# Fields of a Pub/Sub topic whose proto type is Duration or Timestamp (REST JSON
+# gives them as strings: "604800s", "2026-01-01T00:00:00Z").
+DURATION_FIELDS = ("messageRetentionDuration",)
+TIMESTAMP_FIELDS = ("ingestionDataSourceSettings.cloudStorage.minimumObjectCreateTime",)
+# Fields a condition may read though the service's documentation does not say how.
+UNDOCUMENTED = {
+    "labels": "resource.labels is read as the topic's labels map; the service's table of "
+    "fields for conditions does not list it",
+}
+_MEMO_LIMIT = 8192
+
+
+class ConditionError(ValueError):
+    """The condition does not compile: `line` and `column` (1-based) are inside the
+    condition's text, for the caller to place in its file."""
+
+    def __init__(self, message: str, line: int, column: int) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The condition's value on one resource: True, False, or None when it could not
+    be evaluated (`reason`; `missing` names the resource.* paths the resource lacks
+    when that was why)."""
+
+    value: bool | None
+    reason: str = ""
+    missing: tuple[str, ...] = ()
+
+
+# --------------------------------------------------------------------------- library
+
+_lock = threading.Lock()
+_envs: dict[tuple[tuple[str, str], ...], Any] = {}
+
+
+def _cel() -> Any:
+    from cel_expr_python import cel
+
+    return cel
+
+
+def _env(variables: tuple[tuple[str, str], ...]) -> Any:
+    """A CEL environment declaring `resource` (dyn) and the typed stand-ins."""
+    env = _envs.get(variables)
+    if env is None:
+        cel = _cel()
+        kinds = {"dyn": cel.Type.DYN, "duration": cel.Type.DURATION,
+                 "timestamp": cel.Type.TIMESTAMP}
+        declared = {"resource": cel.Type.DYN}
+        declared.update({name: kinds[kind] for name, kind in variables})
+        env = cel.NewEnv(variables=declared)
+        _envs[variables] = env
+    return env
+
+
+_POSITION = re.compile(r"<input>:(\d+):(\d+): (.*)")
+
+
+def _compile(text: str, variables: tuple[tuple[str, str], ...] = ()) -> Any:
+    with _lock:
+        env = _env(variables)
+        try:
+            return env.compile(text)
+        except RuntimeError as exc:
+            raise _condition_error(str(exc)) from None
+
+
+def _condition_error(text: str) -> ConditionError:
+    match = _POSITION.search(text)
+    if match is None:
+        return ConditionError(_clean(text), 1, 1)
+    line, column, message = match.groups()
+    text = message.strip().removesuffix(" [INVALID_ARGUMENT]")
+    return ConditionError(text, int(line), int(column))
+
+
+def _clean(message: str) -> str:
+    """The library's message without its status prefix and caret lines."""
+    first = message.strip().splitlines()[0] if message.strip() else "error"
+    first = re.sub(r"^(INVALID_ARGUMENT|UNKNOWN|NOT_FOUND|INTERNAL|ERROR): ", "", first)
+    return first.removesuffix(" [INVALID_ARGUMENT]").strip()
+
+
+# ---------------------------------------------------------------------------- reading
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # ident, string, punct, other
+    text: str
+    start: int
+    end: int
+
+
+_TOKEN = re.compile(
+    r"""(?P<space>\s+|//[^\n]*)
+      | (?P<string>(?:[rR][bB]?|[bB][rR]?)?(?:'''(?:\\.|[^\\])*?'''|\"\"\"(?:\\.|[^\\])*?\"\"\"
+                   |'(?:\\.|[^\\'\n])*'|"(?:\\.|[^\\"\n])*"))
+      | (?P<ident>[A-Za-z_][A-Za-z0-9_]*|`[^`]*`)
+      | (?P<number>\d[\w.]*)
+      | (?P<punct>[.()\[\]{},?:]|&&|\|\||[=!<>]=?|[-+*/%])
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+def _tokens(text: str) -> list[_Token]:
+    out = []
+    pos = 0
+    while pos < len(text):
+        match = _TOKEN.match(text, pos)
+        if match is None:  # compiled text always scans; anything else is skipped
+            pos += 1
+            continue
+        kind = match.lastgroup or "other"
+        if kind != "space":
+            out.append(_Token(kind, match.group(), match.start(), match.end()))
+        pos = match.end()
+    return out
+
+
+@dataclass(frozen=True)
+class _Chain:
+    path: str  # the field path after `resource.` ("" for the resource itself)
+    start: int
+    end: int
+    in_has: bool  # the whole argument of has()
+
+
+def _field(token: _Token) -> str:
+    return token.text[1:-1] if token.text.startswith("`") else token.text
+
+
+def _chains(tokens: list[_Token]) -> Iterator[_Chain]:
+    """Every `resource.a.b...` selection: up to a method call, an index or the end."""
+    for i, tok in enumerate(tokens):
+        if tok.kind != "ident" or tok.text != "resource":
+            continue
+        if i and tokens[i - 1].text == ".":
+            continue  # a field named resource, not the variable
+        path: list[str] = []
+        j = i + 1
+        while (
+            j + 1 < len(tokens)
+            and tokens[j].text == "."
+            and tokens[j + 1].kind == "ident"
+            and not (j + 2 < len(tokens) and tokens[j + 2].text == "(")
+        ):
+            path.append(_field(tokens[j + 1]))
+            j += 2
+        end = tokens[j - 1].end
+        in_has = (
+            i >= 2
+            and tokens[i - 1].text == "("
+            and tokens[i - 2].text == "has"
+            and j < len(tokens)
+            and tokens[j].text == ")"
+        )
+        yield _Chain(".".join(path), tok.start, end, in_has)
+
+
+# ------------------------------------------------------------------------- conversion
+
+_DURATION = re.compile(r"(-?)(\d+)(?:\.(\d{1,9}))?s")
+
+
+def _duration(text: str) -> dt.timedelta | None:
+    match = _DURATION.fullmatch(text)
+    if match is None:
+        return None
+    sign, seconds, fraction = match.groups()
+    micros = int((fraction or "0").ljust(9, "0")[:6])
+    value = dt.timedelta(seconds=int(seconds), microseconds=micros)
+    return -value if sign else value
+
+
+def _timestamp(text: str) -> dt.datetime | None:
+    try:
+        value = dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None else None
+
+
+_TYPED = {**{p: ("duration", _duration) for p in DURATION_FIELDS},
+          **{p: ("timestamp", _timestamp) for p in TIMESTAMP_FIELDS}}
+_ABSENT = object()
+
+
+def _lookup(resource: Mapping[str, Any], path: str) -> Any:
+    value: Any = resource
+    for part in path.split(".") if path else ():
+        if not isinstance(value, Mapping) or part not in value:
+            return _ABSENT
+        value = value[part]
+    return value
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return ("[", *(_freeze(v) for v in value))
+    return value
+
+
+def _project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+    """Only what the condition reads (each path's value whole), so the library
+    converts the least."""
+    if "" in paths:
+        return dict(resource)
+    out: dict[str, Any] = {}
+    for path in paths:
+        source: Any = resource
+        target = out
+        parts = path.split(".")
+        for k, part in enumerate(parts):
+            if not isinstance(source, Mapping) or part not in source:
+                break
+            source = source[part]
+            if k == len(parts) - 1 or not isinstance(source, Mapping):
+                target[part] = source
+                break
+            nested = target.get(part)
+            if not isinstance(nested, dict):
+                nested = target[part] = {}
+            target = nested
+    return out
+
+
+# -------------------------------------------------------------------------- condition
+
+
+@dataclass
+class _Program:
+    """One compiled reading of the condition (the REST JSON one, or the typed one
+    with Duration/Timestamp fields as stand-in variables)."""
+
+    expression: Any
+    stand_ins: tuple[tuple[str, str], ...] = ()  # (variable, field path)
+
+
+@dataclass(eq=False)
+class Condition:
+    """A compiled condition. Thread-safe; evaluations are remembered by the values of
+    the fields the condition reads (many topics share them)."""
+
+    text: str
+    reads: tuple[str, ...]
+    notes: tuple[str, ...]
+    _json: _Program
+    _typed: _Program | None
+    _memo: dict[Any, Outcome] = field(default_factory=dict)
+
+    def evaluate(self, resource: Mapping[str, Any]) -> Outcome:
+        key = tuple(_freeze(_lookup(resource, p)) if p else _freeze(resource) for p in self.reads)
+        try:
+            known = self._memo.get(key)
+        except TypeError:  # an unhashable leaf: evaluate without remembering
+            return self._evaluate(resource)
+        if known is not None:
+            return known
+        outcome = self._evaluate(resource)
+        if len(self._memo) >= _MEMO_LIMIT:
+            self._memo.clear()
+        self._memo[key] = outcome
+        return outcome
+
+    def _evaluate(self, resource: Mapping[str, Any]) -> Outcome:
+        data = _project(resource, self.reads)
+        as_json = _run(self._json, data, resource, self.reads)
+        if self._typed is None:
+            return as_json
+        as_typed = _run(self._typed, data, resource, self.reads)
+        if as_json.value == as_typed.value and as_json.value is not None:
+            return as_json
+        if as_typed.value is not None and _type_error(as_json):
+            return as_typed
+        if as_json.value is not None and _type_error(as_typed):
+            return as_json
+        if as_json.value is not None and as_typed.value is not None:
+            fields = ", ".join(f"resource.{p}" for _, p in self._typed.stand_ins)
+            return Outcome(
+                None,
+                f"the answer depends on how the service presents {fields}, which is not "
+                f"documented: {str(as_json.value).lower()} with the REST JSON string, "
+                f"{str(as_typed.value).lower()} with a CEL duration/timestamp",
+            )
+        return as_json if as_json.value is None else as_typed
+
+
+_UNTYPED = "no matching overload: the reading with a CEL duration/timestamp does not type-check"
+
+
+def _type_error(outcome: Outcome) -> bool:
+    """The reading does not fit the condition's types (the other reading may)."""
+    return outcome.value is None and not outcome.missing and "overload" in outcome.reason
+
+
+_NO_KEY = re.compile(r'Key not found in map : "([^"]*)"')
+_NO_VALUE = re.compile(r'No value with name "([^"]*)"')
+
+
+def _run(
+    program: _Program, data: dict[str, Any], resource: Mapping[str, Any], reads: tuple[str, ...]
+) -> Outcome:
+    if program.expression is None:
+        return Outcome(None, _UNTYPED)
+    variables: dict[str, Any] = {"resource": data}
+    for variable, path in program.stand_ins:
+        raw = _lookup(resource, path)
+        if raw is _ABSENT:
+            continue
+        converted = _TYPED[path][1](raw) if isinstance(raw, str) else None
+        if converted is None:
+            return Outcome(None, f"resource.{path} is {raw!r}, not a valid {_TYPED[path][0]}")
+        variables[variable] = converted
+    try:
+        value = program.expression.eval(data=variables)
+    except RuntimeError as exc:
+        return Outcome(None, _clean(str(exc)))
+    cel = _cel()
+    if value.type() == cel.Type.ERROR:
+        message = str(value.value())
+        stand_ins = dict(program.stand_ins)
+        if (m := _NO_VALUE.search(message)) and m.group(1) in stand_ins:
+            path = stand_ins[m.group(1)]
+            return Outcome(None, f"the resource does not set resource.{path}",
+                           (f"resource.{path}",))
+        if m := _NO_KEY.search(message):
+            missing = _missing(resource, reads, m.group(1))
+            where = " or ".join(missing) if missing else repr(m.group(1))
+            return Outcome(None, f"the resource does not set {where}", missing)
+        return Outcome(None, _clean(message))
+    result = value.value()
+    if value.type() != cel.Type.BOOL or not isinstance(result, bool):
+        return Outcome(
+            None, f"the condition gives {value.type().name().lower()} {result!r}, not true "
+            "or false"
+        )
+    return Outcome(result)
+
+
+def _missing(resource: Mapping[str, Any], reads: tuple[str, ...], key: str) -> tuple[str, ...]:
+    """The read paths that stop at an absent `key`, as resource.* prefixes."""
+    out = []
+    for path in reads:
+        parts = path.split(".") if path else []
+        value: Any = resource
+        for k, part in enumerate(parts):
+            if not isinstance(value, Mapping):
+                break
+            if part not in value:
+                if part == key:
+                    out.append("resource." + ".".join(parts[: k + 1]))
+                break
+            value = value[part]
+    return tuple(dict.fromkeys(out))
+
+
+def compile_condition(text: str) -> Condition:
+    """Compile and type-check `text` with `resource` as a dynamic map; a syntax or type
+    error raises ConditionError with its line and column in `text`."""
+    expression = _compile(text)
+    chains = list(_chains(_tokens(text)))
+    reads = tuple(sorted({c.path for c in chains}))
+    notes = [UNDOCUMENTED[p.split(".")[0]] for p in reads if p.split(".")[0] in UNDOCUMENTED]
+    typed = _typed_program(text, chains)
+    if typed is not None:
+        fields = ", ".join(f"resource.{p}" for _, p in typed.stand_ins)
+        notes.append(
+            f"the service does not document how it presents {fields} in conditions: "
+            "read both as the REST JSON string and as a CEL duration/timestamp"
+        )
+    return Condition(text, reads, tuple(dict.fromkeys(notes)), _Program(expression), typed)
+
+
+def _typed_program(text: str, chains: list[_Chain]) -> _Program | None:
+    """The condition with each Duration/Timestamp field read replaced by a typed
+    variable (the library takes such values only as variables)."""
+    replaced = [c for c in chains if c.path in _TYPED and not c.in_has]
+    if not replaced:
+        return None
+    names: dict[str, str] = {}
+    pieces, pos = [], 0
+    for chain in replaced:
+        variable = names.setdefault(chain.path, f"_reconcile_field_{len(names)}")
+        pieces += [text[pos : chain.start], variable]
+        pos = chain.end
+    pieces.append(text[pos:])
+    stand_ins = tuple((v, p) for p, v in names.items())
+    declared = tuple((v, _TYPED[p][0]) for v, p in stand_ins)
+    try:
+        expression = _compile("".join(pieces), declared)
+    except ConditionError:
+        expression = None  # the typed reading does not type-check: the JSON one decides
+    return _Program(expression, stand_ins)
+
+
+_compiled: dict[str, Condition] = {}
+
+
+def condition_for(constraint: CustomConstraint) -> Condition:
+    """The constraint's condition, compiled once per process (ConditionError when it
+    does not compile)."""
+    condition = _compiled.get(constraint.condition)
+    if condition is None:
+        condition = compile_condition(constraint.condition)
+        _compiled[constraint.condition] = condition
+    return condition
+
+
+# ---------------------------------------------------------------------------- judging
+
+
+class Verdict(Enum):
+    ALLOWED = "allowed"
+    REFUSED = "refused"
+    UNDECIDED = "undecided"  # the condition could not be evaluated
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """What the constraint says about one call. `outcome` is the condition on the
+    resource as it will be after the call; for UPDATE, `before` is it on the resource
+    as it is (the service refuses an update of a resource that already violates
+    unless the update fixes it: the resource after the call decides either way)."""
+
+    constraint: CustomConstraint
+    method: str
+    verdict: Verdict
+    outcome: Outcome
+    before: Outcome | None = None
+
+    @property
+    def already_violating(self) -> bool:
+        return self.before is not None and _violates(self.constraint, self.before) is True
+
+
+def _violates(constraint: CustomConstraint, outcome: Outcome) -> bool | None:
+    """ALLOW: the resource must satisfy the condition; DENY: it is refused if it does."""
+    if outcome.value is None:
+        return None
+    return outcome.value is False if constraint.action_type == "ALLOW" else outcome.value
+
+
+def judge(
+    constraint: CustomConstraint,
+    resource: Mapping[str, Any],
+    method: str,
+    before: Mapping[str, Any] | None = None,
+    *,
+    resource_type: str = TOPIC,
+    compiled: Callable[[CustomConstraint], Condition] = condition_for,
+) -> Judgement | None:
+    """The constraint's verdict on CREATE or UPDATE of `resource` (the REST JSON dict
+    as it will be after the call; `before`: as it is, for UPDATE); None when the
+    constraint does not restrict that method on that resource type."""
+    if not constraint.applies_to(resource_type, method):
+        return None
+    condition = compiled(constraint)
+    outcome = condition.evaluate(resource)
+    prior = condition.evaluate(before) if before is not None and method == "UPDATE" else None
+    violates = _violates(constraint, outcome)
+    verdict = (
+        Verdict.UNDECIDED if violates is None
+        else Verdict.REFUSED if violates else Verdict.ALLOWED
+    )
+    return Judgement(constraint, method, verdict, outcome, prior)
