@@ -450,13 +450,14 @@ TWINS = [
         ok=False,
     ),
     Twin(
-        "Acknowledge",
+        "Acknowledge-made-up",
         "POST",
         f"/v1/{S}/orders-sub:acknowledge",
         {"ackIds": ["999-1"]},
         "subscriber",
         "acknowledge",
         {"subscription": f"{S}/orders-sub", "ack_ids": ["999-1"]},
+        ok=False,
     ),
     Twin(
         "Acknowledge-garbage",
@@ -469,13 +470,14 @@ TWINS = [
         ok=False,
     ),
     Twin(
-        "ModifyAckDeadline",
+        "ModifyAckDeadline-made-up",
         "POST",
         f"/v1/{S}/orders-sub:modifyAckDeadline",
         {"ackIds": ["999-1"], "ackDeadlineSeconds": 30},
         "subscriber",
         "modify_ack_deadline",
         {"subscription": f"{S}/orders-sub", "ack_ids": ["999-1"], "ack_deadline_seconds": 30},
+        ok=False,
     ),
     Twin(
         "ModifyAckDeadline-too-long",

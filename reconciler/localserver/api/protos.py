@@ -18,6 +18,7 @@ from google.protobuf import (
     timestamp_pb2,
 )
 from google.pubsub_v1.types import pubsub as _ps
+from google.rpc import error_details_pb2
 
 # Typed as Any: the classes are built at run time from descriptors (no stubs).
 Topic: Any = _ps.Topic.pb()
@@ -61,6 +62,7 @@ UpdatePolicyRequest: Any = _op.UpdatePolicyRequest.pb()
 DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
 
 Empty: Any = empty_pb2.Empty
+ErrorInfo: Any = error_details_pb2.ErrorInfo
 Timestamp: Any = timestamp_pb2.Timestamp
 
 

@@ -4,17 +4,34 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 import grpc
+from google.protobuf import any_pb2
+from google.rpc import status_pb2
 
 
 class ServiceError(Exception):
-    """Carries the status code and message the client will see."""
+    """Carries the status code and message the client will see, and the status'
+    details (google.rpc messages such as `ErrorInfo`) where the service sends some:
+    gRPC carries them in `grpc-status-details-bin`, REST in the error's `details`."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(
+        self, code: grpc.StatusCode, message: str, details: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details
+
+    def status(self) -> Any:
+        """The google.rpc.Status of this error, its details packed as `Any`."""
+        packed = []
+        for detail in self.details:
+            holder = any_pb2.Any()
+            holder.Pack(detail)
+            packed.append(holder)
+        return status_pb2.Status(code=self.code.value[0], message=self.message, details=packed)
 
 
 def suggestion(word: str, choices: Iterable[str]) -> str:

@@ -25,6 +25,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.localserver.pubsub.ackids import AckRef
+
 NS = 1_000_000_000
 
 
@@ -165,13 +167,21 @@ class Delivered:
 class Backlog:
     """One subscription's messages (not thread-safe; see the module docstring)."""
 
-    def __init__(self, *, cap: int, retention_s: float, retain_acked: bool) -> None:
+    def __init__(
+        self, *, cap: int, retention_s: float, retain_acked: bool, ack_prefix: str = ""
+    ) -> None:
         self.cap = cap
         self.retention_s = retention_s
         self.retain_acked = retain_acked
+        # What the ack IDs this backlog hands out start with (`ackids`): one
+        # subscription, one incarnation of it in this server run.
+        self.ack_prefix = ack_prefix
         self._pending: deque[list[Any]] = deque()  # [batch, next, end]: never delivered
         self._redeliver: dict[int, tuple[Batch, int, int]] = {}  # id -> (batch, i, attempts)
-        self._out: dict[int, list[Any]] = {}  # id -> [batch, i, lease, attempts]
+        # id -> [batch, i, lease, attempts, delivery]: `lease` is the heap entry that
+        # holds its deadline now (a deadline change moves it to a new one), `delivery`
+        # the pull that handed it out (named by its ack ID; a redelivery gets another)
+        self._out: dict[int, list[Any]] = {}
         self._leases: list[tuple[float, int, list[int]]] = []  # (deadline, lease, ids)
         self._acked: deque[tuple[Batch, int, int]] = deque()  # (batch, i, ack time ns)
         self._next_lease = 1
@@ -249,14 +259,15 @@ class Backlog:
         out: list[Delivered] = []
         ids: list[int] = []
         owned = self._out
+        prefix = self.ack_prefix
         room = max_bytes or -1
         redeliver = self._redeliver
         while redeliver and len(out) < max_messages and room != 0:
             msg_id = next(iter(redeliver))
             batch, index, attempts = redeliver.pop(msg_id)
-            owned[msg_id] = [batch, index, lease, attempts + 1]
+            owned[msg_id] = [batch, index, lease, attempts + 1, lease]
             ids.append(msg_id)
-            out.append(Delivered(batch, index, f"{msg_id}-{lease}", attempts + 1))
+            out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", attempts + 1))
             if max_bytes:
                 room = max(0, room - batch.size(index))
         pending = self._pending
@@ -273,9 +284,9 @@ class Backlog:
             first = batch.first_id
             for index in range(start, end):
                 msg_id = first + index
-                owned[msg_id] = [batch, index, lease, 1]
+                owned[msg_id] = [batch, index, lease, 1, lease]
                 ids.append(msg_id)
-                out.append(Delivered(batch, index, f"{msg_id}-{lease}", 1))
+                out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", 1))
             segment[1] = end
             if end >= stop_at:
                 pending.popleft()
@@ -285,9 +296,29 @@ class Backlog:
 
     # ------------------------------------------------------------ acks and deadlines
 
+    def current(self, refs: list[AckRef], now: float) -> tuple[list[int], list[str]]:
+        """Which of these ack IDs name a delivery whose lease still holds (their
+        message IDs, each once) and which do not (as sent): another incarnation of
+        the subscription (a restart, a deletion), a delivery since redelivered or
+        nacked, a lease whose deadline passed, a message acknowledged already, or
+        one never handed out."""
+        self.release_expired(now)
+        valid: dict[int, None] = {}
+        stale: list[str] = []
+        owned = self._out
+        prefix = self.ack_prefix
+        for ref in refs:
+            entry = owned.get(ref.message)
+            if ref.prefix == prefix and entry is not None and entry[4] == ref.delivery:
+                valid[ref.message] = None
+            else:
+                stale.append(ref.text)
+        return list(valid), stale
+
     def ack(self, ids: list[int], now_ns: int) -> int:
-        """Acknowledge messages by ID (leased or waiting for redelivery); how many
-        were still unacknowledged."""
+        """Acknowledge messages by ID (leased, waiting for redelivery, or, for an
+        export delivering what it held and for a journal replay, never delivered);
+        how many were still unacknowledged."""
         done = 0
         never_delivered = []
         for msg_id in ids:
@@ -337,7 +368,7 @@ class Backlog:
                 if entry is not None:
                     self._redeliver[msg_id] = (entry[0], entry[1], entry[3])
             return
-        lease = self._next_lease
+        lease = self._next_lease  # a heap entry of its own; the delivery stays
         self._next_lease += 1
         moved = []
         for msg_id in ids:
@@ -363,7 +394,7 @@ class Backlog:
     # --------------------------------------------------------------------- reading
 
     def unacked_refs(self) -> Iterator[Ref]:
-        for batch, index, _, _ in self._out.values():
+        for batch, index, *_ in self._out.values():
             yield batch, index
         for batch, index, _ in self._redeliver.values():
             yield batch, index

@@ -17,6 +17,8 @@ import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import grpc
+
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import parse_project, parse_topic
 from reconciler.localserver.api.paging import decode_token, encode_token, page_size
@@ -30,6 +32,8 @@ from reconciler.localserver.api.status import (
     unavailable,
 )
 from reconciler.localserver.api.wire import length_delimited
+from reconciler.localserver.pubsub import ackids
+from reconciler.localserver.pubsub.ackids import AckRef
 from reconciler.localserver.pubsub.backlog import Delivered
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
@@ -42,7 +46,7 @@ from reconciler.localserver.pubsub.limits import (
     duration_seconds,
 )
 from reconciler.localserver.pubsub.state import ServerState
-from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC, parse_ack_id
+from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
 from reconciler.names import (
     MAX_LABELS,
     label_key_problem,
@@ -72,8 +76,12 @@ MUTABLE_PATHS = (
 )
 IMMUTABLE_PATHS = ("name", "topic", "enable_message_ordering", "filter", "detached", "state")
 _DELIVERY_CONFIGS = ("push_config", "bigquery_config", "cloud_storage_config", "bigtable_config")
-_ACK_IDS = re.compile(r"\d{1,19}-\d{1,19}(?: \d{1,19}-\d{1,19})*")
-_ACK_MSG = re.compile(r"(\d{1,19})-\d{1,19}")
+# The service's answer, with exactly-once delivery, to ack IDs that name no delivery
+# whose lease holds (docs/local-server.md cites where it is seen).
+EXACTLY_ONCE_FAILURE = (
+    "Some acknowledgement ids in the request were invalid. This could be because the "
+    "acknowledgement ids have expired or the acknowledgement ids were malformed."
+)
 _BQ_TABLE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9][.:][A-Za-z0-9_]{1,1024}\.[^.]{1,1024}$")
 
 
@@ -348,31 +356,50 @@ class SubscriberService:
         _fill(response.received_messages, got, sub.HasField("dead_letter_policy"))
         return response
 
-    @staticmethod
-    def _ack_ids(ack_ids: Any) -> list[int]:
-        """The message IDs of our ack IDs ("ID-LEASE"); INVALID_ARGUMENT naming the
-        first that is not one. Checked with one regular expression over all of them
-        (a hundred ack IDs a call: per-ID Python costs more than the rest of the call)."""
-        joined = " ".join(ack_ids)
-        if _ACK_IDS.fullmatch(joined):
-            found = list(map(int, _ACK_MSG.findall(joined)))
-            if len(found) == len(ack_ids):
-                return found
-        ids = []
-        for ack_id in ack_ids:
-            msg_id = parse_ack_id(ack_id)
-            if msg_id is None:
-                raise invalid(f"Invalid ack id (ack_id={ack_id})")
-            ids.append(msg_id)
-        return ids
+    def ack_refs(self, name: str, ack_ids: Any) -> list[AckRef]:
+        """The ack IDs a request sends `name`, parsed; INVALID_ARGUMENT for one that is
+        not an ack ID of this server, or that names another subscription (in the
+        words of Google's emulator, which refuses both so): such a request changes
+        nothing. A well-formed ID of this subscription that names no current
+        delivery is not refused here (the state tells it stale)."""
+        parsed = ackids.parse(list(ack_ids))
+        if isinstance(parsed, str):
+            raise invalid(f"Invalid ack id (ack_id={parsed})")
+        tag = ackids.subscription_tag(name)
+        foreign = next((ref for ref in parsed if ref.tag != tag), None)
+        if foreign is not None:
+            owner = next(
+                (n for n in self.subs.names() if ackids.subscription_tag(n) == foreign.tag),
+                None,
+            )
+            meant = f"subscription: {owner}" if owner else "another subscription"
+            raise invalid(
+                f"Subscription {name} received an invalid ack ID {foreign.text}, meant "
+                f"for {meant}"
+            )
+        return parsed
+
+    def _settled(self, name: str, stale: list[str] | None) -> None:
+        """After an Acknowledge or ModifyAckDeadline: NOT_FOUND when the subscription
+        went away; with exactly-once delivery, INVALID_ARGUMENT with an `ErrorInfo`
+        naming each ack ID that settled nothing (the others did), as the service
+        answers; without it those are accepted silently, as the service accepts
+        expired ones."""
+        if stale is None:
+            raise not_found("Subscription does not exist")
+        if not stale:
+            return
+        sub = self.subs.raw(name)
+        if sub is not None and sub.enable_exactly_once_delivery:
+            raise exactly_once_failure(stale)
 
     def acknowledge(self, request: Any, call: CallInfo) -> Any:
-        parse_subscription(request.subscription)
+        name = request.subscription
+        parse_subscription(name)
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
-        ids = self._ack_ids(request.ack_ids)
-        if not self.subs.ack(request.subscription, ids):
-            raise not_found("Subscription does not exist")
+        refs = self.ack_refs(name, request.ack_ids)
+        self._settled(name, self.subs.ack(name, refs))
         return protos.Empty()
 
     def modify_ack_deadline(self, request: Any, call: CallInfo) -> Any:
@@ -386,9 +413,9 @@ class SubscriberService:
             )
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
-        ids = self._ack_ids(request.ack_ids)
-        if not self.subs.modify(request.subscription, ids, seconds):
-            raise not_found("Subscription does not exist")
+        name = request.subscription
+        refs = self.ack_refs(name, request.ack_ids)
+        self._settled(name, self.subs.modify(name, refs, seconds))
         return protos.Empty()
 
     def streaming_pull(self, request: Any, call: CallInfo) -> PullStream:
@@ -473,6 +500,18 @@ class SubscriberService:
         ]
 
 
+def exactly_once_failure(stale: list[str]) -> ServiceError:
+    """What Acknowledge and ModifyAckDeadline answer on an exactly-once subscription
+    when some ack IDs settled nothing: the reason and per-ID metadata the client
+    libraries read (`EXACTLY_ONCE_ACKID_FAILURE`, `PERMANENT_FAILURE_INVALID_ACK_ID`)."""
+    info = protos.ErrorInfo(
+        reason="EXACTLY_ONCE_ACKID_FAILURE",
+        domain="pubsub.googleapis.com",
+        metadata=dict.fromkeys(stale, "PERMANENT_FAILURE_INVALID_ACK_ID"),
+    )
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, EXACTLY_ONCE_FAILURE, (info,))
+
+
 def _clear_outputs(sub: Any) -> None:
     for config, kind in (("bigquery_config", "state"), ("cloud_storage_config", "state")):
         if sub.HasField(config):
@@ -499,7 +538,12 @@ def _fill(out: Any, got: list[Delivered], attempts: bool) -> None:
 class PullStream:
     """One StreamingPull stream: delivers within the client's flow control
     (max_outstanding_messages / _bytes) with the stream's ack deadline, and takes acks,
-    nacks and deadline changes from the client's later requests."""
+    nacks and deadline changes from the client's later requests. A request the
+    service would abort the stream for (an ack ID that is not one, or names another
+    subscription; a negative deadline; deadlines and ack IDs of different sizes)
+    ends it with that status. With exactly-once delivery each request's acks and
+    deadline changes are confirmed on the stream (`AcknowledgeConfirmation`,
+    `ModifyAckDeadlineConfirmation`: which ack IDs settled something, which not)."""
 
     def __init__(self, service: SubscriberService, sub: Any, first: Any) -> None:
         self.service = service
@@ -511,30 +555,74 @@ class PullStream:
         self.max_bytes = first.max_outstanding_bytes
         self._delivered: dict[int, int] = {}  # msg id -> bytes, outstanding on this stream
         self._lock = threading.Lock()
+        self._confirmations: list[Any] = []  # StreamingPullResponses not yet sent
+        self.failed: ServiceError | None = None
         self.closed = threading.Event()
 
     def receive(self, request: Any) -> None:
-        """A request from the client (the first included): acks and deadline changes."""
+        """A request from the client (the first included): acks and deadline changes.
+        One the service would abort the stream for ends it (`failed`)."""
+        if self.failed is not None:
+            return
+        try:
+            self._receive(request)
+        except ServiceError as err:
+            self.failed = err
+            self.end()
+
+    def _receive(self, request: Any) -> None:
         if request.stream_ack_deadline_seconds:
             seconds = request.stream_ack_deadline_seconds
             if MIN_ACK_DEADLINE_S <= seconds <= MAX_ACK_DEADLINE_S:
                 self.deadline = float(seconds)
+        confirm = self.sub.enable_exactly_once_delivery
         if request.ack_ids:
-            ids = [i for i in map(parse_ack_id, request.ack_ids) if i is not None]
-            self.subs.ack(self.name, ids)
-            self._forget(ids)
-        if request.modify_deadline_ack_ids:
-            by_seconds: dict[int, list[int]] = {}
+            refs = self.service.ack_refs(self.name, request.ack_ids)
+            stale = self.subs.ack(self.name, refs)
+            if stale is None:
+                raise not_found("Subscription does not exist")
+            settled = _settled_refs(refs, stale)
+            self._forget([r.message for r in settled])
+            if confirm:
+                self._confirm(
+                    acknowledge_confirmation=protos.StreamingPullResponse.AcknowledgeConfirmation(
+                        ack_ids=[r.text for r in settled], invalid_ack_ids=stale
+                    )
+                )
+        if request.modify_deadline_ack_ids or request.modify_deadline_seconds:
             ack_ids, deadlines = request.modify_deadline_ack_ids, request.modify_deadline_seconds
-            for ack_id, seconds in zip(ack_ids, deadlines, strict=False):
-                msg_id = parse_ack_id(ack_id)
-                if msg_id is not None:
-                    seconds = min(max(seconds, 0), MAX_ACK_DEADLINE_S)
-                    by_seconds.setdefault(seconds, []).append(msg_id)
-            for seconds, ids in by_seconds.items():
-                self.subs.modify(self.name, ids, seconds)
+            if len(ack_ids) != len(deadlines):
+                raise invalid("ack IDs and deadlines must have the same size")
+            if any(seconds < 0 for seconds in deadlines):
+                raise invalid("Ack deadline cannot be negative")
+            refs = self.service.ack_refs(self.name, ack_ids)
+            by_seconds: dict[int, list[AckRef]] = {}
+            for ref, seconds in zip(refs, deadlines, strict=True):
+                by_seconds.setdefault(min(seconds, MAX_ACK_DEADLINE_S), []).append(ref)
+            done: list[str] = []
+            failed: list[str] = []
+            for seconds, group in by_seconds.items():
+                stale = self.subs.modify(self.name, group, seconds)
+                if stale is None:
+                    raise not_found("Subscription does not exist")
+                settled = _settled_refs(group, stale)
                 if seconds == 0:
-                    self._forget(ids)
+                    self._forget([r.message for r in settled])
+                done += [r.text for r in settled]
+                failed += stale
+            if confirm:
+                self._confirm(
+                    modify_ack_deadline_confirmation=(
+                        protos.StreamingPullResponse.ModifyAckDeadlineConfirmation(
+                            ack_ids=done, invalid_ack_ids=failed
+                        )
+                    )
+                )
+
+    def _confirm(self, **fields: Any) -> None:
+        with self._lock:
+            self._confirmations.append(protos.StreamingPullResponse(**fields))
+        self.subs.wake(self.name)
 
     def end(self) -> None:
         """The client half-closed or went away."""
@@ -546,6 +634,11 @@ class PullStream:
             for msg_id in ids:
                 self._delivered.pop(msg_id, None)
         self.subs.wake(self.name)
+
+    def _interrupted(self) -> bool:
+        """Whether a waiting pull should return: the stream ended, or confirmations
+        wait to be sent."""
+        return self.closed.is_set() or bool(self._confirmations)
 
     def _room(self) -> tuple[int, int]:
         """(messages, bytes) the client's flow control still allows (bytes 0: no byte
@@ -564,15 +657,25 @@ class PullStream:
             return left, self.max_bytes - sum(self._delivered.values())
 
     def responses(self, active: Callable[[], bool]) -> Iterator[Any]:
-        """StreamingPullResponses until the client ends the stream or the server stops."""
+        """StreamingPullResponses until the client ends the stream, a request of the
+        client fails it, or the server stops."""
         properties = protos.StreamingPullResponse.SubscriptionProperties(
             exactly_once_delivery_enabled=self.sub.enable_exactly_once_delivery,
             message_ordering_enabled=self.sub.enable_message_ordering,
         )
         attempts = self.sub.HasField("dead_letter_policy")
-        while not self.closed.is_set() and active():
+        while active():
+            if self.failed is not None:
+                raise self.failed
+            if self.closed.is_set():
+                return
             if self.subs.stopping.is_set():
                 raise unavailable("local server is stopping")
+            with self._lock:
+                confirmations, self._confirmations = self._confirmations, []
+            for response in confirmations:
+                response.subscription_properties.CopyFrom(properties)
+                yield response
             left, room = self._room()
             if left <= 0 or (self.max_bytes and room <= 0):
                 self.subs.wait_change(self.name, STREAM_POLL_S)  # until acks make room
@@ -583,7 +686,7 @@ class PullStream:
                 ack_deadline=self.deadline,
                 wait=STREAM_POLL_S,
                 max_bytes=room,
-                cancelled=self.closed.is_set,
+                cancelled=self._interrupted,
             )
             if got is None:
                 raise not_found("Subscription does not exist")
@@ -595,3 +698,11 @@ class PullStream:
             response = protos.StreamingPullResponse(subscription_properties=properties)
             _fill(response.received_messages, got, attempts)
             yield response
+
+
+def _settled_refs(refs: list[AckRef], stale: list[str]) -> list[AckRef]:
+    """The refs whose ack ID is not among the `stale` ones."""
+    if not stale:
+        return refs
+    unsettled = set(stale)
+    return [r for r in refs if r.text not in unsettled]

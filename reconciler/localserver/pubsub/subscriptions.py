@@ -8,7 +8,8 @@ receive it) and an Acknowledge as the message IDs it acknowledged; both are fsyn
 before the reply (group commit) and applied after, so an acknowledged publish or ack
 survives a kill -9. Leases (ack deadlines) are not journaled: after a restart every
 unacknowledged message is delivered again at once, as if its deadline had passed
-(at-least-once, as the service). Compaction writes each batch still held by some
+(at-least-once, as the service), and the ack IDs handed out before it name deliveries
+that no longer exist (`ackids`). Compaction writes each batch still held by some
 subscription once, then each subscription's unacked and retained acked message IDs.
 
 Bounds: each subscription holds at most `max_backlog` unacknowledged messages and
@@ -31,7 +32,8 @@ from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
-from reconciler.localserver.pubsub import exports
+from reconciler.localserver.pubsub import ackids, exports
+from reconciler.localserver.pubsub.ackids import AckRef
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
@@ -87,14 +89,6 @@ def decode_publish(value: bytes) -> tuple[int, int, str, list[str], bytes]:
         receivers.append(value[pos : pos + n].decode("utf-8"))
         pos += n
     return first_id, publish_ns, region, receivers, value[pos:]
-
-
-def parse_ack_id(ack_id: str) -> int | None:
-    """The message ID in one of our ack IDs ("ID-LEASE"), None if it is not one."""
-    msg, sep, lease = ack_id.partition("-")
-    if not sep or not msg.isdigit() or not lease.isdigit() or len(msg) > 19:
-        return None
-    return int(msg)
 
 
 def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
@@ -158,6 +152,7 @@ class Subscriptions:
                 cap=self.max_backlog,
                 retention_s=retention,
                 retain_acked=config.retain_acked_messages,
+                ack_prefix=ackids.new_prefix(name),
             )
         else:
             backlog.retention_s = retention
@@ -458,34 +453,46 @@ class Subscriptions:
             for cond in self._conds.values():
                 cond.notify_all()
 
-    def ack(self, name: str, ids: list[int]) -> bool:
-        """Acknowledge (durable before the reply); False when the subscription is gone."""
+    def ack(self, name: str, refs: list[AckRef]) -> list[str] | None:
+        """Acknowledge the deliveries these ack IDs name while their lease holds
+        (durable before the reply: the message IDs are journaled, and replayed as
+        they are); the ack IDs that name no such delivery (`Backlog.current`),
+        which change nothing; None when the subscription is gone."""
         state = self.state
         now_ns = time.time_ns()
         with state.wlock:
-            if name not in self._subs:
-                return False
+            with state.lock:
+                backlog = self._backlogs.get(name)
+                if backlog is None:
+                    return None
+                ids, stale = backlog.current(refs, time.monotonic())
+            if not ids:
+                return stale
             ticket = state.write_grouped([(j.ACK, name, _encode_ack(now_ns, ids))])
 
         def apply() -> None:
-            backlog = self._backlogs.get(name)
-            if backlog is not None:
-                backlog.ack(ids, now_ns)
+            held = self._backlogs.get(name)
+            if held is not None:
+                held.ack(ids, now_ns)
                 self._conds[name].notify_all()
 
         state.sync_grouped(ticket, apply)
-        return True
+        return stale
 
-    def modify(self, name: str, ids: list[int], seconds: float) -> bool:
-        """New ack deadlines (memory only: leases do not survive a restart)."""
+    def modify(self, name: str, refs: list[AckRef], seconds: float) -> list[str] | None:
+        """New ack deadlines for the deliveries these ack IDs name while their lease
+        holds (memory only: leases do not survive a restart); the ack IDs that name
+        none, which change nothing; None when the subscription is gone."""
         with self.state.lock:
             backlog = self._backlogs.get(name)
             if backlog is None:
-                return False
-            backlog.modify(ids, seconds, time.monotonic())
+                return None
+            now = time.monotonic()
+            ids, stale = backlog.current(refs, now)
+            backlog.modify(ids, seconds, now)
             if seconds <= 0:
                 self._conds[name].notify_all()
-            return True
+            return stale
 
     def is_leased(self, name: str, msg_id: int) -> bool:
         with self.state.lock:

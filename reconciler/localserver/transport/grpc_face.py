@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
-from typing import Any
+from typing import Any, NoReturn
 
 import grpc
 
@@ -127,7 +127,7 @@ class GrpcFace:
             try:
                 return dispatch(rpc, request, call)
             except ServiceError as err:
-                context.abort(err.code, err.message)
+                _abort(context, err)
 
         return handle
 
@@ -146,7 +146,7 @@ class GrpcFace:
                     rpc, first, CallInfo(self._client_region(context))
                 )
             except ServiceError as err:
-                context.abort(err.code, err.message)
+                _abort(context, err)
 
             def read() -> None:
                 try:
@@ -161,7 +161,7 @@ class GrpcFace:
             try:
                 yield from stream.responses(context.is_active)
             except ServiceError as err:
-                context.abort(err.code, err.message)
+                _abort(context, err)
             finally:
                 stream.end()
 
@@ -196,6 +196,18 @@ def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHa
         return grpc.unary_unary_rpc_method_handler(answer)
 
     return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
+
+
+def _abort(context: grpc.ServicerContext, err: ServiceError) -> NoReturn:
+    """End the call with the error's status; its details, if any, travel as gRPC
+    carries them (`grpc-status-details-bin`: what `google.rpc.status` readers such as
+    the client libraries' exactly-once ack handling parse)."""
+    if err.details:
+        context.set_trailing_metadata(
+            (("grpc-status-details-bin", err.status().SerializeToString()),)
+        )
+    context.abort(err.code, err.message)
+    raise AssertionError("abort raises")  # for the type checker
 
 
 def _serialized_or_message(response: Any) -> bytes:

@@ -201,7 +201,8 @@ class RestFace:
             return Response(200, body)
         except ServiceError as err:
             status = HTTP_STATUS.get(err.code, 500)
-            return Response(status, error_body(status, err.code.name, err.message))
+            details = json_format.MessageToDict(err.status())["details"] if err.details else None
+            return Response(status, error_body(status, err.code.name, err.message, details))
         except Exception as exc:  # never a dropped connection for a bug
             log.exception("local server: REST %s %s failed", request.method, request.path)
             return Response(500, error_body(500, "INTERNAL", f"local server bug: {exc!r}"))
