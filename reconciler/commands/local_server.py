@@ -35,6 +35,7 @@ from reconciler.localstate import (
     shown,
     withdraw_server,
 )
+from reconciler.orgpolicy.publishing import declared_region_problem
 from reconciler.perf import gc_resumed
 from reconciler.spec.discover import find_snapshot
 
@@ -172,6 +173,10 @@ def command(
         raise UsageError("--reset-org-policy needs --org-policy FILE")
     if recover and state_dir is None:
         raise UsageError("--recover needs --state DIR (an in-memory server has nothing to recover)")
+    if client_region is not None:
+        problem = declared_region_problem(client_region)
+        if problem is not None:
+            raise UsageError(f"--client-region: {problem}")
     methods = method_names()
     fault_kwargs = []
     for spec in faults:

@@ -47,6 +47,7 @@ from reconciler.localserver.transport.grpc_face import new_server as new_grpc_se
 from reconciler.localserver.transport.http1 import serve as serve_http1
 from reconciler.localserver.transport.rest import RestFace
 from reconciler.orgpolicy.model import Policy
+from reconciler.orgpolicy.publishing import declared_region_problem
 from reconciler.orgpolicy.store import PolicyStore
 
 log = logging.getLogger(__name__)
@@ -138,6 +139,8 @@ class LocalServer:
         front: bool = True,
         limits: Limits | None = None,
     ) -> None:
+        if client_region is not None and (problem := declared_region_problem(client_region)):
+            raise ValueError(f"client_region {problem}")
         self.host = host
         self.port = port
         # With the front (the default) one address serves gRPC and REST; without it

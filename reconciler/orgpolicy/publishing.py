@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from reconciler.orgpolicy.geography import nearest
+from reconciler.orgpolicy.locations import catalog
 
 # Where a request that names no region is deemed received (the local server's
 # `--client-region` default).
@@ -88,3 +89,24 @@ def refuses_in_transit(received: str, allowed: Sequence[str] | None, enforce: bo
     """Whether in-transit enforcement refuses a request received in `received` (one
     that moves message content: Publish, Pull, StreamingPull)."""
     return enforce and allowed is not None and received not in allowed
+
+
+def declared_region_problem(value: str) -> str | None:
+    """Why `value` cannot be the region a request declares it is received in, or
+    None when it can: it must name a Google Cloud region the location data knows
+    (the regions a storage policy can name), exactly."""
+    cat = catalog()
+    if value in cat.all_regions:
+        return None
+    kind = cat.kind_of(value) if value.isprintable() and len(value) <= 64 else "unknown"
+    if kind == "zone":
+        why = f"is a zone; name its region, {value.strip().rsplit('-', 1)[0]}"
+    elif kind == "region":  # differs only in surrounding space
+        why = "has surrounding space"
+    elif kind == "unknown":
+        near = cat.suggest_region(value) if len(value) <= 64 else None
+        why = "is not a Google Cloud region" + (f"; did you mean {near}?" if near else "")
+    else:
+        why = "is not a region (a request is received in one region, e.g. us-central1)"
+    shown = repr(value) if len(value) <= 64 else repr(value[:64]) + "..."
+    return f"{shown} {why}"

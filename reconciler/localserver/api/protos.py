@@ -66,6 +66,14 @@ ErrorInfo: Any = error_details_pb2.ErrorInfo
 Timestamp: Any = timestamp_pb2.Timestamp
 
 
+def is_repeated(field: Any) -> bool:
+    """Whether a field descriptor is repeated (maps included), whatever the protobuf
+    version."""
+    if hasattr(field, "is_repeated"):  # protobuf >= 5.28; `label` went in 7
+        return bool(field.is_repeated)
+    return bool(field.label == field.LABEL_REPEATED)
+
+
 def _wire_publish_request() -> Any:
     """PublishRequest as it travels, its messages left serialized (`repeated bytes`
     has the wire format of `repeated PubsubMessage`): the Publish hot path parses a

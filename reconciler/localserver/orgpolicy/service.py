@@ -15,6 +15,7 @@ from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import policy_parent, split_policy_name
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import ServiceError, already_exists, invalid, not_found
+from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.pubsub.state import ServerState, policy_from_proto, policy_to_proto
 from reconciler.orgpolicy.model import PolicyFormatError
 
@@ -37,6 +38,7 @@ def stamp(policy: Any) -> Any:
 
 
 def _validated(policy: Any) -> None:
+    check_times(policy)
     try:
         policy_from_proto(policy)
     except PolicyFormatError as exc:

@@ -51,6 +51,28 @@ ACK = 11
 NEXT_MESSAGE_ID = 12  # snapshot only
 BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
 KINDS = frozenset(range(1, 14))
+KIND_NAMES = {
+    PUT_TOPIC: "topic",
+    DELETE_TOPIC: "topic deletion",
+    PUT_POLICY: "org policy",
+    DELETE_POLICY: "org policy deletion",
+    SET_ANCESTRY: "ancestry link",
+    DELETE_ANCESTRY: "ancestry link deletion",
+    PUT_SUBSCRIPTION: "subscription",
+    DELETE_SUBSCRIPTION: "subscription deletion",
+    DETACH_SUBSCRIPTION: "subscription detachment",
+    PUBLISH: "Publish request",
+    ACK: "Acknowledge",
+    NEXT_MESSAGE_ID: "next message ID",
+    BACKLOG: "subscription backlog",
+}
+
+
+def describe(record: Record) -> str:
+    """A record as a message names it: "the subscription record of projects/p/...". """
+    kind, key, _ = record
+    what = KIND_NAMES.get(kind, f"kind-{kind}")
+    return f"the {what} record of {key}" if key else f"the {what} record"
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]
@@ -358,6 +380,25 @@ class Journal:
             out[name] = target
         loaded.kept_aside = [out[n] for n in sorted(out)]
         return out
+
+    def set_aside(self, records: list[Record]) -> str:
+        """Keep records the state cannot use (written by an earlier version, before
+        their values were checked) in a file of their own beside the state, in the
+        snapshot's framing, fsynced; its name. The state is then rewritten without
+        them (`compact`), so nothing is lost and nothing unusable is replayed."""
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+        name = f"unusable-records-{stamp}.bin"
+        n = 1
+        while (self.directory / name).exists():
+            n += 1
+            name = f"unusable-records-{stamp}.{n}.bin"
+        path = self.directory / name
+        try:
+            self._write_snapshot(path, records)
+            _fsync_dir(self.directory)
+        except OSError as exc:
+            raise StateWriteError(path, exc) from None
+        return name
 
     def close(self) -> None:
         with self._write_lock:

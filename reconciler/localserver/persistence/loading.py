@@ -41,6 +41,10 @@ class Loaded:
     recovering: bool = False
     aside: dict[str, str] = field(default_factory=dict)  # file -> "damaged" / "v1"
     kept_aside: list[str] = field(default_factory=list)
+    # Records the state could not use (what, why), set aside by a recovery in
+    # `unusable_file`.
+    unusable: list[tuple[str, str]] = field(default_factory=list)
+    unusable_file: str = ""
     journal_end: int | None = None
     journal_seq: int = 0
     journal_records: int = 0
@@ -50,9 +54,12 @@ class Loaded:
         """What a recovery did, one line each (empty when nothing was recovered)."""
         if not self.recovering:
             return []
+        lines = [
+            f"recover: set aside {what} ({why}); it is kept in {self.unusable_file}"
+            for what, why in self.unusable
+        ]
         if not self.dropped and not self.aside:
-            return ["recover: no damage found; nothing dropped"]
-        lines = []
+            return lines or ["recover: no damage found; nothing dropped"]
         for name in (SNAPSHOT, LOG):
             if name not in self.kept and all(n != name for n, _ in self.dropped):
                 continue

@@ -38,8 +38,26 @@ def destination_key(sub: Any) -> str | None:
     if sub.HasField("cloud_storage_config") and sub.cloud_storage_config.bucket:
         return "storage:" + str(sub.cloud_storage_config.bucket)
     if sub.HasField("push_config") and sub.push_config.push_endpoint:
-        return "push:" + (urlsplit(sub.push_config.push_endpoint).hostname or "")
+        return "push:" + push_host(sub.push_config.push_endpoint)
     return None
+
+
+def push_host(endpoint: str) -> str:
+    """The host a push endpoint names; ValueError, starting with the words Google's
+    emulator answers ("Invalid push_endpoint", "Unsupported push_endpoint"), for one
+    that is not an http(s) URL with a host. The one rule the Subscriber service
+    checks before a config is journaled and a replay applies to what it reads."""
+    try:
+        parts = urlsplit(endpoint)
+    except ValueError as exc:
+        raise ValueError(f"Invalid push_endpoint {endpoint!r}: {exc}") from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise ValueError(
+            f"Unsupported push_endpoint {endpoint!r}: it must be an https:// (or http://) URL"
+        )
+    if not parts.hostname or any(ch.isspace() or not ch.isprintable() for ch in endpoint):
+        raise ValueError(f"Invalid push_endpoint {endpoint!r}: not a URL with a host")
+    return parts.hostname
 
 
 def check_key(key: str) -> str:

@@ -21,6 +21,7 @@ from reconciler.localserver.api.status import (
     invalid,
     not_found,
 )
+from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub.limits import (
     MAX_TOPIC_RETENTION_S,
@@ -29,6 +30,7 @@ from reconciler.localserver.pubsub.limits import (
 )
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriber_service import (
+    declared_region,
     in_transit_refusal,
     parse_subscription,
     received_text,
@@ -145,6 +147,7 @@ class PublisherService:
 
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
+        check_times(topic)
         if "labels" in fields:
             if len(topic.labels) > MAX_LABELS:
                 raise invalid(f"A topic may have at most {MAX_LABELS} labels.")
@@ -296,7 +299,7 @@ class PublisherService:
         ordering = check_publish(raw, wire)
         call.notes["has_ordering"] = ordering
         count = len(wire.messages)
-        declared = call.client_region
+        declared = declared_region(call)
         landed: list[Landing] = []
 
         def place(topic: Any) -> str:

@@ -27,9 +27,11 @@ from typing import Any
 
 from google.protobuf import json_format
 
+from reconciler.errors import InputError
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.persistence import journal as j
+from reconciler.localserver.persistence.loading import StateDamaged
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.subscriptions import Subscriptions
 from reconciler.names import project_of
@@ -37,6 +39,12 @@ from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
 log = logging.getLogger(__name__)
+
+UNUSABLE_HINT = (
+    "restart with `reconcile local-server --state {dir} --recover`: it keeps every "
+    "other record, sets the unusable ones aside in a file beside the state (named in "
+    "its report) and writes a fresh snapshot without them"
+)
 
 
 def policy_from_proto(pb: Any) -> Policy:
@@ -93,12 +101,12 @@ class ServerState:
                 self.loaded = journal.load(recover=recover)
                 for note in self.loaded.notes:
                     log.warning("local server: %s", note)
-                with self.lock:  # nobody else yet; the conditions want it held
-                    for record in self.loaded.records:
-                        self._apply(record)
+                unusable = self._replay(self.loaded.records)
                 self.loaded.records = []  # applied; do not keep a second copy
                 self.subs.loaded()
-                if self.loaded.rewrite:  # recovery or migration: a fresh snapshot now
+                if unusable:
+                    self._set_aside(journal, unusable, recover)
+                if self.loaded.rewrite or unusable:  # recovery or migration: a fresh snapshot
                     journal.compact(self._all_records())
             except BaseException:
                 journal.close()
@@ -110,6 +118,40 @@ class ServerState:
         return self._journal is not None
 
     # ----------------------------------------------------------------- journal plumbing
+
+    def _replay(self, records: list[j.Record]) -> list[tuple[j.Record, str]]:
+        """Apply the loaded records; those that cannot be applied (a value an earlier
+        version journaled without checking it, such as a push endpoint that is no
+        URL) are returned with the reason, having changed nothing."""
+        unusable = []
+        with self.lock:  # nobody else yet; the conditions want it held
+            for record in records:
+                try:
+                    self._apply(record)
+                except InputError:  # a record of a newer writer: its own message
+                    raise
+                except Exception as exc:  # whatever a reader of the record refuses
+                    unusable.append((record, str(exc) or type(exc).__name__))
+        return unusable
+
+    def _set_aside(
+        self, journal: j.Journal, unusable: list[tuple[j.Record, str]], recover: bool
+    ) -> None:
+        """Refuse a state holding records it cannot use, naming the first; under
+        `recover`, keep them in a file of their own and say so in the recovery's
+        report (`Loaded.report`; the caller then writes the state without them)."""
+        loaded = self.loaded
+        assert loaded is not None
+        if not recover:
+            record, why = unusable[0]
+            more = f" (and {len(unusable) - 1} more)" if len(unusable) > 1 else ""
+            raise StateDamaged(
+                f"{journal.directory}: the state holds {j.describe(record)}{more}, which "
+                f"this local server cannot use: {why}; it refuses to start on it",
+                hint=UNUSABLE_HINT.format(dir=journal.directory),
+            )
+        loaded.unusable_file = journal.set_aside([record for record, _ in unusable])
+        loaded.unusable = [(j.describe(record), why) for record, why in unusable]
 
     def _apply(self, record: j.Record) -> None:
         kind, key, value = record
@@ -314,8 +356,9 @@ class ServerState:
     # ---------------------------------------------------------------------- policies
 
     def _put_policy(self, pb: Any) -> None:
+        policy = policy_from_proto(pb)  # first: a policy it refuses changes nothing
         self._policies[pb.name] = pb
-        self.policy_store.policies[pb.name] = policy_from_proto(pb)
+        self.policy_store.policies[pb.name] = policy
 
     def _drop_policy(self, name: str) -> bool:
         self.policy_store.policies.pop(name, None)

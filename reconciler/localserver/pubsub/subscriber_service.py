@@ -31,8 +31,9 @@ from reconciler.localserver.api.status import (
     not_found,
     unavailable,
 )
+from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.api.wire import length_delimited
-from reconciler.localserver.pubsub import ackids
+from reconciler.localserver.pubsub import ackids, exports
 from reconciler.localserver.pubsub.ackids import AckRef
 from reconciler.localserver.pubsub.backlog import Delivered
 from reconciler.localserver.pubsub.limits import (
@@ -54,7 +55,11 @@ from reconciler.names import (
     project_id_problem,
     topic_id_problem,
 )
-from reconciler.orgpolicy.publishing import receiving_region, refuses_in_transit
+from reconciler.orgpolicy.publishing import (
+    declared_region_problem,
+    receiving_region,
+    refuses_in_transit,
+)
 
 # A Pull waits this long at most for a first message (the service holds a pull open
 # for a while too; clients re-issue it).
@@ -111,6 +116,7 @@ def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:
 
 
 def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
+    check_times(sub)
     if "ack_deadline_seconds" in fields:
         _check_ack_deadline(sub.ack_deadline_seconds)
     if "message_retention_duration" in fields and sub.HasField("message_retention_duration"):
@@ -143,9 +149,10 @@ def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
     if storage and not sub.cloud_storage_config.bucket:
         raise invalid("cloud_storage_config.bucket must name a bucket.")
     if "push_config" in fields and sub.push_config.push_endpoint:
-        endpoint = sub.push_config.push_endpoint
-        if not endpoint.startswith(("https://", "http://")):
-            raise invalid(f"Invalid push_config.push_endpoint {endpoint!r}: expected a URL.")
+        try:
+            exports.push_host(sub.push_config.push_endpoint)
+        except ValueError as exc:
+            raise invalid(f"{exc}.") from None
     if "dead_letter_policy" in fields and sub.HasField("dead_letter_policy"):
         attempts = sub.dead_letter_policy.max_delivery_attempts
         if attempts and not 5 <= attempts <= 100:
@@ -171,6 +178,19 @@ def in_transit_refusal(
         f"message storage policy of {topic} does not allow (enforce_in_transit is set; "
         f"allowed regions: {', '.join(allowed)})."
     )
+
+
+def declared_region(call: CallInfo) -> str | None:
+    """The region a Publish, Pull or StreamingPull declares it is received in (its
+    `CLIENT_REGION_KEY` metadata or header, else the server's --client-region), or
+    None; INVALID_ARGUMENT for one that is no Google Cloud region, checked before
+    anything is read, stored or numbered."""
+    declared = call.client_region
+    if declared is not None:
+        problem = declared_region_problem(declared)
+        if problem is not None:
+            raise invalid(f"Invalid {CLIENT_REGION_KEY}: {problem}.")
+    return declared
 
 
 def received_text(declared: str | None) -> str:
@@ -206,6 +226,7 @@ class SubscriberService:
 
     def _pullable(self, method: str, name: str, call: CallInfo) -> Any:
         parse_subscription(name)
+        declared_region(call)
         sub = self.subs.raw(name)
         if sub is None:
             raise not_found("Subscription does not exist")

@@ -133,6 +133,7 @@ class Subscriptions:
 
     def _put(self, config: Any) -> None:
         name = config.name
+        kind = exports.destination_key(config)  # first: a config it refuses changes nothing
         old = self._subs.get(name)
         if old is None:
             bisect.insort(self._by_project.setdefault(project_of(name), []), name)
@@ -140,7 +141,7 @@ class Subscriptions:
         elif old.topic in self._by_topic:
             self._unlink(old.topic, name)
         self._subs[name] = config
-        self._kind[name] = exports.destination_key(config)
+        self._kind[name] = kind
         backlog = self._backlogs.get(name)
         retention = (
             duration_seconds(config.message_retention_duration)

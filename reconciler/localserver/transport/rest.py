@@ -27,6 +27,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.descriptor import FieldDescriptor
 
+from reconciler.localserver.api.protos import is_repeated
 from reconciler.localserver.api.rpc import CallInfo, Rpc, unserved
 from reconciler.localserver.api.status import ServiceError, invalid
 from reconciler.localserver.identity import CLIENT_REGION_KEY
@@ -294,7 +295,7 @@ def bind_query(message: Any, params: Iterable[tuple[str, str]], bound: Iterable[
                 field is None
                 or ".".join(parts[: i + 1]) in taken
                 or (last and not leaf_ok)
-                or (not last and (not nested or _repeated(field)))
+                or (not last and (not nested or is_repeated(field)))
             ):
                 raise invalid(
                     f'Invalid JSON payload received. Unknown name "{name}": Cannot bind query '
@@ -302,7 +303,7 @@ def bind_query(message: Any, params: Iterable[tuple[str, str]], bound: Iterable[
                 )
             if last:
                 scalar = _scalar(field, name, value)
-                if _repeated(field):
+                if is_repeated(field):
                     node.setdefault(field.json_name, []).append(scalar)
                 else:
                     node[field.json_name] = scalar
@@ -314,12 +315,6 @@ def bind_query(message: Any, params: Iterable[tuple[str, str]], bound: Iterable[
             json_format.ParseDict(tree, message)
         except json_format.ParseError as exc:
             raise invalid(f"Invalid query parameter: {exc}") from None
-
-
-def _repeated(field: FieldDescriptor) -> bool:
-    if hasattr(field, "is_repeated"):  # protobuf >= 5.28; `label` went in 7
-        return bool(field.is_repeated)
-    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
 
 
 def _scalar(field: FieldDescriptor, name: str, value: str) -> Any:
