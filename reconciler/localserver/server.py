@@ -66,7 +66,8 @@ CAPABILITIES = (
     "rest",
     "monitoring",
 )
-MAX_WORKERS = 64
+MAX_WORKERS = 64  # for unary calls
+MAX_STREAMS = 1000  # open StreamingPulls, each holding a worker of its own
 
 
 def _method_names(*services: Any) -> list[str]:
@@ -116,7 +117,9 @@ class LocalServer:
     In memory when `state_dir` is None, otherwise persisted crash-safely there.
     `client_region` is the region a request that names none is received in (None:
     us-central1, `reconciler.orgpolicy.publishing.DEFAULT_RECEIVING_REGION`); a request
-    names its own with the `x-reconcile-client-region` metadata key.
+    names its own with the `x-reconcile-client-region` metadata key. `max_workers`
+    threads serve unary calls; open StreamingPulls have `max_streams` threads of
+    their own (one beyond answers RESOURCE_EXHAUSTED), so they never starve the rest.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class LocalServer:
         policy_store: PolicyStore | None = None,
         *,
         max_workers: int = MAX_WORKERS,
+        max_streams: int = MAX_STREAMS,
         fsync: bool = True,
         fault_seed: int | None = None,
         compact_after_bytes: int = 4 * 1024 * 1024,
@@ -149,6 +153,7 @@ class LocalServer:
         self.limits = limits or Limits()
         self.client_region = client_region
         self.max_workers = max(max_workers, 1)
+        self.max_streams = max(max_streams, 1)
         self.counters = RpcCounters()
         self.outcomes = PublishOutcomes()
         self.state = ServerState(
@@ -196,8 +201,10 @@ class LocalServer:
     def start(self) -> LocalServer:
         if self._server is not None:
             return self
-        server = new_grpc_server(self.max_workers, self.limits.first_bytes_s)
-        face = GrpcFace(self.dispatcher, self.counters, lambda: self.client_region)
+        server = new_grpc_server(self.max_workers + self.max_streams, self.limits.first_bytes_s)
+        face = GrpcFace(
+            self.dispatcher, self.counters, lambda: self.client_region, self.max_streams
+        )
         server.add_generic_rpc_handlers(face.handlers(self._services(), capabilities_answer))
         if not self.front:
             self.port = add_port(server, self.address, self.address)

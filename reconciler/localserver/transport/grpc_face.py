@@ -52,17 +52,27 @@ def new_server(max_workers: int, handshake_timeout_s: float) -> grpc.Server:
 
 class GrpcFace:
     """Method handlers over `dispatcher`. `client_region` gives the region of a call
-    that declares none in its metadata (`CLIENT_REGION_KEY`)."""
+    that declares none in its metadata (`CLIENT_REGION_KEY`).
+
+    A streaming call holds a worker thread of the server's pool while it is open, so
+    streams have a budget of their own (`max_streams`): the server's pool is the
+    unary calls' workers plus that many (`new_server`), and a stream opened beyond
+    it is answered at once with RESOURCE_EXHAUSTED, as the service answers a project
+    over its quota of open StreamingPull connections (clients retry it). Open
+    streams never take the workers unary calls need."""
 
     def __init__(
         self,
         dispatcher: Dispatcher,
         counters: RpcCounters,
         client_region: Callable[[], str | None],
+        max_streams: int,
     ) -> None:
         self.dispatcher = dispatcher
         self.counters = counters
         self.client_region = client_region
+        self.max_streams = max_streams
+        self._streams = threading.BoundedSemaphore(max_streams)
 
     def handlers(
         self, services: dict[str, list[Rpc]], capabilities: Callable[[], bytes]
@@ -132,40 +142,61 @@ class GrpcFace:
         return handle
 
     def _wrap_stream(self, rpc: Rpc) -> Callable[[Iterator[Any], grpc.ServicerContext], Any]:
-        """StreamingPull: the first request opens a `Stream` through the dispatcher
-        (counted, faults applied, checked); a reader thread feeds it the later
-        requests while this thread sends what it yields."""
+        """StreamingPull: within the streams' budget (see the class), the first
+        request opens a `Stream` through the dispatcher (counted, faults applied,
+        checked); a reader thread feeds it the later requests while this thread
+        sends what it yields."""
 
         def handle(requests: Iterator[Any], context: grpc.ServicerContext) -> Iterator[Any]:
+            if not self._streams.acquire(blocking=False):
+                self.counters.incr(rpc.name)
+                _abort(context, self._over_budget(rpc))
             try:
-                first = next(requests)
-            except StopIteration:
-                return
-            try:
-                stream: Stream = self.dispatcher.call(
-                    rpc, first, CallInfo(self._client_region(context))
-                )
-            except ServiceError as err:
-                _abort(context, err)
+                yield from self._stream(rpc, requests, context)
+            finally:
+                self._streams.release()
 
-            def read() -> None:
-                try:
-                    for request in requests:
-                        stream.receive(request)
-                except Exception:  # the client went away or the server is stopping
-                    pass
-                finally:
-                    stream.end()
+        return handle
 
-            threading.Thread(target=read, name="streaming-pull-reader", daemon=True).start()
+    def _over_budget(self, rpc: Rpc) -> ServiceError:
+        return ServiceError(
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"You have exceeded your {rpc.name} connection quota: this local server keeps "
+            f"at most {self.max_streams} streams open (LocalServer(max_streams=...)). Refer "
+            "to https://cloud.google.com/pubsub/quotas for more information.",
+        )
+
+    def _stream(
+        self, rpc: Rpc, requests: Iterator[Any], context: grpc.ServicerContext
+    ) -> Iterator[Any]:
+        """One open stream (see `_wrap_stream`)."""
+        try:
+            first = next(requests)
+        except StopIteration:
+            return
+        try:
+            stream: Stream = self.dispatcher.call(
+                rpc, first, CallInfo(self._client_region(context))
+            )
+        except ServiceError as err:
+            _abort(context, err)
+
+        def read() -> None:
             try:
-                yield from stream.responses(context.is_active)
-            except ServiceError as err:
-                _abort(context, err)
+                for request in requests:
+                    stream.receive(request)
+            except Exception:  # the client went away or the server is stopping
+                pass
             finally:
                 stream.end()
 
-        return handle
+        threading.Thread(target=read, name="streaming-pull-reader", daemon=True).start()
+        try:
+            yield from stream.responses(context.is_active)
+        except ServiceError as err:
+            _abort(context, err)
+        finally:
+            stream.end()
 
     def _client_region(self, context: grpc.ServicerContext) -> str | None:
         for key, value in context.invocation_metadata() or ():
