@@ -34,6 +34,12 @@ class ServiceError(Exception):
         return status_pb2.Status(code=self.code.value[0], message=self.message, details=packed)
 
 
+def shown(text: str, limit: int = 80) -> str:
+    """A client's `text` quoted for a message, cut short past `limit` characters (a
+    message never echoes a megabyte back)."""
+    return repr(text) if len(text) <= limit else repr(text[:limit]) + "..."
+
+
 def suggestion(word: str, choices: Iterable[str]) -> str:
     """ "; did you mean 'X'?" for the nearest of `choices`, or ""."""
     by_upper = {c.upper(): c for c in choices}

@@ -5,7 +5,8 @@ over the by-region gauges, served on the REST face at
 
 Q is ONE instant vector selector: an optional metric name and `{label OP "value", ...}`
 with OP one of `=`, `!=`, `=~`, `!~` (regular expressions fully anchored, as in
-Prometheus; Python's `re` stands in for RE2). The names are Cloud Monitoring's mapped
+Prometheus, in RE2's syntax and matched by RE2, in time linear in the text: no
+pattern a client sends can hold the server). The names are Cloud Monitoring's mapped
 to PromQL ("the first / to :, other specials to _"): the by-region gauges of
 `metric_catalog`, e.g. `pubsub_googleapis_com:subscription_num_unacked_messages_by_region`.
 Labels: `__name__`, `project_id`, `topic_id` / `subscription_id`, `region` and
@@ -29,8 +30,10 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+import re2
+
 from reconciler.localserver.api.rpc import CallInfo, Rpc
-from reconciler.localserver.api.status import ServiceError, invalid
+from reconciler.localserver.api.status import ServiceError, invalid, shown
 from reconciler.localserver.monitoring.aggregation import NS
 from reconciler.localserver.monitoring.metric_catalog import METRICS, RESOURCE_LABELS, Metric
 from reconciler.localserver.monitoring.service import (
@@ -61,7 +64,10 @@ class Matcher:
     label: str
     op: str  # "=", "!=", "=~", "!~"
     value: str
-    pattern: re.Pattern[str] | None = None
+    pattern: Any = None  # the RE2 program of =~ and !~
+    # For =~ and !~ of an alternation of escaped literals (what reconcile sends):
+    # those literals, matched by set membership rather than by the regular expression.
+    literals: frozenset[str] | None = None
 
     @property
     def scope(self) -> str:
@@ -73,37 +79,43 @@ class Matcher:
             return text == self.value
         if self.op == "!=":
             return text != self.value
-        assert self.pattern is not None
-        found = self.pattern.fullmatch(text) is not None
+        if self.literals is not None:
+            found = text in self.literals
+        else:
+            assert self.pattern is not None
+            found = self.pattern.fullmatch(text) is not None
         return found if self.op == "=~" else not found
 
     def only(self) -> frozenset[str] | None:
         """Every value this matcher accepts, when that is a few literals (`=`, or `=~`
-        of an alternation of escaped literals: what reconcile asks for); None when it
-        accepts more. The server then looks those resources up instead of matching
-        each one of the project."""
+        of an alternation of escaped literals); None when it accepts more. The server
+        then looks those resources up instead of matching each one of the project."""
         if self.op == "=":
             return frozenset((self.value,))
-        if self.op != "=~":
-            return None
-        found: list[str] = []
-        current: list[str] = []
-        chars = iter(self.value)
-        for ch in chars:
-            if ch == "\\":
-                escaped = next(chars, "")
-                if escaped.isalnum() or not escaped:  # a class (\d, \w...) or a bad end
-                    return None
-                current.append(escaped)
-            elif ch == "|":
-                found.append("".join(current))
-                current = []
-            elif ch in _REGEX_SPECIAL:
+        return self.literals if self.op == "=~" else None
+
+
+def literal_alternation(pattern: str) -> frozenset[str] | None:
+    """The strings a regular expression matches in full when it is an alternation
+    of literals (`a|b\\.c`, punctuation escaped); None when it is anything more."""
+    found: list[str] = []
+    current: list[str] = []
+    chars = iter(pattern)
+    for ch in chars:
+        if ch == "\\":
+            escaped = next(chars, "")
+            if escaped.isalnum() or not escaped:  # a class (\d, \w...) or a bad end
                 return None
-            else:
-                current.append(ch)
-        found.append("".join(current))
-        return frozenset(found)
+            current.append(escaped)
+        elif ch == "|":
+            found.append("".join(current))
+            current = []
+        elif ch in _REGEX_SPECIAL:
+            return None
+        else:
+            current.append(ch)
+    found.append("".join(current))
+    return frozenset(found)
 
 
 _REGEX_SPECIAL = frozenset(".+*?()[]{}^$")
@@ -112,15 +124,21 @@ _REGEX_SPECIAL = frozenset(".+*?()[]{}^$")
 _RESOURCE_LABELS = frozenset({"project_id", "topic_id", "subscription_id", "snapshot_id"})
 
 _TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
+    r"""(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*'|`[^`]*`)
       | (?P<op>=~|!~|!=|=)
       | (?P<punct>[{},])
       | (?P<name>[A-Za-z_:][A-Za-z0-9_:]*)
-      | (?P<other>\S)
-    )""",
+      | (?P<other>\S)""",
     re.VERBOSE,
 )
+_SPACE = re.compile(r"\s*")
+_QUOTES = frozenset("\"'`")
+# RE2's own bound on the memory of one program (8 MiB, its default, said here); a
+# pattern that needs more is refused as bad_data. Its errors are the client's: not
+# logged by the library.
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.max_mem = 8 << 20
+_RE2_OPTIONS.log_errors = False
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "'": "'", "a": "\a",
             "b": "\b", "f": "\f", "v": "\v"}
 SUBSET = (
@@ -154,17 +172,77 @@ def _unquote(token: str) -> str:
 
 
 def _tokens(query: str) -> list[tuple[str, str, int]]:
+    """The query's tokens, in one pass: a quote that opens no complete string ends
+    the parse there (scanning on from every later quote would be quadratic)."""
     out = []
-    pos = 0
+    pos = _after_space(query, 0)
     while pos < len(query):
-        if query[pos:].strip() == "":
-            break
         found = _TOKEN.match(query, pos)
         assert found is not None  # `other` matches any non-space character
         kind = found.lastgroup or "other"
-        out.append((kind, found.group(kind), found.start(kind)))
-        pos = found.end()
+        if kind == "other" and query[pos] in _QUOTES:
+            raise bad_data(f"1:{pos + 1}: parse error: unterminated quoted string")
+        out.append((kind, found.group(kind), pos))
+        pos = _after_space(query, found.end())
     return out
+
+
+MAX_REPEAT = 1000  # Go's regexp/syntax and RE2 alike
+_REPEAT = re.compile(r"\{([0-9]+)(?:,([0-9]*))?\}")
+
+
+def _repeat_over_limit(pattern: str) -> str | None:
+    """The first repetition `{n}`, `{n,}` or `{n,m}` outside a character class whose
+    count exceeds MAX_REPEAT, or None; one pass over the pattern."""
+    i, in_class = 0, False
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            i += 2 if pattern.startswith("^", i + 1) else 1
+            if pattern.startswith("]", i):  # a leading ] is a member, not the end
+                i += 1
+            continue
+        elif ch == "{" and (found := _REPEAT.match(pattern, i)):
+            digits = [n.lstrip("0") for n in found.groups() if n]
+            if any(len(n) > 4 or int(n or "0") > MAX_REPEAT for n in digits):
+                return found.group(0)
+            i = found.end()
+            continue
+        i += 1
+    return None
+
+
+def _after_space(text: str, pos: int) -> int:
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
+def compile_pattern(text: str, at: int) -> Any:
+    """The RE2 program of a matcher's regular expression, anchored at both ends as
+    Prometheus anchors it; bad_data naming the position for one RE2 refuses, or
+    whose repeat count Go's regexp (Prometheus') refuses: RE2 reads a count too
+    large to parse, such as {99999999999}, as literal text instead."""
+    count = _repeat_over_limit(text)
+    if count is not None:
+        raise bad_data(
+            f"1:{at + 1}: parse error: invalid regular expression {shown(text)}: invalid "
+            f"repeat count: {shown(count)} (at most {MAX_REPEAT})"
+        )
+    try:
+        return re2.compile(text, _RE2_OPTIONS)
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else "invalid"
+        if isinstance(reason, bytes):
+            reason = reason.decode("utf-8", "replace")
+        raise bad_data(
+            f"1:{at + 1}: parse error: invalid regular expression {shown(text)}: {reason}"
+        ) from None
 
 
 def parse(query: str) -> list[Matcher]:
@@ -182,9 +260,9 @@ def parse(query: str) -> list[Matcher]:
         i = _braces(tokens, i + 1, matchers)
     if i < len(tokens):
         _, text, at = tokens[i]
-        raise bad_data(f"1:{at + 1}: parse error: unexpected {text!r} ({SUBSET})")
+        raise bad_data(f"1:{at + 1}: parse error: unexpected {shown(text)} ({SUBSET})")
     if not matchers:
-        raise bad_data(f"1:1: parse error: unexpected {tokens[0][1]!r} ({SUBSET})")
+        raise bad_data(f"1:1: parse error: unexpected {shown(tokens[0][1])} ({SUBSET})")
     if all(m.matches("") for m in matchers):
         raise bad_data(
             "vector selector must contain at least one non-empty matcher"
@@ -203,28 +281,25 @@ def _braces(tokens: list[tuple[str, str, int]], i: int, out: list[Matcher]) -> i
             raise bad_data("parse error: unexpected end of input inside braces")
         (k1, label, at), (k2, op, at2), (k3, value, at3) = tokens[i : i + 3]
         if k1 != "name" or ":" in label:
-            raise bad_data(f"1:{at + 1}: parse error: unexpected {label!r} in label matching, "
+            raise bad_data(f"1:{at + 1}: parse error: unexpected {shown(label)} in label matching, "
                            "expected label")
         if k2 != "op":
-            raise bad_data(f"1:{at2 + 1}: parse error: unexpected {op!r} in label matching, "
+            raise bad_data(f"1:{at2 + 1}: parse error: unexpected {shown(op)} in label matching, "
                            "expected one of =, !=, =~, !~")
         if k3 != "string":
-            raise bad_data(f"1:{at3 + 1}: parse error: unexpected {value!r} in label matching, "
-                           "expected string")
+            raise bad_data(f"1:{at3 + 1}: parse error: unexpected {shown(value)} in label "
+                           "matching, expected string")
         text = _unquote(value)
-        pattern = None
         if op in ("=~", "!~"):
-            try:
-                pattern = re.compile(text)
-            except re.error as exc:
-                raise bad_data(f"1:{at3 + 1}: parse error: invalid regular expression "
-                               f"{text!r}: {exc}") from None
-        out.append(Matcher(label, op, text, pattern))
+            pattern = compile_pattern(text, at3)  # checked even when literals match
+            out.append(Matcher(label, op, text, pattern, literal_alternation(text)))
+        else:
+            out.append(Matcher(label, op, text))
         i += 3
         if i < len(tokens) and tokens[i][1] == ",":
             i += 1
         elif i < len(tokens) and tokens[i][1] != "}":
-            raise bad_data(f"1:{tokens[i][2] + 1}: parse error: unexpected {tokens[i][1]!r} "
+            raise bad_data(f"1:{tokens[i][2] + 1}: parse error: unexpected {shown(tokens[i][1])} "
                            "in label matching, expected \",\" or \"}\"")
 
 

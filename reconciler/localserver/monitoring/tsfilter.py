@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from reconciler.localserver.api.status import ServiceError, invalid
+from reconciler.localserver.api.status import ServiceError, invalid, shown
 
 SUPPORTED = (
     'supported here: SELECTOR = "VALUE", SELECTOR = starts_with("PREFIX") and '
@@ -28,14 +28,13 @@ SUPPORTED = (
 )
 
 _TOKEN = re.compile(
-    r"""\s*(?:
-        (?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
+    r"""(?P<string>"(?:[^"\\]|\\.)*"|'(?:[^'\\]|\\.)*')
       | (?P<op>!=|>=|<=|=~|!~|=|:|<|>)
       | (?P<punct>[(),])
-      | (?P<word>[A-Za-z_][A-Za-z0-9_./-]*)
-    )""",
+      | (?P<word>[A-Za-z_][A-Za-z0-9_./-]*)""",
     re.VERBOSE,
 )
+_SPACE = re.compile(r"\s*")
 
 
 @dataclass(frozen=True)
@@ -67,24 +66,28 @@ class Filter:
 
 def _error(text: str, position: int, message: str) -> ServiceError:
     return invalid(
-        f"Unsupported filter {text!r}: {message} (at character {position + 1}); {SUPPORTED}."
+        f"Unsupported filter {shown(text, 200)}: {message} (at character {position + 1}); "
+        f"{SUPPORTED}."
     )
 
 
+def _after_space(text: str, pos: int) -> int:
+    found = _SPACE.match(text, pos)
+    return found.end() if found else pos
+
+
 def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """The filter's tokens in one pass (linear in its length: the first thing it
+    cannot read ends it)."""
     out = []
-    i = 0
+    i = _after_space(text, 0)
     while i < len(text):
-        if text[i:].strip() == "":
-            break
         match = _TOKEN.match(text, i)
         if match is None or match.end() == i:
-            start = len(text) - len(text[i:].lstrip())
-            raise _error(text, start, f"cannot read {text[start : start + 10]!r}")
+            raise _error(text, i, f"cannot read {shown(text[i : i + 10])}")
         kind = match.lastgroup or ""
-        value = match.group(kind)
-        out.append((kind, value, match.start(kind)))
-        i = match.end()
+        out.append((kind, match.group(kind), i))
+        i = _after_space(text, match.end())
     return out
 
 
@@ -109,13 +112,13 @@ def parse(text: str) -> Filter:
         if kind == "word" and value.upper() in ("OR", "NOT"):
             raise _error(text, at, f"{value} is not supported")
         if kind != "word":
-            raise _error(text, at, f"expected a selector, found {value!r}")
+            raise _error(text, at, f"expected a selector, found {shown(value)}")
         selector, at_selector = value, at
         if i + 1 >= len(tokens):
             raise _error(text, at, f"{selector} needs = and a value")
         kind, op, at = tokens[i + 1]
         if kind != "op":
-            raise _error(text, at, f"expected = after {selector}, found {op!r}")
+            raise _error(text, at, f"expected = after {selector}, found {shown(op)}")
         if op != "=":
             raise _error(text, at, f"the operator {op} is not supported")
         matcher, i = _value(text, tokens, i + 2, selector, at_selector)
@@ -142,7 +145,7 @@ def _value(
                 raise _error(text, at_value, f"{value}( is not closed")
             kind, arg, at_arg = tokens[j]
             if kind != "string":
-                raise _error(text, at_arg, f"{value}() takes quoted strings, found {arg!r}")
+                raise _error(text, at_arg, f"{value}() takes quoted strings, found {shown(arg)}")
             args.append(_unquote(arg))
             if j + 1 < len(tokens) and tokens[j + 1][1] == ",":
                 j += 2
@@ -155,7 +158,7 @@ def _value(
         return Matcher(scope, label, value, tuple(args)), j + 2
     if kind == "word":
         return Matcher(scope, label, "=", (value,)), i + 1
-    raise _error(text, at_value, f"expected a value after {selector} =, found {value!r}")
+    raise _error(text, at_value, f"expected a value after {selector} =, found {shown(value)}")
 
 
 def _selector(text: str, selector: str, at: int) -> tuple[str, str]:
@@ -175,8 +178,8 @@ def _assemble(text: str, restrictions: list[tuple[str, Matcher, int]]) -> Filter
     metric_types = [(m, at) for s, m, at in restrictions if s == "metric.type"]
     if not metric_types:
         raise invalid(
-            f"The filter {text!r} names no metric type: ListTimeSeries needs exactly one, "
-            'as metric.type = "pubsub.googleapis.com/...".'
+            f"The filter {shown(text, 200)} names no metric type: ListTimeSeries needs "
+            'exactly one, as metric.type = "pubsub.googleapis.com/...".'
         )
     types = set()
     for matcher, at in metric_types:
@@ -185,7 +188,7 @@ def _assemble(text: str, restrictions: list[tuple[str, Matcher, int]]) -> Filter
         types.add(matcher.values[0])
     if len(types) > 1:
         raise invalid(
-            f"The filter {text!r} names {len(types)} metric types: ListTimeSeries reads "
+            f"The filter {shown(text, 200)} names {len(types)} metric types: ListTimeSeries reads "
             "one metric type at a time."
         )
     resource_types = tuple(m for s, m, _ in restrictions if s == "resource.type")

@@ -12,14 +12,15 @@ counted, faultable), and answers in Prometheus' shapes: `{"status": "success",
 from __future__ import annotations
 
 import json
+import math
 import re
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 from urllib.parse import unquote
 
 import grpc
 
 from reconciler.localserver.api.rpc import CallInfo, Rpc
-from reconciler.localserver.api.status import ServiceError, invalid
+from reconciler.localserver.api.status import ServiceError, invalid, shown
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.http1 import Request, Response
 
@@ -39,16 +40,52 @@ _ERRORS = {
 }
 
 
+# What Prometheus' parameters accept (its API's parseTime and parseDuration): a
+# decimal number of seconds, or an RFC 3339 time; a duration like 1m30s. ASCII only:
+# Python's float() would also take "NaN", "1e400" (inf), "1_0" and other scripts'
+# digits, which no Prometheus client sends and no timestamp can hold.
+_SECONDS = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_RFC3339 = re.compile(
+    r"([0-9]{4})-([0-9]{2})-([0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})"
+    r"(?:\.([0-9]+))?(?:([Zz])|([+-])([0-9]{2}):([0-9]{2}))"
+)
+_DURATION = re.compile(r"(?:[0-9]+(?:ms|[smhdwy]))+")
+# No timestamp beyond year 9999, none before year 1 (what a time can be read as).
+_MAX_ABS_S = 253_402_300_799
+
+
 def _time(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        raise invalid(f"invalid parameter \"time\": cannot parse {text!r} to a valid "
-                      "timestamp") from None
+    """A `time` parameter in seconds; bad_data for anything else."""
+    seconds: float | None = None
+    if _SECONDS.fullmatch(text):
+        seconds = float(text)
+    elif found := _RFC3339.fullmatch(text):
+        year, month, day, hour, minute, second, frac, zulu, sign, oh, om = found.groups()
+        try:
+            zone = UTC if zulu else timezone(
+                (1 if sign == "+" else -1) * timedelta(hours=int(oh), minutes=int(om))
+            )
+            moment = datetime(
+                int(year), int(month), int(day), int(hour), int(minute), int(second),
+                tzinfo=zone,
+            )
+            seconds = moment.timestamp() + (float(f"0.{frac}") if frac else 0.0)
+        except (ValueError, OverflowError):
+            seconds = None
+    if seconds is None or not math.isfinite(seconds) or abs(seconds) > _MAX_ABS_S:
+        raise invalid(
+            f"invalid parameter \"time\": cannot parse {shown(text)} to a valid timestamp"
+        )
+    return seconds
+
+
+def _timeout(text: str) -> None:
+    """A `timeout` parameter is checked (bad_data), though a query here never waits."""
+    if _SECONDS.fullmatch(text) and math.isfinite(float(text)):
+        return
+    if _DURATION.fullmatch(text):
+        return
+    raise invalid(f"invalid parameter \"timeout\": cannot parse {shown(text)} to a valid duration")
 
 
 def _error(status: int, kind: str, message: str) -> Response:
@@ -77,6 +114,8 @@ class PromQLFace:
             if len(query) > MAX_QUERY_CHARS:
                 raise invalid(f"the query is longer than {MAX_QUERY_CHARS} characters")
             at = _time(params["time"]) if params.get("time") else None
+            if params.get("timeout"):
+                _timeout(params["timeout"])
             result = self.dispatcher.call(
                 self.rpc, self.rpc.request_type(project, query, at), CallInfo(None)
             )
