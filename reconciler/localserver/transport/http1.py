@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import re
 import select
 import socket
@@ -23,12 +24,17 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl
 
+from reconciler.localserver.api.status import shown
 from reconciler.localserver.transport.front import Limits, linger
+
+log = logging.getLogger(__name__)
 
 MAX_HEADERS = 100
 _TOKEN = re.compile(rb"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 _REQUEST_LINE = re.compile(rb"^([A-Z]+) (\S+) HTTP/(\d)\.(\d)$")
 _CHUNK_LINE_MAX = 1024
+_DIGITS = re.compile(r"[0-9]+")
+_HEX = re.compile(rb"[0-9A-Fa-f]+")
 
 
 @dataclass
@@ -114,12 +120,13 @@ def serve(
     while True:
         try:
             request = _read_request(reader, limits)
-        except HttpError as exc:
-            body = error_body(exc.status, exc.code, exc.message)
-            _send(conn, Response(exc.status, body), keep_alive=False, limits=limits)
-            linger(conn, limits.header_s)
-            return
         except (EOFError, OSError):
+            return
+        except Exception as exc:  # whatever a client sends gets an answer
+            refusal = exc if isinstance(exc, HttpError) else _unreadable(exc)
+            body = error_body(refusal.status, refusal.code, refusal.message)
+            _send(conn, Response(refusal.status, body), keep_alive=False, limits=limits)
+            linger(conn, limits.header_s)
             return
         if request is None:
             return
@@ -132,6 +139,14 @@ def serve(
             _send(conn, response, keep_alive=keep, limits=limits, head=request.method == "HEAD")
         if not keep:
             return
+
+
+def _unreadable(exc: Exception) -> HttpError:
+    """A request the reader failed on in a way it does not expect: still the client's
+    400, and a bug of the reader's, logged as one (the bytes themselves are refused
+    like any malformed request)."""
+    log.error("local server: reading an HTTP/1.1 request failed (a bug)", exc_info=exc)
+    return HttpError(400, "INVALID_ARGUMENT", "malformed HTTP request")
 
 
 def _keep_alive(request: Request) -> bool:
@@ -265,9 +280,13 @@ def _read_body(reader: _Reader, headers: dict[str, str], limits: Limits) -> byte
     if length_text is None:
         return b""
     values = {v.strip() for v in length_text.split(",")}
-    if len(values) != 1 or not next(iter(values)).isdigit():
-        raise HttpError(400, "INVALID_ARGUMENT", f"invalid Content-Length {length_text!r}")
-    length = int(next(iter(values)))
+    text = next(iter(values))
+    # ASCII digits only: str.isdigit() also takes "²" and other scripts' digits,
+    # which int() then refuses or reads. A count too long to hold any allowed size
+    # is too large, without reading it as a number.
+    if len(values) != 1 or not _DIGITS.fullmatch(text):
+        raise HttpError(400, "INVALID_ARGUMENT", f"invalid Content-Length {shown(length_text)}")
+    length = int(text) if len(text) <= 18 else limits.max_body_bytes + 1
     if length > limits.max_body_bytes:
         raise _too_large_body(length, limits)
     if length:
@@ -304,10 +323,10 @@ def _read_chunked(reader: _Reader, limits: Limits, until: float) -> bytes:
                 raise HttpError(400, "INVALID_ARGUMENT", "malformed chunked body")
             _fill_body(reader, until)
         size_text = bytes(buf[:eol]).split(b";", 1)[0].strip()
-        try:
-            size = int(size_text, 16)
-        except ValueError:
-            raise HttpError(400, "INVALID_ARGUMENT", "malformed chunked body") from None
+        # Hex digits only (int(x, 16) would also take "+5", "-5", "0x5" and "5_0").
+        if not _HEX.fullmatch(size_text):
+            raise HttpError(400, "INVALID_ARGUMENT", "malformed chunked body")
+        size = int(size_text, 16) if len(size_text) <= 15 else limits.max_body_bytes + 1
         del buf[: eol + 2]
         if size == 0:
             break

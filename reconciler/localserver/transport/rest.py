@@ -33,6 +33,7 @@ from reconciler.localserver.api.status import ServiceError, invalid
 from reconciler.localserver.identity import CLIENT_REGION_KEY
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.http1 import Request, Response, error_body
+from reconciler.localserver.transport.jsonbody import parse_body
 from reconciler.localserver.transport.promql_face import PATH as PROMQL_PATH
 from reconciler.localserver.transport.promql_face import PromQLFace
 
@@ -184,10 +185,10 @@ class RestFace:
         self.promql = PromQLFace(dispatcher, promql)
 
     def handle(self, request: Request) -> Response:
-        query_path = PROMQL_PATH.match(request.path)
-        if query_path is not None:  # Monitoring's PromQL API
-            return self.promql.handle(request, query_path)
         try:
+            query_path = PROMQL_PATH.match(request.path)
+            if query_path is not None:  # Monitoring's PromQL API
+                return self.promql.handle(request, query_path)
             route, values = self._route(request.method, request.path)
             rpc = self.rpcs.get(route.full_name)
             if rpc is None:
@@ -239,10 +240,7 @@ class RestFace:
     def _message(rpc: Rpc, route: Route, values: tuple[str, ...], request: Request) -> Any:
         message = rpc.request_type()
         if route.body == "*" and request.body.strip():
-            try:
-                json_format.Parse(request.body, message)
-            except json_format.ParseError as exc:
-                raise invalid(f"Invalid JSON payload received. {exc}") from None
+            parse_body(request.body, message)
         elif request.body.strip() and request.method in ("GET", "DELETE"):
             raise invalid(f"{request.method} {request.path} takes no request body.")
         bind_query(message, request.query, route.fields)

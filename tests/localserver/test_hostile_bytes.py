@@ -1,0 +1,178 @@
+"""Issue 39 item 4: no thread traceback for any bytes a client can send. The HTTP/1.1
+reader answers every request line, header and body it cannot take with a 4xx in the
+REST error shape (or closes the connection), logs no error and lets no exception out
+of a connection's thread; a REST Publish whose `data` is not base64 is refused as
+Google's REST API refuses it. Real bytes over a socket to an in-process server, so
+that its log and its threads are watched."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rest_support import rest
+
+P = "projects/proj-alpha"
+TOPIC = f"{P}/topics/hostile"
+SUB = f"{P}/subscriptions/hostile-sub"
+PUBLISH = f"/v1/{TOPIC}:publish"
+
+
+@pytest.fixture
+def watched(
+    local_server: Any, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    """The server, with every exception that leaves a thread and every error logged
+    collected; the test fails if there is any."""
+    escaped: list[threading.ExceptHookArgs] = []
+    monkeypatch.setattr(threading, "excepthook", escaped.append)
+    caplog.set_level(logging.ERROR, logger="reconciler")
+    local_server.seed_topics([TOPIC])
+    yield local_server
+    assert not escaped, [f"{e.exc_type.__name__}: {e.exc_value}" for e in escaped]
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
+def _exchange(server: Any, data: bytes) -> bytes:
+    """Send `data`, then read until the server closes (or has answered and waits)."""
+    host, port = server.address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=30) as sock:
+        try:
+            sock.sendall(data)
+            sock.shutdown(socket.SHUT_WR)
+        except OSError:  # the server refused and closed while we were sending
+            pass
+        out = b""
+        try:
+            while chunk := sock.recv(65536):
+                out += chunk
+        except OSError:
+            pass
+    return out
+
+
+def _status(raw: bytes) -> int | None:
+    if not raw.startswith(b"HTTP/1.1 "):
+        return None
+    return int(raw.split(b" ", 2)[1])
+
+
+@pytest.mark.parametrize(
+    ("head", "status"),
+    [
+        ("Content-Length: ²", 400),  # the issue's trial: isdigit() is True, int() refuses
+        ("Content-Length: ٣", 400),
+        ("Content-Length: +5", 400),
+        ("Content-Length: 1_0", 400),
+        ("Content-Length: " + "9" * 5000, 413),
+        ("Content-Length: 99999999999999999999999", 413),
+        ("Transfer-Encoding: chunked\r\n\r\n+5\r\nhello\r\n0\r\n\r\n", 400),
+        ("Transfer-Encoding: chunked\r\n\r\n-1\r\n", 400),
+        ("Transfer-Encoding: chunked\r\n\r\n0x5\r\nhello\r\n0\r\n\r\n", 400),
+        ("Transfer-Encoding: chunked\r\n\r\n1_0\r\n", 400),
+        ("Transfer-Encoding: chunked\r\n\r\n" + "f" * 40 + "\r\n", 413),
+    ],
+)
+def test_odd_lengths_are_refused_cleanly(watched: Any, head: str, status: int) -> None:
+    tail = "" if "\r\n\r\n" in head else "\r\n\r\n{}"
+    raw = _exchange(watched, f"PUT /v1/{TOPIC} HTTP/1.1\r\n{head}{tail}".encode())
+    assert _status(raw) == status, raw[:300]
+    body = json.loads(raw.partition(b"\r\n\r\n")[2])
+    assert body["error"]["code"] == status
+
+
+def test_a_body_that_is_no_utf8_json_is_the_clients_error(watched: Any) -> None:
+    for body in (b'{"labels": {"a": "\xff"}}', b"[" * 100_000, b'{"name": 1, "name": 2}'):
+        data = (
+            f"PATCH /v1/{TOPIC} HTTP/1.1\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode() + body
+        raw = _exchange(watched, data)
+        assert _status(raw) == 400, raw[:300]
+        assert b"Invalid JSON payload received" in raw
+
+
+_TOKENS = st.sampled_from(
+    ["GET", "PUT", "POST", "PATCH", "DELETE", "HEAD", "OPTIONS", "get", "P\u00dcT", "", "G ET"]
+)
+_TARGETS = st.one_of(
+    st.sampled_from(
+        [
+            f"/v1/{TOPIC}",
+            f"/v1/{TOPIC}:publish",
+            "/v1/projects/proj-alpha/location/global/prometheus/api/v1/query?query=%7B",
+            "/v3/projects/proj-alpha/timeSeries?filter=%22",
+            "http://h/v1/x?a=%zz&b",
+            "*",
+        ]
+    ),
+    st.text(min_size=0, max_size=30),
+)
+_HEADER_NAMES = st.sampled_from(
+    ["Content-Length", "Transfer-Encoding", "Connection", "Expect", "x-reconcile-client-region",
+     "Host", "X", "Bad Name", "\u00e9", ""]
+)
+_VALUES = st.one_of(
+    st.text(max_size=20),
+    st.sampled_from(["chunked", "100-continue", "close", "1.5", "-1", "0", "5, 5", "\u00b2"]),
+)
+
+
+@settings(
+    max_examples=200,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    method=_TOKENS,
+    target=_TARGETS,
+    version=st.sampled_from(["HTTP/1.1", "HTTP/1.0", "HTTP/2.0", "HTTP/1.1 x", "http/1.1", ""]),
+    headers=st.lists(st.tuples(_HEADER_NAMES, _VALUES), max_size=5),
+    body=st.binary(max_size=40),
+)
+def test_no_request_line_or_header_makes_a_thread_fail(
+    watched: Any,
+    method: str,
+    target: str,
+    version: str,
+    headers: list[tuple[str, str]],
+    body: bytes,
+) -> None:
+    """Whatever arrives, the answer is an HTTP response that is not a server error,
+    or a closed connection; no error is logged and no thread dies (the fixture)."""
+    lines = [f"{method} {target} {version}".rstrip(), *(f"{n}: {v}" for n, v in headers)]
+    data = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8", "surrogatepass") + body
+    raw = _exchange(watched, data)
+    status = _status(raw)
+    assert status is None or status < 500 or status in (501, 505), raw[:300]
+
+
+def test_rest_publish_refuses_data_that_is_not_base64(watched: Any) -> None:
+    from reconciler.backends.clients import subscriber_client
+
+    subscriber_client(watched.address).create_subscription(
+        request={"name": SUB, "topic": TOPIC}
+    )
+    for data in ("!!!", "a", "aGV sbG8=", "aGVsbG8*"):
+        answer = rest(watched.address, "POST", PUBLISH, {"messages": [{"data": data}]})
+        assert answer.status == 400, answer.body
+        assert answer.body["error"] == {
+            "code": 400,
+            "message": (
+                f"Invalid value at 'messages[0].data' (TYPE_BYTES), Base64 decoding failed "
+                f'for "{data}"'
+            ),
+            "status": "INVALID_ARGUMENT",
+        }
+    assert watched.message_count(TOPIC) == 0
+    for data, decoded in (("aGVsbG8=", b"hello"), ("aGVsbG8", b"hello"), ("aGk_", b"hi?")):
+        answer = rest(watched.address, "POST", PUBLISH, {"messages": [{"data": data}]})
+        assert answer.status == 200, answer.body
+        assert watched.messages(TOPIC)[-1].data == decoded
