@@ -1,9 +1,10 @@
 """Issue 39 item 4: no thread traceback for any bytes a client can send. The HTTP/1.1
 reader answers every request line, header and body it cannot take with a 4xx in the
 REST error shape (or closes the connection), logs no error and lets no exception out
-of a connection's thread; a REST Publish whose `data` is not base64 is refused as
-Google's REST API refuses it. Real bytes over a socket to an in-process server, so
-that its log and its threads are watched."""
+of a connection's thread; a gRPC request that is no protobuf of its type is
+INVALID_ARGUMENT (grpcio answered INTERNAL and logged a traceback); a REST Publish
+whose `data` is not base64 is refused as Google's REST API refuses it. Real bytes over
+a socket to an in-process server, so that its log and its threads are watched."""
 
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ def watched(
     collected; the test fails if there is any."""
     escaped: list[threading.ExceptHookArgs] = []
     monkeypatch.setattr(threading, "excepthook", escaped.append)
-    caplog.set_level(logging.ERROR, logger="reconciler")
+    caplog.set_level(logging.ERROR)  # every logger: grpcio's own included
     local_server.seed_topics([TOPIC])
     yield local_server
     assert not escaped, [f"{e.exc_type.__name__}: {e.exc_value}" for e in escaped]
@@ -176,3 +177,25 @@ def test_rest_publish_refuses_data_that_is_not_base64(watched: Any) -> None:
         answer = rest(watched.address, "POST", PUBLISH, {"messages": [{"data": data}]})
         assert answer.status == 200, answer.body
         assert watched.messages(TOPIC)[-1].data == decoded
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [b"\x0a\xff\xff\xff\xff\x0f", b"\x0a\x02\xff\xfe", b"\xff"],
+    ids=["corrupt", "not utf-8", "no field"],
+)
+def test_grpc_bytes_that_are_no_request_are_the_clients_error(watched: Any, raw: bytes) -> None:
+    import grpc
+
+    with grpc.insecure_channel(watched.address) as channel:
+        for method in ("GetTopic", "Publish"):
+            method = f"/google.pubsub.v1.Publisher/{method}"
+            with pytest.raises(grpc.RpcError) as refused:
+                channel.unary_unary(method)(raw, timeout=30)
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            assert refused.value.details() == "Invalid request"
+        pull = channel.stream_stream("/google.pubsub.v1.Subscriber/StreamingPull")
+        with pytest.raises(grpc.RpcError) as refused:
+            for _ in pull(iter([raw]), timeout=30):
+                pass
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT

@@ -588,8 +588,13 @@ class PullStream:
         try:
             self._receive(request)
         except ServiceError as err:
-            self.failed = err
-            self.end()
+            self.fail(err)
+
+    def fail(self, error: ServiceError) -> None:
+        """End the stream with `error` (its responses raise it)."""
+        if self.failed is None:
+            self.failed = error
+        self.end()
 
     def _receive(self, request: Any) -> None:
         if request.stream_ack_deadline_seconds:

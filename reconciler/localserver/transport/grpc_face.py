@@ -94,42 +94,46 @@ class GrpcFace:
         )
 
     def _service(self, service: str, rpcs: list[Rpc]) -> grpc.GenericRpcHandler:
+        """Handlers that take the request's bytes and parse them themselves: a request
+        that is no protobuf of its type answers INVALID_ARGUMENT (grpcio's own
+        deserializer would answer INTERNAL and log a traceback for the client's bytes)."""
         handlers = {}
         for rpc in rpcs:
             if rpc.stream:
                 handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(
                     self._wrap_stream(rpc),
-                    request_deserializer=rpc.request_type.FromString,
                     response_serializer=rpc.response_type.SerializeToString,
                 )
-            elif rpc.raw:  # the handler parses the bytes and may answer bytes
-                handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
-                    self._wrap(rpc), response_serializer=_serialized_or_message
-                )
-            else:  # with serialized_reply, the handler may answer bytes
+            else:  # a raw RPC, or one with serialized_reply, may answer bytes
                 handlers[rpc.name] = grpc.unary_unary_rpc_method_handler(
                     self._wrap(rpc),
-                    request_deserializer=rpc.request_type.FromString,
-                    response_serializer=_serialized_or_message if rpc.serialized_reply
+                    response_serializer=_serialized_or_message
+                    if rpc.raw or rpc.serialized_reply
                     else rpc.response_type.SerializeToString,
                 )
         return grpc.method_handlers_generic_handler(service, handlers)
+
+    def _parse(self, rpc: Rpc, parse: Callable[[bytes], Any], raw: bytes) -> Any:
+        """The request parsed, or INVALID_ARGUMENT (counted as a call of `rpc`)."""
+        try:
+            return parse(raw)
+        except Exception:  # DecodeError, and strings that are not UTF-8
+            self.counters.incr(rpc.name)
+            raise invalid_request() from None
 
     def _wrap(self, rpc: Rpc) -> Callable[[Any, grpc.ServicerContext], Any]:
         """The dispatcher's answer, or its ServiceError as the call's status."""
         parse = (rpc.wire_type or rpc.request_type).FromString
         dispatch = self.dispatcher.call
 
-        def handle(request: Any, context: grpc.ServicerContext) -> Any:
+        def handle(raw: bytes, context: grpc.ServicerContext) -> Any:
+            try:
+                request = self._parse(rpc, parse, raw)
+            except ServiceError as err:
+                _abort(context, err)
             if not rpc.raw:
                 call = CallInfo(self._client_region(context), serialized_reply=rpc.serialized_reply)
             else:
-                raw = request
-                try:
-                    request = parse(raw)
-                except Exception:
-                    self.counters.incr(rpc.name)
-                    context.abort(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
                 # Publish: its outcome is recorded, and it answers serialized bytes.
                 call = CallInfo(
                     self._client_region(context), raw, gone=_gone(context), serialized_reply=True
@@ -170,20 +174,26 @@ class GrpcFace:
         self, rpc: Rpc, requests: Iterator[Any], context: grpc.ServicerContext
     ) -> Iterator[Any]:
         """One open stream (see `_wrap_stream`)."""
+        parse = rpc.request_type.FromString
         try:
             first = next(requests)
         except StopIteration:
             return
         try:
             stream: Stream = self.dispatcher.call(
-                rpc, first, CallInfo(self._client_region(context))
+                rpc, self._parse(rpc, parse, first), CallInfo(self._client_region(context))
             )
         except ServiceError as err:
             _abort(context, err)
 
         def read() -> None:
             try:
-                for request in requests:
+                for raw in requests:
+                    try:
+                        request = parse(raw)
+                    except Exception:  # ends the stream with the client's error
+                        stream.fail(invalid_request())
+                        return
                     stream.receive(request)
             except Exception:  # the client went away or the server is stopping
                 pass
@@ -227,6 +237,11 @@ def _unserved_handler(service: str, names: tuple[str, ...]) -> grpc.GenericRpcHa
         return grpc.unary_unary_rpc_method_handler(answer)
 
     return grpc.method_handlers_generic_handler(service, {n: handler(n) for n in names})
+
+
+def invalid_request() -> ServiceError:
+    """What a request that is no protobuf of its method's type answers."""
+    return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, "Invalid request")
 
 
 def _abort(context: grpc.ServicerContext, err: ServiceError) -> NoReturn:
