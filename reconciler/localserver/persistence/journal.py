@@ -67,15 +67,16 @@ KIND_NAMES = {
     BACKLOG: "subscription backlog",
 }
 
+Record = f.Record
+__all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]
+
 
 def describe(record: Record) -> str:
-    """A record as a message names it: "the subscription record of projects/p/...". """
+    """A record as a message names it: "the subscription record of projects/p/..."."""
     kind, key, _ = record
     what = KIND_NAMES.get(kind, f"kind-{kind}")
     return f"the {what} record of {key}" if key else f"the {what} record"
 
-Record = f.Record
-__all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]
 
 # Errors that say "the disk is full" rather than "the disk is failing".
 NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})

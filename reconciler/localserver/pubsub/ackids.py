@@ -24,23 +24,39 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
-from typing import NamedTuple
+from collections.abc import Sequence
+from operator import itemgetter
 
 _ONE = re.compile(r"([0-9a-f]{24})-(\d{1,19})-(\d{1,19})")
-_ALL = re.compile(r"[0-9a-f]{24}-\d{1,19}-\d{1,19}(?: [0-9a-f]{24}-\d{1,19}-\d{1,19})*")
+_FIRST, _SECOND, _THIRD = itemgetter(0), itemgetter(1), itemgetter(2)
+_TOKENS = re.compile(r"(?<![^ ])([0-9a-f]{24})-(\d{1,19})-(\d{1,19})(?![^ ])")
 
 
-class AckRef(NamedTuple):
-    """One ack ID as sent (`text`) and what it names."""
+class AckIds:
+    """The ack IDs of one request, parsed: as sent (`texts`), and column by column
+    what they name (`prefixes[i]`, `messages[i]`, `deliveries[i]`), with the distinct
+    prefixes apart (almost always one). Columns rather than an object per ID: a call
+    carries up to thousands, and a Python step per ID costs more than the rest of it."""
 
-    text: str
-    prefix: str  # tag + incarnation
-    message: int
-    delivery: int
+    __slots__ = ("deliveries", "distinct", "messages", "prefixes", "texts")
 
-    @property
-    def tag(self) -> str:
-        return self.prefix[:16]
+    def __init__(self, texts: list[str], found: Sequence[Sequence[str]]) -> None:
+        self.texts = texts
+        self.prefixes: list[str] = list(map(_FIRST, found))
+        self.messages: list[int] = list(map(int, map(_SECOND, found)))
+        self.deliveries: list[int] = list(map(int, map(_THIRD, found)))
+        self.distinct = set(self.prefixes)
+
+    def tags(self) -> set[str]:
+        """The subscription tags these IDs carry."""
+        return {prefix[:16] for prefix in self.distinct}
+
+    def only(self, indexes: list[int]) -> AckIds:
+        """The IDs at these positions."""
+        return AckIds(
+            [self.texts[i] for i in indexes],
+            [(self.prefixes[i], str(self.messages[i]), str(self.deliveries[i])) for i in indexes],
+        )
 
 
 def subscription_tag(name: str) -> str:
@@ -53,23 +69,20 @@ def new_prefix(name: str) -> str:
     return f"{subscription_tag(name)}{secrets.randbits(32):08x}"
 
 
-def parse(ack_ids: list[str]) -> list[AckRef] | str:
-    """The ack IDs parsed, or the first one that is not an ack ID of this server.
-    One regular expression over all of them first: a call carries up to thousands,
-    and a Python step per ID would cost more than the rest of the call."""
+def parse(ack_ids: list[str]) -> AckIds | str:
+    """The ack IDs parsed, or the first one that is not an ack ID of this server (one
+    regular expression over all of them; per ID only when that fails)."""
     joined = " ".join(ack_ids)
-    if _ALL.fullmatch(joined):
-        found = _ONE.findall(joined)
+    # Each match is a whole space-separated token; with no space inside an ID, as
+    # many matches as IDs means every ID is one.
+    if joined.count(" ") == len(ack_ids) - 1:
+        found = _TOKENS.findall(joined)
         if len(found) == len(ack_ids):
-            return [
-                AckRef(text, prefix, int(message), int(delivery))
-                for text, (prefix, message, delivery) in zip(ack_ids, found, strict=True)
-            ]
-    out = []
+            return AckIds(ack_ids, found)
+    groups = []
     for text in ack_ids:
         match = _ONE.fullmatch(text)
         if match is None:
             return text
-        prefix, message, delivery = match.groups()
-        out.append(AckRef(text, prefix, int(message), int(delivery)))
-    return out
+        groups.append(match.groups())
+    return AckIds(ack_ids, groups)

@@ -23,9 +23,10 @@ import threading
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import compress
 from typing import Any
 
-from reconciler.localserver.pubsub.ackids import AckRef
+from reconciler.localserver.pubsub.ackids import AckIds
 
 NS = 1_000_000_000
 
@@ -296,24 +297,27 @@ class Backlog:
 
     # ------------------------------------------------------------ acks and deadlines
 
-    def current(self, refs: list[AckRef], now: float) -> tuple[list[int], list[str]]:
+    def current(self, ids: AckIds, now: float) -> tuple[list[int], list[str]]:
         """Which of these ack IDs name a delivery whose lease still holds (their
         message IDs, each once) and which do not (as sent): another incarnation of
         the subscription (a restart, a deletion), a delivery since redelivered or
         nacked, a lease whose deadline passed, a message acknowledged already, or
         one never handed out."""
         self.release_expired(now)
-        valid: dict[int, None] = {}
-        stale: list[str] = []
-        owned = self._out
-        prefix = self.ack_prefix
-        for ref in refs:
-            entry = owned.get(ref.message)
-            if ref.prefix == prefix and entry is not None and entry[4] == ref.delivery:
-                valid[ref.message] = None
-            else:
-                stale.append(ref.text)
-        return list(valid), stale
+        entries = list(map(self._out.get, ids.messages))
+        delivered = zip(entries, ids.deliveries, strict=True)
+        if ids.distinct == {self.ack_prefix}:
+            keep = [e is not None and e[4] == d for e, d in delivered]
+        else:
+            prefix = self.ack_prefix
+            keep = [
+                p == prefix and e is not None and e[4] == d
+                for p, (e, d) in zip(ids.prefixes, delivered, strict=True)
+            ]
+        valid = list(dict.fromkeys(compress(ids.messages, keep)))
+        if all(keep):
+            return valid, []
+        return valid, [text for text, k in zip(ids.texts, keep, strict=True) if not k]
 
     def ack(self, ids: list[int], now_ns: int) -> int:
         """Acknowledge messages by ID (leased, waiting for redelivery, or, for an

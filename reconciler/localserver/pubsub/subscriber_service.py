@@ -34,7 +34,7 @@ from reconciler.localserver.api.status import (
 from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.pubsub import ackids, exports
-from reconciler.localserver.pubsub.ackids import AckRef
+from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Delivered
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
@@ -377,37 +377,39 @@ class SubscriberService:
         _fill(response.received_messages, got, sub.HasField("dead_letter_policy"))
         return response
 
-    def ack_refs(self, name: str, ack_ids: Any) -> list[AckRef]:
+    def ack_ids(self, name: str, sent: Any) -> AckIds:
         """The ack IDs a request sends `name`, parsed; INVALID_ARGUMENT for one that is
         not an ack ID of this server, or that names another subscription (in the
         words of Google's emulator, which refuses both so): such a request changes
         nothing. A well-formed ID of this subscription that names no current
         delivery is not refused here (the state tells it stale)."""
-        parsed = ackids.parse(list(ack_ids))
+        parsed = ackids.parse(list(sent))
         if isinstance(parsed, str):
-            raise invalid(f"Invalid ack id (ack_id={parsed})")
+            cut = parsed if len(parsed) <= 200 else parsed[:200] + "..."
+            raise invalid(f"Invalid ack id (ack_id={cut})")
         tag = ackids.subscription_tag(name)
-        foreign = next((ref for ref in parsed if ref.tag != tag), None)
-        if foreign is not None:
+        if parsed.tags() != {tag}:
+            i = next(i for i, p in enumerate(parsed.prefixes) if not p.startswith(tag))
+            foreign = parsed.prefixes[i][:16]
             owner = next(
-                (n for n in self.subs.names() if ackids.subscription_tag(n) == foreign.tag),
-                None,
+                (n for n in self.subs.names() if ackids.subscription_tag(n) == foreign), None
             )
             meant = f"subscription: {owner}" if owner else "another subscription"
             raise invalid(
-                f"Subscription {name} received an invalid ack ID {foreign.text}, meant "
+                f"Subscription {name} received an invalid ack ID {parsed.texts[i]}, meant "
                 f"for {meant}"
             )
         return parsed
 
-    def _settled(self, name: str, stale: list[str] | None) -> None:
+    def _settled(self, name: str, outcome: tuple[list[int], list[str]] | None) -> None:
         """After an Acknowledge or ModifyAckDeadline: NOT_FOUND when the subscription
         went away; with exactly-once delivery, INVALID_ARGUMENT with an `ErrorInfo`
         naming each ack ID that settled nothing (the others did), as the service
         answers; without it those are accepted silently, as the service accepts
         expired ones."""
-        if stale is None:
+        if outcome is None:
             raise not_found("Subscription does not exist")
+        stale = outcome[1]
         if not stale:
             return
         sub = self.subs.raw(name)
@@ -419,8 +421,7 @@ class SubscriberService:
         parse_subscription(name)
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
-        refs = self.ack_refs(name, request.ack_ids)
-        self._settled(name, self.subs.ack(name, refs))
+        self._settled(name, self.subs.ack(name, self.ack_ids(name, request.ack_ids)))
         return protos.Empty()
 
     def modify_ack_deadline(self, request: Any, call: CallInfo) -> Any:
@@ -435,8 +436,9 @@ class SubscriberService:
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
         name = request.subscription
-        refs = self.ack_refs(name, request.ack_ids)
-        self._settled(name, self.subs.modify(name, refs, seconds))
+        self._settled(
+            name, self.subs.modify(name, self.ack_ids(name, request.ack_ids), seconds)
+        )
         return protos.Empty()
 
     def streaming_pull(self, request: Any, call: CallInfo) -> PullStream:
@@ -603,44 +605,40 @@ class PullStream:
                 self.deadline = float(seconds)
         confirm = self.sub.enable_exactly_once_delivery
         if request.ack_ids:
-            refs = self.service.ack_refs(self.name, request.ack_ids)
-            stale = self.subs.ack(self.name, refs)
-            if stale is None:
+            outcome = self.subs.ack(self.name, self.service.ack_ids(self.name, request.ack_ids))
+            if outcome is None:
                 raise not_found("Subscription does not exist")
-            settled = _settled_refs(refs, stale)
-            self._forget([r.message for r in settled])
+            settled, stale = outcome
+            self._forget(settled)
             if confirm:
                 self._confirm(
                     acknowledge_confirmation=protos.StreamingPullResponse.AcknowledgeConfirmation(
-                        ack_ids=[r.text for r in settled], invalid_ack_ids=stale
+                        ack_ids=_others(request.ack_ids, stale), invalid_ack_ids=stale
                     )
                 )
         if request.modify_deadline_ack_ids or request.modify_deadline_seconds:
-            ack_ids, deadlines = request.modify_deadline_ack_ids, request.modify_deadline_seconds
-            if len(ack_ids) != len(deadlines):
+            sent, deadlines = request.modify_deadline_ack_ids, request.modify_deadline_seconds
+            if len(sent) != len(deadlines):
                 raise invalid("ack IDs and deadlines must have the same size")
             if any(seconds < 0 for seconds in deadlines):
                 raise invalid("Ack deadline cannot be negative")
-            refs = self.service.ack_refs(self.name, ack_ids)
-            by_seconds: dict[int, list[AckRef]] = {}
-            for ref, seconds in zip(refs, deadlines, strict=True):
-                by_seconds.setdefault(min(seconds, MAX_ACK_DEADLINE_S), []).append(ref)
-            done: list[str] = []
+            parsed = self.service.ack_ids(self.name, sent)
+            by_seconds: dict[int, list[int]] = {}
+            for i, seconds in enumerate(deadlines):
+                by_seconds.setdefault(min(seconds, MAX_ACK_DEADLINE_S), []).append(i)
             failed: list[str] = []
-            for seconds, group in by_seconds.items():
-                stale = self.subs.modify(self.name, group, seconds)
-                if stale is None:
+            for seconds, indexes in by_seconds.items():
+                outcome = self.subs.modify(self.name, parsed.only(indexes), seconds)
+                if outcome is None:
                     raise not_found("Subscription does not exist")
-                settled = _settled_refs(group, stale)
                 if seconds == 0:
-                    self._forget([r.message for r in settled])
-                done += [r.text for r in settled]
-                failed += stale
+                    self._forget(outcome[0])
+                failed += outcome[1]
             if confirm:
                 self._confirm(
                     modify_ack_deadline_confirmation=(
                         protos.StreamingPullResponse.ModifyAckDeadlineConfirmation(
-                            ack_ids=done, invalid_ack_ids=failed
+                            ack_ids=_others(sent, failed), invalid_ack_ids=failed
                         )
                     )
                 )
@@ -726,9 +724,7 @@ class PullStream:
             yield response
 
 
-def _settled_refs(refs: list[AckRef], stale: list[str]) -> list[AckRef]:
-    """The refs whose ack ID is not among the `stale` ones."""
-    if not stale:
-        return refs
+def _others(sent: Any, stale: list[str]) -> list[str]:
+    """The ack IDs sent that are not among the `stale` ones, once each."""
     unsettled = set(stale)
-    return [r for r in refs if r.text not in unsettled]
+    return list(dict.fromkeys(text for text in sent if text not in unsettled))

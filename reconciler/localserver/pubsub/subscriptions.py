@@ -33,7 +33,7 @@ from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub import ackids, exports
-from reconciler.localserver.pubsub.ackids import AckRef
+from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
@@ -454,11 +454,11 @@ class Subscriptions:
             for cond in self._conds.values():
                 cond.notify_all()
 
-    def ack(self, name: str, refs: list[AckRef]) -> list[str] | None:
+    def ack(self, name: str, ack_ids: AckIds) -> tuple[list[int], list[str]] | None:
         """Acknowledge the deliveries these ack IDs name while their lease holds
         (durable before the reply: the message IDs are journaled, and replayed as
-        they are); the ack IDs that name no such delivery (`Backlog.current`),
-        which change nothing; None when the subscription is gone."""
+        they are); (the message IDs settled, the ack IDs that name no such delivery
+        and change nothing: `Backlog.current`); None when the subscription is gone."""
         state = self.state
         now_ns = time.time_ns()
         with state.wlock:
@@ -466,9 +466,9 @@ class Subscriptions:
                 backlog = self._backlogs.get(name)
                 if backlog is None:
                     return None
-                ids, stale = backlog.current(refs, time.monotonic())
+                ids, stale = backlog.current(ack_ids, time.monotonic())
             if not ids:
-                return stale
+                return ids, stale
             ticket = state.write_grouped([(j.ACK, name, _encode_ack(now_ns, ids))])
 
         def apply() -> None:
@@ -478,22 +478,23 @@ class Subscriptions:
                 self._conds[name].notify_all()
 
         state.sync_grouped(ticket, apply)
-        return stale
+        return ids, stale
 
-    def modify(self, name: str, refs: list[AckRef], seconds: float) -> list[str] | None:
+    def modify(
+        self, name: str, ack_ids: AckIds, seconds: float
+    ) -> tuple[list[int], list[str]] | None:
         """New ack deadlines for the deliveries these ack IDs name while their lease
-        holds (memory only: leases do not survive a restart); the ack IDs that name
-        none, which change nothing; None when the subscription is gone."""
+        holds (memory only: leases do not survive a restart); as `ack` answers."""
         with self.state.lock:
             backlog = self._backlogs.get(name)
             if backlog is None:
                 return None
             now = time.monotonic()
-            ids, stale = backlog.current(refs, now)
+            ids, stale = backlog.current(ack_ids, now)
             backlog.modify(ids, seconds, now)
             if seconds <= 0:
                 self._conds[name].notify_all()
-            return stale
+            return ids, stale
 
     def is_leased(self, name: str, msg_id: int) -> bool:
         with self.state.lock:
