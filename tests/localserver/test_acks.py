@@ -203,7 +203,7 @@ def _stream(client: Any, sub: str) -> tuple[queue.Queue[Any], Any]:
 
     q: queue.Queue[Any] = queue.Queue()
     q.put(StreamingPullRequest(subscription=sub, stream_ack_deadline_seconds=60))
-    return q, iter(client.streaming_pull(requests=queued_requests(q)))
+    return q, iter(client.streaming_pull(requests=queued_requests(q), timeout=60))
 
 
 @pytest.mark.parametrize("kind", ["foreign", "malformed", "negative", "sizes"])
