@@ -36,6 +36,7 @@ from reconciler.localserver.monitoring.service import MonitoringService
 from reconciler.localserver.orgpolicy.custom_constraints import CustomConstraintService
 from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
 from reconciler.localserver.pubsub.backlog import BacklogStats
+from reconciler.localserver.pubsub.iam_service import IamService
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
@@ -55,6 +56,7 @@ PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING_SERVICE = "google.monitoring.v3.MetricService"
+IAM_SERVICE = "google.iam.v1.IAMPolicy"  # the Pub/Sub services' IAM mixin
 CAPABILITIES = (
     "storage-policy-validation",
     "update-labels",
@@ -81,6 +83,7 @@ def method_names() -> list[str]:
     return _method_names(
         PublisherService(state),
         SubscriberService(state),
+        IamService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
@@ -159,6 +162,7 @@ class LocalServer:
         )
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
+        self.iam = IamService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
@@ -178,7 +182,7 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.orgpolicy, self.custom_constraints,
+            self.publisher, self.subscriber, self.iam, self.orgpolicy, self.custom_constraints,
             self.monitoring,
         )
 
@@ -241,18 +245,15 @@ class LocalServer:
         return {
             PUBLISHER_SERVICE: self.publisher.rpcs(),
             SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            IAM_SERVICE: self.iam.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),
         }
 
     def _rpcs_by_name(self) -> dict[str, Rpc]:
-        """The REST face's table: "google.pubsub.v1.Publisher.CreateTopic" -> its `Rpc`
-        (the Org Policy service has no REST face here)."""
+        """The REST face's table: "google.pubsub.v1.Publisher.CreateTopic" -> its `Rpc`."""
         return {
-            f"{name}.{rpc.name}": rpc
-            for name, rpcs in self._services().items()
-            if name != ORGPOLICY_SERVICE
-            for rpc in rpcs
+            f"{name}.{rpc.name}": rpc for name, rpcs in self._services().items() for rpc in rpcs
         }
 
     def stop(self, grace: float | None = 1.0) -> None:

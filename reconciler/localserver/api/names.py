@@ -25,6 +25,24 @@ def parse_topic(name: str) -> tuple[str, str]:
     return split
 
 
+def parse_resource(name: str, collection: str) -> tuple[str, str]:
+    """(project_id, resource_id) of "projects/P/COLLECTION/ID" for a Pub/Sub collection
+    (subscriptions, snapshots, schemas: the topic ID rules); else INVALID_ARGUMENT in
+    the emulator's words plus the reason."""
+    parts = name.split("/")
+    singular = collection.removesuffix("s")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != collection:
+        raise invalid(
+            f"Invalid [{collection}] name: (name={name}). Expected "
+            f"projects/PROJECT_ID/{collection}/{singular.upper()}_ID."
+        )
+    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
+    if problem or "\n" in name:
+        reason = (problem or "bad character").replace("topic ID", f"{singular} ID", 1)
+        raise invalid(f"Invalid [{collection}] name: (name={name}). {reason}.")
+    return parts[1], parts[3]
+
+
 def parse_project(name: str) -> str:
     """The project ID of a valid "projects/P"; else INVALID_ARGUMENT."""
     parts = name.split("/")

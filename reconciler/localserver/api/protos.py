@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
+from google.iam.v1 import iam_policy_pb2, policy_pb2
 from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
@@ -59,6 +60,13 @@ ListPoliciesResponse: Any = _op.ListPoliciesResponse.pb()
 CreatePolicyRequest: Any = _op.CreatePolicyRequest.pb()
 UpdatePolicyRequest: Any = _op.UpdatePolicyRequest.pb()
 DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
+
+# google.iam.v1 (the IAM mixin of the Pub/Sub services): plain protobuf classes.
+IamPolicy: Any = policy_pb2.Policy
+GetIamPolicyRequest: Any = iam_policy_pb2.GetIamPolicyRequest
+SetIamPolicyRequest: Any = iam_policy_pb2.SetIamPolicyRequest
+TestIamPermissionsRequest: Any = iam_policy_pb2.TestIamPermissionsRequest
+TestIamPermissionsResponse: Any = iam_policy_pb2.TestIamPermissionsResponse
 
 Empty: Any = empty_pb2.Empty
 Timestamp: Any = timestamp_pb2.Timestamp

@@ -80,6 +80,14 @@ class ServerState:
         self.keep_messages = keep_messages
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
+        # IAM policies by resource name; a resource's goes when the resource does.
+        self._iam: dict[str, Any] = {}
+        # Collection ("topics") -> whether a resource of it exists: the Pub/Sub
+        # resources a policy may be set on (`add_resource_kind` adds more).
+        self._resource_kinds: dict[str, Callable[[str], bool]] = {
+            "topics": lambda name: name in self._topics,
+            "subscriptions": lambda name: self.subs.raw(name) is not None,
+        }
         self._journal: j.Journal | None = None
         self.loaded: j.Loaded | None = None
         self.subs = Subscriptions(
@@ -125,6 +133,8 @@ class ServerState:
             self.policy_store.ancestry[key] = value.decode("utf-8")
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
+        elif kind == j.PUT_IAM_POLICY:
+            self._iam[key] = protos.IamPolicy.FromString(value)
         else:
             self.subs.apply(record)
 
@@ -187,6 +197,8 @@ class ServerState:
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
         yield from self.subs.records()
+        for name, policy in self._iam.items():  # after the resources they belong to
+            yield j.PUT_IAM_POLICY, name, policy.SerializeToString()
 
     def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
         if self._journal is None:
@@ -235,6 +247,7 @@ class ServerState:
         if i < len(names) and names[i] == name:
             del names[i]
         self.subs.topic_deleted(name)
+        self.forget_iam_policy(name)
         return True
 
     def get_topic(self, name: str) -> Any | None:
@@ -362,6 +375,45 @@ class ServerState:
                 with self.lock:
                     self.policy_store.ancestry[child] = parent
             self.maybe_compact()
+
+    # ------------------------------------------------------------------ IAM policies
+
+    def add_resource_kind(self, collection: str, exists: Callable[[str], bool]) -> None:
+        """Let IAM policies be set on the resources of `collection` ("snapshots"):
+        `exists(name)` says whether one exists (called under `wlock`). The room that
+        keeps them calls `forget_iam_policy(name)` when one is dropped (live and when
+        the journal is replayed)."""
+        self._resource_kinds[collection] = exists
+
+    def resource_exists(self, name: str) -> bool:
+        """Whether "projects/P/COLLECTION/ID" names a resource this server holds."""
+        parts = name.split("/")
+        exists = self._resource_kinds.get(parts[2]) if len(parts) == 4 else None
+        with self.lock:
+            return exists is not None and exists(name)
+
+    def iam_policy(self, name: str) -> Any | None:
+        """The IAM policy set on `name`, None if none was (or it went with its resource)."""
+        with self.lock:
+            return self._iam.get(name)
+
+    def write_iam_policy(self, name: str, change: Callable[[Any | None], Any]) -> Any | None:
+        """Replace the policy of resource `name` by `change(current)` (decided under
+        `wlock`, with the resource's existence); None when the resource does not exist."""
+        with self.wlock:
+            if not self.resource_exists(name):
+                return None
+            policy = change(self._iam.get(name))
+            self.commit((j.PUT_IAM_POLICY, name, policy.SerializeToString()))
+            with self.lock:
+                self._iam[name] = policy
+            self.maybe_compact()
+        return policy
+
+    def forget_iam_policy(self, name: str) -> None:
+        """Under `lock`: the resource `name` is gone, and its policy with it (a resource
+        created again under the name starts without one, as in the service)."""
+        self._iam.pop(name, None)
 
     def locked(self) -> threading.RLock:
         """The write lock, for evaluating the org policy consistently with a write."""

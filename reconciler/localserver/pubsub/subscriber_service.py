@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reconciler.localserver.api import protos
-from reconciler.localserver.api.names import parse_project, parse_topic
+from reconciler.localserver.api.names import parse_project, parse_resource, parse_topic
 from reconciler.localserver.api.paging import decode_token, encode_token, page_size
 from reconciler.localserver.api.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
 from reconciler.localserver.api.status import (
@@ -47,8 +47,6 @@ from reconciler.names import (
     MAX_LABELS,
     label_key_problem,
     label_value_problem,
-    project_id_problem,
-    topic_id_problem,
 )
 from reconciler.orgpolicy.publishing import receiving_region, refuses_in_transit
 
@@ -80,17 +78,7 @@ _BQ_TABLE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9][.:][A-Za-z0-9_]{1,1024}\.
 def parse_subscription(name: str) -> tuple[str, str]:
     """(project_id, subscription_id) of "projects/P/subscriptions/S"; else
     INVALID_ARGUMENT in the emulator's words plus the reason."""
-    parts = name.split("/")
-    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "subscriptions":
-        raise invalid(
-            f"Invalid [subscriptions] name: (name={name}). Expected "
-            "projects/PROJECT_ID/subscriptions/SUBSCRIPTION_ID."
-        )
-    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
-    if problem or "\n" in name:
-        reason = (problem or "bad character").replace("topic ID", "subscription ID", 1)
-        raise invalid(f"Invalid [subscriptions] name: (name={name}). {reason}.")
-    return parts[1], parts[3]
+    return parse_resource(name, "subscriptions")
 
 
 def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:

@@ -53,6 +53,7 @@ class ServerState(Protocol):
     def write_grouped(self, records: list[j.Record]) -> int: ...
     def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
     def maybe_compact(self) -> None: ...
+    def forget_iam_policy(self, name: str) -> None: ...
 
 
 DELETED_TOPIC = "_deleted-topic_"
@@ -187,6 +188,7 @@ class Subscriptions:
         self._maintained.pop(name, None)
         cond = self._conds.pop(name)
         cond.notify_all()  # waiting pulls see it gone
+        self.state.forget_iam_policy(name)
 
     def topic_deleted(self, topic: str) -> None:
         """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_;
