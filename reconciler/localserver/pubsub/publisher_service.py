@@ -293,7 +293,7 @@ class PublisherService:
             wire = protos.WirePublishRequest.FromString(raw)
         name = wire.topic
         parse_topic(name)
-        ordering = check_publish(raw, wire)
+        ordering = check_publish(raw, wire, call.payload)
         call.notes["has_ordering"] = ordering
         count = len(wire.messages)
         declared = call.client_region

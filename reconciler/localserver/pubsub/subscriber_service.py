@@ -35,10 +35,12 @@ from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
     DEFAULT_SUBSCRIPTION_RETENTION_S,
     MAX_ACK_DEADLINE_S,
+    MAX_ACK_PAYLOAD,
     MAX_PULL_MESSAGES,
     MAX_SUBSCRIPTION_RETENTION_S,
     MIN_ACK_DEADLINE_S,
     MIN_RETENTION_S,
+    check_payload,
     duration_seconds,
 )
 from reconciler.localserver.pubsub.state import ServerState
@@ -355,6 +357,7 @@ class SubscriberService:
         return ids
 
     def acknowledge(self, request: Any, call: CallInfo) -> Any:
+        check_payload(call.payload or request.ByteSize(), MAX_ACK_PAYLOAD)
         parse_subscription(request.subscription)
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
@@ -364,6 +367,7 @@ class SubscriberService:
         return protos.Empty()
 
     def modify_ack_deadline(self, request: Any, call: CallInfo) -> Any:
+        check_payload(call.payload or request.ByteSize(), MAX_ACK_PAYLOAD)
         parse_subscription(request.subscription)
         seconds = request.ack_deadline_seconds
         if seconds < 0:

@@ -95,7 +95,9 @@ class RestFace:
             region = request.headers.get(CLIENT_REGION_KEY) or self.client_region()
             raw = message.SerializeToString() if rpc.raw else b""
             gone = request.gone
-            call = CallInfo(region, raw, gone=lambda: "CANCELLED" if gone() else None)
+            call = CallInfo(
+                region, raw, gone=lambda: "CANCELLED" if gone() else None, payload=len(body)
+            )
             response = self.dispatcher.call(rpc, message, call)
             return Response(200, rendering.render(response))
         except ServiceError as err:
