@@ -66,6 +66,16 @@ class Twin:
 
 T, S = "projects/{P}/topics", "projects/{P}/subscriptions"
 UNTIL_2030 = "request.time < timestamp('2030-01-01T00:00:00Z')"
+CONDITIONAL_POLICY = {
+    "version": 3,
+    "bindings": [
+        {
+            "role": "roles/pubsub.viewer",
+            "members": ["user:a@example.com"],
+            "condition": {"expression": UNTIL_2030},
+        }
+    ],
+}
 NOW = int(time.time())
 SINCE, UNTIL = NOW - 600, NOW + 3600
 FILTER = 'metric.type = "pubsub.googleapis.com/topic/send_request_count"'
@@ -554,33 +564,10 @@ TWINS = [
         "SetIamPolicy-condition",
         "POST",
         f"/v1/{T}/orders:setIamPolicy",
-        {
-            "policy": {
-                "version": 3,
-                "bindings": [
-                    {
-                        "role": "roles/pubsub.viewer",
-                        "members": ["user:a@example.com"],
-                        "condition": {"expression": UNTIL_2030},
-                    }
-                ],
-            }
-        },
+        {"policy": CONDITIONAL_POLICY},
         "publisher",
         "set_iam_policy",
-        {
-            "resource": f"{T}/orders",
-            "policy": {
-                "version": 3,
-                "bindings": [
-                    {
-                        "role": "roles/pubsub.viewer",
-                        "members": ["user:a@example.com"],
-                        "condition": {"expression": UNTIL_2030},
-                    }
-                ],
-            },
-        },
+        {"resource": f"{T}/orders", "policy": CONDITIONAL_POLICY},
         ok=False,
     ),
     Twin(

@@ -235,3 +235,12 @@ def test_an_answer_is_utf8_json(world: str, publisher_client: Any) -> None:
     answer = _get(world, TOPIC, [("$prettyPrint", "false")])
     assert answer.headers["content-type"].startswith("application/json")
     assert json.loads(answer.raw.decode("utf-8"))["labels"] == {"team": "zürich"}
+
+
+def test_a_bad_selector_fails_a_change_before_it_is_made(world: str, local_server: Any) -> None:
+    fresh = f"{P}/topics/fresh"
+    before = local_server.counters.get("CreateTopic")
+    answer = rest(world, "PUT", f"/v1/{fresh}?fields=labelz", {})
+    assert answer.status == 400 and "labelz" in answer.body["error"]["message"]
+    assert rest(world, "GET", f"/v1/{fresh}").status == 404
+    assert local_server.counters.get("CreateTopic") == before  # never called

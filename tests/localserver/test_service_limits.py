@@ -197,18 +197,25 @@ def _publish_size(transport: str) -> tuple[int, Callable[[Any], int], str]:
     return limits.MAX_PUBLISH_PAYLOAD, json_size, "Request payload size exceeds the limit: 10485760"
 
 
-def test_publish_request_size_is_decimal(clients: Clients, local_server: Any) -> None:
-    """gRPC: the serialized request, at most 10,000,000 bytes (the 10,100,050 bytes the
-    server used to accept are refused). REST: the JSON body, at most 10 MiB, is what
-    binds first (a message's data is a third larger in base64)."""
+def _publish_at_and_over(clients: Clients, local_server: Any, pieces: int) -> Callable[[Any], int]:
+    """A Publish of `pieces` messages exactly at the size limit of the transport is
+    accepted; one byte more is refused. How the size is measured, for more probes."""
     limit, size_of, says = _publish_size(clients.transport)
-    at, over = _publish_sized(limit, size_of, 1), _publish_sized(limit + 1, size_of, 1)
+    at, over = _publish_sized(limit, size_of, pieces), _publish_sized(limit + 1, size_of, pieces)
     _at_and_over(
         clients, local_server,
         lambda: clients.publisher.publish(request=at, **CALL),
         lambda: clients.publisher.publish(request=over, **CALL),
         says,
     )
+    return size_of
+
+
+def test_publish_request_size_is_decimal(clients: Clients, local_server: Any) -> None:
+    """gRPC: the serialized request, at most 10,000,000 bytes (the 10,100,050 bytes the
+    server used to accept are refused). REST: the JSON body, at most 10 MiB, is what
+    binds first (a message's data is a third larger in base64)."""
+    size_of = _publish_at_and_over(clients, local_server, pieces=1)
     if clients.transport == "grpc":
         with pytest.raises(exceptions.BadRequest, match="You passed 10100050 in the request"):
             clients.publisher.publish(request=_publish_sized(10_100_050, size_of, 1), **CALL)
@@ -217,14 +224,7 @@ def test_publish_request_size_is_decimal(clients: Clients, local_server: Any) ->
 def test_message_size(clients: Clients, local_server: Any) -> None:
     """The 10 MB limit is on the request: one message may take nearly all of it (the
     test above), or many smaller ones together; a byte more is refused either way."""
-    limit, size_of, says = _publish_size(clients.transport)
-    at, over = _publish_sized(limit, size_of, 100), _publish_sized(limit + 1, size_of, 100)
-    _at_and_over(
-        clients, local_server,
-        lambda: clients.publisher.publish(request=at, **CALL),
-        lambda: clients.publisher.publish(request=over, **CALL),
-        says,
-    )
+    _publish_at_and_over(clients, local_server, pieces=100)
 
 
 def _ack_sized(total: int, size_of: Callable[[Any], int], method: str) -> Any:

@@ -91,6 +91,7 @@ class RestFace:
             rpc = self.rpcs.get(route.full_name)
             if rpc is None:
                 raise unserved(route.full_name)
+            rendering = rendering.for_response(rpc.response_type().DESCRIPTOR)
             message = _message(rpc, route, values, body, params)
             region = request.headers.get(CLIENT_REGION_KEY) or self.client_region()
             raw = message.SerializeToString() if rpc.raw else b""

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from google.protobuf import json_format
@@ -73,16 +73,24 @@ class Rendering:
     output_defaults: bool = False
     fields: field_selection.Selection | None = None
 
+    def for_response(self, descriptor: Any) -> Rendering:
+        """This rendering with its `fields` checked against the response type (before
+        the call runs: a selection naming no field of the answer fails the request
+        without doing it)."""
+        if self.fields is None:
+            return self
+        return replace(self, fields=field_selection.check(self.fields, descriptor))
+
     def render(self, message: Any) -> bytes:
-        """The response message as the request asked for it (JSON, UTF-8)."""
+        """The response message as the request asked for it (JSON, UTF-8); `fields`
+        as checked by `for_response`."""
         value = json_format.MessageToDict(
             message,
             use_integers_for_enums=self.enums_as_numbers,
             always_print_fields_with_no_presence=self.output_defaults,
         )
         if self.fields is not None:
-            selection = field_selection.check(self.fields, message.DESCRIPTOR)
-            value = field_selection.apply(selection, value)
+            value = field_selection.apply(self.fields, value)
         if self.pretty:
             return json.dumps(value, indent=2, ensure_ascii=False).encode("utf-8")
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
