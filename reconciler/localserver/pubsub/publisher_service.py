@@ -175,7 +175,11 @@ class PublisherService:
             d = topic.message_retention_duration
             seconds = d.seconds + d.nanos / 1e9
             if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
-                raise invalid("message_retention_duration out of bounds")
+                raise invalid(
+                    f"message_retention_duration out of bounds: {seconds:g}s; a topic "
+                    f"retains messages {MIN_RETENTION_S}s (10 minutes) to "
+                    f"{MAX_TOPIC_RETENTION_S}s (31 days)"
+                )
         if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
             raise invalid(
                 f"Invalid kms_key_name {topic.kms_key_name!r}: expected "

@@ -4,7 +4,8 @@ nothing it does can take the server down), one top-level message type whose mess
 are checked in the JSON or binary encoding, and the rule for a new revision.
 
 The schema overview says a schema defines exactly one top-level type and may not
-import others (protoc is given no import path, so an import fails to compile); the
+import others (refused once compiled: grpcio-tools' protoc finds the well-known
+types by itself); the
 commit-schema-revision guide says a revision may add or remove optional fields only,
 and may not change an existing one. Enum types a field uses must stay the same
 (the service's refusals name a missing enum value)."""
@@ -55,6 +56,11 @@ class ProtobufDefinition:
 
     def __init__(self, text: str) -> None:
         self.file = _compile(text)
+        if self.file.dependency:
+            raise ValueError(
+                "import statements are not supported: a schema defines its types itself "
+                f"(imports {', '.join(self.file.dependency)})"
+            )
         types = [m.name for m in self.file.message_type] + [e.name for e in self.file.enum_type]
         if len(types) != 1 or not self.file.message_type:
             found = ", ".join(types) or "none"
