@@ -23,7 +23,10 @@ STATE = {
 }
 # A compatible revision: a field with a default added.
 STATE_V2 = {**STATE, "fields": [*STATE["fields"], {"name": "pop", "type": "long", "default": 0}]}
-PROTO = 'syntax = "proto3";\npackage utilities;\nmessage StateProto {\n  string name = 1;\n  string post_abbr = 2;\n}\n'
+PROTO = (
+    'syntax = "proto3";\npackage utilities;\n'
+    "message StateProto {\n  string name = 1;\n  string post_abbr = 2;\n}\n"
+)
 
 
 def avro(schema_client: Any, schema_id: str = "state", definition: Any = STATE) -> Any:
@@ -61,9 +64,9 @@ def test_create_get_and_list_with_views(schema_client: Any) -> None:
 
 def test_create_refusals(schema_client: Any) -> None:
     avro(schema_client)
-    with pytest.raises(exceptions.AlreadyExists, match="^409 Schema already exists$"):
+    with pytest.raises(exceptions.AlreadyExists, match=r"^409 Schema already exists$"):
         avro(schema_client)
-    with pytest.raises(exceptions.InvalidArgument, match="^400 Invalid schema type$"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"^400 Invalid schema type$"):
         schema_client.create_schema(
             parent=P, schema={"definition": json.dumps(STATE)}, schema_id="untyped"
         )
@@ -109,7 +112,7 @@ def test_protocol_buffer_schemas(schema_client: Any) -> None:
         schema_client.validate_schema(
             parent=P, schema={"type_": "PROTOCOL_BUFFER", "definition": imports}
         )
-    with pytest.raises(exceptions.InvalidArgument, match=r"Could not parse schema definition: .*3:"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"parse schema definition: .*3:"):
         schema_client.validate_schema(
             parent=P, schema={"type_": "PROTOCOL_BUFFER", "definition": "message A {\n\n oops"}
         )
@@ -151,7 +154,7 @@ def test_commit_list_revisions_and_the_compatibility_rule(schema_client: Any) ->
         schema_client.commit_schema(
             name=NAME, schema={"type_": "PROTOCOL_BUFFER", "definition": PROTO}
         )
-    with pytest.raises(exceptions.NotFound, match="^404 Schema not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema not found$"):
         schema_client.commit_schema(
             name=f"{P}/schemas/missing", schema={"type_": "AVRO", "definition": json.dumps(STATE)}
         )
@@ -172,7 +175,9 @@ def test_protocol_buffer_revisions_add_or_remove_optional_fields_only(schema_cli
     commit(PROTO.replace("}\n", "  optional int64 population = 3;\n}\n"))
     with pytest.raises(exceptions.InvalidArgument, match="adds the repeated field"):
         commit(PROTO.replace("}\n", "  repeated string cities = 4;\n}\n"))
-    with pytest.raises(exceptions.InvalidArgument, match="changes the field utilities.StateProto.name = 1"):
+    with pytest.raises(
+        exceptions.InvalidArgument, match=r"changes the field utilities\.StateProto\.name = 1"
+    ):
         commit(PROTO.replace("string name = 1", "bytes name = 1"))
 
 
@@ -184,7 +189,7 @@ def test_revision_limit_at_and_over(schema_client: Any) -> None:
         )
     assert len(list(schema_client.list_schema_revisions(name=NAME))) == 20
     with pytest.raises(
-        exceptions.ResourceExhausted, match="^429 Already at maximum number of schema revisions$"
+        exceptions.ResourceExhausted, match=r"^429 Already at maximum number of schema revisions$"
     ):
         schema_client.commit_schema(
             name=NAME, schema={"type_": "AVRO", "definition": json.dumps(STATE)}
@@ -200,16 +205,16 @@ def test_rollback_and_delete_revision(schema_client: Any) -> None:
     assert third.revision_id not in (first.revision_id, second.revision_id)
     assert third.definition == first.definition
     assert schema_client.get_schema(name=NAME).revision_id == third.revision_id
-    with pytest.raises(exceptions.NotFound, match="^404 Revision not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Revision not found$"):
         schema_client.rollback_schema(name=NAME, revision_id="deadbeef")
-    with pytest.raises(exceptions.InvalidArgument, match="^400 Missing revision ID$"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"^400 Missing revision ID$"):
         schema_client.rollback_schema(name=NAME, revision_id="")
 
     deleted = schema_client.delete_schema_revision(name=f"{NAME}@{second.revision_id}")
     assert deleted.revision_id == second.revision_id
     left = [r.revision_id for r in schema_client.list_schema_revisions(name=NAME)]
     assert left == [first.revision_id, third.revision_id]
-    with pytest.raises(exceptions.NotFound, match="^404 Schema revision not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema revision not found$"):
         schema_client.get_schema(name=f"{NAME}@{second.revision_id}")
     with pytest.raises(exceptions.NotFound, match="name the revision as"):
         schema_client.delete_schema_revision(name=NAME)
@@ -221,9 +226,9 @@ def test_rollback_and_delete_revision(schema_client: Any) -> None:
 def test_delete_schema(schema_client: Any) -> None:
     avro(schema_client)
     schema_client.delete_schema(name=NAME)
-    with pytest.raises(exceptions.NotFound, match="^404 Schema not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema not found$"):
         schema_client.get_schema(name=NAME)
-    with pytest.raises(exceptions.NotFound, match="^404 Schema not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema not found$"):
         schema_client.delete_schema(name=NAME)
     assert list(schema_client.list_schemas(parent=P)) == []
 
@@ -240,14 +245,14 @@ def test_validate_schema_and_message(schema_client: Any) -> None:
     validate(name=NAME, message=binary(STATE, {"name": "A", "post_abbr": "AK"}), encoding="BINARY")
     validate(schema={"type_": "AVRO", "definition": json.dumps(STATE)}, message=good,
              encoding="JSON")
-    with pytest.raises(exceptions.InvalidArgument, match="^400 No encoding provided.$"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"^400 No encoding provided.$"):
         validate(name=NAME, message=good)
     with pytest.raises(exceptions.InvalidArgument, match="Could not parse JSON Avro message"):
         validate(name=NAME, message=b'{"name": 1, "post_abbr": "AK"}', encoding="JSON")
     with pytest.raises(exceptions.InvalidArgument, match="Too much data to parse for schema"):
         validate(name=NAME, message=binary(STATE, {"name": "A", "post_abbr": "B"}) + b"\0",
                  encoding="BINARY")
-    with pytest.raises(exceptions.NotFound, match="^404 Schema not found$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema not found$"):
         validate(name=f"{P}/schemas/missing", message=good, encoding="JSON")
     proto = {"type_": "PROTOCOL_BUFFER", "definition": PROTO}
     validate(schema=proto, message=b'{"name": "Alaska", "postAbbr": "AK"}', encoding="JSON")
@@ -260,7 +265,9 @@ def test_validate_schema_and_message(schema_client: Any) -> None:
 def test_hostile_avro_schemas_and_messages_leave_the_server_serving(schema_client: Any) -> None:
     """A recursive schema's deep message is refused (the compiled reader would crash the
     process on it); an array of items that take no bytes is refused at create."""
-    node = {"type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]}
+    node = {
+        "type": "record", "name": "Node", "fields": [{"name": "next", "type": ["null", "Node"]}]
+    }
     avro(schema_client, "linked", node)
     deep = b"\x02" * 1_000_000 + b"\x00"
     with pytest.raises(exceptions.InvalidArgument, match="nested too deeply"):

@@ -139,7 +139,7 @@ def test_binary_encoding(
     with pytest.raises(exceptions.InvalidArgument) as info:
         publisher_client.publish(topic=TOPIC, messages=[{"data": b'{"name": "Ohio"}'}])
     assert info.value.reason == "INVALID_BINARY_AVRO_MESSAGE"
-    [(data, attributes)] = _pull(subscriber_client)
+    [(_, attributes)] = _pull(subscriber_client)
     assert attributes["googclient_schemaencoding"] == "BINARY"
     assert attributes["googclient_schemarevisionid"] == revisions[1]
 
@@ -153,14 +153,14 @@ def test_update_topic_schema_settings(publisher_client: Any, revisions: tuple[st
             "update_mask": {"paths": paths},
         })
 
-    with pytest.raises(exceptions.InvalidArgument, match="^400 No schema name provided$"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"^400 No schema name provided$"):
         update({"encoding": "JSON"}, ["schema_settings.encoding"])
     updated = update({"schema": SCHEMA, "encoding": "JSON"}, ["schema_settings"])
     assert updated.schema_settings.schema == SCHEMA
     updated = update({"encoding": "BINARY"}, ["schema_settings.encoding"])
     assert updated.schema_settings.encoding.name == "BINARY"
     assert updated.schema_settings.schema == SCHEMA
-    with pytest.raises(exceptions.InvalidArgument, match="schema_settings.bogus is not a known"):
+    with pytest.raises(exceptions.InvalidArgument, match=r"schema_settings.bogus is not a known"):
         update({}, ["schema_settings.bogus"])
     cleared = publisher_client.update_topic(
         request={"topic": {"name": TOPIC}, "update_mask": {"paths": ["schema_settings"]}}
@@ -182,7 +182,7 @@ def test_deleting_revisions_and_schemas_unlinks_topics(
     settings = publisher_client.get_topic(topic=TOPIC).schema_settings
     assert settings.schema == "_deleted-schema_"
     assert settings.last_revision_id == "_deleted-schema-revision_"
-    with pytest.raises(exceptions.NotFound, match="^404 Schema associated with topic deleted.$"):
+    with pytest.raises(exceptions.NotFound, match=r"^404 Schema associated with topic deleted.$"):
         publisher_client.publish(topic=TOPIC, messages=[{"data": b'{"name": "a"}'}])
 
 
