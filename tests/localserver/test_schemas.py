@@ -279,3 +279,51 @@ def test_hostile_avro_schemas_and_messages_leave_the_server_serving(schema_clien
     with pytest.raises(exceptions.InvalidArgument, match="array of null takes no bytes"):
         avro(schema_client, "nulls", nulls)
     assert schema_client.get_schema(name=f"{P}/schemas/linked").name.endswith("linked")
+
+
+KINDS = {
+    "type": "record", "name": "Kinds", "fields": [
+        {"name": "maybe", "type": ["null", "string"]},
+        {"name": "small", "type": "int"},
+        {"name": "raw", "type": "bytes"},
+        {"name": "color", "type": {"type": "enum", "name": "Color", "symbols": ["RED", "BLUE"]}},
+        {"name": "tags", "type": {"type": "map", "values": "long"}},
+    ],
+}
+GOOD = {"maybe": {"string": "x"}, "small": 1, "raw": "\u00ff", "color": "RED", "tags": {"a": 1}}
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({}, None),
+        ({"maybe": None}, None),
+        ({"maybe": "x"}, "a union's value is null or an object with one member"),
+        ({"small": 2**31}, "is not a int"),
+        ({"small": True}, "is not a int"),
+        ({"raw": "\u0100"}, "is not a bytes"),
+        ({"color": "GREEN"}, "is not a symbol of Color"),
+        ({"tags": {"a": "1"}}, "tags['a']: \"1\" is not a long"),
+        ({"extra": 1}, None),  # ignored, as Google's emulator ignores it
+    ],
+)
+def test_the_json_encoding(schema_client: Any, change: dict[str, Any], problem: str | None) -> None:
+    request = {
+        "parent": P, "schema": {"type_": "AVRO", "definition": json.dumps(KINDS)},
+        "message": json.dumps({**GOOD, **change}).encode(), "encoding": "JSON",
+    }
+    if problem is None:
+        schema_client.validate_message(request=request)
+        return
+    with pytest.raises(exceptions.InvalidArgument) as info:
+        schema_client.validate_message(request=request)
+    assert info.value.message.startswith("Could not parse JSON Avro message: ")
+    assert problem in info.value.message
+
+
+def test_a_json_field_is_required_even_with_a_default(schema_client: Any) -> None:
+    with pytest.raises(exceptions.InvalidArgument, match="field pop is missing"):
+        schema_client.validate_message(request={
+            "parent": P, "schema": {"type_": "AVRO", "definition": json.dumps(STATE_V2)},
+            "message": b'{"name": "A", "post_abbr": "AK"}', "encoding": "JSON",
+        })

@@ -39,10 +39,8 @@ class AvroDefinition:
     def __init__(self, text: str) -> None:
         import fastavro  # lazy: see the module docstring
         import fastavro._read_py
-        import fastavro.json_read
         import fastavro.validation
 
-        self._json_reader = fastavro.json_read.json_reader
         self._validate = fastavro.validation.validate
         try:
             raw = json.loads(text)
@@ -51,11 +49,6 @@ class AvroDefinition:
         named: dict[str, Any] = {}
         try:
             self.schema = fastavro.parse_schema(raw, named_schemas=named)
-            strict_named: dict[str, Any] = {}
-            # The JSON encoding names every field: a missing one is an error even where
-            # the field has a default (what Google's emulator does; the spec's JSON
-            # encoding writes every field).
-            self._strict = fastavro.parse_schema(_without_defaults(raw), named_schemas=strict_named)
         except RecursionError:
             raise ValueError("nested too deeply") from None
         except Exception as exc:
@@ -73,6 +66,10 @@ class AvroDefinition:
         self._binary_reader = (
             fastavro._read_py.schemaless_reader if walk.recursive else fastavro.schemaless_reader
         )
+        # A binary datum decodes to values of its types; only an int's 32-bit range is
+        # left to check (the encoding is the same varint as a long's).
+        self._ranges = walk.has_int
+        self._json = _JsonCheck(named)
 
     # ------------------------------------------------------------------- messages
 
@@ -80,24 +77,21 @@ class AvroDefinition:
         """None when `data` is one JSON-encoded datum of the schema, else the reason."""
         try:
             document = json.loads(data)
-            line = json.dumps(document)  # fastavro's JSON reader reads one per line
-            datum = next(iter(self._json_reader(io.StringIO(line), self._strict)))
-            if not self._validate(datum, self._strict, raise_errors=False):
-                return "the JSON object does not match the schema's types"
-        except StopIteration:
-            return "no JSON value"
         except RecursionError:
             return "nested too deeply"
-        except Exception as exc:
-            return f"does not match the schema ({_short(exc)})"
-        return None
+        except ValueError as exc:
+            return f"not JSON ({_short(exc)})"
+        try:
+            return self._json.problem(self.schema, document, "")
+        except RecursionError:
+            return "nested too deeply"
 
     def check_binary(self, data: bytes) -> str | None:
         """None when `data` is exactly one binary-encoded datum of the schema."""
         stream = io.BytesIO(data)
         try:
             datum = self._binary_reader(stream, self.schema)
-            if not self._validate(datum, self.schema, raise_errors=False):
+            if self._ranges and not self._validate(datum, self.schema, raise_errors=False):
                 return "a value is out of its type's range"
         except EOFError:
             return "Not enough data to parse for schema."
@@ -131,23 +125,6 @@ def _short(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-def _without_defaults(node: Any) -> Any:
-    """The raw schema with no field default (see `AvroDefinition.__init__`)."""
-    if isinstance(node, list):
-        return [_without_defaults(n) for n in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: _without_defaults(v) for k, v in node.items() if k != "fields"}
-    if "fields" in node and isinstance(node["fields"], list):
-        out["fields"] = [
-            {k: _without_defaults(v) for k, v in f.items() if k != "default"}
-            if isinstance(f, dict)
-            else f
-            for f in node["fields"]
-        ]
-    return out
-
-
 def _kind(node: Any) -> str:
     if isinstance(node, str):
         return node
@@ -163,11 +140,14 @@ class _Walk:
     def __init__(self, named: dict[str, Any]) -> None:
         self.named = named
         self.recursive = False
+        self.has_int = False
         self.zero_width_array: str | None = None
         self._open: list[str] = []
         self._seen: set[str] = set()
 
     def visit(self, node: Any) -> None:
+        if node == "int" or (isinstance(node, dict) and node.get("type") == "int"):
+            self.has_int = True
         if isinstance(node, str):
             if node in self._open:
                 self.recursive = True
@@ -222,6 +202,110 @@ def _describe(node: Any) -> str:
         return node
     name = node.get("name")
     return f"{node.get('type')} {name}" if name else str(node.get("type"))
+
+
+_INT32 = (-(2**31), 2**31 - 1)
+_INT64 = (-(2**63), 2**63 - 1)
+
+
+class _JsonCheck:
+    """Is a decoded JSON document a datum of the schema in Avro's JSON encoding (the
+    specification's "JSON Encoding"): a record is an object naming every field (extra
+    members are ignored, as Google's emulator ignores them; a field's default does
+    not stand in for it), a union is null or a one-member object keyed by the
+    branch's type name, bytes and fixed are strings of code points up to 255, and
+    numbers are in their type's range. The schema itself is fastavro's parse."""
+
+    def __init__(self, named: dict[str, Any]) -> None:
+        self.named = named
+
+    def problem(self, schema: Any, value: Any, where: str) -> str | None:
+        if isinstance(schema, str):
+            if schema in self.named:
+                return self.problem(self.named[schema], value, where)
+            return self._primitive(schema, value, where)
+        if isinstance(schema, list):
+            return self._union(schema, value, where)
+        kind = schema.get("type")
+        if kind in ("record", "error"):
+            if not isinstance(value, dict):
+                return f"{where or 'the message'} is not a JSON object"
+            for field in schema["fields"]:
+                name = field["name"]
+                path = f"{where}.{name}" if where else name
+                if name not in value:
+                    return f"field {path} is missing"
+                problem = self.problem(field["type"], value[name], path)
+                if problem is not None:
+                    return problem
+            return None
+        if kind == "enum":
+            if value not in schema["symbols"]:
+                what = where or "the message"
+                return f"{what}: {_show(value)} is not a symbol of {schema['name']}"
+            return None
+        if kind == "array":
+            if not isinstance(value, list):
+                return f"{where or 'the message'} is not a JSON array"
+            for i, item in enumerate(value):
+                problem = self.problem(schema["items"], item, f"{where}[{i}]")
+                if problem is not None:
+                    return problem
+            return None
+        if kind == "map":
+            if not isinstance(value, dict):
+                return f"{where or 'the message'} is not a JSON object"
+            for key, item in value.items():
+                problem = self.problem(schema["values"], item, f"{where}[{key!r}]")
+                if problem is not None:
+                    return problem
+            return None
+        if kind == "fixed":
+            problem = self._primitive("bytes", value, where)
+            if problem is None and len(value) != schema["size"]:
+                return f"{where or 'the message'} has {len(value)} bytes, not {schema['size']}"
+            return problem
+        return self.problem(kind, value, where)  # a primitive with attributes
+
+    def _union(self, branches: list[Any], value: Any, where: str) -> str | None:
+        if value is None:
+            return None if "null" in branches else f"{where or 'the message'} may not be null"
+        if not isinstance(value, dict) or len(value) != 1:
+            return (
+                f"{where or 'the message'}: a union's value is null or an object with one "
+                "member named for the branch's type"
+            )
+        ((key, inner),) = value.items()
+        for branch in branches:
+            name = branch if isinstance(branch, str) else branch.get("name", branch.get("type"))
+            if key == name or (isinstance(name, str) and key == _unqualified(name)):
+                return self.problem(branch, inner, where)
+        return f"{where or 'the message'}: {key!r} is no branch of the union"
+
+    @staticmethod
+    def _primitive(kind: str, value: Any, where: str) -> str | None:
+        ok: bool
+        if kind == "null":
+            ok = value is None
+        elif kind == "boolean":
+            ok = isinstance(value, bool)
+        elif kind in ("int", "long"):
+            low, high = _INT32 if kind == "int" else _INT64
+            ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        elif kind in ("float", "double"):
+            ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        elif kind == "string":
+            ok = isinstance(value, str)
+        elif kind == "bytes":
+            ok = isinstance(value, str) and all(ord(c) < 256 for c in value)
+        else:
+            return f"unknown type {kind}"
+        return None if ok else f"{where or 'the message'}: {_show(value)} is not a {kind}"
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class _Resolution:
