@@ -195,9 +195,10 @@ class PublisherService:
     def create_topic(self, request: Any, call: CallInfo) -> Any:
         project, _ = parse_topic(request.name)
         self._check_fields(request, UPDATABLE_PATHS)
-        self._check_schema_settings(request)
 
         def build() -> Any:
+            # Under the write lock: a schema deleted meanwhile is not linked to.
+            self._check_schema_settings(request)
             topic = protos.Topic()
             topic.CopyFrom(request)
             topic.ClearField("state")

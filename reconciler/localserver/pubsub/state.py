@@ -1,5 +1,6 @@
-"""Server state: topics, org policies, the resource ancestry, and (in
-`subscriptions`) subscriptions with their messages.
+"""Server state: topics, org policies, the resource ancestry, (in `subscriptions`)
+subscriptions with their messages, and (in `schemas.registry`) schemas with their
+revisions.
 
 Durable before visible: a change is journaled and fsynced *before* memory changes,
 so nothing a reader or a reply has seen can be lost by a crash, and a write that

@@ -21,6 +21,8 @@ import io
 import json
 from typing import Any
 
+from reconciler.localserver.schemas.reasons import short
+
 _PRIMITIVES = frozenset({"null", "boolean", "int", "long", "float", "double", "bytes", "string"})
 # What data written as the key type may be read as besides itself (the spec's promotions).
 _PROMOTIONS = {
@@ -45,14 +47,14 @@ class AvroDefinition:
         try:
             raw = json.loads(text)
         except (ValueError, RecursionError) as exc:
-            raise ValueError(f"not JSON ({_short(exc)})") from None
+            raise ValueError(f"not JSON ({short(exc)})") from None
         named: dict[str, Any] = {}
         try:
             self.schema = fastavro.parse_schema(raw, named_schemas=named)
         except RecursionError:
             raise ValueError("nested too deeply") from None
         except Exception as exc:
-            raise ValueError(_short(exc)) from None
+            raise ValueError(short(exc)) from None
         self.named = named
         walk = _Walk(named)
         walk.visit(self.schema)
@@ -80,7 +82,7 @@ class AvroDefinition:
         except RecursionError:
             return "nested too deeply"
         except ValueError as exc:
-            return f"not JSON ({_short(exc)})"
+            return f"not JSON ({short(exc)})"
         try:
             return self._json.problem(self.schema, document, "")
         except RecursionError:
@@ -98,7 +100,7 @@ class AvroDefinition:
         except RecursionError:
             return "nested too deeply"
         except Exception as exc:
-            return f"does not match the schema ({_short(exc)})"
+            return f"does not match the schema ({short(exc)})"
         if stream.tell() != len(data):
             return "Too much data to parse for schema."
         return None
@@ -119,10 +121,6 @@ class AvroDefinition:
                 return f"{direction}: {problem}"
         return None
 
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _kind(node: Any) -> str:

@@ -20,6 +20,8 @@ from typing import Any
 
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
+from reconciler.localserver.schemas.reasons import short
+
 PROTOC_TIMEOUT_S = 60.0  # a safety net for a wedged compiler, not an expectation
 _FILE = "schema.proto"
 
@@ -83,7 +85,7 @@ class ProtobufDefinition:
         try:
             json_format.Parse(data, message)
         except Exception as exc:
-            return f"does not match {self.full_name} ({_short(exc)})"
+            return f"does not match {self.full_name} ({short(exc)})"
         return _uninitialized(message)
 
     def check_binary(self, data: bytes) -> str | None:
@@ -91,7 +93,7 @@ class ProtobufDefinition:
         try:
             message.ParseFromString(data)
         except Exception as exc:
-            return f"is not a {self.full_name} ({_short(exc)})"
+            return f"is not a {self.full_name} ({short(exc)})"
         return _uninitialized(message)
 
     # ------------------------------------------------------------------ revisions
@@ -107,10 +109,6 @@ def _uninitialized(message: Any) -> str | None:
     missing = message.FindInitializationErrors()
     return f"lacks required field(s) {', '.join(missing)}" if missing else None
 
-
-def _short(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def _types(file: Any) -> tuple[dict[str, Any], dict[str, Any]]:
