@@ -126,7 +126,7 @@ def main() -> None:
                 client.publish(request=request, retry=None, timeout=30)  # accepted at all
                 pairs.append((label, client, request))
         owner = {label: s for s in servers for label, _, _ in pairs if label.startswith(s.name)}
-        for label, client, request in pairs:
+        for _, client, request in pairs:
             for _ in range(args.warmup):
                 client.publish(request=request, retry=None, timeout=30)
         cpu: dict[str, list[float]] = {label: [] for label, _, _ in pairs}

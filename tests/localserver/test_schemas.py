@@ -327,3 +327,22 @@ def test_a_json_field_is_required_even_with_a_default(schema_client: Any) -> Non
             "parent": P, "schema": {"type_": "AVRO", "definition": json.dumps(STATE_V2)},
             "message": b'{"name": "A", "post_abbr": "AK"}', "encoding": "JSON",
         })
+
+
+SCHEMA_METHODS = {
+    "CreateSchema", "GetSchema", "ListSchemas", "ListSchemaRevisions", "CommitSchema",
+    "RollbackSchema", "DeleteSchemaRevision", "DeleteSchema", "ValidateSchema",
+    "ValidateMessage",
+}
+
+
+def test_the_schema_methods_are_listed_counted_and_faultable(
+    local_server: Any, schema_client: Any
+) -> None:
+    assert set(local_server.method_names()) >= SCHEMA_METHODS
+    local_server.faults.add("CreateSchema", error="PERMISSION_DENIED", error_next=1,
+                            message="injected")
+    with pytest.raises(exceptions.PermissionDenied, match="injected"):
+        avro(schema_client)
+    avro(schema_client)
+    assert local_server.counters.for_project("CreateSchema", "proj-alpha") == 2
