@@ -1,5 +1,5 @@
 """`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
-OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
+SchemaService, OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
 handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
 that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
 one address (`transport.front`). The faces know the services only by the table of
@@ -38,6 +38,7 @@ from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
 from reconciler.localserver.pubsub.backlog import BacklogStats
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
+from reconciler.localserver.pubsub.schema_service import SchemaService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -53,6 +54,7 @@ log = logging.getLogger(__name__)
 
 PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
+SCHEMA_SERVICE = "google.pubsub.v1.SchemaService"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING_SERVICE = "google.monitoring.v3.MetricService"
 CAPABILITIES = (
@@ -64,6 +66,7 @@ CAPABILITIES = (
     "in-transit-enforcement",
     "rest",
     "monitoring",
+    "schemas",
 )
 MAX_WORKERS = 64
 
@@ -81,6 +84,7 @@ def method_names() -> list[str]:
     return _method_names(
         PublisherService(state),
         SubscriberService(state),
+        SchemaService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
@@ -159,6 +163,7 @@ class LocalServer:
         )
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
+        self.schema_service = SchemaService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
@@ -178,8 +183,8 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.orgpolicy, self.custom_constraints,
-            self.monitoring,
+            self.publisher, self.subscriber, self.schema_service, self.orgpolicy,
+            self.custom_constraints, self.monitoring,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -241,6 +246,7 @@ class LocalServer:
         return {
             PUBLISHER_SERVICE: self.publisher.rpcs(),
             SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            SCHEMA_SERVICE: self.schema_service.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),
         }

@@ -56,3 +56,24 @@ def split_policy_name(name: str) -> tuple[str, str]:
         )
     policy_parent(parent)
     return parent, constraint.removeprefix("constraints/")
+
+
+def parse_schema(name: str, *, revision: bool = False) -> tuple[str, str, str]:
+    """(project_id, schema_id, revision_id) of "projects/P/schemas/S", or with
+    `revision` also of "projects/P/schemas/S@REVISION" (revision_id "" when none is
+    named); else INVALID_ARGUMENT in the service's words plus the reason. Schema IDs
+    follow the topic ID rules (the resource-name rules the API reference points to)."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "schemas":
+        raise invalid(
+            f"Invalid [schemas] name: (name={name}). Expected projects/PROJECT_ID/schemas/"
+            "SCHEMA_ID."
+        )
+    schema_id, at, revision_id = parts[3].partition("@") if revision else (parts[3], "", "")
+    problem = project_id_problem(parts[1]) or topic_id_problem(schema_id)
+    if not problem and at and not revision_id:
+        problem = "the revision ID after '@' is empty"
+    if problem or "\n" in name:
+        reason = (problem or "bad character").replace("topic ID", "schema ID", 1)
+        raise invalid(f"Invalid [schemas] name: (name={name}). {reason}.")
+    return parts[1], schema_id, revision_id

@@ -50,7 +50,10 @@ PUBLISH = 10  # a Publish request as received, with its IDs, time, region, recei
 ACK = 11
 NEXT_MESSAGE_ID = 12  # snapshot only
 BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
-KINDS = frozenset(range(1, 14))
+# Schemas (`schemas.registry` encodes their values: every revision of one schema).
+PUT_SCHEMA = 14
+DELETE_SCHEMA = 15
+KINDS = frozenset(range(1, 16))
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]

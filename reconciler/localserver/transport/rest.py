@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import grpc
-from google.protobuf import json_format
+from google.protobuf import any_pb2, json_format
 from google.protobuf.descriptor import FieldDescriptor
 
 from reconciler.localserver.api.rpc import CallInfo, Rpc, unserved
@@ -79,11 +79,14 @@ SYSTEM_PARAMETERS = frozenset(
 _P = "google.pubsub.v1.Publisher"
 _S = "google.pubsub.v1.Subscriber"
 _M = "google.monitoring.v3.MetricService"
+_SC = "google.pubsub.v1.SchemaService"
 _TOPIC = "projects/*/topics/*"
 _SUB = "projects/*/subscriptions/*"
 _SNAP = "projects/*/snapshots/*"
+_SCHEMA = "projects/*/schemas/*"
 
-# (HTTP method, path template, service, RPC method, body "*" or "")
+# (HTTP method, path template, service, RPC method, body: "*" (the whole request),
+# a field's name (the body is that field) or "" (none))
 ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ("PUT", f"/v1/{{name={_TOPIC}}}", _P, "CreateTopic", "*"),
     ("PATCH", f"/v1/{{topic.name={_TOPIC}}}", _P, "UpdateTopic", "*"),
@@ -109,19 +112,28 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ("PUT", f"/v1/{{name={_SNAP}}}", _S, "CreateSnapshot", "*"),
     ("PATCH", f"/v1/{{snapshot.name={_SNAP}}}", _S, "UpdateSnapshot", "*"),
     ("DELETE", f"/v1/{{snapshot={_SNAP}}}", _S, "DeleteSnapshot", ""),
+    ("POST", "/v1/{parent=projects/*}/schemas", _SC, "CreateSchema", "schema"),
+    ("GET", f"/v1/{{name={_SCHEMA}}}", _SC, "GetSchema", ""),
+    ("GET", "/v1/{parent=projects/*}/schemas", _SC, "ListSchemas", ""),
+    ("GET", f"/v1/{{name={_SCHEMA}}}:listRevisions", _SC, "ListSchemaRevisions", ""),
+    ("POST", f"/v1/{{name={_SCHEMA}}}:commit", _SC, "CommitSchema", "*"),
+    ("POST", f"/v1/{{name={_SCHEMA}}}:rollback", _SC, "RollbackSchema", "*"),
+    ("DELETE", f"/v1/{{name={_SCHEMA}}}:deleteRevision", _SC, "DeleteSchemaRevision", ""),
+    ("DELETE", f"/v1/{{name={_SCHEMA}}}", _SC, "DeleteSchema", ""),
+    ("POST", "/v1/{parent=projects/*}/schemas:validate", _SC, "ValidateSchema", "*"),
+    ("POST", "/v1/{parent=projects/*}/schemas:validateMessage", _SC, "ValidateMessage", "*"),
     ("GET", "/v3/{name=projects/*}/timeSeries", _M, "ListTimeSeries", ""),
 )
-# Also part of the REST surface, not served: IAM on topics, subscriptions, snapshots,
-# and the schema service.
+# Also part of the REST surface, not served: IAM on topics, subscriptions, snapshots
+# and schemas.
 _UNSERVED_PATTERNS = (
     (
         re.compile(
-            r"^/v1/projects/[^/]+/(topics|subscriptions|snapshots)/[^/:]+:"
+            r"^/v1/projects/[^/]+/(topics|subscriptions|snapshots|schemas)/[^/:]+:"
             r"(getIamPolicy|setIamPolicy|testIamPermissions)$"
         ),
         "google.iam.v1.IAMPolicy",
     ),
-    (re.compile(r"^/v1/projects/[^/]+/schemas(/.*)?(:.*)?$"), "google.pubsub.v1.SchemaService"),
 )
 
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]+)\}")
@@ -201,7 +213,8 @@ class RestFace:
             return Response(200, body)
         except ServiceError as err:
             status = HTTP_STATUS.get(err.code, 500)
-            return Response(status, error_body(status, err.code.name, err.message))
+            details = [_detail_json(d) for d in err.details]
+            return Response(status, error_body(status, err.code.name, err.message, details))
         except Exception as exc:  # never a dropped connection for a bug
             log.exception("local server: REST %s %s failed", request.method, request.path)
             return Response(500, error_body(500, "INTERNAL", f"local server bug: {exc!r}"))
@@ -230,23 +243,33 @@ class RestFace:
             grpc.StatusCode.NOT_FOUND,
             f"The requested URL {path} was not found on this server (REST paths: "
             "/v1/projects/P/topics..., /v1/projects/P/subscriptions..., "
+            "/v1/projects/P/schemas..., "
             "/v3/projects/P/timeSeries).",
         )
 
     @staticmethod
     def _message(rpc: Rpc, route: Route, values: tuple[str, ...], request: Request) -> Any:
         message = rpc.request_type()
-        if route.body == "*" and request.body.strip():
+        if route.body and request.body.strip():
+            target = message if route.body == "*" else getattr(message, route.body)
             try:
-                json_format.Parse(request.body, message)
+                json_format.Parse(request.body, target)
             except json_format.ParseError as exc:
                 raise invalid(f"Invalid JSON payload received. {exc}") from None
         elif request.body.strip() and request.method in ("GET", "DELETE"):
             raise invalid(f"{request.method} {request.path} takes no request body.")
-        bind_query(message, request.query, route.fields)
+        body_fields = () if route.body in ("*", "") else (route.body,)
+        bind_query(message, request.query, route.fields + body_fields)
         for field, value in zip(route.fields, values, strict=True):
             _set_path(message, field, value)
         return message
+
+
+def _detail_json(detail: Any) -> dict[str, Any]:
+    """A status detail as the REST error's "details" hold it ({"@type": ..., ...})."""
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return dict(json_format.MessageToDict(packed))
 
 
 def _set_path(message: Any, path: str, value: str) -> None:
