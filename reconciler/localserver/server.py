@@ -1,5 +1,5 @@
 """`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
-OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
+SchemaService, OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
 handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
 that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
 one address (`transport.front`). The faces know the services only by the table of
@@ -39,6 +39,7 @@ from reconciler.localserver.pubsub.backlog import BacklogStats
 from reconciler.localserver.pubsub.iam_service import IamService
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
+from reconciler.localserver.pubsub.schema_service import SchemaService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -54,6 +55,7 @@ log = logging.getLogger(__name__)
 
 PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
+SCHEMA_SERVICE = "google.pubsub.v1.SchemaService"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING_SERVICE = "google.monitoring.v3.MetricService"
 IAM_SERVICE = "google.iam.v1.IAMPolicy"  # the Pub/Sub services' IAM mixin
@@ -66,6 +68,7 @@ CAPABILITIES = (
     "in-transit-enforcement",
     "rest",
     "monitoring",
+    "schemas",
 )
 MAX_WORKERS = 64
 
@@ -83,6 +86,7 @@ def method_names() -> list[str]:
     return _method_names(
         PublisherService(state),
         SubscriberService(state),
+        SchemaService(state),
         IamService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
@@ -162,6 +166,7 @@ class LocalServer:
         )
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
+        self.schema_service = SchemaService(self.state)
         self.iam = IamService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
@@ -182,8 +187,8 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.iam, self.orgpolicy, self.custom_constraints,
-            self.monitoring,
+            self.publisher, self.subscriber, self.schema_service, self.iam, self.orgpolicy,
+            self.custom_constraints, self.monitoring,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -245,6 +250,7 @@ class LocalServer:
         return {
             PUBLISHER_SERVICE: self.publisher.rpcs(),
             SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            SCHEMA_SERVICE: self.schema_service.rpcs(),
             IAM_SERVICE: self.iam.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),

@@ -4,6 +4,7 @@ its own set up alike, and requires the same result and the same error."""
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,13 @@ CONDITIONAL_POLICY = {
         }
     ],
 }
+SC = "projects/{P}/schemas"
+AVSC = '{"type": "record", "name": "State", "fields": [{"name": "name", "type": "string"}]}'
+AVSC_V2 = (
+    '{"type": "record", "name": "State", "fields": [{"name": "name", "type": "string"}, '
+    '{"name": "pop", "type": "long", "default": 0}]}'
+)
+AVSC_LONG = '{"type": "record", "name": "State", "fields": [{"name": "name", "type": "long"}]}'
 NOW = int(time.time())
 SINCE, UNTIL = NOW - 600, NOW + 3600
 FILTER = 'metric.type = "pubsub.googleapis.com/topic/send_request_count"'
@@ -602,6 +610,168 @@ TWINS = [
         {"subscription": f"{S}/orders-sub", "snapshot": "projects/{P}/snapshots/s"},
         ok=False,
     ),
+    # SchemaService
+    Twin(
+        "CreateSchema",
+        "POST",
+        "/v1/projects/{P}/schemas",
+        {"type": "AVRO", "definition": AVSC},
+        "schema",
+        "create_schema",
+        {"parent": "projects/{P}", "schema": {"type_": "AVRO", "definition": AVSC},
+         "schema_id": "fresh"},
+        query={"schemaId": "fresh"},
+    ),
+    Twin(
+        "CreateSchema-exists",
+        "POST",
+        "/v1/projects/{P}/schemas",
+        {"type": "AVRO", "definition": AVSC},
+        "schema",
+        "create_schema",
+        {"parent": "projects/{P}", "schema": {"type_": "AVRO", "definition": AVSC},
+         "schema_id": "state"},
+        query={"schemaId": "state"},
+        ok=False,
+    ),
+    Twin(
+        "CreateSchema-bad-definition",
+        "POST",
+        "/v1/projects/{P}/schemas",
+        {"type": "AVRO", "definition": "{"},
+        "schema",
+        "create_schema",
+        {"parent": "projects/{P}", "schema": {"type_": "AVRO", "definition": "{"},
+         "schema_id": "fresh"},
+        query={"schemaId": "fresh"},
+        ok=False,
+    ),
+    Twin(
+        "GetSchema",
+        "GET",
+        f"/v1/{SC}/state",
+        None,
+        "schema",
+        "get_schema",
+        {"name": f"{SC}/state"},
+    ),
+    Twin(
+        "GetSchema-basic",
+        "GET",
+        f"/v1/{SC}/state",
+        None,
+        "schema",
+        "get_schema",
+        {"name": f"{SC}/state", "view": "BASIC"},
+        query={"view": "BASIC"},
+    ),
+    Twin(
+        "GetSchema-missing",
+        "GET",
+        f"/v1/{SC}/missing",
+        None,
+        "schema",
+        "get_schema",
+        {"name": f"{SC}/missing"},
+        ok=False,
+    ),
+    Twin(
+        "ListSchemas",
+        "GET",
+        "/v1/projects/{P}/schemas",
+        None,
+        "schema",
+        "list_schemas",
+        {"parent": "projects/{P}", "view": "FULL"},
+        query={"view": "FULL"},
+    ),
+    Twin(
+        "ListSchemaRevisions",
+        "GET",
+        f"/v1/{SC}/state:listRevisions",
+        None,
+        "schema",
+        "list_schema_revisions",
+        {"name": f"{SC}/state"},
+    ),
+    Twin(
+        "CommitSchema",
+        "POST",
+        f"/v1/{SC}/state:commit",
+        {"schema": {"type": "AVRO", "definition": AVSC_V2}},
+        "schema",
+        "commit_schema",
+        {"name": f"{SC}/state", "schema": {"type_": "AVRO", "definition": AVSC_V2}},
+    ),
+    Twin(
+        "CommitSchema-incompatible",
+        "POST",
+        f"/v1/{SC}/state:commit",
+        {"schema": {"type": "AVRO", "definition": AVSC_LONG}},
+        "schema",
+        "commit_schema",
+        {"name": f"{SC}/state", "schema": {"type_": "AVRO", "definition": AVSC_LONG}},
+        ok=False,
+    ),
+    Twin(
+        "RollbackSchema-missing-revision",
+        "POST",
+        f"/v1/{SC}/state:rollback",
+        {"revisionId": "deadbeef"},
+        "schema",
+        "rollback_schema",
+        {"name": f"{SC}/state", "revision_id": "deadbeef"},
+        ok=False,
+    ),
+    Twin(
+        "DeleteSchemaRevision-missing",
+        "DELETE",
+        f"/v1/{SC}/state@deadbeef:deleteRevision",
+        None,
+        "schema",
+        "delete_schema_revision",
+        {"name": f"{SC}/state@deadbeef"},
+        ok=False,
+    ),
+    Twin(
+        "DeleteSchema",
+        "DELETE",
+        f"/v1/{SC}/state",
+        None,
+        "schema",
+        "delete_schema",
+        {"name": f"{SC}/state"},
+    ),
+    Twin(
+        "ValidateSchema",
+        "POST",
+        "/v1/projects/{P}/schemas:validate",
+        {"schema": {"type": "AVRO", "definition": AVSC}},
+        "schema",
+        "validate_schema",
+        {"parent": "projects/{P}", "schema": {"type_": "AVRO", "definition": AVSC}},
+    ),
+    Twin(
+        "ValidateMessage",
+        "POST",
+        "/v1/projects/{P}/schemas:validateMessage",
+        {"name": f"{SC}/state", "message": "eyJuYW1lIjogIngifQ==", "encoding": "JSON"},
+        "schema",
+        "validate_message",
+        {"parent": "projects/{P}", "name": f"{SC}/state", "message": b'{"name": "x"}',
+         "encoding": "JSON"},
+    ),
+    Twin(
+        "ValidateMessage-bad",
+        "POST",
+        "/v1/projects/{P}/schemas:validateMessage",
+        {"name": f"{SC}/state", "message": "eyJuYW1lIjogMX0=", "encoding": "JSON"},
+        "schema",
+        "validate_message",
+        {"parent": "projects/{P}", "name": f"{SC}/state", "message": b'{"name": 1}',
+         "encoding": "JSON"},
+        ok=False,
+    ),
     # Monitoring
     Twin(
         "ListTimeSeries",
@@ -626,13 +796,16 @@ TWINS = [
     ),
 ]
 
-VOLATILE = {"messageId", "publishTime", "ackId", "startTime", "endTime", "etag"}
+VOLATILE = {
+    "messageId", "publishTime", "ackId", "startTime", "endTime", "revisionId",
+    "revisionCreateTime", "etag",
+}
 
 
 def _normal(value: Any, project: str) -> Any:
     """The answer with the project named "{P}" and per-call values (IDs, times) left out."""
     if isinstance(value, str):
-        return value.replace(project, "{P}")
+        return re.sub(r"revision: [0-9a-f]{8}\b", "revision: R", value.replace(project, "{P}"))
     if isinstance(value, dict):
         return {
             k: (len(v) if k == "messageIds" else _normal(v, project))
@@ -646,19 +819,24 @@ def _normal(value: Any, project: str) -> Any:
 
 @pytest.fixture
 def clients(
-    publisher_client: Any, subscriber_client: Any, monitoring_client: Any
+    publisher_client: Any, subscriber_client: Any, monitoring_client: Any, schema_client: Any
 ) -> dict[str, Any]:
     return {
         "publisher": publisher_client,
         "subscriber": subscriber_client,
         "monitoring": monitoring_client,
+        "schema": schema_client,
     }
 
 
 def _set_up(clients: dict[str, Any], project: str) -> None:
     """The same world in each project: a topic in us-east1 with a subscription and one
-    message published from us-east1."""
+    message published from us-east1, and an Avro schema."""
     pub, sub = clients["publisher"], clients["subscriber"]
+    clients["schema"].create_schema(
+        parent=f"projects/{project}", schema={"type_": "AVRO", "definition": AVSC},
+        schema_id="state",
+    )
     topic = f"projects/{project}/topics/orders"
     pub.create_topic(
         request={
@@ -688,6 +866,7 @@ def _request_of(twin: Twin, request: dict[str, Any]) -> Any:
     from google.cloud.monitoring_v3.types import ListTimeSeriesRequest
     from google.iam.v1 import iam_policy_pb2
     from google.pubsub_v1 import types as ps
+    from google.pubsub_v1.types import schema as sc
 
     iam = {
         "get_iam_policy": iam_policy_pb2.GetIamPolicyRequest,
@@ -716,6 +895,16 @@ def _request_of(twin: Twin, request: dict[str, Any]) -> Any:
         "delete_subscription": ps.DeleteSubscriptionRequest,
         "seek": ps.SeekRequest,
         "list_time_series": ListTimeSeriesRequest,
+        "create_schema": sc.CreateSchemaRequest,
+        "get_schema": sc.GetSchemaRequest,
+        "list_schemas": sc.ListSchemasRequest,
+        "list_schema_revisions": sc.ListSchemaRevisionsRequest,
+        "commit_schema": sc.CommitSchemaRequest,
+        "rollback_schema": sc.RollbackSchemaRequest,
+        "delete_schema_revision": sc.DeleteSchemaRevisionRequest,
+        "delete_schema": sc.DeleteSchemaRequest,
+        "validate_schema": sc.ValidateSchemaRequest,
+        "validate_message": sc.ValidateMessageRequest,
     }
     return names[twin.method](request)
 

@@ -19,6 +19,8 @@ from google.protobuf import (
     timestamp_pb2,
 )
 from google.pubsub_v1.types import pubsub as _ps
+from google.pubsub_v1.types import schema as _sc
+from google.rpc import error_details_pb2, status_pb2
 
 # Typed as Any: the classes are built at run time from descriptors (no stubs).
 Topic: Any = _ps.Topic.pb()
@@ -51,6 +53,25 @@ AcknowledgeRequest: Any = _ps.AcknowledgeRequest.pb()
 ModifyAckDeadlineRequest: Any = _ps.ModifyAckDeadlineRequest.pb()
 StreamingPullRequest: Any = _ps.StreamingPullRequest.pb()
 StreamingPullResponse: Any = _ps.StreamingPullResponse.pb()
+
+Schema: Any = _sc.Schema.pb()
+CreateSchemaRequest: Any = _sc.CreateSchemaRequest.pb()
+GetSchemaRequest: Any = _sc.GetSchemaRequest.pb()
+ListSchemasRequest: Any = _sc.ListSchemasRequest.pb()
+ListSchemasResponse: Any = _sc.ListSchemasResponse.pb()
+ListSchemaRevisionsRequest: Any = _sc.ListSchemaRevisionsRequest.pb()
+ListSchemaRevisionsResponse: Any = _sc.ListSchemaRevisionsResponse.pb()
+CommitSchemaRequest: Any = _sc.CommitSchemaRequest.pb()
+RollbackSchemaRequest: Any = _sc.RollbackSchemaRequest.pb()
+DeleteSchemaRevisionRequest: Any = _sc.DeleteSchemaRevisionRequest.pb()
+DeleteSchemaRequest: Any = _sc.DeleteSchemaRequest.pb()
+ValidateSchemaRequest: Any = _sc.ValidateSchemaRequest.pb()
+ValidateSchemaResponse: Any = _sc.ValidateSchemaResponse.pb()
+ValidateMessageRequest: Any = _sc.ValidateMessageRequest.pb()
+ValidateMessageResponse: Any = _sc.ValidateMessageResponse.pb()
+
+ErrorInfo: Any = error_details_pb2.ErrorInfo
+Status: Any = status_pb2.Status
 
 Policy: Any = _op.Policy.pb()
 GetPolicyRequest: Any = _op.GetPolicyRequest.pb()

@@ -50,8 +50,11 @@ PUBLISH = 10  # a Publish request as received, with its IDs, time, region, recei
 ACK = 11
 NEXT_MESSAGE_ID = 12  # snapshot only
 BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
-PUT_IAM_POLICY = 14  # a resource's IAM policy (dropped with the resource, not journaled apart)
-KINDS = frozenset(range(1, 15))
+# Schemas (`schemas.registry` encodes their values: every revision of one schema).
+PUT_SCHEMA = 14
+DELETE_SCHEMA = 15
+PUT_IAM_POLICY = 16  # a resource's IAM policy (dropped with the resource, not journaled apart)
+KINDS = frozenset(range(1, 17))
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]

@@ -1,5 +1,6 @@
-"""Server state: topics, org policies, the resource ancestry, and (in
-`subscriptions`) subscriptions with their messages.
+"""Server state: topics, org policies, the resource ancestry, (in `subscriptions`)
+subscriptions with their messages, and (in `schemas.registry`) schemas with their
+revisions.
 
 Durable before visible: a change is journaled and fsynced *before* memory changes,
 so nothing a reader or a reply has seen can be lost by a crash, and a write that
@@ -32,6 +33,12 @@ from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.subscriptions import Subscriptions
+from reconciler.localserver.schemas.registry import (
+    DELETED_REVISION,
+    DELETED_SCHEMA,
+    SchemaRegistry,
+)
+from reconciler.localserver.schemas.registry import encode as encode_schema
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
@@ -87,12 +94,14 @@ class ServerState:
         self._resource_kinds: dict[str, Callable[[str], bool]] = {
             "topics": lambda name: name in self._topics,
             "subscriptions": lambda name: self.subs.raw(name) is not None,
+            "schemas": lambda name: self.schemas.revisions(name) is not None,
         }
         self._journal: j.Journal | None = None
         self.loaded: j.Loaded | None = None
         self.subs = Subscriptions(
             self, keep_messages, destination_locations or {}, max_backlog=max_backlog
         )
+        self.schemas = SchemaRegistry(self)
         if state_dir is not None:
             journal = j.Journal(
                 Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
@@ -133,6 +142,8 @@ class ServerState:
             self.policy_store.ancestry[key] = value.decode("utf-8")
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
+        elif kind == j.PUT_SCHEMA or kind == j.DELETE_SCHEMA:
+            self.schemas.apply(record)
         elif kind == j.PUT_IAM_POLICY:
             self._iam[key] = protos.IamPolicy.FromString(value)
         else:
@@ -194,6 +205,7 @@ class ServerState:
             yield j.SET_ANCESTRY, child, parent.encode("utf-8")
         for name, policy in self._policies.items():
             yield j.PUT_POLICY, name, policy.SerializeToString()
+        yield from self.schemas.records()
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
         yield from self.subs.records()
@@ -324,6 +336,38 @@ class ServerState:
         with self.lock:
             return self.subs.topic_message_count(name)
 
+    # ----------------------------------------------------------------------- schemas
+
+    def write_schema(
+        self, name: str, change: Callable[[list[Any] | None], list[Any] | None]
+    ) -> tuple[list[Any] | None, list[Any] | None]:
+        """Atomically replace schema `name`'s revisions by `change(current)` (None
+        deletes the schema; `change` may raise to refuse); returns (before, after).
+        Topics that name a deleted schema or a deleted revision are changed in the
+        same journal write, as the service shows them: the schema as
+        `_deleted-schema_`, each such revision bound as `_deleted-schema-revision_`."""
+        with self.wlock:
+            before = self.schemas.revisions(name)
+            after = change(before)
+            if before is None and after is None:
+                return None, None
+            gone = {r.revision_id for r in before or ()} - {r.revision_id for r in after or ()}
+            changed = (_unlinked(t, name, after is None, gone) for t in self._topics.values())
+            topics = [t for t in changed if t is not None] if gone else []
+            records: list[j.Record] = [
+                (j.DELETE_SCHEMA, name, b"") if after is None
+                else (j.PUT_SCHEMA, name, encode_schema(after))
+            ]
+            records += [(j.PUT_TOPIC, t.name, t.SerializeToString()) for t in topics]
+            self.commit(*records)
+            with self.lock:
+                for record in records[:1]:
+                    self.schemas.apply(record)
+                for topic in topics:
+                    self._topics[topic.name] = topic
+            self.maybe_compact()
+        return before, after
+
     # ---------------------------------------------------------------------- policies
 
     def _put_policy(self, pb: Any) -> None:
@@ -418,3 +462,25 @@ class ServerState:
     def locked(self) -> threading.RLock:
         """The write lock, for evaluating the org policy consistently with a write."""
         return self.wlock
+
+
+
+def _unlinked(topic: Any, name: str, schema_gone: bool, revisions_gone: set[str]) -> Any | None:
+    """`topic` as it reads once schema `name` (or some of its revisions) is deleted;
+    None when the topic names neither."""
+    settings = topic.schema_settings
+    if not topic.HasField("schema_settings") or settings.schema != name:
+        return None
+    bounds = ("first_revision_id", "last_revision_id")
+    hit = [b for b in bounds if getattr(settings, b) and (
+        schema_gone or getattr(settings, b) in revisions_gone
+    )]
+    if not schema_gone and not hit:
+        return None
+    out = protos.Topic()
+    out.CopyFrom(topic)
+    if schema_gone:
+        out.schema_settings.schema = DELETED_SCHEMA
+    for bound in hit:
+        setattr(out.schema_settings, bound, DELETED_REVISION)
+    return out

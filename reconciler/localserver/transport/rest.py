@@ -24,7 +24,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 import grpc
-from google.protobuf import json_format
+from google.protobuf import any_pb2, json_format
 from google.protobuf.descriptor import FieldDescriptor
 
 from reconciler.localserver.api.rpc import CallInfo, Rpc, unserved
@@ -103,7 +103,8 @@ class RestFace:
             return Response(200, rendering.render(response))
         except ServiceError as err:
             status = HTTP_STATUS.get(err.code, 500)
-            return Response(status, error_body(status, err.code.name, err.message))
+            details = [_detail_json(d) for d in err.details]
+            return Response(status, error_body(status, err.code.name, err.message, details))
         except Exception as exc:  # never a dropped connection for a bug
             log.exception("local server: REST %s %s failed", request.method, request.path)
             return Response(500, error_body(500, "INTERNAL", f"local server bug: {exc!r}"))
@@ -154,6 +155,13 @@ def _message(
     for field, value in zip(route.fields, values, strict=True):
         _set_path(message, field, value)
     return message
+
+
+def _detail_json(detail: Any) -> dict[str, Any]:
+    """A status detail as the REST error's "details" hold it ({"@type": ..., ...})."""
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return dict(json_format.MessageToDict(packed))
 
 
 def _set_path(message: Any, path: str, value: str) -> None:

@@ -1,10 +1,11 @@
 """The REST face's routes: the `google.api.http` bindings of the methods behind it, as
-Google's own REST clients send them (google/pubsub/v1/pubsub.proto with the IAM
-mixin's bindings of pubsub_v1.yaml, google/cloud/orgpolicy/v2/orgpolicy.proto,
-google/monitoring/v3/metric_service.proto), and finding the route of a request.
+Google's own REST clients send them (google/pubsub/v1/pubsub.proto and schema.proto
+with the IAM mixin's bindings of pubsub_v1.yaml, google/cloud/orgpolicy/v2/
+orgpolicy.proto, google/monitoring/v3/metric_service.proto), and finding the route of
+a request.
 
 A route whose method the server does not serve answers as its gRPC twin does
-(UNIMPLEMENTED); so do the schema service's paths.
+(UNIMPLEMENTED).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from reconciler.localserver.api.status import ServiceError
 
 PUBLISHER = "google.pubsub.v1.Publisher"
 SUBSCRIBER = "google.pubsub.v1.Subscriber"
+SCHEMAS = "google.pubsub.v1.SchemaService"
 IAM = "google.iam.v1.IAMPolicy"
 ORGPOLICY = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING = "google.monitoring.v3.MetricService"
@@ -61,6 +63,22 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ("PUT", f"/v1/{{name={_SNAP}}}", SUBSCRIBER, "CreateSnapshot", "*"),
     ("PATCH", f"/v1/{{snapshot.name={_SNAP}}}", SUBSCRIBER, "UpdateSnapshot", "*"),
     ("DELETE", f"/v1/{{snapshot={_SNAP}}}", SUBSCRIBER, "DeleteSnapshot", ""),
+    ("POST", "/v1/{parent=projects/*}/schemas", SCHEMAS, "CreateSchema", "schema"),
+    ("GET", f"/v1/{{name={_SCHEMA}}}", SCHEMAS, "GetSchema", ""),
+    ("GET", "/v1/{parent=projects/*}/schemas", SCHEMAS, "ListSchemas", ""),
+    ("GET", f"/v1/{{name={_SCHEMA}}}:listRevisions", SCHEMAS, "ListSchemaRevisions", ""),
+    ("POST", f"/v1/{{name={_SCHEMA}}}:commit", SCHEMAS, "CommitSchema", "*"),
+    ("POST", f"/v1/{{name={_SCHEMA}}}:rollback", SCHEMAS, "RollbackSchema", "*"),
+    ("DELETE", f"/v1/{{name={_SCHEMA}}}:deleteRevision", SCHEMAS, "DeleteSchemaRevision", ""),
+    ("DELETE", f"/v1/{{name={_SCHEMA}}}", SCHEMAS, "DeleteSchema", ""),
+    ("POST", "/v1/{parent=projects/*}/schemas:validate", SCHEMAS, "ValidateSchema", "*"),
+    (
+        "POST",
+        "/v1/{parent=projects/*}/schemas:validateMessage",
+        SCHEMAS,
+        "ValidateMessage",
+        "*",
+    ),
     # The IAM mixin, on every Pub/Sub resource that has a policy. getIamPolicy is a
     # GET in Pub/Sub's service config (Google's Python client sends that) and a POST
     # with a body in google/iam/v1/iam_policy.proto (Google's Node client sends that).
@@ -137,11 +155,6 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ),
     ("GET", "/v3/{name=projects/*}/timeSeries", MONITORING, "ListTimeSeries", ""),
 )
-# Also part of Pub/Sub's REST surface, not served: the schema service.
-_UNSERVED_PATTERNS = (
-    (re.compile(r"^/v1/projects/[^/]+/schemas(/.*)?(:.*)?$"), "google.pubsub.v1.SchemaService"),
-)
-
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]+)\}")
 
 
@@ -183,7 +196,7 @@ def routes() -> list[Route]:
 
 def find(table: list[Route], method: str, path: str) -> tuple[Route, tuple[str, ...]]:
     """The route of `method path` and its path variables' values (decoded); NOT_FOUND
-    naming what the path takes, or UNIMPLEMENTED for a service not served."""
+    naming what the path takes."""
     allowed = []
     for route in table:
         match = route.pattern.match(path)
@@ -192,12 +205,6 @@ def find(table: list[Route], method: str, path: str) -> tuple[Route, tuple[str, 
         if route.http_method == method:
             return route, tuple(unquote(v) for v in match.groups())
         allowed.append(route.http_method)
-    for pattern, service in _UNSERVED_PATTERNS:
-        if pattern.match(path):
-            raise ServiceError(
-                grpc.StatusCode.UNIMPLEMENTED,
-                f"{service} is not served by the local server ({method} {path}).",
-            )
     if allowed:
         raise ServiceError(
             grpc.StatusCode.NOT_FOUND,
@@ -207,5 +214,5 @@ def find(table: list[Route], method: str, path: str) -> tuple[Route, tuple[str, 
         grpc.StatusCode.NOT_FOUND,
         f"The requested URL {path} was not found on this server (REST paths: "
         "/v1/projects/P/topics..., /v1/projects/P/subscriptions..., "
-        "/v2/projects/P/policies..., /v3/projects/P/timeSeries).",
+        "/v1/projects/P/schemas..., /v2/projects/P/policies..., /v3/projects/P/timeSeries).",
     )
