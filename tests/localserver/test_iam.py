@@ -295,3 +295,26 @@ def test_policies_are_durable_and_their_removal_too(tmp_path: Path, stop: str) -
         with pytest.raises(exceptions.Aborted):  # the etag read before the restart is current
             _set(pub, TOPIC, VIEWER, etag=base64.b64decode("ACAB"))
         _set(pub, TOPIC, VIEWER, etag=kept.etag)
+
+
+def test_a_schema_has_a_policy_and_it_goes_with_the_schema(schema_client: Any) -> None:
+    schema = f"{P}/schemas/state"
+    definition = '{"type": "record", "name": "S", "fields": [{"name": "n", "type": "string"}]}'
+
+    def create() -> None:
+        schema_client.create_schema(
+            parent=P, schema_id="state", schema={"type_": "AVRO", "definition": definition}
+        )
+
+    create()
+    _set(schema_client, schema, VIEWER)
+    assert _roles(schema_client.get_iam_policy(request={"resource": schema}, **CALL)) == [
+        ("roles/pubsub.viewer", ["group:ops@example.com"])
+    ]
+    with pytest.raises(exceptions.InvalidArgument, match="not supported"):
+        _set(schema_client, schema, PUBLISHER)  # Publisher is granted on topics only
+    schema_client.delete_schema(name=schema)
+    with pytest.raises(exceptions.NotFound):
+        schema_client.get_iam_policy(request={"resource": schema}, **CALL)
+    create()
+    assert list(schema_client.get_iam_policy(request={"resource": schema}, **CALL).bindings) == []

@@ -8,6 +8,9 @@ reason, and the reason is checked, so no method is left out silently."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +28,10 @@ ORG = {REST_P: "organizations/2002", GRPC_P: "organizations/1001"}
 CALL = {"retry": None, "timeout": 60}
 CONSTRAINT = "custom.euOnly"
 APP = "serviceAccount:app@example.iam.gserviceaccount.com"
+STATE = {"type": "record", "name": "State", "fields": [{"name": "name", "type": "string"}]}
+# Compatible with STATE (a field with a default added); STATE_LONG is not.
+STATE_V2 = {**STATE, "fields": [*STATE["fields"], {"name": "pop", "type": "long", "default": 0}]}
+STATE_LONG = {**STATE, "fields": [{"name": "name", "type": "long"}]}
 EU_ONLY = "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
 
 
@@ -72,6 +79,7 @@ class Clients:
     publisher: Any
     subscriber: Any
     orgpolicy: Any
+    schemas: Any
     project: str
 
     @property
@@ -84,12 +92,12 @@ class Clients:
 
 def _rest_clients(address: str, project: str) -> Clients:
     from google.cloud.orgpolicy_v2 import OrgPolicyClient
-    from google.pubsub_v1 import PublisherClient, SubscriberClient
+    from google.pubsub_v1 import PublisherClient, SchemaServiceClient, SubscriberClient
 
     options = ClientOptions(api_endpoint=f"http://{address}")
     made = [
         cls(transport="rest", client_options=options, credentials=AnonymousCredentials())
-        for cls in (PublisherClient, SubscriberClient, OrgPolicyClient)
+        for cls in (PublisherClient, SubscriberClient, OrgPolicyClient, SchemaServiceClient)
     ]
     return Clients(*made, project=project)
 
@@ -98,26 +106,29 @@ def _rest_clients(address: str, project: str) -> Clients:
 def both(local_server: Any) -> Iterator[dict[str, Clients]]:
     """The REST clients in one project, the gRPC clients in another, each project set
     up alike (over gRPC)."""
-    from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
+    from reconciler.backends import clients as made_for
 
     address = local_server.address
     grpc_clients = Clients(
-        publisher_client(address), subscriber_client(address), orgpolicy_client(address), GRPC_P
+        made_for.publisher_client(address),
+        made_for.subscriber_client(address),
+        made_for.orgpolicy_client(address),
+        made_for.schema_client(address),
+        GRPC_P,
     )
     made = {"rest": _rest_clients(address, REST_P), "grpc": grpc_clients}
     for project in (REST_P, GRPC_P):
-        _set_up(Clients(grpc_clients.publisher, grpc_clients.subscriber, grpc_clients.orgpolicy,
-                        project))
+        _set_up(dataclasses.replace(grpc_clients, project=project))
     yield made
     for clients in made.values():
-        for client in (clients.publisher, clients.subscriber, clients.orgpolicy):
+        for client in (clients.publisher, clients.subscriber, clients.orgpolicy, clients.schemas):
             client.transport.close()
 
 
 def _set_up(c: Clients) -> None:
     """The same world in each project, made over gRPC: a topic in us-east1 with two
     subscriptions and one message, a policy on the topic, a location policy on the
-    project, a custom constraint in the organization."""
+    project, a custom constraint in the organization, an Avro schema."""
     topic = c.name("topics", "orders")
     c.publisher.create_topic(
         request={
@@ -154,6 +165,10 @@ def _set_up(c: Clients) -> None:
         },
     )
     c.orgpolicy.create_custom_constraint(parent=c.org, custom_constraint=_constraint(c))
+    c.schemas.create_schema(
+        parent=f"projects/{c.project}", schema_id="state",
+        schema={"type_": "AVRO", "definition": json.dumps(STATE)},
+    )
 
 
 def _constraint(c: Clients, **overrides: Any) -> dict[str, Any]:
@@ -206,6 +221,33 @@ class Case:
     id: str  # "METHOD" or "METHOD-what"
     call: Callable[[Clients], Any]
     error: type[Exception] | None = None  # the error both ways, None when it succeeds
+
+
+def _schema(c: Clients, schema_id: str = "state") -> str:
+    return c.name("schemas", schema_id)
+
+
+def _commit(c: Clients, definition: dict[str, Any]) -> Any:
+    return c.schemas.commit_schema(
+        name=_schema(c), schema={"type_": "AVRO", "definition": json.dumps(definition)}, **CALL
+    )
+
+
+def _rolled_back(c: Clients) -> Any:
+    first = _commit(c, STATE_V2)  # the newest is now this one; roll back to the first
+    revisions = list(c.schemas.list_schema_revisions(name=_schema(c), **CALL))
+    assert revisions[-1].revision_id == first.revision_id
+    return c.schemas.rollback_schema(
+        name=_schema(c), revision_id=revisions[0].revision_id, **CALL
+    )
+
+
+def _revision_deleted(c: Clients) -> Any:
+    _commit(c, STATE_V2)
+    oldest = next(iter(c.schemas.list_schema_revisions(name=_schema(c), **CALL)))
+    return c.schemas.delete_schema_revision(
+        name=f"{_schema(c)}@{oldest.revision_id}", **CALL
+    )
 
 
 def _policy(c: Clients) -> str:
@@ -291,6 +333,38 @@ CASES = [
     Case("TestIamPermissions-wildcard", lambda c: c.publisher.test_iam_permissions(request={
         "resource": c.name("topics", "orders"), "permissions": ["pubsub.*"]}, **CALL),
         exceptions.BadRequest),
+    Case("CreateSchema", lambda c: c.schemas.create_schema(
+        parent=f"projects/{c.project}", schema_id="other",
+        schema={"type_": "AVRO", "definition": json.dumps(STATE)}, **CALL)),
+    Case("CreateSchema-exists", lambda c: c.schemas.create_schema(
+        parent=f"projects/{c.project}", schema_id="state",
+        schema={"type_": "AVRO", "definition": json.dumps(STATE)}, **CALL), exceptions.Conflict),
+    Case("GetSchema", lambda c: c.schemas.get_schema(name=_schema(c), **CALL)),
+    Case("GetSchema-missing", lambda c: c.schemas.get_schema(
+        name=_schema(c, "missing"), **CALL), exceptions.NotFound),
+    Case("ListSchemas", lambda c: list(c.schemas.list_schemas(
+        request={"parent": f"projects/{c.project}", "view": "FULL"}, **CALL))),
+    Case("ListSchemaRevisions", lambda c: list(c.schemas.list_schema_revisions(
+        name=_schema(c), **CALL))),
+    Case("CommitSchema", lambda c: _commit(c, STATE_V2)),
+    Case("CommitSchema-incompatible", lambda c: _commit(c, STATE_LONG), exceptions.BadRequest),
+    Case("RollbackSchema", _rolled_back),
+    Case("DeleteSchemaRevision", _revision_deleted),
+    Case("DeleteSchema", lambda c: c.schemas.delete_schema(name=_schema(c), **CALL)),
+    Case("ValidateSchema", lambda c: c.schemas.validate_schema(
+        parent=f"projects/{c.project}",
+        schema={"type_": "AVRO", "definition": json.dumps(STATE_V2)}, **CALL)),
+    Case("ValidateMessage", lambda c: c.schemas.validate_message(request={
+        "parent": f"projects/{c.project}", "name": _schema(c), "encoding": "JSON",
+        "message": b'{"name": "Utah"}'}, **CALL)),
+    Case("ValidateMessage-bad", lambda c: c.schemas.validate_message(request={
+        "parent": f"projects/{c.project}", "name": _schema(c), "encoding": "JSON",
+        "message": b'{"name": 7}'}, **CALL), exceptions.BadRequest),
+    Case("SetIamPolicy-schema", lambda c: c.schemas.set_iam_policy(request={
+        "resource": _schema(c),
+        "policy": {"bindings": [{"role": "roles/pubsub.viewer", "members": [APP]}]}}, **CALL)),
+    Case("GetIamPolicy-schema", lambda c: c.schemas.get_iam_policy(
+        request={"resource": _schema(c)}, **CALL)),
     Case("GetPolicy", lambda c: c.orgpolicy.get_policy(name=_policy(c), **CALL)),
     Case("GetPolicy-missing", lambda c: c.orgpolicy.get_policy(
         name=f"projects/{c.project}/policies/gcp.restrictTLSVersion", **CALL), exceptions.NotFound),
@@ -325,7 +399,9 @@ CASES = [
 ]
 
 # Per-call values: IDs, times, etags (their presence is compared, not their value).
-VOLATILE = {"messageId", "publishTime", "ackId", "updateTime", "etag"}
+VOLATILE = {
+    "messageId", "publishTime", "ackId", "updateTime", "etag", "revisionId", "revisionCreateTime"
+}
 
 
 def _plain(value: Any) -> Any:
@@ -341,7 +417,8 @@ def _plain(value: Any) -> Any:
 
 
 def _normal(value: Any, project: str) -> Any:
-    if isinstance(value, str):
+    if isinstance(value, str):  # a schema revision's random ID in a message too
+        value = re.sub(r"revision: [0-9a-f]{8}\b", "revision: <id>", value)
         return value.replace(project, "{P}").replace(ORG[project], "{O}")
     if isinstance(value, dict):
         return {k: _normal_field(k, v, project) for k, v in value.items()}
