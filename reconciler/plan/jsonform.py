@@ -20,7 +20,7 @@ import orjson
 
 # Anything but JSON types raises in orjson instead of being written its own way. The
 # subclasses of str, int, dict and list are written as what they are (the plan's values
-# are read-only dicts and lists: plan/frozen.py), as `json` writes them.
+# are read-only dicts and lists: reconciler/frozen.py), as `json` writes them.
 _PLAIN_ONLY = orjson.OPT_PASSTHROUGH_DATACLASS | orjson.OPT_PASSTHROUGH_DATETIME
 
 

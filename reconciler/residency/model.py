@@ -1,23 +1,27 @@
 """The residency report: a plain, read-only model, and the one description of
-`reconcile residency --format json` (docs/residency.schema.json is generated from it
-by `python -m reconciler.residency.schema`, as the plan's is from the plan model)."""
+`reconcile residency --format json`: reconciler/codec.py writes it, and
+docs/residency.schema.json is generated from it by `python -m reconciler.residency.schema`,
+as the plan's is from the plan model."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from reconciler.plan.frozen import EMPTY
+from pydantic import ConfigDict, Field
+
+from reconciler.codec import As, Items, Record, is_empty, to_data
+from reconciler.frozen import EMPTY
 from reconciler.plan.model import Source, SubscriptionKind
-from reconciler.plan.shape import OMIT_EMPTY, Doc, Shape, document, frozen_model
 
 FORMAT_VERSION = "1.0"
 Rule = Literal["live", "declared", "org"]
-Strings = Sequence[str]
+Strings = Items[str]
 
 
-@frozen_model
-class RegionStore:
+@dataclass(frozen=True)
+class RegionStore(Record):
     """What the by-region gauges say is stored in one region for the topic (across its
     subscriptions), and whether that region is allowed."""
 
@@ -29,20 +33,21 @@ class RegionStore:
     retained_acked_bytes: int | None
     oldest_retained_acked_age_seconds: int | None
     not_allowed_by: Annotated[
-        Sequence[Rule],
-        Doc("Which policies do not allow this region: the topic's live policy, its "
-            "declared policy, the effective org policy (empty: allowed by all)."),
+        Items[Rule],
+        Field(description="Which policies do not allow this region: the topic's live "
+              "policy, its declared policy, the effective org policy (empty: allowed by "
+              "all)."),
     ] = EMPTY
     ages_out_within_seconds: Annotated[
         int | None,
-        Doc("When the last message stored here reaches the end of its retention, from "
-            "now (the longest retention of the topic and its subscriptions, less the "
-            "oldest message's age); null when unknown."),
+        Field(description="When the last message stored here reaches the end of its "
+              "retention, from now (the longest retention of the topic and its "
+              "subscriptions, less the oldest message's age); null when unknown."),
     ] = None
 
 
-@frozen_model
-class PausedExport:
+@dataclass(frozen=True)
+class PausedExport(Record):
     """An export or push subscription whose delivery is paused by in-transit
     restriction."""
 
@@ -51,29 +56,35 @@ class PausedExport:
     state: str
 
 
-@frozen_model
-class TopicResidency:
+@dataclass(frozen=True)
+class TopicResidency(Record):
     """One declared topic: where its messages are, and what is outside the allowed."""
 
     address: str
     project: str
     topic: str
-    exists: Annotated[bool, Doc("Whether the topic exists live.")]
-    regions: Annotated[Sequence[RegionStore], Doc("Regions holding messages, by name.")] = EMPTY
+    exists: Annotated[bool, Field(description="Whether the topic exists live.")]
+    regions: Annotated[
+        Items[RegionStore], Field(description="Regions holding messages, by name.")
+    ] = EMPTY
     outside: Annotated[
-        Strings, Doc("Regions holding messages that some policy does not allow.")
+        Strings, Field(description="Regions holding messages that some policy does not allow.")
     ] = EMPTY
     ages_out_within_seconds: Annotated[
         int | None,
-        Doc("When the last message stored outside the allowed regions ages out, from now "
-            "(null: nothing outside, or unknown)."),
+        Field(description="When the last message stored outside the allowed regions ages "
+              "out, from now (null: nothing outside, or unknown)."),
     ] = None
-    paused_exports: Sequence[PausedExport] = EMPTY
-    subscriptions: Annotated[int | None, Doc("Attached subscriptions; null: unknown.")] = None
+    paused_exports: Items[PausedExport] = EMPTY
+    subscriptions: Annotated[
+        int | None, Field(description="Attached subscriptions; null: unknown.")
+    ] = None
     unknown: Annotated[
-        Strings, OMIT_EMPTY, Doc("Why some figures are unknown (metrics, subscriptions).")
+        Strings,
+        Field(exclude_if=is_empty,
+              description="Why some figures are unknown (metrics, subscriptions)."),
     ] = EMPTY
-    source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
+    source: Annotated[Mapping[str, Any] | None, As(Source | None)] = None
 
     @property
     def has_findings(self) -> bool:
@@ -86,19 +97,24 @@ class TopicResidency:
         return self.exists and bool(self.unknown)
 
 
-@frozen_model
-class ResidencyReport:
+@dataclass(frozen=True)
+class ResidencyReport(Record):
     """`reconcile residency --format json`: every declared topic's stored messages by
     region, what is outside the allowed regions, and paused exports."""
 
-    format_version: Annotated[str, Doc("MAJOR.MINOR; readers ignore keys they do not know.")] = (
-        FORMAT_VERSION
-    )
-    created_at: Annotated[str, Doc("When the report was made (ISO 8601, UTC).")] = ""
-    target: Annotated[str, Doc("Google Cloud, local (DIR) or emulator HOST:PORT.")] = ""
-    topics: Sequence[TopicResidency] = EMPTY
+    __pydantic_config__ = ConfigDict(json_schema_serialization_defaults_required=True)
+
+    format_version: Annotated[
+        str, Field(description="MAJOR.MINOR; readers ignore keys they do not know.")
+    ] = FORMAT_VERSION
+    created_at: Annotated[str, Field(description="When the report was made (ISO 8601, UTC).")] = ""
+    target: Annotated[
+        str, Field(description="Google Cloud, local (DIR) or emulator HOST:PORT.")
+    ] = ""
+    topics: Items[TopicResidency] = EMPTY
     notes: Annotated[
-        Strings, Doc("Per project: what could not be read and why (the role it needs).")
+        Strings,
+        Field(description="Per project: what could not be read and why (the role it needs)."),
     ] = EMPTY
 
     @property
@@ -111,4 +127,5 @@ class ResidencyReport:
         return sum(1 for t in self.topics if t.unchecked)
 
     def to_json(self) -> dict[str, Any]:
-        return document(self)
+        data: dict[str, Any] = to_data(self)
+        return data

@@ -108,8 +108,8 @@ CASES = [
     ),
     (_set("surprise", value=1), "field surprise: unknown field"),
     (_set("format_version", value="4.0"), "plan format_version 4.0 is not supported"),
-    (_set("format_version", value="2.0"), "plan format_version 2.0 was written by an older"),
-    (_set("format_version", value="1.0"), "plan format_version 1.0 was written by an older"),
+    (_set("format_version", value="2.0"), "2.0 was made by an older reconcile: plan again"),
+    (_set("format_version", value="1.0"), "1.0 was made by an older reconcile: plan again"),
     (_set("digest", value="md5:abc"), "field digest: expected sha256:HEX"),
     (_set("prune", value=False), "a delete in a plan made without --prune"),
 ]

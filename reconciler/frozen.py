@@ -1,10 +1,11 @@
-"""Read-only JSON values: the plan's lists and objects cannot change once it is made,
-so its digest, computed once, stays the digest of what it holds.
+"""Read-only values: a plan (and a residency report) cannot change once made, so its
+digest, computed once, stays the digest of what it holds.
 
 `FrozenDict` and `FrozenList` are a dict and a list that refuse every change (equal to
-a dict or list with the same items, and written by both JSON writers as one), so that
-the plan's values serialise without a copy. `freeze` makes a value read-only all the
-way down, sharing what is read-only already; `thaw` makes a plain copy to change.
+a dict or list with the same items, and written as one). `freeze` makes a value
+read-only all the way down, sharing what is read-only already; `thaw` makes a plain
+copy to change. `ReadOnly` is the base of the frozen dataclasses of such a document:
+whatever lists and dicts they are given, or read, they hold read-only.
 """
 
 from __future__ import annotations
@@ -82,12 +83,19 @@ def freeze(value: Any) -> Any:
     return value
 
 
-def frozen_strings(values: Any) -> FrozenList[Any]:
-    """A list of strings (or of read-only values) made read-only: the common case of
-    `freeze` without looking at each item."""
-    if type(values) is FrozenList:
-        return values
-    return FrozenList(values) if values else EMPTY
+class ReadOnly:
+    """Base of a frozen dataclass whose members are read-only all the way down: every
+    list, tuple and dict a member is given (by the code that makes the object, or by
+    the reader of a document) is replaced by its read-only copy, once, when the object
+    is made. A subclass with its own `__post_init__` calls this one first."""
+
+    __dataclass_fields__: Any
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, _CONTAINERS) and type(value) not in READ_ONLY:
+                object.__setattr__(self, name, freeze(value))
 
 
 def thaw(value: Any) -> Any:
