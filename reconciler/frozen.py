@@ -3,9 +3,8 @@ digest, computed once, stays the digest of what it holds.
 
 `FrozenDict` and `FrozenList` are a dict and a list that refuse every change (equal to
 a dict or list with the same items, and written as one). `freeze` makes a value
-read-only all the way down, sharing what is read-only already; `thaw` makes a plain
-copy to change. `ReadOnly` is the base of the frozen dataclasses of such a document:
-whatever lists and dicts they are given, or read, they hold read-only.
+read-only all the way down, sharing what is read-only already (reconciler/codec.py's
+`Record`, the base of such a document's classes, freezes what each member holds).
 """
 
 from __future__ import annotations
@@ -80,28 +79,4 @@ def freeze(value: Any) -> Any:
         if not value:
             return EMPTY
         return FrozenList([freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
-    return value
-
-
-class ReadOnly:
-    """Base of a frozen dataclass whose members are read-only all the way down: every
-    list, tuple and dict a member is given (by the code that makes the object, or by
-    the reader of a document) is replaced by its read-only copy, once, when the object
-    is made. A subclass with its own `__post_init__` calls this one first."""
-
-    __dataclass_fields__: Any
-
-    def __post_init__(self) -> None:
-        for name in self.__dataclass_fields__:
-            value = getattr(self, name)
-            if isinstance(value, _CONTAINERS) and type(value) not in READ_ONLY:
-                object.__setattr__(self, name, freeze(value))
-
-
-def thaw(value: Any) -> Any:
-    """A plain, changeable copy of a JSON value (dicts and lists all the way down)."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [thaw(v) for v in value]
     return value

@@ -20,11 +20,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import ConfigDict, Field
-from typing_extensions import TypedDict  # pydantic reads its keys on Python 3.11 too
+from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
 from reconciler.apply.result import ApplyResult, TopicResult
-from reconciler.codec import to_data
+from reconciler.codec import doc, to_data
 from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -56,11 +55,9 @@ Summary = TypedDict(
 class ApplyOutcome:
     """The outcome of one `reconcile apply` (`--format json` prints it on stdout)."""
 
-    __pydantic_config__ = ConfigDict(json_schema_serialization_defaults_required=True)
-
     outcome: Annotated[
         Outcome,
-        Field(description="applied: every change made; no-changes: nothing to apply; "
+        doc("applied: every change made; no-changes: nothing to apply; "
               "partial-failure: at least one topic failed (the others may be applied: see "
               "`results`); refused: the saved plan was refused before any change (see "
               "`reason`); error: an error before any change; interrupted: stopped by SIGINT "
@@ -68,33 +65,33 @@ class ApplyOutcome:
     ]
     exit_code: Annotated[
         int,
-        Field(description="The command's exit code: 0 applied or no-changes, 1 error, 3 "
+        doc("The command's exit code: 0 applied or no-changes, 1 error, 3 "
               "partial-failure, 4 refused, 130 interrupted (SIGINT), 143 terminated "
               "(SIGTERM)."),
     ]
     reason: Annotated[
         RefusalReason | None,
-        Field(description="Why the saved plan was refused (outcome `refused` only): stale, "
+        doc("Why the saved plan was refused (outcome `refused` only): stale, "
               "already-applied, superseded, digest-mismatch, retarget or damaged."),
     ] = None
     message: Annotated[
         str | None,
-        Field(description="The refusal or the error, as printed on stderr (outcomes refused "
+        doc("The refusal or the error, as printed on stderr (outcomes refused "
               "and error)."),
     ] = None
     details: Annotated[
         list[str],
-        Field(description="For a refusal: each thing found, one line each (e.g. every topic "
+        doc("For a refusal: each thing found, one line each (e.g. every topic "
               "changed since the plan: `projects/P/topics/T: modified since the plan`)."),
     ] = field(default_factory=list)
     digest: Annotated[
         str | None,
-        Field(description="The digest of the plan applied or refused (`sha256:...`); null "
+        doc("The digest of the plan applied or refused (`sha256:...`); null "
               "when no plan was read or made (e.g. a damaged plan file, specs with errors)."),
     ] = None
     summary: Annotated[
         Summary,
-        Field(description="How many topics were applied, failed, not attempted, or needed no "
+        doc("How many topics were applied, failed, not attempted, or needed no "
               "change."),
     ] = field(
         default_factory=lambda: Summary(
@@ -103,12 +100,12 @@ class ApplyOutcome:
     )
     results: Annotated[
         list[TopicResult],
-        Field(description="One entry per planned change (create, update, delete): what "
+        doc("One entry per planned change (create, update, delete): what "
               "happened to it and, when it failed, the service's error. Topics with nothing "
               "to change are counted in `summary.unchanged` only."),
     ] = field(default_factory=list)
     format_version: Annotated[
-        str, Field(description="The version of this document's format (1.x: only fields are "
+        str, doc("The version of this document's format (1.x: only fields are "
                    "added).")
     ] = FORMAT_VERSION
 

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from pydantic import Field
-
+from reconciler.codec import doc
 from reconciler.plan.model import Action
 
 Status = Literal["applied", "failed", "not-attempted"]
@@ -20,36 +19,36 @@ Status = Literal["applied", "failed", "not-attempted"]
 class TopicResult:
     """What happened to one planned change."""
 
-    address: Annotated[str, Field(description="The topic, `projects/P/topics/T`.")]
+    address: Annotated[str, doc("The topic, `projects/P/topics/T`.")]
     action: Annotated[
-        Action, Field(description="What the plan does to it (create, update or delete).")
+        Action, doc("What the plan does to it (create, update or delete).")
     ]
     status: Annotated[
         Status,
-        Field(description="applied: done; failed: the service refused or failed (see "
+        doc("applied: done; failed: the service refused or failed (see "
               "`error`); not-attempted: no call was made (a refusal, an interruption, an "
               "earlier error)."),
     ]
     method: Annotated[
-        str, Field(description="The call: CreateTopic, UpdateTopic or DeleteTopic.")
+        str, doc("The call: CreateTopic, UpdateTopic or DeleteTopic.")
     ] = ""
     update_mask: Annotated[
         list[str],
-        Field(description="The fields an UpdateTopic changes (labels, message_storage_policy)."),
+        doc("The fields an UpdateTopic changes (labels, message_storage_policy)."),
     ] = field(default_factory=list)
     error: Annotated[
         str | None,
-        Field(description="The service's message, its status code first (failed only)."),
+        doc("The service's message, its status code first (failed only)."),
     ] = None
-    attempts: Annotated[int, Field(description="Calls made for this change, retries included.")] = 0
+    attempts: Annotated[int, doc("Calls made for this change, retries included.")] = 0
     notes: Annotated[
         list[str],
-        Field(description="What else happened (e.g. a briefly cached NOT_FOUND after "
+        doc("What else happened (e.g. a briefly cached NOT_FOUND after "
               "CreateTopic)."),
     ] = field(default_factory=list)
-    seconds: Annotated[float, Field(description="Time spent on it, retries included.")] = 0.0
+    seconds: Annotated[float, doc("Time spent on it, retries included.")] = 0.0
     rerun_helps: Annotated[
-        bool, Field(description="False when another apply cannot fix this failure (see `error`).")
+        bool, doc("False when another apply cannot fix this failure (see `error`).")
     ] = True
 
 

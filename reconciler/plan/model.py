@@ -2,17 +2,17 @@
 file.
 
 Renderers read it, `--format json` prints it, the plan file stores it and apply
-executes its `request`s. These dataclasses are the format: reconciler/codec.py reads
-their annotations, and the document, the strict reading of a file and
-docs/plan.schema.json (plan/planschema.py) all follow from them.
+executes its `request`s. These records are the format: reconciler/codec.py (msgspec)
+writes them, reads a file strictly into them, and generates docs/plan.schema.json
+from them (plan/planschema.py).
 
-A plan cannot change once made: the dataclasses are frozen and every list and object
-they hold is read-only (reconciler/frozen.py), so `Plan.digest` is computed once, when first
-asked for, and stays true. Each change's `request` and `fields` are derived from it
-whenever a change is made or read, replacing whatever was given: what a reviewer sees
-is what apply sends (a file whose stored ones differ is refused: plan/planfile.py). The
-update mask is stored once, on the resource change; the request carries it because the
-request is exactly what is sent.
+A plan cannot change once made: the records are frozen and every list and object they
+hold is read-only, so `Plan.digest`, computed when the plan is made, stays true. Each
+change's `request` and `fields` are derived from it whenever a change is made or read,
+replacing whatever was given: what a reviewer sees is what apply sends (a file whose
+stored ones differ is refused: plan/planfile.py). The update mask is stored once, on
+the resource change; the request carries it because the request is exactly what is
+sent.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
@@ -25,34 +25,30 @@ are refused with a message to plan again (plan/planfile.py says why for each).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
-from typing import Annotated, Any, Literal
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
-from typing_extensions import TypedDict  # pydantic reads its keys on Python 3.11 too
+from msgspec import Meta
+from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
 from reconciler.codec import (
-    As,
-    Exactly,
-    Items,
-    Kept,
-    Matching,
-    OneOf,
     Record,
-    Table,
-    Whole,
-    is_empty,
+    always,
+    canonical_json,
+    derive,
+    doc,
+    indented_json,
+    replace,
     to_data,
 )
 from reconciler.diagnostics import Diagnostic
 from reconciler.frozen import EMPTY, FrozenDict, FrozenList, freeze
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER
-from reconciler.plan.jsonform import canonical_bytes, indented_text
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -65,10 +61,11 @@ from reconciler.topic import (
 
 FORMAT_VERSION = "3.0"
 DIGEST_PREFIX = "sha256:"
-DIGEST = Matching(r"sha256:[0-9a-f]{64}", "sha256:HEX (64 lowercase hex digits)")
-TOPIC_NAME = Matching(r"projects/[^/]+/topics/[^/]+", "projects/PROJECT/topics/TOPIC")
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
-VERSION = Matching(MAJOR + r"\.[0-9]+", f"MAJOR.MINOR, major {MAJOR}")
+Digest = Annotated[str, Meta(pattern=DIGEST_PATTERN)]
+TopicName = Annotated[str, Meta(pattern=r"^projects/[^/]+/topics/[^/]+$")]
+Version = Annotated[str, Meta(pattern=rf"^{MAJOR}\.[0-9]+$")]
 
 Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
@@ -85,10 +82,7 @@ DRIFT_ALLOWS_DISALLOWED, DRIFT_MISSES_ALLOWED, DRIFT_BOTH = typing.get_args(Drif
 TARGET_KINDS = ("gcp", "local", "emulator")
 POLICY_SOURCES = ("api", "snapshot")
 
-Strings = Items[str]
-
-# Every class of the plan: exactly its members when read (the nested classes inherit it).
-READ_EXACTLY = ConfigDict(extra="forbid", json_schema_serialization_defaults_required=True)
+Strings = Sequence[str]
 
 
 # -- JSON objects held as read-only dicts --------------------------------------------
@@ -105,7 +99,7 @@ class TopicState(TypedDict):
     """A topic as the plan compares it, with proto field names (the names of update
     masks); null when the topic does not exist."""
 
-    labels: Table[str]
+    labels: Mapping[str, str]
     message_storage_policy: PolicyState | None
 
 
@@ -116,7 +110,14 @@ class Source(TypedDict):
     line: int
 
 
-TopicJSON = Annotated[Mapping[str, Any] | None, As(TopicState | None)]
+# Read and documented as the TypedDicts; to the code, plain read-only mappings it looks
+# up by key.
+if TYPE_CHECKING:
+    TopicJSON = Mapping[str, Any] | None
+    SourceJSON = Mapping[str, Any] | None
+else:
+    TopicJSON = TopicState | None
+    SourceJSON = Source | None
 
 
 def topic_state(labels: Mapping[str, str], policy: StoragePolicy | None) -> FrozenDict[str, Any]:
@@ -133,197 +134,181 @@ def _policy_state(policy: StoragePolicy | None) -> Any:
 # -- the model ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Request(Record):
+class Request(Record, frozen=True):
     """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body."""
 
     method: Method
     topic: Annotated[
-        Table[Any], Field(description="The topic as sent: its name and the masked fields.")
+        Mapping[str, Any], doc("The topic as sent: its name and the masked fields.")
     ]
     update_mask: Annotated[
-        Strings, Field(description="The update's mask (UpdateTopic only).")
-    ] = EMPTY
+        Strings, doc("The update's mask (UpdateTopic only).")
+    ] = always(EMPTY)
 
 
-@dataclass(frozen=True)
-class FieldChange(Record):
+class FieldChange(Record, frozen=True):
     """One top-level path that changes, with enough detail for a reviewer."""
 
     path: MaskPath
     before: Any
     after: Any
-    added: Annotated[Strings, Field(description="Set members added (regions, label keys).")] = EMPTY
-    removed: Annotated[Strings, Field(description="Set members removed.")] = EMPTY
-    note: Annotated[str | None, Field(description="e.g. recomputed from the org policy.")] = None
+    added: Annotated[Strings, doc("Set members added (regions, label keys).")] = always(EMPTY)
+    removed: Annotated[Strings, doc("Set members removed.")] = always(EMPTY)
+    note: Annotated[str | None, doc("e.g. recomputed from the org policy.")] = always(None)
 
 
-@dataclass(frozen=True)
-class Change(Record):
+class Change(Record, frozen=True):
     """The topic before and after, and what the service computes."""
 
     actions: Annotated[
-        Items[Action], Exactly(1, "exactly one action"),
-        Field(description="A list with one action (the form Terraform's plans use)."),
+        Sequence[Action], Meta(min_length=1, max_length=1),
+        doc("A list with one action (the form Terraform's plans use)."),
     ]
-    before: Annotated[TopicJSON, Field(description="The live topic; null when it does not exist.")]
-    after: Annotated[TopicJSON, Field(description="The topic after the change; null for a delete.")]
+    before: Annotated[TopicJSON, doc("The live topic; null when it does not exist.")]
+    after: Annotated[TopicJSON, doc("The topic after the change; null for a delete.")]
     fields: Annotated[
-        Items[FieldChange],
-        Field(description="Per top-level path the change sets: before/after, set members "
-              "added/removed, a note. Derived from the change by its resource change."),
-    ] = EMPTY
+        Sequence[FieldChange],
+        doc("Per top-level path the change sets: before/after, set members added/removed, "
+            "a note. Derived from the change by its resource change."),
+    ] = always(EMPTY)
     computed: Annotated[
-        Items[MaskPath],
-        Field(description="Paths whose `after` the service computes from the org policy: a "
-              "create leaves them out of its request, an update names them in its mask "
-              "without a value."),
-    ] = EMPTY
+        Sequence[MaskPath],
+        doc("Paths whose `after` the service computes from the org policy: a create leaves "
+            "them out of its request, an update names them in its mask without a value."),
+    ] = always(EMPTY)
 
 
 SubscriptionKind = Literal["pull", "push", "bigquery", "cloud_storage"]
 
 
-@dataclass(frozen=True)
-class SubscriptionRef(Record):
+class SubscriptionRef(Record, frozen=True):
     """A subscription attached to the topic, as the plan names it."""
 
-    name: Annotated[str, Field(description="projects/P/subscriptions/S")]
+    name: Annotated[str, doc("projects/P/subscriptions/S")]
     kind: SubscriptionKind
     state: Annotated[
-        str, Field(description="The export config's state (bigquery, cloud_storage), else "
-                   "the subscription's: ACTIVE, IN_TRANSIT_LOCATION_RESTRICTION, "
-                   "RESOURCE_ERROR.")
+        str, doc("The export config's state (bigquery, cloud_storage), else the "
+                 "subscription's: ACTIVE, IN_TRANSIT_LOCATION_RESTRICTION, RESOURCE_ERROR.")
     ]
     backlog: Annotated[
-        int | None, Field(description="Unacknowledged messages (read for a delete); null when "
-                          "not read or unknown.")
-    ] = None
+        int | None, doc("Unacknowledged messages (read for a delete); null when not read "
+                        "or unknown.")
+    ] = always(None)
 
 
-@dataclass(frozen=True)
-class LeftBehind(Record):
+class LeftBehind(Record, frozen=True):
     """Messages stored in a region the change removes: a policy change applies only to
     messages published after it, stored ones are not moved (by the by-region gauges)."""
 
     region: str
     messages: int
-    bytes: int | None = None
+    bytes: int | None = always(None)
     oldest_age_seconds: Annotated[
-        int | None, Field(description="Age of the oldest, seconds.")
-    ] = None
+        int | None, doc("Age of the oldest, seconds.")
+    ] = always(None)
 
 
-@dataclass(frozen=True)
-class ResourceChange(Record):
+class ResourceChange(Record, frozen=True):
     """One declared topic (or one topic to delete with prune). Its `request` and its
     change's `fields` are derived from it whenever it is made or read: what is given
     for them is replaced."""
 
-    address: Annotated[str, TOPIC_NAME]
+    address: TopicName
     project: str
     topic: str
     change: Change
     update_mask: Annotated[
-        Items[MaskPath],
-        Field(description="Top-level proto paths an update sends: labels, "
-              "message_storage_policy (empty for create, delete and no-op)."),
-    ] = EMPTY
+        Sequence[MaskPath],
+        doc("Top-level proto paths an update sends: labels, message_storage_policy (empty "
+            "for create, delete and no-op)."),
+    ] = always(EMPTY)
     request: Annotated[
         Request | None,
-        Field(description="Exactly what apply sends, derived from the address, the change and "
-              "the update mask (null for a no-op)."),
-    ] = None
-    reasons: Annotated[Strings, Field(description="Why: drift category, adoption.")] = EMPTY
-    warnings: Annotated[Strings, Field(description="What a reviewer should know.")] = EMPTY
-    source: Annotated[Mapping[str, Any] | None, As(Source | None)] = None
+        doc("Exactly what apply sends, derived from the address, the change and the update "
+            "mask (null for a no-op)."),
+    ] = always(None)
+    reasons: Annotated[Strings, doc("Why: drift category, adoption.")] = always(EMPTY)
+    warnings: Annotated[Strings, doc("What a reviewer should know.")] = always(EMPTY)
+    source: SourceJSON = always(None)
     subscriptions: Annotated[
-        Items[SubscriptionRef],
-        Field(exclude_if=is_empty,
-              description="The topic's subscriptions, for a change that affects them "
-              "(in-transit enforcement, regions removed, a delete) or a paused export; "
-              "absent when none."),
+        Sequence[SubscriptionRef],
+        doc("The topic's subscriptions, for a change that affects them (in-transit "
+            "enforcement, regions removed, a delete) or a paused export; absent when none."),
     ] = EMPTY
     left_behind: Annotated[
-        Items[LeftBehind],
-        Field(exclude_if=is_empty,
-              description="For a change that removes regions: what is stored in each removed "
-              "region (absent when nothing is, or when unknown: see left_behind_unknown)."),
+        Sequence[LeftBehind],
+        doc("For a change that removes regions: what is stored in each removed region "
+            "(absent when nothing is, or when unknown: see left_behind_unknown)."),
     ] = EMPTY
     left_behind_unknown: Annotated[
         str | None,
-        Field(exclude_if=is_empty,
-              description="Why what is stored in the removed regions is unknown (metrics "
-              "unavailable)."),
+        doc("Why what is stored in the removed regions is unknown (metrics unavailable)."),
     ] = None
     prune_subscribed_by: Annotated[
         str | None,
-        Field(exclude_if=is_empty,
-              description="For a delete: what allows it to detach the topic's subscriptions "
-              "(the --prune-subscribed flag, or the Owner document's pruneSubscribed entry "
-              "that names it). Absent: apply re-lists the topic's subscriptions right "
-              "before DeleteTopic and refuses the delete if it has any this plan does not "
-              "show."),
+        doc("For a delete: what allows it to detach the topic's subscriptions (the "
+            "--prune-subscribed flag, or the Owner document's pruneSubscribed entry that "
+            "names it). Absent: apply re-lists the topic's subscriptions right before "
+            "DeleteTopic and refuses the delete if it has any this plan does not show."),
     ] = None
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.change.actions[0] == "no-op":  # most of a large plan: nothing to derive
             if self.request is not None:
-                object.__setattr__(self, "request", None)
+                derive(self, "request", None)
             if self.change.fields:
-                object.__setattr__(self, "change", replace(self.change, fields=EMPTY))
+                derive(self, "change", replace(self.change, fields=EMPTY))
             return
         fields = derive_fields(self)
         if fields != self.change.fields:
-            object.__setattr__(self, "change", replace(self.change, fields=fields))
-        object.__setattr__(self, "request", derive_request(self))
+            derive(self, "change", replace(self.change, fields=fields))
+        derive(self, "request", derive_request(self))
 
     @property
     def action(self) -> Action:
         return self.change.actions[0]
 
 
-@dataclass(frozen=True)
-class Drift(Record):
+class Drift(Record, frozen=True):
     """A live topic out of step with the org policy whose storage policy is unmanaged:
     reported, never applied."""
 
-    address: Annotated[str, TOPIC_NAME]
+    address: TopicName
     category: DriftCategory
     message: str
     fix: str
-    disallowed: Strings = EMPTY
-    missing: Strings = EMPTY
+    disallowed: Strings = always(EMPTY)
+    missing: Strings = always(EMPTY)
 
 
-@dataclass(frozen=True)
-class Fingerprints(Record):
+class Fingerprints(Record, frozen=True):
     """What the plan was made against: sha256 of every observed topic (or "absent") and
     of each project's effective org policy inputs; apply PLANFILE re-reads and compares
     them."""
 
-    topics: Table[str] = field(default_factory=FrozenDict)
-    org_policy: Table[str] = field(default_factory=FrozenDict)
+    topics: Mapping[str, str] = always(FrozenDict())
+    org_policy: Mapping[str, str] = always(FrozenDict())
 
 
-@dataclass(frozen=True)
-class PlanTarget(Record):
+class PlanTarget(Record, frozen=True):
     """Where the plan was made: the service (`kind`, `address`: the emulator's
     HOST:PORT or the local state dir) and the org policy's source (the live API, or a
     snapshot file with the sha256 of its bytes). `apply PLANFILE` goes there and refuses
     another target or org-policy source."""
 
     # "" = not recorded (plans made in-process); a plan file always records one.
-    kind: Annotated[str, OneOf(TARGET_KINDS)] = ""
+    kind: Annotated[str, Meta(pattern=f"^({'|'.join(TARGET_KINDS)})$")] = always("")
     address: Annotated[
-        str, Field(description="The local state dir or the emulator HOST:PORT.")
-    ] = ""
-    org_policy: Annotated[str, OneOf(POLICY_SOURCES)] = "api"
+        str, doc("The local state dir or the emulator HOST:PORT.")
+    ] = always("")
+    org_policy: Annotated[
+        str, Meta(pattern=f"^({'|'.join(POLICY_SOURCES)})$")
+    ] = always("api")
     snapshot: Annotated[
-        str, Field(description="The --org-policy snapshot, when org_policy is snapshot.")
-    ] = ""
-    snapshot_sha256: str = ""
+        str, doc("The --org-policy snapshot, when org_policy is snapshot.")
+    ] = always("")
+    snapshot_sha256: str = always("")
 
     def describe(self) -> str:
         if self.kind == "gcp":
@@ -342,65 +327,74 @@ class PlanTarget(Record):
         return "live Org Policy API"
 
 
-def canonical(data: Mapping[str, Any]) -> bytes:
-    """Canonical JSON of a plan document without its digest: sorted keys, no
-    whitespace, UTF-8."""
-    return canonical_bytes({k: v for k, v in data.items() if k != "digest"})
+def canonical(data: Any) -> bytes:
+    """Canonical JSON of a plan document (a Plan, or its JSON) without its digest:
+    sorted keys, no whitespace, UTF-8."""
+    if isinstance(data, Mapping):
+        data = {k: v for k, v in data.items() if k != "digest"}
+    return canonical_json(data)
 
 
-def digest_of(data: Mapping[str, Any]) -> str:
+def digest_of(data: Any) -> str:
     """"sha256:HEX" of a plan document's canonical content (its `digest` excluded)."""
     return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
 
 
-@dataclass(frozen=True)
-class Plan(Record):
+class Plan(Record, frozen=True):
     """A reconcile plan (format_version 3.x): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
-    __pydantic_config__ = READ_EXACTLY
-
     format_version: Annotated[
-        str, VERSION, Field(description="MAJOR.MINOR; a reader refuses another major version.")
-    ] = FORMAT_VERSION
+        Version, doc("MAJOR.MINOR; a reader refuses another major version.")
+    ] = always(FORMAT_VERSION)
     digest: Annotated[
-        str, DIGEST, Kept("digest"),
-        Field(description="sha256 of the plan's content, everything but the digest, as "
-              "canonical JSON: what `apply PLANFILE --expect-digest` compares. Derived when "
-              "the plan is made or read."),
+        Digest,
+        doc("sha256 of the plan's content, everything but the digest, as canonical JSON: "
+            "what `apply PLANFILE --expect-digest` compares. Derived whenever the plan is "
+            "made or read (the reader of a file compares the one it stores)."),
     ] = ""
     resource_changes: Annotated[
-        Items[ResourceChange],
-        Field(description="One entry per declared topic (and per topic to delete with prune)."),
-    ] = EMPTY
+        Sequence[ResourceChange],
+        doc("One entry per declared topic (and per topic to delete with prune)."),
+    ] = always(EMPTY)
     diagnostics: Annotated[
-        Items[Annotated[Diagnostic, Whole()]],
-        Field(description="Validation and live org-policy findings; a plan with an error "
-              "cannot be applied."),
-    ] = EMPTY
+        Sequence[Diagnostic],
+        doc("Validation and live org-policy findings; a plan with an error cannot be "
+            "applied."),
+    ] = always(EMPTY)
     drift: Annotated[
-        Items[Drift],
-        Field(description="Live topics out of step with the org policy whose storage policy "
-              "is unmanaged: warnings, never changes."),
-    ] = EMPTY
-    fingerprints: Fingerprints = field(default_factory=Fingerprints)
-    target: PlanTarget = field(default_factory=PlanTarget)
+        Sequence[Drift],
+        doc("Live topics out of step with the org policy whose storage policy is "
+            "unmanaged: warnings, never changes."),
+    ] = always(EMPTY)
+    fingerprints: Fingerprints = always(Fingerprints())
+    target: PlanTarget = always(PlanTarget())
     owner: Annotated[
         str,
-        Field(description="The spec tree's owner identity (its Owner document, or `default`): "
-              "recorded on the topics the plan creates or adopts (label reconcile-owner); a "
-              "prune deletes only topics that carry it."),
-    ] = DEFAULT_OWNER
+        doc("The spec tree's owner identity (its Owner document, or `default`): recorded "
+            "on the topics the plan creates or adopts (label reconcile-owner); a prune "
+            "deletes only topics that carry it."),
+    ] = always(DEFAULT_OWNER)
     prune: Annotated[
-        bool, Field(description="Whether deletes of this owner's undeclared topics were planned.")
-    ] = False
-    created_at: Annotated[str, Field(description="When the plan was made (ISO 8601, UTC).")] = ""
+        bool, doc("Whether deletes of this owner's undeclared topics were planned.")
+    ] = always(False)
+    created_at: Annotated[str, doc("When the plan was made (ISO 8601, UTC).")] = always("")
     projects: Annotated[
         Strings,
-        Field(exclude_if=is_empty,
-              description="Only with plan --project: the projects planned (sorted); absent "
-              "when every declared project was planned."),
+        doc("Only with plan --project: the projects planned (sorted); absent when every "
+            "declared project was planned."),
     ] = EMPTY
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.diagnostics:
+            # A dataclass read without a member it has a default for holds the class's
+            # default, which msgspec does not write back: each diagnostic gets them all,
+            # so that a key missing from a file changes the digest as any other would.
+            derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
+                                                   self.diagnostics))
+        derive(self, "digest", "")  # the content: the plan while it has no digest
+        derive(self, "digest", digest_of(self))
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)
@@ -425,16 +419,6 @@ class Plan(Record):
     def warnings(self) -> list[Diagnostic]:
         return [d for d in self.diagnostics if not d.is_error]
 
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        object.__setattr__(self, "digest", digest_of(self._content))
-
-    @cached_property
-    def _content(self) -> dict[str, Any]:
-        """The document without its digest, made once: the digest and the saved
-        document are written from it (it is never handed out)."""
-        return self.content()
-
     def content(self) -> dict[str, Any]:
         """The document without its digest (what the digest is computed over), a plain
         copy the caller may change."""
@@ -449,8 +433,7 @@ class Plan(Record):
 
     def dumps(self) -> str:
         """The plan file's text (also `--format json`): the document, indented."""
-        version, *rest = self._content.items()
-        return indented_text({version[0]: version[1], "digest": self.digest, **dict(rest)})
+        return indented_json(self)
 
 
 # -- what a change's request and fields are ---------------------------------------------

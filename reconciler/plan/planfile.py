@@ -8,33 +8,40 @@
 Reading checks, before anything is rendered or applied: that the file is one JSON
 object of this format's major version (a file made by an older reconcile is refused:
 plan again; a newer minor with keys this reader does not know is named as such); every
-field's type (the plan model, reconciler/codec.py); that the content is its digest's;
-and that every stored request and `fields` entry is the one the model derives from its
-change (plan/derive.py). Any failure refuses the whole plan: `PlanRefused` (exit code
-4) with reason "damaged", or "digest-mismatch" for content that is not its digest's and
-for a plan that is not the `--expect-digest` one (`show` reports them as input errors).
+field's type and every key (the plan model, reconciler/codec.py); that the content is
+its digest's; and that every stored request and `fields` entry is the one the model
+derives from its change (plan/derive.py). Any failure refuses the whole plan:
+`PlanRefused` (exit code 4) with reason "damaged", or "digest-mismatch" for content
+that is not its digest's and for a plan that is not the `--expect-digest` one (`show`
+reports them as input errors).
 
-A file that reads cleanly is read once: the model derives the digest, the requests and
-the fields again, and the stored digest matching the derived one proves the stored
-requests and fields are the derived ones too. Only a file that does not is parsed
-again, to say what is wrong with it.
+A file is read once into the model, which derives the digest, the requests and the
+fields again; the content it read hashes to the digest the file stores only if the
+file is exactly what the model writes back: no key missing (read as its default), none
+written that the model leaves out, the stored requests and fields the derived ones.
+Only a file for which that is not so is parsed again, to say what is wrong with it.
 """
 
 from __future__ import annotations
 
 import errno
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler.codec import DocumentError, from_json
+import msgspec
+
+from reconciler.codec import DocumentError, first_difference, from_json
 from reconciler.errors import PlanRefused, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
-from reconciler.plan.model import DIGEST, FORMAT_VERSION, MAJOR, Plan, digest_of
+from reconciler.plan.model import DIGEST_PATTERN, FORMAT_VERSION, MAJOR, Plan, digest_of
 
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
+# What the model derives in a plan: a file's are compared with the derived ones.
+DERIVED = frozenset({"request", "fields"})
 SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
 MAX_PLAN_BYTES = 1 << 30  # far beyond the largest plan: past 1 GiB, not a plan
@@ -116,21 +123,27 @@ def read_plan(path: Path) -> Plan:
     """A saved plan that is whole, unedited and self-consistent, or a PlanRefused
     naming the file and what is wrong with it."""
     raw = _read(path)
-    kept: dict[str, Any] = {}
     try:
-        plan = from_json(Plan, raw, kept)
+        plan = from_json(Plan, raw)
     except DocumentError as exc:
         raise _not_read(path, _parse(path, raw), exc) from None
-    if kept["digest"] != plan.digest:
-        raise _not_its_digest(path, _parse(path, raw), plan)
+    if plan.digest != from_json(_Stored, raw).digest:
+        raise _not_as_written(path, _parse(path, raw), plan)
     found = inconsistencies(plan)
     if found:
         raise _not_consistent(path, found)
     return plan
 
 
+class _Stored(msgspec.Struct):
+    """The digest a plan file stores, read on its own (the rest is skipped): the plan
+    read derives its own."""
+
+    digest: str
+
+
 def _not_read(path: Path, data: Any, exc: DocumentError) -> PlanRefused:
-    """Why a file the model cannot read was not read: not a plan file, another format
+    """Why a file was not read as it was written: not a plan file, another format
     version, or the first field that is not what this version writes."""
     _check_version(path, data)
     version = data["format_version"]
@@ -157,10 +170,13 @@ def _not_read(path: Path, data: Any, exc: DocumentError) -> PlanRefused:
     )
 
 
-def _not_its_digest(path: Path, data: Any, plan: Plan) -> PlanRefused:
-    """A file whose stored digest is not the one its content derives: content changed
-    after the digest was written, stored requests or fields that are not the derived
-    ones, or a file the model does not write back as it was written."""
+def _not_as_written(path: Path, data: Any, plan: Plan) -> PlanRefused:
+    """A file whose content, as the model read it, does not hash to its stored digest:
+    a key missing or written where the model leaves it out, content changed after the
+    digest was written, or stored requests or fields that are not the derived ones."""
+    shape = first_difference(plan.to_json(), data, DERIVED)
+    if shape is not None:
+        return _not_read(path, data, shape)
     actual = digest_of(data)
     if actual != data["digest"]:
         return PlanRefused(
@@ -213,7 +229,7 @@ def inconsistencies(plan: Plan) -> list[str]:
 def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
     """--expect-digest: the plan must be exactly the one whose digest was reviewed."""
     want = expected.strip().lower()
-    if not DIGEST.matches(want):
+    if not re.fullmatch(DIGEST_PATTERN, want):
         raise UsageError(
             f"--expect-digest must be sha256: followed by 64 hex digits, got {expected!r:.80}"
         )

@@ -1,6 +1,6 @@
 """docs/plan.schema.json, the published JSON Schema of the plan file and of `plan
---format json`, generated from the plan model (plan/model.py) by reconciler/codec.py,
-the same description the reader of a plan file checks every field with:
+--format json`, generated from the plan model (plan/model.py) by reconciler/codec.py
+(msgspec), the same model the reader of a plan file reads every field into:
 
     python -m reconciler.plan.planschema > docs/plan.schema.json
 """
@@ -25,6 +25,7 @@ def plan_schema() -> dict[str, Any]:
         "--out PLANFILE",
         f"Generated from the plan model by `{COMMAND}`. Readers must ignore keys they do "
         "not know: a minor format_version may add some.",
+        written_always=lambda name: name == "digest",  # a plan is written with its digest
     )
 
 

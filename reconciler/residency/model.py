@@ -5,23 +5,19 @@ as the plan's is from the plan model."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
-
-from reconciler.codec import As, Items, Record, is_empty, to_data
+from reconciler.codec import Record, always, doc, indented_json, to_data
 from reconciler.frozen import EMPTY
-from reconciler.plan.model import Source, SubscriptionKind
+from reconciler.plan.model import SourceJSON, SubscriptionKind
 
 FORMAT_VERSION = "1.0"
 Rule = Literal["live", "declared", "org"]
-Strings = Items[str]
+Strings = Sequence[str]
 
 
-@dataclass(frozen=True)
-class RegionStore(Record):
+class RegionStore(Record, frozen=True):
     """What the by-region gauges say is stored in one region for the topic (across its
     subscriptions), and whether that region is allowed."""
 
@@ -33,21 +29,20 @@ class RegionStore(Record):
     retained_acked_bytes: int | None
     oldest_retained_acked_age_seconds: int | None
     not_allowed_by: Annotated[
-        Items[Rule],
-        Field(description="Which policies do not allow this region: the topic's live "
+        Sequence[Rule],
+        doc("Which policies do not allow this region: the topic's live "
               "policy, its declared policy, the effective org policy (empty: allowed by "
               "all)."),
-    ] = EMPTY
+    ] = always(EMPTY)
     ages_out_within_seconds: Annotated[
         int | None,
-        Field(description="When the last message stored here reaches the end of its "
+        doc("When the last message stored here reaches the end of its "
               "retention, from now (the longest retention of the topic and its "
               "subscriptions, less the oldest message's age); null when unknown."),
-    ] = None
+    ] = always(None)
 
 
-@dataclass(frozen=True)
-class PausedExport(Record):
+class PausedExport(Record, frozen=True):
     """An export or push subscription whose delivery is paused by in-transit
     restriction."""
 
@@ -56,35 +51,33 @@ class PausedExport(Record):
     state: str
 
 
-@dataclass(frozen=True)
-class TopicResidency(Record):
+class TopicResidency(Record, frozen=True):
     """One declared topic: where its messages are, and what is outside the allowed."""
 
     address: str
     project: str
     topic: str
-    exists: Annotated[bool, Field(description="Whether the topic exists live.")]
+    exists: Annotated[bool, doc("Whether the topic exists live.")]
     regions: Annotated[
-        Items[RegionStore], Field(description="Regions holding messages, by name.")
-    ] = EMPTY
+        Sequence[RegionStore], doc("Regions holding messages, by name.")
+    ] = always(EMPTY)
     outside: Annotated[
-        Strings, Field(description="Regions holding messages that some policy does not allow.")
-    ] = EMPTY
+        Strings, doc("Regions holding messages that some policy does not allow.")
+    ] = always(EMPTY)
     ages_out_within_seconds: Annotated[
         int | None,
-        Field(description="When the last message stored outside the allowed regions ages "
+        doc("When the last message stored outside the allowed regions ages "
               "out, from now (null: nothing outside, or unknown)."),
-    ] = None
-    paused_exports: Items[PausedExport] = EMPTY
+    ] = always(None)
+    paused_exports: Sequence[PausedExport] = always(EMPTY)
     subscriptions: Annotated[
-        int | None, Field(description="Attached subscriptions; null: unknown.")
-    ] = None
+        int | None, doc("Attached subscriptions; null: unknown.")
+    ] = always(None)
     unknown: Annotated[
         Strings,
-        Field(exclude_if=is_empty,
-              description="Why some figures are unknown (metrics, subscriptions)."),
+        doc("Why some figures are unknown (metrics, subscriptions); absent when none."),
     ] = EMPTY
-    source: Annotated[Mapping[str, Any] | None, As(Source | None)] = None
+    source: SourceJSON = always(None)
 
     @property
     def has_findings(self) -> bool:
@@ -97,25 +90,22 @@ class TopicResidency(Record):
         return self.exists and bool(self.unknown)
 
 
-@dataclass(frozen=True)
-class ResidencyReport(Record):
+class ResidencyReport(Record, frozen=True):
     """`reconcile residency --format json`: every declared topic's stored messages by
     region, what is outside the allowed regions, and paused exports."""
 
-    __pydantic_config__ = ConfigDict(json_schema_serialization_defaults_required=True)
-
     format_version: Annotated[
-        str, Field(description="MAJOR.MINOR; readers ignore keys they do not know.")
-    ] = FORMAT_VERSION
-    created_at: Annotated[str, Field(description="When the report was made (ISO 8601, UTC).")] = ""
+        str, doc("MAJOR.MINOR; readers ignore keys they do not know.")
+    ] = always(FORMAT_VERSION)
+    created_at: Annotated[str, doc("When the report was made (ISO 8601, UTC).")] = always("")
     target: Annotated[
-        str, Field(description="Google Cloud, local (DIR) or emulator HOST:PORT.")
-    ] = ""
-    topics: Items[TopicResidency] = EMPTY
+        str, doc("Google Cloud, local (DIR) or emulator HOST:PORT.")
+    ] = always("")
+    topics: Sequence[TopicResidency] = always(EMPTY)
     notes: Annotated[
         Strings,
-        Field(description="Per project: what could not be read and why (the role it needs)."),
-    ] = EMPTY
+        doc("Per project: what could not be read and why (the role it needs)."),
+    ] = always(EMPTY)
 
     @property
     def has_findings(self) -> bool:
@@ -129,3 +119,7 @@ class ResidencyReport(Record):
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = to_data(self)
         return data
+
+    def dumps(self) -> str:
+        """`reconcile residency --format json`: the document, indented."""
+        return indented_json(self)

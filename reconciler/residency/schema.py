@@ -1,5 +1,5 @@
 """docs/residency.schema.json, generated from the residency model (residency/model.py)
-by reconciler/codec.py, as the plan's schema is from the plan model:
+by reconciler/codec.py (msgspec), as the plan's schema is from the plan model:
 
     python -m reconciler.residency.schema > docs/residency.schema.json
 """

@@ -3,7 +3,6 @@ change made to the live state after the plan is named, and nothing is applied.""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -13,6 +12,7 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.apply.freshness import check_fresh, stale_reasons
 from reconciler.apply.guard import GuardedBackend
+from reconciler.codec import replace
 from reconciler.errors import PlanRefused
 from reconciler.orgpolicy.model import Policy
 from reconciler.plan.model import Fingerprints, Plan

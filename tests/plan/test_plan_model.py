@@ -1,6 +1,7 @@
 """The plan model is the format: a plan cannot change once made, its digest is computed
-once, each change's request and fields are derived from it, and the reader checks every
-member of every object the model writes (reconciler/codec.py)."""
+once, each change's request and fields (and the plan's digest) are derived from it, and
+the reader of a plan file checks every member of every object the model writes
+(reconciler/codec.py, plan/planfile.py)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,21 @@ import copy
 import dataclasses
 import json
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from plan_helpers import every_kind_plan
 
-from reconciler.codec import DocumentError, from_json
+from reconciler.codec import from_json, replace
+from reconciler.errors import PlanRefused
 from reconciler.plan import model
-from reconciler.plan.model import Change, Plan, Request, ResourceChange
+from reconciler.plan.model import Change, Plan, Request, ResourceChange, digest_of
+from reconciler.plan.planfile import read_plan
 from reconciler.plan.planschema import plan_schema
 from reconciler.render.formats import render
+
+FROZEN = (TypeError, AttributeError, dataclasses.FrozenInstanceError)
 
 
 def test_a_plan_cannot_change_once_made() -> None:
@@ -39,7 +45,7 @@ def test_a_plan_cannot_change_once_made() -> None:
         lambda: plan.resource_changes[3].source.clear(),  # type: ignore[union-attr]
     ]
     for change in changes:
-        with pytest.raises((TypeError, dataclasses.FrozenInstanceError)):
+        with pytest.raises(FROZEN):
             change()
     assert plan.digest == digest == model.digest_of(plan.content())
 
@@ -102,9 +108,11 @@ def test_requests_fields_and_the_digest_are_derived_whatever_is_given() -> None:
     assert noop.request is None and noop.change.fields == []
     plan = Plan(resource_changes=[rc], digest="sha256:" + "0" * 64)
     assert plan.digest == model.digest_of(plan.content()) != "sha256:" + "0" * 64
-    moved = dataclasses.replace(rc, update_mask=[], change=dataclasses.replace(
+    moved = replace(rc, update_mask=[], change=replace(
         change, actions=["no-op"], after=change.before))
     assert moved.request is None  # what it is derived from changed: derived again
+    assert replace(plan, resource_changes=[moved]).digest == Plan(
+        resource_changes=[moved]).digest != plan.digest
 
 
 def _objects(schema: dict[str, Any], node: dict[str, Any], value: Any,
@@ -127,9 +135,6 @@ def _objects(schema: dict[str, Any], node: dict[str, Any], value: Any,
     if node.get("type") == "array":
         return [o for i, v in enumerate(value)
                 for o in _objects(schema, node["items"], v, f"{where}[{i}]")]
-    if isinstance(node.get("additionalProperties"), dict):
-        return [o for k, v in value.items()
-                for o in _objects(schema, node["additionalProperties"], v, f"{where}.{k}")]
     return []
 
 
@@ -141,15 +146,18 @@ def _at(document: dict[str, Any], where: str) -> dict[str, Any]:
     return target
 
 
-def _read(document: dict[str, Any]) -> Plan:
-    return from_json(Plan, json.dumps(document))
+def _read(document: dict[str, Any], path: Path) -> Plan:
+    """The plan file holding `document`, with its digest made right (as anyone can)."""
+    path.write_text(json.dumps({**document, "digest": digest_of(document)}))
+    return read_plan(path)
 
 
-def test_the_reader_checks_every_member_of_the_model() -> None:
+def test_the_reader_checks_every_member_of_the_model(tmp_path: Path) -> None:
     """Each object's members come from the model: leaving one out (unless the model
     leaves it out when empty) or adding one is refused, naming the field."""
+    path = tmp_path / "plan.json"
     document = every_kind_plan(["p"]).to_json()
-    assert _read(document).digest == document["digest"]
+    assert _read(document, path).digest == document["digest"]
     schema = plan_schema()
     objects = _objects(schema, schema, document, "")
     assert {tuple(sorted(node["properties"])) for _, node in objects} >= {
@@ -163,23 +171,27 @@ def test_the_reader_checks_every_member_of_the_model() -> None:
                 assert member not in node["required"]
                 continue  # left out of this object, as the model allows
             del _at(broken, where)[member]
-            path = f"{where}.{member}".lstrip(".")
+            field = f"{where}.{member}".lstrip(".")
             if member not in node["required"]:
-                _read(broken)
+                _read(broken, path)
                 continue
-            with pytest.raises(DocumentError) as missing:
-                _read(broken)
-            assert (missing.value.where, missing.value.what) == (path, "missing")
+            if field == "digest":
+                continue  # the digest itself is made right by _read
+            with pytest.raises(PlanRefused) as missing:
+                _read(broken, path)
+            said = ("not a reconcile plan file (no format_version)" if field == "format_version"
+                    else f"field {field}: missing")
+            assert said in str(missing.value), field
         extended = copy.deepcopy(document)
         _at(extended, where)["surprise"] = 1
-        with pytest.raises(DocumentError) as unknown:
-            _read(extended)
-        assert unknown.value.where == f"{where}.surprise".lstrip(".")
-        assert unknown.value.what == "unknown field"
+        with pytest.raises(PlanRefused) as unknown:
+            _read(extended, path)
+        assert f"field {where}.surprise: unknown field".replace("field .", "field ") in str(
+            unknown.value), where
 
 
 def test_what_is_read_is_read_only_too() -> None:
-    plan = _read(every_kind_plan(["p"]).to_json())
+    plan = from_json(Plan, every_kind_plan(["p"]).dumps())
     rc = plan.resource_changes[1]
     for change in (
         lambda: plan.resource_changes.append(rc),
@@ -189,5 +201,5 @@ def test_what_is_read_is_read_only_too() -> None:
         lambda: plan.fingerprints.topics.clear(),
         lambda: plan.diagnostics[0].__setattr__("line", 0),
     ):
-        with pytest.raises((TypeError, dataclasses.FrozenInstanceError)):
+        with pytest.raises(FROZEN):
             change()
