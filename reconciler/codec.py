@@ -21,7 +21,7 @@ documented without another edit:
 Both text forms are byte for byte what the standard library's `json.dumps` writes
 with the same settings (non-ASCII characters as themselves), so a digest over the
 canonical form does not depend on which of the two wrote it
-(tests/plan/test_jsonform.py holds them together, every code point included).
+(tests/plan/test_json_text.py holds them together, every code point included).
 
 What a `Record` writes: every member, except one whose default is a plain value
 (`EMPTY`, `None`, "") while it holds that very value: such a member is left out of the

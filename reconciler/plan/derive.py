@@ -62,9 +62,9 @@ def _request_problems(stored: Mapping[str, Any] | None, derived: Request | None)
     name = sent.get("name")
     if name != body["name"]:
         out.append(f"the request names topic {name!r}, the change is for {body['name']}")
-    if stored["update_mask"] != want["update_mask"]:
+    if stored.get("update_mask") != want["update_mask"]:  # (a stored one may lack it)
         out.append(
-            f"the request's update mask {stored['update_mask']} is not the change's "
+            f"the request's update mask {stored.get('update_mask')} is not the change's "
             f"{want['update_mask']}"
         )
     for key in sorted(set(sent) | set(body), key=str):
@@ -90,11 +90,12 @@ def problems(rc: ResourceChange) -> list[str]:
 
 
 def stored_problems(rc: ResourceChange, stored: Mapping[str, Any]) -> list[str]:
-    """How `stored`, the change's entry in a file (as JSON), stores a `request` or
+    """How `stored`, the change's entry in a file (as JSON, of the shape the model
+    reads, where a member with a default may be missing), stores a `request` or
     `change.fields` other than the ones derived from it."""
     if problems(rc):
         return []  # said by `problems`: what it derives from is wrong already
-    out = _request_problems(stored["request"], rc.request)
-    if stored["change"]["fields"] != [to_data(f) for f in rc.change.fields]:
+    out = _request_problems(stored.get("request"), rc.request)
+    if stored["change"].get("fields") != [to_data(f) for f in rc.change.fields]:
         out.append("its `fields` do not follow from `before`/`after` and the update mask")
     return out
