@@ -31,6 +31,7 @@ from reconciler.localserver.api.status import (
 )
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.pubsub.backlog import Delivered
+from reconciler.localserver.pubsub.filters import FilterError, compile_filter, describe
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
     DEFAULT_SUBSCRIPTION_RETENTION_S,
@@ -215,6 +216,10 @@ class SubscriberService:
         parse_subscription(request.name)
         parse_topic(request.topic)
         _check_config(request, MUTABLE_PATHS)
+        try:
+            compile_filter(request.filter)
+        except FilterError as exc:
+            raise invalid(describe(exc, request.filter)) from None
 
         def build() -> Any:
             if self.state.get_topic(request.topic) is None:

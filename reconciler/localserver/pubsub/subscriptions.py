@@ -15,11 +15,18 @@ Bounds: each subscription holds at most `max_backlog` unacknowledged messages an
 none older than its message_retention_duration; the per-topic log holds the last
 `keep_messages` (what `LocalServer.messages` shows). A batch is freed when no
 subscription and no topic log refers to it.
+
+Filters: a subscription with a filter (`filters`) receives every message of the
+topic, and those the filter excludes are acknowledged on arrival (at their publish
+time), as the service acknowledges them on the subscriber's behalf: they are never
+delivered, count in no unacknowledged figure, and with retain_acked_messages are
+retained acked. Replaying a PUBLISH applies the same filter (it cannot change) again.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import struct
 import threading
 import time
@@ -33,10 +40,12 @@ from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub import exports
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
+from reconciler.localserver.pubsub.filters import Filter, FilterError, compile_filter
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.names import project_of
 
+log = logging.getLogger(__name__)
 
 class ServerState(Protocol):
     """What subscriptions need of the server state (`state.ServerState`, which owns
@@ -126,6 +135,7 @@ class Subscriptions:
         self._by_project: dict[str, list[str]] = {}
         self._by_topic: dict[str, list[str]] = {}  # attached subscriptions, sorted
         self._backlogs: dict[str, Backlog] = {}
+        self._filters: dict[str, Filter] = {}  # subscriptions with a filter
         # name -> (config, topic, state, serialized view): see `_listed_field`
         self._listed: dict[str, tuple[Any, Any, str | None, bytes]] = {}
         self._conds: dict[str, threading.Condition] = {}
@@ -147,6 +157,7 @@ class Subscriptions:
             self._unlink(old.topic, name)
         self._subs[name] = config
         self._kind[name] = exports.destination_key(config)
+        self._put_filter(name, config.filter)
         backlog = self._backlogs.get(name)
         retention = (
             duration_seconds(config.message_retention_duration)
@@ -167,6 +178,22 @@ class Subscriptions:
         elif config.topic != DELETED_TOPIC:
             bisect.insort(self._by_topic.setdefault(config.topic, []), name)
 
+    def _put_filter(self, name: str, text: str) -> None:
+        """Compile the subscription's filter (checked at create; immutable after). One
+        stored by a version that did not check filters and that the language does not
+        allow keeps every message, as that version delivered them, and says so."""
+        self._filters.pop(name, None)
+        try:
+            compiled = compile_filter(text)
+        except FilterError as exc:
+            log.warning(
+                "local server: %s keeps every message: its stored filter %r is not valid "
+                "(%s)", name, text, exc.reason,
+            )
+            return
+        if compiled is not None:
+            self._filters[name] = compiled
+
     def _unlink(self, topic: str, name: str) -> None:
         names = self._by_topic.get(topic, [])
         if name in names:
@@ -183,6 +210,7 @@ class Subscriptions:
         if i < len(names) and names[i] == name:
             del names[i]
         self._backlogs.pop(name, None)
+        self._filters.pop(name, None)
         self._listed.pop(name, None)
         self._maintained.pop(name, None)
         cond = self._conds.pop(name)
@@ -384,9 +412,17 @@ class Subscriptions:
         log.add(batch)
         for name in receivers:
             backlog = self._backlogs.get(name)
-            if backlog is not None and not self._subs[name].detached:
+            if backlog is None or self._subs[name].detached:
+                continue
+            flt = self._filters.get(name)
+            if flt is None:
                 backlog.add(batch)
-                self._conds[name].notify_all()
+            else:
+                keep = [flt.matches(m.attributes) for m in batch.stamped()]
+                backlog.add_filtered(batch, keep)
+                if not any(keep):
+                    continue
+            self._conds[name].notify_all()
 
     def topic_messages(self, topic: str) -> list[Any]:
         log = self._logs.get(topic)
