@@ -21,7 +21,12 @@ from reconciler.localserver.api.status import (
     not_found,
 )
 from reconciler.localserver.pubsub.limits import check_labels
-from reconciler.localserver.pubsub.snapshots import MIN_LIFETIME_NS, Snapshot, expire_time_ns
+from reconciler.localserver.pubsub.snapshots import (
+    MIN_LIFETIME_NS,
+    Snapshot,
+    clamp_ns,
+    expire_time_ns,
+)
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriber_service import parse_subscription
 from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
@@ -176,7 +181,7 @@ class SnapshotService:
         snapshot_name = request.snapshot if target == "snapshot" else None
         if snapshot_name is not None:
             parse_snapshot(snapshot_name)
-        time_ns = request.time.ToNanoseconds() if target == "time" else None
+        time_ns = clamp_ns(request.time.ToNanoseconds()) if target == "time" else None
 
         def check(sub: Any, snapshot: Snapshot | None) -> None:
             if sub is None:

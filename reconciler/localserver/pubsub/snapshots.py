@@ -45,6 +45,12 @@ def message_id(ref: Ref) -> int:
     return ref[0].first_id + ref[1]
 
 
+def clamp_ns(ns: int) -> int:
+    """A time within what 64 bits of nanoseconds hold (years 1677 to 2262): a Seek
+    to a time beyond is one to the last (or first) of them, with the same effect."""
+    return max(-(2**63), min(ns, 2**63 - 1))
+
+
 def expire_time_ns(oldest_unacked_ns: int | None, now_ns: int) -> int:
     """When a snapshot made now expires: 7 days after the oldest unacknowledged
     message it retains was published (after now when there is none)."""
@@ -232,7 +238,7 @@ _U16 = struct.Struct("<H")
 _U32 = struct.Struct("<I")
 _U64 = struct.Struct("<Q")
 _HEAD = struct.Struct("<QQ")
-_SEEK = struct.Struct("<QBQ")
+_SEEK = struct.Struct("<QBq")
 SEEK_TIME = 0
 SEEK_SNAPSHOT = 1
 
@@ -269,7 +275,7 @@ def encode_seek(now_ns: int, time_ns: int | None, snapshot: str | None) -> bytes
     if snapshot is not None:
         return _SEEK.pack(now_ns, SEEK_SNAPSHOT, 0) + snapshot.encode("utf-8")
     assert time_ns is not None
-    return _SEEK.pack(now_ns, SEEK_TIME, max(time_ns, 0))
+    return _SEEK.pack(now_ns, SEEK_TIME, time_ns)
 
 
 def decode_seek(value: bytes) -> tuple[int, int | None, str | None]:
