@@ -270,6 +270,18 @@ def test_seek_keeps_the_subscription_filter(
     assert _drain(sub, picky) == ["kept"]
 
 
+def test_a_seek_keeps_the_backlog_bound() -> None:
+    with LocalServer(max_backlog=3) as server:
+        pub, sub = make_publisher(server.address), make_subscriber(server.address)
+        pub.create_topic(name=T)
+        sub.create_subscription(request={"name": S, "topic": T, "retain_acked_messages": True})
+        for i in range(5):
+            _publish(pub, f"m{i}")
+            assert _drain(sub) == [f"m{i}"]
+        sub.seek(request={"subscription": S, "time": {"seconds": 0}})
+        assert _drain(sub) == ["m2", "m3", "m4"]  # the oldest beyond the bound dropped
+
+
 # --------------------------------------------------------------- expiry and lifetime
 
 

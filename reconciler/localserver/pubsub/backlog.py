@@ -409,10 +409,13 @@ class Backlog:
     # ------------------------------------------------------------ snapshot / replay
 
     def restore(self, unacked: list[Ref], acked: list[tuple[Batch, int, int]]) -> None:
-        """Refill from a snapshot: unacknowledged messages wait for (re)delivery."""
+        """Refill from a state snapshot or after a Seek: unacknowledged messages (in
+        ID order) wait for (re)delivery, the oldest beyond the bound dropped."""
         for batch, index in unacked:
             self._redeliver[batch.first_id + index] = (batch, index, 0)
             self.regions.add(batch.region)
         self.regions.update(batch.region for batch, _, _ in acked)
         self.unacked += len(unacked)
         self._acked.extend(acked)
+        if self.unacked > self.cap:  # a Seek may bring back more than the bound
+            self._drop_oldest(self.unacked - self.cap)
