@@ -39,6 +39,7 @@ from reconciler.localserver.pubsub.backlog import BacklogStats
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
 from reconciler.localserver.pubsub.schema_service import SchemaService
+from reconciler.localserver.pubsub.snapshot_service import SnapshotService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -67,6 +68,8 @@ CAPABILITIES = (
     "rest",
     "monitoring",
     "schemas",
+    "subscription-filters",
+    "snapshots-seek",
 )
 MAX_WORKERS = 64
 
@@ -85,6 +88,7 @@ def method_names() -> list[str]:
         PublisherService(state),
         SubscriberService(state),
         SchemaService(state),
+        SnapshotService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
@@ -164,6 +168,7 @@ class LocalServer:
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
         self.schema_service = SchemaService(self.state)
+        self.snapshots = SnapshotService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
@@ -183,8 +188,8 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.schema_service, self.orgpolicy,
-            self.custom_constraints, self.monitoring,
+            self.publisher, self.subscriber, self.schema_service, self.snapshots,
+            self.orgpolicy, self.custom_constraints, self.monitoring,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -244,8 +249,8 @@ class LocalServer:
     def _services(self) -> dict[str, list[Rpc]]:
         """The dispatch table the gRPC face serves: service name -> its `Rpc`s."""
         return {
-            PUBLISHER_SERVICE: self.publisher.rpcs(),
-            SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            PUBLISHER_SERVICE: self.publisher.rpcs() + self.snapshots.publisher_rpcs(),
+            SUBSCRIBER_SERVICE: self.subscriber.rpcs() + self.snapshots.subscriber_rpcs(),
             SCHEMA_SERVICE: self.schema_service.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),

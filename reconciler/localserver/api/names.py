@@ -25,6 +25,23 @@ def parse_topic(name: str) -> tuple[str, str]:
     return split
 
 
+def parse_child(collection: str, name: str) -> tuple[str, str]:
+    """(project_id, id) of "projects/P/COLLECTION/ID" ("subscriptions", "snapshots"),
+    whose IDs follow the topic ID rules; else INVALID_ARGUMENT in the emulator's words
+    plus the reason."""
+    parts = name.split("/")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != collection:
+        raise invalid(
+            f"Invalid [{collection}] name: (name={name}). Expected "
+            f"projects/PROJECT_ID/{collection}/{collection[:-1].upper()}_ID."
+        )
+    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
+    if problem or "\n" in name:
+        reason = (problem or "bad character").replace("topic ID", f"{collection[:-1]} ID", 1)
+        raise invalid(f"Invalid [{collection}] name: (name={name}). {reason}.")
+    return parts[1], parts[3]
+
+
 def parse_project(name: str) -> str:
     """The project ID of a valid "projects/P"; else INVALID_ARGUMENT."""
     parts = name.split("/")

@@ -53,7 +53,12 @@ BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messa
 # Schemas (`schemas.registry` encodes their values: every revision of one schema).
 PUT_SCHEMA = 14
 DELETE_SCHEMA = 15
-KINDS = frozenset(range(1, 16))
+# Pub/Sub snapshots and Seek (`pubsub.snapshots` encodes their values).
+PUT_SNAPSHOT = 16  # a snapshot made: its config and the IDs of the messages it retains
+SNAPSHOT_CONFIG = 17  # its labels or expire time changed
+DELETE_SNAPSHOT = 18
+SEEK = 19  # a subscription sought to a time or a snapshot
+KINDS = frozenset(range(1, 20))
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]
