@@ -40,6 +40,7 @@ from reconciler.localserver.pubsub.iam_service import IamService
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
 from reconciler.localserver.pubsub.schema_service import SchemaService
+from reconciler.localserver.pubsub.snapshot_service import SnapshotService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -69,6 +70,8 @@ CAPABILITIES = (
     "rest",
     "monitoring",
     "schemas",
+    "subscription-filters",
+    "snapshots-seek",
 )
 MAX_WORKERS = 64
 
@@ -87,6 +90,7 @@ def method_names() -> list[str]:
         PublisherService(state),
         SubscriberService(state),
         SchemaService(state),
+        SnapshotService(state),
         IamService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
@@ -167,6 +171,7 @@ class LocalServer:
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
         self.schema_service = SchemaService(self.state)
+        self.snapshots = SnapshotService(self.state)
         self.iam = IamService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
@@ -187,8 +192,8 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.schema_service, self.iam, self.orgpolicy,
-            self.custom_constraints, self.monitoring,
+            self.publisher, self.subscriber, self.schema_service, self.snapshots, self.iam,
+            self.orgpolicy, self.custom_constraints, self.monitoring,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -248,8 +253,8 @@ class LocalServer:
     def _services(self) -> dict[str, list[Rpc]]:
         """The dispatch table the gRPC face serves: service name -> its `Rpc`s."""
         return {
-            PUBLISHER_SERVICE: self.publisher.rpcs(),
-            SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            PUBLISHER_SERVICE: self.publisher.rpcs() + self.snapshots.publisher_rpcs(),
+            SUBSCRIBER_SERVICE: self.subscriber.rpcs() + self.snapshots.subscriber_rpcs(),
             SCHEMA_SERVICE: self.schema_service.rpcs(),
             IAM_SERVICE: self.iam.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),

@@ -245,20 +245,26 @@ def test_a_policy_goes_with_its_resource(world: tuple[Any, Any], kind: str) -> N
     assert list(again.bindings) == [] and base64.b64encode(again.etag) == b"ACAB"
 
 
-def test_another_kind_of_resource_is_wired_in_by_its_room(
-    local_server: Any, subscriber_client: Any
+def test_a_snapshot_has_a_policy_and_it_goes_with_the_snapshot(
+    world: tuple[Any, Any]
 ) -> None:
-    """Snapshots and schemas are not kept by this server yet; the room that keeps them
-    declares them to the state (`add_resource_kind`) and their policies work."""
+    _, sub = world
     snapshot = f"{P}/snapshots/snap-1"
-    local_server.state.add_resource_kind("snapshots", lambda name: name == snapshot)
+    sub.create_snapshot(name=snapshot, subscription=SUB)
     binding = {"role": "roles/pubsub.subscriber", "members": ["allUsers"]}
-    policy = _set(subscriber_client, snapshot, binding)
-    assert subscriber_client.get_iam_policy(request={"resource": snapshot}, **CALL) == policy
-    seek = subscriber_client.test_iam_permissions(
+    policy = _set(sub, snapshot, binding)
+    assert sub.get_iam_policy(request={"resource": snapshot}, **CALL) == policy
+    seek = sub.test_iam_permissions(
         request={"resource": snapshot, "permissions": ["pubsub.snapshots.seek"]}, **CALL
     )
     assert list(seek.permissions) == ["pubsub.snapshots.seek"]
+    with pytest.raises(exceptions.InvalidArgument, match="not supported"):
+        _set(sub, snapshot, PUBLISHER)  # Publisher is granted on topics only
+    sub.delete_snapshot(snapshot=snapshot)
+    with pytest.raises(exceptions.NotFound):
+        sub.get_iam_policy(request={"resource": snapshot}, **CALL)
+    sub.create_snapshot(name=snapshot, subscription=SUB)
+    assert list(sub.get_iam_policy(request={"resource": snapshot}, **CALL).bindings) == []
 
 
 def _durable_clients(server: LocalServer) -> tuple[Any, Any]:

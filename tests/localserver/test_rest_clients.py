@@ -128,7 +128,8 @@ def both(local_server: Any) -> Iterator[dict[str, Clients]]:
 def _set_up(c: Clients) -> None:
     """The same world in each project, made over gRPC: a topic in us-east1 with two
     subscriptions and one message, a policy on the topic, a location policy on the
-    project, a custom constraint in the organization, an Avro schema."""
+    project, a custom constraint in the organization, an Avro schema, a snapshot of the
+    subscription."""
     topic = c.name("topics", "orders")
     c.publisher.create_topic(
         request={
@@ -168,6 +169,11 @@ def _set_up(c: Clients) -> None:
     c.schemas.create_schema(
         parent=f"projects/{c.project}", schema_id="state",
         schema={"type_": "AVRO", "definition": json.dumps(STATE)},
+    )
+    c.subscriber.create_snapshot(
+        request={"name": c.name("snapshots", "snap-1"),
+                 "subscription": c.name("subscriptions", "orders-sub"),
+                 "labels": {"kind": "before"}}
     )
 
 
@@ -333,6 +339,30 @@ CASES = [
     Case("TestIamPermissions-wildcard", lambda c: c.publisher.test_iam_permissions(request={
         "resource": c.name("topics", "orders"), "permissions": ["pubsub.*"]}, **CALL),
         exceptions.BadRequest),
+    Case("CreateSnapshot", lambda c: c.subscriber.create_snapshot(
+        name=c.name("snapshots", "snap-2"), subscription=c.name("subscriptions", "orders-sub"),
+        **CALL)),
+    Case("CreateSnapshot-exists", lambda c: c.subscriber.create_snapshot(
+        name=c.name("snapshots", "snap-1"), subscription=c.name("subscriptions", "orders-sub"),
+        **CALL), exceptions.Conflict),
+    Case("GetSnapshot", lambda c: c.subscriber.get_snapshot(
+        snapshot=c.name("snapshots", "snap-1"), **CALL)),
+    Case("ListSnapshots", lambda c: list(c.subscriber.list_snapshots(
+        project=f"projects/{c.project}", **CALL))),
+    Case("ListTopicSnapshots", lambda c: list(c.publisher.list_topic_snapshots(
+        topic=c.name("topics", "orders"), **CALL))),
+    Case("UpdateSnapshot", lambda c: c.subscriber.update_snapshot(request={
+        "snapshot": {"name": c.name("snapshots", "snap-1"), "labels": {"kind": "after"}},
+        "update_mask": {"paths": ["labels"]}}, **CALL)),
+    Case("DeleteSnapshot", lambda c: c.subscriber.delete_snapshot(
+        snapshot=c.name("snapshots", "snap-1"), **CALL)),
+    Case("Seek", lambda c: (c.subscriber.seek(request={
+        "subscription": c.name("subscriptions", "orders-sub"),
+        "snapshot": c.name("snapshots", "snap-1")}, **CALL), _pull(c))[1]),
+    Case("Seek-no-target", lambda c: c.subscriber.seek(request={
+        "subscription": c.name("subscriptions", "orders-sub")}, **CALL), exceptions.BadRequest),
+    Case("GetIamPolicy-snapshot", lambda c: c.subscriber.get_iam_policy(
+        request={"resource": c.name("snapshots", "snap-1")}, **CALL)),
     Case("CreateSchema", lambda c: c.schemas.create_schema(
         parent=f"projects/{c.project}", schema_id="other",
         schema={"type_": "AVRO", "definition": json.dumps(STATE)}, **CALL)),
@@ -400,7 +430,8 @@ CASES = [
 
 # Per-call values: IDs, times, etags (their presence is compared, not their value).
 VOLATILE = {
-    "messageId", "publishTime", "ackId", "updateTime", "etag", "revisionId", "revisionCreateTime"
+    "messageId", "publishTime", "ackId", "updateTime", "etag", "revisionId", "revisionCreateTime",
+    "expireTime",
 }
 
 

@@ -25,6 +25,14 @@ def parse_topic(name: str) -> tuple[str, str]:
     return split
 
 
+def parse_child(collection: str, name: str) -> tuple[str, str]:
+    """(project_id, id) of "projects/P/COLLECTION/ID" ("subscriptions", "snapshots",
+    "schemas"), whose IDs follow the topic ID rules; else INVALID_ARGUMENT in the
+    emulator's words plus the reason."""
+    project_id, resource_id, _ = _parse_pubsub_name(name, collection, revision=False)
+    return project_id, resource_id
+
+
 def parse_project(name: str) -> str:
     """The project ID of a valid "projects/P"; else INVALID_ARGUMENT."""
     parts = name.split("/")
@@ -56,14 +64,6 @@ def split_policy_name(name: str) -> tuple[str, str]:
         )
     policy_parent(parent)
     return parent, constraint.removeprefix("constraints/")
-
-
-def parse_resource(name: str, collection: str) -> tuple[str, str]:
-    """(project_id, resource_id) of "projects/P/COLLECTION/ID" for a Pub/Sub collection
-    (subscriptions, snapshots, schemas: the topic ID rules); else INVALID_ARGUMENT in
-    the emulator's words plus the reason."""
-    project_id, resource_id, _ = _parse_pubsub_name(name, collection, revision=False)
-    return project_id, resource_id
 
 
 def parse_schema(name: str, *, revision: bool = False) -> tuple[str, str, str]:

@@ -65,16 +65,7 @@ class Stream(Protocol):
 # Methods of the served services that this server does not implement: both faces
 # answer them UNIMPLEMENTED with the same words (`unserved`).
 UNSERVED_METHODS = {
-    "google.pubsub.v1.Publisher": ("ListTopicSnapshots",),
-    "google.pubsub.v1.Subscriber": (
-        "ModifyPushConfig",
-        "GetSnapshot",
-        "ListSnapshots",
-        "CreateSnapshot",
-        "UpdateSnapshot",
-        "DeleteSnapshot",
-        "Seek",
-    ),
+    "google.pubsub.v1.Subscriber": ("ModifyPushConfig",),
 }
 
 
@@ -82,6 +73,6 @@ def unserved(full_name: str) -> ServiceError:
     """What a method this server does not implement answers ("google.pubsub.v1.X.Y")."""
     return ServiceError(
         grpc.StatusCode.UNIMPLEMENTED,
-        f"Method {full_name} is not served by the local server (snapshots, Seek and push "
-        "configuration changes are not modelled).",
+        f"Method {full_name} is not served by the local server (push configuration "
+        "changes are not modelled).",
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.localserver.api import protos
-from reconciler.localserver.api.names import parse_resource, parse_topic
+from reconciler.localserver.api.names import parse_child, parse_topic
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import not_found
 from reconciler.localserver.pubsub import iam
@@ -33,7 +33,7 @@ class IamService:
         if collection == "topics":
             parse_topic(name)
         else:
-            parse_resource(name, collection)
+            parse_child(collection, name)
         return collection
 
     @staticmethod

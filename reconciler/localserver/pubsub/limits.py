@@ -24,6 +24,7 @@ from typing import Any
 
 from reconciler.localserver.api.status import invalid
 from reconciler.localserver.api.wire import varint
+from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem
 
 MAX_PUBLISH_MESSAGES = 1000
 MAX_PUBLISH_BYTES = 10 * 1000 * 1000
@@ -191,3 +192,14 @@ def _check_attributes(i: int, attributes: Any) -> None:
 
 def duration_seconds(duration: Any) -> float:
     return float(duration.seconds) + float(duration.nanos) / 1e9
+
+
+def check_labels(labels: Any, kind: str) -> None:
+    """A topic's, subscription's or snapshot's labels (`kind` names it) as the service
+    checks them: at most 64, keys and values by the label rules."""
+    if len(labels) > MAX_LABELS:
+        raise invalid(f"A {kind} may have at most {MAX_LABELS} labels.")
+    for key, value in labels.items():
+        problem = label_key_problem(key) or label_value_problem(key, value)
+        if problem:
+            raise invalid(f"Invalid labels: {problem}.")

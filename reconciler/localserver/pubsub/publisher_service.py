@@ -28,6 +28,7 @@ from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub.limits import (
     MAX_TOPIC_RETENTION_S,
     MIN_RETENTION_S,
+    check_labels,
     check_publish,
 )
 from reconciler.localserver.pubsub.state import ServerState
@@ -37,7 +38,7 @@ from reconciler.localserver.pubsub.subscriber_service import (
     received_text,
 )
 from reconciler.localserver.schemas.settings import check_settings, has_schema, validate_request
-from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
+from reconciler.names import topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
@@ -165,12 +166,7 @@ class PublisherService:
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
         if "labels" in fields:
-            if len(topic.labels) > MAX_LABELS:
-                raise invalid(f"A topic may have at most {MAX_LABELS} labels.")
-            for key, value in topic.labels.items():
-                problem = label_key_problem(key) or label_value_problem(key, value)
-                if problem:
-                    raise invalid(f"Invalid labels: {problem}.")
+            check_labels(topic.labels, "topic")
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
             d = topic.message_retention_duration
             seconds = d.seconds + d.nanos / 1e9

@@ -95,6 +95,7 @@ class ServerState:
             "topics": lambda name: name in self._topics,
             "subscriptions": lambda name: self.subs.raw(name) is not None,
             "schemas": lambda name: self.schemas.revisions(name) is not None,
+            "snapshots": lambda name: self.subs.get_snapshot(name) is not None,
         }
         self._journal: j.Journal | None = None
         self.loaded: j.Loaded | None = None
@@ -180,6 +181,14 @@ class ServerState:
                     self._in_flight -= 1
                     self._idle.notify_all()
 
+    def settle(self) -> None:
+        """Under `wlock`: wait until every grouped write journaled so far (a Publish,
+        an Acknowledge) is applied, so that memory is what replaying the journal up
+        to here gives (a snapshot or a Seek computed from it replays the same)."""
+        with self.lock:
+            while self._in_flight:
+                self._idle.wait()
+
     def maybe_compact(self) -> None:
         """Fold the journal into the snapshot once it has grown enough (under `wlock`,
         after a change is in memory, which the snapshot must hold). A failure is
@@ -194,9 +203,8 @@ class ServerState:
             log.warning("local server: %s; the journal keeps every change", exc)
 
     def _compact(self, journal: j.Journal) -> None:
+        self.settle()
         with self.lock:
-            while self._in_flight:
-                self._idle.wait()
             records = list(self._all_records())
         journal.compact(records)
 
