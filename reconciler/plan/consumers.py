@@ -22,7 +22,7 @@ pruneSubscribed entry naming it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.backends.base import (
@@ -31,6 +31,7 @@ from reconciler.backends.base import (
     StoredAnswer,
     StoredMessages,
 )
+from reconciler.codec import replace
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.ownership import OWN_LABELS
 from reconciler.plan.differ import delete_change, owned_by

@@ -16,7 +16,7 @@ from reconciler.backends.base import (
     ObservedSubscription,
     RegionStored,
 )
-from reconciler.plan.frozen import FrozenDict
+from reconciler.frozen import FrozenDict
 from reconciler.plan.observe import facts_of
 from reconciler.plan.policy import expected_policy
 from reconciler.residency.model import PausedExport, RegionStore, ResidencyReport, TopicResidency

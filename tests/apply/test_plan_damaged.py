@@ -97,20 +97,23 @@ def _drop(*keys: Any) -> Any:
 CASES = [
     (
         _set("resource_changes", 0, "change", "actions", value=[]),
-        "field resource_changes[0].change.actions: expected exactly one action",
+        "field resource_changes[0].change.actions: expected `array` of length >= 1",
     ),
-    (_set("diagnostics", value=[5]), "field diagnostics[0]: expected an object, found a number"),
+    (_set("diagnostics", value=[5]), "field diagnostics[0]: expected `object`, got `int`"),
     (_drop("target"), "field target: missing"),
-    (_set("prune", value="yes"), "field prune: expected true or false, found a string"),
+    (_drop("resource_changes", 1, "reasons"), "field resource_changes[1].reasons: missing"),
+    (_set("prune", value="yes"), "field prune: expected `bool`, got `str`"),
     (
         _set("resource_changes", 1, "change", "after", "labels", "team", value=7),
-        "field resource_changes[1].change.after.labels.team: expected a string, found a number",
+        "field resource_changes[1].change.after.labels[...]: expected `str`, got `int`",
     ),
     (_set("surprise", value=1), "field surprise: unknown field"),
+    (_set("resource_changes", 1, "subscriptions", value=[]),
+     "field resource_changes[1].subscriptions: written empty"),
     (_set("format_version", value="4.0"), "plan format_version 4.0 is not supported"),
-    (_set("format_version", value="2.0"), "plan format_version 2.0 was written by an older"),
-    (_set("format_version", value="1.0"), "plan format_version 1.0 was written by an older"),
-    (_set("digest", value="md5:abc"), "field digest: expected sha256:HEX"),
+    (_set("format_version", value="2.0"), "2.0 was made by an older reconcile: plan again"),
+    (_set("format_version", value="1.0"), "1.0 was made by an older reconcile: plan again"),
+    (_set("digest", value="md5:abc"), "field digest: expected `str` matching regex"),
     (_set("prune", value=False), "a delete in a plan made without --prune"),
 ]
 

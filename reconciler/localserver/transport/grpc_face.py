@@ -29,7 +29,7 @@ from reconciler.localserver.api.rpc import (
 from reconciler.localserver.api.status import ServiceError
 from reconciler.localserver.transport.dispatch import Dispatcher
 
-# Above the service's 10 MiB Publish limit, so that a larger request reaches the
+# Above the service's 10 MiB request payload limit, so that a larger request reaches the
 # limit check and gets the service's INVALID_ARGUMENT rather than gRPC's own refusal.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 

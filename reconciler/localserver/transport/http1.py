@@ -69,8 +69,7 @@ def error_body(
     status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
 ) -> bytes:
     """The REST error shape: {"error": {"code": HTTP status, "message", "status"}},
-    with `details` (google.rpc messages in their JSON form, each with its "@type")
-    when the error carries some."""
+    with "details" (each a google.rpc message in JSON, its "@type" first) when given."""
     error: dict[str, Any] = {"code": status, "message": message, "status": code}
     if details:
         error["details"] = details
