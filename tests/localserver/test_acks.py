@@ -314,3 +314,41 @@ def test_ack_ids_from_before_a_restart_are_stale(tmp_path: Path) -> None:
         assert after.ack_id != before.ack_id
         sub.acknowledge(request={"subscription": SUB_B, "ack_ids": [after.ack_id]})
         assert _unacked(server, SUB_B) == 0
+
+
+def test_a_seek_makes_the_ack_ids_handed_out_before_it_stale(
+    local_server: Any, publisher_client: Any, subscriber_client: Any, two_subs: list[str]
+) -> None:
+    """A Seek sets the acknowledgement state of every retained message anew (the
+    service's words: it alters the ack state in bulk), so the leases handed out before
+    it are not current: acking one afterwards is answered as a stale ID (OK, or the
+    exactly-once ErrorInfo) and settles nothing; the message is delivered again under
+    a new ID, which settles it."""
+    from google.api_core.exceptions import InvalidArgument
+    from google.rpc import error_details_pb2
+
+    before = _pull(subscriber_client, SUB_B)
+    before_eod = _pull(subscriber_client, EOD)
+    for sub in (SUB_B, EOD):
+        subscriber_client.seek(request={"subscription": sub, "time": {"seconds": 0}})
+    subscriber_client.acknowledge(
+        request={"subscription": SUB_B, "ack_ids": [m.ack_id for m in before]}
+    )
+    subscriber_client.modify_ack_deadline(  # extends nothing either
+        request={"subscription": SUB_B, "ack_ids": [before[0].ack_id], "ack_deadline_seconds": 600}
+    )
+    assert _unacked(local_server, SUB_B) == 3
+    with pytest.raises(InvalidArgument) as refused:
+        subscriber_client.acknowledge(
+            request={"subscription": EOD, "ack_ids": [before_eod[0].ack_id]}
+        )
+    infos = [d for d in refused.value.details if isinstance(d, error_details_pb2.ErrorInfo)]
+    assert dict(infos[0].metadata) == {before_eod[0].ack_id: "PERMANENT_FAILURE_INVALID_ACK_ID"}
+    assert _unacked(local_server, EOD) == 3
+    again = _pull(subscriber_client, SUB_B)  # delivered again at once, under new IDs
+    assert {m.message.message_id for m in again} == {m.message.message_id for m in before}
+    assert not {m.ack_id for m in again} & {m.ack_id for m in before}
+    subscriber_client.acknowledge(
+        request={"subscription": SUB_B, "ack_ids": [m.ack_id for m in again]}
+    )
+    assert _unacked(local_server, SUB_B) == 0

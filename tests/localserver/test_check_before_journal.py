@@ -125,3 +125,69 @@ def test_a_bad_record_of_an_earlier_version_is_set_aside_by_recover(
     assert [s.name for s in make_subscriber(again.address).list_subscriptions(project=P)] == [
         KEPT
     ]
+
+
+def _write_state_with_bad_records_of_every_kind(state: Path) -> list[tuple[int, str]]:
+    """A state holding, beside good records, one record of each kind that carries a
+    value (topics, subscriptions, schemas, snapshots and their changes, Seeks, IAM
+    policies) that this version cannot use: bytes that decode as no record of their
+    kind, or a duration or time out of its type's range. Deletions carry only a name
+    and replay one that is gone as nothing to do."""
+    journal = j.Journal(state)
+    journal.load()
+    far = protos.Topic(name=f"{P}/topics/far")
+    far.message_retention_duration.seconds = 10**13  # no JSON can hold it
+    config = protos.Snapshot(name=f"{P}/snapshots/snap", topic=T)
+    config.expire_time.seconds = 10**15
+    undecodable = b"\x0a\xff"  # a length-delimited field cut short
+    bad = [
+        (j.PUT_TOPIC, far.name, far.SerializeToString()),
+        (j.PUT_SCHEMA, f"{P}/schemas/schema", undecodable),
+        (j.PUT_SNAPSHOT, f"{P}/snapshots/snap", b"\x00"),
+        (j.SNAPSHOT_CONFIG, f"{P}/snapshots/snap", config.SerializeToString()),
+        (j.SEEK, KEPT, b"\x00"),
+        (j.PUT_IAM_POLICY, T, undecodable),
+    ]
+    journal.append(
+        [
+            (j.PUT_TOPIC, T, protos.Topic(name=T).SerializeToString()),
+            (j.PUT_SUBSCRIPTION, KEPT, protos.Subscription(name=KEPT, topic=T).SerializeToString()),
+            *bad,
+        ]
+    )
+    journal.close()
+    return [(kind, key) for kind, key, _ in bad]
+
+
+def test_bad_records_of_every_kind_refuse_the_start_and_recover_sets_them_aside(
+    tmp_path: Path, server_process: Any, refused_start: Any
+) -> None:
+    state = tmp_path / "state"
+    bad = _write_state_with_bad_records_of_every_kind(state)
+
+    code, err = refused_start("--state", str(state))
+    assert code == 1, err
+    assert f"the topic record of {P}/topics/far" in err and "(and 5 more)" in err
+    assert "'message_retention_duration'" in err and "--recover" in err
+    assert "Traceback" not in err and "internal error" not in err
+
+    server = server_process("--state", str(state), "--recover")
+    pub = publisher_client(server.address)
+    topics = [t.name for t in pub.list_topics(project=P)]
+    subs = [s.name for s in make_subscriber(server.address).list_subscriptions(project=P)]
+    report = server.stop()
+    assert (topics, subs) == ([T], [KEPT])
+    lines = [ln for ln in report.splitlines() if "set aside" in ln]
+    for what in (
+        f"the topic record of {P}/topics/far",
+        f"the schema record of {P}/schemas/schema",
+        f"the snapshot record of {P}/snapshots/snap",
+        f"the snapshot change record of {P}/snapshots/snap",
+        f"the Seek record of {KEPT}",
+        f"the IAM policy record of {T}",
+    ):
+        assert any(what in ln for ln in lines), (what, report)
+    assert "'expire_time'" in next(ln for ln in lines if "snapshot change" in ln)
+    aside = next(p for p in state.iterdir() if p.name.startswith("unusable-records-"))
+    kept = frames.scan(aside.read_bytes(), frames.HEADER_SIZE).records
+    assert [(kind, key) for kind, key, _ in kept] == bad

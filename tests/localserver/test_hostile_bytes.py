@@ -205,3 +205,77 @@ def test_grpc_bytes_that_are_no_request_are_the_clients_error(watched: Any, raw:
             for _ in pull(iter([raw]), timeout=30):
                 pass
         assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+SNAP = f"{P}/snapshots/hostile-snap"
+_SCHEMAS = "/v1/projects/proj-alpha/schemas"
+_DEEP_AVRO = '{"type": "AVRO", "definition": "' + "[" * 5000 + '"}'
+_BAD_AVRO = '{"message": "eA==", "schema": {"type": "AVRO", "definition": "{"}}'
+_LONG_PERMISSION = '{"permissions": ["' + "p" * 70_000 + '"]}'
+_POLICY_TIME = '{"name": "x", "spec": {"updateTime": "1e400"}}'
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "headers", "body"),
+    [
+        ("POST", f"/v1/{SUB}:seek", "", '{"time": "1e400"}'),
+        ("POST", f"/v1/{SUB}:seek", "", '{"time": "99999-12-31T00:00:00Z"}'),
+        ("POST", f"/v1/{SUB}:seek", "", '{"time": {"seconds": 1}}'),
+        ("POST", f"/v1/{SUB}:seek", "", '{"snapshot": 5}'),
+        ("POST", f"/v1/{SUB}:seek", "", '{"time": "2020-01-01T00:00:00Z", "snapshot": "x"}'),
+        (
+            "PATCH",
+            f"/v1/{SNAP}",
+            "",
+            '{"snapshot": {"expireTime": "0000-01-01T00:00:00Z"}, "updateMask": "expireTime"}',
+        ),
+        ("PATCH", f"/v1/{SNAP}", "", '{"snapshot": {"labels": {"\\u0000": "x"}}, "updateMask": 7}'),
+        ("PUT", f"/v1/{SNAP}", "", '{"subscription": "\\u0000\\ud800"}'),
+        ("PUT", f"/v1/{SNAP}", "", '{"subscription": "' + "s" * 100_000 + '"}'),
+        ("POST", f"{_SCHEMAS}?schemaId=hostile", "", _DEEP_AVRO),
+        ("POST", f"{_SCHEMAS}?schemaId=hostile", "", '{"type": 99, "definition": "x"}'),
+        ("POST", f"{_SCHEMAS}?schemaId=%00%ff", "", '{"type": "AVRO", "definition": "\\"int\\""}'),
+        ("POST", f"{_SCHEMAS}:validateMessage", "", '{"message": "!!!", "name": "x"}'),
+        ("POST", f"{_SCHEMAS}:validateMessage", "", _BAD_AVRO),
+        ("GET", f"{_SCHEMAS}?pageSize=1e400&view=%C2%B2", "", ""),
+        ("POST", f"/v1/{TOPIC}:setIamPolicy", "", '{"policy": {"etag": "!!!"}}'),
+        ("POST", f"/v1/{TOPIC}:setIamPolicy", "", '{"policy": {"bindings": [{"role": 5}]}}'),
+        ("POST", f"/v1/{TOPIC}:setIamPolicy", "", '{"policy": {"version": 1e400}}'),
+        ("POST", f"/v1/{TOPIC}:testIamPermissions", "", _LONG_PERMISSION),
+        ("GET", f"/v1/{TOPIC}:getIamPolicy?options.requestedPolicyVersion=%C2%B2", "", ""),
+        ("GET", f"/v1/{TOPIC}?$fields=(((((", "", ""),
+        ("GET", f"/v1/{TOPIC}?$alt=json;enum-encoding=%C2%B2", "", ""),
+        ("GET", f"/v1/{TOPIC}?prettyPrint=maybe&$callback=%3Cscript%3E", "", ""),
+        ("POST", f"/v1/{TOPIC}", "X-HTTP-Method-Override: \u00b2\r\n", "{}"),
+        (
+            "POST",
+            f"/v1/{P}/snapshots",
+            "X-HTTP-Method-Override: GET\r\nContent-Type: application/x-www-form-urlencoded\r\n",
+            "pageSize=%ff%fe&pageToken=%00",
+        ),
+        ("GET", f"/v1/{P}/snapshots?pageSize=-1&pageToken=%ff", "", ""),
+        ("GET", "/v2/projects/proj-alpha/policies?pageToken=%C2%B2", "", ""),
+        ("GET", "/v2/projects/proj-alpha/policies?pageToken=" + "9" * 5000, "", ""),
+        ("GET", "/v2/organizations/123/customConstraints?pageToken=%C2%B2", "", ""),
+        ("GET", "/v3/projects/proj-alpha/timeSeries?filter=x&pageToken=c2VyaWVzOsKy", "", ""),
+        ("GET", f"/v1/{TOPIC}/snapshots?pageToken=" + "A" * 5000, "", ""),
+        ("POST", "/v2/projects/proj-alpha/policies", "", _POLICY_TIME),
+    ],
+)
+def test_the_newer_rest_routes_answer_hostile_requests_as_the_clients_error(
+    watched: Any, method: str, target: str, headers: str, body: str
+) -> None:
+    """Snapshots, Seek, the schema service, IAM policies, Org Policy, the system
+    parameters and the method override, each sent what a JSON reader or the handler
+    cannot take: a 4xx in the REST error shape, nothing logged, no thread failing."""
+    from reconciler.backends.clients import subscriber_client
+
+    subscriber_client(watched.address).create_subscription(request={"name": SUB, "topic": TOPIC})
+    data = body.encode("utf-8", "surrogatepass")
+    head = f"{method} {target} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {len(data)}\r\n"
+    raw = _exchange(watched, head.encode("latin-1") + b"Connection: close\r\n\r\n" + data)
+    status = _status(raw)
+    assert status is not None and 400 <= status < 500, raw[:400]
+    error = json.loads(raw.partition(b"\r\n\r\n")[2])["error"]
+    assert error["code"] == status and error["message"], error
+    assert watched.message_count(TOPIC) == 0

@@ -7,7 +7,7 @@ import base64
 import binascii
 import bisect
 
-from reconciler.localserver.api.status import invalid
+from reconciler.localserver.api.status import invalid, shown
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000
@@ -26,10 +26,19 @@ def decode_token(token: str, prefix: str) -> str:
     try:
         after = base64.urlsafe_b64decode(token.encode("ascii")).decode()
     except (binascii.Error, UnicodeError, ValueError):
-        raise invalid(f"Invalid page token {token!r}.") from None
+        raise invalid(f"Invalid page token {shown(token)}.") from None
     if not after.startswith(prefix):
-        raise invalid(f"Invalid page token {token!r}.")
+        raise invalid(f"Invalid page token {shown(token)}.")
     return after
+
+
+def token_offset(token: str, digits: str) -> int:
+    """The position a page token carries as `digits`; INVALID_ARGUMENT unless they
+    are ASCII digits of a position (str.isdigit() also takes "²", which int() then
+    refuses, and int() refuses more than 4,300 digits)."""
+    if not (digits.isascii() and digits.isdigit()) or len(digits) > 18:
+        raise invalid(f"Invalid page token {shown(token)}.")
+    return int(digits)
 
 
 def encode_token(last: str) -> str:

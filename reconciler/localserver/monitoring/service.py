@@ -22,7 +22,7 @@ from google.api import metric_pb2
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.outcomes import PublishOutcomes
-from reconciler.localserver.api.paging import decode_token, encode_token
+from reconciler.localserver.api.paging import decode_token, encode_token, token_offset
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import invalid, suggestion
 from reconciler.localserver.monitoring import aggregation, tsfilter
@@ -298,9 +298,7 @@ def _page(request: Any, series: list[Series], *, headers_only: bool) -> Any:
     offset = 0
     if request.page_token:
         text = decode_token(request.page_token, _TOKEN_PREFIX)[len(_TOKEN_PREFIX) :]
-        if not text.isdigit():
-            raise invalid(f"Invalid page token {request.page_token!r}.")
-        offset = int(text)
+        offset = token_offset(request.page_token, text)
     size = min(request.page_size or MAX_PAGE, MAX_PAGE)
     response = protos.ListTimeSeriesResponse()
     for s in series[offset : offset + size]:

@@ -21,6 +21,7 @@ from google.cloud.orgpolicy_v2.types import constraint as _constraint
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
 from google.protobuf import empty_pb2, json_format
 
+from reconciler.localserver.api.paging import token_offset
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import already_exists, invalid, not_found
 from reconciler.localserver.pubsub.state import ServerState
@@ -137,9 +138,7 @@ class CustomConstraintService:
         size = request.page_size or DEFAULT_PAGE_SIZE
         start = 0
         if request.page_token:
-            if not request.page_token.isdigit():
-                raise invalid(f"Invalid page token {request.page_token!r}.")
-            start = int(request.page_token)
+            start = token_offset(request.page_token, request.page_token)
         with self.state.locked():
             mine = [c for n, c in sorted(self._store.items()) if c.organization == parent]
             page = [self._answer(c) for c in mine[start : start + size]]

@@ -13,9 +13,9 @@ import grpc
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import policy_parent, split_policy_name
+from reconciler.localserver.api.paging import token_offset
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import ServiceError, already_exists, invalid, not_found
-from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.pubsub.state import ServerState, policy_from_proto, policy_to_proto
 from reconciler.orgpolicy.model import PolicyFormatError
 
@@ -38,7 +38,6 @@ def stamp(policy: Any) -> Any:
 
 
 def _validated(policy: Any) -> None:
-    check_times(policy)
     try:
         policy_from_proto(policy)
     except PolicyFormatError as exc:
@@ -84,9 +83,7 @@ class OrgPolicyService:
         policies = self.state.list_policies(parent)
         start = 0
         if request.page_token:
-            if not request.page_token.isdigit():
-                raise invalid(f"Invalid page token {request.page_token!r}.")
-            start = int(request.page_token)
+            start = token_offset(request.page_token, request.page_token)
         page = policies[start : start + size]
         response = protos.ListPoliciesResponse(policies=page)
         if start + size < len(policies):

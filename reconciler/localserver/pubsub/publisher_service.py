@@ -24,7 +24,6 @@ from reconciler.localserver.api.status import (
     invalid,
     not_found,
 )
-from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub.limits import (
     MAX_TOPIC_RETENTION_S,
@@ -167,7 +166,6 @@ class PublisherService:
 
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
-        check_times(topic)
         if "labels" in fields:
             check_labels(topic.labels, "topic")
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):

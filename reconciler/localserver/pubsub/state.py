@@ -31,6 +31,7 @@ from google.protobuf import json_format
 from reconciler.errors import InputError
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
+from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.persistence.loading import StateDamaged
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
@@ -52,6 +53,19 @@ UNUSABLE_HINT = (
     "other record, sets the unusable ones aside in a file beside the state (named in "
     "its report) and writes a fresh snapshot without them"
 )
+
+
+# Records holding a resource a request carried: replayed only if the request's own
+# checks of durations and timestamps (`wellknown`, applied to every request) pass.
+_CHECKED_ON_REPLAY: dict[int, Any] = {
+    j.PUT_TOPIC: protos.Topic,
+    j.PUT_SUBSCRIPTION: protos.Subscription,
+    j.DETACH_SUBSCRIPTION: protos.Subscription,
+    j.PUT_POLICY: protos.Policy,
+    j.SNAPSHOT_CONFIG: protos.Snapshot,
+    j.PUT_IAM_POLICY: protos.IamPolicy,
+    j.PUT_SCHEMA: protos.ListSchemaRevisionsResponse,
+}
 
 
 def policy_from_proto(pb: Any) -> Policy:
@@ -140,11 +154,15 @@ class ServerState:
     def _replay(self, records: list[j.Record]) -> list[tuple[j.Record, str]]:
         """Apply the loaded records; those that cannot be applied (a value an earlier
         version journaled without checking it, such as a push endpoint that is no
-        URL) are returned with the reason, having changed nothing."""
+        URL or a duration no JSON can hold, or bytes that decode as no record of
+        their kind) are returned with the reason, having changed nothing."""
         unusable = []
         with self.lock:  # nobody else yet; the conditions want it held
             for record in records:
                 try:
+                    checked = _CHECKED_ON_REPLAY.get(record[0])
+                    if checked is not None:  # what a request's check would refuse
+                        check_times(checked.FromString(record[2]))
                     self._apply(record)
                 except InputError:  # a record of a newer writer: its own message
                     raise

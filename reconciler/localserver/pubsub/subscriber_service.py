@@ -31,7 +31,6 @@ from reconciler.localserver.api.status import (
     not_found,
     unavailable,
 )
-from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.pubsub import ackids, exports
 from reconciler.localserver.pubsub.ackids import AckIds
@@ -103,7 +102,6 @@ def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:
 
 
 def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
-    check_times(sub)
     if "ack_deadline_seconds" in fields:
         _check_ack_deadline(sub.ack_deadline_seconds)
     if "message_retention_duration" in fields and sub.HasField("message_retention_duration"):

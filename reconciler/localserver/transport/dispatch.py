@@ -1,7 +1,9 @@
-"""One call of one RPC, independent of the transport: count it, inject faults, run the
-handler, record Publish outcomes, and turn every failure into a `ServiceError` (the
-status a client sees). The gRPC face (`grpc_face`) and the REST face (`rest`) are
-thin layers over this, calling `Dispatcher.call` with the same request messages.
+"""One call of one RPC, independent of the transport: count it, inject faults, check
+the request's durations and timestamps (`wellknown`: every method, so no handler can
+store or format one out of range), run the handler, record Publish outcomes, and turn
+every failure into a `ServiceError` (the status a client sees). The gRPC face
+(`grpc_face`) and the REST face (`rest`) are thin layers over this, calling
+`Dispatcher.call` with the same request messages.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ import time
 from typing import Any
 
 import grpc
+from google.protobuf.message import Message
 
 from reconciler.localserver.api.counters import RpcCounters
 from reconciler.localserver.api.outcomes import PublishOutcome, PublishOutcomes
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import ServiceError
+from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.faults.injection import Faults
 from reconciler.localserver.persistence.journal import StateWriteError
 
@@ -99,6 +103,8 @@ class Dispatcher:
     def _run(self, rpc: Rpc, request: Any, call: CallInfo, resource: str | None) -> Any:
         try:
             self.faults.apply(rpc.name, resource)
+            if not rpc.raw and isinstance(request, Message):  # (Publish's bytes carry
+                check_times(request)  # no time the server reads; PromQL's is no proto)
             return rpc.handler(request, call)
         except ServiceError:
             raise

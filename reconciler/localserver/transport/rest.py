@@ -224,6 +224,8 @@ def _scalar(field: FieldDescriptor, name: str, value: str) -> Any:
         if value not in ("true", "false"):
             raise invalid(f"Invalid value for {name}: {value!r} (true or false)")
         return value == "true"
-    if field.type == FieldDescriptor.TYPE_ENUM and value.lstrip("-").isdigit():
-        return int(value)  # `$alt=json;enum-encoding=int` clients send enums as numbers
+    # `$alt=json;enum-encoding=int` clients send enums as numbers (ASCII digits only:
+    # "²" is a digit to isdigit() and no number to int())
+    if field.type == FieldDescriptor.TYPE_ENUM and value.isascii() and value.lstrip("-").isdigit():
+        return int(value)
     return value
