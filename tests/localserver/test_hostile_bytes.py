@@ -111,6 +111,11 @@ _TARGETS = st.one_of(
             f"/v1/{TOPIC}:publish",
             "/v1/projects/proj-alpha/location/global/prometheus/api/v1/query?query=%7B",
             "/v3/projects/proj-alpha/timeSeries?filter=%22",
+            f"/v1/{SUB}:seek",
+            f"/v1/{P}/snapshots/s?$fields=name&$alt=json;enum-encoding=int",
+            "/v1/projects/proj-alpha/schemas?schemaId=x",
+            f"/v1/{TOPIC}:setIamPolicy",
+            "/v2/projects/proj-alpha/policies?pageToken=%C2%B2",
             "http://h/v1/x?a=%zz&b",
             "*",
         ]
@@ -119,7 +124,7 @@ _TARGETS = st.one_of(
 )
 _HEADER_NAMES = st.sampled_from(
     ["Content-Length", "Transfer-Encoding", "Connection", "Expect", "x-reconcile-client-region",
-     "Host", "X", "Bad Name", "\u00e9", ""]
+     "Host", "X", "Bad Name", "\u00e9", "", "X-HTTP-Method-Override", "Content-Type"]
 )
 _VALUES = st.one_of(
     st.text(max_size=20),
