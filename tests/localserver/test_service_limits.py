@@ -28,7 +28,7 @@ from google.pubsub_v1.types import (
     PubsubMessage,
 )
 
-from reconciler.localserver.pubsub import limits
+from reconciler.localserver.pubsub import ackids, limits
 
 P = "projects/proj-alpha"
 TOPIC = f"{P}/topics/limits"
@@ -228,18 +228,23 @@ def test_message_size(clients: Clients, local_server: Any) -> None:
 
 
 def _ack_sized(total: int, size_of: Callable[[Any], int], method: str) -> Any:
-    """An Acknowledge or ModifyAckDeadline request of well-formed ack IDs ("0000042-1")
-    whose size is exactly `total`: as many as fit with room for a last one of up to 19
-    digits, then that one sized to the byte."""
+    """An Acknowledge or ModifyAckDeadline request of well-formed ack IDs of SUB
+    ("PREFIX-0000042-1", `ackids`' form, naming deliveries that never were) whose size
+    is exactly `total`: as many as fit with room for a last one whose message and
+    delivery numbers have up to 19 digits each, then that one sized to the byte."""
+    prefix = ackids.subscription_tag(SUB) + "0" * 8
 
     def make(count: int, digits: int) -> Any:
-        ids = [f"{i:07d}-1" for i in range(count)] + ["1" * max(digits, 1) + "-1"]
+        message = min(max(digits - 1, 1), 19)
+        delivery = max(digits - message, 1)
+        ids = [f"{prefix}-{i:07d}-1" for i in range(count)]
+        ids.append(f"{prefix}-{'1' * message}-{'1' * delivery}")
         if method == "Acknowledge":
             return AcknowledgeRequest(subscription=SUB, ack_ids=ids)
         return ModifyAckDeadlineRequest(subscription=SUB, ack_ids=ids, ack_deadline_seconds=10)
 
-    count = _largest(lambda n: size_of(make(n, 1)) <= total, total // 9)
-    digits = _largest(lambda d: size_of(make(count, d)) <= total, 19)
+    count = _largest(lambda n: size_of(make(n, 1)) <= total, total // 34)
+    digits = _largest(lambda d: size_of(make(count, d)) <= total, 38)
     made = make(count, digits)
     assert size_of(made) == total, (size_of(made), total)
     return made
@@ -248,7 +253,7 @@ def _ack_sized(total: int, size_of: Callable[[Any], int], method: str) -> Any:
 @pytest.mark.parametrize("method", ["Acknowledge", "ModifyAckDeadline"])
 def test_acknowledge_and_modify_ack_deadline_payload(clients: Clients, method: str) -> None:
     """512 KiB (524,288 bytes) per Acknowledge or ModifyAckDeadline payload: about
-    47,000 of this server's short ack IDs over gRPC (Google's clients send at most
+    15,000 of this server's ack IDs over gRPC (Google's clients send at most
     2,500 at a time); over REST the JSON body is what is measured."""
     if clients.transport == "grpc":
         size_of: Callable[[Any], int] = _grpc_size
