@@ -88,6 +88,11 @@ class TerraformStyle:
     def effective_policy(self, project: str) -> Any:
         return self.inner.effective_policy(project)
 
+    def __getattr__(self, name: str) -> Any:
+        # Every other read (subscriptions, gauges) as reconcile makes it: only the
+        # topic reads differ between the two modes.
+        return getattr(self.inner, name)
+
     def close(self) -> None:
         self.pool.shutdown()
         self.inner.close()
