@@ -1,4 +1,4 @@
-"""Plan at scale (issue 4): 10,000 topics across 10 projects, 20 ms per RPC.
+"""Plan at scale: 10,000 topics across 10 projects, 20 ms per RPC.
 
 Compares `make_plan` as reconcile does it (one ListTopics pager per project, projects in
 parallel) with the way Terraform's refresh does it (one GetTopic per declared topic, 10
