@@ -167,7 +167,7 @@ def _answer_in_order(
 
 
 def _warm_promql(backend: GcpBackend) -> None:
-    """Open the PromQL reader now (its HTTP library's import, ~0.1-0.2 s), while the
+    """Open the PromQL reader now (its HTTP library's import), while the
     parent still validates, not when the parent's diff first asks for the gauges."""
     with contextlib.suppress(MetricsUnavailable):
         backend.promql()
