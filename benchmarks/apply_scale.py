@@ -180,6 +180,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
     """Plan N absent topics, then create them; the server's counters by method for the
     plan and for the apply, and the apply's wall time."""
     from reconciler.plan.make import make_plan
+    from reconciler.plan.observe import observe
     from reconciler.spec.desired import DesiredState, DesiredTopic
 
     desired = DesiredState(
@@ -196,7 +197,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
         )
         guard = Guard(ProjectRateLimiter(None))
         server.counters.reset()
-        plan = make_plan(desired, backend)
+        plan = make_plan(desired, observe(backend, desired))
         plan_rpcs = server.counters.snapshot()
         assert sum(rc.action == "create" for rc in plan.resource_changes) == n
         server.counters.reset()

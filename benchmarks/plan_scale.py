@@ -88,6 +88,14 @@ class TerraformStyle:
     def effective_policy(self, project: str) -> Any:
         return self.inner.effective_policy(project)
 
+    def list_subscriptions(self, project: str) -> Any:
+        from reconciler.backends.base import SubscriptionListing
+
+        return SubscriptionListing()  # as before plans read subscriptions
+
+    def stored(self, queries: Any) -> list[Any]:
+        return self.inner.stored(queries)
+
     def close(self) -> None:
         self.pool.shutdown()
         self.inner.close()
@@ -99,6 +107,7 @@ def child(mode: str, address: str, projects: int, topics: int) -> None:
     from reconciler.backends.clients import orgpolicy_client, publisher_client
     from reconciler.backends.gcp import GcpBackend
     from reconciler.plan.make import make_plan
+    from reconciler.plan.observe import observe
 
     desired = desired_state(projects, topics)
     info = BackendInfo("emulator", address)
@@ -107,7 +116,7 @@ def child(mode: str, address: str, projects: int, topics: int) -> None:
         backend = TerraformStyle(backend, desired)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    plan = make_plan(desired, backend)
+    plan = make_plan(desired, observe(backend, desired))
     wall = time.perf_counter() - start
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     backend.close()

@@ -59,9 +59,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
     "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
-    "removes regions) and the read-ahead process that would read them is gone",
-    "reconciler.backends.residency_reads": "protobuf's topic conversions only with the backend "
-    "that lists topics (residency's read-ahead answer needs none)",
+    "removes regions, a prune's backlogs) and the read-ahead process that would read them is "
+    "gone",
     "reconciler.backends.connect": "the embedded local server only for --local; each client "
     "library only for a client the target needs",
     "reconciler.backends.clients": "each Google client library only when that client is built "

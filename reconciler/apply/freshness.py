@@ -3,7 +3,7 @@
 A plan is a promise about specific live states; applying it after any of them moved
 could undo someone's change or act on a policy that no longer holds. So every topic
 the plan fingerprinted and every project's org policy inputs are read again (the same
-`observe` that planning uses: one ListTopics pager per project) and any difference
+reads that planning makes: one ListTopics pager per project) and any difference
 refuses the whole apply, before any mutating call.
 
 Against Google Cloud there is no state of ours to say "this plan ran": apply leaves the
@@ -34,7 +34,8 @@ from reconciler.errors import PlanRefused, RefusalReason
 from reconciler.names import project_of
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import Plan, ResourceChange
-from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.plan.observation import org_fingerprint, topic_fingerprint
+from reconciler.plan.observe import read_topics
 from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
 
 # Why a saved plan is refused (helper-independent values: the CLI maps them to exit
@@ -67,7 +68,7 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
     projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return moved
-    seen = observe(backend, projects)
+    seen = read_topics(backend, projects)
     marker = plan_marker(plan.digest)
     changes = {rc.address: rc for rc in plan.resource_changes}
     for address, expected in sorted(fps.topics.items()):

@@ -22,7 +22,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
@@ -34,11 +33,10 @@ from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import (
     BackendInfo,
+    GaugeQuery,
     ObservedTopic,
     OrgInputs,
-    StoredAnswer,
     StoredMessages,
-    StoredQuery,
     SubscriptionListing,
 )
 from reconciler.backends.clients import close_client
@@ -48,6 +46,7 @@ from reconciler.backends.promql import PromQLReader, open_promql
 from reconciler.backends.stored import read_stored
 from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
+from reconciler.background import Background
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.custom import CustomConstraint
@@ -60,7 +59,7 @@ from reconciler.orgpolicy.model import (
 )
 from reconciler.orgpolicy.store import PolicyStore
 
-# Projects whose gauges are read at once by `stored_many`.
+# Gauge queries read at once by `stored`.
 MAX_PARALLEL_READS = 8
 
 T = TypeVar("T")
@@ -240,7 +239,7 @@ class GcpBackend:
         self._promql_client = promql_client
         self._promql: PromQLReader | None = None
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
-        self._gauge_reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)  # at once
+        self._gauge_reads = Background(MAX_PARALLEL_READS, "gauges")
         self._timeout = timeout
 
     def detect_google_emulator(self) -> bool:
@@ -276,18 +275,13 @@ class GcpBackend:
     # -- topics ---------------------------------------------------------------
     def list_topics(self, project: str) -> list[ObservedTopic]:
         """Every topic of the project, through the pager (ListTopics, 1000 a page)."""
-        return self.list_topics_as(project, observed_pb)
-
-    def list_topics_as(self, project: str, convert: Callable[[Any], T]) -> list[T]:
-        """`list_topics`, each bare protobuf topic made into what `convert` makes of it
-        (topicproto.observed_pb, or topic_row_pb for a plan's read-ahead)."""
         resource = f"projects/{project}"
 
-        def run() -> list[T]:
+        def run() -> list[ObservedTopic]:
             request = {"project": resource, "page_size": PAGE_SIZE}
             pager = self.publisher.list_topics(request=request, **self._rpc)
             pages = (type(page).pb(page).topics for page in pager.pages)  # bare messages
-            return [convert(pb) for topics in pages for pb in topics]
+            return [observed_pb(pb) for topics in pages for pb in topics]
 
         return _call(self.deadline, "list topics", resource, run)
 
@@ -443,43 +437,19 @@ class GcpBackend:
                 self._promql = open_promql(lambda: factory(self._timeout))
             return self._promql
 
-    def stored(
-        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
-    ) -> StoredMessages:
-        """Where the messages of `project`'s topics (scope "topic") or subscriptions
-        ("subscription") are stored, from the by-region gauges (one PromQL query);
-        `ids`: only these."""
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
+        """Where the messages of each query's topics (scope "topic") or subscriptions
+        ("subscription") are stored, from the by-region gauges: one PromQL query each,
+        at most MAX_PARALLEL_READS at once (daemon threads: reconciler/background.py)."""
+        found = [self._gauge_reads.submit(self._read_gauges, q) for q in queries]
+        return [f.result() for f in found]
+
+    def _read_gauges(self, query: GaugeQuery) -> StoredMessages:
         try:
             reader = self.promql()
         except MetricsUnavailable as exc:
             return StoredMessages({}, {}, unavailable=exc.reason)
-        return read_stored(reader, project, scope, ids, retained)
-
-    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
-        """`stored` for each query, one thread a query (at most MAX_PARALLEL_READS)."""
-        return self.ask_stored(queries)()
-
-    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
-        """`stored` for each query started now, one thread a query (at most
-        MAX_PARALLEL_READS at once); the answer waits for them, in the queries' order."""
-        found = [self._read_soon(q) for q in queries]
-        return lambda: [f.result() for f in found]
-
-    def _read_soon(self, query: StoredQuery) -> Future[StoredMessages]:
-        """`stored(*query)` on a daemon thread of its own: a command interrupted while
-        it waits for the service exits at once, not when the read times out (a
-        ThreadPoolExecutor's threads are waited for at exit)."""
-        future: Future[StoredMessages] = Future()
-
-        def run() -> None:
-            with self._gauge_reads:
-                try:
-                    future.set_result(self.stored(*query))
-                except BaseException as exc:  # the caller's result() raises it
-                    future.set_exception(exc)
-
-        threading.Thread(target=run, name="gauges", daemon=True).start()
-        return future
+        return read_stored(reader, query.project, query.scope, query.ids, query.retained)
 
     # -- subscriptions ------------------------------------------------------------
     def list_subscriptions(self, project: str) -> SubscriptionListing:

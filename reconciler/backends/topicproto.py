@@ -14,6 +14,7 @@ from reconciler.backends.base import ObservedTopic
 from reconciler.topic import StoragePolicy, TopicShape, request_shape
 
 _POLICY_FIELD = "message_storage_policy"
+_RETENTION_FIELD = "message_retention_duration"
 
 
 def shape_of(topic: Topic) -> TopicShape:
@@ -23,12 +24,17 @@ def shape_of(topic: Topic) -> TopicShape:
 
 def shape_of_pb(pb: Any) -> TopicShape:
     """`shape_of` on the bare protobuf message (no proto-plus wrapper: a plan reads
-    every live topic of every project)."""
+    every live topic of every project). Label keys and values and the regions are
+    interned: the keys and values many topics share are then one string each, kept
+    once in memory and sent once by the read-ahead process."""
+    intern = sys.intern
     policy: StoragePolicy | None = None
     if pb.HasField(_POLICY_FIELD):
         msp = pb.message_storage_policy
-        policy = StoragePolicy.of(msp.allowed_persistence_regions, msp.enforce_in_transit)
-    return TopicShape(dict(sorted(pb.labels.items())), policy)  # sorted: see ObservedTopic
+        regions = tuple(intern(r) for r in sorted(set(msp.allowed_persistence_regions)))
+        policy = StoragePolicy(regions, bool(msp.enforce_in_transit))
+    labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}
+    return TopicShape(labels, policy)  # sorted: see ObservedTopic
 
 
 def topic_body(topic: Topic) -> dict[str, Any]:
@@ -42,26 +48,14 @@ def observed(topic: Topic) -> ObservedTopic:
 
 
 def observed_pb(pb: Any) -> ObservedTopic:
-    """A live topic from its protobuf message; its fingerprint is the sha256 of its
-    deterministic serialization (every field, known to this client or not)."""
+    """A live topic from its protobuf message: the one place that reads a live topic's
+    fields from the wire type. Its fingerprint is the sha256 of its deterministic
+    serialization (every field, known to this client or not)."""
     digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    return ObservedTopic.of_shape(pb.name, shape_of_pb(pb), digest)
-
-
-def topic_row_pb(pb: Any) -> list[Any]:
-    """A live topic as plain values, `observed_pb`'s in another form: [name, labels
-    sorted by key, [sorted regions, enforce_in_transit] or None, digest]. A plan's
-    read-ahead sends these between processes (plan/readahead_wire.py reads them back);
-    the strings are interned, so that a key or value many topics share is sent once."""
-    intern = sys.intern
-    policy = None
-    if pb.HasField(_POLICY_FIELD):
-        msp = pb.message_storage_policy
-        regions = [intern(r) for r in sorted(set(msp.allowed_persistence_regions))]
-        policy = [regions, bool(msp.enforce_in_transit)]
-    labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}
-    digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    return [pb.name, labels, policy, digest]
+    retention = 0
+    if pb.HasField(_RETENTION_FIELD):
+        retention = int(pb.message_retention_duration.seconds)
+    return ObservedTopic.of_shape(pb.name, shape_of_pb(pb), digest, retention)
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

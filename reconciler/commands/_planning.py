@@ -5,8 +5,8 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
-    read_ahead_backend(read_ahead, projects, result) -> Backend | None   what the
-                                          read-ahead read (None: open the target)
+    open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
+                                          read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
     recorded_with(origin, info, options)  the origin naming the snapshot actually used
     new_diagnostics(plan, validation)     what the live org policy added
@@ -23,7 +23,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.backends.base import Backend, BackendInfo, TargetOptions
+from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import InputError
@@ -82,26 +82,24 @@ def open_target(
     return backend
 
 
-def read_ahead_backend(
-    read_ahead: ReadAhead | None, projects: Sequence[str], result: ValidationResult
-) -> Backend | None:
-    """What the read-ahead's second process read (plan, residency), or None: it did not
-    run or failed (its note says why), or it found Google's emulator (no Org Policy
-    API) where the spec tree has a snapshot to answer for it, which `open_target`
-    does in this process."""
-    if read_ahead is None:
-        return None
-    backend = read_ahead.backend(projects)
-    if read_ahead.note is not None:
+def open_reads(
+    options: TargetOptions, result: ValidationResult, read_ahead: ReadAhead | None,
+    projects: Sequence[str],
+) -> Reads:
+    """What the read-ahead's second process read (plan, residency), or the target
+    opened in this process: the read-ahead did not run or failed (its note says why),
+    or it found Google's emulator (no Org Policy API) where the spec tree has a
+    snapshot to answer for it, which `open_target` does here. The caller closes it."""
+    served = read_ahead.served(projects) if read_ahead is not None else None
+    if read_ahead is not None and read_ahead.note is not None:
         output.stderr().line(read_ahead.note)
-    if backend is None:
-        return None
-    info = backend.info
-    if info.google_emulator and info.org_policy == "api" and result.policy_store is not None:
-        backend.close()
-        return None
-    found: Backend = backend
-    return found
+    if served is not None:
+        info = served.info
+        if not (info.google_emulator and info.org_policy == "api"
+                and result.policy_store is not None):
+            return served
+        served.close()
+    return open_target(options, result)
 
 
 def say_target(info: BackendInfo) -> None:

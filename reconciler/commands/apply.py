@@ -83,8 +83,9 @@ from reconciler.errors import (
 from reconciler.ownership import plan_marker
 from reconciler.perf import gc_resumed
 from reconciler.plan.differ import taken_from
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
+from reconciler.plan.observe import observe
 from reconciler.plan.origin import anchored, apply_target, record_target
 from reconciler.plan.planfile import check_expected_digest, looks_like_plan_file, read_plan
 from reconciler.plan.projects import check_plan_projects, select_projects
@@ -366,16 +367,12 @@ def apply_specs(
     backend = open_guarded(target, guard, result)
     origin = recorded_with(origin, backend.info, target)
     try:
-        plan = make_plan(
-            desired,
-            backend,
-            prune=options.prune,
-            validation=result.diagnostics.sorted(),
-            origin=origin,
-            projects=options.projects,
-            strict_groups=options.strict_groups,
-            prune_subscribed=options.prune_subscribed,
+        observation = observe(backend, desired, options.prune)
+        planning = PlanOptions(
+            options.prune, options.prune_subscribed, options.strict_groups, options.projects,
+            origin,
         )
+        plan = make_plan(desired, observation, planning, result.diagnostics.sorted())
         seen.plan = plan
         _show(plan, options)
         refuse_plan_with_errors(plan)

@@ -215,9 +215,7 @@ def diff_topic(
     live_shape = live.shape
     live_policy = live_policy_of(live_shape.policy)
     mode = desired.storage.mode
-    want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
-    if mode == "inherit" and in_transit_only(live_policy, facts):
-        want_policy = live_policy  # what the service computes there: no permanent diff
+    want_policy = wanted_policy(desired, live_policy, facts)
     before = topic_state(live_shape.labels, live_policy)  # the live labels come sorted
     if _settled(live_shape, keys, live_policy, want_policy):
         return _no_op(desired, before)
@@ -257,6 +255,20 @@ def diff_topic(
         warnings=warnings,
         source=_source(desired),
     )
+
+
+def wanted_policy(
+    desired: DesiredTopic, live_policy: StoragePolicy | None, facts: OrgFacts
+) -> StoragePolicy | None:
+    """The storage policy an update of the live topic sets (`live_policy`: its policy
+    as `live_policy_of` gives it): the spec's or the org policy's in the managed modes,
+    the live one when the spec leaves it unmanaged."""
+    mode = desired.storage.mode
+    if mode == "unmanaged":
+        return live_policy
+    if mode == "inherit" and in_transit_only(live_policy, facts):
+        return live_policy  # what the service computes there: no permanent diff
+    return expected_policy(desired, facts)
 
 
 def _adoption(live: Mapping[str, str], owner: str) -> list[str]:

@@ -14,10 +14,11 @@ from typing import Any
 from reconciler.backends.base import (
     DEFAULT_SUBSCRIPTION_RETENTION,
     ObservedSubscription,
+    ObservedTopic,
     RegionStored,
 )
 from reconciler.plan.frozen import FrozenDict
-from reconciler.plan.observe import facts_of
+from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
 from reconciler.residency.model import PausedExport, RegionStore, ResidencyReport, TopicResidency
 from reconciler.spec.desired import DesiredTopic
@@ -44,7 +45,7 @@ def _ages_out(retention: int, age: int | None) -> int | None:
 
 def topic_residency(
     topic: DesiredTopic,
-    live: tuple[Any, int] | None,
+    live: ObservedTopic | None,
     facts: OrgFacts,
     subs: Sequence[ObservedSubscription] | None,
     unacked: Mapping[str, RegionStored] | None,
@@ -56,8 +57,8 @@ def topic_residency(
     if live is None:
         return TopicResidency(topic.address, topic.project, topic.topic, False, source=source,
                               subscriptions=None if subs is None else 0, unknown=unknown)
-    observed, topic_retention = live
-    policy = observed.shape.policy
+    topic_retention = live.retention_seconds
+    policy = live.shape.policy
     held = sorted(set(unacked or {}) | set(retained or {}))
     # The declared policy is worked out only where something is stored to judge.
     managed, declared = _declared(topic, facts) if held else (False, None)

@@ -13,7 +13,8 @@ from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import PlanOptions, make_plan
+from reconciler.plan.observe import observe
 from reconciler.spec.validate import validate_paths
 from tests.specs_support import location_policy, topic_doc
 
@@ -63,10 +64,11 @@ def test_plan_after_executing_its_requests_is_empty(
         subscriber=subscriber_client(local_server.address),  # prune sees no subscription
     )
     try:
-        first = make_plan(desired, backend, prune=True)
+        pruning = PlanOptions(prune=True)
+        first = make_plan(desired, observe(backend, desired, prune=True), pruning)
         assert first.counts() == {"create": 2, "update": 3, "delete": 1, "no-op": 0}
         execute(backend, first)
-        second = make_plan(desired, backend, prune=True)
+        second = make_plan(desired, observe(backend, desired, prune=True), pruning)
         assert second.counts()["no-op"] == 5 and not second.has_changes, second.dumps()
         live = backend.get_topic("projects/proj-a/topics/adopted")
         assert live is not None and live.body["labels"]["owner"] == "ops"
