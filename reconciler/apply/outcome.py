@@ -29,7 +29,7 @@ from reconciler.errors import (
     EXIT_PARTIAL,
     PlanRefused,
     ReconcileError,
-    RefusalReason,
+    Refusal,
 )
 from reconciler.plan.model import Plan
 
@@ -68,9 +68,9 @@ class ApplyOutcome:
     exit_code: int
     """The command's exit code: 0 applied or no-changes, 1 error, 3 partial-failure,
     4 refused, 130 interrupted (SIGINT), 143 terminated (SIGTERM)."""
-    reason: RefusalReason | None = None
+    reason: Refusal | None = None
     """Why the saved plan was refused (outcome `refused` only): stale,
-    already-applied, superseded, digest-mismatch, retarget or damaged."""
+    already-applied, superseded, digest-mismatch, retarget, damaged or takeover."""
     message: str | None = None
     """The refusal or the error, as printed on stderr (outcomes refused and error)."""
     details: list[str] = field(default_factory=list)

@@ -40,6 +40,7 @@ from reconciler.ownership import OWN_LABELS, is_legacy
 from reconciler.plan.differ import delete_change, live_policy_of, owned_by, wanted_policy
 from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
 from reconciler.plan.observation import Observation
+from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner
 from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
@@ -467,7 +468,7 @@ def consumer_step(
             continue
         reasons = list(rc.reasons)
         if allowed_by is not None and (subs is None or subs):
-            reasons.append(f"its subscriptions may be detached: allowed by {allowed_by}")
+            reasons.append(Reason(ReasonKind.DETACHES, allowed_by))
         deletes.append(replace(
             rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
             prune_subscribed_by=allowed_by, reasons=reasons,

@@ -41,6 +41,7 @@ from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.frozen import EMPTY, FrozenDict, FrozenList, freeze, thaw
 from reconciler.plan.jsonform import canonical_bytes, indented_text
+from reconciler.plan.reasons import Reason
 from reconciler.plan.shape import (
     DERIVED,
     OMIT_EMPTY,
@@ -222,7 +223,11 @@ class ResourceChange:
         Doc("Exactly what apply sends, derived from the address, the change and the update "
             "mask (null for a no-op)."),
     ] = field(default=None, init=False)
-    reasons: Annotated[Strings, Doc("Why: drift category, adoption.")] = EMPTY
+    reasons: Annotated[
+        Sequence[Reason],
+        Doc("Why: an adoption (`adopt`, `adopt-from:OWNER`), the recomputed storage policy's "
+            "drift, a prune (plan/reasons.py lists every form)."),
+    ] = EMPTY
     warnings: Annotated[Strings, Doc("What a reviewer should know.")] = EMPTY
     source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
     subscriptions: Annotated[

@@ -22,7 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from reconciler.backends.base import TargetOptions
-from reconciler.errors import InputError, PlanRefused, UsageError
+from reconciler.errors import InputError, PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes
 from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
@@ -91,7 +91,7 @@ def apply_target(
         asked.kind == "emulator" and asked.address != recorded.address
     ):
         raise PlanRefused(
-            "retarget",
+            Refusal.RETARGET,
             f"{path} was made against {recorded.describe()}, but this apply targets "
             f"{asked.describe()} ({_flag(options)}); nothing was applied",
             hint="run `reconcile apply PLANFILE` without --local/--emulator (and without "
@@ -113,7 +113,7 @@ def _snapshot(
     if recorded.org_policy == "api":
         if given is not None:
             raise PlanRefused(
-                "retarget",
+                Refusal.RETARGET,
                 f"{path} was made with the org policy read from the "
                 f"{recorded.describe_policy()}, but this apply passes --org-policy {given}; "
                 "nothing was applied",
@@ -124,7 +124,7 @@ def _snapshot(
     if given is None:
         if not snapshot.exists():
             raise PlanRefused(
-                "retarget",
+                Refusal.RETARGET,
                 f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
                 "not there; nothing was applied",
                 hint="pass the same snapshot with --org-policy FILE",
@@ -135,7 +135,7 @@ def _snapshot(
     now = file_sha256(snapshot)
     if now != recorded.snapshot_sha256:
         raise PlanRefused(
-            "stale",
+            Refusal.STALE,
             f"the org-policy snapshot {snapshot} changed since {path} was made (the plan "
             f"used {recorded.snapshot} with sha256:{recorded.snapshot_sha256[:12]}…, it "
             f"is now sha256:{now[:12]}…); nothing was applied",

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from reconciler.errors import PlanRefused, UsageError
+from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
 from reconciler.plan.model import DIGEST, FORMAT_VERSION, MAJOR, Plan, digest_of
@@ -43,48 +43,53 @@ def write_plan(plan: Plan, path: Path) -> None:
 
 def _load(path: Path) -> Any:
     if path.is_dir():
-        raise PlanRefused("damaged", f"{path}: is a directory, not a plan file")
+        raise PlanRefused(Refusal.DAMAGED, f"{path}: is a directory, not a plan file")
     try:
         text = read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT).decode("utf-8")
     except FileProblem as exc:  # missing, not a regular file, too large, unreadable
         if exc.errno == errno.ENOENT:
-            raise PlanRefused("damaged", f"{path}: plan file not found") from None
-        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc.message}") from None
+            raise PlanRefused(Refusal.DAMAGED, f"{path}: plan file not found") from None
+        raise PlanRefused(
+            Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc.message}"
+        ) from None
     except UnicodeDecodeError as exc:
-        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc}") from None
+        raise PlanRefused(Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc}") from None
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})",
             hint=REMAKE_HINT,
         ) from None
     except (RecursionError, ValueError) as exc:
-        raise PlanRefused("damaged", f"{path}: not a plan file ({exc})", hint=REMAKE_HINT) from None
+        raise PlanRefused(
+            Refusal.DAMAGED, f"{path}: not a plan file ({exc})", hint=REMAKE_HINT
+        ) from None
 
 
 def _check_version(path: Path, data: Any) -> None:
     if not isinstance(data, dict) or "format_version" not in data:
         raise PlanRefused(
-            "damaged", f"{path}: not a reconcile plan file (no format_version)", hint=REMAKE_HINT
+            Refusal.DAMAGED, f"{path}: not a reconcile plan file (no format_version)",
+            hint=REMAKE_HINT,
         )
     version = data["format_version"]
     if not isinstance(version, str):
         raise PlanRefused(
-            "damaged", f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
+            Refusal.DAMAGED, f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
         )
     major = version.split(".")[0]
     if major == "1":
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} was written by an older reconcile; it "
             "has no digest and no recorded target, so it cannot be checked or applied",
             hint=REMAKE_HINT,
         )
     if major == "2":
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} was written by an older reconcile; it "
             "records no owner, so its prune and its adoptions cannot be checked against "
             "the spec tree that owns each topic (docs/ownership.md)",
@@ -92,7 +97,7 @@ def _check_version(path: Path, data: Any) -> None:
         )
     if major != MAJOR:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} is not supported (this reconcile "
             f"reads and writes {FORMAT_VERSION})",
             hint=REMAKE_HINT,
@@ -117,21 +122,21 @@ def read_plan(path: Path) -> Plan:
     except PlanShapeError as exc:
         if _newer_minor(data["format_version"]):
             raise PlanRefused(
-                "damaged",
+                Refusal.DAMAGED,
                 f"{path}: plan format_version {data['format_version']} was written by a "
                 f"newer reconcile (this one reads {FORMAT_VERSION}): field {exc.where}: "
                 f"{exc.what}",
                 hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
             ) from None
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
             hint=REMAKE_HINT,
         ) from None
     actual = digest_of(data)
     if actual != data["digest"]:
         raise PlanRefused(
-            "digest-mismatch",
+            Refusal.DIGEST_MISMATCH,
             f"{path}: the plan's content does not match its digest {data['digest']} (the "
             f"content hashes to {actual}): the file was changed after it was made",
             hint=REMAKE_HINT,
@@ -142,7 +147,7 @@ def read_plan(path: Path) -> Plan:
         listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
         more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: the plan's requests are not the changes it shows; refusing the "
             f"whole plan:\n{listed}{more}",
             hint="the file was edited after it was made; " + REMAKE_HINT,
@@ -150,7 +155,8 @@ def read_plan(path: Path) -> Plan:
         )
     if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
         raise PlanRefused(
-            "damaged", f"{path}: the plan file does not read back as written", hint=REMAKE_HINT
+            Refusal.DAMAGED, f"{path}: the plan file does not read back as written",
+            hint=REMAKE_HINT,
         )
     return plan
 
@@ -182,7 +188,7 @@ def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
         )
     if plan.digest != want:
         raise PlanRefused(
-            "digest-mismatch",
+            Refusal.DIGEST_MISMATCH,
             f"{path}: the plan's digest is {plan.digest}, not the expected {want}: this is "
             "not the plan that was reviewed; nothing was applied",
             hint="apply the reviewed plan file, or review this one and pass its digest",

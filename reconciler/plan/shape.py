@@ -7,6 +7,9 @@ into a tree of nodes once, and from that tree come the plan's JSON document
 shape check and the published JSON Schema (plan/planschema.py). A field added to the
 model is therefore written, read, checked and documented without another edit.
 
+A class of the model with `from_text` (and `TEXT_PATTERN`) is written as the string
+`str(value)` and read back with `from_text` (plan/reasons.py).
+
 Markers, in `Annotated[...]` on a field of the model:
     Doc("...")            the description (the JSON Schema's and the reader's)
     Pattern(regex, what)  a string must match; the reader says "expected WHAT"
@@ -78,6 +81,9 @@ DERIVED = _Flag("DERIVED")
 class Scalar:
     type: type  # str, int or bool
     pattern: Pattern | None = None
+    # A class of the model written as this string (`str(value)`), read back with its
+    # `from_text`, and checked by its TEXT_PATTERN.
+    python: Any = None
 
 
 @dataclass(frozen=True)
@@ -200,6 +206,8 @@ def node_of(annotation: Any, meta: tuple[Any, ...] = ()) -> Node:
         return Enum(tuple(args))
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return Enum(tuple(m.value for m in annotation), annotation)
+    if isinstance(annotation, type) and hasattr(annotation, "from_text"):
+        return Scalar(str, getattr(annotation, "TEXT_PATTERN", None), annotation)
     if annotation in (str, int, bool):
         if choice is not None:
             return Enum(choice.values)
@@ -252,6 +260,8 @@ def encoder(node: Node) -> Encode | None:
 def _encode_leaf(node: Node) -> Encode | None:
     if isinstance(node, Enum):
         return None if node.python is None else _enum_value
+    if isinstance(node, Scalar) and node.python is not None:
+        return str
     if isinstance(node, Object):
         return _object_encoder(node)
     return None
@@ -334,6 +344,9 @@ _DECODERS: dict[type, Decode] = {}
 def _decode_leaf(node: Node) -> Decode | None:
     if isinstance(node, Enum):
         return node.python  # None: the value itself
+    if isinstance(node, Scalar) and node.python is not None:
+        decode: Decode = node.python.from_text
+        return decode
     if isinstance(node, Object) and node.is_dataclass:
         return decoder(node.cls)
     return None  # the model makes the value read-only itself

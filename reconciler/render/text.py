@@ -102,7 +102,7 @@ def _block(rc: ResourceChange, style: Style) -> list[str]:
     sym = SYMBOL[rc.action]
     head = f"  # {esc(rc.address)} {VERB[rc.action]}"
     if rc.reasons:
-        head += f" ({esc(', '.join(rc.reasons))})"
+        head += f" ({esc(', '.join(map(str, rc.reasons)))})"
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}

@@ -20,7 +20,9 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     data["diagnostics"] = [d.to_json() for d in plan.diagnostics]
     if not data["projects"]:
         del data["projects"]
-    for rc in data["resource_changes"]:  # left out when empty (OMIT_EMPTY)
+    for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):
+        rc["reasons"] = [str(r) for r in made.reasons]  # written as their text
+        # left out when empty (OMIT_EMPTY)
         for key in ("subscriptions", "left_behind", "left_behind_unknown", "prune_subscribed_by"):
             if not rc[key]:
                 del rc[key]
