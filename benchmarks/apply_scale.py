@@ -35,14 +35,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from reconciler.apply.executor import Executor
-from reconciler.apply.guard import Guard
+from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import publisher_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.localserver import LocalServer
 from reconciler.orgpolicy.store import PolicyStore
-from reconciler.plan.model import Action, Change, ResourceChange
+from reconciler.plan.model import Action, Change, Plan, ResourceChange
 
 PROJECT = "bench-project"
 LATENCY = 0.020
@@ -136,17 +136,17 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         backend = GcpBackend(
             publisher_client(address), None, BackendInfo("emulator", address), client_retry=False
         )
-        guard = Guard(ProjectRateLimiter(None))
+        guarded = GuardedBackend(backend, Guard(ProjectRateLimiter(None)))
         creates = update_changes(updates, "0", action="create")
-        created = Executor(backend, guard, concurrency=32).run(creates)
+        created = Executor(guarded, concurrency=32).run(Plan(resource_changes=creates))
         assert not created.failed, "setup failed"
         for n, level in enumerate(levels, start=1):
             if server is not None:
                 server.counters.reset()
-            executor = Executor(backend, guard, concurrency=level)
+            executor = Executor(guarded, concurrency=level)
             changes = update_changes(updates, str(n), str(n - 1))
             start = time.perf_counter()
-            result = executor.run(changes)
+            result = executor.run(Plan(resource_changes=changes))
             wall = time.perf_counter() - start
             calls = (
                 server.counters.get("UpdateTopic")
@@ -195,14 +195,14 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
             policy_store=PolicyStore(),
             client_retry=False,
         )
-        guard = Guard(ProjectRateLimiter(None))
+        guarded = GuardedBackend(backend, Guard(ProjectRateLimiter(None)))
         server.counters.reset()
         plan = make_plan(desired, observe(backend, desired))
         plan_rpcs = server.counters.snapshot()
         assert sum(rc.action == "create" for rc in plan.resource_changes) == n
         server.counters.reset()
         start = time.perf_counter()
-        result = Executor(backend, guard, concurrency=concurrency).run(plan.resource_changes)
+        result = Executor(guarded, concurrency=concurrency).run(plan)
         wall = time.perf_counter() - start
         apply_rpcs = server.counters.snapshot()
         backend.close()

@@ -33,7 +33,7 @@ from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.errors import PlanRefused, Refusal
 from reconciler.names import project_of
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
-from reconciler.plan.model import Plan, ResourceChange
+from reconciler.plan.model import LabelMerge, Plan, ResourceChange
 from reconciler.plan.observation import org_fingerprint, topic_fingerprint
 from reconciler.plan.observe import read_topics
 from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
@@ -182,14 +182,14 @@ class StaleTopic(Exception):
     """A managed field of this topic changed between the plan and its update."""
 
 
-def fresh_labels(rc: ResourceChange, live: TopicShape) -> dict[str, str]:
-    """The label map to send: the fresh read with the plan's changes (before -> after)
-    applied; StaleTopic when a managed label or the planned storage policy moved."""
+def fresh_labels(rc: ResourceChange, merge: LabelMerge, live: TopicShape) -> dict[str, str]:
+    """The label map to send: the fresh read with the request's `merge` applied;
+    StaleTopic when a managed label or the planned storage policy moved since the
+    plan (`rc.change.before`)."""
     before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
-    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
     now = dict(live.labels)
-    keys = set(before) | set(after)
-    changed = {k for k in keys if before.get(k) != after.get(k)}
+    changed = set(merge.set) | set(merge.remove)
+    keys = set(before) | set(merge.set)
     managed = changed | {k for k in keys | set(now) if is_reserved(k)}
     moved = sorted(k for k in managed if now.get(k) != before.get(k))
     if moved:
@@ -198,9 +198,4 @@ def fresh_labels(rc: ResourceChange, live: TopicShape) -> dict[str, str]:
         planned = norm_policy(StoragePolicy.from_json((rc.change.before or {}).get(STORAGE_POLICY)))
         if norm_policy(live.policy) != planned:
             raise StaleTopic("message_storage_policy changed since the plan")
-    for k in changed:
-        if k in after:
-            now[k] = after[k]
-        else:
-            now.pop(k, None)
-    return dict(sorted(now.items()))
+    return merge.onto(now)

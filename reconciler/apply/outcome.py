@@ -22,7 +22,7 @@ from typing import Literal
 
 from typing_extensions import TypedDict  # pydantic reads its keys on Python 3.11 too
 
-from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.result import TopicResult, TopicResults
 from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -96,7 +96,7 @@ class ApplyOutcome:
         return json.dumps(asdict(self), indent=2) + "\n"
 
 
-def _summary(result: ApplyResult) -> Summary:
+def _summary(result: TopicResults) -> Summary:
     counts = result.counts()
     return Summary(
         {
@@ -109,7 +109,7 @@ def _summary(result: ApplyResult) -> Summary:
     )
 
 
-def finished(result: ApplyResult, digest: str, exit_code: int | None = None) -> ApplyOutcome:
+def finished(result: TopicResults, digest: str, exit_code: int | None = None) -> ApplyOutcome:
     """After the executor ran: `exit_code` is the interruption's (130 SIGINT, 143
     SIGTERM) when `result.interrupted`."""
     if result.interrupted:
@@ -125,16 +125,16 @@ def finished(result: ApplyResult, digest: str, exit_code: int | None = None) -> 
 
 
 def no_changes(plan: Plan) -> ApplyOutcome:
-    result = ApplyResult(unchanged=len(plan.resource_changes))
+    result = TopicResults(unchanged=len(plan.resource_changes))
     return ApplyOutcome("no-changes", EXIT_OK, digest=plan.digest, summary=_summary(result))
 
 
-def untouched(plan: Plan | None) -> ApplyResult:
+def untouched(plan: Plan | None) -> TopicResults:
     """Every planned change as not attempted: nothing was called."""
     if plan is None:
-        return ApplyResult()
+        return TopicResults()
     work = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    return ApplyResult(
+    return TopicResults(
         results=[
             TopicResult(
                 address=rc.address,

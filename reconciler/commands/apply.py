@@ -80,7 +80,6 @@ from reconciler.errors import (
     UsageError,
     ValidationFailed,
 )
-from reconciler.ownership import plan_marker
 from reconciler.perf import gc_resumed
 from reconciler.plan.differ import taken_from
 from reconciler.plan.make import PlanOptions, make_plan
@@ -324,9 +323,8 @@ def apply_planfile(
     use, notes = apply_target(plan.target, target, path)
     for note in notes:
         output.stderr().line(note)
-    guard = options.guard()
     try:
-        backend = open_guarded(use, guard)
+        backend = open_guarded(use, options.guard())
     except ReconcileError as exc:
         raise _naming(path, exc) from None
     try:
@@ -335,7 +333,7 @@ def apply_planfile(
         except ReconcileError as exc:
             raise _naming(path, exc) from None
         _show(plan, options)
-        return execute(plan, backend, guard, options, saved=True)
+        return execute(plan, backend, options, saved=True)
     finally:
         backend.close()
 
@@ -363,8 +361,7 @@ def apply_specs(
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
     origin = record_target(target)
-    guard = options.guard()
-    backend = open_guarded(target, guard, result)
+    backend = open_guarded(target, options.guard(), result)
     origin = recorded_with(origin, backend.info, target)
     try:
         observation = observe(backend, desired, options.prune)
@@ -384,7 +381,7 @@ def apply_specs(
             message = "Apply cancelled; nothing was changed."
             output.stderr().line(message)
             return stopped(ReconcileError(message), plan, EXIT_ERROR)
-        return execute(plan, backend, guard, options)
+        return execute(plan, backend, options)
     finally:
         backend.close()
 
@@ -446,7 +443,7 @@ def _confirm() -> bool:
 
 
 def execute(
-    plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions, saved: bool = False
+    plan: Plan, backend: GuardedBackend, options: ApplyOptions, saved: bool = False
 ) -> ApplyOutcome:
     """Run the plan's changes, showing progress; Ctrl-C or SIGTERM stops starting new
     calls. Returns the outcome (its exit code: 0, 3 partial failure, 130 or 143
@@ -454,19 +451,15 @@ def execute(
     work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
     progress = progress_for(options.out, work)
     executor = Executor(
-        backend.inner,
-        guard,
+        backend,
         concurrency=options.concurrency,
         events=progress,
-        allow_delete=plan.prune,
         readback=readback_policy(options.readback_wait),
-        marker=plan_marker(plan.digest),
-        owner=plan.owner,
     )
-    guard.events = progress
+    backend.guard.events = progress
     # Minutes of calls whose errors and retries make cycles (reconciler/perf.py).
-    with gc_resumed(), stop_on_signals(guard.stop, progress) as received:
-        result = executor.run(plan.resource_changes)
+    with gc_resumed(), stop_on_signals(backend.guard.stop, progress) as received:
+        result = executor.run(plan)
     outcome = finished(result, plan.digest, received.exit_code if result.interrupted else None)
     # From here on, what was done stands: a stream that cannot be written is said, and
     # the exit code stays the outcome's.

@@ -63,6 +63,13 @@ def _request_problems(stored: Request | None, derived: Request | None) -> list[s
             f"the request's update mask {list(stored.update_mask)} is not the change's "
             f"{list(derived.update_mask)}"
         )
+    if stored.label_merge != derived.label_merge:
+        out.append("the request's label_merge is not the change's label changes")
+    if stored.marker_label != derived.marker_label:
+        out.append(
+            f"the request's marker_label {stored.marker_label!r} is not "
+            f"{derived.marker_label!r}"
+        )
     for key in sorted(set(stored.topic) | set(derived.topic), key=str):
         if key == "name":
             continue

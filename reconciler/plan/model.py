@@ -9,22 +9,16 @@ and docs/plan.schema.json (plan/planschema.py) all follow from them.
 A plan cannot change once made: the dataclasses are frozen and every list and object
 they hold is read-only (plan/frozen.py), so `Plan.digest` is computed once, when first
 asked for, and stays true. Each change's `request` and `fields` are derived from it
-(never given): what a reviewer sees is what apply sends. The update mask is stored once,
-on the resource change; the request carries it because the request is exactly what is
-sent.
+(never given), and the request states all apply sends: the body, the update mask
+(which names `labels` for the plan's marker too), how an update's labels are made
+(merged onto the topic's labels read right before the call) and the marker label;
+`show` renders it, so what a reviewer sees is what apply sends.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
 
-Format 3.0 (incompatible with 2.x): `owner`, the spec tree's owner identity; its
-creates and adoptions record it on the topics, its prune deletes only topics that
-carry it, and apply refuses to take over another owner's topic unless told to
-(docs/ownership.md). A 2.x file is refused with a message to make the plan again: its
-prune deleted any topic labelled `reconcile-managed`, whichever tree manages it.
-Format 2.0 (incompatible with 1.x): `digest` ("sha256:HEX" over the canonical JSON of
-everything else), `target` an object (where the plan was made and which org policy it
-used), `change.computed`. A 1.x file has no digest and no recorded target, so it
-cannot be checked.
+The major version changes when a reader of the previous one would misread a file;
+plan/planfile.py refuses a file of another major before reading it.
 """
 
 from __future__ import annotations
@@ -38,7 +32,7 @@ from typing import Annotated, Any, Literal, TypedDict
 
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
-from reconciler.ownership import DEFAULT_OWNER
+from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
 from reconciler.plan.frozen import EMPTY, FrozenDict, FrozenList, freeze, thaw
 from reconciler.plan.jsonform import canonical_bytes, indented_text
 from reconciler.plan.reasons import Reason
@@ -64,7 +58,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "3.0"
+FORMAT_VERSION = "4.0"
 DIGEST_PREFIX = "sha256:"
 DIGEST = Pattern(r"sha256:[0-9a-f]{64}", "sha256:HEX (64 lowercase hex digits)")
 TOPIC_NAME = Pattern(r"projects/[^/]+/topics/[^/]+", "projects/PROJECT/topics/TOPIC")
@@ -132,12 +126,47 @@ def _policy_state(policy: StoragePolicy | None) -> Any:
 
 
 @frozen_model
+class LabelMerge:
+    """How an UpdateTopic's labels are made: the topic's labels read right before the
+    call, with these set and removed; labels others set meanwhile are kept. A label the
+    plan changes, a `reconcile-` label or the storage policy the plan sets that moved
+    since the plan makes the topic stale: it is not updated (apply/freshness.py)."""
+
+    set: Annotated[Mapping[str, str], Doc("Labels set to these values.")]
+    remove: Annotated[Strings, Doc("Label keys removed.")] = EMPTY
+
+    def onto(self, labels: Mapping[str, str]) -> dict[str, str]:
+        """`labels` (the topic's, as read) with these set and removed, by key."""
+        merged = {k: v for k, v in labels.items() if k not in self.remove}
+        merged.update(self.set)
+        return dict(sorted(merged.items()))
+
+
+@frozen_model
 class Request:
-    """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body."""
+    """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body, its update
+    mask, how an update's labels are made, and the plan's marker."""
 
     method: Method
-    topic: Annotated[Mapping[str, Any], Doc("The topic as sent: its name and the masked fields.")]
-    update_mask: Annotated[Strings, Doc("The update's mask (UpdateTopic only).")] = EMPTY
+    topic: Annotated[
+        Mapping[str, Any],
+        Doc("The topic as sent: its name and the fields it sets, an update's labels apart "
+            "(see label_merge)."),
+    ]
+    update_mask: Annotated[
+        Strings,
+        Doc("The update's mask (UpdateTopic only): the paths the change sets, and labels, "
+            "for the plan's marker."),
+    ] = EMPTY
+    label_merge: Annotated[
+        LabelMerge | None, Doc("UpdateTopic: how the labels sent are made.")
+    ] = None
+    marker_label: Annotated[
+        str | None,
+        Doc("The label set, in the same call, to the plan's marker (the first 16 hex digits "
+            "of its digest), by which a replayed plan is told applied or superseded; null "
+            "for a delete."),
+    ] = None
 
 
 @frozen_model
@@ -452,7 +481,10 @@ def shown_paths(rc: ResourceChange) -> list[str]:
 
 def derive_request(rc: ResourceChange) -> Request | None:
     """The request that makes `before` into `after`: every shown path carries its
-    `after` value, except the computed ones (left out, or masked without a value)."""
+    `after` value, except the computed ones (left out, or masked without a value); an
+    update's labels are the merge of the label changes onto the topic as apply reads
+    it, and creates and updates set the plan's marker, so an update always names
+    labels in its mask."""
     if rc.action == "no-op":
         return None
     if rc.action == "delete":
@@ -461,11 +493,25 @@ def derive_request(rc: ResourceChange) -> Request | None:
     body: dict[str, Any] = {"name": rc.address}
     paths = shown_paths(rc)
     for path in paths:
+        if path == LABELS and rc.action == "update":
+            continue  # made from label_merge when sent
         if path not in rc.change.computed and after.get(path) is not None:
             body[path] = after[path]
     if rc.action == "create":
-        return Request("CreateTopic", body)
-    return Request("UpdateTopic", body, paths)
+        return Request("CreateTopic", body, marker_label=PLAN_LABEL)
+    mask = [p for p in MASK_PATHS if p in paths or p == LABELS]
+    return Request("UpdateTopic", body, mask, label_merge(rc), PLAN_LABEL)
+
+
+def label_merge(rc: ResourceChange) -> LabelMerge:
+    """The label changes of an update, before -> after (none when it changes only the
+    storage policy)."""
+    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return LabelMerge(
+        {k: after[k] for k in changed if k in after}, [k for k in changed if k not in after]
+    )
 
 
 def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:

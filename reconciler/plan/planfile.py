@@ -6,8 +6,8 @@
     looks_like_plan_file(paths)   one argument naming a file that is not a YAML spec
 
 Reading checks, in order, before anything is rendered or applied: JSON; the format
-version (1.x files predate the digest and the recorded target, 2.x files the owner:
-refused, make the plan again; a newer minor with keys this reader does not know is
+version (a file of an older major is refused, "made by an older reconcile: plan
+again", saying what it lacks; a newer minor with keys this reader does not know is
 named as such); every field's type (plan/planschema.py, from the plan model); the digest over
 the canonical content; and that every stored request and `fields` entry is the one the
 model derives from its change (plan/derive.py). Any failure refuses the whole plan:
@@ -34,7 +34,16 @@ from reconciler.plan.planschema import PlanShapeError, check_plan
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
 SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
-MAX_PLAN_BYTES = 1 << 30  # 50,000 topics: 62 MB of canonical JSON; past 1 GiB, not a plan
+MAX_PLAN_BYTES = 1 << 30  # far beyond any plan's canonical JSON: past it, not a plan
+# What a file of an older major lacks, for its refusal (read as it is, it would be
+# misread).
+OLDER = {
+    "1": "it has no digest and no recorded target, so it cannot be checked",
+    "2": "it records no owner, so its prune and its adoptions cannot be checked against "
+    "the spec tree that owns each topic",
+    "3": "its requests do not state the plan's marker, the label merge and the update "
+    "mask apply sends",
+}
 
 
 def write_plan(plan: Plan, path: Path) -> None:
@@ -80,19 +89,12 @@ def _check_version(path: Path, data: Any) -> None:
             Refusal.DAMAGED, f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
         )
     major = version.split(".")[0]
-    if major == "1":
+    older = OLDER.get(major)
+    if older is not None:
         raise PlanRefused(
             Refusal.DAMAGED,
-            f"{path}: plan format_version {version} was written by an older reconcile; it "
-            "has no digest and no recorded target, so it cannot be checked or applied",
-            hint=REMAKE_HINT,
-        )
-    if major == "2":
-        raise PlanRefused(
-            Refusal.DAMAGED,
-            f"{path}: plan format_version {version} was written by an older reconcile; it "
-            "records no owner, so its prune and its adoptions cannot be checked against "
-            "the spec tree that owns each topic (docs/ownership.md)",
+            f"{path}: plan format_version {version} was made by an older reconcile: plan "
+            f"again ({older})",
             hint=REMAKE_HINT,
         )
     if major != MAJOR:

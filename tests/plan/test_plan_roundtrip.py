@@ -13,6 +13,7 @@ from reconciler.backends.base import BackendInfo
 from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
 from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
+from reconciler.ownership import plan_marker
 from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.observe import observe
 from reconciler.spec.validate import validate_paths
@@ -22,15 +23,22 @@ OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
 def execute(backend: GcpBackend, plan: Any) -> None:
-    """What apply does, minimally: send each request as planned."""
+    """What apply does, minimally: send each request as planned, an update's labels
+    merged onto the topic as read now, the marker label set."""
+    marker = plan_marker(plan.digest)
     for rc in plan.resource_changes:
         req = rc.request
         if req is None:
             continue
+        body = dict(req.topic)
         if req.method == "CreateTopic":
-            backend.create_topic(req.topic)
+            backend.create_topic({**body, "labels": {**body["labels"], req.marker_label: marker}})
         elif req.method == "UpdateTopic":
-            backend.update_topic(req.topic, req.update_mask)
+            live = backend.get_topic(rc.address)
+            assert live is not None
+            labels = req.label_merge.onto(live.shape.labels)
+            body["labels"] = {**labels, req.marker_label: marker}
+            backend.update_topic(body, list(req.update_mask))
         else:
             backend.delete_topic(req.topic["name"])
 
