@@ -5,8 +5,9 @@ the command's.
 
     finished(result, digest, exit_code=None) -> ApplyOutcome   after the executor ran
     no_changes(plan) -> ApplyOutcome                           nothing to apply
-    stopped(exc, plan) -> ApplyOutcome                         refused or failed before
-                                                               any change (no call made)
+    stopped(failure, plan, exit_code) -> ApplyOutcome          refused, failed or
+                                                               interrupted before any
+                                                               change (no call made)
     ApplyOutcome.dumps()                                       the JSON document
 
 The dataclasses here are the one description of the document: it is their fields,
@@ -27,6 +28,7 @@ from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
+    EXIT_TERMINATED,
     PlanRefused,
     ReconcileError,
     Refusal,
@@ -149,26 +151,31 @@ def untouched(plan: Plan | None) -> TopicResults:
     )
 
 
-def stopped(exc: ReconcileError, plan: Plan | None, exit_code: int | None = None) -> ApplyOutcome:
-    """Refused (PlanRefused) or failed before any change; `plan`: the plan read or made
-    so far, if any (its changes are listed as not attempted)."""
+def stopped(failure: BaseException, plan: Plan | None, exit_code: int) -> ApplyOutcome:
+    """Refused (PlanRefused) or ended before any change by an error, an interruption or
+    a bug (`failure`, exit code `exit_code`); `plan`: the plan read or made so far, if
+    any (its changes are listed as not attempted)."""
     result = untouched(plan)
     digest = plan.digest if plan is not None else None
-    code = exc.exit_code if exit_code is None else exit_code
-    message = str(exc)
-    if isinstance(exc, PlanRefused):
+    if isinstance(failure, PlanRefused):
         return ApplyOutcome(
             "refused",
-            code,
-            reason=exc.reason,
-            message=message,
-            details=list(exc.details),
+            exit_code,
+            reason=failure.reason,
+            message=str(failure),
+            details=list(failure.details),
             digest=digest,
             summary=_summary(result),
             results=list(result.results),
         )
-    outcome: Outcome = "interrupted" if code == EXIT_INTERRUPTED else "error"
+    if exit_code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        outcome: Outcome = "interrupted"
+        message = "interrupted; nothing was applied"
+    elif isinstance(failure, ReconcileError):
+        outcome, message = "error", str(failure)
+    else:
+        outcome, message = "error", f"internal error: {type(failure).__name__}: {failure}"
     return ApplyOutcome(
-        outcome, code, message=message, digest=digest, summary=_summary(result),
+        outcome, exit_code, message=message, digest=digest, summary=_summary(result),
         results=list(result.results),
     )

@@ -32,7 +32,7 @@ never turns the outcome into 1: it is said on stderr and the code stays (`say_lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +71,6 @@ from reconciler.commands._planning import (
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_REFUSED,
@@ -227,7 +226,22 @@ def command(
         prune_subscribed=prune_subscribed,
     )
     target = TargetOptions(local, emulator, org_policy, timeout)
-    return reporting(lambda seen: run(paths, target, options, seen), options)
+    seen = Seen()
+    if options.fmt == "json":  # one outcome document on stdout, whatever happens
+        output.on_failure(lambda failure, code: print_outcome(stopped(failure, seen.plan, code)))
+    outcome = run(paths, target, options, seen)
+    if options.fmt == "json":
+        print_outcome(outcome)
+    return outcome.exit_code
+
+
+def print_outcome(outcome: ApplyOutcome) -> None:
+    """The one outcome document on stdout; if stdout cannot take it, said on stderr
+    with the exit code it keeps."""
+    try:
+        output.stdout().data(outcome.dumps())
+    except output.OutputFailed as exc:
+        say_lost(exc, "the outcome document", outcome.exit_code)
 
 
 class Seen:
@@ -235,29 +249,6 @@ class Seen:
     error (its digest and its changes, none attempted)."""
 
     plan: Plan | None = None
-
-
-def reporting(flow: Callable[[Seen], ApplyOutcome], options: ApplyOptions) -> int:
-    """Run the apply flow; with `--format json`, print its one outcome document
-    whatever happened (a refusal or an error too, also said on stderr). Returns the
-    exit code."""
-    seen = Seen()
-    if options.fmt != "json":
-        return flow(seen).exit_code
-    try:
-        outcome = flow(seen)
-    except ReconcileError as exc:
-        output.last_word(f"Error: {exc}")
-        outcome = stopped(exc, seen.plan)
-    except KeyboardInterrupt:
-        output.last_word("Interrupted.")
-        outcome = stopped(ReconcileError("interrupted; nothing was applied"), seen.plan,
-                          EXIT_INTERRUPTED)
-    try:
-        output.stdout().data(outcome.dumps())
-    except output.OutputFailed as exc:
-        say_lost(exc, "the outcome document", outcome.exit_code)
-    return outcome.exit_code
 
 
 def say_lost(exc: output.OutputFailed, what: str, exit_code: int, summary: str = "") -> None:
