@@ -71,10 +71,12 @@ class BackendInfo:
     directory) or an emulator (HOST:PORT). `google_emulator`: the server there is
     Google's Pub/Sub emulator, which computes no message storage policy and cannot
     update labels or storage policies. `org_policy`: where `effective_policy`
-    answers from, the Org Policy API or the snapshot file `snapshot`;
-    `snapshot_fallback`: that snapshot is the spec tree's own, used because the
-    emulator serves no Org Policy API. `served_by`: for the local state, the address
-    of the `reconcile local-server` serving it ("" when embedded in this process)."""
+    answers from, the Org Policy API or the snapshot file `snapshot` (the sha256 of
+    its bytes: `snapshot_sha256`); `snapshot_fallback`: that snapshot is the spec
+    tree's own, used because the emulator serves no Org Policy API. `served_by`: for
+    the local state, the address of the `reconcile local-server` serving it ("" when
+    embedded in this process). Worked out once, before the backend is made
+    (backends/target.py, backends/connect.py), and never changed after."""
 
     kind: ServiceKind = "gcp"
     address: str = ""
@@ -83,6 +85,7 @@ class BackendInfo:
     snapshot: str = ""
     snapshot_fallback: bool = False
     served_by: str = ""
+    snapshot_sha256: str = ""
 
     @property
     def label(self) -> str:

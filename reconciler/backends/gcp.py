@@ -22,8 +22,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -184,6 +182,19 @@ def _spec(policy: Policy | None) -> PolicySpec | None:
     return policy.spec if policy is not None else None
 
 
+def is_google_emulator(publisher: Any) -> bool:
+    """Is the server behind this publisher client Google's emulator rather than ours?
+    Ours answers `GetCapabilities` of its own service (an RPC no other server has; it
+    is neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one cheap
+    probe, made once per command, before the backend states what it is."""
+    try:
+        probe = publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
+        answer = json.loads(probe(b"", timeout=5.0))
+        return not (isinstance(answer, dict) and answer.get("server") == SERVER_NAME)
+    except (grpc.RpcError, ValueError, AttributeError):
+        return True  # UNIMPLEMENTED (Google's emulator) and the like
+
+
 def _call(deadline: Deadline, action: str, resource: str, fn: Callable[[], T]) -> T:
     """Run one call; our own deadline passing is reported as such (naming the endpoint),
     anything else the service or the credentials raise through `api_error`."""
@@ -241,30 +252,6 @@ class GcpBackend:
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
         self._gauge_reads = Background(MAX_PARALLEL_READS, "gauges")
         self._timeout = timeout
-
-    def detect_google_emulator(self) -> bool:
-        """Is the server at --emulator Google's emulator rather than ours? Ours answers
-        `GetCapabilities` of its own service (an RPC no other server has; it is
-        neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one
-        cheap probe, made once per command; the
-        answer is stated in `info`."""
-        try:
-            probe = self.publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
-            answer = json.loads(probe(b"", timeout=5.0))
-            ours = isinstance(answer, dict) and answer.get("server") == SERVER_NAME
-        except (grpc.RpcError, ValueError, AttributeError):
-            ours = False  # UNIMPLEMENTED (Google's emulator) and the like
-        self.info = replace(self.info, google_emulator=not ours)
-        return not ours
-
-    def use_snapshot(self, path: Path, store: PolicyStore) -> None:
-        """Answer `effective_policy` from the spec tree's snapshot: the server serves
-        no Org Policy API (Google's emulator) and no --org-policy was given."""
-        self.policy_store = store
-        self.policy_source = f"snapshot {path}"
-        self.info = replace(
-            self.info, org_policy="snapshot", snapshot=str(path), snapshot_fallback=True
-        )
 
     @property
     def _rpc(self) -> dict[str, Any]:

@@ -8,9 +8,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
                                           read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
-    recorded_with(origin, info, options)  the origin naming the snapshot actually used
     new_diagnostics(plan, validation)     what the live org policy added
-    recorded_or_bare(options) -> PlanTarget
     errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
     conflict(diagnostics) -> str          what the live state conflicts with
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
@@ -19,19 +17,16 @@ applied afterwards), open the target; and the plan document shown for errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
-from reconciler.errors import InputError
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
-from reconciler.plan.origin import record_target
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
@@ -119,27 +114,10 @@ def say_target(info: BackendInfo) -> None:
         )
 
 
-def recorded_with(origin: PlanTarget, info: BackendInfo, options: TargetOptions) -> PlanTarget:
-    """The target a plan records: `origin`, or, when the backend answers the org policy
-    from the spec tree's snapshot (the emulator serves no Org Policy API), that
-    snapshot with its hash, so that `apply PLANFILE` uses and checks the same file."""
-    if info.snapshot_fallback and options.org_policy is None:
-        return record_target(replace(options, org_policy=Path(info.snapshot)))
-    return origin
-
-
 def new_diagnostics(plan: Plan, validation: Sequence[Diagnostic]) -> list[Diagnostic]:
     """What the live org policy added to the plan (validation's were printed already)."""
     seen = set(validation)
     return [d for d in plan.diagnostics if d not in seen]
-
-
-def recorded_or_bare(options: TargetOptions) -> PlanTarget:
-    """The target to show with errors (a snapshot that cannot be read has no hash)."""
-    try:
-        return record_target(options)
-    except InputError:
-        return PlanTarget(org_policy="snapshot", snapshot=str(options.org_policy))
 
 
 def conflict(diagnostics: Sequence[Diagnostic]) -> str:

@@ -63,7 +63,6 @@ from reconciler.commands._options import (
 from reconciler.commands._planning import (
     conflict,
     open_target,
-    recorded_with,
     say_target,
     show_plan,
     validate_specs,
@@ -84,7 +83,7 @@ from reconciler.plan.differ import taken_from
 from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.observe import observe
-from reconciler.plan.origin import anchored, apply_target, record_target
+from reconciler.plan.origin import anchored, apply_target
 from reconciler.plan.planfile import check_expected_digest, looks_like_plan_file, read_plan
 from reconciler.plan.projects import check_plan_projects, select_projects
 from reconciler.render import diagnostics as report
@@ -351,14 +350,11 @@ def apply_specs(
         raise ValidationFailed("the specs have errors; nothing was applied")
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
-    origin = record_target(target)
     backend = open_guarded(target, options.guard(), result)
-    origin = recorded_with(origin, backend.info, target)
     try:
         observation = observe(backend, desired, options.prune)
         planning = PlanOptions(
-            options.prune, options.prune_subscribed, options.strict_groups, options.projects,
-            origin,
+            options.prune, options.prune_subscribed, options.strict_groups, options.projects
         )
         plan = make_plan(desired, observation, planning, result.diagnostics.sorted())
         seen.plan = plan

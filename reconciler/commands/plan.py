@@ -20,6 +20,7 @@ from pathlib import Path
 import click
 
 from reconciler.backends.base import TargetOptions
+from reconciler.backends.target import target_info
 from reconciler.commands import output
 from reconciler.commands._options import (
     format_option,
@@ -33,8 +34,6 @@ from reconciler.commands._planning import (
     errors_only,
     new_diagnostics,
     open_reads,
-    recorded_or_bare,
-    recorded_with,
     show_plan,
     validate_specs,
 )
@@ -43,7 +42,7 @@ from reconciler.perf import leave_to_exit
 from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
 from reconciler.plan.observe import observe
-from reconciler.plan.origin import anchored, record_target
+from reconciler.plan.origin import anchored, made_at
 from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
@@ -127,24 +126,22 @@ def _run(
     if result.diagnostics.has_errors:
         output.stderr().line(report.summary(validation, result.files) + "; no plan made")
         owner = result.desired.owner.name
-        return _refused(errors_only(validation, recorded_or_bare(target), owner), options.fmt)
+        return _refused(errors_only(validation, made_at(target_info(target)), owner), options.fmt)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
-    origin = record_target(target)
     reads = open_reads(target, result, read_ahead, desired.projects)
-    origin = recorded_with(origin, reads.info, target)
     try:
         observation = observe(reads, desired, options.prune)
     finally:
         reads.close()
     planning = PlanOptions(
-        options.prune, options.prune_subscribed, options.strict_groups, options.projects, origin
+        options.prune, options.prune_subscribed, options.strict_groups, options.projects
     )
     plan = make_plan(desired, observation, planning, validation)
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        return _refused(errors_only(plan.diagnostics, origin, plan.owner), options.fmt)
+        return _refused(errors_only(plan.diagnostics, plan.target, plan.owner), options.fmt)
     if options.out is not None:
         write_plan(plan, options.out)
     show_plan(plan, options.fmt, options.colour)

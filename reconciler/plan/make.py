@@ -31,14 +31,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from reconciler.backends.base import BackendInfo
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, undeclared
-from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
+from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
+from reconciler.plan.origin import made_at
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
@@ -48,15 +48,12 @@ class PlanOptions:
     """How to plan. `prune`: delete this tree's undeclared topics; `prune_subscribed`:
     those with subscriptions too (plan/consumers.py); `strict_groups`: refusals resting
     on inferred value-group membership are errors (spec/orgrules.py); `projects`: the
-    --project filter the desired state was narrowed to (recorded in the plan);
-    `origin`: where the plan is made (plan/origin.py; None: what the observation's
-    service states it is)."""
+    --project filter the desired state was narrowed to (recorded in the plan)."""
 
     prune: bool = False
     prune_subscribed: bool = False
     strict_groups: bool = False
     projects: Sequence[str] = ()
-    origin: PlanTarget | None = None
 
 
 def make_plan(
@@ -126,7 +123,7 @@ def make_plan(
         diagnostics=diagnostics,
         drift=drifts,
         fingerprints=Fingerprints(topic_prints, org_prints),
-        target=options.origin or recorded_from(info),
+        target=made_at(info),
         prune=options.prune,
         created_at=created_at,
         projects=sorted(set(options.projects)),
@@ -162,12 +159,6 @@ def legacy_warning(address: str, owner: Owner) -> Diagnostic:
         f"--project {project} --update-labels={OWNER_LABEL}={owner.name}` (or declare it, "
         "apply, then remove it from the specs); to keep it, nothing to do",
     )
-
-
-def recorded_from(info: BackendInfo) -> PlanTarget:
-    """The target a plan made in-process records: what the backend states it is (the
-    CLI records its own options instead, with the snapshot's hash: plan/origin.py)."""
-    return PlanTarget(info.kind, info.address, info.org_policy, info.snapshot)
 
 
 def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:

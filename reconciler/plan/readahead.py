@@ -228,7 +228,9 @@ class ReadAhead:
         if self.target.emulator:
             command += ["--emulator", self.target.emulator]
         if self.target.org_policy is not None:
-            command += ["--org-policy", str(self.target.org_policy.resolve())]
+            # As given: the child runs in this directory, and the plan records the path
+            # the way the user wrote it (plan/origin.py).
+            command += ["--org-policy", str(self.target.org_policy)]
         env = dict(os.environ)
         here = str(Path(reconciler.__file__).resolve().parents[1])  # this very package
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
