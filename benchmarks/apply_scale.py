@@ -2,7 +2,7 @@
 
 Creates N topics on the local server (no latency), then, for each concurrency in
 1, 8, 32, applies one label update to every topic with the apply executor over the
-real client library (GcpBackend, client retry off, exactly as `reconcile apply` runs
+real client library (ClientBackend, client retry off, exactly as `reconcile apply` runs
 it) while the server delays every RPC by 20 ms. Records wall time beside the ideal
 (updates x latency / concurrency) and checks the server saw exactly N UpdateTopic
 calls per run.
@@ -38,8 +38,8 @@ from reconciler.apply.executor import Executor
 from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.backends.base import BackendInfo
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.clients import publisher_client
-from reconciler.backends.gcp import GcpBackend
 from reconciler.localserver import LocalServer
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan.model import Action, Change, Plan, ResourceChange
@@ -133,7 +133,7 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         "runs": [],
     }
     with server_at(mode, LATENCY) as (address, server):
-        backend = GcpBackend(
+        backend = ClientBackend(
             publisher_client(address), None, BackendInfo("emulator", address), client_retry=False
         )
         guarded = GuardedBackend(backend, Guard(ProjectRateLimiter(None)))
@@ -188,7 +188,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
     )
     with server_at("inprocess", LATENCY) as (address, server):
         # An empty snapshot stands in for the org policy (no location constraint).
-        backend = GcpBackend(
+        backend = ClientBackend(
             publisher_client(address),
             None,
             BackendInfo("emulator", address, org_policy="snapshot"),

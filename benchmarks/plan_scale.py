@@ -104,14 +104,14 @@ class TerraformStyle:
 def child(mode: str, address: str, projects: int, topics: int) -> None:
     """One plan, measured; prints a JSON line."""
     from reconciler.backends.base import BackendInfo
+    from reconciler.backends.client_backend import ClientBackend
     from reconciler.backends.clients import orgpolicy_client, publisher_client
-    from reconciler.backends.gcp import GcpBackend
     from reconciler.plan.make import make_plan
     from reconciler.plan.observe import observe
 
     desired = desired_state(projects, topics)
     info = BackendInfo("emulator", address)
-    backend: Any = GcpBackend(publisher_client(address), orgpolicy_client(address), info)
+    backend: Any = ClientBackend(publisher_client(address), orgpolicy_client(address), info)
     if mode == "baseline":
         backend = TerraformStyle(backend, desired)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss

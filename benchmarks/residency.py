@@ -112,7 +112,7 @@ def without_reads(into: Path) -> None:
     and stored answering "none" at once (the plan then reads and shows no consumer)."""
     shutil.copytree(ROOT / "reconciler", into / "reconciler",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    module = into / "reconciler" / "backends" / "gcp.py"
+    module = into / "reconciler" / "backends" / "client_backend.py"
     text = module.read_text()
     for anchor, body in NO_READS.items():
         end = text.index(anchor) + len(anchor)

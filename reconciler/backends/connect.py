@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.backends.base import BackendInfo, TargetOptions
+from reconciler.backends.client_backend import ClientBackend, is_google_emulator
 from reconciler.backends.clients import (
     close_client,
     cloud_monitoring_client,
@@ -45,7 +46,6 @@ from reconciler.backends.clients import (
 )
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
-from reconciler.backends.gcp import GcpBackend, is_google_emulator
 from reconciler.backends.promql import cloud_promql, local_promql
 from reconciler.backends.target import emulator_address, snapshot_sha256, target_info
 from reconciler.errors import BackendError, UsageError
@@ -65,7 +65,7 @@ def open_backend(
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
     tree_snapshot: tuple[Path, PolicyStore] | None = None,
-) -> GcpBackend:
+) -> ClientBackend:
     """Build the backend for the chosen target (the caller closes it); every call it
     makes ends within `options.timeout` seconds. `policy_store`: the --org-policy
     snapshot when the caller has loaded it already; `tree_snapshot`: the spec tree's
@@ -98,7 +98,7 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
 
 def _local(
     options: dict[str, Any], info: BackendInfo, seed: PolicyStore | None, state_dir: Path
-) -> GcpBackend:
+) -> ClientBackend:
     """The local state, served by the `reconcile local-server` that holds it when one
     runs (so that both see the same topics), else by a server embedded in this
     process for the command's duration."""
@@ -127,7 +127,7 @@ def _local(
         server.stop()
         raise
     address = server.address
-    return GcpBackend(
+    return ClientBackend(
         publisher,
         orgpolicy,
         info,
@@ -139,20 +139,20 @@ def _local(
     )
 
 
-def open_metrics(options: TargetOptions) -> GcpBackend:
+def open_metrics(options: TargetOptions) -> ClientBackend:
     """A backend that only reads metrics (`stored`), for a plan whose live state the
     read-ahead process read: a Monitoring client only, no Pub/Sub or Org Policy client
     (not for --local: the read-ahead never serves it)."""
     address = emulator_address(options.emulator)
     if address is not None:
-        return GcpBackend(
+        return ClientBackend(
             None, None, BackendInfo(kind="emulator", address=address),
             metrics_client=lambda: (monitoring_client(address), address),
             promql_client=lambda timeout: local_promql(address, timeout),
             timeout=options.timeout,
         )
     credentials = default_credentials()
-    return GcpBackend(
+    return ClientBackend(
         None, None, BackendInfo(),
         metrics_client=lambda: cloud_monitoring_client(credentials),
         promql_client=lambda timeout: cloud_promql(credentials, timeout),
@@ -162,7 +162,7 @@ def open_metrics(options: TargetOptions) -> GcpBackend:
 
 def _running_local(
     options: dict[str, Any], info: BackendInfo, state_dir: Path, in_use: UsageError
-) -> GcpBackend:
+) -> ClientBackend:
     """The `reconcile local-server` serving `state_dir` (it holds the lock and wrote
     its address there), checked to answer as ours; else the state is held by another
     command's embedded server and `in_use` says so."""
@@ -211,9 +211,9 @@ def _connected(address: str, options: dict[str, Any], what: str) -> tuple[Any, A
 
 def _over(
     address: str, clients: tuple[Any, Any, Any], info: BackendInfo, options: dict[str, Any]
-) -> GcpBackend:
+) -> ClientBackend:
     publisher, orgpolicy, subscriber = clients
-    return GcpBackend(
+    return ClientBackend(
         publisher,
         orgpolicy,
         info,
@@ -229,7 +229,7 @@ def _emulator(
     options: dict[str, Any],
     info: BackendInfo,
     fallback: tuple[Path, PolicyStore] | None,
-) -> GcpBackend:
+) -> ClientBackend:
     """The server at --emulator: ours, or Google's emulator (found out by one probe),
     which serves no Org Policy API: without --org-policy, the spec tree's own snapshot
     (`fallback`) answers for it, and `info` says so (`snapshot_fallback`)."""
@@ -244,14 +244,14 @@ def _emulator(
     return _over(address, clients, info, options)
 
 
-def _google_cloud(options: dict[str, Any], info: BackendInfo) -> GcpBackend:
+def _google_cloud(options: dict[str, Any], info: BackendInfo) -> ClientBackend:
     credentials = default_credentials()
     timeout = options["timeout"]
     publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
     orgpolicy = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
-    return GcpBackend(
+    return ClientBackend(
         publisher,
         orgpolicy,
         info,

@@ -39,8 +39,8 @@ from reconciler.backends.base import (
     SubscriptionListing,
     TargetOptions,
 )
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.connect import open_backend
-from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.metrics import MetricsUnavailable
 from reconciler.backends.residency_reads import gauge_query
 from reconciler.errors import ReconcileError
@@ -146,7 +146,7 @@ def main(argv: list[str], requests: IO[str]) -> int:
         backend.close()
 
 
-def _stored_rows(backend: GcpBackend, queries: list[GaugeQuery]) -> list[dict[str, Any]]:
+def _stored_rows(backend: ClientBackend, queries: list[GaugeQuery]) -> list[dict[str, Any]]:
     return [stored_row(found) for found in backend.stored(queries)]
 
 
@@ -166,7 +166,7 @@ def _answer_in_order(
         asked.put({"failed": exc})
 
 
-def _warm_promql(backend: GcpBackend) -> None:
+def _warm_promql(backend: ClientBackend) -> None:
     """Open the PromQL reader now (its HTTP library takes a while to import), while the
     parent still validates, not when the parent first asks for the gauges."""
     with contextlib.suppress(MetricsUnavailable):
@@ -174,7 +174,7 @@ def _warm_promql(backend: GcpBackend) -> None:
 
 
 def _read_as_named(
-    backend: GcpBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
+    backend: ClientBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
 ) -> tuple[list[str], Reads] | None:
     """Start each project's reads the moment the parent names it; the final list."""
     reads: Reads = {}
@@ -200,12 +200,12 @@ def _read_as_named(
     return None
 
 
-def _topic_rows(backend: GcpBackend, project: str) -> list[Any]:
+def _topic_rows(backend: ClientBackend, project: str) -> list[Any]:
     return [topic.to_row() for topic in backend.list_topics(project)]
 
 
 def _residency_stored(
-    backend: GcpBackend, project: str, topics: Future[list[Any]],
+    backend: ClientBackend, project: str, topics: Future[list[Any]],
     subscriptions: Future[SubscriptionListing],
 ) -> list[Any] | None:
     """Residency's gauges, those that can show anything (backends/residency_reads.py),
@@ -221,7 +221,7 @@ def _residency_stored(
     return [query_row(query), stored_row(backend.stored([query])[0])]
 
 
-def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
+def _collect(backend: ClientBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
     projects, reads = final
     answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:

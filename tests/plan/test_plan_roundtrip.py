@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from reconciler.backends.base import BackendInfo
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
-from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
 from reconciler.ownership import plan_marker
 from reconciler.plan.make import PlanOptions, make_plan
@@ -22,7 +22,7 @@ from tests.specs_support import location_policy, topic_doc
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
-def execute(backend: GcpBackend, plan: Any) -> None:
+def execute(backend: ClientBackend, plan: Any) -> None:
     """What apply does, minimally: send each request as planned, an update's labels
     merged onto the topic as read now, the marker label set."""
     marker = plan_marker(plan.digest)
@@ -65,7 +65,7 @@ def test_plan_after_executing_its_requests_is_empty(
         topic_doc("created-inherit", storage="inherit"),
     )
     desired = validate_paths([root]).desired
-    backend = GcpBackend(
+    backend = ClientBackend(
         publisher_client(local_server.address),
         orgpolicy_client(local_server.address),
         BackendInfo("emulator", local_server.address),

@@ -1,13 +1,14 @@
 """The one Backend: the real google-cloud client libraries, whatever they point at.
 
-Google Cloud (Application Default Credentials), the embedded local server and any
-emulator differ only in how the two clients are built (`reconciler.backends.connect`);
-this module turns their answers into plan-shaped dicts and their failures into
+Google Cloud (Application Default Credentials), the embedded local server (--local)
+and any emulator differ only in how the clients are built (backends/connect.py);
+this module turns their answers into plan-shaped values and their failures into
 `BackendError`s that name the project or topic and the permission needed.
 
 Stable entry points (plan and apply use them):
-    GcpBackend(publisher, orgpolicy, info, policy_store=None, client_retry=True,
-               timeout=DEFAULT_TIMEOUT)
+    ClientBackend(publisher, orgpolicy, info, policy_store=None, client_retry=True,
+                  timeout=DEFAULT_TIMEOUT)
+    is_google_emulator(publisher) -> bool               one probe of the server
     topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -207,10 +208,12 @@ def _call(deadline: Deadline, action: str, resource: str, fn: Callable[[], T]) -
         raise api_error(exc, action, resource) from None
 
 
-class GcpBackend:
-    """Backend over a Pub/Sub PublisherClient (GAPIC or the google.cloud wrapper) and an
-    Org Policy client. `policy_store` (from --org-policy FILE) replaces the Org Policy
-    API entirely; `orgpolicy` may then be None.
+class ClientBackend:
+    """The Backend over the client libraries: a Pub/Sub PublisherClient (GAPIC or the
+    google.cloud wrapper), an Org Policy client, a Subscriber client and the Cloud
+    Monitoring readers, pointed at Google Cloud, the local server or an emulator.
+    `policy_store` (from --org-policy FILE) replaces the Org Policy API entirely;
+    `orgpolicy` may then be None.
 
     `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
     UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
