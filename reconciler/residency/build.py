@@ -9,7 +9,6 @@ inputs, its subscriptions (or why not) and the topic by-region gauges (or why no
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reconciler.backends.base import (
     DEFAULT_SUBSCRIPTION_RETENTION,
@@ -17,6 +16,7 @@ from reconciler.backends.base import (
     ObservedTopic,
     RegionStored,
 )
+from reconciler.backends.residency_reads import ProjectReads
 from reconciler.plan.frozen import FrozenDict
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
@@ -112,9 +112,10 @@ def topic_residency(
 
 
 def build_report(
-    desired: Sequence[DesiredTopic], reads: Mapping[str, Any], target: str, created_at: str
+    desired: Sequence[DesiredTopic], reads: Mapping[str, ProjectReads], target: str,
+    created_at: str,
 ) -> ResidencyReport:
-    """`reads`: project -> backends.residency_reads.ProjectReads."""
+    """`reads`: what was read of each project."""
     topics = []
     notes = []
     for project in sorted(reads):
@@ -141,7 +142,7 @@ def build_report(
         if stored.unavailable is None:
             unacked = stored.unacked.get(topic.topic, {})
             retained = stored.retained.get(topic.topic, {})
-        elif live is not None and subs == [] and live[1] == 0:
+        elif live is not None and subs == [] and live.retention_seconds == 0:
             unacked = retained = {}  # no subscription, no retention: it holds nothing
         else:
             unknown.append(f"stored messages: {stored.unavailable}")
