@@ -151,9 +151,9 @@ class ObservedTopic:
     again for each topic): `of_shape` callers give them sorted, and a shape worked out
     from `body` sorts them.
 
-    `to_row` and `from_row` are its one form as plain values (what the plan's read-ahead
-    process sends: plan/readahead_wire.py); a field added here is added to both, and
-    read from the wire type in backends/topicproto.py.
+    `from_row` builds it from its fields as plain values, read from the wire type in
+    one place (backends/topicproto.py: `topic_row`), which the plan's read-ahead
+    process sends as they are: a field added here is added there and to `from_row`.
 
     A plain class with slots, not a dataclass: a plan makes one per live topic, and a
     frozen dataclass's constructor is slower. Never changed once made."""
@@ -187,16 +187,11 @@ class ObservedTopic:
         labels sorted by key)."""
         return cls(name, digest=digest, shape=shape, retention_seconds=retention_seconds)
 
-    def to_row(self) -> list[Any]:
-        """[name, labels sorted by key, [sorted regions, enforce_in_transit] or None,
-        digest, retention_seconds]: plain values that `from_row` reads back."""
-        shape = self.shape
-        policy = shape.policy
-        regions = None if policy is None else [policy.regions, policy.enforce_in_transit]
-        return [self.name, shape.labels, regions, self.digest, self.retention_seconds]
-
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> ObservedTopic:
+        """The live topic of [name, labels sorted by key, [sorted regions,
+        enforce_in_transit] or None, digest, retention_seconds] (plain values:
+        backends/topicproto.py reads them from the wire)."""
         name, labels, regions, digest, retention = row
         policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
         return cls(name, digest=digest, shape=TopicShape(labels, policy),

@@ -265,13 +265,19 @@ class ClientBackend:
     # -- topics ---------------------------------------------------------------
     def list_topics(self, project: str) -> list[ObservedTopic]:
         """Every topic of the project, through the pager (ListTopics, 1000 a page)."""
+        return self.list_topics_as(project, observed_pb)
+
+    def list_topics_as(self, project: str, convert: Callable[[Any], T]) -> list[T]:
+        """`list_topics`, each bare protobuf topic made into what `convert` makes of it
+        (topicproto.observed_pb, or topic_row for the plan's read-ahead process, which
+        sends the rows), page by page."""
         resource = f"projects/{project}"
 
-        def run() -> list[ObservedTopic]:
+        def run() -> list[T]:
             request = {"project": resource, "page_size": PAGE_SIZE}
             pager = self.publisher.list_topics(request=request, **self._rpc)
             pages = (type(page).pb(page).topics for page in pager.pages)  # bare messages
-            return [observed_pb(pb) for topics in pages for pb in topics]
+            return [convert(pb) for topics in pages for pb in topics]
 
         return _call(self.deadline, "list topics", resource, run)
 

@@ -42,8 +42,9 @@ def observe(
     if not names:
         return out
     background = Background(workers, "observe")
+    started = _start_topics(reads, names, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
-    _read_topics(out, reads, names, background)
+    _collect_topics(out, *started)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
     left_behind = background.submit(reads.stored, queries) if queries else None
@@ -63,33 +64,38 @@ def read_topics(reads: Reads, projects: Iterable[str], workers: int = MAX_WORKER
     out = Observation(reads.info)
     names = sorted(set(projects))
     if names:
-        _read_topics(out, reads, names, Background(workers, "observe"))
+        _collect_topics(out, *_start_topics(reads, names, Background(workers, "observe")))
     return out
 
 
-def _read_topics(
-    out: Observation, reads: Reads, names: Sequence[str], background: Background
+Started = tuple[dict[str, Future[list[ObservedTopic]]], dict[str, Future[OrgInputs]]]
+
+
+def _start_topics(reads: Reads, names: Sequence[str], background: Background) -> Started:
+    """Each project's topics and org inputs, asked for now, in parallel."""
+    listing = {p: background.submit(reads.list_topics, p) for p in names}
+    inputs = {p: background.submit(reads.effective_policy, p) for p in names}
+    return listing, inputs
+
+
+def _collect_topics(
+    out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
+    inputs: dict[str, Future[OrgInputs]],
 ) -> None:
-    """Each project's topics and org inputs into `out`, read in parallel; every failure
-    raised together, once all are in."""
-    listing: dict[str, Future[list[ObservedTopic]]] = {
-        p: background.submit(reads.list_topics, p) for p in names
-    }
-    inputs: dict[str, Future[OrgInputs]] = {
-        p: background.submit(reads.effective_policy, p) for p in names
-    }
+    """The topics and org inputs into `out`; every failure raised together, once all
+    are in."""
     errors: list[str] = []
-    for p in names:
+    for p, fut in listing.items():
         try:
-            topics = listing[p].result()
+            topics = fut.result()
         except BackendError as exc:
             errors.append(str(exc))
             continue
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
-    for p, fut in inputs.items():
+    for p, found in inputs.items():
         try:
-            out.org[p] = fut.result()
+            out.org[p] = found.result()
         except BackendError as exc:
             errors.append(str(exc))
     if errors:

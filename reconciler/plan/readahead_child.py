@@ -43,6 +43,7 @@ from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.connect import open_backend
 from reconciler.backends.metrics import MetricsUnavailable
 from reconciler.backends.residency_reads import gauge_query
+from reconciler.backends.topicproto import topic_row
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.readahead_wire import (
@@ -201,7 +202,8 @@ def _read_as_named(
 
 
 def _topic_rows(backend: ClientBackend, project: str) -> list[Any]:
-    return [topic.to_row() for topic in backend.list_topics(project)]
+    """The project's topics as `ObservedTopic.from_row` takes them back."""
+    return backend.list_topics_as(project, topic_row)
 
 
 def _residency_stored(

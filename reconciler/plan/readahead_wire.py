@@ -3,18 +3,19 @@
 The parent sends `{"project": P}` for each project as validation comes across it, then
 `{"projects": [...]}`, the final list. The child answers: what the backend states it
 is (`BackendInfo`, as a dict), and for each project of the final list its topics
-(`ObservedTopic.to_row`), effective org inputs and subscriptions, or the error reading
-them raised (re-raised in the parent as the same class, message and hint: the user sees
-what reading in one process would have shown); for `residency` also the by-region
-gauges it will ask for (`[query, stored]`). It then stays, for the parent's requests
-of by-region gauges (`{"stored": [query_row, ...]}`, answered with
+(backends/topicproto.py: `topic_row`), effective org inputs and subscriptions, or the
+error reading them raised (re-raised in the parent as the same class, message and
+hint: the user sees what reading in one process would have shown); for `residency`
+also the by-region gauges it will ask for (`[query, stored]`). It then stays, for the
+parent's requests of by-region gauges (`{"stored": [query_row, ...]}`, answered with
 `{"stored": [stored_row, ...]}`): a plan's depend on the specs and the live topics, so
 the parent asks once it has both, and never loads the Monitoring client. It leaves at
 the pipe's end of file.
 
 The parent's messages are JSON lines; each answer is one `marshal` document of plain
 values after its length (8 bytes, big-endian): the same interpreter runs both sides,
-it loads much faster than JSON for a large tree (benchmarks/README.md), and it can carry only data.
+it loads much faster than JSON for a large tree (benchmarks/README.md), and it can
+carry only data.
 """
 
 from __future__ import annotations
