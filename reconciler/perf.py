@@ -91,6 +91,9 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.localserver.pubsub.limits":
         "the descriptor pool of the Publish limit check is built at the first Publish, not "
         "when the server's modules load",
+    "reconciler.localserver.schemas.avro":
+        "fastavro when the first Avro definition is compiled: a server that meets no Avro "
+        "schema (every `--local` run without one) never loads it",
     "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",
     "reconciler.hedging.channels": "the GAPIC client only for a locational endpoint",
     "reconciler.hedging.plot": "matplotlib (an optional extra) only for --plot",

@@ -58,6 +58,16 @@ def subscriber_client(local_server: Any) -> Iterator[Any]:
 
 
 @pytest.fixture
+def schema_client(local_server: Any) -> Iterator[Any]:
+    """A real `google.pubsub_v1.SchemaServiceClient` pointed at `local_server`."""
+    from reconciler.backends.clients import schema_client
+
+    client = schema_client(local_server.address)
+    yield client
+    client.transport.close()
+
+
+@pytest.fixture
 def monitoring_client(local_server: Any) -> Iterator[Any]:
     """A real `google.cloud.monitoring_v3.MetricServiceClient` pointed at `local_server`."""
     from reconciler.backends.clients import monitoring_client

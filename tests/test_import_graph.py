@@ -7,6 +7,7 @@ the suite; `lint-imports` checks the contracts in pyproject.toml):
 - the libraries (spec, orgpolicy, plan, apply, render) never print, prompt, write to
   or read from the terminal, exit, or use click: they return values and strings, and
   the commands write them through reconciler/commands/output.py;
+- no module runs text as code (`exec`, `eval`, `compile`);
 - every function-level import sits in a module that reconciler/perf.py's
   DEFERRED_IMPORTS lists with its reason, and that list names no module without one.
 """
@@ -188,6 +189,37 @@ def test_the_output_check_finds_each_kind(tmp_path: Path) -> None:
     assert [line.split(": ", 1)[1] for line in library_output(probe)] == [
         "import click", "from sys import stderr", "print()", "input()", "sys.stdout",
         "sys.stderr", "sys.exit",
+    ]
+
+
+# --- no code is made from text at run time -------------------------------------------
+
+RUNS_TEXT = {"exec", "eval", "compile"}  # the builtins that turn text into code
+
+
+def code_from_text(path: Path) -> list[str]:
+    """Every call of a builtin that runs text as code, in one module."""
+    return [
+        f"{path.name}:{node.lineno}: {node.func.id}()"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+        and node.func.id in RUNS_TEXT
+    ]
+
+
+def test_no_code_is_made_from_text_anywhere_in_the_package() -> None:
+    found = [line for path in sorted(PACKAGE.rglob("*.py")) for line in code_from_text(path)]
+    assert not found, "exec/eval/compile under reconciler/:\n" + "\n".join(found)
+
+
+def test_the_code_from_text_check_finds_each_kind(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "exec('x = 1')\nvalue = eval('1')\ncode = compile('1', 'f', 'eval')\n"
+        "program.eval(data={})\nre.compile('x')\n"
+    )
+    assert [line.split(": ", 1)[1] for line in code_from_text(probe)] == [
+        "exec()", "eval()", "compile()",
     ]
 
 

@@ -10,20 +10,21 @@ the command's.
                                                                change (no call made)
     ApplyOutcome.dumps()                                       the JSON document
 
-The dataclasses here are the one description of the document: it is their fields,
-and docs/apply-outcome.schema.json is generated from them
+The dataclasses here are the one description of the document: reconciler/codec.py
+writes it from their fields, and docs/apply-outcome.schema.json is generated from them
 (reconciler/apply/outcomeschema.py; a test fails when it is stale).
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Annotated, Literal
 
-from typing_extensions import TypedDict  # pydantic reads its keys on Python 3.11 too
+from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
 from reconciler.apply.result import TopicResult, TopicResults
+from reconciler.codec import doc, to_data
 from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -56,46 +57,62 @@ Summary = TypedDict(
 class ApplyOutcome:
     """The outcome of one `reconcile apply` (`--format json` prints it on stdout)."""
 
-    __pydantic_config__ = {  # noqa: RUF012  (read by the schema generator only)
-        "use_attribute_docstrings": True,
-        "title": "reconcile apply outcome",
-        "json_schema_serialization_defaults_required": True,
-    }
-
-    outcome: Outcome
-    """applied: every change made; no-changes: nothing to apply; partial-failure: at
-    least one topic failed (the others may be applied: see `results`); refused: the
-    saved plan was refused before any change (see `reason`); error: an error before
-    any change; interrupted: stopped by SIGINT or SIGTERM (see `results`)."""
-    exit_code: int
-    """The command's exit code: 0 applied or no-changes, 1 error, 3 partial-failure,
-    4 refused, 130 interrupted (SIGINT), 143 terminated (SIGTERM)."""
-    reason: Refusal | None = None
-    """Why the saved plan was refused (outcome `refused` only): stale,
-    already-applied, superseded, digest-mismatch, retarget, damaged or takeover."""
-    message: str | None = None
-    """The refusal or the error, as printed on stderr (outcomes refused and error)."""
-    details: list[str] = field(default_factory=list)
-    """For a refusal: each thing found, one line each (e.g. every topic changed since
-    the plan: `projects/P/topics/T: modified since the plan`)."""
-    digest: str | None = None
-    """The digest of the plan applied or refused (`sha256:...`); null when no plan was
-    read or made (e.g. a damaged plan file, specs with errors)."""
-    summary: Summary = field(
+    outcome: Annotated[
+        Outcome,
+        doc("applied: every change made; no-changes: nothing to apply; "
+              "partial-failure: at least one topic failed (the others may be applied: see "
+              "`results`); refused: the saved plan was refused before any change (see "
+              "`reason`); error: an error before any change; interrupted: stopped by SIGINT "
+              "or SIGTERM (see `results`)."),
+    ]
+    exit_code: Annotated[
+        int,
+        doc("The command's exit code: 0 applied or no-changes, 1 error, 3 "
+              "partial-failure, 4 refused, 130 interrupted (SIGINT), 143 terminated "
+              "(SIGTERM)."),
+    ]
+    reason: Annotated[
+        Refusal | None,
+        doc("Why the saved plan was refused (outcome `refused` only): stale, "
+              "already-applied, superseded, digest-mismatch, retarget, damaged or takeover."),
+    ] = None
+    message: Annotated[
+        str | None,
+        doc("The refusal or the error, as printed on stderr (outcomes refused "
+              "and error)."),
+    ] = None
+    details: Annotated[
+        list[str],
+        doc("For a refusal: each thing found, one line each (e.g. every topic "
+              "changed since the plan: `projects/P/topics/T: modified since the plan`)."),
+    ] = field(default_factory=list)
+    digest: Annotated[
+        str | None,
+        doc("The digest of the plan applied or refused (`sha256:...`); null "
+              "when no plan was read or made (e.g. a damaged plan file, specs with errors)."),
+    ] = None
+    summary: Annotated[
+        Summary,
+        doc("How many topics were applied, failed, not attempted, or needed no "
+              "change."),
+    ] = field(
         default_factory=lambda: Summary(
             {"applied": 0, "failed": 0, "not-attempted": 0, "unchanged": 0, "interrupted": False}
         )
     )
-    """How many topics were applied, failed, not attempted, or needed no change."""
-    results: list[TopicResult] = field(default_factory=list)
-    """One entry per planned change (create, update, delete): what happened to it
-    and, when it failed, the service's error. Topics with nothing to change are
-    counted in `summary.unchanged` only."""
-    format_version: str = FORMAT_VERSION
-    """The version of this document's format (1.x: only fields are added)."""
+    results: Annotated[
+        list[TopicResult],
+        doc("One entry per planned change (create, update, delete): what "
+              "happened to it and, when it failed, the service's error. Topics with nothing "
+              "to change are counted in `summary.unchanged` only."),
+    ] = field(default_factory=list)
+    format_version: Annotated[
+        str, doc("The version of this document's format (1.x: only fields are "
+                   "added).")
+    ] = FORMAT_VERSION
 
     def dumps(self) -> str:
-        return json.dumps(asdict(self), indent=2) + "\n"
+        return json.dumps(to_data(self), indent=2) + "\n"
 
 
 def _summary(result: TopicResults) -> Summary:

@@ -7,8 +7,9 @@ reconciler/commands/apply_view.py's; the JSON document is reconciler/apply/outco
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Annotated, Literal
 
+from reconciler.codec import doc
 from reconciler.plan.model import Action
 
 Status = Literal["applied", "failed", "not-attempted"]
@@ -18,32 +19,37 @@ Status = Literal["applied", "failed", "not-attempted"]
 class TopicResult:
     """What happened to one planned change."""
 
-    __pydantic_config__ = {  # noqa: RUF012  (read by the schema generator only)
-        "use_attribute_docstrings": True,
-        "json_schema_serialization_defaults_required": True,
-    }
-
-    address: str
-    """The topic, `projects/P/topics/T`."""
-    action: Action
-    """What the plan does to it (create, update or delete)."""
-    status: Status
-    """applied: done; failed: the service refused or failed (see `error`);
-    not-attempted: no call was made (a refusal, an interruption, an earlier error)."""
-    method: str = ""
-    """The call: CreateTopic, UpdateTopic or DeleteTopic."""
-    update_mask: list[str] = field(default_factory=list)
-    """The fields an UpdateTopic changes (labels, message_storage_policy)."""
-    error: str | None = None
-    """The service's message, its status code first (failed only)."""
-    attempts: int = 0
-    """Calls made for this change, retries included."""
-    notes: list[str] = field(default_factory=list)
-    """What else happened (e.g. a briefly cached NOT_FOUND after CreateTopic)."""
-    seconds: float = 0.0
-    """Time spent on it, retries included."""
-    rerun_helps: bool = True
-    """False when another apply cannot fix this failure (see `error`)."""
+    address: Annotated[str, doc("The topic, `projects/P/topics/T`.")]
+    action: Annotated[
+        Action, doc("What the plan does to it (create, update or delete).")
+    ]
+    status: Annotated[
+        Status,
+        doc("applied: done; failed: the service refused or failed (see "
+              "`error`); not-attempted: no call was made (a refusal, an interruption, an "
+              "earlier error)."),
+    ]
+    method: Annotated[
+        str, doc("The call: CreateTopic, UpdateTopic or DeleteTopic.")
+    ] = ""
+    update_mask: Annotated[
+        list[str],
+        doc("The fields an UpdateTopic changes (labels, message_storage_policy)."),
+    ] = field(default_factory=list)
+    error: Annotated[
+        str | None,
+        doc("The service's message, its status code first (failed only)."),
+    ] = None
+    attempts: Annotated[int, doc("Calls made for this change, retries included.")] = 0
+    notes: Annotated[
+        list[str],
+        doc("What else happened (e.g. a briefly cached NOT_FOUND after "
+              "CreateTopic)."),
+    ] = field(default_factory=list)
+    seconds: Annotated[float, doc("Time spent on it, retries included.")] = 0.0
+    rerun_helps: Annotated[
+        bool, doc("False when another apply cannot fix this failure (see `error`).")
+    ] = True
 
 
 @dataclass

@@ -52,6 +52,16 @@ def batching_publisher_client(address: str) -> Any:
     return PublisherClient(transport=transport)
 
 
+def schema_client(address: str) -> Any:
+    """A `google.pubsub_v1.SchemaServiceClient` talking to `address` without TLS or
+    credentials."""
+    from google.pubsub_v1 import SchemaServiceClient
+    from google.pubsub_v1.services.schema_service.transports import SchemaServiceGrpcTransport
+
+    transport = SchemaServiceGrpcTransport(channel=insecure_channel(address))
+    return SchemaServiceClient(transport=transport)
+
+
 def subscriber_client(address: str) -> Any:
     """A `google.pubsub_v1.SubscriberClient` (the GAPIC client: subscriptions, Pull)
     talking to `address` without TLS or credentials."""

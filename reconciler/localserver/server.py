@@ -1,5 +1,5 @@
 """`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
-OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
+SchemaService, OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
 handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
 that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
 one address (`transport.front`). The faces know the services only by the table of
@@ -36,8 +36,11 @@ from reconciler.localserver.monitoring.service import MonitoringService
 from reconciler.localserver.orgpolicy.custom_constraints import CustomConstraintService
 from reconciler.localserver.orgpolicy.service import OrgPolicyService, stamp
 from reconciler.localserver.pubsub.backlog import BacklogStats
+from reconciler.localserver.pubsub.iam_service import IamService
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.publisher_service import PublisherService
+from reconciler.localserver.pubsub.schema_service import SchemaService
+from reconciler.localserver.pubsub.snapshot_service import SnapshotService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -53,8 +56,10 @@ log = logging.getLogger(__name__)
 
 PUBLISHER_SERVICE = "google.pubsub.v1.Publisher"
 SUBSCRIBER_SERVICE = "google.pubsub.v1.Subscriber"
+SCHEMA_SERVICE = "google.pubsub.v1.SchemaService"
 ORGPOLICY_SERVICE = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING_SERVICE = "google.monitoring.v3.MetricService"
+IAM_SERVICE = "google.iam.v1.IAMPolicy"  # the Pub/Sub services' IAM mixin
 CAPABILITIES = (
     "storage-policy-validation",
     "update-labels",
@@ -64,6 +69,9 @@ CAPABILITIES = (
     "in-transit-enforcement",
     "rest",
     "monitoring",
+    "schemas",
+    "subscription-filters",
+    "snapshots-seek",
 )
 MAX_WORKERS = 64
 
@@ -81,6 +89,9 @@ def method_names() -> list[str]:
     return _method_names(
         PublisherService(state),
         SubscriberService(state),
+        SchemaService(state),
+        SnapshotService(state),
+        IamService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
@@ -159,6 +170,9 @@ class LocalServer:
         )
         self.publisher = PublisherService(self.state)
         self.subscriber = SubscriberService(self.state)
+        self.schema_service = SchemaService(self.state)
+        self.snapshots = SnapshotService(self.state)
+        self.iam = IamService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
@@ -178,8 +192,8 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.orgpolicy, self.custom_constraints,
-            self.monitoring,
+            self.publisher, self.subscriber, self.schema_service, self.snapshots, self.iam,
+            self.orgpolicy, self.custom_constraints, self.monitoring,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -239,20 +253,18 @@ class LocalServer:
     def _services(self) -> dict[str, list[Rpc]]:
         """The dispatch table the gRPC face serves: service name -> its `Rpc`s."""
         return {
-            PUBLISHER_SERVICE: self.publisher.rpcs(),
-            SUBSCRIBER_SERVICE: self.subscriber.rpcs(),
+            PUBLISHER_SERVICE: self.publisher.rpcs() + self.snapshots.publisher_rpcs(),
+            SUBSCRIBER_SERVICE: self.subscriber.rpcs() + self.snapshots.subscriber_rpcs(),
+            SCHEMA_SERVICE: self.schema_service.rpcs(),
+            IAM_SERVICE: self.iam.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),
         }
 
     def _rpcs_by_name(self) -> dict[str, Rpc]:
-        """The REST face's table: "google.pubsub.v1.Publisher.CreateTopic" -> its `Rpc`
-        (the Org Policy service has no REST face here)."""
+        """The REST face's table: "google.pubsub.v1.Publisher.CreateTopic" -> its `Rpc`."""
         return {
-            f"{name}.{rpc.name}": rpc
-            for name, rpcs in self._services().items()
-            if name != ORGPOLICY_SERVICE
-            for rpc in rpcs
+            f"{name}.{rpc.name}": rpc for name, rpcs in self._services().items() for rpc in rpcs
         }
 
     def stop(self, grace: float | None = 1.0) -> None:

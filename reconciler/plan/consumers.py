@@ -26,7 +26,7 @@ topics: `gauge_queries`), and the backlogs of the subscriptions of prune's candi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from reconciler.backends.base import (
@@ -35,6 +35,7 @@ from reconciler.backends.base import (
     ObservedTopic,
     RegionStored,
 )
+from reconciler.codec import replace
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.ownership import OWN_LABELS, is_legacy
 from reconciler.plan.differ import delete_change, live_policy_of, owned_by, wanted_policy

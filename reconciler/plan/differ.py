@@ -24,6 +24,7 @@ from typing import Any
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.frozen import FrozenDict
 from reconciler.names import MAX_LABELS, split_topic_name
 from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import (
@@ -36,7 +37,6 @@ from reconciler.ownership import (
     is_owned_by,
     owner_of,
 )
-from reconciler.plan.frozen import FrozenDict
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
     DRIFT_BOTH,

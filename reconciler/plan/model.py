@@ -2,14 +2,15 @@
 file.
 
 Renderers read it, `--format json` prints it, the plan file stores it and apply
-executes its `request`s. These dataclasses are the format: plan/shape.py reads their
-annotations once, and the document, the reading of a file, the reader's shape check
-and docs/plan.schema.json (plan/planschema.py) all follow from them.
+executes its `request`s. These records are the format: reconciler/codec.py (msgspec)
+writes them, reads a file strictly into them, and generates docs/plan.schema.json
+from them (plan/planschema.py).
 
-A plan cannot change once made: the dataclasses are frozen and every list and object
-they hold is read-only (plan/frozen.py), so `Plan.digest` is computed once, when first
-asked for, and stays true. Each change's `request` and `fields` are derived from it
-(never given), and the request states all apply sends: the body, the update mask
+A plan cannot change once made: the records are frozen and every list and object they
+hold is read-only, so `Plan.digest`, computed when the plan is made, stays true. Each
+change's `request` and `fields` are derived from it whenever a change is made or read,
+replacing whatever was given (a file whose stored ones differ is refused:
+plan/planfile.py). The request states all apply sends: the body, the update mask
 (which names `labels` for the plan's marker too), how an update's labels are made
 (merged onto the topic's labels read right before the call) and the marker label;
 `show` renders it, so what a reviewer sees is what apply sends.
@@ -18,36 +19,37 @@ Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicSha
 JSON: the proto field names, the same names that appear in update masks.
 
 The major version changes when a reader of the previous one would misread a file;
-plan/planfile.py refuses a file of another major before reading it.
+plan/planfile.py refuses a file of another major before reading it, with a message to
+plan again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import field
-from functools import cached_property, lru_cache
-from typing import Annotated, Any, Literal, TypedDict
+from functools import lru_cache
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+from msgspec import Meta
+from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
+
+from reconciler.codec import (
+    Record,
+    always,
+    canonical_json,
+    derive,
+    doc,
+    indented_json,
+    replace,
+    to_data,
+)
 from reconciler.diagnostics import Diagnostic
+from reconciler.frozen import EMPTY, FrozenDict, FrozenList, freeze
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
-from reconciler.plan.frozen import EMPTY, FrozenDict, FrozenList, freeze, thaw
-from reconciler.plan.jsonform import canonical_bytes, indented_text
 from reconciler.plan.reasons import Reason
-from reconciler.plan.shape import (
-    DERIVED,
-    OMIT_EMPTY,
-    Choice,
-    Doc,
-    Exactly,
-    Pattern,
-    Shape,
-    decoder,
-    document,
-    frozen_model,
-)
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -60,10 +62,11 @@ from reconciler.topic import (
 
 FORMAT_VERSION = "4.0"
 DIGEST_PREFIX = "sha256:"
-DIGEST = Pattern(r"sha256:[0-9a-f]{64}", "sha256:HEX (64 lowercase hex digits)")
-TOPIC_NAME = Pattern(r"projects/[^/]+/topics/[^/]+", "projects/PROJECT/topics/TOPIC")
+DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
-VERSION = Pattern(MAJOR + r"\.[0-9]+", f"MAJOR.MINOR, major {MAJOR}")
+Digest = Annotated[str, Meta(pattern=DIGEST_PATTERN)]
+TopicName = Annotated[str, Meta(pattern=r"^projects/[^/]+/topics/[^/]+$")]
+Version = Annotated[str, Meta(pattern=rf"^{MAJOR}\.[0-9]+$")]
 
 Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
@@ -108,7 +111,14 @@ class Source(TypedDict):
     line: int
 
 
-TopicJSON = Annotated[Mapping[str, Any] | None, Shape(TopicState)]
+# Read and documented as the TypedDicts; to the code, plain read-only mappings it looks
+# up by key.
+if TYPE_CHECKING:
+    TopicJSON = Mapping[str, Any] | None
+    SourceJSON = Mapping[str, Any] | None
+else:
+    TopicJSON = TopicState | None
+    SourceJSON = Source | None
 
 
 def topic_state(labels: Mapping[str, str], policy: StoragePolicy | None) -> FrozenDict[str, Any]:
@@ -125,15 +135,14 @@ def _policy_state(policy: StoragePolicy | None) -> Any:
 # -- the model ----------------------------------------------------------------------
 
 
-@frozen_model
-class LabelMerge:
+class LabelMerge(Record, frozen=True):
     """How an UpdateTopic's labels are made: the topic's labels read right before the
     call, with these set and removed; labels others set meanwhile are kept. A label the
     plan changes, a `reconcile-` label or the storage policy the plan sets that moved
     since the plan makes the topic stale: it is not updated (apply/freshness.py)."""
 
-    set: Annotated[Mapping[str, str], Doc("Labels set to these values.")]
-    remove: Annotated[Strings, Doc("Label keys removed.")] = EMPTY
+    set: Annotated[Mapping[str, str], doc("Labels set to these values.")]
+    remove: Annotated[Strings, doc("Label keys removed.")] = always(EMPTY)
 
     def onto(self, labels: Mapping[str, str]) -> dict[str, str]:
         """`labels` (the topic's, as read) with these set and removed, by key."""
@@ -142,201 +151,199 @@ class LabelMerge:
         return dict(sorted(merged.items()))
 
 
-@frozen_model
-class Request:
+class Request(Record, frozen=True):
     """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body, its update
     mask, how an update's labels are made, and the plan's marker."""
 
     method: Method
     topic: Annotated[
         Mapping[str, Any],
-        Doc("The topic as sent: its name and the fields it sets, an update's labels apart "
+        doc("The topic as sent: its name and the fields it sets, an update's labels apart "
             "(see label_merge)."),
     ]
     update_mask: Annotated[
         Strings,
-        Doc("The update's mask (UpdateTopic only): the paths the change sets, and labels, "
+        doc("The update's mask (UpdateTopic only): the paths the change sets, and labels, "
             "for the plan's marker."),
-    ] = EMPTY
+    ] = always(EMPTY)
     label_merge: Annotated[
-        LabelMerge | None, Doc("UpdateTopic: how the labels sent are made.")
-    ] = None
+        LabelMerge | None, doc("UpdateTopic: how the labels sent are made.")
+    ] = always(None)
     marker_label: Annotated[
         str | None,
-        Doc("The label set, in the same call, to the plan's marker (the first 16 hex digits "
+        doc("The label set, in the same call, to the plan's marker (the first 16 hex digits "
             "of its digest), by which a replayed plan is told applied or superseded; null "
             "for a delete."),
-    ] = None
+    ] = always(None)
 
 
-@frozen_model
-class FieldChange:
+class FieldChange(Record, frozen=True):
     """One top-level path that changes, with enough detail for a reviewer."""
 
     path: MaskPath
     before: Any
     after: Any
-    added: Annotated[Strings, Doc("Set members added (regions, label keys).")] = EMPTY
-    removed: Annotated[Strings, Doc("Set members removed.")] = EMPTY
-    note: Annotated[str | None, Doc("e.g. recomputed from the org policy.")] = None
+    added: Annotated[Strings, doc("Set members added (regions, label keys).")] = always(EMPTY)
+    removed: Annotated[Strings, doc("Set members removed.")] = always(EMPTY)
+    note: Annotated[str | None, doc("e.g. recomputed from the org policy.")] = always(None)
 
 
-@frozen_model
-class Change:
+class Change(Record, frozen=True):
     """The topic before and after, and what the service computes."""
 
     actions: Annotated[
-        Sequence[Action], Exactly(1, "exactly one action"),
-        Doc("A list with one action (the form Terraform's plans use)."),
+        Sequence[Action], Meta(min_length=1, max_length=1),
+        doc("A list with one action (the form Terraform's plans use)."),
     ]
-    before: Annotated[TopicJSON, Doc("The live topic; null when it does not exist.")]
-    after: Annotated[TopicJSON, Doc("The topic after the change; null for a delete.")]
+    before: Annotated[TopicJSON, doc("The live topic; null when it does not exist.")]
+    after: Annotated[TopicJSON, doc("The topic after the change; null for a delete.")]
     fields: Annotated[
-        Sequence[FieldChange], DERIVED,
-        Doc("Per top-level path the change sets: before/after, set members added/removed, "
-            "a note. Derived from the change, filled in by its resource change."),
-    ] = field(default=EMPTY, init=False)
+        Sequence[FieldChange],
+        doc("Per top-level path the change sets: before/after, set members added/removed, "
+            "a note. Derived from the change by its resource change."),
+    ] = always(EMPTY)
     computed: Annotated[
         Sequence[MaskPath],
-        Doc("Paths whose `after` the service computes from the org policy: a create leaves "
+        doc("Paths whose `after` the service computes from the org policy: a create leaves "
             "them out of its request, an update names them in its mask without a value."),
-    ] = EMPTY
+    ] = always(EMPTY)
 
 
 SubscriptionKind = Literal["pull", "push", "bigquery", "cloud_storage"]
 
 
-@frozen_model
-class SubscriptionRef:
+class SubscriptionRef(Record, frozen=True):
     """A subscription attached to the topic, as the plan names it."""
 
-    name: Annotated[str, Doc("projects/P/subscriptions/S")]
+    name: Annotated[str, doc("projects/P/subscriptions/S")]
     kind: SubscriptionKind
     state: Annotated[
-        str, Doc("The export config's state (bigquery, cloud_storage), else the "
+        str, doc("The export config's state (bigquery, cloud_storage), else the "
                  "subscription's: ACTIVE, IN_TRANSIT_LOCATION_RESTRICTION, RESOURCE_ERROR.")
     ]
     backlog: Annotated[
-        int | None, Doc("Unacknowledged messages (read for a delete); null when not read "
+        int | None, doc("Unacknowledged messages (read for a delete); null when not read "
                         "or unknown.")
-    ] = None
+    ] = always(None)
 
 
-@frozen_model
-class LeftBehind:
+class LeftBehind(Record, frozen=True):
     """Messages stored in a region the change removes: a policy change applies only to
     messages published after it, stored ones are not moved (by the by-region gauges)."""
 
     region: str
     messages: int
-    bytes: int | None = None
-    oldest_age_seconds: Annotated[int | None, Doc("Age of the oldest, seconds.")] = None
+    bytes: int | None = always(None)
+    oldest_age_seconds: Annotated[
+        int | None, doc("Age of the oldest, seconds.")
+    ] = always(None)
 
 
-@frozen_model
-class ResourceChange:
-    """One declared topic (or one topic to delete with prune); its request and its
-    change's fields are derived from it when it is made."""
+class ResourceChange(Record, frozen=True):
+    """One declared topic (or one topic to delete with prune). Its `request` and its
+    change's `fields` are derived from it whenever it is made or read: what is given
+    for them is replaced."""
 
-    address: Annotated[str, TOPIC_NAME]
+    address: TopicName
     project: str
     topic: str
     change: Change
     update_mask: Annotated[
         Sequence[MaskPath],
-        Doc("Top-level proto paths an update sends: labels, message_storage_policy (empty "
+        doc("Top-level proto paths an update sends: labels, message_storage_policy (empty "
             "for create, delete and no-op)."),
-    ] = EMPTY
+    ] = always(EMPTY)
     request: Annotated[
-        Request | None, DERIVED,
-        Doc("Exactly what apply sends, derived from the address, the change and the update "
+        Request | None,
+        doc("Exactly what apply sends, derived from the address, the change and the update "
             "mask (null for a no-op)."),
-    ] = field(default=None, init=False)
+    ] = always(None)
     reasons: Annotated[
         Sequence[Reason],
-        Doc("Why: an adoption (`adopt`, `adopt-from:OWNER`), the recomputed storage policy's "
+        doc("Why: an adoption (`adopt`, `adopt-from:OWNER`), the recomputed storage policy's "
             "drift, a prune (plan/reasons.py lists every form)."),
-    ] = EMPTY
-    warnings: Annotated[Strings, Doc("What a reviewer should know.")] = EMPTY
-    source: Annotated[Mapping[str, Any] | None, Shape(Source)] = None
+    ] = always(EMPTY)
+    warnings: Annotated[Strings, doc("What a reviewer should know.")] = always(EMPTY)
+    source: SourceJSON = always(None)
     subscriptions: Annotated[
-        Sequence[SubscriptionRef], OMIT_EMPTY,
-        Doc("The topic's subscriptions, for a change that affects them (in-transit "
+        Sequence[SubscriptionRef],
+        doc("The topic's subscriptions, for a change that affects them (in-transit "
             "enforcement, regions removed, a delete) or a paused export; absent when none."),
     ] = EMPTY
     left_behind: Annotated[
-        Sequence[LeftBehind], OMIT_EMPTY,
-        Doc("For a change that removes regions: what is stored in each removed region "
+        Sequence[LeftBehind],
+        doc("For a change that removes regions: what is stored in each removed region "
             "(absent when nothing is, or when unknown: see left_behind_unknown)."),
     ] = EMPTY
     left_behind_unknown: Annotated[
-        str | None, OMIT_EMPTY,
-        Doc("Why what is stored in the removed regions is unknown (metrics unavailable)."),
+        str | None,
+        doc("Why what is stored in the removed regions is unknown (metrics unavailable)."),
     ] = None
     prune_subscribed_by: Annotated[
-        str | None, OMIT_EMPTY,
-        Doc("For a delete: what allows it to detach the topic's subscriptions (the "
+        str | None,
+        doc("For a delete: what allows it to detach the topic's subscriptions (the "
             "--prune-subscribed flag, or the Owner document's pruneSubscribed entry that "
             "names it). Absent: apply re-lists the topic's subscriptions right before "
             "DeleteTopic and refuses the delete if it has any this plan does not show."),
     ] = None
 
     def __post_init__(self) -> None:
-        if self.change.actions[0] == "no-op":
-            return  # no request, no fields: most of a large plan
+        super().__post_init__()
+        if self.change.actions[0] == "no-op":  # most of a large plan: nothing to derive
+            if self.request is not None:
+                derive(self, "request", None)
+            if self.change.fields:
+                derive(self, "change", replace(self.change, fields=EMPTY))
+            return
         fields = derive_fields(self)
-        if fields:
-            self.__dict__["change"] = _with_fields(self.change, fields)
-        self.__dict__["request"] = derive_request(self)
+        if fields != self.change.fields:
+            derive(self, "change", replace(self.change, fields=fields))
+        derive(self, "request", derive_request(self))
 
     @property
     def action(self) -> Action:
         return self.change.actions[0]
 
 
-def _with_fields(change: Change, fields: list[FieldChange]) -> Change:
-    """A copy of `change` carrying its derived fields (the given change is not changed)."""
-    copy = object.__new__(Change)
-    copy.__dict__.update(change.__dict__, fields=FrozenList(fields))
-    return copy
-
-
-@frozen_model
-class Drift:
+class Drift(Record, frozen=True):
     """A live topic out of step with the org policy whose storage policy is unmanaged:
     reported, never applied."""
 
-    address: Annotated[str, TOPIC_NAME]
+    address: TopicName
     category: DriftCategory
     message: str
     fix: str
-    disallowed: Strings = EMPTY
-    missing: Strings = EMPTY
+    disallowed: Strings = always(EMPTY)
+    missing: Strings = always(EMPTY)
 
 
-@frozen_model
-class Fingerprints:
+class Fingerprints(Record, frozen=True):
     """What the plan was made against: sha256 of every observed topic (or "absent") and
     of each project's effective org policy inputs; apply PLANFILE re-reads and compares
     them."""
 
-    topics: Mapping[str, str] = field(default_factory=dict)
-    org_policy: Mapping[str, str] = field(default_factory=dict)
+    topics: Mapping[str, str] = always(FrozenDict())
+    org_policy: Mapping[str, str] = always(FrozenDict())
 
 
-@frozen_model
-class PlanTarget:
+class PlanTarget(Record, frozen=True):
     """Where the plan was made: the service (`kind`, `address`: the emulator's
     HOST:PORT or the local state dir) and the org policy's source (the live API, or a
     snapshot file with the sha256 of its bytes). `apply PLANFILE` goes there and refuses
     another target or org-policy source."""
 
     # "" = not recorded (plans made in-process); a plan file always records one.
-    kind: Annotated[str, Choice(TARGET_KINDS)] = ""
-    address: Annotated[str, Doc("The local state dir or the emulator HOST:PORT.")] = ""
-    org_policy: Annotated[str, Choice(POLICY_SOURCES)] = "api"
-    snapshot: Annotated[str, Doc("The --org-policy snapshot, when org_policy is snapshot.")] = ""
-    snapshot_sha256: str = ""
+    kind: Annotated[str, Meta(pattern=f"^({'|'.join(TARGET_KINDS)})$")] = always("")
+    address: Annotated[
+        str, doc("The local state dir or the emulator HOST:PORT.")
+    ] = always("")
+    org_policy: Annotated[
+        str, Meta(pattern=f"^({'|'.join(POLICY_SOURCES)})$")
+    ] = always("api")
+    snapshot: Annotated[
+        str, doc("The --org-policy snapshot, when org_policy is snapshot.")
+    ] = always("")
+    snapshot_sha256: str = always("")
 
     def describe(self) -> str:
         if self.kind == "gcp":
@@ -355,56 +362,74 @@ class PlanTarget:
         return "live Org Policy API"
 
 
-def canonical(data: Mapping[str, Any]) -> bytes:
-    """Canonical JSON of a plan document without its digest: sorted keys, no
-    whitespace, UTF-8."""
-    return canonical_bytes({k: v for k, v in data.items() if k != "digest"})
+def canonical(data: Any) -> bytes:
+    """Canonical JSON of a plan document (a Plan, or its JSON) without its digest:
+    sorted keys, no whitespace, UTF-8."""
+    if isinstance(data, Mapping):
+        data = {k: v for k, v in data.items() if k != "digest"}
+    return canonical_json(data)
 
 
-def digest_of(data: Mapping[str, Any]) -> str:
+def digest_of(data: Any) -> str:
     """"sha256:HEX" of a plan document's canonical content (its `digest` excluded)."""
     return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
 
 
-@frozen_model
-class Plan:
+class Plan(Record, frozen=True):
     """A reconcile plan (format_version 3.x): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
     format_version: Annotated[
-        str, VERSION, Doc("MAJOR.MINOR; a reader refuses another major version.")
-    ] = FORMAT_VERSION
+        Version, doc("MAJOR.MINOR; a reader refuses another major version.")
+    ] = always(FORMAT_VERSION)
+    digest: Annotated[
+        Digest,
+        doc("sha256 of the plan's content, everything but the digest, as canonical JSON: "
+            "what `apply PLANFILE --expect-digest` compares. Derived whenever the plan is "
+            "made or read (the reader of a file compares the one it stores)."),
+    ] = ""
     resource_changes: Annotated[
         Sequence[ResourceChange],
-        Doc("One entry per declared topic (and per topic to delete with prune)."),
-    ] = EMPTY
+        doc("One entry per declared topic (and per topic to delete with prune)."),
+    ] = always(EMPTY)
     diagnostics: Annotated[
         Sequence[Diagnostic],
-        Doc("Validation and live org-policy findings; a plan with an error cannot be "
+        doc("Validation and live org-policy findings; a plan with an error cannot be "
             "applied."),
-    ] = EMPTY
+    ] = always(EMPTY)
     drift: Annotated[
         Sequence[Drift],
-        Doc("Live topics out of step with the org policy whose storage policy is "
+        doc("Live topics out of step with the org policy whose storage policy is "
             "unmanaged: warnings, never changes."),
-    ] = EMPTY
-    fingerprints: Fingerprints = field(default_factory=Fingerprints)
-    target: PlanTarget = field(default_factory=PlanTarget)
+    ] = always(EMPTY)
+    fingerprints: Fingerprints = always(Fingerprints())
+    target: PlanTarget = always(PlanTarget())
     owner: Annotated[
         str,
-        Doc("The spec tree's owner identity (its Owner document, or `default`): recorded "
+        doc("The spec tree's owner identity (its Owner document, or `default`): recorded "
             "on the topics the plan creates or adopts (label reconcile-owner); a prune "
             "deletes only topics that carry it."),
-    ] = DEFAULT_OWNER
+    ] = always(DEFAULT_OWNER)
     prune: Annotated[
-        bool, Doc("Whether deletes of this owner's undeclared topics were planned.")
-    ] = False
-    created_at: Annotated[str, Doc("When the plan was made (ISO 8601, UTC).")] = ""
+        bool, doc("Whether deletes of this owner's undeclared topics were planned.")
+    ] = always(False)
+    created_at: Annotated[str, doc("When the plan was made (ISO 8601, UTC).")] = always("")
     projects: Annotated[
-        Strings, OMIT_EMPTY,
-        Doc("Only with plan --project: the projects planned (sorted); absent when every "
+        Strings,
+        doc("Only with plan --project: the projects planned (sorted); absent when every "
             "declared project was planned."),
     ] = EMPTY
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.diagnostics:
+            # A dataclass read without a member it has a default for holds the class's
+            # default, which msgspec does not write back: each diagnostic gets them all,
+            # so that a key missing from a file changes the digest as any other would.
+            derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
+                                                   self.diagnostics))
+        derive(self, "digest", "")  # the content: the plan while it has no digest
+        derive(self, "digest", digest_of(self))
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)
@@ -430,36 +455,20 @@ class Plan:
         return [d for d in self.diagnostics if not d.is_error]
 
     def content(self) -> dict[str, Any]:
-        """The document without its digest (what the digest is computed over); it
-        shares the plan's read-only lists and dicts."""
-        return document(self)
-
-    @cached_property
-    def digest(self) -> str:
-        """Computed once, when first asked for (at 50,000 topics it serialises the whole
-        plan); the plan cannot change, so it stays true."""
-        return digest_of(self.content())
-
-    def document(self) -> dict[str, Any]:
-        """The plan file's document: the content with its digest after the version,
-        sharing the plan's read-only values."""
-        data = self.content()
-        return {"format_version": data.pop("format_version"), "digest": self.digest, **data}
+        """The document without its digest (what the digest is computed over), a plain
+        copy the caller may change."""
+        data: dict[str, Any] = to_data(self)
+        del data["digest"]
+        return data
 
     def to_json(self) -> dict[str, Any]:
-        """The document, a plain copy the caller may change."""
-        result: dict[str, Any] = thaw(self.document())
-        return result
+        """The plan file's document, a plain copy the caller may change."""
+        data: dict[str, Any] = to_data(self)
+        return data
 
     def dumps(self) -> str:
-        return indented_text(self.document())
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Plan:
-        """The plan of a document plan/planschema.py accepted (a plan file is checked
-        there first; this trusts the shape). Requests and fields are derived again."""
-        plan: Plan = decoder(cls)(data)
-        return plan
+        """The plan file's text (also `--format json`): the document, indented."""
+        return indented_json(self)
 
 
 # -- what a change's request and fields are ---------------------------------------------

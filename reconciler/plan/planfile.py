@@ -5,15 +5,21 @@
     check_expected_digest(plan, expected)   --expect-digest sha256:HEX
     looks_like_plan_file(paths)   one argument naming a file that is not a YAML spec
 
-Reading checks, in order, before anything is rendered or applied: JSON; the format
-version (a file of an older major is refused, "made by an older reconcile: plan
-again", saying what it lacks; a newer minor with keys this reader does not know is
-named as such); every field's type (plan/planschema.py, from the plan model); the digest over
-the canonical content; and that every stored request and `fields` entry is the one the
-model derives from its change (plan/derive.py). Any failure refuses the whole plan:
-`PlanRefused` (exit code 4) with reason "damaged", or "digest-mismatch" for content that
-is not its digest's and for a plan that is not the `--expect-digest` one (`show` reports
-them as input errors).
+Reading checks, before anything is rendered or applied: that the file is one JSON
+object of this format's major version (a file made by an older reconcile is refused:
+plan again; a newer minor with keys this reader does not know is named as such); every
+field's type and every key (the plan model, reconciler/codec.py); that the content is
+its digest's; and that every stored request and `fields` entry is the one the model
+derives from its change (plan/derive.py). Any failure refuses the whole plan:
+`PlanRefused` (exit code 4) with reason "damaged", or "digest-mismatch" for content
+that is not its digest's and for a plan that is not the `--expect-digest` one (`show`
+reports them as input errors).
+
+A file is read once into the model, which derives the digest, the requests and the
+fields again; the content it read hashes to the digest the file stores only if the
+file is exactly what the model writes back: no key missing (read as its default), none
+written that the model leaves out, the stored requests and fields the derived ones.
+Only a file for which that is not so is parsed again, to say what is wrong with it.
 """
 
 from __future__ import annotations
@@ -25,22 +31,25 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
+from reconciler.codec import DocumentError, first_difference, from_json
 from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
-from reconciler.plan.model import DIGEST, FORMAT_VERSION, MAJOR, Plan, digest_of
-from reconciler.plan.planschema import PlanShapeError, check_plan
+from reconciler.plan.model import DIGEST_PATTERN, FORMAT_VERSION, MAJOR, Plan, digest_of
 
 REMAKE_HINT = "make a new one with `reconcile plan --out PLANFILE`"
+# What the model derives in a plan: a file's are compared with the derived ones.
+DERIVED = frozenset({"request", "fields"})
 SPEC_SUFFIXES = (".yaml", ".yml")
 MAX_LISTED = 10
-MAX_PLAN_BYTES = 1 << 30  # far beyond any plan's canonical JSON: past it, not a plan
-# What a file of an older major lacks, for its refusal (read as it is, it would be
-# misread).
-OLDER = {
-    "1": "it has no digest and no recorded target, so it cannot be checked",
+MAX_PLAN_BYTES = 1 << 30  # far beyond the largest plan: past 1 GiB, not a plan
+# Why a file of an older major version cannot be read as this one.
+OLDER_MAJORS = {
+    "1": "it has no digest and no recorded target, so it cannot be checked or applied",
     "2": "it records no owner, so its prune and its adoptions cannot be checked against "
-    "the spec tree that owns each topic",
+    "the spec tree that owns each topic (docs/ownership.md)",
     "3": "its requests do not state the plan's marker, the label merge and the update "
     "mask apply sends",
 }
@@ -50,21 +59,25 @@ def write_plan(plan: Plan, path: Path) -> None:
     write_atomically(path, plan.dumps(), "plan file")
 
 
-def _load(path: Path) -> Any:
+def _read(path: Path) -> bytes:
     if path.is_dir():
         raise PlanRefused(Refusal.DAMAGED, f"{path}: is a directory, not a plan file")
     try:
-        text = read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT).decode("utf-8")
+        return read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT)
     except FileProblem as exc:  # missing, not a regular file, too large, unreadable
         if exc.errno == errno.ENOENT:
             raise PlanRefused(Refusal.DAMAGED, f"{path}: plan file not found") from None
         raise PlanRefused(
             Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc.message}"
         ) from None
+
+
+def _parse(path: Path, raw: bytes) -> Any:
+    """The file as plain JSON data, for saying what is wrong with it."""
+    try:
+        return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
         raise PlanRefused(Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc}") from None
-    try:
-        return json.loads(text)
     except json.JSONDecodeError as exc:
         raise PlanRefused(
             Refusal.DAMAGED,
@@ -89,12 +102,11 @@ def _check_version(path: Path, data: Any) -> None:
             Refusal.DAMAGED, f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
         )
     major = version.split(".")[0]
-    older = OLDER.get(major)
-    if older is not None:
+    if major in OLDER_MAJORS:
         raise PlanRefused(
             Refusal.DAMAGED,
             f"{path}: plan format_version {version} was made by an older reconcile: plan "
-            f"again ({older})",
+            f"again ({OLDER_MAJORS[major]})",
             hint=REMAKE_HINT,
         )
     if major != MAJOR:
@@ -106,70 +118,110 @@ def _check_version(path: Path, data: Any) -> None:
         )
 
 
-def _newer_minor(version: str) -> bool:
-    """A version of our major with a higher minor than ours (it may hold keys this
-    reconcile does not know)."""
+def _minor_against_ours(version: str) -> int:
+    """Above 0: a newer minor of our major than ours (it may hold keys this reconcile
+    does not know); below 0: an older one (it may lack some); 0: ours, or unreadable."""
     minor = version.split(".", 1)[1] if "." in version else ""
-    ours = FORMAT_VERSION.split(".", 1)[1]
-    return minor.isdigit() and int(minor) > int(ours)
+    ours = int(FORMAT_VERSION.split(".", 1)[1])
+    return int(minor) - ours if minor.isdigit() else 0
 
 
 def read_plan(path: Path) -> Plan:
     """A saved plan that is whole, unedited and self-consistent, or a PlanRefused
     naming the file and what is wrong with it."""
-    data = _load(path)
-    _check_version(path, data)
+    raw = _read(path)
     try:
-        check_plan(data)
-    except PlanShapeError as exc:
-        if _newer_minor(data["format_version"]):
-            raise PlanRefused(
-                Refusal.DAMAGED,
-                f"{path}: plan format_version {data['format_version']} was written by a "
-                f"newer reconcile (this one reads {FORMAT_VERSION}): field {exc.where}: "
-                f"{exc.what}",
-                hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
-            ) from None
-        raise PlanRefused(
+        plan = from_json(Plan, raw)
+    except DocumentError as exc:
+        raise _not_read(path, _parse(path, raw), exc) from None
+    if plan.digest != from_json(_Stored, raw).digest:
+        raise _not_as_written(path, _parse(path, raw), plan)
+    found = inconsistencies(plan)
+    if found:
+        raise _not_consistent(path, found)
+    return plan
+
+
+class _Stored(msgspec.Struct):
+    """The digest a plan file stores, read on its own (the rest is skipped): the plan
+    read derives its own."""
+
+    digest: str
+
+
+def _not_read(path: Path, data: Any, exc: DocumentError) -> PlanRefused:
+    """Why a file was not read as it was written: not a plan file, another format
+    version, or the first field that is not what this version writes."""
+    _check_version(path, data)
+    version = data["format_version"]
+    newer = _minor_against_ours(version)
+    if newer > 0:
+        return PlanRefused(
             Refusal.DAMAGED,
-            f"{path}: the plan file is damaged or incomplete: field {exc.where}: {exc.what}",
+            f"{path}: plan format_version {version} was written by a newer reconcile (this "
+            f"one reads {FORMAT_VERSION}): field {exc.where}: {exc.what}",
+            hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
+        )
+    if newer < 0:
+        return PlanRefused(
+            Refusal.DAMAGED,
+            f"{path}: plan format_version {version} was made by an older reconcile: plan "
+            f"again (this one reads {FORMAT_VERSION}; field {exc.where}: {exc.what})",
             hint=REMAKE_HINT,
-        ) from None
+        )
+    where = f"field {exc.where}" if exc.where else "the plan"
+    return PlanRefused(
+        Refusal.DAMAGED,
+        f"{path}: the plan file is damaged or incomplete: {where}: {exc.what}",
+        hint=REMAKE_HINT,
+    )
+
+
+def _not_as_written(path: Path, data: Any, plan: Plan) -> PlanRefused:
+    """A file whose content, as the model read it, does not hash to its stored digest:
+    a key missing or written where the model leaves it out, content changed after the
+    digest was written, or stored requests or fields that are not the derived ones."""
+    shape = first_difference(plan.to_json(), data, DERIVED)
+    if shape is not None:
+        return _not_read(path, data, shape)
     actual = digest_of(data)
     if actual != data["digest"]:
-        raise PlanRefused(
+        return PlanRefused(
             Refusal.DIGEST_MISMATCH,
             f"{path}: the plan's content does not match its digest {data['digest']} (the "
             f"content hashes to {actual}): the file was changed after it was made",
             hint=REMAKE_HINT,
         )
-    plan = Plan.from_json(data)
-    found = inconsistencies(plan, data["resource_changes"])
+    found = [
+        f"{rc.address}: {problem}"
+        for rc, entry in zip(plan.resource_changes, data["resource_changes"], strict=True)
+        for problem in derive.stored_problems(rc, entry)
+    ]
     if found:
-        listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
-        more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
-        raise PlanRefused(
-            Refusal.DAMAGED,
-            f"{path}: the plan's requests are not the changes it shows; refusing the "
-            f"whole plan:\n{listed}{more}",
-            hint="the file was edited after it was made; " + REMAKE_HINT,
-            details=found,
-        )
-    if plan.digest != actual:  # the schema is exact, so this is a bug if it happens
-        raise PlanRefused(
-            Refusal.DAMAGED, f"{path}: the plan file does not read back as written",
-            hint=REMAKE_HINT,
-        )
-    return plan
+        return _not_consistent(path, found)
+    return PlanRefused(
+        Refusal.DAMAGED, f"{path}: the plan file does not read back as written", hint=REMAKE_HINT
+    )
 
 
-def inconsistencies(plan: Plan, stored: Sequence[Any]) -> list[str]:
-    """Every change whose stored request or fields (`stored`: the file's
-    `resource_changes`) are not the ones derived from it, and every address planned
+def _not_consistent(path: Path, found: list[str]) -> PlanRefused:
+    listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
+    more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
+    return PlanRefused(
+        Refusal.DAMAGED,
+        f"{path}: the plan's requests are not the changes it shows; refusing the whole "
+        f"plan:\n{listed}{more}",
+        hint="the file was edited after it was made; " + REMAKE_HINT,
+        details=found,
+    )
+
+
+def inconsistencies(plan: Plan) -> list[str]:
+    """Every change that contradicts itself or the plan, and every address planned
     twice."""
     out: list[str] = []
     seen: set[str] = set()
-    for rc, entry in zip(plan.resource_changes, stored, strict=True):
+    for rc in plan.resource_changes:
         if rc.address in seen:
             out.append(f"{rc.address}: planned more than once")
         if rc.action == "delete" and not plan.prune:
@@ -177,14 +229,14 @@ def inconsistencies(plan: Plan, stored: Sequence[Any]) -> list[str]:
         if plan.projects and rc.project not in plan.projects:
             out.append(f"{rc.address}: not in the plan's projects ({', '.join(plan.projects)})")
         seen.add(rc.address)
-        out += [f"{rc.address}: {problem}" for problem in derive.problems(rc, entry)]
+        out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
     return out
 
 
 def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
     """--expect-digest: the plan must be exactly the one whose digest was reviewed."""
     want = expected.strip().lower()
-    if not re.fullmatch(DIGEST.regex, want):
+    if not re.fullmatch(DIGEST_PATTERN, want):
         raise UsageError(
             f"--expect-digest must be sha256: followed by 64 hex digits, got {expected!r:.80}"
         )

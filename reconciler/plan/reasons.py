@@ -3,7 +3,9 @@ apply reads back (the owner a change takes a topic over from), with no text pars
 
 The plan document writes each reason as the text it always had (`str(reason)`), and
 reading a plan file turns the text back into the value (`Reason.from_text`); a text
-that is none of the forms is not a reason, and the plan file is refused.
+that is none of the forms is not a reason, and the plan file is refused. A `Reason` is
+a text type of reconciler/codec.py (`from_text`, `TEXT_PATTERN`), not a dataclass,
+which the codec would write as an object.
 
     Reason(ReasonKind.ADOPT_FROM, "payments")   "adopt-from:payments"
 """
@@ -11,11 +13,9 @@ that is none of the forms is not a reason, and the plan file is refused.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from enum import StrEnum
 
 from reconciler.ownership import OWNER_LABEL
-from reconciler.plan.shape import Pattern
 
 
 class ReasonKind(StrEnum):
@@ -51,27 +51,49 @@ TEXT: dict[ReasonKind, str] = {
 }
 
 
+def _escape(text: str) -> str:
+    """`text` matched literally, escaping only the characters that are syntax in both
+    Python's and ECMA-262's regular expressions (the schema's pattern is read by
+    both)."""
+    return re.sub(r"([\\^$.|?*+()\[\]{}])", r"\\\1", text)
+
+
 def _form(text: str) -> str:
     before, brace, after = text.partition("{}")
-    return re.escape(before) + ("(.+)" if brace else "") + re.escape(after)
+    return _escape(before) + ("(.+)" if brace else "") + _escape(after)
 
 
 _FORMS = [(kind, re.compile(_form(text))) for kind, text in TEXT.items()]
-PATTERN = Pattern(
-    "|".join(f"(?:{form.pattern})" for _, form in _FORMS),
-    "a reason: " + ", ".join(repr(text.replace("{}", "X")) for text in TEXT.values()),
-)
+PATTERN = "^(?:" + "|".join(f"(?:{form.pattern})" for _, form in _FORMS) + ")$"
 
 
-@dataclass(frozen=True)
 class Reason:
     """One reason a change is planned: its kind, and what it names (an owner, what
-    allows a delete; "" for the kinds that name nothing)."""
+    allows a delete; "" for the kinds that name nothing). Immutable and compared by
+    value."""
 
+    __slots__ = ("kind", "subject")
+    TEXT_PATTERN = PATTERN  # what reconciler/codec.py checks its text against
     kind: ReasonKind
-    subject: str = ""
+    subject: str
 
-    TEXT_PATTERN = PATTERN  # what plan/shape.py writes and checks it as
+    def __init__(self, kind: ReasonKind, subject: str = "") -> None:
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "subject", subject)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"a Reason is read-only: {name}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Reason):
+            return NotImplemented
+        return (self.kind, self.subject) == (other.kind, other.subject)
+
+    def __hash__(self) -> int:
+        return hash((self.kind, self.subject))
+
+    def __repr__(self) -> str:
+        return f"Reason({self.kind!r}, {self.subject!r})"
 
     def __str__(self) -> str:
         return TEXT[self.kind].format(self.subject)

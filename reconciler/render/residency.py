@@ -4,7 +4,6 @@ from the same ResidencyReport."""
 
 from __future__ import annotations
 
-from reconciler.plan.jsonform import indented_text
 from reconciler.render.escape import md_code, md_prose
 from reconciler.render.escape import text as esc
 from reconciler.residency.model import RegionStore, ResidencyReport, TopicResidency
@@ -150,7 +149,7 @@ def markdown(report: ResidencyReport) -> str:
 
 
 def json(report: ResidencyReport) -> str:
-    return indented_text(report.to_json())
+    return report.dumps()
 
 
 def render(report: ResidencyReport, fmt: str) -> str:

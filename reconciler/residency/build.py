@@ -17,7 +17,7 @@ from reconciler.backends.base import (
     RegionStored,
 )
 from reconciler.backends.residency_reads import ProjectReads
-from reconciler.plan.frozen import FrozenDict
+from reconciler.frozen import FrozenDict
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
 from reconciler.residency.model import PausedExport, RegionStore, ResidencyReport, TopicResidency

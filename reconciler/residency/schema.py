@@ -1,5 +1,5 @@
 """docs/residency.schema.json, generated from the residency model (residency/model.py)
-as the plan's schema is from the plan model:
+by reconciler/codec.py (msgspec), as the plan's schema is from the plan model:
 
     python -m reconciler.residency.schema > docs/residency.schema.json
 """
@@ -10,8 +10,7 @@ import json
 import sys
 from typing import Any
 
-from reconciler.plan.planschema import model_schema
-from reconciler.plan.shape import object_node
+from reconciler.codec import json_schema
 from reconciler.residency.model import ResidencyReport
 
 COMMAND = "python -m reconciler.residency.schema > docs/residency.schema.json"
@@ -19,10 +18,11 @@ SCHEMA_ID = "https://reconcile.invalid/schemas/residency-v1.json"
 
 
 def residency_schema() -> dict[str, Any]:
-    return model_schema(
-        object_node(ResidencyReport), SCHEMA_ID,
+    return json_schema(
+        ResidencyReport, SCHEMA_ID,
         "reconcile residency (format_version 1.x): `reconcile residency --format json`",
-        COMMAND, "residency report",
+        f"Generated from the residency report model by `{COMMAND}`. Readers must ignore "
+        "keys they do not know: a minor format_version may add some.",
     )
 
 

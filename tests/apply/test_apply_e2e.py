@@ -77,6 +77,14 @@ def test_foreign_labels_retention_and_schema_survive(
     local_server: Any, tree: Tree, client: Any
 ) -> None:
     name = tree.address("orders")
+    from reconciler.backends.clients import schema_client
+
+    schemas = schema_client(local_server.address)
+    schemas.create_schema(
+        parent=f"projects/{tree.project}",
+        schema={"type_": "AVRO", "definition": '"string"'},
+        schema_id="orders-v1",
+    )
     client.create_topic(
         request=Topic(
             name=name,

@@ -14,6 +14,7 @@ class RestAnswer:
     status: int
     body: Any  # decoded JSON (or the text, when not JSON)
     headers: dict[str, str]
+    raw: bytes = b""  # the body as it came
 
 
 def rest(
@@ -23,11 +24,14 @@ def rest(
     body: Any = None,
     headers: dict[str, str] | None = None,
     timeout: float = 60.0,
+    raw_body: bytes | None = None,
 ) -> RestAnswer:
     host, _, port = address.rpartition(":")
     conn = http.client.HTTPConnection(host.strip("[]"), int(port), timeout=timeout)
     try:
-        data = None if body is None else json.dumps(body).encode()
+        data = raw_body
+        if data is None and body is not None:
+            data = json.dumps(body).encode()
         sent = {"Content-Type": "application/json", **(headers or {})}
         conn.request(method, path, body=data, headers=sent)
         response = conn.getresponse()
@@ -37,7 +41,7 @@ def rest(
         except ValueError:
             decoded = raw.decode("utf-8", "replace")
         return RestAnswer(
-            response.status, decoded, {k.lower(): v for k, v in response.getheaders()}
+            response.status, decoded, {k.lower(): v for k, v in response.getheaders()}, raw
         )
     finally:
         conn.close()

@@ -117,8 +117,8 @@ def test_http_1_0_closes_after_the_answer(local_server: Any) -> None:
     [
         ("GET", "/v1/nowhere", None, 404, "NOT_FOUND", "was not found on this server"),
         ("POST", f"/v1/{TOPIC}", None, 404, "NOT_FOUND", "(it takes DELETE, GET, PATCH, PUT)"),
-        ("POST", f"/v1/{TOPIC}:getIamPolicy", {}, 501, "UNIMPLEMENTED", "google.iam.v1.IAMPolicy"),
-        ("GET", "/v1/projects/proj-alpha/schemas", None, 501, "UNIMPLEMENTED", "SchemaService"),
+        ("GET", "/v2/projects/proj-alpha/constraints", None, 501, "UNIMPLEMENTED", "Constraints"),
+        ("POST", "/v1/projects/proj-alpha/schemas", {}, 400, "INVALID_ARGUMENT", "schemas/)"),
         ("PUT", f"/v1/{TOPIC}", "{not json", 400, "INVALID_ARGUMENT", "Invalid JSON payload"),
         ("PUT", f"/v1/{TOPIC}", {"labelz": {}}, 400, "INVALID_ARGUMENT", "labelz"),
         ("GET", f"/v1/{TOPIC}?alt=proto", None, 400, "INVALID_ARGUMENT", "alt=proto"),

@@ -187,3 +187,37 @@ def test_the_same_gcloud_commands_answer_as_googles_emulator(
         else:  # the same refusal
             assert "NOT_FOUND: Topic not found" in ours.err, ours.err
             assert "NOT_FOUND: Topic not found" in theirs_err, theirs_err
+
+
+def test_gcloud_iam_policy_commands_against_the_local_server(
+    local_server: Any, tmp_path: Path
+) -> None:
+    """gcloud's read-modify-write of a topic's and a subscription's policy (GET
+    :getIamPolicy, then POST :setIamPolicy with the etag it read), and its stale-etag
+    refusal, as against the service."""
+
+    def run(*args: str) -> Run:
+        return gcloud(local_server.address, tmp_path, *args)
+
+    assert run("topics", "create", "orders").code == 0
+    assert run("subscriptions", "create", "orders-sub", "--topic=orders").code == 0
+    for kind, name, role in (
+        ("topics", "orders", "roles/pubsub.publisher"),
+        ("subscriptions", "orders-sub", "roles/pubsub.subscriber"),
+    ):
+        added = run(kind, "add-iam-policy-binding", name, "--member=user:a@example.com",
+                    f"--role={role}")
+        assert added.code == 0, added.err
+        assert f"Updated IAM policy for {kind[:-1]} [{name}]." in added.err
+        got = run(kind, "get-iam-policy", name, "--format=value(bindings[0].role)")
+        assert got.code == 0 and got.out.strip() == role
+        removed = run(kind, "remove-iam-policy-binding", name, "--member=user:a@example.com",
+                      f"--role={role}")
+        assert removed.code == 0, removed.err
+        assert run(kind, "get-iam-policy", name, "--format=value(bindings)").out.strip() == ""
+    policy = tmp_path / "policy.json"
+    policy.write_text('{"bindings": [{"role": "roles/pubsub.viewer", "members": ["allUsers"]}],'
+                      ' "etag": "ACAB"}')
+    stale = run("topics", "set-iam-policy", "orders", str(policy))
+    assert stale.code == 1
+    assert "ABORTED: There were concurrent policy changes." in stale.err

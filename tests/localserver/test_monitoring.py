@@ -227,7 +227,7 @@ def test_topic_gauges_add_up_their_subscriptions(
     assert {ts.resource.labels["subscription_id"] for ts in per_sub} == {"orders-sub", "audit"}
 
 
-def test_snapshot_metrics_exist_with_no_series(read: Callable[..., list[Any]]) -> None:
+def test_snapshot_metrics_have_no_series_without_snapshots(read: Callable[..., list[Any]]) -> None:
     assert read("snapshot/num_messages_by_region") == []
 
 

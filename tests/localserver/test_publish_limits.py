@@ -103,7 +103,7 @@ def test_exactly_at_every_limit_passes(pub: Any, local_server: Any) -> None:
     assert len(next(iter(at_limit["attributes"])).encode()) == 256
     assert len(_send(pub, [at_limit])) == 1
     request = _sized_request(limits.MAX_PUBLISH_BYTES)
-    assert PublishRequest.pb(request).ByteSize() == 10 * 1024 * 1024
+    assert PublishRequest.pb(request).ByteSize() == 10_000_000  # decimal, as the service
     assert len(pub.publish(request=request, retry=None, timeout=60).message_ids) == 1
     with pytest.raises(exceptions.InvalidArgument):  # one byte more is refused
         pub.publish(request=_sized_request(limits.MAX_PUBLISH_BYTES + 1), retry=None, timeout=60)

@@ -12,7 +12,15 @@ T = "projects/proj-alpha/topics/orders"
 KMS = "projects/proj-alpha/locations/us/keyRings/ring/cryptoKeys/key"
 
 
-def _full_topic(publisher_client: Any) -> Any:
+SCHEMA = "projects/proj-alpha/schemas/state"
+AVSC = '{"type": "record", "name": "State", "fields": [{"name": "name", "type": "string"}]}'
+
+
+def _full_topic(publisher_client: Any, schema_client: Any) -> Any:
+    schema_client.create_schema(
+        parent="projects/proj-alpha", schema={"type_": "AVRO", "definition": AVSC},
+        schema_id="state",
+    )
     return publisher_client.create_topic(
         request={
             "name": T,
@@ -20,7 +28,7 @@ def _full_topic(publisher_client: Any) -> Any:
             "message_storage_policy": {"allowed_persistence_regions": ["us-east1"]},
             "message_retention_duration": {"seconds": 3600},
             "kms_key_name": KMS,
-            "schema_settings": {"schema": "projects/proj-alpha/schemas/s", "encoding": 1},
+            "schema_settings": {"schema": SCHEMA, "encoding": 1},
         }
     )
 
@@ -39,15 +47,15 @@ MASK_MESSAGE = (
 
 
 @pytest.mark.parametrize("paths", [None, []])
-def test_mask_required(publisher_client: Any, paths: list[str] | None) -> None:
-    _full_topic(publisher_client)
+def test_mask_required(publisher_client: Any, schema_client: Any, paths: list[str] | None) -> None:
+    _full_topic(publisher_client, schema_client)
     with pytest.raises(exceptions.InvalidArgument) as info:
         _update(publisher_client, {"labels": {"a": "b"}}, paths)
     assert info.value.message == MASK_MESSAGE
 
 
-def test_unknown_path_is_invalid(publisher_client: Any) -> None:
-    _full_topic(publisher_client)
+def test_unknown_path_is_invalid(publisher_client: Any, schema_client: Any) -> None:
+    _full_topic(publisher_client, schema_client)
     with pytest.raises(exceptions.InvalidArgument) as info:
         _update(publisher_client, {}, ["bogus"])
     assert info.value.message.startswith(
@@ -60,15 +68,15 @@ def test_unknown_path_is_invalid(publisher_client: Any) -> None:
 @pytest.mark.parametrize(
     "path", ["message_storage_policy.allowed_persistence_regions", "labels.team"]
 )
-def test_nested_path_is_invalid(publisher_client: Any, path: str) -> None:
-    _full_topic(publisher_client)
+def test_nested_path_is_invalid(publisher_client: Any, schema_client: Any, path: str) -> None:
+    _full_topic(publisher_client, schema_client)
     with pytest.raises(exceptions.InvalidArgument, match="nested path"):
         _update(publisher_client, {"labels": {"team": "x"}}, [path])
     assert dict(publisher_client.get_topic(topic=T).labels)["team"] == "pay"
 
 
-def test_labels_mask_replaces_only_labels(publisher_client: Any) -> None:
-    before = _full_topic(publisher_client)
+def test_labels_mask_replaces_only_labels(publisher_client: Any, schema_client: Any) -> None:
+    before = _full_topic(publisher_client, schema_client)
     after = _update(
         publisher_client,
         {"labels": {"team": "core"}, "kms_key_name": "", "message_retention_duration": None},
@@ -96,9 +104,9 @@ def test_labels_mask_replaces_only_labels(publisher_client: Any) -> None:
     ],
 )
 def test_each_top_level_path_changes_only_itself(
-    publisher_client: Any, path: str, value: Any, check: Any
+    publisher_client: Any, schema_client: Any, path: str, value: Any, check: Any
 ) -> None:
-    before = _full_topic(publisher_client)
+    before = _full_topic(publisher_client, schema_client)
     topic = {} if value is None else {path: value}
     after = _update(publisher_client, {**topic, "labels": {"ignored": "yes"}}, [path])
     assert check(after)
@@ -106,8 +114,8 @@ def test_each_top_level_path_changes_only_itself(
     assert after.message_storage_policy == before.message_storage_policy
 
 
-def test_field_validation_on_update(publisher_client: Any) -> None:
-    _full_topic(publisher_client)
+def test_field_validation_on_update(publisher_client: Any, schema_client: Any) -> None:
+    _full_topic(publisher_client, schema_client)
     out_of_bounds = "message_retention_duration out of bounds"
     with pytest.raises(exceptions.InvalidArgument, match=out_of_bounds):
         _update(
@@ -121,7 +129,7 @@ def test_field_validation_on_update(publisher_client: Any) -> None:
         _update(publisher_client, {"kms_key_name": "key"}, ["kms_key_name"])
 
 
-def test_update_bad_name_is_invalid(publisher_client: Any) -> None:
+def test_update_bad_name_is_invalid(publisher_client: Any, schema_client: Any) -> None:
     with pytest.raises(exceptions.InvalidArgument, match=r"Invalid \[topics\] name"):
         publisher_client.update_topic(
             request={

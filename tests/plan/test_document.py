@@ -1,28 +1,43 @@
 """The plan document (what the digest covers and `--out` saves) is written from the
-model's fields by plan/shape.py, sharing their read-only values: it must stay exactly
-what `dataclasses.asdict` gives, key order included, or saved plans and their digests
-would change meaning."""
+model's fields by reconciler/codec.py: it must stay exactly the members of each record
+in their declared order (the members left out when empty left out), or saved plans and
+their digests would change meaning."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import asdict
 from typing import Any
 
+import msgspec
 from plan_helpers import every_kind_plan
 
 from reconciler.plan.model import Plan, digest_of
 
 
+def _members(value: Any) -> Any:
+    """A record's members by hand, in declared order (the reference the codec's
+    document is held to)."""
+    if isinstance(value, msgspec.Struct):
+        return {name: _members(getattr(value, name)) for name in value.__struct_fields__}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _members(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, dict):
+        return {k: _members(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_members(v) for v in value]
+    return value.value if hasattr(value, "value") else value
+
+
 def _asdict_document(plan: Plan) -> dict[str, Any]:
-    """What Plan.content() was before it was written out: asdict, then the fix-ups."""
-    data = asdict(plan)
-    data["diagnostics"] = [d.to_json() for d in plan.diagnostics]
+    """Every member, then the fix-ups: the digest is not content; members left out
+    when empty."""
+    data = _members(plan)
+    del data["digest"]
     if not data["projects"]:
         del data["projects"]
     for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):
         rc["reasons"] = [str(r) for r in made.reasons]  # written as their text
-        # left out when empty (OMIT_EMPTY)
         for key in ("subscriptions", "left_behind", "left_behind_unknown", "prune_subscribed_by"):
             if not rc[key]:
                 del rc[key]
@@ -35,6 +50,9 @@ def test_document_is_asdict_key_order_included() -> None:
         ours, reference = plan.content(), _asdict_document(plan)
         assert json.dumps(ours) == json.dumps(reference)  # not sort_keys: order counts
         assert plan.digest == digest_of(reference)
+        document = json.loads(plan.dumps())
+        assert list(document) == ["format_version", "digest", *list(reference)[1:]]
+        assert document == plan.to_json() == {**reference, "digest": plan.digest}
 
 
 def test_to_json_is_a_copy_the_caller_may_change() -> None:

@@ -1,22 +1,30 @@
-"""The plan model is the format (issue 20): a plan cannot change once made, its digest is
-computed once, each change's request and fields are derived from it, and the reader's
-shape check follows every field of the model."""
+"""The plan model is the format: a plan cannot change once made, its digest is computed
+once, each change's request and fields (and the plan's digest) are derived from it, and
+the reader of a plan file checks every member of every object the model writes
+(reconciler/codec.py, plan/planfile.py)."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 from plan_helpers import every_kind_plan
 
+from reconciler.codec import from_json, replace
+from reconciler.errors import PlanRefused
 from reconciler.ownership import PLAN_LABEL
 from reconciler.plan import model
-from reconciler.plan.model import Change, LabelMerge, Plan, Request, ResourceChange
-from reconciler.plan.planschema import PlanShapeError, check_plan, plan_file_node
-from reconciler.plan.shape import ListOf, MapOf, Node, Nullable, Object
+from reconciler.plan.model import Change, LabelMerge, Plan, Request, ResourceChange, digest_of
+from reconciler.plan.planfile import read_plan
+from reconciler.plan.planschema import plan_schema
 from reconciler.render.formats import render
+
+FROZEN = (TypeError, AttributeError, dataclasses.FrozenInstanceError)
 
 
 def test_a_plan_cannot_change_once_made() -> None:
@@ -38,7 +46,7 @@ def test_a_plan_cannot_change_once_made() -> None:
         lambda: plan.resource_changes[3].source.clear(),  # type: ignore[union-attr]
     ]
     for change in changes:
-        with pytest.raises((TypeError, dataclasses.FrozenInstanceError)):
+        with pytest.raises(FROZEN):
             change()
     assert plan.digest == digest == model.digest_of(plan.content())
 
@@ -63,7 +71,6 @@ def test_what_a_plan_is_made_from_is_copied_not_shared() -> None:
 def test_the_digest_is_computed_once_for_every_rendering(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    plan = every_kind_plan()
     computed: list[str] = []
     real = model.digest_of
 
@@ -72,25 +79,20 @@ def test_the_digest_is_computed_once_for_every_rendering(
         return real(data)
 
     monkeypatch.setattr(model, "digest_of", counting)
+    plan = every_kind_plan()
     shown = [render(plan, fmt) for fmt in ("text", "markdown", "json")] + [plan.dumps()]
     assert computed == ["digest"]
     assert all(plan.digest in text for text in shown)
 
 
-def test_requests_and_fields_are_derived_never_given() -> None:
+def test_requests_fields_and_the_digest_are_derived_whatever_is_given() -> None:
     change = Change(
         ["update"],
         {"labels": {"a": "1"}, "message_storage_policy": None},
         {"labels": {"a": "2"}, "message_storage_policy": None},
     )
-    with pytest.raises(TypeError):
-        ResourceChange(  # type: ignore[call-arg]
-            "projects/p/topics/t", "p", "t", change, ["labels"],
-            request=Request("UpdateTopic", {"name": "projects/p/topics/victim"}),
-        )
-    with pytest.raises(TypeError):
-        Change(["update"], None, None, fields=[])  # type: ignore[call-arg]
-    rc = ResourceChange("projects/p/topics/t", "p", "t", change, ["labels"])
+    forged = Request("UpdateTopic", {"name": "projects/p/topics/victim"}, ["labels"])
+    rc = ResourceChange("projects/p/topics/t", "p", "t", change, ["labels"], request=forged)
     assert rc.request == Request(
         "UpdateTopic", {"name": "projects/p/topics/t"}, ["labels"], LabelMerge({"a": "2"}),
         PLAN_LABEL,
@@ -100,28 +102,45 @@ def test_requests_and_fields_are_derived_never_given() -> None:
         ("labels", {"a": "1"}, {"a": "2"})
     ]
     assert change.fields == []  # the change given is not changed: the plan holds a copy
+    noop = ResourceChange(
+        "projects/p/topics/t", "p", "t",
+        Change(["no-op"], change.before, change.before, fields=rc.change.fields),
+        request=forged,
+    )
+    assert noop.request is None and noop.change.fields == []
+    plan = Plan(resource_changes=[rc], digest="sha256:" + "0" * 64)
+    assert plan.digest == model.digest_of(plan.content()) != "sha256:" + "0" * 64
+    moved = replace(rc, update_mask=[], change=replace(
+        change, actions=["no-op"], after=change.before))
+    assert moved.request is None  # what it is derived from changed: derived again
+    assert replace(plan, resource_changes=[moved]).digest == Plan(
+        resource_changes=[moved]).digest != plan.digest
 
 
-def _objects(node: Node, value: Any, where: str) -> list[tuple[str, Object, dict[str, Any]]]:
-    """Every JSON object of a document with the model node it is checked against."""
-    if isinstance(node, Nullable):
-        return [] if value is None else _objects(node.inner, value, where)
-    if isinstance(node, ListOf):
-        return [o for i, v in enumerate(value) for o in _objects(node.item, v, f"{where}[{i}]")]
-    if isinstance(node, MapOf):
-        return [o for k, v in value.items() for o in _objects(node.value, v, f"{where}.{k}")]
-    if isinstance(node, Object):
-        found = [(where, node, value)]
-        for m in node.members:
-            if m.name in value:
-                found += _objects(m.node, value[m.name], f"{where}.{m.name}".lstrip("."))
+def _objects(schema: dict[str, Any], node: dict[str, Any], value: Any,
+             where: str) -> list[tuple[str, dict[str, Any]]]:
+    """Every JSON object of a document with the schema of the model class it is read as
+    (the published schema is generated from the model)."""
+    if "$ref" in node:
+        return _objects(schema, schema["$defs"][node["$ref"].rsplit("/", 1)[1]], value, where)
+    if value is None:
+        return []
+    for option in node.get("anyOf", ()):
+        if option != {"type": "null"}:
+            return _objects(schema, option, value, where)
+    if "properties" in node:
+        found = [(where, node)]
+        for key, sub in node["properties"].items():
+            if key in value:
+                found += _objects(schema, sub, value[key], f"{where}.{key}".lstrip("."))
         return found
+    if node.get("type") == "array":
+        return [o for i, v in enumerate(value)
+                for o in _objects(schema, node["items"], v, f"{where}[{i}]")]
     return []
 
 
 def _at(document: dict[str, Any], where: str) -> dict[str, Any]:
-    import re
-
     target: Any = document
     for key, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", where):
         target = target[int(index)] if index else target[key]
@@ -129,32 +148,64 @@ def _at(document: dict[str, Any], where: str) -> dict[str, Any]:
     return target
 
 
-def test_the_reader_checks_every_member_of_the_model() -> None:
+def _read(document: dict[str, Any], path: Path) -> Plan:
+    """The plan file holding `document`, with its digest made right (as anyone can)."""
+    path.write_text(json.dumps({**document, "digest": digest_of(document)}))
+    return read_plan(path)
+
+
+def test_the_reader_checks_every_member_of_the_model(tmp_path: Path) -> None:
     """Each object's members come from the model: leaving one out (unless the model
-    says it may be) or adding one is refused, naming the field."""
+    leaves it out when empty) or adding one is refused, naming the field."""
+    path = tmp_path / "plan.json"
     document = every_kind_plan(["p"]).to_json()
-    check_plan(document)
-    objects = _objects(plan_file_node(), document, "")
-    assert {node.name for _, node, _ in objects} >= {
-        "plan", "resource_change", "change", "field_change", "request", "diagnostic", "drift",
-        "fingerprints", "plan_target", "topic_state", "policy_state", "source",
-    }
-    for where, node, _ in objects:
-        for member in node.members:
+    assert _read(document, path).digest == document["digest"]
+    schema = plan_schema()
+    objects = _objects(schema, schema, document, "")
+    assert {tuple(sorted(node["properties"])) for _, node in objects} >= {
+        tuple(sorted(node["properties"])) for node in schema["$defs"].values()
+        if "properties" in node
+    }  # an object of every class of the model
+    for where, node in objects:
+        for member in node["properties"]:
             broken = copy.deepcopy(document)
-            if member.omit_empty and member.name not in _at(broken, where):
+            if member not in _at(broken, where):
+                assert member not in node["required"]
                 continue  # left out of this object, as the model allows
-            del _at(broken, where)[member.name]
-            path = f"{where}.{member.name}".lstrip(".")
-            if member.omit_empty:
-                check_plan(broken)
+            del _at(broken, where)[member]
+            field = f"{where}.{member}".lstrip(".")
+            if member not in node["required"]:
+                _read(broken, path)
                 continue
-            with pytest.raises(PlanShapeError) as missing:
-                check_plan(broken)
-            assert (missing.value.where, missing.value.what) == (path, "missing")
+            if field == "digest":
+                continue  # the digest itself is made right by _read
+            with pytest.raises(PlanRefused) as missing:
+                _read(broken, path)
+            said = {
+                "not a reconcile plan file (no format_version)" if field == "format_version"
+                else f"field {field}: missing"
+            }
+            if ".request." in field or ".fields[" in field:  # inside what the model derives
+                said.add("the plan's requests are not the changes it shows")  # (defaulted)
+            assert any(s in str(missing.value) for s in said), field
         extended = copy.deepcopy(document)
         _at(extended, where)["surprise"] = 1
-        with pytest.raises(PlanShapeError) as unknown:
-            check_plan(extended)
-        assert unknown.value.where == f"{where}.surprise".lstrip(".")
-        assert unknown.value.what == "unknown field"
+        with pytest.raises(PlanRefused) as unknown:
+            _read(extended, path)
+        assert f"field {where}.surprise: unknown field".replace("field .", "field ") in str(
+            unknown.value), where
+
+
+def test_what_is_read_is_read_only_too() -> None:
+    plan = from_json(Plan, every_kind_plan(["p"]).dumps())
+    rc = plan.resource_changes[1]
+    for change in (
+        lambda: plan.resource_changes.append(rc),
+        lambda: rc.change.before["labels"].clear(),  # type: ignore[index]
+        lambda: rc.change.fields[0].after.update(x="y"),
+        lambda: rc.left_behind[0].__setattr__("messages", 0),
+        lambda: plan.fingerprints.topics.clear(),
+        lambda: plan.diagnostics[0].__setattr__("line", 0),
+    ):
+        with pytest.raises(FROZEN):
+            change()

@@ -13,13 +13,13 @@ When a renderer changes on purpose, regenerate the files and review the diff:
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from reconciler.codec import from_json
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
@@ -173,8 +173,7 @@ def test_plan_renders_as_the_golden_file(fmt: str, name: str) -> None:
 def test_json_golden_file_reads_back_as_the_same_plan() -> None:
     """The JSON golden file is a plan file: it loads back to the plan it was made from,
     typed diagnostics included."""
-    data = json.loads((GOLDEN / "plan.json").read_text(encoding="utf-8"))
-    back = Plan.from_json(data)
+    back = from_json(Plan, (GOLDEN / "plan.json").read_bytes())
     assert back == fixed_plan()
     assert back.has_errors
     assert [d.code for d in back.errors] == ["org-location-denied"]

@@ -25,6 +25,14 @@ def parse_topic(name: str) -> tuple[str, str]:
     return split
 
 
+def parse_child(collection: str, name: str) -> tuple[str, str]:
+    """(project_id, id) of "projects/P/COLLECTION/ID" ("subscriptions", "snapshots",
+    "schemas"), whose IDs follow the topic ID rules; else INVALID_ARGUMENT in the
+    emulator's words plus the reason."""
+    project_id, resource_id, _ = _parse_pubsub_name(name, collection, revision=False)
+    return project_id, resource_id
+
+
 def parse_project(name: str) -> str:
     """The project ID of a valid "projects/P"; else INVALID_ARGUMENT."""
     parts = name.split("/")
@@ -56,3 +64,29 @@ def split_policy_name(name: str) -> tuple[str, str]:
         )
     policy_parent(parent)
     return parent, constraint.removeprefix("constraints/")
+
+
+def parse_schema(name: str, *, revision: bool = False) -> tuple[str, str, str]:
+    """(project_id, schema_id, revision_id) of "projects/P/schemas/S", or with
+    `revision` also of "projects/P/schemas/S@REVISION" (revision_id "" when none is
+    named); else INVALID_ARGUMENT in the service's words plus the reason. Schema IDs
+    follow the topic ID rules (the resource-name rules the API reference points to)."""
+    return _parse_pubsub_name(name, "schemas", revision=revision)
+
+
+def _parse_pubsub_name(name: str, collection: str, *, revision: bool) -> tuple[str, str, str]:
+    parts = name.split("/")
+    singular = collection.removesuffix("s")
+    if len(parts) != 4 or parts[0] != "projects" or parts[2] != collection:
+        raise invalid(
+            f"Invalid [{collection}] name: (name={name}). Expected "
+            f"projects/PROJECT_ID/{collection}/{singular.upper()}_ID."
+        )
+    resource_id, at, revision_id = parts[3].partition("@") if revision else (parts[3], "", "")
+    problem = project_id_problem(parts[1]) or topic_id_problem(resource_id)
+    if not problem and at and not revision_id:
+        problem = "the revision ID after '@' is empty"
+    if problem or "\n" in name:
+        reason = (problem or "bad character").replace("topic ID", f"{singular} ID", 1)
+        raise invalid(f"Invalid [{collection}] name: (name={name}). {reason}.")
+    return parts[1], resource_id, revision_id

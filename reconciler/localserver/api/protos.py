@@ -10,6 +10,7 @@ import importlib
 from typing import Any
 
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
+from google.iam.v1 import iam_policy_pb2, policy_pb2
 from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
@@ -18,6 +19,8 @@ from google.protobuf import (
     timestamp_pb2,
 )
 from google.pubsub_v1.types import pubsub as _ps
+from google.pubsub_v1.types import schema as _sc
+from google.rpc import error_details_pb2, status_pb2
 
 # Typed as Any: the classes are built at run time from descriptors (no stubs).
 Topic: Any = _ps.Topic.pb()
@@ -34,6 +37,8 @@ ListTopicSubscriptionsRequest: Any = _ps.ListTopicSubscriptionsRequest.pb()
 ListTopicSubscriptionsResponse: Any = _ps.ListTopicSubscriptionsResponse.pb()
 DetachSubscriptionRequest: Any = _ps.DetachSubscriptionRequest.pb()
 DetachSubscriptionResponse: Any = _ps.DetachSubscriptionResponse.pb()
+ListTopicSnapshotsRequest: Any = _ps.ListTopicSnapshotsRequest.pb()
+ListTopicSnapshotsResponse: Any = _ps.ListTopicSnapshotsResponse.pb()
 
 Subscription: Any = _ps.Subscription.pb()
 BigQueryConfig: Any = _ps.BigQueryConfig.pb()
@@ -50,6 +55,34 @@ AcknowledgeRequest: Any = _ps.AcknowledgeRequest.pb()
 ModifyAckDeadlineRequest: Any = _ps.ModifyAckDeadlineRequest.pb()
 StreamingPullRequest: Any = _ps.StreamingPullRequest.pb()
 StreamingPullResponse: Any = _ps.StreamingPullResponse.pb()
+Snapshot: Any = _ps.Snapshot.pb()
+CreateSnapshotRequest: Any = _ps.CreateSnapshotRequest.pb()
+GetSnapshotRequest: Any = _ps.GetSnapshotRequest.pb()
+UpdateSnapshotRequest: Any = _ps.UpdateSnapshotRequest.pb()
+ListSnapshotsRequest: Any = _ps.ListSnapshotsRequest.pb()
+ListSnapshotsResponse: Any = _ps.ListSnapshotsResponse.pb()
+DeleteSnapshotRequest: Any = _ps.DeleteSnapshotRequest.pb()
+SeekRequest: Any = _ps.SeekRequest.pb()
+SeekResponse: Any = _ps.SeekResponse.pb()
+
+Schema: Any = _sc.Schema.pb()
+CreateSchemaRequest: Any = _sc.CreateSchemaRequest.pb()
+GetSchemaRequest: Any = _sc.GetSchemaRequest.pb()
+ListSchemasRequest: Any = _sc.ListSchemasRequest.pb()
+ListSchemasResponse: Any = _sc.ListSchemasResponse.pb()
+ListSchemaRevisionsRequest: Any = _sc.ListSchemaRevisionsRequest.pb()
+ListSchemaRevisionsResponse: Any = _sc.ListSchemaRevisionsResponse.pb()
+CommitSchemaRequest: Any = _sc.CommitSchemaRequest.pb()
+RollbackSchemaRequest: Any = _sc.RollbackSchemaRequest.pb()
+DeleteSchemaRevisionRequest: Any = _sc.DeleteSchemaRevisionRequest.pb()
+DeleteSchemaRequest: Any = _sc.DeleteSchemaRequest.pb()
+ValidateSchemaRequest: Any = _sc.ValidateSchemaRequest.pb()
+ValidateSchemaResponse: Any = _sc.ValidateSchemaResponse.pb()
+ValidateMessageRequest: Any = _sc.ValidateMessageRequest.pb()
+ValidateMessageResponse: Any = _sc.ValidateMessageResponse.pb()
+
+ErrorInfo: Any = error_details_pb2.ErrorInfo
+Status: Any = status_pb2.Status
 
 Policy: Any = _op.Policy.pb()
 GetPolicyRequest: Any = _op.GetPolicyRequest.pb()
@@ -59,6 +92,13 @@ ListPoliciesResponse: Any = _op.ListPoliciesResponse.pb()
 CreatePolicyRequest: Any = _op.CreatePolicyRequest.pb()
 UpdatePolicyRequest: Any = _op.UpdatePolicyRequest.pb()
 DeletePolicyRequest: Any = _op.DeletePolicyRequest.pb()
+
+# google.iam.v1 (the IAM mixin of the Pub/Sub services): plain protobuf classes.
+IamPolicy: Any = policy_pb2.Policy
+GetIamPolicyRequest: Any = iam_policy_pb2.GetIamPolicyRequest
+SetIamPolicyRequest: Any = iam_policy_pb2.SetIamPolicyRequest
+TestIamPermissionsRequest: Any = iam_policy_pb2.TestIamPermissionsRequest
+TestIamPermissionsResponse: Any = iam_policy_pb2.TestIamPermissionsResponse
 
 Empty: Any = empty_pb2.Empty
 Timestamp: Any = timestamp_pb2.Timestamp

@@ -23,13 +23,16 @@ class CallInfo:
     ("CANCELLED", "DEADLINE_EXCEEDED"; None while it waits): a Publish answered
     after that is recorded so, as the service's send_request_count counts it.
     `serialized_reply`: the face sends a handler's `bytes` answer as the serialized
-    response (gRPC); without it a handler answers a message (REST renders JSON)."""
+    response (gRPC); without it a handler answers a message (REST renders JSON).
+    `payload`: the request's size as it travelled where that is not its serialized
+    size (a REST call's JSON body); 0 when the serialized request is what travelled."""
 
     client_region: str | None
     raw: bytes = b""
     notes: dict[str, Any] = field(default_factory=dict)  # what a handler tells the dispatcher
     gone: Callable[[], str | None] | None = None
     serialized_reply: bool = False
+    payload: int = 0
 
 
 @dataclass(frozen=True)
@@ -62,16 +65,7 @@ class Stream(Protocol):
 # Methods of the served services that this server does not implement: both faces
 # answer them UNIMPLEMENTED with the same words (`unserved`).
 UNSERVED_METHODS = {
-    "google.pubsub.v1.Publisher": ("ListTopicSnapshots",),
-    "google.pubsub.v1.Subscriber": (
-        "ModifyPushConfig",
-        "GetSnapshot",
-        "ListSnapshots",
-        "CreateSnapshot",
-        "UpdateSnapshot",
-        "DeleteSnapshot",
-        "Seek",
-    ),
+    "google.pubsub.v1.Subscriber": ("ModifyPushConfig",),
 }
 
 
@@ -79,6 +73,6 @@ def unserved(full_name: str) -> ServiceError:
     """What a method this server does not implement answers ("google.pubsub.v1.X.Y")."""
     return ServiceError(
         grpc.StatusCode.UNIMPLEMENTED,
-        f"Method {full_name} is not served by the local server (snapshots, Seek and push "
-        "configuration changes are not modelled).",
+        f"Method {full_name} is not served by the local server (push configuration "
+        "changes are not modelled).",
     )

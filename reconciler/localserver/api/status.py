@@ -4,17 +4,24 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import Any
 
 import grpc
 
 
 class ServiceError(Exception):
-    """Carries the status code and message the client will see."""
+    """Carries the status code and message the client will see, and the status's
+    details where the service gives some (`google.rpc` messages such as ErrorInfo:
+    the gRPC face sends them in `grpc-status-details-bin`, the REST face in the
+    error's "details")."""
 
-    def __init__(self, code: grpc.StatusCode, message: str) -> None:
+    def __init__(
+        self, code: grpc.StatusCode, message: str, details: tuple[Any, ...] = ()
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.details = details
 
 
 def suggestion(word: str, choices: Iterable[str]) -> str:

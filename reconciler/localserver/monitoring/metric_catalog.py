@@ -23,9 +23,10 @@ class Metric:
     unit: str
     resource: str  # the monitored-resource type
     labels: tuple[str, ...]
-    # What it is computed from: for the by-region gauges (which, what) with which in
-    # "unacked", "retained", "billable" and what in "count", "bytes", "age"; for the
-    # publish metrics ("publish", "count") or ("publish", "latency").
+    # What it is computed from: for the gauges (which, what) with which in "unacked",
+    # "retained", "billable", "snapshot" (what a snapshot retains) and what in "count",
+    # "bytes", "age" (a gauge without the `region` label reads all regions at once);
+    # for the publish metrics ("publish", "count") or ("publish", "latency").
     source: tuple[str, str]
 
     @property
@@ -73,22 +74,24 @@ METRICS: dict[str, Metric] = {
             ("response_code", "has_ordering"),
             ("publish", "latency"),
         ),
-        # This server keeps no snapshots: the metrics exist, with no time series.
+        # What snapshots retain: the messages of each (its `unacked` figures), per
+        # region and in all.
         *(
             Metric(
-                f"{PREFIX}snapshot/{name}",
+                f"{PREFIX}snapshot/{name}{suffix}",
                 "GAUGE",
                 "INT64",
                 unit,
                 "pubsub_snapshot",
-                ("region",),
+                labels,
                 ("snapshot", what),
             )
             for name, unit, what in (
-                ("num_messages_by_region", "1", "count"),
-                ("backlog_bytes_by_region", "By", "bytes"),
-                ("oldest_message_age_by_region", "s", "age"),
+                ("num_messages", "1", "count"),
+                ("backlog_bytes", "By", "bytes"),
+                ("oldest_message_age", "s", "age"),
             )
+            for suffix, labels in (("_by_region", ("region",)), ("", ()))
         ),
     ]
 }

@@ -8,13 +8,13 @@ with OP one of `=`, `!=`, `=~`, `!~` (regular expressions fully anchored, as in
 Prometheus; Python's `re` stands in for RE2). The names are Cloud Monitoring's mapped
 to PromQL ("the first / to :, other specials to _"): the by-region gauges of
 `metric_catalog`, e.g. `pubsub_googleapis_com:subscription_num_unacked_messages_by_region`.
-Labels: `__name__`, `project_id`, `topic_id` / `subscription_id`, `region` and
-`monitored_resource` (`pubsub_topic`, `pubsub_subscription`). The values are the very
-readings the gRPC face's `ListTimeSeries` computes (`MonitoringService`); gauges
-have no history here, so `time` more than a sampling period (60 s) ago selects
-nothing. Anything else (functions, operators, range selectors, offsets, other
-metrics) answers 400 with Prometheus' error shape
-`{"status": "error", "errorType": "bad_data", "error": "..."}`.
+Labels: `__name__`, `project_id`, `topic_id` / `subscription_id` / `snapshot_id`,
+`region` and `monitored_resource` (`pubsub_topic`, `pubsub_subscription`,
+`pubsub_snapshot`). The values are the very readings the gRPC face's
+`ListTimeSeries` computes (`MonitoringService`); gauges have no history here,
+so `time` more than a sampling period (60 s) ago selects nothing. Anything else
+(functions, operators, range selectors, offsets, other metrics) answers 400 with
+Prometheus' error shape `{"status": "error", "errorType": "bad_data", "error": "..."}`.
 
 Each query is one call of the pseudo-RPC `PromQLQuery` (`query_rpc`) through the
 dispatcher: it is counted per project in the server's RPC counters, and fault rules
@@ -36,7 +36,7 @@ from reconciler.localserver.monitoring.metric_catalog import METRICS, RESOURCE_L
 from reconciler.localserver.monitoring.service import (
     GAUGE_FRESH_NS,
     MonitoringService,
-    gauge_value,
+    readings,
 )
 from reconciler.promqlnames import promql_name
 
@@ -46,7 +46,7 @@ METHOD = "PromQLQuery"
 GAUGES: dict[str, Metric] = {
     promql_name(m.type): m
     for m in METRICS.values()
-    if m.kind == "GAUGE" and m.source[0] in ("unacked", "retained", "billable")
+    if m.kind == "GAUGE" and m.source[0] in ("unacked", "retained", "billable", "snapshot")
 }
 
 
@@ -266,17 +266,14 @@ def evaluate(monitoring: MonitoringService, request: PromQLRequest) -> list[dict
         # One backlog figure per resource, whatever the number of gauges asked for.
         found = monitoring.backlogs(request.project, resource, keep, _only_ids(resource, rest))
         for resource_labels, stats in found:
-            for region in sorted(stats.regions):
-                for name, metric in metrics:
+            for name, metric in metrics:
+                for metric_labels, value in readings(stats, metric, now_ns):
                     labels = {
-                        "__name__": name, **resource_labels, "region": region,
+                        "__name__": name, **resource_labels, **metric_labels,
                         "monitored_resource": resource,
                     }
-                    if not all(m.matches(labels.get(m.label)) for m in rest):
-                        continue
-                    which, what = metric.source
-                    value = gauge_value(stats, region, which, what, now_ns)
-                    out.append({"metric": labels, "value": [at_ns / NS, str(value)]})
+                    if all(m.matches(labels.get(m.label)) for m in rest):
+                        out.append({"metric": labels, "value": [at_ns / NS, str(value)]})
     return out
 
 

@@ -104,9 +104,7 @@ class MonitoringService:
         end_ns: int,
         now_ns: int,
     ) -> list[Samples]:
-        which, what = metric.source
-        if which == "snapshot":
-            return []  # no snapshots are kept
+        which, _ = metric.source
         if which == "publish":
             return self._publish_samples(project, metric, flt, start_ns, end_ns)
         reading_ns = min(end_ns, now_ns)
@@ -115,24 +113,29 @@ class MonitoringService:
         out = []
         kept = self.backlogs(project, metric.resource, lambda r: _labels_match(flt, None, r))
         for resource_labels, stats in kept:
-            for region in sorted(stats.regions):
-                labels = {"region": region}
-                if not _labels_match(flt, labels, resource_labels):
-                    continue
-                value = gauge_value(stats, region, which, what, now_ns)
-                out.append(Samples(metric, labels, resource_labels, [(reading_ns, value)]))
+            for labels, value in readings(stats, metric, now_ns):
+                if _labels_match(flt, labels, resource_labels):
+                    out.append(Samples(metric, labels, resource_labels, [(reading_ns, value)]))
         return out
 
     def backlogs(
         self, project: str, resource_type: str, keep: Callable[[dict[str, str]], bool],
         only: Collection[str] | None = None,
     ) -> list[tuple[dict[str, str], BacklogStats]]:
-        """(resource labels, backlog figures) of each topic ("pubsub_topic") or
-        subscription of the project whose resource labels `keep` accepts (figures
-        computed only for those), in name order; `only`: none but these ids (looked
-        up, not searched for). ListTimeSeries and the PromQL face both read these."""
+        """(resource labels, backlog figures) of each topic ("pubsub_topic"),
+        subscription ("pubsub_subscription") or snapshot ("pubsub_snapshot": what it
+        retains, as unacked figures) of the project whose resource labels `keep`
+        accepts (figures computed only for those), in name order; `only`: none but
+        these ids (looked up, not searched for). ListTimeSeries and the PromQL face
+        both read these."""
         subs = self.state.subs
         out = []
+        if resource_type == "pubsub_snapshot":
+            for snapshot_id, retained in subs.snapshot_stats(project, only):
+                labels = {"project_id": project, "snapshot_id": snapshot_id}
+                if keep(labels):
+                    out.append((labels, retained))
+            return out
         if resource_type == "pubsub_topic":
             prefix = f"projects/{project}/topics/"
             if only is None:
@@ -255,12 +258,30 @@ def _labels_match(
     return True
 
 
-def gauge_value(stats: BacklogStats, region: str, which: str, what: str, now_ns: int) -> int:
+def readings(stats: BacklogStats, metric: Metric, now_ns: int) -> list[tuple[dict[str, str], int]]:
+    """A gauge's readings of one resource: (metric labels, value) per region it ever
+    held messages in, or one reading of all regions for a gauge without `region`."""
+    which, what = metric.source
+    if "region" not in metric.labels:
+        return [({}, gauge_value(stats, None, which, what, now_ns))]
+    return [
+        ({"region": region}, gauge_value(stats, region, which, what, now_ns))
+        for region in sorted(stats.regions)
+    ]
+
+
+def gauge_value(
+    stats: BacklogStats, region: str | None, which: str, what: str, now_ns: int
+) -> int:
+    """One gauge's value in `region` (None: all regions together)."""
     if which == "billable":
-        held = [stats.unacked.get(region), stats.retained_acked.get(region)]
+        held = [stats.unacked.get(region or ""), stats.retained_acked.get(region or "")]
         return sum(r.bytes for r in held if r is not None)
-    figures = (stats.unacked if which == "unacked" else stats.retained_acked).get(region)
-    figures = figures or RegionStats()
+    table = stats.retained_acked if which == "retained" else stats.unacked
+    figures = RegionStats()
+    for key, found in table.items():
+        if region is None or key == region:
+            figures.merge(found)
     if what == "count":
         return figures.count
     if what == "bytes":

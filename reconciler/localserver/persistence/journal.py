@@ -50,7 +50,16 @@ PUBLISH = 10  # a Publish request as received, with its IDs, time, region, recei
 ACK = 11
 NEXT_MESSAGE_ID = 12  # snapshot only
 BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
-KINDS = frozenset(range(1, 14))
+# Schemas (`schemas.registry` encodes their values: every revision of one schema).
+PUT_SCHEMA = 14
+DELETE_SCHEMA = 15
+# Pub/Sub snapshots and Seek (`pubsub.snapshots` encodes their values).
+PUT_SNAPSHOT = 16  # a snapshot made: its config and the IDs of the messages it retains
+SNAPSHOT_CONFIG = 17  # its labels or expire time changed
+DELETE_SNAPSHOT = 18
+SEEK = 19  # a subscription sought to a time or a snapshot
+PUT_IAM_POLICY = 20  # a resource's IAM policy (dropped with the resource, not journaled apart)
+KINDS = frozenset(range(1, 21))
 
 Record = f.Record
 __all__ = ["Journal", "Loaded", "StateDamaged", "StateInUse", "StateWriteError"]

@@ -188,6 +188,30 @@ class Backlog:
         if self.unacked > self.cap:
             self._drop_oldest(self.unacked - self.cap)
 
+    def add_filtered(self, batch: Batch, keep: list[bool]) -> None:
+        """An arrival through a subscription filter: the messages `keep` rejects are
+        acknowledged on arrival (at their publish time), as the service acknowledges
+        what a filter excludes; with retain_acked_messages they are retained acked."""
+        self.regions.add(batch.region)
+        kept = 0
+        run = -1  # start of the current run of kept messages
+        for index, wanted in enumerate(keep):
+            if wanted:
+                kept += 1
+                if run < 0:
+                    run = index
+                continue
+            if run >= 0:
+                self._pending.append([batch, run, index])
+                run = -1
+            if self.retain_acked:
+                self._acked.append((batch, index, batch.publish_ns))
+        if run >= 0:
+            self._pending.append([batch, run, len(keep)])
+        self.unacked += kept
+        if self.unacked > self.cap:
+            self._drop_oldest(self.unacked - self.cap)
+
     def _drop_oldest(self, excess: int) -> None:
         while excess > 0 and self._pending:
             segment = self._pending[0]
@@ -385,10 +409,13 @@ class Backlog:
     # ------------------------------------------------------------ snapshot / replay
 
     def restore(self, unacked: list[Ref], acked: list[tuple[Batch, int, int]]) -> None:
-        """Refill from a snapshot: unacknowledged messages wait for (re)delivery."""
+        """Refill from a state snapshot or after a Seek: unacknowledged messages (in
+        ID order) wait for (re)delivery, the oldest beyond the bound dropped."""
         for batch, index in unacked:
             self._redeliver[batch.first_id + index] = (batch, index, 0)
             self.regions.add(batch.region)
         self.regions.update(batch.region for batch, _, _ in acked)
         self.unacked += len(unacked)
         self._acked.extend(acked)
+        if self.unacked > self.cap:  # a Seek may bring back more than the bound
+            self._drop_oldest(self.unacked - self.cap)

@@ -2,9 +2,16 @@
 field documentation), checked as the service does: INVALID_ARGUMENT, with the
 service's wording where it is known. Exactly-at-limit passes.
 
-Publish: at most 1,000 messages and 10 MiB (10,485,760 bytes, the serialized request)
-per request; per message at most 100 attributes, attribute keys of at most 256 bytes,
-values of at most 1,024 bytes, and an ordering key of at most 1,024 bytes.
+Publish: at most 1,000 messages and 10 MB (10,000,000 bytes, decimal: the serialized
+PublishRequest, "The value for request_size is too large. You passed N in the
+request, but the maximum value is 10000000.", and the limit Google's Python client
+batches to) per request; per message at most 100 attributes, attribute keys of at
+most 256 bytes, values of at most 1,024 bytes, and an ordering key of at most 1,024
+bytes. Before any of that the API front end refuses a request payload over 10 MiB
+(10,485,760 bytes: "Request payload size exceeds the limit: 10485760 bytes."), and an
+Acknowledge or ModifyAckDeadline payload over 512 KiB (524,288 bytes) alike. A
+payload is what travelled: the serialized request over gRPC, the JSON body over REST
+(base64 makes a message's data a third larger there).
 Subscriptions: ack deadline 10-600 s (0 means the default, 10 s); message retention
 10 minutes to 7 days (topics: up to 31 days); Pull max_messages 1-1,000.
 """
@@ -17,9 +24,12 @@ from typing import Any
 
 from reconciler.localserver.api.status import invalid
 from reconciler.localserver.api.wire import varint
+from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem
 
 MAX_PUBLISH_MESSAGES = 1000
-MAX_PUBLISH_BYTES = 10 * 1024 * 1024
+MAX_PUBLISH_BYTES = 10 * 1000 * 1000
+MAX_PUBLISH_PAYLOAD = 10 * 1024 * 1024
+MAX_ACK_PAYLOAD = 512 * 1024
 MAX_ATTRIBUTES = 100
 MAX_ATTRIBUTE_KEY_BYTES = 256
 MAX_ATTRIBUTE_VALUE_BYTES = 1024
@@ -98,11 +108,19 @@ def _data_only(messages: list[bytes]) -> bool:
     return None not in heads and all(map(bytes.startswith, messages, heads))  # type: ignore[arg-type]
 
 
-def check_publish(raw: bytes, wire: Any) -> bool:
+def check_payload(size: int, limit: int) -> None:
+    """The API front end's bound on what a request's payload may weigh."""
+    if size > limit:
+        raise invalid(f"Request payload size exceeds the limit: {limit} bytes.")
+
+
+def check_publish(raw: bytes, wire: Any, payload: int = 0) -> bool:
     """Every limit of one Publish request, given as its bytes `raw` and parsed as
-    `protos.WirePublishRequest` (messages still serialized); whether any message has
-    an ordering key. The common case (messages with data only) is answered from the
+    `protos.WirePublishRequest` (messages still serialized), and the size of its
+    payload as it travelled (0: `raw` is what travelled); whether any message has an
+    ordering key. The common case (messages with data only) is answered from the
     bytes; only a request with some other message parses its messages."""
+    check_payload(payload or len(raw), MAX_PUBLISH_PAYLOAD)
     messages = wire.messages
     count = len(messages)
     if not count:
@@ -113,7 +131,10 @@ def check_publish(raw: bytes, wire: Any) -> bool:
             f"but the maximum value is {MAX_PUBLISH_MESSAGES}."
         )
     if len(raw) > MAX_PUBLISH_BYTES:
-        raise invalid(f"Request payload size exceeds the limit: {MAX_PUBLISH_BYTES} bytes.")
+        raise invalid(
+            f"The value for request_size is too large. You passed {len(raw)} in the request, "
+            f"but the maximum value is {MAX_PUBLISH_BYTES}."
+        )
     if _uniform_data_only(raw, wire.topic, count, len(messages[-1])):
         return False
     serialized = list(messages)
@@ -171,3 +192,14 @@ def _check_attributes(i: int, attributes: Any) -> None:
 
 def duration_seconds(duration: Any) -> float:
     return float(duration.seconds) + float(duration.nanos) / 1e9
+
+
+def check_labels(labels: Any, kind: str) -> None:
+    """A topic's, subscription's or snapshot's labels (`kind` names it) as the service
+    checks them: at most 64, keys and values by the label rules."""
+    if len(labels) > MAX_LABELS:
+        raise invalid(f"A {kind} may have at most {MAX_LABELS} labels.")
+    for key, value in labels.items():
+        problem = label_key_problem(key) or label_value_problem(key, value)
+        if problem:
+            raise invalid(f"Invalid labels: {problem}.")

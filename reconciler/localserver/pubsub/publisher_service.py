@@ -10,12 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import grpc
+
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.counters import RpcCounters
 from reconciler.localserver.api.names import parse_project, parse_topic
 from reconciler.localserver.api.paging import decode_token, encode_token, page_size
 from reconciler.localserver.api.rpc import CallInfo, Rpc
 from reconciler.localserver.api.status import (
+    ServiceError,
     already_exists,
     failed_precondition,
     invalid,
@@ -25,6 +28,7 @@ from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub.limits import (
     MAX_TOPIC_RETENTION_S,
     MIN_RETENTION_S,
+    check_labels,
     check_publish,
 )
 from reconciler.localserver.pubsub.state import ServerState
@@ -33,7 +37,8 @@ from reconciler.localserver.pubsub.subscriber_service import (
     parse_subscription,
     received_text,
 )
-from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem, topics_prefix
+from reconciler.localserver.schemas.settings import check_settings, has_schema, validate_request
+from reconciler.names import topics_prefix
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
@@ -47,6 +52,12 @@ UPDATABLE_PATHS = (
     "ingestion_data_source_settings",
     "message_transforms",
 )
+# Parts of schema_settings an update mask may name one by one (python-pubsub's
+# update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
+# emulator takes each of them).
+SCHEMA_SETTINGS_PATHS = tuple(
+    f"schema_settings.{f}" for f in ("schema", "encoding", "first_revision_id", "last_revision_id")
+)
 _KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 
 _KIND_TEXT = {
@@ -57,6 +68,15 @@ _KIND_TEXT = {
     "exclusion": "an exclusion",
     "unknown": "not a known Google Cloud region",
 }
+
+
+class _SchemaCheck(Exception):
+    """Raised under the write lock when a Publish must be validated against the
+    topic's schema settings (first seen, or changed since they were checked)."""
+
+    def __init__(self, topic: Any) -> None:
+        super().__init__(topic.name)
+        self.topic = topic
 
 
 class PublisherService:
@@ -146,36 +166,35 @@ class PublisherService:
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
         if "labels" in fields:
-            if len(topic.labels) > MAX_LABELS:
-                raise invalid(f"A topic may have at most {MAX_LABELS} labels.")
-            for key, value in topic.labels.items():
-                problem = label_key_problem(key) or label_value_problem(key, value)
-                if problem:
-                    raise invalid(f"Invalid labels: {problem}.")
+            check_labels(topic.labels, "topic")
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
             d = topic.message_retention_duration
             seconds = d.seconds + d.nanos / 1e9
             if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
-                raise invalid("message_retention_duration out of bounds")
+                raise invalid(
+                    f"message_retention_duration out of bounds: {seconds:g}s; a topic "
+                    f"retains messages {MIN_RETENTION_S}s (10 minutes) to "
+                    f"{MAX_TOPIC_RETENTION_S}s (31 days)"
+                )
         if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
             raise invalid(
                 f"Invalid kms_key_name {topic.kms_key_name!r}: expected "
                 "projects/P/locations/L/keyRings/R/cryptoKeys/K."
             )
-        if (
-            "schema_settings" in fields
-            and topic.HasField("schema_settings")
-            and not topic.schema_settings.schema
-        ):
-            raise invalid("No schema name provided")
 
     # ------------------------------------------------------------------------ RPCs
+
+    def _check_schema_settings(self, topic: Any) -> None:
+        if topic.HasField("schema_settings"):
+            check_settings(topic.schema_settings, self.state.schemas.revisions)
 
     def create_topic(self, request: Any, call: CallInfo) -> Any:
         project, _ = parse_topic(request.name)
         self._check_fields(request, UPDATABLE_PATHS)
 
         def build() -> Any:
+            # Under the write lock: a schema deleted meanwhile is not linked to.
+            self._check_schema_settings(request)
             topic = protos.Topic()
             topic.CopyFrom(request)
             topic.ClearField("state")
@@ -205,8 +224,14 @@ class PublisherService:
                 "non-empty paths list."
             )
         for path in paths:
-            if path in UPDATABLE_PATHS:
+            if path in UPDATABLE_PATHS or path in SCHEMA_SETTINGS_PATHS:
                 continue
+            if path.startswith("schema_settings."):
+                raise invalid(
+                    f"Invalid update_mask provided in the UpdateTopicRequest: {path} is not a "
+                    "known Topic field. schema_settings takes its parts "
+                    f"{', '.join(SCHEMA_SETTINGS_PATHS)}."
+                )
             if path.split(".", 1)[0] in UPDATABLE_PATHS:
                 raise invalid(
                     f"Invalid update_mask provided in the UpdateTopicRequest: {path} is a "
@@ -235,10 +260,15 @@ class PublisherService:
                     topic.message_transforms.extend(given.message_transforms)
                 elif field == "message_storage_policy":
                     self.set_storage_policy(project, topic, given)
+                elif field in SCHEMA_SETTINGS_PATHS:
+                    part = field.split(".", 1)[1]
+                    setattr(topic.schema_settings, part, getattr(given.schema_settings, part))
                 elif given.HasField(field):
                     getattr(topic, field).CopyFrom(getattr(given, field))
                 else:
                     topic.ClearField(field)
+            if any(f.startswith("schema_settings") for f in fields):
+                self._check_schema_settings(topic)
             return topic
 
         updated = self.state.update_topic(given.name, change)
@@ -293,19 +323,42 @@ class PublisherService:
             wire = protos.WirePublishRequest.FromString(raw)
         name = wire.topic
         parse_topic(name)
-        ordering = check_publish(raw, wire)
+        ordering = check_publish(raw, wire, call.payload)
         call.notes["has_ordering"] = ordering
         count = len(wire.messages)
         declared = call.client_region
         landed: list[Landing] = []
+        checked: list[Any] = [None]  # the schema settings `raw` was validated against
 
         def place(topic: Any) -> str:
+            settings = topic.schema_settings if has_schema(topic) else None
+            if (settings is not None or checked[0] is not None) and settings != checked[0]:
+                raise _SchemaCheck(topic)
             landing = self._land(name, topic, declared, ordering)
             landed.append(landing)
             assert landing.stored is not None  # _land raises for a refused one
             return landing.stored
 
-        stored = self.state.subs.publish(name, raw, count, place)
+        received = raw
+        for _ in range(3):
+            try:
+                stored = self.state.subs.publish(name, raw, count, place)
+                break
+            except _SchemaCheck as need:
+                # Checked outside the write lock; `place` sees whether the settings
+                # are still those checked once the lock is held.
+                topic = need.topic
+                if has_schema(topic):
+                    raw = validate_request(topic, self.state.schemas.revisions, received)
+                    checked[0] = topic.schema_settings
+                else:
+                    raw, checked[0] = received, None
+        else:
+            raise ServiceError(
+                grpc.StatusCode.ABORTED,
+                f"The schema settings of {name} kept changing while the request was "
+                "validated; retry.",
+            )
         if stored is None:
             raise not_found("Topic not found")
         first, _ = stored

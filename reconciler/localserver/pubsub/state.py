@@ -1,5 +1,6 @@
-"""Server state: topics, org policies, the resource ancestry, and (in
-`subscriptions`) subscriptions with their messages.
+"""Server state: topics, org policies, the resource ancestry, (in `subscriptions`)
+subscriptions with their messages, and (in `schemas.registry`) schemas with their
+revisions.
 
 Durable before visible: a change is journaled and fsynced *before* memory changes,
 so nothing a reader or a reply has seen can be lost by a crash, and a write that
@@ -32,6 +33,12 @@ from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.subscriptions import Subscriptions
+from reconciler.localserver.schemas.registry import (
+    DELETED_REVISION,
+    DELETED_SCHEMA,
+    SchemaRegistry,
+)
+from reconciler.localserver.schemas.registry import encode as encode_schema
 from reconciler.names import project_of
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
@@ -80,11 +87,22 @@ class ServerState:
         self.keep_messages = keep_messages
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
+        # IAM policies by resource name; a resource's goes when the resource does.
+        self._iam: dict[str, Any] = {}
+        # Collection ("topics") -> whether a resource of it exists: the Pub/Sub
+        # resources a policy may be set on (`add_resource_kind` adds more).
+        self._resource_kinds: dict[str, Callable[[str], bool]] = {
+            "topics": lambda name: name in self._topics,
+            "subscriptions": lambda name: self.subs.raw(name) is not None,
+            "schemas": lambda name: self.schemas.revisions(name) is not None,
+            "snapshots": lambda name: self.subs.get_snapshot(name) is not None,
+        }
         self._journal: j.Journal | None = None
         self.loaded: j.Loaded | None = None
         self.subs = Subscriptions(
             self, keep_messages, destination_locations or {}, max_backlog=max_backlog
         )
+        self.schemas = SchemaRegistry(self)
         if state_dir is not None:
             journal = j.Journal(
                 Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
@@ -125,6 +143,10 @@ class ServerState:
             self.policy_store.ancestry[key] = value.decode("utf-8")
         elif kind == j.DELETE_ANCESTRY:
             self.policy_store.ancestry.pop(key, None)
+        elif kind == j.PUT_SCHEMA or kind == j.DELETE_SCHEMA:
+            self.schemas.apply(record)
+        elif kind == j.PUT_IAM_POLICY:
+            self._iam[key] = protos.IamPolicy.FromString(value)
         else:
             self.subs.apply(record)
 
@@ -159,6 +181,14 @@ class ServerState:
                     self._in_flight -= 1
                     self._idle.notify_all()
 
+    def settle(self) -> None:
+        """Under `wlock`: wait until every grouped write journaled so far (a Publish,
+        an Acknowledge) is applied, so that memory is what replaying the journal up
+        to here gives (a snapshot or a Seek computed from it replays the same)."""
+        with self.lock:
+            while self._in_flight:
+                self._idle.wait()
+
     def maybe_compact(self) -> None:
         """Fold the journal into the snapshot once it has grown enough (under `wlock`,
         after a change is in memory, which the snapshot must hold). A failure is
@@ -173,9 +203,8 @@ class ServerState:
             log.warning("local server: %s; the journal keeps every change", exc)
 
     def _compact(self, journal: j.Journal) -> None:
+        self.settle()
         with self.lock:
-            while self._in_flight:
-                self._idle.wait()
             records = list(self._all_records())
         journal.compact(records)
 
@@ -184,9 +213,12 @@ class ServerState:
             yield j.SET_ANCESTRY, child, parent.encode("utf-8")
         for name, policy in self._policies.items():
             yield j.PUT_POLICY, name, policy.SerializeToString()
+        yield from self.schemas.records()
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
         yield from self.subs.records()
+        for name, policy in self._iam.items():  # after the resources they belong to
+            yield j.PUT_IAM_POLICY, name, policy.SerializeToString()
 
     def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
         if self._journal is None:
@@ -235,6 +267,7 @@ class ServerState:
         if i < len(names) and names[i] == name:
             del names[i]
         self.subs.topic_deleted(name)
+        self.forget_iam_policy(name)
         return True
 
     def get_topic(self, name: str) -> Any | None:
@@ -311,6 +344,38 @@ class ServerState:
         with self.lock:
             return self.subs.topic_message_count(name)
 
+    # ----------------------------------------------------------------------- schemas
+
+    def write_schema(
+        self, name: str, change: Callable[[list[Any] | None], list[Any] | None]
+    ) -> tuple[list[Any] | None, list[Any] | None]:
+        """Atomically replace schema `name`'s revisions by `change(current)` (None
+        deletes the schema; `change` may raise to refuse); returns (before, after).
+        Topics that name a deleted schema or a deleted revision are changed in the
+        same journal write, as the service shows them: the schema as
+        `_deleted-schema_`, each such revision bound as `_deleted-schema-revision_`."""
+        with self.wlock:
+            before = self.schemas.revisions(name)
+            after = change(before)
+            if before is None and after is None:
+                return None, None
+            gone = {r.revision_id for r in before or ()} - {r.revision_id for r in after or ()}
+            changed = (_unlinked(t, name, after is None, gone) for t in self._topics.values())
+            topics = [t for t in changed if t is not None] if gone else []
+            records: list[j.Record] = [
+                (j.DELETE_SCHEMA, name, b"") if after is None
+                else (j.PUT_SCHEMA, name, encode_schema(after))
+            ]
+            records += [(j.PUT_TOPIC, t.name, t.SerializeToString()) for t in topics]
+            self.commit(*records)
+            with self.lock:
+                for record in records[:1]:
+                    self.schemas.apply(record)
+                for topic in topics:
+                    self._topics[topic.name] = topic
+            self.maybe_compact()
+        return before, after
+
     # ---------------------------------------------------------------------- policies
 
     def _put_policy(self, pb: Any) -> None:
@@ -363,6 +428,67 @@ class ServerState:
                     self.policy_store.ancestry[child] = parent
             self.maybe_compact()
 
+    # ------------------------------------------------------------------ IAM policies
+
+    def add_resource_kind(self, collection: str, exists: Callable[[str], bool]) -> None:
+        """Let IAM policies be set on the resources of `collection` ("snapshots"):
+        `exists(name)` says whether one exists (called under `wlock`). The room that
+        keeps them calls `forget_iam_policy(name)` when one is dropped (live and when
+        the journal is replayed)."""
+        self._resource_kinds[collection] = exists
+
+    def resource_exists(self, name: str) -> bool:
+        """Whether "projects/P/COLLECTION/ID" names a resource this server holds."""
+        parts = name.split("/")
+        exists = self._resource_kinds.get(parts[2]) if len(parts) == 4 else None
+        with self.lock:
+            return exists is not None and exists(name)
+
+    def iam_policy(self, name: str) -> Any | None:
+        """The IAM policy set on `name`, None if none was (or it went with its resource)."""
+        with self.lock:
+            return self._iam.get(name)
+
+    def write_iam_policy(self, name: str, change: Callable[[Any | None], Any]) -> Any | None:
+        """Replace the policy of resource `name` by `change(current)` (decided under
+        `wlock`, with the resource's existence); None when the resource does not exist."""
+        with self.wlock:
+            if not self.resource_exists(name):
+                return None
+            policy = change(self._iam.get(name))
+            self.commit((j.PUT_IAM_POLICY, name, policy.SerializeToString()))
+            with self.lock:
+                self._iam[name] = policy
+            self.maybe_compact()
+        return policy
+
+    def forget_iam_policy(self, name: str) -> None:
+        """Under `lock`: the resource `name` is gone, and its policy with it (a resource
+        created again under the name starts without one, as in the service)."""
+        self._iam.pop(name, None)
+
     def locked(self) -> threading.RLock:
         """The write lock, for evaluating the org policy consistently with a write."""
         return self.wlock
+
+
+
+def _unlinked(topic: Any, name: str, schema_gone: bool, revisions_gone: set[str]) -> Any | None:
+    """`topic` as it reads once schema `name` (or some of its revisions) is deleted;
+    None when the topic names neither."""
+    settings = topic.schema_settings
+    if not topic.HasField("schema_settings") or settings.schema != name:
+        return None
+    bounds = ("first_revision_id", "last_revision_id")
+    hit = [b for b in bounds if getattr(settings, b) and (
+        schema_gone or getattr(settings, b) in revisions_gone
+    )]
+    if not schema_gone and not hit:
+        return None
+    out = protos.Topic()
+    out.CopyFrom(topic)
+    if schema_gone:
+        out.schema_settings.schema = DELETED_SCHEMA
+    for bound in hit:
+        setattr(out.schema_settings, bound, DELETED_REVISION)
+    return out

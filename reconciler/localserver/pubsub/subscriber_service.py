@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from reconciler.localserver.api import protos
-from reconciler.localserver.api.names import parse_project, parse_topic
+from reconciler.localserver.api.names import parse_child, parse_project, parse_topic
 from reconciler.localserver.api.paging import decode_token, encode_token, page_size
 from reconciler.localserver.api.rpc import CLIENT_REGION_KEY, CallInfo, Rpc
 from reconciler.localserver.api.status import (
@@ -31,25 +31,22 @@ from reconciler.localserver.api.status import (
 )
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.pubsub.backlog import Delivered
+from reconciler.localserver.pubsub.filters import FilterError, compile_filter, describe
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
     DEFAULT_SUBSCRIPTION_RETENTION_S,
     MAX_ACK_DEADLINE_S,
+    MAX_ACK_PAYLOAD,
     MAX_PULL_MESSAGES,
     MAX_SUBSCRIPTION_RETENTION_S,
     MIN_ACK_DEADLINE_S,
     MIN_RETENTION_S,
+    check_labels,
+    check_payload,
     duration_seconds,
 )
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC, parse_ack_id
-from reconciler.names import (
-    MAX_LABELS,
-    label_key_problem,
-    label_value_problem,
-    project_id_problem,
-    topic_id_problem,
-)
 from reconciler.orgpolicy.publishing import receiving_region, refuses_in_transit
 
 # A Pull waits this long at most for a first message (the service holds a pull open
@@ -80,17 +77,7 @@ _BQ_TABLE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9][.:][A-Za-z0-9_]{1,1024}\.
 def parse_subscription(name: str) -> tuple[str, str]:
     """(project_id, subscription_id) of "projects/P/subscriptions/S"; else
     INVALID_ARGUMENT in the emulator's words plus the reason."""
-    parts = name.split("/")
-    if len(parts) != 4 or parts[0] != "projects" or parts[2] != "subscriptions":
-        raise invalid(
-            f"Invalid [subscriptions] name: (name={name}). Expected "
-            "projects/PROJECT_ID/subscriptions/SUBSCRIPTION_ID."
-        )
-    problem = project_id_problem(parts[1]) or topic_id_problem(parts[3])
-    if problem or "\n" in name:
-        reason = (problem or "bad character").replace("topic ID", "subscription ID", 1)
-        raise invalid(f"Invalid [subscriptions] name: (name={name}). {reason}.")
-    return parts[1], parts[3]
+    return parse_child("subscriptions", name)
 
 
 def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:
@@ -113,12 +100,7 @@ def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
                 "minutes to 7 days)"
             )
     if "labels" in fields:
-        if len(sub.labels) > MAX_LABELS:
-            raise invalid(f"A subscription may have at most {MAX_LABELS} labels.")
-        for key, value in sub.labels.items():
-            problem = label_key_problem(key) or label_value_problem(key, value)
-            if problem:
-                raise invalid(f"Invalid labels: {problem}.")
+        check_labels(sub.labels, "subscription")
     given = [c for c in _DELIVERY_CONFIGS if sub.HasField(c) and _set(sub, c)]
     if len(given) > 1:
         raise invalid(
@@ -215,6 +197,10 @@ class SubscriberService:
         parse_subscription(request.name)
         parse_topic(request.topic)
         _check_config(request, MUTABLE_PATHS)
+        try:
+            compile_filter(request.filter)
+        except FilterError as exc:
+            raise invalid(describe(exc, request.filter)) from None
 
         def build() -> Any:
             if self.state.get_topic(request.topic) is None:
@@ -367,6 +353,7 @@ class SubscriberService:
         return ids
 
     def acknowledge(self, request: Any, call: CallInfo) -> Any:
+        check_payload(call.payload or request.ByteSize(), MAX_ACK_PAYLOAD)
         parse_subscription(request.subscription)
         if not request.ack_ids:
             raise invalid("No ack ids specified.")
@@ -376,6 +363,7 @@ class SubscriberService:
         return protos.Empty()
 
     def modify_ack_deadline(self, request: Any, call: CallInfo) -> Any:
+        check_payload(call.payload or request.ByteSize(), MAX_ACK_PAYLOAD)
         parse_subscription(request.subscription)
         seconds = request.ack_deadline_seconds
         if seconds < 0:

@@ -15,11 +15,18 @@ Bounds: each subscription holds at most `max_backlog` unacknowledged messages an
 none older than its message_retention_duration; the per-topic log holds the last
 `keep_messages` (what `LocalServer.messages` shows). A batch is freed when no
 subscription and no topic log refers to it.
+
+Filters: a subscription with a filter (`filters`) receives every message of the
+topic, and those the filter excludes are acknowledged on arrival (at their publish
+time), as the service acknowledges them on the subscriber's behalf: they are never
+delivered, count in no unacknowledged figure, and with retain_acked_messages are
+retained acked. Replaying a PUBLISH applies the same filter (it cannot change) again.
 """
 
 from __future__ import annotations
 
 import bisect
+import logging
 import struct
 import threading
 import time
@@ -32,11 +39,25 @@ from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.pubsub import exports
-from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered
+from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered, Ref
+from reconciler.localserver.pubsub.filters import Filter, FilterError, compile_filter
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
+from reconciler.localserver.pubsub.snapshots import (
+    Held,
+    Snapshot,
+    SnapshotIndex,
+    decode_seek,
+    decode_snapshot,
+    encode_seek,
+    encode_snapshot,
+    message_id,
+    published_from,
+    seek_sets,
+)
 from reconciler.names import project_of
 
+log = logging.getLogger(__name__)
 
 class ServerState(Protocol):
     """What subscriptions need of the server state (`state.ServerState`, which owns
@@ -52,7 +73,9 @@ class ServerState(Protocol):
     def commit(self, *records: j.Record) -> None: ...
     def write_grouped(self, records: list[j.Record]) -> int: ...
     def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
+    def settle(self) -> None: ...
     def maybe_compact(self) -> None: ...
+    def forget_iam_policy(self, name: str) -> None: ...
 
 
 DELETED_TOPIC = "_deleted-topic_"
@@ -126,6 +149,7 @@ class Subscriptions:
         self._by_project: dict[str, list[str]] = {}
         self._by_topic: dict[str, list[str]] = {}  # attached subscriptions, sorted
         self._backlogs: dict[str, Backlog] = {}
+        self._filters: dict[str, Filter] = {}  # subscriptions with a filter
         # name -> (config, topic, state, serialized view): see `_listed_field`
         self._listed: dict[str, tuple[Any, Any, str | None, bytes]] = {}
         self._conds: dict[str, threading.Condition] = {}
@@ -133,6 +157,7 @@ class Subscriptions:
         self._logs: dict[str, MessageLog] = {}
         self._next_id = 1
         self._loading: dict[int, Batch] = {}
+        self.snapshots = SnapshotIndex(on_drop=state.forget_iam_policy)
         self.stopping = threading.Event()
 
     # ---------------------------------------------------------------- configs
@@ -147,6 +172,7 @@ class Subscriptions:
             self._unlink(old.topic, name)
         self._subs[name] = config
         self._kind[name] = exports.destination_key(config)
+        self._put_filter(name, config.filter)
         backlog = self._backlogs.get(name)
         retention = (
             duration_seconds(config.message_retention_duration)
@@ -167,6 +193,22 @@ class Subscriptions:
         elif config.topic != DELETED_TOPIC:
             bisect.insort(self._by_topic.setdefault(config.topic, []), name)
 
+    def _put_filter(self, name: str, text: str) -> None:
+        """Compile the subscription's filter (checked at create; immutable after). One
+        stored by a version that did not check filters and that the language does not
+        allow keeps every message, as that version delivered them, and says so."""
+        self._filters.pop(name, None)
+        try:
+            compiled = compile_filter(text)
+        except FilterError as exc:
+            log.warning(
+                "local server: %s keeps every message: its stored filter %r is not valid "
+                "(%s)", name, text, exc.reason,
+            )
+            return
+        if compiled is not None:
+            self._filters[name] = compiled
+
     def _unlink(self, topic: str, name: str) -> None:
         names = self._by_topic.get(topic, [])
         if name in names:
@@ -183,15 +225,18 @@ class Subscriptions:
         if i < len(names) and names[i] == name:
             del names[i]
         self._backlogs.pop(name, None)
+        self._filters.pop(name, None)
         self._listed.pop(name, None)
         self._maintained.pop(name, None)
         cond = self._conds.pop(name)
         cond.notify_all()  # waiting pulls see it gone
+        self.state.forget_iam_policy(name)
 
     def topic_deleted(self, topic: str) -> None:
         """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_;
-        its log of recent messages goes."""
+        its log of recent messages goes; its snapshots name _deleted-topic_ too."""
         self._logs.pop(topic, None)
+        self.snapshots.topic_deleted(topic, DELETED_TOPIC, _orphaned)
         for name in self._by_topic.pop(topic, []):
             config = protos.Subscription()
             config.CopyFrom(self._subs[name])
@@ -382,11 +427,20 @@ class Subscriptions:
         if log is None:
             log = self._logs[batch.topic] = MessageLog(self.keep_messages)
         log.add(batch)
+        self.snapshots.receive(batch)
         for name in receivers:
             backlog = self._backlogs.get(name)
-            if backlog is not None and not self._subs[name].detached:
+            if backlog is None or self._subs[name].detached:
+                continue
+            flt = self._filters.get(name)
+            if flt is None:
                 backlog.add(batch)
-                self._conds[name].notify_all()
+            else:
+                keep = [flt.matches(m.attributes) for m in batch.stamped()]
+                backlog.add_filtered(batch, keep)
+                if not any(keep):
+                    continue
+            self._conds[name].notify_all()
 
     def topic_messages(self, topic: str) -> list[Any]:
         log = self._logs.get(topic)
@@ -492,6 +546,168 @@ class Subscriptions:
             backlog = self._backlogs.get(name)
             return backlog is not None and backlog.is_leased(msg_id)
 
+    # ------------------------------------------------------------ snapshots, Seek
+
+    def create_snapshot(
+        self, name: str, source: str, build: Callable[[Any, int | None, int], tuple[Any, int]]
+    ) -> Any | None:
+        """Make snapshot `name` of subscription `source` (durable first): it retains the
+        source's unacknowledged messages and every later one of the topic. `build(source
+        config or None, oldest unacked publish ns or None, now ns)` runs under `wlock`,
+        returns (the Snapshot proto, its latest expire ns) or raises to refuse; None when
+        `name` exists."""
+        state = self.state
+        with state.wlock:
+            state.settle()  # what replaying the journal to here gives
+            now_ns = time.time_ns()
+            with state.lock:
+                self.snapshots.prune(now_ns)
+                if self.snapshots.get(name) is not None:
+                    return None
+                backlog = self._backlogs.get(source)
+                refs = sorted(backlog.unacked_refs(), key=message_id) if backlog else []
+            oldest = min((batch.publish_ns for batch, _ in refs), default=None)
+            config, max_expire_ns = build(self._subs.get(source), oldest, now_ns)
+            snapshot = Snapshot(config, now_ns, max_expire_ns, refs, self.max_backlog)
+            state.commit((j.PUT_SNAPSHOT, name, encode_snapshot(snapshot, source)))
+            with state.lock:
+                self.snapshots.put(snapshot)
+            state.maybe_compact()
+        return config
+
+    def _restore_snapshot(self, name: str, value: bytes) -> None:
+        """Replay a PUT_SNAPSHOT: its messages are found in the source subscription
+        (a snapshot made while the journal ran) or in a compacted state's batches."""
+        created_ns, max_expire_ns, source, ids, raw = decode_snapshot(value)
+        known: dict[int, Ref] = {}
+        backlog = self._backlogs.get(source)
+        if backlog is not None:
+            known = {message_id(ref): ref for ref in backlog.unacked_refs()}
+        loaded = self._loaded_refs()
+        refs = [r for r in (known.get(i) or loaded(i) for i in ids) if r is not None]
+        config = protos.Snapshot.FromString(raw)
+        self.snapshots.put(Snapshot(config, created_ns, max_expire_ns, refs, self.max_backlog))
+
+    def get_snapshot(self, name: str) -> Snapshot | None:
+        """The snapshot, unless missing or expired."""
+        with self.state.lock:
+            found = self.snapshots.get(name)
+            return found if found is not None and found.expire_ns() > time.time_ns() else None
+
+    def update_snapshot(self, name: str, change: Callable[[Snapshot], Any]) -> Any | None:
+        """Replace the snapshot's config with `change(snapshot)` (run under `wlock`; it
+        raises to refuse); None when it does not exist."""
+        state = self.state
+        with state.wlock:
+            with state.lock:
+                self.snapshots.prune(time.time_ns())
+                found = self.snapshots.get(name)
+            if found is None:
+                return None
+            config = change(found)
+            state.commit((j.SNAPSHOT_CONFIG, name, config.SerializeToString()))
+            with state.lock:
+                self.snapshots.set_config(name, config)
+            state.maybe_compact()
+        return config
+
+    def delete_snapshot(self, name: str) -> bool:
+        state = self.state
+        with state.wlock:
+            with state.lock:
+                self.snapshots.prune(time.time_ns())
+                if self.snapshots.get(name) is None:
+                    return False
+            state.commit((j.DELETE_SNAPSHOT, name, b""))
+            with state.lock:
+                self.snapshots.drop(name)
+            state.maybe_compact()
+        return True
+
+    def snapshot_page(
+        self, names: Callable[[], list[str]], after: str, limit: int
+    ) -> tuple[list[Snapshot], str]:
+        """A page of the unexpired snapshots `names()` lists (called under the lock),
+        and the last name returned when more follow (else "")."""
+        with self.state.lock:
+            now_ns = time.time_ns()
+            live: dict[str, Snapshot] = {}
+            for name in names():
+                found = self.snapshots.get(name)
+                if found is not None and found.expire_ns() > now_ns:
+                    live[name] = found
+            page, last = page_after(list(live), after, limit)
+            return [live[n] for n in page], last
+
+    def seek(
+        self,
+        name: str,
+        time_ns: int | None,
+        snapshot: str | None,
+        check: Callable[[Any | None, Snapshot | None], None],
+    ) -> None:
+        """Seek subscription `name` to a time or to a snapshot (durable first).
+        `check(subscription config or None, snapshot or None)` runs under `wlock` and
+        raises to refuse."""
+        state = self.state
+        with state.wlock:
+            state.settle()
+            now_ns = time.time_ns()
+            with state.lock:
+                self.snapshots.prune(now_ns)
+                target = self.snapshots.get(snapshot) if snapshot is not None else None
+            check(self._subs.get(name), target)
+            state.commit((j.SEEK, name, encode_seek(now_ns, time_ns, snapshot)))
+            with state.lock:
+                self._seek(name, now_ns, time_ns, snapshot)
+            state.maybe_compact()
+
+    def _seek(self, name: str, now_ns: int, time_ns: int | None, snapshot: str | None) -> None:
+        """Under `lock`: reset the subscription's acknowledgement state (`snapshots`)."""
+        backlog = self._backlogs.get(name)
+        if backlog is None:
+            return
+        held: list[Held] = [(b, i, None) for b, i in backlog.unacked_refs()]
+        held += backlog.acked_refs()
+        if snapshot is None:
+            assert time_ns is not None
+            target: Any = published_from(held, time_ns)
+        else:
+            found = self.snapshots.get(snapshot)
+            if found is None:
+                return
+            target = found.refs()
+        unacked, acked = seek_sets(held, target, now_ns, self._keeps(name))
+        backlog.purge()
+        backlog.restore(unacked, acked if backlog.retain_acked else [])
+        self._conds[name].notify_all()
+
+    def _keeps(self, name: str) -> Callable[[Ref], bool]:
+        """Whether the subscription's filter keeps a message (all without a filter)."""
+        flt = self._filters.get(name)
+        if flt is None:
+            return lambda ref: True
+        matches = flt.matches
+        return lambda ref: matches(ref[0].stamped()[ref[1]].attributes)
+
+    def snapshot_stats(
+        self, project: str, only: Any = None
+    ) -> list[tuple[str, BacklogStats]]:
+        """(snapshot ID, what it retains per region) of the project's unexpired
+        snapshots, in name order; `only`: none but these IDs."""
+        prefix = f"projects/{project}/snapshots/"
+        out = []
+        with self.state.lock:
+            now_ns = time.time_ns()
+            names = self.snapshots.in_project(project) if only is None else sorted(
+                prefix + i for i in only
+            )
+            for name in names:
+                found = self.snapshots.get(name)
+                if found is not None and found.expire_ns() > now_ns:
+                    out.append((name[len(prefix):], found.stats()))
+        return out
+
     # ------------------------------------------------------------------ read API
 
     def subscription_stats(self, name: str) -> BacklogStats | None:
@@ -530,6 +746,7 @@ class Subscriptions:
                 self._deliver(batch, [r for r in receivers if r in self._subs])
             else:
                 self._loading[first] = batch  # a snapshot's batch; BACKLOG refers to it
+                self.snapshots.receive(batch)  # (a compacted state lists them first)
         elif kind == j.ACK:
             now_ns, ids = _decode_ack(value)
             backlog = self._backlogs.get(key)
@@ -539,6 +756,15 @@ class Subscriptions:
             self._next_id = max(self._next_id, _U64.unpack(value)[0])
         elif kind == j.BACKLOG:
             self._restore_backlog(key, value)
+        elif kind == j.PUT_SNAPSHOT:
+            self._restore_snapshot(key, value)
+        elif kind == j.SNAPSHOT_CONFIG:
+            self.snapshots.set_config(key, protos.Snapshot.FromString(value))
+        elif kind == j.DELETE_SNAPSHOT:
+            self.snapshots.drop(key)
+        elif kind == j.SEEK:
+            now_ns, time_ns, snapshot = decode_seek(value)
+            self._seek(key, now_ns, time_ns, snapshot)
         else:
             raise InputError(
                 f"the local server's state holds a record of unknown kind {kind}",
@@ -547,20 +773,27 @@ class Subscriptions:
 
     def loaded(self) -> None:
         self._loading.clear()
+        self.snapshots.prune(time.time_ns())  # expiry is not journaled: it is a time
 
-    def _restore_backlog(self, name: str, value: bytes) -> None:
-        backlog = self._backlogs.get(name)
-        if backlog is None:
-            return
+    def _loaded_refs(self) -> Callable[[int], Ref | None]:
+        """Finds a message of the batches a compacted state lists, by ID."""
         firsts = sorted(self._loading)
 
-        def ref(msg_id: int) -> tuple[Batch, int] | None:
+        def ref(msg_id: int) -> Ref | None:
             i = bisect.bisect_right(firsts, msg_id) - 1
             if i < 0:
                 return None
             batch = self._loading[firsts[i]]
             index = msg_id - batch.first_id
             return (batch, index) if index < len(batch) else None
+
+        return ref
+
+    def _restore_backlog(self, name: str, value: bytes) -> None:
+        backlog = self._backlogs.get(name)
+        if backlog is None:
+            return
+        ref = self._loaded_refs()
 
         (count,) = _U32.unpack_from(value, 0)
         pos = 4
@@ -599,6 +832,11 @@ class Subscriptions:
                 held[batch.first_id] = batch
                 acked.append((batch.first_id + index, ack_ns))
             lists[name] = (sorted(unacked), acked)
+        now_ns = time.time_ns()
+        kept = [s for s in self.snapshots.all() if s.expire_ns() > now_ns]
+        for snapshot in kept:
+            for batch, _ in snapshot.refs():
+                held[batch.first_id] = batch
         for first in sorted(held):
             batch = held[first]
             head = encode_publish(first, batch.publish_ns, batch.region, [])
@@ -607,6 +845,16 @@ class Subscriptions:
             parts = [_U32.pack(len(unacked)), *map(_U64.pack, unacked), _U32.pack(len(acked))]
             parts += [_ACKED.pack(i, ns) for i, ns in acked]
             yield j.BACKLOG, name, b"".join(parts)
+        for snapshot in kept:
+            yield j.PUT_SNAPSHOT, snapshot.name, encode_snapshot(snapshot, "")
+
+
+def _orphaned(config: Any) -> Any:
+    """A snapshot's config once its topic is deleted."""
+    out = protos.Snapshot()
+    out.CopyFrom(config)
+    out.topic = DELETED_TOPIC
+    return out
 
 
 def _encode_ack(now_ns: int, ids: list[int]) -> bytes:

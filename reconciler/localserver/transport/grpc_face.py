@@ -15,6 +15,7 @@ from concurrent import futures
 from typing import Any
 
 import grpc
+from google.rpc import status_pb2
 
 from reconciler.localserver.api.counters import RpcCounters
 from reconciler.localserver.api.rpc import (
@@ -29,7 +30,7 @@ from reconciler.localserver.api.rpc import (
 from reconciler.localserver.api.status import ServiceError
 from reconciler.localserver.transport.dispatch import Dispatcher
 
-# Above the service's 10 MiB Publish limit, so that a larger request reaches the
+# Above the service's 10 MiB request payload limit, so that a larger request reaches the
 # limit check and gets the service's INVALID_ARGUMENT rather than gRPC's own refusal.
 MAX_MESSAGE_BYTES = 32 * 1024 * 1024
 
@@ -127,7 +128,7 @@ class GrpcFace:
             try:
                 return dispatch(rpc, request, call)
             except ServiceError as err:
-                context.abort(err.code, err.message)
+                abort(context, err)
 
         return handle
 
@@ -172,6 +173,18 @@ class GrpcFace:
             if key == CLIENT_REGION_KEY and isinstance(value, str) and value:
                 return value
         return self.client_region()
+
+
+def abort(context: grpc.ServicerContext, err: ServiceError) -> None:
+    """End the call with `err`'s status; its details, if any, travel as a
+    google.rpc.Status in the `grpc-status-details-bin` trailer (how gRPC carries rich
+    errors, and where the client libraries read ErrorInfo's reason from)."""
+    if err.details:
+        status = status_pb2.Status(code=err.code.value[0], message=err.message)
+        for detail in err.details:
+            status.details.add().Pack(detail)
+        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+    context.abort(err.code, err.message)
 
 
 def add_port(server: grpc.Server, address: str, public: str) -> int:

@@ -59,9 +59,15 @@ class HttpError(Exception):
         self.message = message
 
 
-def error_body(status: int, code: str, message: str) -> bytes:
-    """The REST error shape: {"error": {"code": HTTP status, "message", "status"}}."""
-    return json.dumps({"error": {"code": status, "message": message, "status": code}}).encode()
+def error_body(
+    status: int, code: str, message: str, details: list[dict[str, Any]] | None = None
+) -> bytes:
+    """The REST error shape: {"error": {"code": HTTP status, "message", "status"}},
+    with "details" (each a google.rpc message in JSON, its "@type" first) when given."""
+    error: dict[str, Any] = {"code": status, "message": message, "status": code}
+    if details:
+        error["details"] = details
+    return json.dumps({"error": error}).encode()
 
 
 class _Reader:

@@ -1,39 +1,41 @@
-"""The REST face: Pub/Sub v1 (and Monitoring v3 `timeSeries.list`, and Monitoring v1's
-PromQL instant query: `promql_face`) over HTTP/1.1 JSON, as gcloud and
-Terraform's google provider speak it.
+"""The REST face: Pub/Sub v1 with its IAM mixin, Org Policy v2, Monitoring v3
+`timeSeries.list` (and Monitoring v1's PromQL instant query: `promql_face`) over
+HTTP/1.1 JSON, as Google's REST client libraries, gcloud and Terraform's google
+provider speak it.
 
 One implementation behind both faces: a REST call is turned into the very request
 message its gRPC twin sends (path variables, the JSON body through the proto3 JSON
 mapping of `google.protobuf.json_format`, query parameters bound to fields) and
 goes through `Dispatcher.call` with the same handler, checks, counters and faults.
-Errors come back in the REST shape, `{"error": {"code", "message", "status"}}`,
-with the HTTP status that google.rpc maps each code to.
+Google's system parameters (`$alt`, `$prettyPrint`, `$fields`, ...) say how the
+answer is written (`system_parameters`). Errors come back in the REST shape,
+`{"error": {"code", "message", "status"}}`, with the HTTP status that google.rpc
+maps each code to.
 
-The routes are the `google.api.http` bindings of google/pubsub/v1/pubsub.proto;
-those of methods this server does not serve answer 501 UNIMPLEMENTED, as their
-gRPC twins do.
+The routes are the methods' `google.api.http` bindings (`rest_routes`); those of
+methods this server does not serve answer 501 UNIMPLEMENTED, as their gRPC twins do.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import parse_qsl
 
 import grpc
-from google.protobuf import json_format
+from google.protobuf import any_pb2, json_format
 from google.protobuf.descriptor import FieldDescriptor
 
 from reconciler.localserver.api.rpc import CallInfo, Rpc, unserved
 from reconciler.localserver.api.status import ServiceError, invalid
 from reconciler.localserver.identity import CLIENT_REGION_KEY
+from reconciler.localserver.transport import system_parameters
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.http1 import Request, Response, error_body
 from reconciler.localserver.transport.promql_face import PATH as PROMQL_PATH
 from reconciler.localserver.transport.promql_face import PromQLFace
+from reconciler.localserver.transport.rest_routes import Route, find, routes
 
 log = logging.getLogger(__name__)
 
@@ -57,110 +59,6 @@ HTTP_STATUS = {
     grpc.StatusCode.UNAVAILABLE: 503,
     grpc.StatusCode.DATA_LOSS: 500,
 }
-
-# Standard query parameters of Google APIs, accepted and ignored (`alt` must be json).
-SYSTEM_PARAMETERS = frozenset(
-    {
-        "alt",
-        "prettyPrint",
-        "fields",
-        "key",
-        "$.xgafv",
-        "quotaUser",
-        "callback",
-        "upload_protocol",
-        "uploadType",
-        "access_token",
-        "oauth_token",
-        "userIp",
-    }
-)
-
-_P = "google.pubsub.v1.Publisher"
-_S = "google.pubsub.v1.Subscriber"
-_M = "google.monitoring.v3.MetricService"
-_TOPIC = "projects/*/topics/*"
-_SUB = "projects/*/subscriptions/*"
-_SNAP = "projects/*/snapshots/*"
-
-# (HTTP method, path template, service, RPC method, body "*" or "")
-ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
-    ("PUT", f"/v1/{{name={_TOPIC}}}", _P, "CreateTopic", "*"),
-    ("PATCH", f"/v1/{{topic.name={_TOPIC}}}", _P, "UpdateTopic", "*"),
-    ("POST", f"/v1/{{topic={_TOPIC}}}:publish", _P, "Publish", "*"),
-    ("GET", f"/v1/{{topic={_TOPIC}}}", _P, "GetTopic", ""),
-    ("GET", "/v1/{project=projects/*}/topics", _P, "ListTopics", ""),
-    ("GET", f"/v1/{{topic={_TOPIC}}}/subscriptions", _P, "ListTopicSubscriptions", ""),
-    ("GET", f"/v1/{{topic={_TOPIC}}}/snapshots", _P, "ListTopicSnapshots", ""),
-    ("DELETE", f"/v1/{{topic={_TOPIC}}}", _P, "DeleteTopic", ""),
-    ("POST", f"/v1/{{subscription={_SUB}}}:detach", _P, "DetachSubscription", ""),
-    ("PUT", f"/v1/{{name={_SUB}}}", _S, "CreateSubscription", "*"),
-    ("GET", f"/v1/{{subscription={_SUB}}}", _S, "GetSubscription", ""),
-    ("PATCH", f"/v1/{{subscription.name={_SUB}}}", _S, "UpdateSubscription", "*"),
-    ("GET", "/v1/{project=projects/*}/subscriptions", _S, "ListSubscriptions", ""),
-    ("DELETE", f"/v1/{{subscription={_SUB}}}", _S, "DeleteSubscription", ""),
-    ("POST", f"/v1/{{subscription={_SUB}}}:modifyAckDeadline", _S, "ModifyAckDeadline", "*"),
-    ("POST", f"/v1/{{subscription={_SUB}}}:acknowledge", _S, "Acknowledge", "*"),
-    ("POST", f"/v1/{{subscription={_SUB}}}:pull", _S, "Pull", "*"),
-    ("POST", f"/v1/{{subscription={_SUB}}}:modifyPushConfig", _S, "ModifyPushConfig", "*"),
-    ("POST", f"/v1/{{subscription={_SUB}}}:seek", _S, "Seek", "*"),
-    ("GET", f"/v1/{{snapshot={_SNAP}}}", _S, "GetSnapshot", ""),
-    ("GET", "/v1/{project=projects/*}/snapshots", _S, "ListSnapshots", ""),
-    ("PUT", f"/v1/{{name={_SNAP}}}", _S, "CreateSnapshot", "*"),
-    ("PATCH", f"/v1/{{snapshot.name={_SNAP}}}", _S, "UpdateSnapshot", "*"),
-    ("DELETE", f"/v1/{{snapshot={_SNAP}}}", _S, "DeleteSnapshot", ""),
-    ("GET", "/v3/{name=projects/*}/timeSeries", _M, "ListTimeSeries", ""),
-)
-# Also part of the REST surface, not served: IAM on topics, subscriptions, snapshots,
-# and the schema service.
-_UNSERVED_PATTERNS = (
-    (
-        re.compile(
-            r"^/v1/projects/[^/]+/(topics|subscriptions|snapshots)/[^/:]+:"
-            r"(getIamPolicy|setIamPolicy|testIamPermissions)$"
-        ),
-        "google.iam.v1.IAMPolicy",
-    ),
-    (re.compile(r"^/v1/projects/[^/]+/schemas(/.*)?(:.*)?$"), "google.pubsub.v1.SchemaService"),
-)
-
-_VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]+)\}")
-
-
-@dataclass(frozen=True)
-class Route:
-    http_method: str
-    pattern: re.Pattern[str]
-    fields: tuple[str, ...]  # the request field each path variable binds to
-    service: str
-    method: str
-    body: str
-
-    @property
-    def full_name(self) -> str:
-        return f"{self.service}.{self.method}"
-
-
-def _compile(template: str) -> tuple[re.Pattern[str], tuple[str, ...]]:
-    fields = []
-    out = "^"
-    last = 0
-    for match in _VARIABLE.finditer(template):
-        out += re.escape(template[last : match.start()])
-        fields.append(match.group(1))
-        segments = match.group(2).split("/")
-        out += "(" + "/".join(r"[^/:]+" if s == "*" else re.escape(s) for s in segments) + ")"
-        last = match.end()
-    out += re.escape(template[last:]) + "$"
-    return re.compile(out), tuple(fields)
-
-
-def routes() -> list[Route]:
-    out = []
-    for verb, template, service, method, body in ROUTES:
-        pattern, fields = _compile(template)
-        out.append(Route(verb, pattern, fields, service, method, body))
-    return out
 
 
 class RestFace:
@@ -187,66 +85,83 @@ class RestFace:
         if query_path is not None:  # Monitoring's PromQL API
             return self.promql.handle(request, query_path)
         try:
-            route, values = self._route(request.method, request.path)
+            method, query, body = _method_query_body(request)
+            rendering, params = system_parameters.split(query, request.headers)
+            route, values = find(self.routes, method, request.path)
             rpc = self.rpcs.get(route.full_name)
             if rpc is None:
                 raise unserved(route.full_name)
-            message = self._message(rpc, route, values, request)
+            rendering = rendering.for_response(rpc.response_type().DESCRIPTOR)
+            message = _message(rpc, route, values, body, params)
             region = request.headers.get(CLIENT_REGION_KEY) or self.client_region()
             raw = message.SerializeToString() if rpc.raw else b""
             gone = request.gone
-            call = CallInfo(region, raw, gone=lambda: "CANCELLED" if gone() else None)
+            call = CallInfo(
+                region, raw, gone=lambda: "CANCELLED" if gone() else None, payload=len(body)
+            )
             response = self.dispatcher.call(rpc, message, call)
-            body = json_format.MessageToJson(response, indent=2).encode("utf-8")
-            return Response(200, body)
+            return Response(200, rendering.render(response))
         except ServiceError as err:
             status = HTTP_STATUS.get(err.code, 500)
-            return Response(status, error_body(status, err.code.name, err.message))
+            details = [_detail_json(d) for d in err.details]
+            return Response(status, error_body(status, err.code.name, err.message, details))
         except Exception as exc:  # never a dropped connection for a bug
             log.exception("local server: REST %s %s failed", request.method, request.path)
             return Response(500, error_body(500, "INTERNAL", f"local server bug: {exc!r}"))
 
-    def _route(self, method: str, path: str) -> tuple[Route, tuple[str, ...]]:
-        allowed = []
-        for route in self.routes:
-            match = route.pattern.match(path)
-            if match is None:
-                continue
-            if route.http_method == method:
-                return route, tuple(unquote(v) for v in match.groups())
-            allowed.append(route.http_method)
-        for pattern, service in _UNSERVED_PATTERNS:
-            if pattern.match(path):
-                raise ServiceError(
-                    grpc.StatusCode.UNIMPLEMENTED,
-                    f"{service} is not served by the local server ({method} {path}).",
-                )
-        if allowed:
-            raise ServiceError(
-                grpc.StatusCode.NOT_FOUND,
-                f"{method} is not a method of {path} (it takes {', '.join(sorted(allowed))}).",
-            )
-        raise ServiceError(
-            grpc.StatusCode.NOT_FOUND,
-            f"The requested URL {path} was not found on this server (REST paths: "
-            "/v1/projects/P/topics..., /v1/projects/P/subscriptions..., "
-            "/v3/projects/P/timeSeries).",
-        )
 
-    @staticmethod
-    def _message(rpc: Rpc, route: Route, values: tuple[str, ...], request: Request) -> Any:
-        message = rpc.request_type()
-        if route.body == "*" and request.body.strip():
-            try:
-                json_format.Parse(request.body, message)
-            except json_format.ParseError as exc:
-                raise invalid(f"Invalid JSON payload received. {exc}") from None
-        elif request.body.strip() and request.method in ("GET", "DELETE"):
-            raise invalid(f"{request.method} {request.path} takes no request body.")
-        bind_query(message, request.query, route.fields)
-        for field, value in zip(route.fields, values, strict=True):
-            _set_path(message, field, value)
-        return message
+METHOD_OVERRIDE_HEADER = "x-http-method-override"
+_FORM = "application/x-www-form-urlencoded"
+
+
+def _method_query_body(request: Request) -> tuple[str, list[tuple[str, str]], bytes]:
+    """The request's method, query parameters and JSON body. A POST may carry the
+    method it stands for in `X-HTTP-Method-Override` (Google's system parameter, for
+    clients and proxies that send only GET and POST); a GET or DELETE sent so may
+    carry its query parameters as a form body (Google's discovery-based clients do
+    this when the URL grows too long)."""
+    override = request.headers.get(METHOD_OVERRIDE_HEADER, "").strip().upper()
+    query = list(request.query)
+    if not override:
+        return request.method, query, request.body
+    if request.method != "POST":
+        raise invalid(f"X-HTTP-Method-Override is honoured on POST only, not {request.method}.")
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if override in ("GET", "DELETE") and content_type == _FORM:
+        query += parse_qsl(request.body.decode("utf-8", "replace"), keep_blank_values=True)
+        return override, query, b""
+    return override, query, request.body
+
+
+def _message(
+    rpc: Rpc, route: Route, values: tuple[str, ...], body: bytes, params: list[tuple[str, str]]
+) -> Any:
+    """The request message: the body (all of it, or the one field the route binds it
+    to), the query parameters, then the path variables."""
+    message = rpc.request_type()
+    body = body.strip()
+    taken = set(route.fields)
+    if route.body and body:
+        target = message if route.body == "*" else getattr(message, route.body)
+        try:
+            json_format.Parse(body, target)
+        except json_format.ParseError as exc:
+            raise invalid(f"Invalid JSON payload received. {exc}") from None
+        if route.body != "*":
+            taken.add(route.body)
+    elif body and not route.body and route.http_method in ("GET", "DELETE"):
+        raise invalid(f"{route.http_method} {route.full_name} takes no request body.")
+    bind_query(message, params, taken)
+    for field, value in zip(route.fields, values, strict=True):
+        _set_path(message, field, value)
+    return message
+
+
+def _detail_json(detail: Any) -> dict[str, Any]:
+    """A status detail as the REST error's "details" hold it ({"@type": ..., ...})."""
+    packed = any_pb2.Any()
+    packed.Pack(detail)
+    return dict(json_format.MessageToDict(packed))
 
 
 def _set_path(message: Any, path: str, value: str) -> None:
@@ -268,15 +183,12 @@ _STRING_MESSAGES = frozenset(
 
 def bind_query(message: Any, params: Iterable[tuple[str, str]], bound: Iterable[str]) -> None:
     """Set request fields from query parameters ("pageSize=10",
-    "interval.endTime=...", a repeated field once per value), as Google's REST
-    transcoding does; INVALID_ARGUMENT for a name that is no field."""
+    "interval.endTime=...", a repeated field once per value, an enum by name or
+    number), as Google's REST transcoding does; INVALID_ARGUMENT for a name that is
+    no field (the system parameters are taken out before: `system_parameters`)."""
     taken = set(bound)
     tree: dict[str, Any] = {}
     for name, value in params:
-        if name in SYSTEM_PARAMETERS:
-            if name == "alt" and value not in ("json", ""):
-                raise invalid(f"alt={value} is not supported here: the local server answers JSON.")
-            continue
         descriptor = message.DESCRIPTOR
         node = tree
         parts = name.split(".")
@@ -326,4 +238,6 @@ def _scalar(field: FieldDescriptor, name: str, value: str) -> Any:
         if value not in ("true", "false"):
             raise invalid(f"Invalid value for {name}: {value!r} (true or false)")
         return value == "true"
+    if field.type == FieldDescriptor.TYPE_ENUM and value.lstrip("-").isdigit():
+        return int(value)  # `$alt=json;enum-encoding=int` clients send enums as numbers
     return value

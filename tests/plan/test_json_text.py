@@ -1,5 +1,5 @@
-"""The plan's JSON writer (orjson) against the standard library's: digests and plan
-files must not depend on which of the two wrote them."""
+"""The documents' JSON writer (msgspec, reconciler/codec.py) against the standard
+library's: digests and plan files must not depend on which of the two wrote them."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from reconciler.plan.jsonform import canonical_bytes, indented_text
+from reconciler.codec import canonical_json as canonical_bytes
+from reconciler.codec import indented_json as indented_text
 
 
 def reference_canonical(data: Any) -> bytes:
@@ -49,7 +50,7 @@ class Text(str):
     pass
 
 
-def test_values_orjson_refuses_or_spells_otherwise_fall_back_to_json() -> None:
+def test_values_msgspec_refuses_or_spells_otherwise_fall_back_to_json() -> None:
     for value in (
         {"big": 2**64, "small": -(2**63) - 1},
         {1: "integer key", 2: None},

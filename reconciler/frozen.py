@@ -1,10 +1,10 @@
-"""Read-only JSON values: the plan's lists and objects cannot change once it is made,
-so its digest, computed once, stays the digest of what it holds.
+"""Read-only values: a plan (and a residency report) cannot change once made, so its
+digest, computed once, stays the digest of what it holds.
 
 `FrozenDict` and `FrozenList` are a dict and a list that refuse every change (equal to
-a dict or list with the same items, and written by both JSON writers as one), so that
-the plan's values serialise without a copy. `freeze` makes a value read-only all the
-way down, sharing what is read-only already; `thaw` makes a plain copy to change.
+a dict or list with the same items, and written as one). `freeze` makes a value
+read-only all the way down, sharing what is read-only already (reconciler/codec.py's
+`Record`, the base of such a document's classes, freezes what each member holds).
 """
 
 from __future__ import annotations
@@ -79,21 +79,4 @@ def freeze(value: Any) -> Any:
         if not value:
             return EMPTY
         return FrozenList([freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
-    return value
-
-
-def frozen_strings(values: Any) -> FrozenList[Any]:
-    """A list of strings (or of read-only values) made read-only: the common case of
-    `freeze` without looking at each item."""
-    if type(values) is FrozenList:
-        return values
-    return FrozenList(values) if values else EMPTY
-
-
-def thaw(value: Any) -> Any:
-    """A plain, changeable copy of a JSON value (dicts and lists all the way down)."""
-    if isinstance(value, dict):
-        return {k: thaw(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [thaw(v) for v in value]
     return value

@@ -1,0 +1,193 @@
+"""Protocol Buffer schemas as Pub/Sub uses them: `.proto` text compiled by protoc
+(grpcio-tools' build, run as its own process so that its diagnostics are captured and
+nothing it does can take the server down), one top-level message type whose messages
+are checked in the JSON or binary encoding, and the rule for a new revision.
+
+The schema overview says a schema defines exactly one top-level type and may not
+import others (refused once compiled: grpcio-tools' protoc finds the well-known
+types by itself); the
+commit-schema-revision guide says a revision may add or remove optional fields only,
+and may not change an existing one. Enum types a field uses must stay the same
+(the service's refusals name a missing enum value)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
+
+from reconciler.localserver.schemas.reasons import short
+
+PROTOC_TIMEOUT_S = 60.0  # a safety net for a wedged compiler, not an expectation
+_FILE = "schema.proto"
+
+
+def _compile(text: str) -> Any:
+    """The FileDescriptorProto of `text`, or ValueError with protoc's diagnostics."""
+    with tempfile.TemporaryDirectory(prefix="reconcile-schema-") as tmp:
+        Path(tmp, _FILE).write_text(text, encoding="utf-8")
+        out = Path(tmp, "schema.pb")
+        try:
+            done = subprocess.run(
+                [
+                    sys.executable, "-m", "grpc_tools.protoc", f"--proto_path={tmp}",
+                    f"--descriptor_set_out={out}", _FILE,
+                ],
+                capture_output=True,
+                stdin=subprocess.DEVNULL,
+                timeout=PROTOC_TIMEOUT_S,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            raise ValueError(f"protoc did not finish within {PROTOC_TIMEOUT_S:g} s") from None
+        if done.returncode != 0 or not out.exists():
+            lines = done.stderr.decode("utf-8", "replace").replace(tmp + "/", "").splitlines()
+            reason = "; ".join(line.strip() for line in lines if line.strip())[:500]
+            raise ValueError(reason or f"protoc exited with {done.returncode}")
+        files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
+    return files.file[0]
+
+
+class ProtobufDefinition:
+    """One compiled `.proto` definition. Raises ValueError (the reason) for one
+    that does not compile or that defines other than one top-level message."""
+
+    def __init__(self, text: str) -> None:
+        self.file = _compile(text)
+        if self.file.dependency:
+            raise ValueError(
+                "import statements are not supported: a schema defines its types itself "
+                f"(imports {', '.join(self.file.dependency)})"
+            )
+        types = [m.name for m in self.file.message_type] + [e.name for e in self.file.enum_type]
+        if len(types) != 1 or not self.file.message_type:
+            found = ", ".join(types) or "none"
+            raise ValueError(
+                "a schema defines exactly one top-level message type, whose messages are "
+                f"validated (found {len(types)}: {found})"
+            )
+        package = f"{self.file.package}." if self.file.package else ""
+        self.full_name = package + self.file.message_type[0].name
+        pool = descriptor_pool.DescriptorPool()
+        pool.Add(self.file)
+        self.message_class = message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(self.full_name)
+        )
+
+    # ------------------------------------------------------------------- messages
+
+    def check_json(self, data: bytes) -> str | None:
+        message = self.message_class()
+        try:
+            json_format.Parse(data, message)
+        except Exception as exc:
+            return f"does not match {self.full_name} ({short(exc)})"
+        return _uninitialized(message)
+
+    def check_binary(self, data: bytes) -> str | None:
+        message = self.message_class()
+        try:
+            message.ParseFromString(data)
+        except Exception as exc:
+            return f"is not a {self.full_name} ({short(exc)})"
+        return _uninitialized(message)
+
+    # ------------------------------------------------------------------ revisions
+
+    def incompatibility(self, other: ProtobufDefinition) -> str | None:
+        """Why this revision cannot follow `other`, or None."""
+        return _Comparison(self, other).messages(
+            "." + self.full_name, "." + other.full_name, self.full_name
+        )
+
+
+def _uninitialized(message: Any) -> str | None:
+    missing = message.FindInitializationErrors()
+    return f"lacks required field(s) {', '.join(missing)}" if missing else None
+
+
+
+def _types(file: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Every message and enum type of a file by its full name (".pkg.Outer.Inner")."""
+    messages: dict[str, Any] = {}
+    enums: dict[str, Any] = {}
+    prefix = f".{file.package}" if file.package else ""
+
+    def add(scope: str, message: Any) -> None:
+        name = f"{scope}.{message.name}"
+        messages[name] = message
+        for nested in message.nested_type:
+            add(name, nested)
+        for enum in message.enum_type:
+            enums[f"{name}.{enum.name}"] = enum
+
+    for message in file.message_type:
+        add(prefix, message)
+    for enum in file.enum_type:
+        enums[f"{prefix}.{enum.name}"] = enum
+    return messages, enums
+
+
+_LABELS = {1: "optional", 2: "required", 3: "repeated"}
+
+
+class _Comparison:
+    def __init__(self, new: ProtobufDefinition, old: ProtobufDefinition) -> None:
+        self.new_messages, self.new_enums = _types(new.file)
+        self.old_messages, self.old_enums = _types(old.file)
+        self._done: set[tuple[str, str]] = set()
+
+    def messages(self, new_name: str, old_name: str, path: str) -> str | None:
+        if (new_name, old_name) in self._done:
+            return None
+        self._done.add((new_name, old_name))
+        new = {f.number: f for f in self.new_messages[new_name].field}
+        old = {f.number: f for f in self.old_messages[old_name].field}
+        for number in sorted(new.keys() | old.keys()):
+            if number not in old or number not in new:
+                field, verb = (new[number], "adds") if number in new else (old[number], "removes")
+                if field.label != descriptor_pb2.FieldDescriptorProto.LABEL_OPTIONAL:
+                    return (
+                        f"the revision {verb} the {_LABELS.get(field.label, '')} field "
+                        f"{path}.{field.name} = {number}; only optional fields may be added "
+                        "or removed"
+                    )
+                continue
+            problem = self.field(new[number], old[number], path)
+            if problem is not None:
+                return problem
+        return None
+
+    def field(self, new: Any, old: Any, path: str) -> str | None:
+        where = f"{path}.{old.name} = {old.number}"
+        same = (
+            new.name == old.name
+            and new.type == old.type
+            and new.label == old.label
+            and new.proto3_optional == old.proto3_optional
+        )
+        if not same:
+            return f"the revision changes the field {where}; existing fields may not be edited"
+        if new.type == descriptor_pb2.FieldDescriptorProto.TYPE_ENUM:
+            return self.enums(new.type_name, old.type_name, where)
+        if new.type in (
+            descriptor_pb2.FieldDescriptorProto.TYPE_MESSAGE,
+            descriptor_pb2.FieldDescriptorProto.TYPE_GROUP,
+        ):
+            if new.type_name.rsplit(".", 1)[-1] != old.type_name.rsplit(".", 1)[-1]:
+                return f"the revision changes the type of the field {where}"
+            return self.messages(new.type_name, old.type_name, f"{path}.{old.name}")
+        return None
+
+    def enums(self, new_name: str, old_name: str, where: str) -> str | None:
+        new = {(v.name, v.number) for v in self.new_enums[new_name].value}
+        old = {(v.name, v.number) for v in self.old_enums[old_name].value}
+        if new == old:
+            return None
+        differ = sorted(new ^ old, key=lambda v: v[1])
+        listed = ", ".join(f"{n} = {i}" for n, i in differ)
+        return f"the enum of the field {where} differs between the revisions ({listed})"

@@ -1,0 +1,218 @@
+"""The local server beside Google's Pub/Sub emulator (`gcloud beta emulators pubsub
+start`), measured: the same client code, Google's own Python clients on gRPC and on
+REST, runs against both, and each row of docs/local-server.md's comparison table that
+this module names is asserted cell by cell, so the table cannot drift from what the
+two servers do. Each probe works in a project of its own (the emulator is shared by
+the module). Skipped, with the reason printed, only where gcloud or its emulator
+component is absent (the suite's `google_emulator` fixture)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from google.api_core import exceptions
+from google.api_core.client_options import ClientOptions
+from google.auth.credentials import AnonymousCredentials
+
+CALL = {"retry": None, "timeout": 60}
+
+
+@dataclass
+class Probe:
+    """Clients of one server, and a project of the probe's own."""
+
+    address: str
+    project: str
+    publisher: Any
+    subscriber: Any
+    orgpolicy: Any
+
+    def name(self, kind: str, resource: str) -> str:
+        return f"projects/{self.project}/{kind}/{resource}"
+
+    @property
+    def topic(self) -> str:
+        return self.name("topics", "probe-topic")
+
+    @property
+    def subscription(self) -> str:
+        return self.name("subscriptions", "probe-sub")
+
+    def rest_clients(self) -> tuple[Any, Any]:
+        from google.pubsub_v1 import PublisherClient, SubscriberClient
+
+        options = ClientOptions(api_endpoint=f"http://{self.address}")
+        return tuple(  # type: ignore[return-value]
+            cls(transport="rest", client_options=options, credentials=AnonymousCredentials())
+            for cls in (PublisherClient, SubscriberClient)
+        )
+
+    def get(self, path: str) -> tuple[int, bytes]:
+        """A plain HTTP GET on the server's REST face."""
+        try:
+            with urllib.request.urlopen(f"http://{self.address}{path}", timeout=60) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as err:
+            return err.code, err.read()
+
+
+def _probe(address: str, project: str) -> Iterator[Probe]:
+    from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
+
+    probe = Probe(
+        address,
+        project,
+        publisher_client(address),
+        subscriber_client(address),
+        orgpolicy_client(address),
+    )
+    probe.publisher.create_topic(name=probe.topic)
+    probe.subscriber.create_subscription(name=probe.subscription, topic=probe.topic)
+    yield probe
+    for client in (probe.publisher, probe.subscriber, probe.orgpolicy):
+        client.transport.close()
+
+
+def _outcome(call: Callable[[], Any]) -> str:
+    """"OK", or the status the server answered."""
+    try:
+        call()
+    except exceptions.GoogleAPICallError as err:
+        return err.grpc_status_code.name if err.grpc_status_code else f"HTTP {err.code}"
+    return "OK"
+
+
+def _publish(p: Probe, **message: Any) -> str:
+    return _outcome(lambda: p.publisher.publish(
+        topic=p.topic, messages=[{"data": b"m", **message}], **CALL))
+
+
+def _rest_round_trip(p: Probe) -> str:
+    """Google's Python REST clients (each call carries `$alt=json;enum-encoding=int`)."""
+    publisher, subscriber = p.rest_clients()
+    topic, sub = p.name("topics", "rest-topic"), p.name("subscriptions", "rest-sub")
+
+    def calls() -> None:
+        publisher.create_topic(name=topic, **CALL)
+        subscriber.create_subscription(name=sub, topic=topic, **CALL)
+        publisher.publish(topic=topic, messages=[{"data": b"x"}], **CALL)
+        pulled = subscriber.pull(subscription=sub, max_messages=5, **CALL)
+        subscriber.acknowledge(
+            subscription=sub, ack_ids=[m.ack_id for m in pulled.received_messages], **CALL
+        )
+        publisher.get_topic(topic=topic, **CALL)
+
+    return _outcome(calls)
+
+
+def _partial_response(p: Probe) -> str:
+    status, body = p.get(f"/v1/{p.topic}?fields=name&prettyPrint=false")
+    if status != 200:
+        return f"HTTP {status}"
+    compact_name_only = json.dumps({"name": p.topic}, separators=(",", ":")).encode()
+    return "honoured" if body == compact_name_only else "ignored"
+
+
+def _unknown_parameter(p: Probe) -> str:
+    status, _ = p.get(f"/v1/{p.topic}?%24unknownParameter=1")
+    return "refused" if status == 400 else "ignored"
+
+
+def _jsonp(p: Probe) -> str:
+    status, _ = p.get(f"/v1/{p.topic}?callback=steal")
+    return "refused" if status == 400 else "ignored"
+
+
+def _big_ack(p: Probe) -> str:
+    """600 KB of ack IDs (the service refuses over 512 KiB): the server's own ack ID,
+    repeated."""
+    p.publisher.publish(topic=p.topic, messages=[{"data": b"x"}], **CALL)
+    pulled = p.subscriber.pull(subscription=p.subscription, max_messages=1, **CALL)
+    ack_id = pulled.received_messages[0].ack_id
+    ids = [ack_id] * (600_000 // (len(ack_id) + 2))
+    return _outcome(lambda: p.subscriber.acknowledge(
+        subscription=p.subscription, ack_ids=ids, **CALL))
+
+
+@dataclass
+class Row:
+    id: str
+    probe: Callable[[Probe], str]
+    local: str
+    emulator: str
+
+
+ROWS = [
+    Row("topics: create, get, list, delete", lambda p: _outcome(lambda: (
+        p.publisher.get_topic(topic=p.topic, **CALL),
+        list(p.publisher.list_topics(project=f"projects/{p.project}", **CALL)),
+        p.publisher.delete_topic(topic=p.topic, **CALL))), "OK", "OK"),
+    Row("UpdateTopic of labels", lambda p: _outcome(lambda: p.publisher.update_topic(request={
+        "topic": {"name": p.topic, "labels": {"team": "x"}},
+        "update_mask": {"paths": ["labels"]}}, **CALL)), "OK", "INVALID_ARGUMENT"),
+    Row("storage policy of a zone refused", lambda p: _outcome(lambda: p.publisher.create_topic(
+        request={"name": p.name("topics", "zoned"),
+                 "message_storage_policy": {"allowed_persistence_regions": ["us-east1-b"]}},
+        **CALL)), "INVALID_ARGUMENT", "OK"),
+    Row("Org Policy API", lambda p: _outcome(lambda: list(p.orgpolicy.list_policies(
+        parent=f"projects/{p.project}", **CALL))), "OK", "UNIMPLEMENTED"),
+    Row("1,001 messages per Publish", lambda p: _outcome(lambda: p.publisher.publish(
+        topic=p.topic, messages=[{"data": b"m"}] * 1001, **CALL)),
+        "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("101 attributes", lambda p: _publish(p, attributes={f"k{i}": "v" for i in range(101)}),
+        "INVALID_ARGUMENT", "OK"),
+    Row("attribute key of 257 bytes", lambda p: _publish(p, attributes={"k" * 257: "v"}),
+        "INVALID_ARGUMENT", "OK"),
+    Row("attribute value of 1,025 bytes", lambda p: _publish(p, attributes={"k": "v" * 1025}),
+        "INVALID_ARGUMENT", "OK"),
+    Row("ordering key of 1,025 bytes", lambda p: _publish(p, ordering_key="o" * 1025),
+        "INVALID_ARGUMENT", "OK"),
+    Row("Publish request of 10,000,100 bytes", lambda p: _outcome(lambda: p.publisher.publish(
+        topic=p.topic, messages=[{"data": b"x" * 10_000_040}], **CALL)),
+        "INVALID_ARGUMENT", "OK"),
+    Row("Acknowledge of 600 KB", _big_ack, "INVALID_ARGUMENT", "OK"),
+    Row("ack deadline of 5 s", lambda p: _outcome(lambda: p.subscriber.create_subscription(
+        request={"name": p.name("subscriptions", "short-deadline"), "topic": p.topic,
+                 "ack_deadline_seconds": 5}, **CALL)), "INVALID_ARGUMENT", "OK"),
+    Row("topic ID of 256 characters", lambda p: _outcome(lambda: p.publisher.create_topic(
+        name=p.name("topics", "a" * 256), **CALL)), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("65 labels", lambda p: _outcome(lambda: p.publisher.create_topic(request={
+        "name": p.name("topics", "labelled"), "labels": {f"k{i}": "v" for i in range(65)}},
+        **CALL)), "INVALID_ARGUMENT", "OK"),
+    Row("label value of 64 characters", lambda p: _outcome(lambda: p.publisher.create_topic(
+        request={"name": p.name("topics", "labelled"), "labels": {"k": "v" * 64}}, **CALL)),
+        "INVALID_ARGUMENT", "OK"),
+    Row("DetachSubscription", lambda p: _outcome(lambda: p.publisher.detach_subscription(
+        request={"subscription": p.subscription}, **CALL)), "OK", "UNIMPLEMENTED"),
+    Row("IAM: GetIamPolicy", lambda p: _outcome(lambda: p.publisher.get_iam_policy(
+        request={"resource": p.topic}, **CALL)), "OK", "UNIMPLEMENTED"),
+    Row("IAM: SetIamPolicy", lambda p: _outcome(lambda: p.subscriber.set_iam_policy(request={
+        "resource": p.subscription,
+        "policy": {"bindings": [{"role": "roles/pubsub.subscriber", "members": ["allUsers"]}]}},
+        **CALL)), "OK", "UNIMPLEMENTED"),
+    Row("IAM: TestIamPermissions", lambda p: _outcome(lambda: p.publisher.test_iam_permissions(
+        request={"resource": p.topic, "permissions": ["pubsub.topics.publish"]}, **CALL)),
+        "OK", "UNIMPLEMENTED"),
+    Row("REST: Google's Python REST clients", _rest_round_trip, "OK", "OK"),
+    Row("REST: fields and prettyPrint", _partial_response, "honoured", "ignored"),
+    Row("REST: an unknown $parameter", _unknown_parameter, "refused", "ignored"),
+    Row("REST: a JSONP callback", _jsonp, "refused", "ignored"),
+]
+
+
+@pytest.mark.parametrize("row", ROWS, ids=[r.id for r in ROWS])
+def test_the_table_row_as_measured(local_server: Any, google_emulator: str, row: Row) -> None:
+    project = "parity-" + str(ROWS.index(row))
+    measured = {}
+    for server, address in (("local", local_server.address), ("emulator", google_emulator)):
+        probe = _probe(address, project)
+        try:
+            measured[server] = row.probe(next(probe))
+        finally:
+            probe.close()
+    assert measured == {"local": row.local, "emulator": row.emulator}
