@@ -64,6 +64,7 @@ def _form(text: str) -> str:
 
 
 _FORMS = [(kind, re.compile(_form(text))) for kind, text in TEXT.items()]
+EXPECTED = "a reason: " + ", ".join(repr(text.replace("{}", "X")) for text in TEXT.values())
 PATTERN = "^(?:" + "|".join(f"(?:{form.pattern})" for _, form in _FORMS) + ")$"
 
 
@@ -105,7 +106,7 @@ class Reason:
             found = form.fullmatch(text)
             if found is not None:
                 return cls(kind, found.group(1) if form.groups else "")
-        raise ValueError(f"not a reason: {text!r}")
+        raise ValueError(f"expected {EXPECTED}, not {text!r}")
 
 
 DRIFT_REASONS = {

@@ -6,7 +6,6 @@ and the server's RPC counters."""
 from __future__ import annotations
 
 import threading
-from dataclasses import replace
 from typing import Any
 
 from apply_support import PROJECT, make
@@ -18,6 +17,7 @@ from reconciler.apply.executor import Executor, matches
 from reconciler.apply.guard import GuardedBackend
 from reconciler.apply.result import TopicResults
 from reconciler.apply.retry import AdminRetry
+from reconciler.codec import replace
 from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.model import Plan
 
