@@ -1,4 +1,4 @@
-"""Apply at scale (issue 5): 1,000 UpdateTopic calls with 20 ms injected latency.
+"""Apply at scale: 1,000 UpdateTopic calls with 20 ms injected latency.
 
 Creates N topics on the local server (no latency), then, for each concurrency in
 1, 8, 32, applies one label update to every topic with the apply executor over the
@@ -13,7 +13,7 @@ least 12.5 s whatever the concurrency; this benchmark measures the executor.
 
     python benchmarks/apply_scale.py                 # 1,000 updates, concurrency 1, 8, 32
     python benchmarks/apply_scale.py --updates 200   # quicker
-    python benchmarks/apply_scale.py --creates 5000  # creates: RPCs by method (issue 13)
+    python benchmarks/apply_scale.py --creates 5000  # creates: RPCs by method
 
 `--creates N` plans N absent topics with `make_plan` and applies the plan with the
 executor (in-process server, so its RPC counters are read directly), 20 ms per RPC,

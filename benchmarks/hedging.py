@@ -1,4 +1,4 @@
-"""Hedged publishing benchmark (issues 6, 15 and 25): the official client beside ours,
+"""Hedged publishing benchmark: the official client beside ours,
 and the advisor's predictions beside what the hedged publisher measures.
 
 Every case runs the clients side by side in one run, each built as a user would

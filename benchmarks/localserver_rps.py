@@ -1,7 +1,7 @@
 """Local server throughput: RPCs per second for GetTopic and UpdateTopic from 8
-concurrent clients against 10,000 topics (issue 3); with --publish-cpu, the server
+concurrent clients against 10,000 topics; with --publish-cpu, the server
 CPU per 100-message Publish beside Google's emulator, and with --publish-soak, the
-server's RSS over a sustained publish of 1M messages (issue 12).
+server's RSS over a sustained publish of 1M messages.
 
 The server runs in its own process (as `reconcile local-server` does), seeded with
 10,000 topics; the clients are threads in this process, each with its own channel and
@@ -17,11 +17,11 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py --publish-pull --front-only   # the front's cost
     python benchmarks/localserver_rps.py --publish-pull --before /tmp/before  # vs a commit
 
---publish-pull (issue 22) measures publish -> pull end to end beside Google's emulator:
+--publish-pull measures publish -> pull end to end beside Google's emulator:
 per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
 B Acknowledge calls of 100, each phase's server CPU divided by B; ours runs in memory
 and with --state (journal + fsync before each reply); peak RSS is VmHWM. Ours in memory
-runs twice (issue 23): as `reconcile local-server` serves (gRPC and REST on one port,
+runs twice: as `reconcile local-server` serves (gRPC and REST on one port,
 the gRPC connections relayed by the front to the gRPC server's internal socket), and
 with gRPC alone on the port (`LocalServer(front=False)`), so the front's cost shows.
 """
@@ -122,7 +122,7 @@ def _phase(address: str, method: str, clients: int, seconds: float, topics: int)
     }
 
 
-# ------------------------------------------------------------- Publish (issue 12)
+# ------------------------------------------------------------------------ Publish
 
 BATCH = 100
 MESSAGE_BYTES = 1024

@@ -1,4 +1,4 @@
-"""The per-file reader on validate's hot path (issue 21): `fileio.read_text` of this
+"""The per-file reader on validate's hot path: `fileio.read_text` of this
 checkout beside an older checkout's, over the same files, rounds interleaved.
 
     python benchmarks/read_files.py --before /tmp/read-before            # 100,000 files

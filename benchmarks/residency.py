@@ -1,6 +1,6 @@
-"""Residency's cost (issue 24, item 5): a plan of 10,000 topics in 10 projects with
+"""Residency's cost: a plan of 10,000 topics in 10 projects with
 20,000 subscriptions against the local server, with this tree's code and without the
-reads issue 24 adds (the same code, copied, with the backend's ListSubscriptions and
+subscription and gauge reads (the same code, copied, with the backend's ListSubscriptions and
 by-region gauge reads answering "none" at once: the plan without them; or `--before
 REV`: `git archive REV`, for a historical baseline), side by side in one run
 (A B, then B A, ...), medians and ratios, in two scenarios: no change removes a

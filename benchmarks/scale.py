@@ -1,7 +1,7 @@
-"""Scale benchmark (issue 14): validate, plan and apply on generated trees, each beside
+"""Scale benchmark: validate, plan and apply on generated trees, each beside
 its baseline in the same run; figures recorded in benchmarks/README.md.
 
-    python benchmarks/scale.py            # the issue's sizes (several minutes)
+    python benchmarks/scale.py            # the full sizes (several minutes)
     python benchmarks/scale.py --quick    # smaller trees, under a minute
     python benchmarks/scale.py --before /tmp/scale-before   # also an older checkout
 

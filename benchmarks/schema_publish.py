@@ -1,4 +1,4 @@
-"""Publish to a topic with an Avro schema (issue 40): server CPU per 100-message
+"""Publish to a topic with an Avro schema: server CPU per 100-message
 Publish on `reconcile local-server`, beside the same Publish to a topic without a
 schema on the same server, and beside Google's emulator with the same schema, in one
 run.

@@ -1,10 +1,8 @@
-"""Which mechanism checks the spec shape on the validate path (issue 20): the table the
+"""Which mechanism checks the spec shape on the validate path: the table the
 pydantic models generate (`spec/documents.py`, read by `spec/fastshape.py`), msgspec
 (structs made from the same table), or pydantic-core (the models' own validator).
 
-    python benchmarks/shape_mechanisms.py            # msgspec measured when importable
-    pip install --target /tmp/msgspec msgspec && \\
-        PYTHONPATH=/tmp/msgspec python benchmarks/shape_mechanisms.py
+    python benchmarks/shape_mechanisms.py   # msgspec measured when importable (a dependency)
 
 Two figures each, medians: the time to check one typical Topic document (scale.py's,
 parsed by CSafeLoader) in this process, and the import a cold `validate` would add

@@ -1,4 +1,4 @@
-"""Benchmark for `reconcile validate` (issue 2), figures recorded in benchmarks/README.md.
+"""Benchmark for `reconcile validate`, figures recorded in benchmarks/README.md.
 
 1. Cold start on a small tree, side by side with check-jsonschema using the generated
    schema on the same files (runs interleaved, medians and their ratio).

@@ -15,7 +15,7 @@ from reconciler.errors import InputError
 def write_atomically(path: Path, text: str, what: str) -> None:
     """Write `text` to `path` via a synced temporary file and a rename; `what` names
     the file in the error ("plan file", "spec file", ...)."""
-    import tempfile  # only writers need it (~3 ms of a cold validate otherwise)
+    import tempfile  # only writers need it: a validate, which only reads, skips its import
 
     path = path.expanduser()
     directory = path.parent if str(path.parent) else Path(".")

@@ -1,6 +1,6 @@
 """Deadlines: every call to the service ends within `--timeout` seconds, whatever the
 client library would otherwise retry (its defaults retry UNAVAILABLE for up to 600 s a
-call: an unreachable Google Cloud would look like a hang).
+call, so without a deadline an unreachable Google Cloud looks like a hang).
 
     DEFAULT_TIMEOUT                          the --timeout default, seconds
     call_options(timeout, client_retry)      `timeout=` and a bounded `retry=` for a GAPIC call

@@ -1,7 +1,7 @@
 """`PublisherClient`: a drop-in for `google.cloud.pubsub_v1.PublisherClient` that hedges
 as each topic's labels declare (docs/hedging.md).
 
-    from reconciler.hedging import pubsub_v1      # was: from google.cloud import pubsub_v1
+    from reconciler.hedging import pubsub_v1      # instead of: from google.cloud import pubsub_v1
     publisher = pubsub_v1.PublisherClient()       # follows each topic's declared profile
 
 The constructor takes the official client's arguments and builds one (which resolves

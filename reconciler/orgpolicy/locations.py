@@ -30,8 +30,8 @@ LocationKind = Literal[
     "region", "zone", "multi_region", "dual_region", "group", "exclusion", "unknown"
 ]
 
-# Package data, read by path: `importlib.resources` costs a cold validate ~5 ms of
-# imports (tempfile, zipfile) for one file that an install always unpacks.
+# Package data, read by path: `importlib.resources` would add its imports (tempfile,
+# zipfile) to every cold validate, for one file that an install always unpacks.
 _DATA = Path(__file__).resolve().parent.parent / "data" / "locations.yaml"
 _ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
 _DUAL = re.compile(r"^(nam|eur|asia)\d+$")

@@ -168,8 +168,8 @@ def _answer_in_order(
 
 
 def _warm_promql(backend: ClientBackend) -> None:
-    """Open the PromQL reader now (its HTTP library takes a while to import), while the
-    parent still validates, not when the parent first asks for the gauges."""
+    """Open the PromQL reader now (its HTTP library's import), while the parent still
+    validates, not when the parent first asks for the gauges."""
     with contextlib.suppress(MetricsUnavailable):
         backend.promql()
 

@@ -5,8 +5,8 @@ It is conservative: it returns the records only when it is certain that the mode
 would accept the document and produce the same values (strict types: `type(v) is
 str`, a bool is no number; aliases only; nothing unknown or missing), and None for
 anything else, which then goes to the models (`slowshape.py`) for the verdict and
-every diagnostic. Importing pydantic and building the models is half of a cold
-`validate`; a tree without shape errors never needs them.
+every diagnostic. Importing pydantic and building the models would be the largest
+part of a cold `validate`; a tree without shape errors never needs them.
 """
 
 from __future__ import annotations

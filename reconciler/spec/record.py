@@ -1,6 +1,6 @@
 """The base of the plain records in `documents.py`: read-only, slotted, compared by
-value, as a frozen dataclass is, but written out: building twelve dataclasses at
-import was ~4 ms of a cold `validate`."""
+value, as a frozen dataclass is, but written out: building dataclasses at import
+would add to every cold `validate`, which loads these records."""
 
 from __future__ import annotations
 

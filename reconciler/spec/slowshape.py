@@ -1,8 +1,8 @@
 """The shape check by the pydantic models, for every document the fast check
 (`fastshape.py`) is not sure of: the verdict, every shape diagnostic with its
 position, and the repairs that let the semantic checks still see the rest of a broken
-document. Imported only when needed (pydantic and building the models are half of a
-cold `validate`).
+document. Imported only when needed (importing pydantic and building the models would
+be the largest part of a cold `validate`).
 
 One pass: a value that fails the shape check is reported, then left out (its default
 applies) or replaced by a placeholder, and the document is validated again.

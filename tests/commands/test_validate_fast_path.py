@@ -1,5 +1,5 @@
 """`reconcile validate` has one parser, click's, like every verb (its measured cost is
-accepted: benchmarks/README.md, "Issue 20 refactor"): command lines are read as before,
+accepted: benchmarks/README.md, scale.py): command lines are read as before,
 help, typos and missing values get click's messages and exit codes, and the cold start
 stays light (no other verb, no google-cloud, no collection, no pydantic for a
 well-formed tree)."""

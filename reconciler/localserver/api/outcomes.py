@@ -16,8 +16,8 @@ DEFAULT_KEEP = 10_000
 
 
 class PublishOutcome(NamedTuple):
-    """One per Publish call (a tuple: made on every call, ~5x cheaper than a frozen
-    dataclass)."""
+    """One per Publish call (a tuple: made on every call, and much cheaper to make
+    than a frozen dataclass)."""
 
     end_ns: int  # wall-clock time the reply was sent (time.time_ns())
     topic: str

@@ -126,9 +126,9 @@ WirePublishRequest: Any = _wire_publish_request()
 
 
 class LazyMessage:
-    """A protobuf message class imported on first use: the Monitoring types cost
-    ~0.3 s to import, which a server never asked for metrics (every `--local` run)
-    should not pay. Stands in for the class where `Rpc` needs one."""
+    """A protobuf message class imported on first use: the Monitoring types are slow
+    to import, which a server never asked for metrics (every `--local` run) should
+    not pay. Stands in for the class where `Rpc` needs one."""
 
     def __init__(self, module: str, name: str) -> None:
         self._module = module

@@ -31,7 +31,7 @@ def publish_response(first: int, count: int) -> bytes:
     """The serialized PublishResponse whose message_ids (field 1) are the decimal
     IDs first .. first + count - 1. Consecutive IDs share all but their last two
     digits, so each run of 100 is one join of precomputed endings, not 100 int to
-    str conversions (~0.25 us each here)."""
+    str conversions."""
     parts: list[str] = []
     i, end = first, first + count
     while i < end:

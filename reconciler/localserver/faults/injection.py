@@ -179,8 +179,8 @@ class Faults:
 
     def stop(self) -> None:
         """The server is stopping: injected delays end now and their calls answer
-        UNAVAILABLE, so no handler thread outlives the stop (it used to sleep on,
-        and the process waited for it to exit)."""
+        UNAVAILABLE, so no handler thread outlives the stop (a handler still asleep
+        in its delay would keep the process from exiting)."""
         self._stopping.set()
         self.end_holds("UNAVAILABLE", STOPPING)
 
