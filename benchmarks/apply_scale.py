@@ -2,7 +2,7 @@
 
 Creates N topics on the local server (no latency), then, for each concurrency in
 1, 8, 32, applies one label update to every topic with the apply executor over the
-real client library (GcpBackend, client retry off, exactly as `reconcile apply` runs
+real client library (ClientBackend, client retry off, exactly as `reconcile apply` runs
 it) while the server delays every RPC by 20 ms. Records wall time beside the ideal
 (updates x latency / concurrency) and checks the server saw exactly N UpdateTopic
 calls per run.
@@ -35,14 +35,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from reconciler.apply.executor import Executor
-from reconciler.apply.guard import Guard
+from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.backends.base import BackendInfo
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.clients import publisher_client
-from reconciler.backends.gcp import GcpBackend
 from reconciler.localserver import LocalServer
 from reconciler.orgpolicy.store import PolicyStore
-from reconciler.plan.model import Action, Change, ResourceChange
+from reconciler.plan.model import Action, Change, Plan, ResourceChange
 
 PROJECT = "bench-project"
 LATENCY = 0.020
@@ -133,20 +133,20 @@ def run(updates: int, levels: list[int], mode: str) -> dict[str, Any]:
         "runs": [],
     }
     with server_at(mode, LATENCY) as (address, server):
-        backend = GcpBackend(
+        backend = ClientBackend(
             publisher_client(address), None, BackendInfo("emulator", address), client_retry=False
         )
-        guard = Guard(ProjectRateLimiter(None))
+        guarded = GuardedBackend(backend, Guard(ProjectRateLimiter(None)))
         creates = update_changes(updates, "0", action="create")
-        created = Executor(backend, guard, concurrency=32).run(creates)
+        created = Executor(guarded, concurrency=32).run(Plan(resource_changes=creates))
         assert not created.failed, "setup failed"
         for n, level in enumerate(levels, start=1):
             if server is not None:
                 server.counters.reset()
-            executor = Executor(backend, guard, concurrency=level)
+            executor = Executor(guarded, concurrency=level)
             changes = update_changes(updates, str(n), str(n - 1))
             start = time.perf_counter()
-            result = executor.run(changes)
+            result = executor.run(Plan(resource_changes=changes))
             wall = time.perf_counter() - start
             calls = (
                 server.counters.get("UpdateTopic")
@@ -180,6 +180,7 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
     """Plan N absent topics, then create them; the server's counters by method for the
     plan and for the apply, and the apply's wall time."""
     from reconciler.plan.make import make_plan
+    from reconciler.plan.observe import observe
     from reconciler.spec.desired import DesiredState, DesiredTopic
 
     desired = DesiredState(
@@ -187,21 +188,21 @@ def run_creates(n: int, concurrency: int) -> dict[str, Any]:
     )
     with server_at("inprocess", LATENCY) as (address, server):
         # An empty snapshot stands in for the org policy (no location constraint).
-        backend = GcpBackend(
+        backend = ClientBackend(
             publisher_client(address),
             None,
             BackendInfo("emulator", address, org_policy="snapshot"),
             policy_store=PolicyStore(),
             client_retry=False,
         )
-        guard = Guard(ProjectRateLimiter(None))
+        guarded = GuardedBackend(backend, Guard(ProjectRateLimiter(None)))
         server.counters.reset()
-        plan = make_plan(desired, backend)
+        plan = make_plan(desired, observe(backend, desired))
         plan_rpcs = server.counters.snapshot()
         assert sum(rc.action == "create" for rc in plan.resource_changes) == n
         server.counters.reset()
         start = time.perf_counter()
-        result = Executor(backend, guard, concurrency=concurrency).run(plan.resource_changes)
+        result = Executor(guarded, concurrency=concurrency).run(plan)
         wall = time.perf_counter() - start
         apply_rpcs = server.counters.snapshot()
         backend.close()

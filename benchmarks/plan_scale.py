@@ -88,10 +88,13 @@ class TerraformStyle:
     def effective_policy(self, project: str) -> Any:
         return self.inner.effective_policy(project)
 
-    def __getattr__(self, name: str) -> Any:
-        # Every other read (subscriptions, gauges) as reconcile makes it: only the
-        # topic reads differ between the two modes.
-        return getattr(self.inner, name)
+    # Every other read (subscriptions, gauges) as reconcile makes it: only the topic
+    # reads differ between the two modes.
+    def list_subscriptions(self, project: str) -> Any:
+        return self.inner.list_subscriptions(project)
+
+    def stored(self, queries: Any) -> list[Any]:
+        return self.inner.stored(queries)
 
     def close(self) -> None:
         self.pool.shutdown()
@@ -101,18 +104,19 @@ class TerraformStyle:
 def child(mode: str, address: str, projects: int, topics: int) -> None:
     """One plan, measured; prints a JSON line."""
     from reconciler.backends.base import BackendInfo
+    from reconciler.backends.client_backend import ClientBackend
     from reconciler.backends.clients import orgpolicy_client, publisher_client
-    from reconciler.backends.gcp import GcpBackend
     from reconciler.plan.make import make_plan
+    from reconciler.plan.observe import observe
 
     desired = desired_state(projects, topics)
     info = BackendInfo("emulator", address)
-    backend: Any = GcpBackend(publisher_client(address), orgpolicy_client(address), info)
+    backend: Any = ClientBackend(publisher_client(address), orgpolicy_client(address), info)
     if mode == "baseline":
         backend = TerraformStyle(backend, desired)
     rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     start = time.perf_counter()
-    plan = make_plan(desired, backend)
+    plan = make_plan(desired, observe(backend, desired))
     wall = time.perf_counter() - start
     rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     backend.close()

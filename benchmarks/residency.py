@@ -102,26 +102,22 @@ def seed(server: Any, projects: int, topics: int, subs_per_topic: int) -> int:
 NO_READS = {
     "    def list_subscriptions(self, project: str) -> SubscriptionListing:\n":
         "        return SubscriptionListing()\n",
-    "    ) -> StoredMessages:\n        \"\"\"Where the messages of `project`'s topics":
-        "        return StoredMessages({}, {})\n",
+    "    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:\n":
+        "        return [StoredMessages({}, {}) for _ in queries]\n",
 }
 
 
 def without_reads(into: Path) -> None:
-    """This tree's `reconciler` under `into`, its GcpBackend's list_subscriptions and
-    stored answering "none" at once (the plan then reads and shows no consumer)."""
+    """This tree's `reconciler` under `into`, its client backend's list_subscriptions
+    and stored answering "none" at once (the plan then reads and shows no consumer)."""
     shutil.copytree(ROOT / "reconciler", into / "reconciler",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    gcp = into / "reconciler" / "backends" / "gcp.py"
-    text = gcp.read_text()
+    module = into / "reconciler" / "backends" / "client_backend.py"
+    text = module.read_text()
     for anchor, body in NO_READS.items():
-        start = text.index(anchor)
-        if anchor.startswith("    ) ->"):  # after the docstring that follows
-            end = text.index('"""', text.index('"""', start) + 3) + 4
-        else:
-            end = start + len(anchor)
+        end = text.index(anchor) + len(anchor)
         text = text[:end] + body + text[end:]
-    gcp.write_text(text)
+    module.write_text(text)
 
 
 def timed(command: list[str], pythonpath: Path, cwd: Path) -> tuple[float, int]:

@@ -228,27 +228,15 @@ class Figures:
 def seed_live(server: Any, tree: Path) -> int:
     """Live topics as an earlier apply left them: every declared topic but one in 200,
     one in 100 with a drifted label."""
-    from reconciler.backends.base import BackendInfo
+    from reconciler.backends.base import OrgInputs
     from reconciler.backends.topicproto import topic_to_proto
     from reconciler.plan.make import make_plan
+    from reconciler.plan.observation import Observation
     from reconciler.spec.validate import validate_paths
 
-    class Empty:
-        info = BackendInfo()
-
-        def list_topics(self, project: str) -> list[Any]:
-            return []
-
-        def effective_policy(self, project: str) -> Any:
-            from reconciler.backends.base import OrgInputs
-
-            return OrgInputs(None, None, "seed")
-
-        def close(self) -> None:
-            pass
-
     result = validate_paths([tree])
-    plan = make_plan(result.desired, Empty())  # type: ignore[arg-type]
+    empty = Observation(org={p: OrgInputs(None, None, "seed") for p in result.desired.projects})
+    plan = make_plan(result.desired, empty)
     live = []
     for i, change in enumerate(plan.resource_changes):
         if i % 200 == 3 or change.request is None:

@@ -7,6 +7,8 @@ through the output boundary (reconciler/commands/output.py), escaped.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import signal
 import sys
@@ -22,7 +24,7 @@ from reconciler.errors import (
     ReconcileError,
     Terminated,
 )
-from reconciler.perf import gc_paused
+from reconciler.perf import gc_paused, teardown_skipped
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
@@ -54,24 +56,26 @@ def _terminate_on_sigterm() -> Any:
 
 
 def _main(args: list[str]) -> NoReturn:
+    output.forget_failure_document()
     try:
         with gc_paused():  # from click's import on (reconciler/perf.py)
             from reconciler.clickapp import run_click
 
             code: Any = run_click(args)
     except output.OutputFailed as exc:
-        if not exc.broken_pipe:  # a closed pipe ends quietly, as `head` expects
-            output.last_word(f"Error: {exc}")
-        sys.exit(exc.exit_code)
+        if exc.broken_pipe:  # a closed pipe ends quietly, as `head` expects
+            _exit(exc.exit_code)
+        output.last_word(f"Error: {exc}")
+        _exit(exc.exit_code, exc)
     except ReconcileError as exc:
         output.last_word(f"Error: {exc}")
-        sys.exit(exc.exit_code)
-    except KeyboardInterrupt:
+        _exit(exc.exit_code, exc)
+    except KeyboardInterrupt as exc:
         output.last_word("Interrupted.")
-        sys.exit(EXIT_INTERRUPTED)
-    except Terminated:
+        _exit(EXIT_INTERRUPTED, exc)
+    except Terminated as exc:
         output.last_word("Terminated (SIGTERM).")
-        sys.exit(EXIT_TERMINATED)
+        _exit(EXIT_TERMINATED, exc)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception as exc:  # the one place that catches everything
@@ -84,5 +88,20 @@ def _main(args: list[str]) -> NoReturn:
             import traceback  # only for a bug's traceback
 
             traceback.print_exc()
-        sys.exit(EXIT_ERROR)
-    sys.exit(code if isinstance(code, int) else 0)
+        _exit(EXIT_ERROR, exc)
+    _exit(code if isinstance(code, int) else 0)
+
+
+def _exit(code: int, failure: BaseException | None = None) -> NoReturn:
+    """Exit with `code`; after a failure, first the document the command promised
+    whatever happens (`apply --format json`'s outcome: commands/output.py); without
+    the interpreter's teardown when the command asked (reconciler/perf.py)."""
+    if failure is not None:
+        output.failure_document(failure, code)
+    if teardown_skipped():
+        logging.shutdown()
+        output.release_stdout()
+        with contextlib.suppress(OSError):
+            sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)

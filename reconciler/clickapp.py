@@ -12,7 +12,6 @@ import click
 
 import reconciler
 from reconciler.commands import COMMANDS, output
-from reconciler.errors import EXIT_INTERRUPTED
 
 
 class _LazyGroup(click.Group):
@@ -65,13 +64,13 @@ def cli() -> None:
 
 
 def run_click(args: list[str]) -> Any:
-    """The verb's return value; click's exceptions as exit codes (others propagate).
-    Click's usage messages quote what was typed: written escaped, like everything."""
+    """The verb's return value; click's usage errors as exit codes (everything else
+    propagates to reconciler/cli.py, Ctrl-C as KeyboardInterrupt). Click's usage
+    messages quote what was typed: written escaped, like everything."""
     try:
         return cli.main(args=args, prog_name="reconcile", standalone_mode=False)
-    except click.exceptions.Abort:
-        output.stderr().line("Interrupted.")
-        return EXIT_INTERRUPTED
+    except click.exceptions.Abort:  # click's word for Ctrl-C: the CLI's boundary says it
+        raise KeyboardInterrupt from None
     except click.ClickException as exc:
         shown = io.StringIO()
         exc.show(file=shown)

@@ -23,6 +23,10 @@ with the same settings (non-ASCII characters as themselves), so a digest over th
 canonical form does not depend on which of the two wrote it
 (tests/plan/test_json_text.py holds them together, every code point included).
 
+A text type is a class of the model written as one string: `str(value)` writes it,
+its classmethod `from_text(text)` reads it back (a ValueError refuses the document),
+and its `TEXT_PATTERN` is its schema's pattern (plan/reasons.py's `Reason`).
+
 What a `Record` writes: every member, except one whose default is a plain value
 (`EMPTY`, `None`, "") while it holds that very value: such a member is left out of the
 document, and may be absent when read. A member with a default the document writes
@@ -93,16 +97,41 @@ def replace(record: T, **changes: Any) -> T:
     return copy
 
 
+# -- text types -------------------------------------------------------------------
+
+
+def _is_text_type(cls: Any) -> bool:
+    return isinstance(cls, type) and hasattr(cls, "from_text")
+
+
+def _encode_text(obj: Any) -> Any:
+    if _is_text_type(type(obj)):
+        return str(obj)
+    raise TypeError(f"no JSON form for {type(obj).__name__}")
+
+
+def _decode_text(cls: type, obj: Any) -> Any:
+    if _is_text_type(cls) and isinstance(obj, str):
+        return cls.from_text(obj)  # type: ignore[attr-defined]
+    raise TypeError(f"no {cls.__name__} is read from JSON")
+
+
+def _text_schema(cls: type) -> dict[str, Any]:
+    if _is_text_type(cls):
+        return {"type": "string", "pattern": cls.TEXT_PATTERN}  # type: ignore[attr-defined]
+    raise NotImplementedError(f"no schema for {cls.__name__}")
+
+
 # -- writing ------------------------------------------------------------------------
 
-_SORTED = msgspec.json.Encoder(order="sorted")
-_IN_ORDER = msgspec.json.Encoder()
+_SORTED = msgspec.json.Encoder(order="sorted", enc_hook=_encode_text)
+_IN_ORDER = msgspec.json.Encoder(enc_hook=_encode_text)
 
 
 def to_data(obj: Any) -> Any:
     """The JSON value of a model object: plain dicts, lists, strings, numbers, booleans
     and nulls, new ones the caller may keep or change."""
-    return msgspec.to_builtins(obj)
+    return msgspec.to_builtins(obj, enc_hook=_encode_text)
 
 
 def canonical_json(value: Any) -> bytes:
@@ -145,7 +174,7 @@ def from_json(cls: type[T], text: bytes | str) -> T:
     to another type, no unknown key), or DocumentError at its first problem."""
     decoder = _DECODERS.get(cls)
     if decoder is None:
-        decoder = _DECODERS[cls] = msgspec.json.Decoder(cls)
+        decoder = _DECODERS[cls] = msgspec.json.Decoder(cls, dec_hook=_decode_text)
     try:
         result: T = decoder.decode(text)
     except msgspec.ValidationError as exc:
@@ -212,7 +241,7 @@ def json_schema(cls: Any, schema_id: str, title: str, description: str,
     member left out when it holds its default is not required (`written_always` names
     those a writer never leaves out all the same); objects are left open, each
     described by the first paragraph of its class's docstring, on one line."""
-    schema = msgspec.json.schema(cls)
+    schema = msgspec.json.schema(cls, schema_hook=_text_schema)
     defs: dict[str, Any] = schema["$defs"]
     for info in _records(cls):
         definition = defs[info.cls.__name__]

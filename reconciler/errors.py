@@ -17,7 +17,7 @@ Exit codes (docs/ci.md has the table pipelines branch on):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, get_args
+from enum import StrEnum
 
 EXIT_OK = 0
 EXIT_ERROR = 1
@@ -27,18 +27,23 @@ EXIT_REFUSED = 4
 EXIT_INTERRUPTED = 130  # SIGINT (Ctrl-C): 128 + 2
 EXIT_TERMINATED = 143  # SIGTERM (what CI runners send on cancel): 128 + 15
 
-# Why apply refused a saved plan, for pipelines (`apply --format json`'s `reason`):
-#   stale            the live topics or org policy inputs changed since the plan
-#   already-applied  this plan was applied already (a plan applies once)
-#   superseded       another plan was applied to its topics since it was made
-#   digest-mismatch  not the --expect-digest plan, or content that is not its digest's
-#   retarget         another target, org-policy source or set of projects than recorded
-#   damaged          not a whole, readable, supported plan file
-#   takeover         a change takes over a topic another spec tree owns (--adopt-from)
-RefusalReason = Literal[
-    "stale", "already-applied", "superseded", "digest-mismatch", "retarget", "damaged", "takeover"
-]
-REFUSAL_REASONS: tuple[RefusalReason, ...] = get_args(RefusalReason)
+class Refusal(StrEnum):
+    """Why apply refused a saved plan, for pipelines (`apply --format json`'s `reason`)."""
+
+    STALE = "stale"
+    """The live topics or org policy inputs changed since the plan."""
+    ALREADY_APPLIED = "already-applied"
+    """This plan was applied already (a plan applies once)."""
+    SUPERSEDED = "superseded"
+    """Another plan was applied to its topics since it was made."""
+    DIGEST_MISMATCH = "digest-mismatch"
+    """Not the --expect-digest plan, or content that is not its digest's."""
+    RETARGET = "retarget"
+    """Another target, org-policy source or set of projects than recorded."""
+    DAMAGED = "damaged"
+    """Not a whole, readable, supported plan file."""
+    TAKEOVER = "takeover"
+    """A change takes over a topic another spec tree owns (--adopt-from)."""
 
 
 class ReconcileError(Exception):
@@ -107,14 +112,14 @@ class PlanRefused(ReconcileError):
 
     def __init__(
         self,
-        reason: RefusalReason,
+        reason: Refusal,
         message: str,
         *,
         hint: str | None = None,
         details: Sequence[str] = (),
     ) -> None:
         super().__init__(message, hint=hint)
-        self.reason: RefusalReason = reason
+        self.reason = reason
         self.details = tuple(details)  # each thing found, one line each (the JSON's)
 
 
@@ -123,11 +128,7 @@ class OwnershipRefused(PlanRefused):
     (`--adopt-from OWNER`); nothing was changed (exit code 4, reason "takeover")."""
 
     def __init__(self, message: str, *, hint: str | None = None, details: Sequence[str] = ()):
-        super().__init__("takeover", message, hint=hint, details=details)
-
-
-class Interrupted(ReconcileError):
-    exit_code = EXIT_INTERRUPTED
+        super().__init__(Refusal.TAKEOVER, message, hint=hint, details=details)
 
 
 class Terminated(BaseException):

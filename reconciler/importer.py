@@ -22,7 +22,7 @@ from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
-from reconciler.plan.observe import facts_of
+from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import computed_policy
 from reconciler.spec.export import settings_key
 from reconciler.spec.loader import discover, load_tree

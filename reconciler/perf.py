@@ -5,6 +5,7 @@ the libraries never do. What each one bought is measured in benchmarks/README.md
                               that live until it ends (nested use is one pause)
     gc_resumed()              on again for a command's long-running part
     leave_to_exit(*records)   a large run's records left for the process's exit
+    skip_teardown()           the process ends without the interpreter's teardown
     DEFERRED_IMPORTS          every module with a function-level import, and why
 
 The collector. Loading a spec tree, and the plan made from it, builds millions of
@@ -21,6 +22,12 @@ Freeing at exit. At the end of a large `plan` its records are dropped one by one
 the command returns, after everything has been written; they are left for the
 process's exit instead (`leave_to_exit`). Small runs (tests calling the CLI
 in-process) free as usual.
+
+Ending without teardown. A stopped `local-server` has closed its state and its
+server; tearing down the gRPC and protobuf modules at interpreter exit would still
+take seconds on a loaded machine, and a stop must be quick whatever was in flight. It
+asks for `skip_teardown`, and the CLI (reconciler/cli.py, the one place that exits)
+then ends the process with its exit code once the output is flushed.
 
 Deferred imports. A command imports only what it runs: the CLI imports a verb's module
 when that verb runs (the table in reconciler/commands/__init__.py), so `validate`, run
@@ -59,9 +66,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
     "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
-    "removes regions) and the read-ahead process that would read them is gone",
-    "reconciler.backends.residency_reads": "protobuf's topic conversions only with the backend "
-    "that lists topics (residency's read-ahead answer needs none)",
+    "removes regions, a prune's backlogs) and the read-ahead process that would read them is "
+    "gone",
     "reconciler.backends.connect": "the embedded local server only for --local; each client "
     "library only for a client the target needs",
     "reconciler.backends.clients": "each Google client library only when that client is built "
@@ -116,6 +122,22 @@ def gc_resumed() -> Iterator[None]:
     finally:
         if not enabled:
             gc.disable()
+
+
+_SKIP_TEARDOWN: list[bool] = []
+
+
+def skip_teardown() -> None:
+    """Ask the CLI to end the process without the interpreter's teardown, once the
+    command has returned and the output is flushed (see the module's docstring)."""
+    _SKIP_TEARDOWN[:] = [True]
+
+
+def teardown_skipped() -> bool:
+    """Did the command ask for `skip_teardown`? (Asked by the CLI; cleared.)"""
+    asked = bool(_SKIP_TEARDOWN)
+    _SKIP_TEARDOWN.clear()
+    return asked
 
 
 def leave_to_exit(*records: object, size: int) -> None:

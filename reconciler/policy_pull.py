@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TypeVar
 
-from reconciler.backends.gcp import GcpBackend
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.errors import BackendError
 from reconciler.orgpolicy.custom import names_pubsub
 from reconciler.orgpolicy.model import Policy
@@ -40,7 +40,7 @@ UNSERVED_HINT = (
 
 
 def pull(
-    backend: GcpBackend, projects: Sequence[str], organization: str | None = None
+    backend: ClientBackend, projects: Sequence[str], organization: str | None = None
 ) -> tuple[PolicyStore, list[str]]:
     """Every constraint reconcile reads, for every project (with `organization`,
     organizations/ORG, also its Pub/Sub custom constraints); also the policy names

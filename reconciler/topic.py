@@ -9,7 +9,7 @@ below are also the plan's JSON keys and the update-mask paths (plan/model.py).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -144,17 +144,21 @@ class ObservedTopic:
     every field as JSON, for fingerprints and for showing what is kept. A backend that
     has the topic's wire form gives `digest` (sha256 of it, every field) instead of
     `raw`: converting every topic of a large plan to JSON only to hash them would be
-    most of the plan's time.
+    most of the plan's time. `retention_seconds`: how long the topic keeps messages,
+    acknowledged or not (0: it keeps none; `residency` counts what it retains).
 
     The shape's labels are sorted by key (a plan shows them so, without copying them
     again for each topic): `of_shape` callers give them sorted, and a shape worked out
     from `body` sorts them.
 
-    A plain class with slots, not a dataclass: a plan makes one per live topic, and a
-    frozen dataclass's constructor (an `object.__setattr__` per field) would be a large
-    part of converting one. Never changed once made."""
+    `from_row` builds it from its fields as plain values, read from the wire type in
+    one place (backends/topicproto.py: `topic_row`), which the plan's read-ahead
+    process sends as they are: a field added here is added there and to `from_row`.
 
-    __slots__ = ("_body", "_shape", "digest", "name", "raw")
+    A plain class with slots, not a dataclass: a plan makes one per live topic, and a
+    frozen dataclass's constructor is slower. Never changed once made."""
+
+    __slots__ = ("_body", "_shape", "digest", "name", "raw", "retention_seconds")
 
     def __init__(
         self,
@@ -164,20 +168,34 @@ class ObservedTopic:
         digest: str = "",
         *,
         shape: TopicShape | None = None,
+        retention_seconds: int = 0,
     ) -> None:
         if body is None and shape is None:
             raise TypeError("ObservedTopic needs its body or its shape")
         self.name = name  # projects/P/topics/T
         self.raw: dict[str, Any] = raw if raw is not None else {}
         self.digest = digest
+        self.retention_seconds = retention_seconds
         self._body = body
         self._shape = shape
 
     @classmethod
-    def of_shape(cls, name: str, shape: TopicShape, digest: str) -> ObservedTopic:
+    def of_shape(
+        cls, name: str, shape: TopicShape, digest: str, retention_seconds: int = 0
+    ) -> ObservedTopic:
         """A live topic read from its wire form: the shape is known already (its
         labels sorted by key)."""
-        return cls(name, digest=digest, shape=shape)
+        return cls(name, digest=digest, shape=shape, retention_seconds=retention_seconds)
+
+    @classmethod
+    def from_row(cls, row: Sequence[Any]) -> ObservedTopic:
+        """The live topic of [name, labels sorted by key, [sorted regions,
+        enforce_in_transit] or None, digest, retention_seconds] (plain values:
+        backends/topicproto.py reads them from the wire)."""
+        name, labels, regions, digest, retention = row
+        policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
+        return cls(name, digest=digest, shape=TopicShape(labels, policy),
+                   retention_seconds=retention)
 
     @property
     def body(self) -> dict[str, Any]:
@@ -196,8 +214,8 @@ class ObservedTopic:
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, ObservedTopic):
             return NotImplemented
-        return (self.name, self.body, self.raw, self.digest) == (
-            other.name, other.body, other.raw, other.digest
+        return (self.name, self.body, self.raw, self.digest, self.retention_seconds) == (
+            other.name, other.body, other.raw, other.digest, other.retention_seconds
         )
 
     __hash__ = None  # type: ignore[assignment]  # mutable caches: not a dict key

@@ -72,14 +72,6 @@ class Document:
         return self._marks
 
     @property
-    def key_marks(self) -> dict[PathKey, tuple[int, int]]:
-        return self.marks.keys
-
-    @property
-    def value_marks(self) -> dict[PathKey, tuple[int, int]]:
-        return self.marks.values
-
-    @property
     def raw(self) -> dict[PathKey, str]:
         """Non-string scalars as written (`0.2000001`, `on`), for messages that quote them."""
         return self.marks.raw

@@ -1,16 +1,16 @@
 """Runs a plan's requests: N workers, each topic independent of the others.
 
-Minimal calls: exactly the plan's request per changed topic, nothing for a no-op.
+Minimal calls: exactly the plan's request per changed topic, nothing for a no-op; the
+request says everything sent (plan/model.py: `Request`), and `show` renders it. An
+update's labels are made as its `label_merge` says: the topic is read right before the
+call and the label changes are applied to that read (apply/freshness.py), so labels
+others set meanwhile are kept. The request's `marker_label` is set to the plan's
+marker (the first digits of its digest: reconciler/ownership.py) in the same call, so
+that a saved plan can tell later that it was applied, or that another was applied
+since (apply/freshness.py).
 A failing topic is recorded and the others go on. A stop request (Ctrl-C, SIGTERM)
 lets calls in flight finish and starts no new one; whatever was not started is reported
 as not attempted.
-
-Each CreateTopic and UpdateTopic also sets the plan's marker (`reconcile-plan`, the
-first digits of its digest: reconciler/ownership.py) in the same call, so that a saved
-plan can tell later that it was applied, or that another was applied since
-(apply/freshness.py). An update that changes only the storage policy therefore sets
-labels too: the topic is re-read right before it, as for any label update, and only
-the marker is added to what the service has.
 
 Calls are idempotent at the level of the end state, so a rerun converges: a create
 that finds the topic already there with the declared settings, or a delete that finds
@@ -21,14 +21,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from reconciler.apply.events import EventSink, TopicFinished, ignore
 from reconciler.apply.freshness import StaleTopic, fresh_labels
-from reconciler.apply.guard import Guard, StopRequested
-from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.guard import GuardedBackend, StopRequested
+from reconciler.apply.result import TopicResult, TopicResults
 from reconciler.apply.retry import (
     AdminRetry,
     Attempts,
@@ -37,10 +37,10 @@ from reconciler.apply.retry import (
     error_status_name,
     rerun_may_help,
 )
-from reconciler.backends.base import Backend, ObservedTopic
-from reconciler.ownership import DEFAULT_OWNER, OWNER_LABEL, PLAN_LABEL, is_owned_by, owner_of
-from reconciler.plan.model import ResourceChange
-from reconciler.topic import LABELS, MASK_PATHS, TopicShape, norm_policy, request_shape
+from reconciler.backends.base import ObservedTopic
+from reconciler.ownership import DEFAULT_OWNER, OWNER_LABEL, is_owned_by, owner_of, plan_marker
+from reconciler.plan.model import Plan, ResourceChange
+from reconciler.topic import LABELS, TopicShape, norm_policy, request_shape
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a new topic may answer NOT_FOUND for a while (Terraform
@@ -68,39 +68,39 @@ class _Job:
 class Executor:
     def __init__(
         self,
-        backend: Backend,
-        guard: Guard,
+        backend: GuardedBackend,
         *,
         concurrency: int = DEFAULT_CONCURRENCY,
         events: EventSink = ignore,
-        allow_delete: bool = False,
         readback: AdminRetry = READBACK,
         clock: Callable[[], float] = time.monotonic,
-        marker: str = "",
-        owner: str = DEFAULT_OWNER,
     ) -> None:
-        """`marker`: the plan's `reconcile-plan` value, set on every topic created or
-        updated ("" = none); `owner`: the plan's owner, which a topic must still carry
-        right before it is pruned."""
+        """Every call goes through `backend` (its guard: rate limit, stop, retry)."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self.backend = backend
-        self.guard = guard
+        self.guard = backend.guard
         self.concurrency = concurrency
         self.events = events
-        self.allow_delete = allow_delete
         self.readback = readback
         self.clock = clock
-        self.marker = marker
-        self.owner = owner
+        self.marker = ""
+        self.owner = DEFAULT_OWNER
+        self.allow_delete = False
 
     @property
     def stop(self) -> threading.Event:
         return self.guard.stop
 
-    def run(self, changes: Sequence[ResourceChange]) -> ApplyResult:
+    def run(self, plan: Plan) -> TopicResults:
+        """Execute `plan`: its marker is its digest's, its deletes are allowed when it
+        was made with prune, and a topic it deletes must still carry its owner."""
+        self.marker = plan_marker(plan.digest)
+        self.owner = plan.owner
+        self.allow_delete = plan.prune
+        changes = plan.resource_changes
         work = [c for c in changes if c.action != "no-op"]
-        result = ApplyResult(unchanged=len(changes) - len(work))
+        result = TopicResults(unchanged=len(changes) - len(work))
         slots: list[TopicResult | None] = [None] * len(work)
         jobs = iter([_Job(i, c) for i, c in enumerate(work)])
         lock = threading.Lock()
@@ -176,52 +176,52 @@ class Executor:
         res.seconds = round(self.clock() - started, 3)
         return res
 
-    def _call(self, rc: ResourceChange, attempts: Attempts, fn: Callable[[], Any]) -> Any:
-        return self.guard.run(rc.project, fn, attempts)
-
     def _update(self, rc: ResourceChange, attempts: Attempts) -> ObservedTopic:
-        """The plan's UpdateTopic; when it sets labels (the marker included), merged
-        onto a fresh read of the topic (apply/freshness.py: others' labels added
-        meanwhile are kept)."""
-        assert rc.request is not None
-        mask = list(rc.request.update_mask)
+        """The plan's UpdateTopic; its labels merged onto a fresh read of the topic
+        (apply/freshness.py: others' labels added meanwhile are kept), with the marker."""
+        request = rc.request
+        assert request is not None
+        mask = list(request.update_mask)
         if not mask:
             raise _Refused(
                 "the plan's update has an empty update mask; nothing to send", rerun=False
             )
         body = _with_name(rc)
-        if LABELS in mask or self.marker:
+        if request.label_merge is not None:
             # The read's own attempts are not the update's (TopicResult.attempts).
-            live = self._call(rc, Attempts(), lambda: self.backend.get_topic(rc.address))
+            live = self.backend.get_topic(rc.address, Attempts())
             if live is None:
                 raise _Refused("stale: the topic was deleted since the plan")
             try:
-                labels = fresh_labels(rc, live.shape)
+                labels = fresh_labels(rc, request.label_merge, live.shape)
             except StaleTopic as exc:
                 raise _Refused(f"stale: {exc}; not updated (make a new plan)") from None
-            if self.marker:
-                labels[PLAN_LABEL] = self.marker
-                mask = [p for p in MASK_PATHS if p in mask or p == LABELS]
-            body[LABELS] = labels
-        updated: ObservedTopic = self._call(
-            rc, attempts, lambda: self.backend.update_topic(body, mask)
-        )
-        return updated
+            body[LABELS] = self._marked(request.marker_label, labels)
+        return self.backend.update_topic(body, mask, attempts)
+
+    def _marked(self, label: str | None, labels: Mapping[str, str]) -> dict[str, str]:
+        """`labels` with the request's marker label set to this plan's marker."""
+        if label is None:
+            return dict(labels)
+        if not self.marker:
+            raise _Refused("the plan states a marker label but has no digest", rerun=False)
+        return {**labels, label: self.marker}
 
     def _create(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
+        assert rc.request is not None
         body = _with_name(rc)  # what the plan declares (compared on read-back)
         sent = dict(body)
-        if self.marker:
-            sent[LABELS] = {**(body.get(LABELS) or {}), PLAN_LABEL: self.marker}
+        if rc.request.marker_label is not None:
+            sent[LABELS] = self._marked(rc.request.marker_label, body.get(LABELS) or {})
         try:
-            self._call(rc, attempts, lambda: self.backend.create_topic(sent))
+            self.backend.create_topic(sent, attempts)
         except StopRequested:
             raise
         except Exception as exc:
             if error_status_name(exc) != "ALREADY_EXISTS":
                 raise
             # An earlier attempt (or an earlier, killed run) may have created it.
-            live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
+            live = self.backend.get_topic(rc.address, attempts)
             if live is None or not matches(body, live.body):
                 raise
             res.notes.append("already existed with the declared settings")
@@ -236,7 +236,7 @@ class Executor:
         n = 0
         while True:
             try:
-                live = self.guard.run(rc.project, lambda: self.backend.get_topic(rc.address))
+                live = self.backend.get_topic(rc.address)
             except StopRequested:
                 res.notes.append("read-back skipped (interrupted)")
                 return
@@ -270,7 +270,7 @@ class Executor:
         if not self.allow_delete:
             raise _Refused("deletion needs --prune (and a plan made with it)", rerun=False)
         # Re-check ownership on the live topic right before deleting.
-        live = self._call(rc, attempts, lambda: self.backend.get_topic(rc.address))
+        live = self.backend.get_topic(rc.address, attempts)
         if live is None:
             res.notes.append("already absent")
             return
@@ -285,7 +285,7 @@ class Executor:
         if rc.prune_subscribed_by is None:
             self._no_unseen_subscriptions(rc)
         try:
-            self._call(rc, attempts, lambda: self.backend.delete_topic(rc.address))
+            self.backend.delete_topic(rc.address, attempts)
         except StopRequested:
             raise
         except Exception as exc:
@@ -304,9 +304,7 @@ class Executor:
             "pruneSubscribed, to delete it anyway"
         )
         try:
-            now = self._call(
-                rc, Attempts(), lambda: self.backend.list_topic_subscriptions(rc.address)
-            )
+            now = self.backend.list_topic_subscriptions(rc.address, Attempts())
         except StopRequested:
             raise
         except Exception as exc:

@@ -3,7 +3,7 @@
 A plan is a promise about specific live states; applying it after any of them moved
 could undo someone's change or act on a policy that no longer holds. So every topic
 the plan fingerprinted and every project's org policy inputs are read again (the same
-`observe` that planning uses: one ListTopics pager per project) and any difference
+reads that planning makes: one ListTopics pager per project) and any difference
 refuses the whole apply, before any mutating call.
 
 Against Google Cloud there is no state of ours to say "this plan ran": apply leaves the
@@ -27,33 +27,35 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Final, Literal
+from enum import Enum
 
 from reconciler.backends.base import Backend, ObservedTopic
-from reconciler.errors import PlanRefused, RefusalReason
+from reconciler.errors import PlanRefused, Refusal
 from reconciler.names import project_of
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
-from reconciler.plan.model import Plan, ResourceChange
-from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.plan.model import LabelMerge, Plan, ResourceChange
+from reconciler.plan.observation import org_fingerprint, topic_fingerprint
+from reconciler.plan.observe import read_topics
 from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
 
-# Why a saved plan is refused (helper-independent values: the CLI maps them to exit
-# codes and the JSON outcome): the live state moved; this very plan was applied
-# already (its marker is on a topic it changes); another plan was applied since.
-STALE: Final[RefusalReason] = "stale"
-ALREADY_APPLIED: Final[RefusalReason] = "already-applied"
-SUPERSEDED: Final[RefusalReason] = "superseded"
+
+class Found(Enum):
+    """What a fingerprinted thing that moved turned out to be."""
+
+    APPLIED = "applied"  # it carries this plan's marker
+    SUPERSEDED = "superseded"  # another plan's marker replaced the one it had
+    GONE = "gone"  # a topic the plan deletes no longer exists
+    STALE = "stale"  # anything else
 
 
 @dataclass(frozen=True)
 class Moved:
-    """One fingerprinted thing that is not what the plan saw: `kind` is "applied" (it
-    carries this plan's marker), "superseded" (another plan's marker replaced the one
-    it had), "gone" (a topic the plan deletes no longer exists) or "stale"."""
+    """One fingerprinted thing that is not what the plan saw, and what it turned out to
+    be (`kind`)."""
 
     address: str
     text: str
-    kind: Literal["applied", "superseded", "gone", "stale"] = "stale"
+    kind: Found = Found.STALE
 
 
 def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
@@ -67,7 +69,7 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
     projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return moved
-    seen = observe(backend, projects)
+    seen = read_topics(backend, projects)
     marker = plan_marker(plan.digest)
     changes = {rc.address: rc for rc in plan.resource_changes}
     for address, expected in sorted(fps.topics.items()):
@@ -98,21 +100,21 @@ def _topic_moved(
                 address,
                 f"{address}: deleted since the plan (by this plan, if it was applied "
                 "before, or by someone else)",
-                "gone",
+                Found.GONE,
             )
         return Moved(address, f"{address}: deleted since the plan")
     now = live.shape.labels.get(PLAN_LABEL)
     if now == marker:
         return Moved(
             address, f"{address}: already changed by this plan ({PLAN_LABEL}={marker})",
-            "applied",
+            Found.APPLIED,
         )
     before: Mapping[str, str] = ((rc.change.before or {}) if rc else {}).get(LABELS) or {}
     if now is not None and now != before.get(PLAN_LABEL):
         return Moved(
             address,
             f"{address}: another plan was applied to it since ({PLAN_LABEL}={now})",
-            "superseded",
+            Found.SUPERSEDED,
         )
     what = "created" if expected == "absent" else "modified"
     return Moved(address, f"{address}: {what} since the plan")
@@ -123,34 +125,34 @@ def stale_reasons(plan: Plan, backend: Backend) -> list[str]:
     return [m.text for m in moved_since(plan, backend)]
 
 
-def verdict(plan: Plan, moved: list[Moved]) -> tuple[RefusalReason, str]:
+def verdict(plan: Plan, moved: list[Moved]) -> tuple[Refusal, str]:
     """Why the plan is refused and the message saying so (nothing was applied)."""
     listed = "\n".join(f"  - {m.text}" for m in moved)
     marker = plan_marker(plan.digest)
-    applied = [m for m in moved if m.kind == "applied"]
+    applied = [m for m in moved if m.kind is Found.APPLIED]
     if applied:
         changes = sum(1 for rc in plan.resource_changes if rc.action in ("create", "update"))
         part = "" if len(applied) >= changes else (
             f" in part ({len(applied)} of the {changes} topics it creates or updates carry "
             "its marker: an earlier run stopped part way)"
         )
-        return ALREADY_APPLIED, (
+        return Refusal.ALREADY_APPLIED, (
             f"the saved plan was already applied{part}: the topics it changed carry its "
             f"marker {PLAN_LABEL}={marker}; a plan applies once, so nothing was applied. "
             f"Changed since the plan:\n{listed}"
         )
-    if any(m.kind == "superseded" for m in moved):
-        return SUPERSEDED, (
+    if any(m.kind is Found.SUPERSEDED for m in moved):
+        return Refusal.SUPERSEDED, (
             "the saved plan was superseded: another plan was applied since it was made, "
             f"so nothing was applied. Changed since the plan:\n{listed}"
         )
-    if all(m.kind == "gone" for m in moved):
-        return STALE, (
+    if all(m.kind is Found.GONE for m in moved):
+        return Refusal.STALE, (
             "the topics this saved plan deletes are gone already (by this plan, if it was "
             "applied before, or by someone else); nothing was applied. Changed since the "
             f"plan:\n{listed}"
         )
-    return STALE, (
+    return Refusal.STALE, (
         f"the saved plan is stale; nothing was applied. Changed since the plan:\n{listed}"
     )
 
@@ -160,7 +162,7 @@ def check_fresh(plan: Plan, backend: Backend) -> None:
     stale, already applied or superseded; return quietly when the plan holds."""
     if plan.has_changes and not plan.fingerprints.topics and not plan.fingerprints.org_policy:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             "the plan file records no fingerprints, so it cannot be checked against the "
             "live state; nothing was applied",
             hint="write the plan with `reconcile plan --out PLANFILE`",
@@ -180,14 +182,14 @@ class StaleTopic(Exception):
     """A managed field of this topic changed between the plan and its update."""
 
 
-def fresh_labels(rc: ResourceChange, live: TopicShape) -> dict[str, str]:
-    """The label map to send: the fresh read with the plan's changes (before -> after)
-    applied; StaleTopic when a managed label or the planned storage policy moved."""
+def fresh_labels(rc: ResourceChange, merge: LabelMerge, live: TopicShape) -> dict[str, str]:
+    """The label map to send: the fresh read with the request's `merge` applied;
+    StaleTopic when a managed label or the planned storage policy moved since the
+    plan (`rc.change.before`)."""
     before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
-    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
     now = dict(live.labels)
-    keys = set(before) | set(after)
-    changed = {k for k in keys if before.get(k) != after.get(k)}
+    changed = set(merge.set) | set(merge.remove)
+    keys = set(before) | set(merge.set)
     managed = changed | {k for k in keys | set(now) if is_reserved(k)}
     moved = sorted(k for k in managed if now.get(k) != before.get(k))
     if moved:
@@ -196,9 +198,4 @@ def fresh_labels(rc: ResourceChange, live: TopicShape) -> dict[str, str]:
         planned = norm_policy(StoragePolicy.from_json((rc.change.before or {}).get(STORAGE_POLICY)))
         if norm_policy(live.policy) != planned:
             raise StaleTopic("message_storage_policy changed since the plan")
-    for k in changed:
-        if k in after:
-            now[k] = after[k]
-        else:
-            now.pop(k, None)
-    return dict(sorted(now.items()))
+    return merge.onto(now)

@@ -1,7 +1,13 @@
-"""Every admin call apply makes goes through one Guard: rate limit, stop check, retry.
+"""Every call apply makes goes through one guarded backend: rate limit, stop check,
+retry.
 
-`GuardedBackend` puts the same guard in front of the read paths (planning, the saved
-plan's freshness check), so that they are rate limited and retried like the writes.
+`GuardedBackend` is the backend `apply` plans, checks a saved plan and executes
+through: each call of the `Backend` protocol is written out here with its guard
+(nothing is passed through unnamed), and the executor counts a change's attempts by
+passing `attempts`. Pub/Sub's calls are rate limited per project (the administrator
+operation quota) and retried; the Org Policy API's are retried only (another API and
+quota); the by-region gauges are read as they are (Cloud Monitoring: another quota,
+and a read that fails is a reason in the answer, not an error to retry).
 """
 
 from __future__ import annotations
@@ -9,13 +15,20 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from reconciler.apply.events import EventSink, Notice, ignore
 from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.apply.retry import AdminRetry, Attempts, call_with_retry, error_message
-from reconciler.backends.base import Backend, ObservedTopic, OrgInputs
+from reconciler.backends.base import (
+    Backend,
+    GaugeQuery,
+    ObservedTopic,
+    OrgInputs,
+    StoredMessages,
+    SubscriptionListing,
+)
 from reconciler.names import project_of
 
 T = TypeVar("T")
@@ -57,12 +70,17 @@ class Guard:
             f"was recently created: {error_message(exc)}); retrying with backoff"
         ))
 
-    def run(self, project: str, fn: Callable[[], T], attempts: Attempts | None = None) -> T:
-        """Call `fn` under the project's rate limit, retrying transient errors; raises
-        StopRequested instead of starting a first attempt after a stop request."""
+    def run(
+        self, project: str, fn: Callable[[], T], attempts: Attempts | None = None,
+        *, rate_limited: bool = True,
+    ) -> T:
+        """Call `fn` under the project's rate limit (unless not `rate_limited`),
+        retrying transient errors; raises StopRequested instead of starting a first
+        attempt after a stop request."""
 
         def before() -> None:
-            self.limiter.acquire(project)
+            if rate_limited:
+                self.limiter.acquire(project)
             if self.stop.is_set():
                 raise StopRequested()
 
@@ -79,42 +97,57 @@ class Guard:
 
 
 class GuardedBackend:
-    """A Backend whose Pub/Sub calls are rate limited and retried (org inputs are a
-    different API and quota: retried only)."""
+    """A Backend whose every call goes through `guard`; `attempts`, where given,
+    counts the attempts of one planned change (apply's results)."""
 
     def __init__(self, inner: Backend, guard: Guard) -> None:
         self.inner = inner
         self.guard = guard
         self.info = inner.info
 
+    # -- what a plan reads
     def list_topics(self, project: str) -> list[ObservedTopic]:
         return self.guard.run(project, lambda: self.inner.list_topics(project))
 
-    def get_topic(self, name: str) -> ObservedTopic | None:
-        return self.guard.run(project_of(name), lambda: self.inner.get_topic(name))
-
     def effective_policy(self, project: str) -> OrgInputs:
-        return call_with_retry(
-            lambda: self.inner.effective_policy(project),
-            self.guard.policy,
-            clock=self.guard.clock,
-            wait=self.guard.stop.wait,
-            rng=self.guard.rng,
-        )
-
-    def create_topic(self, body: dict[str, Any]) -> ObservedTopic:
-        return self.guard.run(project_of(body["name"]), lambda: self.inner.create_topic(body))
-
-    def update_topic(self, body: dict[str, Any], update_mask: list[str]) -> ObservedTopic:
         return self.guard.run(
-            project_of(body["name"]), lambda: self.inner.update_topic(body, update_mask)
+            project, lambda: self.inner.effective_policy(project), rate_limited=False
         )
 
-    def delete_topic(self, name: str) -> None:
-        self.guard.run(project_of(name), lambda: self.inner.delete_topic(name))
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        return self.guard.run(project, lambda: self.inner.list_subscriptions(project))
+
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
+        return self.inner.stored(queries)  # Cloud Monitoring: see the module's docstring
+
+    # -- what apply calls
+    def get_topic(self, name: str, attempts: Attempts | None = None) -> ObservedTopic | None:
+        return self.guard.run(project_of(name), lambda: self.inner.get_topic(name), attempts)
+
+    def create_topic(
+        self, body: dict[str, Any], attempts: Attempts | None = None
+    ) -> ObservedTopic:
+        return self.guard.run(
+            project_of(body["name"]), lambda: self.inner.create_topic(body), attempts
+        )
+
+    def update_topic(
+        self, body: dict[str, Any], update_mask: list[str], attempts: Attempts | None = None
+    ) -> ObservedTopic:
+        return self.guard.run(
+            project_of(body["name"]), lambda: self.inner.update_topic(body, update_mask),
+            attempts,
+        )
+
+    def delete_topic(self, name: str, attempts: Attempts | None = None) -> None:
+        self.guard.run(project_of(name), lambda: self.inner.delete_topic(name), attempts)
+
+    def list_topic_subscriptions(
+        self, name: str, attempts: Attempts | None = None
+    ) -> list[str]:
+        return self.guard.run(
+            project_of(name), lambda: self.inner.list_topic_subscriptions(name), attempts
+        )
 
     def close(self) -> None:
         self.inner.close()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)

@@ -5,8 +5,9 @@ the command's.
 
     finished(result, digest, exit_code=None) -> ApplyOutcome   after the executor ran
     no_changes(plan) -> ApplyOutcome                           nothing to apply
-    stopped(exc, plan) -> ApplyOutcome                         refused or failed before
-                                                               any change (no call made)
+    stopped(failure, plan, exit_code) -> ApplyOutcome          refused, failed or
+                                                               interrupted before any
+                                                               change (no call made)
     ApplyOutcome.dumps()                                       the JSON document
 
 The dataclasses here are the one description of the document: reconciler/codec.py
@@ -22,15 +23,16 @@ from typing import Annotated, Literal
 
 from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
-from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.result import TopicResult, TopicResults
 from reconciler.codec import doc, to_data
 from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
+    EXIT_TERMINATED,
     PlanRefused,
     ReconcileError,
-    RefusalReason,
+    Refusal,
 )
 from reconciler.plan.model import Plan
 
@@ -70,9 +72,9 @@ class ApplyOutcome:
               "(SIGTERM)."),
     ]
     reason: Annotated[
-        RefusalReason | None,
+        Refusal | None,
         doc("Why the saved plan was refused (outcome `refused` only): stale, "
-              "already-applied, superseded, digest-mismatch, retarget or damaged."),
+              "already-applied, superseded, digest-mismatch, retarget, damaged or takeover."),
     ] = None
     message: Annotated[
         str | None,
@@ -113,7 +115,7 @@ class ApplyOutcome:
         return json.dumps(to_data(self), indent=2) + "\n"
 
 
-def _summary(result: ApplyResult) -> Summary:
+def _summary(result: TopicResults) -> Summary:
     counts = result.counts()
     return Summary(
         {
@@ -126,7 +128,7 @@ def _summary(result: ApplyResult) -> Summary:
     )
 
 
-def finished(result: ApplyResult, digest: str, exit_code: int | None = None) -> ApplyOutcome:
+def finished(result: TopicResults, digest: str, exit_code: int | None = None) -> ApplyOutcome:
     """After the executor ran: `exit_code` is the interruption's (130 SIGINT, 143
     SIGTERM) when `result.interrupted`."""
     if result.interrupted:
@@ -142,16 +144,16 @@ def finished(result: ApplyResult, digest: str, exit_code: int | None = None) -> 
 
 
 def no_changes(plan: Plan) -> ApplyOutcome:
-    result = ApplyResult(unchanged=len(plan.resource_changes))
+    result = TopicResults(unchanged=len(plan.resource_changes))
     return ApplyOutcome("no-changes", EXIT_OK, digest=plan.digest, summary=_summary(result))
 
 
-def untouched(plan: Plan | None) -> ApplyResult:
+def untouched(plan: Plan | None) -> TopicResults:
     """Every planned change as not attempted: nothing was called."""
     if plan is None:
-        return ApplyResult()
+        return TopicResults()
     work = [rc for rc in plan.resource_changes if rc.action != "no-op"]
-    return ApplyResult(
+    return TopicResults(
         results=[
             TopicResult(
                 address=rc.address,
@@ -166,26 +168,31 @@ def untouched(plan: Plan | None) -> ApplyResult:
     )
 
 
-def stopped(exc: ReconcileError, plan: Plan | None, exit_code: int | None = None) -> ApplyOutcome:
-    """Refused (PlanRefused) or failed before any change; `plan`: the plan read or made
-    so far, if any (its changes are listed as not attempted)."""
+def stopped(failure: BaseException, plan: Plan | None, exit_code: int) -> ApplyOutcome:
+    """Refused (PlanRefused) or ended before any change by an error, an interruption or
+    a bug (`failure`, exit code `exit_code`); `plan`: the plan read or made so far, if
+    any (its changes are listed as not attempted)."""
     result = untouched(plan)
     digest = plan.digest if plan is not None else None
-    code = exc.exit_code if exit_code is None else exit_code
-    message = str(exc)
-    if isinstance(exc, PlanRefused):
+    if isinstance(failure, PlanRefused):
         return ApplyOutcome(
             "refused",
-            code,
-            reason=exc.reason,
-            message=message,
-            details=list(exc.details),
+            exit_code,
+            reason=failure.reason,
+            message=str(failure),
+            details=list(failure.details),
             digest=digest,
             summary=_summary(result),
             results=list(result.results),
         )
-    outcome: Outcome = "interrupted" if code == EXIT_INTERRUPTED else "error"
+    if exit_code in (EXIT_INTERRUPTED, EXIT_TERMINATED):
+        outcome: Outcome = "interrupted"
+        message = "interrupted; nothing was applied"
+    elif isinstance(failure, ReconcileError):
+        outcome, message = "error", str(failure)
+    else:
+        outcome, message = "error", f"internal error: {type(failure).__name__}: {failure}"
     return ApplyOutcome(
-        outcome, code, message=message, digest=digest, summary=_summary(result),
+        outcome, exit_code, message=message, digest=digest, summary=_summary(result),
         results=list(result.results),
     )

@@ -53,9 +53,12 @@ class TopicResult:
 
 
 @dataclass
-class ApplyResult:
+class TopicResults:
+    """What the executor did: each planned change's TopicResult, and the no-ops
+    counted (no call made for them)."""
+
     results: list[TopicResult] = field(default_factory=list)
-    unchanged: int = 0  # no-op changes: no call made
+    unchanged: int = 0
     interrupted: bool = False
 
     def by_status(self, status: Status) -> list[TopicResult]:

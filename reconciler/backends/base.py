@@ -1,13 +1,17 @@
 """What plan and apply need from a Pub/Sub + Org Policy service, and nothing more.
 
-Implemented once over the real client libraries (`reconciler.backends.gcp`), which
-serve Google Cloud, the embedded local server and any emulator alike.
+`Reads` is what a plan, `residency` and apply's freshness check read (plan/observe.py):
+each project's topics, effective org policy and subscriptions, and the by-region
+gauges, all through one call (`stored`). `Backend` adds what apply changes. Both are
+implemented once over the real client libraries (`reconciler.backends.client_backend`),
+which serve Google Cloud, the embedded local server and any emulator alike; `Reads` is
+also served by the plan's read-ahead process (plan/readahead.py).
 Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSON).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, NamedTuple, Protocol
@@ -19,9 +23,11 @@ from reconciler.topic import ObservedTopic
 __all__ = [
     "Backend",
     "BackendInfo",
+    "GaugeQuery",
     "ObservedSubscription",
     "ObservedTopic",
     "OrgInputs",
+    "Reads",
     "RegionStored",
     "StoredMessages",
     "SubscriptionListing",
@@ -65,10 +71,12 @@ class BackendInfo:
     directory) or an emulator (HOST:PORT). `google_emulator`: the server there is
     Google's Pub/Sub emulator, which computes no message storage policy and cannot
     update labels or storage policies. `org_policy`: where `effective_policy`
-    answers from, the Org Policy API or the snapshot file `snapshot`;
-    `snapshot_fallback`: that snapshot is the spec tree's own, used because the
-    emulator serves no Org Policy API. `served_by`: for the local state, the address
-    of the `reconcile local-server` serving it ("" when embedded in this process)."""
+    answers from, the Org Policy API or the snapshot file `snapshot` (the sha256 of
+    its bytes: `snapshot_sha256`); `snapshot_fallback`: that snapshot is the spec
+    tree's own, used because the emulator serves no Org Policy API. `served_by`: for
+    the local state, the address of the `reconcile local-server` serving it ("" when
+    embedded in this process). Worked out once, before the backend is made
+    (backends/target.py, backends/connect.py), and never changed after."""
 
     kind: ServiceKind = "gcp"
     address: str = ""
@@ -77,6 +85,7 @@ class BackendInfo:
     snapshot: str = ""
     snapshot_fallback: bool = False
     served_by: str = ""
+    snapshot_sha256: str = ""
 
     @property
     def label(self) -> str:
@@ -96,7 +105,6 @@ class BackendInfo:
 
 SubscriptionKind = Literal["pull", "push", "bigquery", "cloud_storage"]
 PAUSED_STATE = "IN_TRANSIT_LOCATION_RESTRICTION"
-EXPORT_KINDS: tuple[SubscriptionKind, ...] = ("bigquery", "cloud_storage")
 DEFAULT_SUBSCRIPTION_RETENTION = 7 * 24 * 3600  # the service's default, seconds
 
 
@@ -106,7 +114,8 @@ class ObservedSubscription(NamedTuple):
     subscription's own (ACTIVE, RESOURCE_ERROR); `retention_seconds`: how long an
     unacknowledged (and, with `retain_acked`, an acknowledged) message is kept. A
     tuple: a project lists thousands, and the plan's read-ahead hands them over as
-    rows (`_make` of a row costs a third of a dataclass's constructor)."""
+    rows, which `_make` turns back into values more cheaply than a dataclass's
+    constructor would."""
 
     name: str  # projects/P/subscriptions/S
     topic: str  # projects/P/topics/T, or _deleted-topic_
@@ -161,23 +170,51 @@ class StoredMessages:
     calls: int = 0
 
 
-# One by-region gauge read: (project, scope "topic" | "subscription", ids, retained).
-StoredQuery = tuple[str, str, "list[str] | None", bool]
-# What `ask_stored` gives: called, it waits for the reads and answers in their order.
-StoredAnswer = Callable[[], "list[StoredMessages]"]
+GaugeScope = Literal["topic", "subscription"]
 
 
-class Backend(Protocol):
+class GaugeQuery(NamedTuple):
+    """One read of the by-region gauges: in `project`, of its topics or subscriptions
+    (`scope`), only `ids` (None: every one), and with `retained` the retained
+    acknowledged messages' gauges too. A tuple: equal queries are one read."""
+
+    project: str
+    scope: GaugeScope
+    ids: tuple[str, ...] | None = None
+    retained: bool = False
+
+
+class Reads(Protocol):
+    """What is read of a target to plan against it (plan/observe.py), to report where
+    its messages are stored (`residency`) and to check a saved plan is still true."""
+
     info: BackendInfo
 
-    def list_topics(self, project: str) -> list[ObservedTopic]: ...
-
-    def get_topic(self, name: str) -> ObservedTopic | None: ...
+    def list_topics(self, project: str) -> list[ObservedTopic]:
+        """Every topic of the project (one paged ListTopics)."""
+        ...
 
     def effective_policy(self, project: str) -> OrgInputs:
         """The project's effective org policy: from the --org-policy snapshot or the
         Org Policy API, whichever the target was opened with."""
         ...
+
+    def list_subscriptions(self, project: str) -> SubscriptionListing:
+        """One paged ListSubscriptions; why not, as a value, when it cannot be read."""
+        ...
+
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
+        """Where messages are stored, by the by-region gauges: one answer per query, in
+        its order, the queries read at once (unavailable: why not, as a value)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Backend(Reads, Protocol):
+    """`Reads`, and the calls apply makes."""
+
+    def get_topic(self, name: str) -> ObservedTopic | None: ...
 
     def create_topic(self, body: dict[str, Any]) -> ObservedTopic: ...
 
@@ -188,24 +225,3 @@ class Backend(Protocol):
     def list_topic_subscriptions(self, name: str) -> list[str]:
         """The topic's subscriptions (ListTopicSubscriptions, every page)."""
         ...
-
-    def list_subscriptions(self, project: str) -> SubscriptionListing:
-        """One paged ListSubscriptions; why not, as a value, when it cannot be read."""
-        ...
-
-    def stored(
-        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
-    ) -> StoredMessages:
-        """Where messages are stored, by the by-region gauges (unavailable: why not)."""
-        ...
-
-    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
-        """`stored` for each query, in its order: several projects' gauges at once."""
-        ...
-
-    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
-        """`stored_many` started now and answered when the answer is called: the
-        caller goes on meanwhile (a plan diffs the next project)."""
-        ...
-
-    def close(self) -> None: ...

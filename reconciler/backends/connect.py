@@ -27,13 +27,14 @@ address; every call after that ends within `timeout`, the library's retries incl
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from reconciler.backends.base import BackendInfo, TargetOptions
+from reconciler.backends.client_backend import ClientBackend, is_google_emulator
 from reconciler.backends.clients import (
+    close_client,
     cloud_monitoring_client,
     cloud_orgpolicy_client,
     cloud_publisher_client,
@@ -45,29 +46,17 @@ from reconciler.backends.clients import (
 )
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
-from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.promql import cloud_promql, local_promql
+from reconciler.backends.target import emulator_address, snapshot_sha256, target_info
 from reconciler.errors import BackendError, UsageError
 from reconciler.localstate import (
     SERVER_FILE,
-    local_state_dir,
     prepare_state_dir,
     running_server,
     shown,
 )
 from reconciler.orgpolicy.snapshot import load_snapshot
 from reconciler.orgpolicy.store import PolicyStore
-
-EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
-
-
-def emulator_address(emulator: str | None) -> str | None:
-    """--emulator, else PUBSUB_EMULATOR_HOST, else None (real Google Cloud)."""
-    address = emulator or os.environ.get(EMULATOR_ENV) or None
-    if address is not None and (":" not in address or not address.rsplit(":", 1)[1].isdigit()):
-        source = "--emulator" if emulator else EMULATOR_ENV
-        raise UsageError(f"{source} must be HOST:PORT, got {address!r}")
-    return address
 
 
 def open_backend(
@@ -76,7 +65,7 @@ def open_backend(
     local_seed: PolicyStore | None = None,
     client_retry: bool = True,
     tree_snapshot: tuple[Path, PolicyStore] | None = None,
-) -> GcpBackend:
+) -> ClientBackend:
     """Build the backend for the chosen target (the caller closes it); every call it
     makes ends within `options.timeout` seconds. `policy_store`: the --org-policy
     snapshot when the caller has loaded it already; `tree_snapshot`: the spec tree's
@@ -89,21 +78,17 @@ def open_backend(
         if not snapshot.exists():  # the reader names anything else
             raise UsageError(f"{snapshot}: org-policy file not found")
         store = load_snapshot(snapshot)
-    source = BackendInfo()
-    if snapshot is not None:
-        source = BackendInfo(org_policy="snapshot", snapshot=str(snapshot))
+    info = target_info(options)
     settings: dict[str, Any] = {
         "policy_store": store,
         "client_retry": client_retry,
         "timeout": options.timeout,
     }
-    if options.local:
-        state_dir = options.state_dir or local_state_dir()
-        return _local(settings, source, local_seed, state_dir)
-    address = emulator_address(options.emulator)
-    if address is not None:
-        return _emulator(address, settings, source, None if store else tree_snapshot)
-    return _google_cloud(settings, source)
+    if info.kind == "local":
+        return _local(settings, info, local_seed, Path(info.address))
+    if info.kind == "emulator":
+        return _emulator(info.address, settings, info, None if store else tree_snapshot)
+    return _google_cloud(settings, info)
 
 
 def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
@@ -112,8 +97,8 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
 
 
 def _local(
-    options: dict[str, Any], source: BackendInfo, seed: PolicyStore | None, state_dir: Path
-) -> GcpBackend:
+    options: dict[str, Any], info: BackendInfo, seed: PolicyStore | None, state_dir: Path
+) -> ClientBackend:
     """The local state, served by the `reconcile local-server` that holds it when one
     runs (so that both see the same topics), else by a server embedded in this
     process for the command's duration."""
@@ -132,7 +117,7 @@ def _local(
     try:
         server = LocalServer(state_dir=Path(shown(str(state_dir))), host="127.0.0.1", port=0)
     except StateInUse as exc:
-        return _running_local(options, source, state_dir, exc)
+        return _running_local(options, info, state_dir, exc)
     server.start()
     if fresh and seed is not None:
         server.seed_policies(seed)
@@ -141,9 +126,8 @@ def _local(
     except BaseException:
         server.stop()
         raise
-    info = replace(source, kind="local", address=str(state_dir))
     address = server.address
-    return GcpBackend(
+    return ClientBackend(
         publisher,
         orgpolicy,
         info,
@@ -155,20 +139,20 @@ def _local(
     )
 
 
-def open_metrics(options: TargetOptions) -> GcpBackend:
+def open_metrics(options: TargetOptions) -> ClientBackend:
     """A backend that only reads metrics (`stored`), for a plan whose live state the
     read-ahead process read: a Monitoring client only, no Pub/Sub or Org Policy client
     (not for --local: the read-ahead never serves it)."""
     address = emulator_address(options.emulator)
     if address is not None:
-        return GcpBackend(
+        return ClientBackend(
             None, None, BackendInfo(kind="emulator", address=address),
             metrics_client=lambda: (monitoring_client(address), address),
             promql_client=lambda timeout: local_promql(address, timeout),
             timeout=options.timeout,
         )
     credentials = default_credentials()
-    return GcpBackend(
+    return ClientBackend(
         None, None, BackendInfo(),
         metrics_client=lambda: cloud_monitoring_client(credentials),
         promql_client=lambda timeout: cloud_promql(credentials, timeout),
@@ -177,8 +161,8 @@ def open_metrics(options: TargetOptions) -> GcpBackend:
 
 
 def _running_local(
-    options: dict[str, Any], source: BackendInfo, state_dir: Path, in_use: UsageError
-) -> GcpBackend:
+    options: dict[str, Any], info: BackendInfo, state_dir: Path, in_use: UsageError
+) -> ClientBackend:
     """The `reconcile local-server` serving `state_dir` (it holds the lock and wrote
     its address there), checked to answer as ours; else the state is held by another
     command's embedded server and `in_use` says so."""
@@ -190,75 +174,87 @@ def _running_local(
             hint="wait for it to finish; to share one state between commands, serve it "
             "with `reconcile local-server --local`: --local then uses that server",
         ) from in_use
-    info = replace(source, kind="local", address=str(state_dir), served_by=address)
-    what = f"the local server serving {shown(str(state_dir))}"
-    backend = _connected(address, options, info, what)
-    if backend.detect_google_emulator():
-        backend.close()
+    clients = _connected(address, options, f"the local server serving {shown(str(state_dir))}")
+    if is_google_emulator(clients[0]):
+        for client in clients:
+            close_client(client)
         raise UsageError(
             f"{state_dir / SERVER_FILE} names {address}, which is not a reconcile local "
             "server",
             hint="stop what holds the state and remove that file",
         )
-    return backend
+    return _over(address, clients, replace(info, served_by=address), options)
 
 
 # An emulator is local or nearby: a handshake slower than this is a wrong address.
 CONNECT_TIMEOUT = 5.0
 
 
-def _connected(address: str, options: dict[str, Any], info: BackendInfo, what: str) -> GcpBackend:
-    """A backend over the server at `address`, once it answers (within CONNECT_TIMEOUT,
-    or the timeout if shorter)."""
+def _connected(address: str, options: dict[str, Any], what: str) -> tuple[Any, Any, Any]:
+    """The publisher, Org Policy (None with a snapshot) and subscriber clients of the
+    server at `address`, once it answers (within CONNECT_TIMEOUT, or the timeout if
+    shorter)."""
     publisher, orgpolicy = _clients(address, options["policy_store"] is None)
-    backend = GcpBackend(
-        publisher,
-        orgpolicy,
-        info,
-        metrics_client=lambda: (monitoring_client(address), address),
-        promql_client=lambda timeout: local_promql(address, timeout),
-        subscriber=subscriber_client(address),
-        **options,
-    )
+    clients = (publisher, orgpolicy, subscriber_client(address))
     budget = min(CONNECT_TIMEOUT, options["timeout"])
     if wait_ready({address: publisher.transport.grpc_channel}, budget):
-        backend.close()
+        for client in clients:
+            close_client(client)
         raise BackendError(
             f"cannot connect to {what} at {address} (no answer within "
             f"{seconds_text(budget)})",
             hint="start it (e.g. `reconcile local-server --port PORT`), or fix --emulator "
             "/ PUBSUB_EMULATOR_HOST",
         )
-    return backend
+    return clients
+
+
+def _over(
+    address: str, clients: tuple[Any, Any, Any], info: BackendInfo, options: dict[str, Any]
+) -> ClientBackend:
+    publisher, orgpolicy, subscriber = clients
+    return ClientBackend(
+        publisher,
+        orgpolicy,
+        info,
+        metrics_client=lambda: (monitoring_client(address), address),
+        promql_client=lambda timeout: local_promql(address, timeout),
+        subscriber=subscriber,
+        **options,
+    )
 
 
 def _emulator(
     address: str,
     options: dict[str, Any],
-    source: BackendInfo,
+    info: BackendInfo,
     fallback: tuple[Path, PolicyStore] | None,
-) -> GcpBackend:
-    """The server at --emulator. Google's emulator serves no Org Policy API: without
-    --org-policy, the spec tree's own snapshot (`fallback`) answers for it, and `info`
-    says so (`org_policy_fallback`)."""
-    info = replace(source, kind="emulator", address=address)
-    backend = _connected(address, options, info, "the emulator")
-    if backend.detect_google_emulator() and fallback is not None:
-        backend.use_snapshot(*fallback)
-    return backend
+) -> ClientBackend:
+    """The server at --emulator: ours, or Google's emulator (found out by one probe),
+    which serves no Org Policy API: without --org-policy, the spec tree's own snapshot
+    (`fallback`) answers for it, and `info` says so (`snapshot_fallback`)."""
+    clients = _connected(address, options, "the emulator")
+    google = is_google_emulator(clients[0])
+    info = replace(info, google_emulator=google)
+    if google and fallback is not None:
+        path, store = fallback
+        options = {**options, "policy_store": store}
+        info = replace(info, org_policy="snapshot", snapshot=str(path),
+                       snapshot_sha256=snapshot_sha256(path), snapshot_fallback=True)
+    return _over(address, clients, info, options)
 
 
-def _google_cloud(options: dict[str, Any], source: BackendInfo) -> GcpBackend:
+def _google_cloud(options: dict[str, Any], info: BackendInfo) -> ClientBackend:
     credentials = default_credentials()
     timeout = options["timeout"]
     publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
     orgpolicy = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
-    return GcpBackend(
+    return ClientBackend(
         publisher,
         orgpolicy,
-        source,
+        info,
         metrics_client=lambda: cloud_monitoring_client(credentials),
         promql_client=lambda timeout: cloud_promql(credentials, timeout),
         subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),

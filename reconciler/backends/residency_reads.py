@@ -7,63 +7,47 @@ them (a subscription with retain_acked_messages, or a topic with message retenti
 no query for a project without a subscription or topic retention, where nothing is
 stored.
 On a large tree the read-ahead's second process makes these reads while this one
-validates the specs (plan/readahead.py); this module imports no client library.
+validates the specs (plan/readahead.py: it asks `gauge_query` the same question);
+this module imports no client library.
 
-    read_project(backend, project) -> ProjectReads
+    read_project(reads, project) -> ProjectReads
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from reconciler.backends.base import ObservedTopic, OrgInputs, StoredMessages, SubscriptionListing
+from reconciler.backends.base import (
+    GaugeQuery,
+    ObservedTopic,
+    OrgInputs,
+    Reads,
+    StoredMessages,
+    SubscriptionListing,
+)
 
 
 @dataclass(frozen=True)
 class ProjectReads:
     project: str
-    topics: dict[str, tuple[ObservedTopic, int]]  # name -> (topic, retention s; 0: none)
+    topics: dict[str, ObservedTopic]  # name -> topic (with its retention)
     org: OrgInputs
     subscriptions: SubscriptionListing
     stored: StoredMessages
 
 
-def retention_of(pb: Any) -> int:
-    """A bare protobuf topic's message retention, seconds (0: none set)."""
-    if pb.HasField("message_retention_duration"):
-        return int(pb.message_retention_duration.seconds)
-    return 0
-
-
-def _with_retention(pb: Any) -> tuple[ObservedTopic, int]:
-    from reconciler.backends.topicproto import observed_pb  # protobuf: with the backend
-
-    return observed_pb(pb), retention_of(pb)
-
-
-def with_retention_row(pb: Any) -> list[Any]:
-    """[topic row, retention]: what the read-ahead sends for residency."""
-    from reconciler.backends.topicproto import topic_row_pb
-
-    return [topic_row_pb(pb), retention_of(pb)]
-
-
-def read_project(backend: Any, project: str) -> ProjectReads:
+def read_project(reads: Reads, project: str) -> ProjectReads:
     """Every read of one project (a BackendError when its topics or org policy cannot
     be read; subscriptions and metrics that cannot be read are said in the values).
-    `backend`: a GcpBackend, or the read-ahead's answer (plan/readahead.py), which has
-    the topics with their retention already."""
-    served = getattr(backend, "list_topics_with_retention", None)
-    if served is not None:
-        topics = served(project)
-    else:
-        topics = backend.list_topics_as(project, _with_retention)
-    org = backend.effective_policy(project)
-    subscriptions = backend.list_subscriptions(project)
-    stored = stored_as_needed(backend, project, (r for _, r in topics), subscriptions)
-    return ProjectReads(project, {t.name: (t, r) for t, r in topics}, org, subscriptions, stored)
+    `reads`: the target, or the read-ahead's answer (plan/readahead.py), which read the
+    gauges beside the validation already."""
+    topics = reads.list_topics(project)
+    org = reads.effective_policy(project)
+    subscriptions = reads.list_subscriptions(project)
+    query = gauge_query(project, (t.retention_seconds for t in topics), subscriptions)
+    stored = StoredMessages({}, {}) if query is None else reads.stored([query])[0]
+    return ProjectReads(project, {t.name: t for t in topics}, org, subscriptions, stored)
 
 
 def gauges_needed(retentions: Iterable[int] | None, subscriptions: SubscriptionListing) -> str:
@@ -78,13 +62,12 @@ def gauges_needed(retentions: Iterable[int] | None, subscriptions: SubscriptionL
     return "unacked" if subscriptions.subscriptions else "none"
 
 
-def stored_as_needed(
-    backend: Any, project: str, retentions: Iterable[int] | None,
-    subscriptions: SubscriptionListing,
-) -> StoredMessages:
-    """The project's topic gauges that can show anything (`gauges_needed`)."""
+def gauge_query(
+    project: str, retentions: Iterable[int] | None, subscriptions: SubscriptionListing
+) -> GaugeQuery | None:
+    """The project's topic gauges that can show anything (`gauges_needed`), every topic
+    at once; None: none can."""
     needed = gauges_needed(retentions, subscriptions)
     if needed == "none":
-        return StoredMessages({}, {})
-    found: StoredMessages = backend.stored(project, "topic", None, needed == "all")
-    return found
+        return None
+    return GaugeQuery(project, "topic", None, needed == "all")

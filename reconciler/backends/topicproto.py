@@ -11,30 +11,21 @@ from typing import Any
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.topic import StoragePolicy, TopicShape, request_shape
+from reconciler.topic import TopicShape, request_shape
 
 _POLICY_FIELD = "message_storage_policy"
+_RETENTION_FIELD = "message_retention_duration"
 
 
 def shape_of(topic: Topic) -> TopicShape:
     """Labels and the storage policy as set on the topic (unset stays None)."""
-    return shape_of_pb(Topic.pb(topic))
-
-
-def shape_of_pb(pb: Any) -> TopicShape:
-    """`shape_of` on the bare protobuf message (no proto-plus wrapper: a plan reads
-    every live topic of every project)."""
-    policy: StoragePolicy | None = None
-    if pb.HasField(_POLICY_FIELD):
-        msp = pb.message_storage_policy
-        policy = StoragePolicy.of(msp.allowed_persistence_regions, msp.enforce_in_transit)
-    return TopicShape(dict(sorted(pb.labels.items())), policy)  # sorted: see ObservedTopic
+    return observed(topic).shape
 
 
 def topic_body(topic: Topic) -> dict[str, Any]:
     """The managed shape of a live topic as JSON (unmanaged fields are only in `raw`);
     an unset policy is None, a set one keeps its regions even when it lists none."""
-    return shape_of(topic).body(topic.name)
+    return observed(topic).body
 
 
 def observed(topic: Topic) -> ObservedTopic:
@@ -42,26 +33,32 @@ def observed(topic: Topic) -> ObservedTopic:
 
 
 def observed_pb(pb: Any) -> ObservedTopic:
-    """A live topic from its protobuf message; its fingerprint is the sha256 of its
-    deterministic serialization (every field, known to this client or not)."""
-    digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    return ObservedTopic.of_shape(pb.name, shape_of_pb(pb), digest)
+    """A live topic from its bare protobuf message (no proto-plus wrapper: a plan reads
+    every live topic of every project)."""
+    return ObservedTopic.from_row(topic_row(pb))
 
 
-def topic_row_pb(pb: Any) -> list[Any]:
-    """A live topic as plain values, `observed_pb`'s in another form: [name, labels
-    sorted by key, [sorted regions, enforce_in_transit] or None, digest]. A plan's
-    read-ahead sends these between processes (plan/readahead_wire.py reads them back);
-    the strings are interned, so that a key or value many topics share is sent once."""
+def topic_row(pb: Any) -> list[Any]:
+    """A live topic's fields, read from its protobuf message as the plain values
+    `ObservedTopic.from_row` takes (and the plan's read-ahead process sends as they
+    are): the one place a live topic is read from the wire type. Its fingerprint is
+    the sha256 of its deterministic serialization (every field, known to this client
+    or not). Label keys and values and the regions are interned: those many topics
+    share are then one string each, kept once in memory and sent once."""
     intern = sys.intern
-    policy = None
+    regions = None
     if pb.HasField(_POLICY_FIELD):
         msp = pb.message_storage_policy
-        regions = [intern(r) for r in sorted(set(msp.allowed_persistence_regions))]
-        policy = [regions, bool(msp.enforce_in_transit)]
-    labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}
+        regions = [
+            [intern(r) for r in sorted(set(msp.allowed_persistence_regions))],
+            bool(msp.enforce_in_transit),
+        ]
+    retention = 0
+    if pb.HasField(_RETENTION_FIELD):
+        retention = int(pb.message_retention_duration.seconds)
+    labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}  # see ObservedTopic
     digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    return [pb.name, labels, policy, digest]
+    return [pb.name, labels, regions, digest, retention]
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

@@ -5,12 +5,10 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
-    read_ahead_backend(read_ahead, projects, result) -> Backend | None   what the
-                                          read-ahead read (None: open the target)
+    open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
+                                          read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
-    recorded_with(origin, info, options)  the origin naming the snapshot actually used
     new_diagnostics(plan, validation)     what the live org policy added
-    recorded_or_bare(options) -> PlanTarget
     errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
     conflict(diagnostics) -> str          what the live state conflicts with
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
@@ -19,19 +17,16 @@ applied afterwards), open the target; and the plan document shown for errors.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.backends.base import Backend, BackendInfo, TargetOptions
+from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
-from reconciler.errors import InputError
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
-from reconciler.plan.origin import record_target
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
@@ -82,26 +77,24 @@ def open_target(
     return backend
 
 
-def read_ahead_backend(
-    read_ahead: ReadAhead | None, projects: Sequence[str], result: ValidationResult
-) -> Backend | None:
-    """What the read-ahead's second process read (plan, residency), or None: it did not
-    run or failed (its note says why), or it found Google's emulator (no Org Policy
-    API) where the spec tree has a snapshot to answer for it, which `open_target`
-    does in this process."""
-    if read_ahead is None:
-        return None
-    backend = read_ahead.backend(projects)
-    if read_ahead.note is not None:
+def open_reads(
+    options: TargetOptions, result: ValidationResult, read_ahead: ReadAhead | None,
+    projects: Sequence[str],
+) -> Reads:
+    """What the read-ahead's second process read (plan, residency), or the target
+    opened in this process: the read-ahead did not run or failed (its note says why),
+    or it found Google's emulator (no Org Policy API) where the spec tree has a
+    snapshot to answer for it, which `open_target` does here. The caller closes it."""
+    served = read_ahead.served(projects) if read_ahead is not None else None
+    if read_ahead is not None and read_ahead.note is not None:
         output.stderr().line(read_ahead.note)
-    if backend is None:
-        return None
-    info = backend.info
-    if info.google_emulator and info.org_policy == "api" and result.policy_store is not None:
-        backend.close()
-        return None
-    found: Backend = backend
-    return found
+    if served is not None:
+        info = served.info
+        if not (info.google_emulator and info.org_policy == "api"
+                and result.policy_store is not None):
+            return served
+        served.close()
+    return open_target(options, result)
 
 
 def say_target(info: BackendInfo) -> None:
@@ -121,27 +114,10 @@ def say_target(info: BackendInfo) -> None:
         )
 
 
-def recorded_with(origin: PlanTarget, info: BackendInfo, options: TargetOptions) -> PlanTarget:
-    """The target a plan records: `origin`, or, when the backend answers the org policy
-    from the spec tree's snapshot (the emulator serves no Org Policy API), that
-    snapshot with its hash, so that `apply PLANFILE` uses and checks the same file."""
-    if info.snapshot_fallback and options.org_policy is None:
-        return record_target(replace(options, org_policy=Path(info.snapshot)))
-    return origin
-
-
 def new_diagnostics(plan: Plan, validation: Sequence[Diagnostic]) -> list[Diagnostic]:
     """What the live org policy added to the plan (validation's were printed already)."""
     seen = set(validation)
     return [d for d in plan.diagnostics if d not in seen]
-
-
-def recorded_or_bare(options: TargetOptions) -> PlanTarget:
-    """The target to show with errors (a snapshot that cannot be read has no hash)."""
-    try:
-        return record_target(options)
-    except InputError:
-        return PlanTarget(org_policy="snapshot", snapshot=str(options.org_policy))
 
 
 def conflict(diagnostics: Sequence[Diagnostic]) -> str:

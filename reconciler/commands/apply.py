@@ -32,7 +32,7 @@ never turns the outcome into 1: it is said on stderr and the code stays (`say_lo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +63,6 @@ from reconciler.commands._options import (
 from reconciler.commands._planning import (
     conflict,
     open_target,
-    recorded_with,
     say_target,
     show_plan,
     validate_specs,
@@ -71,7 +70,6 @@ from reconciler.commands._planning import (
 from reconciler.commands.apply_view import progress_for, summary_text
 from reconciler.errors import (
     EXIT_ERROR,
-    EXIT_INTERRUPTED,
     EXIT_OK,
     EXIT_PARTIAL,
     EXIT_REFUSED,
@@ -80,12 +78,12 @@ from reconciler.errors import (
     UsageError,
     ValidationFailed,
 )
-from reconciler.ownership import plan_marker
 from reconciler.perf import gc_resumed
 from reconciler.plan.differ import taken_from
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
-from reconciler.plan.origin import anchored, apply_target, record_target
+from reconciler.plan.observe import observe
+from reconciler.plan.origin import anchored, apply_target
 from reconciler.plan.planfile import check_expected_digest, looks_like_plan_file, read_plan
 from reconciler.plan.projects import check_plan_projects, select_projects
 from reconciler.render import diagnostics as report
@@ -227,7 +225,22 @@ def command(
         prune_subscribed=prune_subscribed,
     )
     target = TargetOptions(local, emulator, org_policy, timeout)
-    return reporting(lambda seen: run(paths, target, options, seen), options)
+    seen = Seen()
+    if options.fmt == "json":  # one outcome document on stdout, whatever happens
+        output.on_failure(lambda failure, code: print_outcome(stopped(failure, seen.plan, code)))
+    outcome = run(paths, target, options, seen)
+    if options.fmt == "json":
+        print_outcome(outcome)
+    return outcome.exit_code
+
+
+def print_outcome(outcome: ApplyOutcome) -> None:
+    """The one outcome document on stdout; if stdout cannot take it, said on stderr
+    with the exit code it keeps."""
+    try:
+        output.stdout().data(outcome.dumps())
+    except output.OutputFailed as exc:
+        say_lost(exc, "the outcome document", outcome.exit_code)
 
 
 class Seen:
@@ -235,29 +248,6 @@ class Seen:
     error (its digest and its changes, none attempted)."""
 
     plan: Plan | None = None
-
-
-def reporting(flow: Callable[[Seen], ApplyOutcome], options: ApplyOptions) -> int:
-    """Run the apply flow; with `--format json`, print its one outcome document
-    whatever happened (a refusal or an error too, also said on stderr). Returns the
-    exit code."""
-    seen = Seen()
-    if options.fmt != "json":
-        return flow(seen).exit_code
-    try:
-        outcome = flow(seen)
-    except ReconcileError as exc:
-        output.last_word(f"Error: {exc}")
-        outcome = stopped(exc, seen.plan)
-    except KeyboardInterrupt:
-        output.last_word("Interrupted.")
-        outcome = stopped(ReconcileError("interrupted; nothing was applied"), seen.plan,
-                          EXIT_INTERRUPTED)
-    try:
-        output.stdout().data(outcome.dumps())
-    except output.OutputFailed as exc:
-        say_lost(exc, "the outcome document", outcome.exit_code)
-    return outcome.exit_code
 
 
 def say_lost(exc: output.OutputFailed, what: str, exit_code: int, summary: str = "") -> None:
@@ -323,9 +313,8 @@ def apply_planfile(
     use, notes = apply_target(plan.target, target, path)
     for note in notes:
         output.stderr().line(note)
-    guard = options.guard()
     try:
-        backend = open_guarded(use, guard)
+        backend = open_guarded(use, options.guard())
     except ReconcileError as exc:
         raise _naming(path, exc) from None
     try:
@@ -334,7 +323,7 @@ def apply_planfile(
         except ReconcileError as exc:
             raise _naming(path, exc) from None
         _show(plan, options)
-        return execute(plan, backend, guard, options, saved=True)
+        return execute(plan, backend, options, saved=True)
     finally:
         backend.close()
 
@@ -361,21 +350,13 @@ def apply_specs(
         raise ValidationFailed("the specs have errors; nothing was applied")
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
-    origin = record_target(target)
-    guard = options.guard()
-    backend = open_guarded(target, guard, result)
-    origin = recorded_with(origin, backend.info, target)
+    backend = open_guarded(target, options.guard(), result)
     try:
-        plan = make_plan(
-            desired,
-            backend,
-            prune=options.prune,
-            validation=result.diagnostics.sorted(),
-            origin=origin,
-            projects=options.projects,
-            strict_groups=options.strict_groups,
-            prune_subscribed=options.prune_subscribed,
+        observation = observe(backend, desired, options.prune)
+        planning = PlanOptions(
+            options.prune, options.prune_subscribed, options.strict_groups, options.projects
         )
+        plan = make_plan(desired, observation, planning, result.diagnostics.sorted())
         seen.plan = plan
         _show(plan, options)
         refuse_plan_with_errors(plan)
@@ -387,7 +368,7 @@ def apply_specs(
             message = "Apply cancelled; nothing was changed."
             output.stderr().line(message)
             return stopped(ReconcileError(message), plan, EXIT_ERROR)
-        return execute(plan, backend, guard, options)
+        return execute(plan, backend, options)
     finally:
         backend.close()
 
@@ -449,7 +430,7 @@ def _confirm() -> bool:
 
 
 def execute(
-    plan: Plan, backend: GuardedBackend, guard: Guard, options: ApplyOptions, saved: bool = False
+    plan: Plan, backend: GuardedBackend, options: ApplyOptions, saved: bool = False
 ) -> ApplyOutcome:
     """Run the plan's changes, showing progress; Ctrl-C or SIGTERM stops starting new
     calls. Returns the outcome (its exit code: 0, 3 partial failure, 130 or 143
@@ -457,19 +438,15 @@ def execute(
     work = sum(1 for rc in plan.resource_changes if rc.action != "no-op")
     progress = progress_for(options.out, work)
     executor = Executor(
-        backend.inner,
-        guard,
+        backend,
         concurrency=options.concurrency,
         events=progress,
-        allow_delete=plan.prune,
         readback=readback_policy(options.readback_wait),
-        marker=plan_marker(plan.digest),
-        owner=plan.owner,
     )
-    guard.events = progress
+    backend.guard.events = progress
     # Minutes of calls whose errors and retries make cycles (reconciler/perf.py).
-    with gc_resumed(), stop_on_signals(guard.stop, progress) as received:
-        result = executor.run(plan.resource_changes)
+    with gc_resumed(), stop_on_signals(backend.guard.stop, progress) as received:
+        result = executor.run(plan)
     outcome = finished(result, plan.digest, received.exit_code if result.interrupted else None)
     # From here on, what was done stands: a stream that cannot be written is said, and
     # the exit code stays the outcome's.

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable
 
 from reconciler.apply.events import ApplyEvent, Notice, TopicFinished
-from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.result import TopicResult, TopicResults
 from reconciler.commands.output import OutputFailed, Writer
 from reconciler.render import escape
 
@@ -53,7 +53,7 @@ def line_for(result: TopicResult) -> str:
     return f"{address}: {result.action} not attempted"
 
 
-def summary_text(result: ApplyResult, saved: bool = False) -> str:
+def summary_text(result: TopicResults, saved: bool = False) -> str:
     """The closing report: counts, then every failure with its reason, then what was
     not attempted (so that a rerun's scope is obvious). `saved`: a PLANFILE was applied,
     which applies once, so the way to converge is a new plan."""

@@ -9,10 +9,7 @@ address into the state directory (reconciler/localstate.py) while it serves, so 
 
 from __future__ import annotations
 
-import logging
-import os
 import signal
-import sys
 import threading
 from pathlib import Path
 from types import FrameType
@@ -36,7 +33,7 @@ from reconciler.localstate import (
     withdraw_server,
 )
 from reconciler.orgpolicy.publishing import declared_region_problem
-from reconciler.perf import gc_resumed
+from reconciler.perf import gc_resumed, skip_teardown
 from reconciler.spec.discover import find_snapshot
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -274,10 +271,6 @@ def command(
             withdraw_server(state_dir)
         server.stop()
         output.stderr().line("Local server stopped.")
-    # Stopped cleanly, state closed: end the process now. Tearing down the gRPC and
-    # protobuf modules at interpreter exit takes another 0.5-1.5 s on a loaded machine,
-    # and a stop must take at most 2 s whatever was in flight.
-    logging.shutdown()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
+    # Stopped cleanly, state closed: nothing is left for the interpreter's teardown but
+    # the gRPC and protobuf modules, which are slow to tear down (reconciler/perf.py).
+    skip_teardown()

@@ -13,6 +13,8 @@ can move the cursor, colour the terminal, reorder a line or fake one.
     colour_wanted()             colour on a terminal only, never with NO_COLOR
     stdin_is_terminal(), ask(question)
                                 the confirmation prompt (the answer is read here too)
+    on_failure(document)        what the CLI's boundary prints on stdout should the
+                                command end in an error (apply --format json)
 
 The libraries (spec, orgpolicy, plan, apply, render) never write: they return values
 and strings, and the command flows under reconciler/commands/ hand them to a Writer.
@@ -27,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from typing import TextIO
 
 from reconciler.errors import ReconcileError
@@ -129,6 +132,29 @@ def release_stdout() -> None:
             os.close(null)
         except (OSError, ValueError):
             pass
+
+
+# The document a command prints on stdout however it ends, for the CLI's boundary to
+# print when it ends in an error (reconciler/cli.py): set by the command, at most one.
+_FAILURE_DOCUMENT: list[Callable[[BaseException, int], None]] = []
+
+
+def on_failure(document: Callable[[BaseException, int], None]) -> None:
+    """Should the command end in an error, an interruption or a bug, the CLI's boundary
+    calls `document(what ended it, exit code)` after the message, to print the
+    document the command promised whatever happens (`apply --format json`'s outcome)."""
+    _FAILURE_DOCUMENT[:] = [document]
+
+
+def failure_document(failure: BaseException, code: int) -> None:
+    """The boundary's part: print the document the command asked for, if any."""
+    if _FAILURE_DOCUMENT:
+        _FAILURE_DOCUMENT.pop()(failure, code)
+
+
+def forget_failure_document() -> None:
+    """A new command line: nothing asked for yet."""
+    _FAILURE_DOCUMENT.clear()
 
 
 def stderr() -> Writer:

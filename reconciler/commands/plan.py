@@ -1,4 +1,5 @@
-"""`reconcile plan [PATH...]`: validate, observe, diff, render; optionally save.
+"""`reconcile plan [PATH...]`: validate, observe (every read), make the plan (no read),
+render; optionally save.
 
 Exit codes: 0 no changes (drift warnings do not count), 1 error, 2 changes with
 --detailed-exitcode.
@@ -19,6 +20,7 @@ from pathlib import Path
 import click
 
 from reconciler.backends.base import TargetOptions
+from reconciler.backends.target import target_info
 from reconciler.commands import output
 from reconciler.commands._options import (
     format_option,
@@ -31,18 +33,16 @@ from reconciler.commands._planning import (
     conflict,
     errors_only,
     new_diagnostics,
-    open_target,
-    read_ahead_backend,
-    recorded_or_bare,
-    recorded_with,
+    open_reads,
     show_plan,
     validate_specs,
 )
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconciler.perf import leave_to_exit
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
-from reconciler.plan.origin import anchored, record_target
+from reconciler.plan.observe import observe
+from reconciler.plan.origin import anchored, made_at
 from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
@@ -50,8 +50,8 @@ from reconciler.render import diagnostics as report
 
 
 @dataclass(frozen=True)
-class PlanOptions:
-    """How to plan: the CLI's plan options (the target apart)."""
+class PlanCommandOptions:
+    """The CLI's plan options (the target apart): how to plan, what to show and save."""
 
     out: Path | None = None
     fmt: str = "text"
@@ -97,14 +97,14 @@ def command(
     prune_subscribed: bool,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
-    options = PlanOptions(
+    options = PlanCommandOptions(
         out, fmt, detailed_exitcode, prune or prune_subscribed, output.colour_wanted(),
         strict_groups, projects, prune_subscribed,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
 
-def run(paths: Sequence[Path], target: TargetOptions, options: PlanOptions) -> int:
+def run(paths: Sequence[Path], target: TargetOptions, options: PlanCommandOptions) -> int:
     """The whole plan flow."""
     with ReadAhead.reading(target, options.projects) as read_ahead:
         return _run(paths, target, options, read_ahead)
@@ -113,7 +113,7 @@ def run(paths: Sequence[Path], target: TargetOptions, options: PlanOptions) -> i
 def _run(
     paths: Sequence[Path],
     target: TargetOptions,
-    options: PlanOptions,
+    options: PlanCommandOptions,
     read_ahead: ReadAhead | None,
 ) -> int:
     result = validate_specs(
@@ -126,31 +126,22 @@ def _run(
     if result.diagnostics.has_errors:
         output.stderr().line(report.summary(validation, result.files) + "; no plan made")
         owner = result.desired.owner.name
-        return _refused(errors_only(validation, recorded_or_bare(target), owner), options.fmt)
+        return _refused(errors_only(validation, made_at(target_info(target)), owner), options.fmt)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
-    origin = record_target(target)
-    backend = read_ahead_backend(read_ahead, desired.projects, result)
-    if backend is None:
-        backend = open_target(target, result)
-    origin = recorded_with(origin, backend.info, target)
+    reads = open_reads(target, result, read_ahead, desired.projects)
     try:
-        plan = make_plan(
-            desired,
-            backend,
-            prune=options.prune,
-            validation=validation,
-            origin=origin,
-            projects=options.projects,
-            strict_groups=options.strict_groups,
-            prune_subscribed=options.prune_subscribed,
-        )
+        observation = observe(reads, desired, options.prune)
     finally:
-        backend.close()
+        reads.close()
+    planning = PlanOptions(
+        options.prune, options.prune_subscribed, options.strict_groups, options.projects
+    )
+    plan = make_plan(desired, observation, planning, validation)
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        return _refused(errors_only(plan.diagnostics, origin, plan.owner), options.fmt)
+        return _refused(errors_only(plan.diagnostics, plan.target, plan.owner), options.fmt)
     if options.out is not None:
         write_plan(plan, options.out)
     show_plan(plan, options.fmt, options.colour)

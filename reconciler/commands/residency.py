@@ -23,11 +23,11 @@ from pathlib import Path
 
 import click
 
-from reconciler.backends.base import TargetOptions
+from reconciler.backends.base import Reads, TargetOptions
 from reconciler.backends.residency_reads import ProjectReads, read_project
 from reconciler.commands import output
 from reconciler.commands._options import format_option, project_option, target_options
-from reconciler.commands._planning import open_target, read_ahead_backend, validate_specs
+from reconciler.commands._planning import open_reads, validate_specs
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK, BackendError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.origin import anchored
@@ -98,14 +98,12 @@ def _run(
         return EXIT_ERROR
     desired = select_projects(result.desired, projects)
     target = anchored(target, paths)
-    backend = read_ahead_backend(read_ahead, desired.projects, result)
-    if backend is None:
-        backend = open_target(target, result)
+    live = open_reads(target, result, read_ahead, desired.projects)
     try:
-        reads = _read(backend, desired.projects)
-        label = backend.info.label
+        reads = _read(live, desired.projects)
+        label = live.info.label
     finally:
-        backend.close()
+        live.close()
     report = build_report(
         desired.topics, reads, label, datetime.now(UTC).isoformat(timespec="seconds")
     )
@@ -119,14 +117,14 @@ def _run(
     return EXIT_OK
 
 
-def _read(backend: object, projects: Sequence[str]) -> dict[str, ProjectReads]:
+def _read(live: Reads, projects: Sequence[str]) -> dict[str, ProjectReads]:
     """Every project in parallel; all failures reported together, naming the project."""
     err = output.stderr()
     progress = len(projects) >= PROGRESS_FROM and err.is_terminal()
     reads: dict[str, ProjectReads] = {}
     errors: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, min(MAX_WORKERS, len(projects)))) as pool:
-        futures = {pool.submit(read_project, backend, p): p for p in projects}  # type: ignore[arg-type]
+        futures = {pool.submit(read_project, live, p): p for p in projects}
         for done, future in enumerate(as_completed(futures), 1):
             try:
                 reads[futures[future]] = future.result()

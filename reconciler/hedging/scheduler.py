@@ -85,11 +85,6 @@ class Scheduler:
     def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
         return self.call_at(time.monotonic() + delay, fn)
 
-    def running(self) -> bool:
-        """Whether the thread exists now (it ends when nothing is pending)."""
-        with self._cond:
-            return self._thread is not None
-
     def stop(self) -> None:
         """Drop pending calls and end the thread; later calls are refused."""
         with self._cond:

@@ -37,7 +37,3 @@ class HedgingSettings:
             max_tokens=self.max_tokens,
             refill_ratio=self.refill_ratio,
         )
-
-    @classmethod
-    def from_profile(cls, profile: HedgingProfile) -> HedgingSettings:
-        return cls(profile.hedge_delay_ms / 1000, profile.max_tokens, profile.refill_ratio)

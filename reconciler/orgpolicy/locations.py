@@ -35,7 +35,6 @@ LocationKind = Literal[
 _DATA = Path(__file__).resolve().parent.parent / "data" / "locations.yaml"
 _ZONE = re.compile(r"^([a-z]+-[a-z]+\d+)-[a-z]$")
 _DUAL = re.compile(r"^(nam|eur|asia)\d+$")
-_REGION_SHAPE = re.compile(r"^[a-z]+-[a-z]+\d+$")
 
 
 @dataclass(frozen=True)
@@ -116,9 +115,6 @@ class LocationCatalog:
         names = sorted(self.groups) + [f"{r}-locations" for r in sorted(self.regions)]
         matches = difflib.get_close_matches(bare, names, n=1, cutoff=0.6)
         return f"in:{matches[0]}" if matches else None
-
-    def looks_like_region(self, value: str) -> bool:
-        return bool(_REGION_SHAPE.match(value))
 
 
 @cache
@@ -246,16 +242,6 @@ class LocationRestriction:
         if self.allowed is None:
             return tuple(sorted(catalog().regions))
         return tuple(sorted(self.allowed))
-
-    @property
-    def constrained(self) -> bool:
-        return self.allowed is not None
-
-    def unverified_note(self) -> str | None:
-        if not self.unverified:
-            return None
-        parts = sorted({f"in:{g.name} ({g.basis})" for g in self.unverified})
-        return "membership not verified for " + "; ".join(parts)
 
 
 UNCONSTRAINED = LocationRestriction(allowed=None)

@@ -1,16 +1,20 @@
 """What a plan's changes do to the topics' consumers and stored messages: the
 subscriptions a change affects (in-transit enforcement, removed regions, a delete),
 exports already paused, messages left behind in removed regions, prune refusals and
-probable renames. Pure functions over the observation (plan/observe.py) and the
-changes the differ made, and one step that `make_plan` calls (`consumer_step`). The
-by-region gauges (`backend.stored`: one call per project, backends/stored.py) are read
-only for the changes that remove regions (`LeftBehindReads`, asked for project by
-project while the differ goes on) and the prune candidates with subscriptions; a
-subscribed candidate is deleted only with --prune-subscribed or the Owner document's
-pruneSubscribed entry naming it.
+probable renames. Pure functions over the observation (plan/observation.py) and the
+changes the differ made, and one step that `make_plan` calls (`consumer_step`).
 
-    consumer_step(changes, topics, candidates, observation, backend, prune_subscribed,
-                  owner, left_behind_reads)
+Which by-region gauges a plan shows is decided here too, for plan/observe.py to read
+them before the plan is made: those of the topics whose regions the specs remove (the
+same rule the differ and `affected_regions` follow, applied to the specs and the live
+topics: `gauge_queries`), and the backlogs of the subscriptions of prune's candidates
+(`prune_gauge_queries`). A subscribed candidate is deleted only with
+--prune-subscribed or the Owner document's pruneSubscribed entry naming it.
+
+    consumer_step(changes, topics, candidates, observation, prune_subscribed, owner)
+    gauge_queries(desired, observation) -> [GaugeQuery]   the topics that lose regions
+    prune_gauge_queries(desired, observation) -> [GaugeQuery]   candidates' backlogs
+    undeclared(desired, observation) -> (owned, legacy)   prune's candidates
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
@@ -26,17 +30,19 @@ from dataclasses import dataclass
 from typing import Any
 
 from reconciler.backends.base import (
+    GaugeQuery,
     ObservedSubscription,
+    ObservedTopic,
     RegionStored,
-    StoredAnswer,
-    StoredMessages,
 )
 from reconciler.codec import replace
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.ownership import OWN_LABELS
-from reconciler.plan.differ import delete_change, owned_by
+from reconciler.ownership import OWN_LABELS, is_legacy
+from reconciler.plan.differ import delete_change, live_policy_of, owned_by, wanted_policy
 from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
-from reconciler.spec.desired import DesiredTopic, Owner
+from reconciler.plan.observation import Observation
+from reconciler.plan.reasons import Reason, ReasonKind
+from reconciler.spec.desired import DesiredState, DesiredTopic, Owner
 from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
@@ -75,11 +81,18 @@ def _policy(state: Mapping[str, Any] | None) -> StoragePolicy | None:
 
 
 def affected_regions(rc: ResourceChange) -> AffectedPolicy | None:
-    """None unless an update (or a delete's absence of one) changes where messages may
-    be stored or processed in a way that can affect consumers or stored messages."""
+    """None unless an update changes where messages may be stored or processed in a
+    way that can affect consumers or stored messages."""
     if rc.action != "update" or STORAGE_POLICY not in rc.update_mask:
         return None
-    before, after = _policy(rc.change.before), _policy(rc.change.after)
+    return affected_by(_policy(rc.change.before), _policy(rc.change.after))
+
+
+def affected_by(
+    before: StoragePolicy | None, after: StoragePolicy | None
+) -> AffectedPolicy | None:
+    """What changing a topic's storage policy from `before` to `after` does to where
+    messages may be; None when it affects neither consumers nor stored messages."""
     b, a = region_set(before), region_set(after)
     removed: frozenset[str] | None
     if a is None:
@@ -94,6 +107,82 @@ def affected_regions(rc: ResourceChange) -> AffectedPolicy | None:
     if not found.removes_regions and not found.enables_in_transit:
         return None
     return found
+
+
+def removes_regions(desired: DesiredTopic, live: ObservedTopic, observation: Observation) -> bool:
+    """Will the plan's update of `live` remove regions (its left-behind figures then
+    read)? The differ's policy (`wanted_policy`) and `affected_by`, so that it is true
+    of every update whose `affected_regions` removes regions; also of a few the plan
+    does not make after all (refused by the org policy or the label budget), whose
+    gauges are read for nothing."""
+    mode = desired.storage.mode
+    computes = observation.service.computes_storage_policy
+    if mode == "unmanaged" or (mode == "inherit" and not computes):
+        return False  # the policy is left as it is (plan/make.py)
+    before = live_policy_of(live.shape.policy)
+    after = wanted_policy(desired, before, observation.facts(desired.project))
+    if after == before:
+        return False
+    found = affected_by(before, after)
+    return found is not None and found.removes_regions
+
+
+def gauge_queries(desired: DesiredState, observation: Observation) -> list[GaugeQuery]:
+    """The unacknowledged by-region gauges of every live topic whose regions the specs
+    remove: one query per project that has any. Worked out once per distinct storage
+    intent and live policy of a project (a large tree has a few of each)."""
+    ids: dict[str, list[str]] = {}
+    known: dict[tuple[Any, ...], bool] = {}
+    topics = observation.topics
+    for topic in desired.topics:
+        live = topics.get(topic.address)
+        storage = topic.storage
+        if live is None or storage.mode == "unmanaged":
+            continue
+        policy = live.shape.policy
+        key = (  # every value removes_regions reads, in plain tuples (cheap to hash)
+            topic.project, storage.mode, storage.regions, storage.enforce_in_transit,
+            None if policy is None else (policy.regions, policy.enforce_in_transit),
+        )
+        removes = known.get(key)
+        if removes is None:
+            removes = known[key] = removes_regions(topic, live, observation)
+        if removes:
+            ids.setdefault(topic.project, []).append(topic.topic)
+    return [GaugeQuery(p, "topic", tuple(sorted(found))) for p, found in sorted(ids.items())]
+
+
+def undeclared(
+    desired: DesiredState, observation: Observation
+) -> tuple[list[ObservedTopic], list[str]]:
+    """Prune's candidates (the live, undeclared topics this tree owns, in name order)
+    and the undeclared topics a reconcile before owners labelled (never pruned)."""
+    declared = {t.address for t in desired.topics}
+    owner = desired.owner.name
+    owned: list[ObservedTopic] = []
+    legacy: list[str] = []
+    for project in desired.projects:
+        for name in sorted(observation.projects.get(project, [])):
+            if name in declared:
+                continue
+            live = observation.topics[name]
+            if owned_by(live, owner):
+                owned.append(live)
+            elif is_legacy(live.shape.labels):
+                legacy.append(name)
+    return owned, legacy
+
+
+def prune_gauge_queries(desired: DesiredState, observation: Observation) -> list[GaugeQuery]:
+    """The backlogs of the subscriptions of prune's candidates (what a delete would cut
+    off, or why it is refused): one query per project that has any."""
+    ids: dict[str, list[str]] = {}
+    for live in undeclared(desired, observation)[0]:
+        for sub in observation.subscriptions_of(live.name) or ():
+            ids.setdefault(live.name.split("/")[1], []).append(sub.short_name)
+    return [
+        GaugeQuery(p, "subscription", tuple(sorted(found))) for p, found in sorted(ids.items())
+    ]
 
 
 def refs(subs: Sequence[ObservedSubscription], backlog: Mapping[str, int] | None = None
@@ -293,85 +382,32 @@ class ConsumerStep:
     diagnostics: list[Diagnostic]
 
 
-def _subs_of(observation: Any, name: str) -> list[ObservedSubscription] | None:
-    project = name.split("/")[1]
-    if project in observation.subscriptions_unknown:
-        return None
-    found: list[ObservedSubscription] = observation.subscriptions.get(name, [])
-    return found
-
-
-def stored_by_project(
-    backend: Any, scope: str, ids: Mapping[str, list[str]]
-) -> dict[str, Any]:
-    """project -> StoredMessages of the unacknowledged gauges for `ids` there, every
-    project's at once (`stored_many`: one request to the read-ahead, or one thread a
-    project)."""
-    if not ids:
-        return {}
-    found = backend.stored_many([(p, scope, list(wanted), False) for p, wanted in ids.items()])
-    return dict(zip(ids, found, strict=True))
-
-
-class LeftBehindReads:
-    """The by-region gauges of the changes that remove regions, asked for as the
-    differ finishes each project (`make_plan` walks the topics in address order, so a
-    project's changes come together): the next projects are diffed while they are
-    read, and `read` waits only for what is left (one call per project, as before)."""
-
-    def __init__(self, backend: Any) -> None:
-        self._backend = backend
-        self._asked: list[tuple[str, StoredAnswer]] = []
-
-    def project_done(self, project: str, changes: Sequence[ResourceChange]) -> None:
-        ids = [
-            rc.topic for rc in changes
-            if (found := affected_regions(rc)) is not None and found.removes_regions
-        ]
-        if ids:
-            answer = self._backend.ask_stored([(project, "topic", ids, False)])
-            self._asked.append((project, answer))
-
-    def read(self) -> dict[str, StoredMessages]:
-        """project -> the unacknowledged gauges of its topics that lose regions."""
-        return {project: answer()[0] for project, answer in self._asked}
-
-
-def _backlogs(backend: Any, subs_by_project: Mapping[str, list[ObservedSubscription]]
-              ) -> dict[str, dict[str, int] | None]:
-    """Per project, subscription id -> unacknowledged messages (None: unknown)."""
-    out: dict[str, dict[str, int] | None] = {}
-    wanted = {p: [s.short_name for s in subs] for p, subs in subs_by_project.items() if subs}
-    read = stored_by_project(backend, "subscription", wanted)
-    for project in subs_by_project:
-        stored = read.get(project)
-        if stored is None:
-            out[project] = None
-            continue
-        if stored.unavailable is not None:
-            out[project] = None
-            continue
-        out[project] = {
-            sid: sum(r.messages for r in regions.values())
-            for sid, regions in stored.unacked.items()
-        }
-    return out
+def _backlog(
+    observation: Observation, project: str, subs: Sequence[ObservedSubscription]
+) -> dict[str, int] | None:
+    """Subscription id -> unacknowledged messages (None: unknown, or none read)."""
+    out: dict[str, int] = {}
+    for sub in subs:
+        stored, unknown = observation.stored(project, "subscription", sub.short_name)
+        if stored is None or unknown is not None:
+            return None
+        out[sub.short_name] = sum(r.messages for r in stored.values())
+    return out or None
 
 
 def consumer_step(
     changes: list[ResourceChange],
     topics: Mapping[str, DesiredTopic],
-    candidates: Sequence[Any],
-    observation: Any,
-    backend: Any,
-    prune_subscribed: bool,
+    owned: Sequence[ObservedTopic],
+    observation: Observation,
     tree_owner: Owner,
-    left_behind_reads: LeftBehindReads,
+    prune: bool,
+    prune_subscribed: bool,
 ) -> ConsumerStep:
     """Subscriptions onto the changes that affect them, measured left-behind messages
-    (asked for by the differ's loop: `left_behind_reads`), paused exports, and prune's
-    candidates (live ObservedTopics) made into deletes or refusals: a subscribed
-    candidate is deleted with `prune_subscribed`, or when the Owner document's
+    (read by observe: `gauge_queries`), paused exports, and with `prune` the live
+    undeclared topics this tree owns (`owned`) made into deletes or refusals: a
+    subscribed one is deleted with `prune_subscribed`, or when the Owner document's
     pruneSubscribed names it (the plan says which allowed it)."""
     owner = tree_owner.name
     diagnostics: list[Diagnostic] = [
@@ -384,10 +420,10 @@ def consumer_step(
         for project, why in sorted(observation.subscriptions_unknown.items())
     ]
     # Paused exports, whatever the change.
-    for address, subs in observation.subscriptions.items():
+    for address, attached in observation.subscriptions.items():
         topic = topics.get(address)
         if topic is not None:
-            found = paused_export_diagnostic(topic, subs)
+            found = paused_export_diagnostic(topic, attached)
             if found is not None:
                 diagnostics.append(found)
     # Changes that affect consumers or stored messages.
@@ -396,21 +432,16 @@ def consumer_step(
         found_policy = affected_regions(rc)
         if found_policy is not None:
             affected[i] = found_policy
-    stored = left_behind_reads.read()
     out = list(changes)
     for i, policy in affected.items():
         rc = changes[i]
-        subs = _subs_of(observation, rc.address)
+        subs = observation.subscriptions_of(rc.address)
         warnings = consumer_warnings(subs, policy)
-        measured = stored.get(rc.project)
-        if measured is None:
-            figures, unknown, more = left_behind(policy, None, "metrics not read")
-        elif measured.unavailable is not None:
-            figures, unknown, more = left_behind(policy, None, measured.unavailable)
-        else:
-            figures, unknown, more = left_behind(
-                policy, measured.unacked.get(rc.topic, {}), None
-            )
+        measured: Mapping[str, RegionStored] | None = None
+        why: str | None = None
+        if policy.removes_regions:
+            measured, why = observation.stored(rc.project, "topic", rc.topic)
+        figures, unknown, more = left_behind(policy, measured, why)
         out[i] = replace(
             rc,
             warnings=[*rc.warnings, *warnings, *more],
@@ -419,20 +450,12 @@ def consumer_step(
             left_behind_unknown=unknown,
         )
     # Prune: nothing with a consumer is deleted by surprise.
-    with_subs: dict[str, list[ObservedSubscription]] = {}
-    for live in candidates:
-        subs = _subs_of(observation, live.name)
-        if subs:
-            with_subs.setdefault(live.name.split("/")[1], []).extend(subs)
-    backlogs = _backlogs(backend, with_subs)
     deletes: list[ResourceChange] = []
-    undeclared: dict[str, Any] = {}
-    for live in candidates:
+    for live in owned if prune else ():
         project = live.name.split("/")[1]
-        subs = _subs_of(observation, live.name)
-        backlog = backlogs.get(project)
+        subs = observation.subscriptions_of(live.name)
+        backlog = _backlog(observation, project, subs) if subs else None
         rc = delete_change(live, owner)
-        undeclared[live.name] = rc.change.before
         opt_in = tree_owner.prune_opt_in(live.name)
         allowed_by = (
             opt_in.reason if opt_in is not None
@@ -446,18 +469,15 @@ def consumer_step(
             continue
         reasons = list(rc.reasons)
         if allowed_by is not None and (subs is None or subs):
-            reasons.append(f"its subscriptions may be detached: allowed by {allowed_by}")
+            reasons.append(Reason(ReasonKind.DETACHES, allowed_by))
         deletes.append(replace(
             rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
             prune_subscribed_by=allowed_by, reasons=reasons,
         ))
-    # Probable renames (with prune, the old topic is a candidate; without, still live).
+    # Probable renames (the old topic is still live, or deleted by this prune).
     creates = [rc for rc in out if rc.action == "create"]
     if creates:
-        for name, live in _undeclared_owned(observation, topics, owner).items():
-            undeclared.setdefault(name, _state_of(live))
-    renames = probable_renames(creates, undeclared)
-    if renames:
+        renames = probable_renames(creates, {live.name: _state_of(live) for live in owned})
         out = [
             replace(rc, warnings=[*rc.warnings, renames[rc.address]])
             if rc.address in renames else rc
@@ -466,17 +486,6 @@ def consumer_step(
     return ConsumerStep(out, deletes, diagnostics)
 
 
-def _state_of(live: Any) -> Mapping[str, Any]:
+def _state_of(live: ObservedTopic) -> Mapping[str, Any]:
     shape = live.shape
-    return topic_state(dict(shape.labels), shape.policy)
-
-
-def _undeclared_owned(
-    observation: Any, declared: Mapping[str, Any], owner: str
-) -> dict[str, Any]:
-    return {
-        name: observation.topics[name]
-        for names in observation.projects.values()
-        for name in names
-        if name not in declared and owned_by(observation.topics[name], owner)
-    }
+    return topic_state(dict(sorted(shape.labels.items())), shape.policy)

@@ -67,6 +67,13 @@ def _request_problems(stored: Mapping[str, Any] | None, derived: Request | None)
             f"the request's update mask {stored.get('update_mask')} is not the change's "
             f"{want['update_mask']}"
         )
+    if stored.get("label_merge") != want["label_merge"]:
+        out.append("the request's label_merge is not the change's label changes")
+    if stored.get("marker_label") != want["marker_label"]:
+        out.append(
+            f"the request's marker_label {stored.get('marker_label')!r} is not "
+            f"{want['marker_label']!r}"
+        )
     for key in sorted(set(sent) | set(body), key=str):
         if key == "name":
             continue

@@ -53,6 +53,7 @@ from reconciler.plan.policy import (
     expected_policy,
     narrowing_warning,
 )
+from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts, OrgProblem, org_problems
 from reconciler.topic import (
@@ -67,11 +68,10 @@ from reconciler.topic import (
     region_set,
 )
 
-REASON_ADOPT = "adopt"
 LABEL_BUDGET = "label-budget"  # the diagnostic code
 MAX_NAMED = 20  # foreign label keys named in a label-budget error
-REASON_ADOPT_FROM = "adopt-from:"  # + the owner whose topic this plan takes over
-REASON_IN_TRANSIT = "in-transit-differs-from-org-policy"
+
+IN_TRANSIT_REASON = Reason(ReasonKind.IN_TRANSIT)
 
 CATEGORY_TEXT = {
     DRIFT_ALLOWS_DISALLOWED: "the topic allows locations the org policy does not allow",
@@ -215,9 +215,7 @@ def diff_topic(
     live_shape = live.shape
     live_policy = live_policy_of(live_shape.policy)
     mode = desired.storage.mode
-    want_policy = expected_policy(desired, facts) if mode != "unmanaged" else live_policy
-    if mode == "inherit" and in_transit_only(live_policy, facts):
-        want_policy = live_policy  # what the service computes there: no permanent diff
+    want_policy = wanted_policy(desired, live_policy, facts)
     before = topic_state(live_shape.labels, live_policy)  # the live labels come sorted
     if _settled(live_shape, keys, live_policy, want_policy):
         return _no_op(desired, before)
@@ -228,7 +226,7 @@ def diff_topic(
     if not mask:
         return _no_op(desired, before)
     after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
-    reasons: list[str] = []
+    reasons: list[Reason] = []
     warnings: list[str] = []
     computed: list[str] = []
     if LABELS in mask:
@@ -237,7 +235,7 @@ def diff_topic(
         if mode == "inherit":
             computed.append(STORAGE_POLICY)
             found = drift_category(live_policy, facts)
-            reasons.append(found[0] if found else REASON_IN_TRANSIT)
+            reasons.append(Reason(DRIFT_REASONS[found[0]]) if found else IN_TRANSIT_REASON)
         if is_regionless(live_policy):
             warnings.append("no region allowed (invalid) on the live topic: " + REGIONLESS_TEXT)
         elif warning := narrowing_warning(live_policy, want_policy):
@@ -259,24 +257,38 @@ def diff_topic(
     )
 
 
-def _adoption(live: Mapping[str, str], owner: str) -> list[str]:
+def wanted_policy(
+    desired: DesiredTopic, live_policy: StoragePolicy | None, facts: OrgFacts
+) -> StoragePolicy | None:
+    """The storage policy an update of the live topic sets (`live_policy`: its policy
+    as `live_policy_of` gives it): the spec's or the org policy's in the managed modes,
+    the live one when the spec leaves it unmanaged."""
+    mode = desired.storage.mode
+    if mode == "unmanaged":
+        return live_policy
+    if mode == "inherit" and in_transit_only(live_policy, facts):
+        return live_policy  # what the service computes there: no permanent diff
+    return expected_policy(desired, facts)
+
+
+def _adoption(live: Mapping[str, str], owner: str) -> list[Reason]:
     """Why a label update adopts the topic: it has no owner yet ("adopt": unlabelled, or
     labelled by a reconcile before owners), or another tree owns it ("adopt-from:X",
     which apply refuses unless told `--adopt-from X`; the plan's warning, with the
     spec's file and line, is made from this reason in plan/make.py)."""
     found = owner_of(live)
     if found is not None and found != owner:
-        return [REASON_ADOPT_FROM + found]
+        return [Reason(ReasonKind.ADOPT_FROM, found)]
     if found is None or live.get(OWNERSHIP_LABEL) != OWNERSHIP_VALUE:
-        return [REASON_ADOPT]
+        return [Reason(ReasonKind.ADOPT)]
     return []
 
 
 def taken_from(rc: ResourceChange) -> str | None:
     """The other owner whose topic this change takes over, if it does."""
     for reason in rc.reasons:
-        if reason.startswith(REASON_ADOPT_FROM):
-            return reason[len(REASON_ADOPT_FROM):]
+        if reason.kind is ReasonKind.ADOPT_FROM:
+            return reason.subject
     return None
 
 
@@ -357,7 +369,7 @@ def delete_change(live: ObservedTopic, owner: str = DEFAULT_OWNER) -> ResourceCh
         project=project,
         topic=topic,
         change=Change(actions=ONE_ACTION["delete"], before=before, after=None),
-        reasons=[f"prune: not declared, owned by this spec tree ({OWNER_LABEL}={owner})"],
+        reasons=[Reason(ReasonKind.PRUNE, owner)],
         warnings=["its subscriptions are detached and stop receiving messages"],
     )
 

@@ -1,17 +1,17 @@
-"""Make a plan: observe the named projects, check against the live org policy, diff.
+"""Make a plan: the specs against an observation of the live state, checked against the
+live org policy, diffed. No I/O: everything was read before (plan/observe.py).
 
-    make_plan(desired, backend, prune=False, validation=(), origin=None, projects=(),
-              strict_groups=False) -> Plan
+    make_plan(desired, observation, options, validation=()) -> Plan
 
 Shared by `plan` and `apply PATH...`. The caller validated the tree first and passes
 what validation reported (`validation`, warnings only: a tree with errors is never
 planned); the plan's `diagnostics` are those, then what the live org policy adds (not
 said twice). A plan with an error there (the specs break the live org policy:
 spec/orgrules.py) must not be applied: `Plan.has_errors`. The org policy is whatever
-the backend was opened with (`Backend.effective_policy`: snapshot or API), and what
-the service can do is what the backend states (`Backend.info`: Google's emulator
-computes no storage policy, so `inherit` is not planned there). The plan is built
-whole and then only read: nothing is assigned to it after this function returns.
+the target was opened with (snapshot or API), and what the service can do is what it
+states (`Observation.service`: Google's emulator computes no storage policy, so
+`inherit` is not planned there). The plan is built whole and then only read: nothing
+is assigned to it after this function returns.
 
 Ownership (docs/cli.md): the plan records the tree's owner; its creates and
 adoptions label the topics with it, a topic another tree owns is planned with a
@@ -28,58 +28,54 @@ every topic planned for deletion, each `observe.topic_fingerprint(live or None)`
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
-from reconciler.backends.base import Backend, BackendInfo
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
-from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE, is_legacy
+from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
-from reconciler.plan.consumers import LeftBehindReads, consumer_step
-from reconciler.plan.model import Drift, Fingerprints, Plan, PlanTarget, ResourceChange
-from reconciler.plan.observe import observe, org_fingerprint, topic_fingerprint
+from reconciler.plan.consumers import consumer_step, undeclared
+from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
+from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
+from reconciler.plan.origin import made_at
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
 
+@dataclass(frozen=True)
+class PlanOptions:
+    """How to plan. `prune`: delete this tree's undeclared topics; `prune_subscribed`:
+    those with subscriptions too (plan/consumers.py); `strict_groups`: refusals resting
+    on inferred value-group membership are errors (spec/orgrules.py); `projects`: the
+    --project filter the desired state was narrowed to (recorded in the plan)."""
+
+    prune: bool = False
+    prune_subscribed: bool = False
+    strict_groups: bool = False
+    projects: Sequence[str] = ()
+
+
 def make_plan(
     desired: DesiredState,
-    backend: Backend,
-    prune: bool = False,
+    observation: Observation,
+    options: PlanOptions = PlanOptions(),
     validation: Iterable[Diagnostic] = (),
-    origin: PlanTarget | None = None,
-    projects: Sequence[str] = (),
-    strict_groups: bool = False,
-    prune_subscribed: bool = False,
 ) -> Plan:
     """One plan over every project the specs name, made once and complete.
     `validation`: what validation already reported, kept first in the plan's
-    diagnostics and not repeated; `origin`: where it is made (plan/origin.py; default:
-    what the backend states it is); `projects`: the --project filter `desired` was
-    narrowed to (recorded in the plan); `strict_groups`: refusals resting on inferred
-    value-group membership are errors (spec/orgrules.py); `prune_subscribed`: prune
-    deletes topics that have subscriptions too (plan/consumers.py)."""
+    diagnostics and not repeated."""
     diagnostics = list(validation)
     already = {(d.file, d.code, d.message) for d in diagnostics}
-    observation = observe(backend, desired.projects)
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     changes: list[ResourceChange] = []
     drifts: list[Drift] = []
     topic_prints: dict[str, str] = {}
-    declared = set()
-    info = backend.info
+    info = observation.service
     owner = desired.owner
     left_alone: list[DesiredTopic] = []
     org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
-    left_behind = LeftBehindReads(backend)
-    project, first = "", 0  # the project being diffed, and its first change
     for topic in sorted(desired.topics, key=lambda t: t.address):
-        if topic.project != project:  # in address order: a project's topics together
-            if project:
-                left_behind.project_done(project, changes[first:])
-            project, first = topic.project, len(changes)
-        declared.add(topic.address)
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
         topic_prints[topic.address] = topic_fingerprint(live)
@@ -104,22 +100,12 @@ def make_plan(
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
                 drifts.append(drift)
-    if project:
-        left_behind.project_done(project, changes[first:])
-    candidates = []
-    if prune:
-        for project in desired.projects:
-            for name in sorted(observation.projects.get(project, [])):
-                live = observation.topics[name]
-                if name in declared:
-                    continue
-                if differ.owned_by(live, owner.name):
-                    candidates.append(live)
-                elif is_legacy(live.shape.labels):
-                    diagnostics.append(legacy_warning(name, owner))
+    owned, legacy = undeclared(desired, observation)
+    if options.prune:
+        diagnostics.extend(legacy_warning(name, owner) for name in legacy)
     step = consumer_step(
-        changes, {t.address: t for t in desired.topics}, candidates, observation, backend,
-        prune_subscribed, owner, left_behind,
+        changes, {t.address: t for t in desired.topics}, owned, observation, owner,
+        options.prune, options.prune_subscribed,
     )
     changes = step.changes
     diagnostics.extend(step.diagnostics)
@@ -129,7 +115,7 @@ def make_plan(
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
     org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
-    if strict_groups:
+    if options.strict_groups:
         diagnostics = promote_inferred(diagnostics)
     return Plan(
         owner=owner.name,
@@ -137,10 +123,10 @@ def make_plan(
         diagnostics=diagnostics,
         drift=drifts,
         fingerprints=Fingerprints(topic_prints, org_prints),
-        target=origin or recorded_from(info),
-        prune=prune,
+        target=made_at(info),
+        prune=options.prune,
         created_at=created_at,
-        projects=sorted(set(projects)),
+        projects=sorted(set(options.projects)),
     )
 
 
@@ -173,12 +159,6 @@ def legacy_warning(address: str, owner: Owner) -> Diagnostic:
         f"--project {project} --update-labels={OWNER_LABEL}={owner.name}` (or declare it, "
         "apply, then remove it from the specs); to keep it, nothing to do",
     )
-
-
-def recorded_from(info: BackendInfo) -> PlanTarget:
-    """The target a plan made in-process records: what the backend states it is (the
-    CLI records its own options instead, with the snapshot's hash: plan/origin.py)."""
-    return PlanTarget(info.kind, info.address, info.org_policy, info.snapshot)
 
 
 def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:

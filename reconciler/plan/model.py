@@ -9,18 +9,18 @@ from them (plan/planschema.py).
 A plan cannot change once made: the records are frozen and every list and object they
 hold is read-only, so `Plan.digest`, computed when the plan is made, stays true. Each
 change's `request` and `fields` are derived from it whenever a change is made or read,
-replacing whatever was given: what a reviewer sees is what apply sends (a file whose
-stored ones differ is refused: plan/planfile.py). The update mask is stored once, on
-the resource change; the request carries it because the request is exactly what is
-sent.
+replacing whatever was given (a file whose stored ones differ is refused:
+plan/planfile.py). The request states all apply sends: the body, the update mask
+(which names `labels` for the plan's marker too), how an update's labels are made
+(merged onto the topic's labels read right before the call) and the marker label;
+`show` renders it, so what a reviewer sees is what apply sends.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
 JSON: the proto field names, the same names that appear in update masks.
 
-Format 3.0: `owner`, the spec tree's owner identity; its creates and adoptions record
-it on the topics, its prune deletes only topics that carry it, and apply refuses to
-take over another owner's topic unless told to (docs/ownership.md). The older majors
-are refused with a message to plan again (plan/planfile.py says why for each).
+The major version changes when a reader of the previous one would misread a file;
+plan/planfile.py refuses a file of another major before reading it, with a message to
+plan again.
 """
 
 from __future__ import annotations
@@ -48,7 +48,8 @@ from reconciler.codec import (
 from reconciler.diagnostics import Diagnostic
 from reconciler.frozen import EMPTY, FrozenDict, FrozenList, freeze
 from reconciler.localstate import shown
-from reconciler.ownership import DEFAULT_OWNER
+from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
+from reconciler.plan.reasons import Reason
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -59,7 +60,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "3.0"
+FORMAT_VERSION = "4.0"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -134,16 +135,46 @@ def _policy_state(policy: StoragePolicy | None) -> Any:
 # -- the model ----------------------------------------------------------------------
 
 
+class LabelMerge(Record, frozen=True):
+    """How an UpdateTopic's labels are made: the topic's labels read right before the
+    call, with these set and removed; labels others set meanwhile are kept. A label the
+    plan changes, a `reconcile-` label or the storage policy the plan sets that moved
+    since the plan makes the topic stale: it is not updated (apply/freshness.py)."""
+
+    set: Annotated[Mapping[str, str], doc("Labels set to these values.")]
+    remove: Annotated[Strings, doc("Label keys removed.")] = always(EMPTY)
+
+    def onto(self, labels: Mapping[str, str]) -> dict[str, str]:
+        """`labels` (the topic's, as read) with these set and removed, by key."""
+        merged = {k: v for k, v in labels.items() if k not in self.remove}
+        merged.update(self.set)
+        return dict(sorted(merged.items()))
+
+
 class Request(Record, frozen=True):
-    """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body."""
+    """Exactly what apply sends: a CreateTopic/UpdateTopic/DeleteTopic body, its update
+    mask, how an update's labels are made, and the plan's marker."""
 
     method: Method
     topic: Annotated[
-        Mapping[str, Any], doc("The topic as sent: its name and the masked fields.")
+        Mapping[str, Any],
+        doc("The topic as sent: its name and the fields it sets, an update's labels apart "
+            "(see label_merge)."),
     ]
     update_mask: Annotated[
-        Strings, doc("The update's mask (UpdateTopic only).")
+        Strings,
+        doc("The update's mask (UpdateTopic only): the paths the change sets, and labels, "
+            "for the plan's marker."),
     ] = always(EMPTY)
+    label_merge: Annotated[
+        LabelMerge | None, doc("UpdateTopic: how the labels sent are made.")
+    ] = always(None)
+    marker_label: Annotated[
+        str | None,
+        doc("The label set, in the same call, to the plan's marker (the first 16 hex digits "
+            "of its digest), by which a replayed plan is told applied or superseded; null "
+            "for a delete."),
+    ] = always(None)
 
 
 class FieldChange(Record, frozen=True):
@@ -227,7 +258,11 @@ class ResourceChange(Record, frozen=True):
         doc("Exactly what apply sends, derived from the address, the change and the update "
             "mask (null for a no-op)."),
     ] = always(None)
-    reasons: Annotated[Strings, doc("Why: drift category, adoption.")] = always(EMPTY)
+    reasons: Annotated[
+        Sequence[Reason],
+        doc("Why: an adoption (`adopt`, `adopt-from:OWNER`), the recomputed storage policy's "
+            "drift, a prune (plan/reasons.py lists every form)."),
+    ] = always(EMPTY)
     warnings: Annotated[Strings, doc("What a reviewer should know.")] = always(EMPTY)
     source: SourceJSON = always(None)
     subscriptions: Annotated[
@@ -455,7 +490,10 @@ def shown_paths(rc: ResourceChange) -> list[str]:
 
 def derive_request(rc: ResourceChange) -> Request | None:
     """The request that makes `before` into `after`: every shown path carries its
-    `after` value, except the computed ones (left out, or masked without a value)."""
+    `after` value, except the computed ones (left out, or masked without a value); an
+    update's labels are the merge of the label changes onto the topic as apply reads
+    it, and creates and updates set the plan's marker, so an update always names
+    labels in its mask."""
     if rc.action == "no-op":
         return None
     if rc.action == "delete":
@@ -464,11 +502,25 @@ def derive_request(rc: ResourceChange) -> Request | None:
     body: dict[str, Any] = {"name": rc.address}
     paths = shown_paths(rc)
     for path in paths:
+        if path == LABELS and rc.action == "update":
+            continue  # made from label_merge when sent
         if path not in rc.change.computed and after.get(path) is not None:
             body[path] = after[path]
     if rc.action == "create":
-        return Request("CreateTopic", body)
-    return Request("UpdateTopic", body, paths)
+        return Request("CreateTopic", body, marker_label=PLAN_LABEL)
+    mask = [p for p in MASK_PATHS if p in paths or p == LABELS]
+    return Request("UpdateTopic", body, mask, label_merge(rc), PLAN_LABEL)
+
+
+def label_merge(rc: ResourceChange) -> LabelMerge:
+    """The label changes of an update, before -> after (none when it changes only the
+    storage policy)."""
+    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
+    return LabelMerge(
+        {k: after[k] for k in changed if k in after}, [k for k in changed if k not in after]
+    )
 
 
 def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:

@@ -1,149 +1,102 @@
-"""Observe: read the live state a plan is made against, and fingerprint it.
+"""Observe: every read a plan needs, made before the plan (which then reads nothing),
+and the fingerprints of what was read.
 
-One ListTopics pager, one ListSubscriptions pager and one pair of GetEffectivePolicy
-calls per project, projects in parallel: never one GetTopic per topic. Subscriptions
-that cannot be listed are a note of the project, not a failure. What the org policy
-makes of a topic is plan/policy.py's; how topics compare is reconciler/topic.py's.
+Per project: one ListTopics pager, one ListSubscriptions pager and the effective org
+policy, projects in parallel (never one GetTopic per topic); then the by-region gauges
+the plan will show (`plan/consumers.py: gauge_queries`): those of the topics whose
+regions the specs remove, known from the specs and the live topics before any diff, and
+read while the subscriptions still are; and, with prune, the backlogs of the undeclared
+topics' subscriptions. Subscriptions or gauges that cannot be read are a note of the
+project, not a failure. What the org policy makes of a topic is plan/policy.py's; how
+topics compare is reconciler/topic.py's.
 
-Stable entry points (apply uses them to check a saved plan):
-    observe(backend, projects) -> Observation   (org policy: backend.effective_policy)
-    topic_fingerprint(ObservedTopic | None) -> str
-    org_fingerprint(OrgInputs) -> str
+Stable entry points:
+    observe(reads, desired, prune=False) -> Observation     what make_plan is given
+    read_topics(reads, projects) -> Observation      topics and org policy only
+                                                     (apply's freshness check)
+The observation itself, and its fingerprints, are plan/observation.py's.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 
-from reconciler.backends.base import (
-    Backend,
-    ObservedSubscription,
-    ObservedTopic,
-    OrgInputs,
-    SubscriptionListing,
-)
+from reconciler.backends.base import ObservedTopic, OrgInputs, Reads
+from reconciler.background import Background
 from reconciler.errors import BackendError
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
-from reconciler.spec.orgrules import OrgFacts, facts_from_specs
+from reconciler.plan.consumers import gauge_queries, prune_gauge_queries
+from reconciler.plan.observation import Observation, attach_subscriptions
+from reconciler.spec.desired import DesiredState
 
 MAX_WORKERS = 8
 
 
-@dataclass
-class Observation:
-    """Live topics by name (every topic of every named project) and org inputs."""
-
-    topics: dict[str, ObservedTopic] = field(default_factory=dict)
-    projects: dict[str, list[str]] = field(default_factory=dict)  # project -> names
-    org: dict[str, OrgInputs] = field(default_factory=dict)
-    # topic name -> its subscriptions; project -> why its subscriptions are unknown
-    subscriptions: dict[str, list[ObservedSubscription]] = field(default_factory=dict)
-    subscriptions_unknown: dict[str, str] = field(default_factory=dict)
-
-    _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
-
-    def facts(self, project: str) -> OrgFacts:
-        """What the org policy allows in `project`, worked out once per project (a plan
-        asks for every topic)."""
-        known = self._facts.get(project)
-        if known is None:
-            known = self._facts[project] = facts_of(self.org[project])
-        return known
-
-
-def facts_of(inputs: OrgInputs) -> OrgFacts:
-    return facts_from_specs(inputs.resource_locations, inputs.enforce_in_transit)
-
-
 def observe(
-    backend: Backend,
-    projects: Iterable[str],
-    workers: int = MAX_WORKERS,
+    reads: Reads, desired: DesiredState, prune: bool = False, workers: int = MAX_WORKERS
 ) -> Observation:
-    """Read every named project in parallel; all failures are reported together."""
-    names = sorted(set(projects))
-    out = Observation()
+    """Everything a plan of `desired` reads (`prune`: its deletes too), projects in
+    parallel; every failure to read topics or org policy is reported together."""
+    out = Observation(reads.info)
+    names = sorted(set(desired.projects))
     if not names:
         return out
-    errors: list[str] = []
-    pool = ThreadPoolExecutor(max_workers=max(1, min(workers, 2 * len(names))))
-    try:
-        listing: dict[str, Future[list[ObservedTopic]]] = {
-            p: pool.submit(backend.list_topics, p) for p in names
-        }
-        inputs: dict[str, Future[OrgInputs]] = {
-            p: pool.submit(backend.effective_policy, p) for p in names
-        }
-        lister = getattr(backend, "list_subscriptions", None)  # a bare test backend has none
-        subs: dict[str, Future[SubscriptionListing]] = (
-            {p: pool.submit(lister, p) for p in names} if lister is not None else {}
-        )
-        for p in names:
-            try:
-                topics = listing[p].result()
-            except BackendError as exc:
-                errors.append(str(exc))
-                continue
-            out.projects[p] = [t.name for t in topics]
-            out.topics.update((t.name, t) for t in topics)
-        for p, fut in inputs.items():
-            try:
-                out.org[p] = fut.result()
-            except BackendError as exc:
-                errors.append(str(exc))
-        for p, listed in subs.items():
-            attach_subscriptions(out, p, listed.result())
-    finally:
-        # On Ctrl-C or an unexpected error, do not wait for the other projects' calls.
-        pool.shutdown(wait=False, cancel_futures=True)
-    if errors:
-        unique = list(dict.fromkeys(errors))
-        raise BackendError("\n".join(unique))
+    background = Background(workers, "observe")
+    started = _start_topics(reads, names, background)
+    listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
+    _collect_topics(out, *started)
+    # The left-behind gauges, read while the subscriptions still are.
+    queries = gauge_queries(desired, out)
+    left_behind = background.submit(reads.stored, queries) if queries else None
+    for project, listed in listings.items():
+        attach_subscriptions(out, project, listed.result())
+    more = prune_gauge_queries(desired, out) if prune else []
+    if more:
+        out.gauges.update(zip(more, reads.stored(more), strict=True))
+    if left_behind is not None:
+        out.gauges.update(zip(queries, left_behind.result(), strict=True))
     return out
 
 
-def attach_subscriptions(out: Observation, project: str, listing: SubscriptionListing) -> None:
-    """Each subscription under its topic's name (a detached one, `_deleted-topic_`,
-    belongs to none); why they are unknown, when they are."""
-    if listing.unavailable is not None:
-        out.subscriptions_unknown[project] = listing.unavailable
-        return
-    for sub in listing.subscriptions:
-        out.subscriptions.setdefault(sub.topic, []).append(sub)
+def read_topics(reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS) -> Observation:
+    """The live topics and org inputs of `projects` only (no subscription, no gauge):
+    what a saved plan's fingerprints are checked against."""
+    out = Observation(reads.info)
+    names = sorted(set(projects))
+    if names:
+        _collect_topics(out, *_start_topics(reads, names, Background(workers, "observe")))
+    return out
 
 
-# -- fingerprints --------------------------------------------------------------
+Started = tuple[dict[str, Future[list[ObservedTopic]]], dict[str, Future[OrgInputs]]]
 
 
-def _sha(data: Any) -> str:
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+def _start_topics(reads: Reads, names: Sequence[str], background: Background) -> Started:
+    """Each project's topics and org inputs, asked for now, in parallel."""
+    listing = {p: background.submit(reads.list_topics, p) for p in names}
+    inputs = {p: background.submit(reads.effective_policy, p) for p in names}
+    return listing, inputs
 
 
-def topic_fingerprint(topic: ObservedTopic | None) -> str:
-    """sha256 of every field of the topic, managed or not (its deterministic wire form
-    when the backend gave it, else its raw JSON), or "absent"."""
-    if topic is None:
-        return "absent"
-    return topic.digest or _sha(topic.raw or topic.body)
-
-
-def org_fingerprint(inputs: OrgInputs) -> str:
-    """sha256 of the effective specs of both constraints (not of where they came from)."""
-
-    def spec(constraint: str, value: Any) -> Any:
-        if value is None:
-            return None
-        return Policy(f"projects/_/policies/{constraint}", value).to_dict().get("spec", {})
-
-    return _sha(
-        {
-            RESOURCE_LOCATIONS: spec(RESOURCE_LOCATIONS, inputs.resource_locations),
-            ENFORCE_IN_TRANSIT: spec(ENFORCE_IN_TRANSIT, inputs.enforce_in_transit),
-        }
-    )
+def _collect_topics(
+    out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
+    inputs: dict[str, Future[OrgInputs]],
+) -> None:
+    """The topics and org inputs into `out`; every failure raised together, once all
+    are in."""
+    errors: list[str] = []
+    for p, fut in listing.items():
+        try:
+            topics = fut.result()
+        except BackendError as exc:
+            errors.append(str(exc))
+            continue
+        out.projects[p] = [t.name for t in topics]
+        out.topics.update((t.name, t) for t in topics)
+    for p, found in inputs.items():
+        try:
+            out.org[p] = found.result()
+        except BackendError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise BackendError("\n".join(dict.fromkeys(errors)))

@@ -2,8 +2,9 @@
 
     anchored(options, paths) -> TargetOptions   --local's state dir fixed
                                                 (reconciler/localstate.py)
-    record_target(options) -> PlanTarget        what `plan` stores (service, org-policy
-                                                source)
+    made_at(info) -> PlanTarget                 what a plan records: what the backend it
+                                                was made against states it is (the one
+                                                place a plan's target is made)
     apply_target(recorded, options, path) -> (TargetOptions, notes)
         what `apply PLANFILE` uses: the recorded target when no target flag is given;
         a different flag, a changed snapshot, or a snapshot where the plan used the
@@ -15,20 +16,16 @@
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from reconciler.backends.base import TargetOptions
-from reconciler.errors import InputError, PlanRefused, UsageError
-from reconciler.fileio import FileProblem, read_bytes
+from reconciler.backends.base import BackendInfo, TargetOptions
+from reconciler.backends.target import EMULATOR_ENV, named_service, snapshot_sha256
+from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.localstate import local_state_dir, shown
 from reconciler.plan.model import PlanTarget
-from reconciler.yamlio import MAX_FILE_BYTES
-
-EMULATOR_ENV = "PUBSUB_EMULATOR_HOST"
 
 
 def anchored(options: TargetOptions, paths: Sequence[Path]) -> TargetOptions:
@@ -38,37 +35,17 @@ def anchored(options: TargetOptions, paths: Sequence[Path]) -> TargetOptions:
     return replace(options, state_dir=local_state_dir(paths))
 
 
-def file_sha256(path: Path) -> str:
-
-    try:
-        return hashlib.sha256(read_bytes(path, MAX_FILE_BYTES)).hexdigest()
-    except FileProblem as exc:
-        raise InputError(f"{path}: cannot read the org-policy snapshot: {exc.message}") from None
+def made_at(info: BackendInfo) -> PlanTarget:
+    """Where a plan made against a backend stating `info` was made: its service and
+    the org policy's source (a snapshot with the sha256 of its bytes)."""
+    return PlanTarget(info.kind, info.address, info.org_policy, info.snapshot,
+                      info.snapshot_sha256)
 
 
 def _service(options: TargetOptions) -> PlanTarget | None:
-    """The service a command line names (--local, --emulator, $PUBSUB_EMULATOR_HOST);
-    None when it names none (Google Cloud for `plan`)."""
-    if options.local:
-        return PlanTarget("local", str(options.state_dir or local_state_dir()))
-    address = options.emulator or os.environ.get(EMULATOR_ENV)
-    if address:
-        return PlanTarget("emulator", address)
-    return None
-
-
-def record_target(options: TargetOptions) -> PlanTarget:
-    """What a plan made with these options records about where it was made."""
-    service = _service(options) or PlanTarget("gcp")
-    if options.org_policy is None:
-        return service
-    return PlanTarget(
-        service.kind,
-        service.address,
-        "snapshot",
-        str(options.org_policy),
-        file_sha256(options.org_policy),
-    )
+    """The service a command line names; None when it names none."""
+    named = named_service(options)
+    return None if named is None else PlanTarget(*named)
 
 
 def _flag(options: TargetOptions) -> str:
@@ -91,7 +68,7 @@ def apply_target(
         asked.kind == "emulator" and asked.address != recorded.address
     ):
         raise PlanRefused(
-            "retarget",
+            Refusal.RETARGET,
             f"{path} was made against {recorded.describe()}, but this apply targets "
             f"{asked.describe()} ({_flag(options)}); nothing was applied",
             hint="run `reconcile apply PLANFILE` without --local/--emulator (and without "
@@ -113,7 +90,7 @@ def _snapshot(
     if recorded.org_policy == "api":
         if given is not None:
             raise PlanRefused(
-                "retarget",
+                Refusal.RETARGET,
                 f"{path} was made with the org policy read from the "
                 f"{recorded.describe_policy()}, but this apply passes --org-policy {given}; "
                 "nothing was applied",
@@ -124,7 +101,7 @@ def _snapshot(
     if given is None:
         if not snapshot.exists():
             raise PlanRefused(
-                "retarget",
+                Refusal.RETARGET,
                 f"{path} was made with the org-policy snapshot {recorded.snapshot}, which is "
                 "not there; nothing was applied",
                 hint="pass the same snapshot with --org-policy FILE",
@@ -132,10 +109,10 @@ def _snapshot(
         notes.append(f"Org policy: the plan's recorded snapshot {recorded.snapshot}.")
     elif not snapshot.exists():
         raise UsageError(f"{snapshot}: org-policy file not found")
-    now = file_sha256(snapshot)
+    now = snapshot_sha256(snapshot)
     if now != recorded.snapshot_sha256:
         raise PlanRefused(
-            "stale",
+            Refusal.STALE,
             f"the org-policy snapshot {snapshot} changed since {path} was made (the plan "
             f"used {recorded.snapshot} with sha256:{recorded.snapshot_sha256[:12]}…, it "
             f"is now sha256:{now[:12]}…); nothing was applied",

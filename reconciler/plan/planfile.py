@@ -34,7 +34,7 @@ from typing import Any
 import msgspec
 
 from reconciler.codec import DocumentError, first_difference, from_json
-from reconciler.errors import PlanRefused, UsageError
+from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
 from reconciler.plan import derive
 from reconciler.plan.model import DIGEST_PATTERN, FORMAT_VERSION, MAJOR, Plan, digest_of
@@ -50,6 +50,8 @@ OLDER_MAJORS = {
     "1": "it has no digest and no recorded target, so it cannot be checked or applied",
     "2": "it records no owner, so its prune and its adoptions cannot be checked against "
     "the spec tree that owns each topic (docs/ownership.md)",
+    "3": "its requests do not state the plan's marker, the label merge and the update "
+    "mask apply sends",
 }
 
 
@@ -59,13 +61,15 @@ def write_plan(plan: Plan, path: Path) -> None:
 
 def _read(path: Path) -> bytes:
     if path.is_dir():
-        raise PlanRefused("damaged", f"{path}: is a directory, not a plan file")
+        raise PlanRefused(Refusal.DAMAGED, f"{path}: is a directory, not a plan file")
     try:
         return read_bytes(path, MAX_PLAN_BYTES, REMAKE_HINT)
     except FileProblem as exc:  # missing, not a regular file, too large, unreadable
         if exc.errno == errno.ENOENT:
-            raise PlanRefused("damaged", f"{path}: plan file not found") from None
-        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc.message}") from None
+            raise PlanRefused(Refusal.DAMAGED, f"{path}: plan file not found") from None
+        raise PlanRefused(
+            Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc.message}"
+        ) from None
 
 
 def _parse(path: Path, raw: bytes) -> Any:
@@ -73,38 +77,41 @@ def _parse(path: Path, raw: bytes) -> Any:
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise PlanRefused("damaged", f"{path}: cannot read the plan file: {exc}") from None
+        raise PlanRefused(Refusal.DAMAGED, f"{path}: cannot read the plan file: {exc}") from None
     except json.JSONDecodeError as exc:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}:{exc.lineno}:{exc.colno}: not a plan file (invalid JSON: {exc.msg})",
             hint=REMAKE_HINT,
         ) from None
     except (RecursionError, ValueError) as exc:
-        raise PlanRefused("damaged", f"{path}: not a plan file ({exc})", hint=REMAKE_HINT) from None
+        raise PlanRefused(
+            Refusal.DAMAGED, f"{path}: not a plan file ({exc})", hint=REMAKE_HINT
+        ) from None
 
 
 def _check_version(path: Path, data: Any) -> None:
     if not isinstance(data, dict) or "format_version" not in data:
         raise PlanRefused(
-            "damaged", f"{path}: not a reconcile plan file (no format_version)", hint=REMAKE_HINT
+            Refusal.DAMAGED, f"{path}: not a reconcile plan file (no format_version)",
+            hint=REMAKE_HINT,
         )
     version = data["format_version"]
     if not isinstance(version, str):
         raise PlanRefused(
-            "damaged", f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
+            Refusal.DAMAGED, f"{path}: format_version: expected a string like {FORMAT_VERSION!r}"
         )
     major = version.split(".")[0]
     if major in OLDER_MAJORS:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} was made by an older reconcile: plan "
             f"again ({OLDER_MAJORS[major]})",
             hint=REMAKE_HINT,
         )
     if major != MAJOR:
         raise PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} is not supported (this reconcile "
             f"reads and writes {FORMAT_VERSION})",
             hint=REMAKE_HINT,
@@ -150,21 +157,21 @@ def _not_read(path: Path, data: Any, exc: DocumentError) -> PlanRefused:
     newer = _minor_against_ours(version)
     if newer > 0:
         return PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} was written by a newer reconcile (this "
             f"one reads {FORMAT_VERSION}): field {exc.where}: {exc.what}",
             hint="apply it with the reconcile that made it, or " + REMAKE_HINT,
         )
     if newer < 0:
         return PlanRefused(
-            "damaged",
+            Refusal.DAMAGED,
             f"{path}: plan format_version {version} was made by an older reconcile: plan "
             f"again (this one reads {FORMAT_VERSION}; field {exc.where}: {exc.what})",
             hint=REMAKE_HINT,
         )
     where = f"field {exc.where}" if exc.where else "the plan"
     return PlanRefused(
-        "damaged",
+        Refusal.DAMAGED,
         f"{path}: the plan file is damaged or incomplete: {where}: {exc.what}",
         hint=REMAKE_HINT,
     )
@@ -180,7 +187,7 @@ def _not_as_written(path: Path, data: Any, plan: Plan) -> PlanRefused:
     actual = digest_of(data)
     if actual != data["digest"]:
         return PlanRefused(
-            "digest-mismatch",
+            Refusal.DIGEST_MISMATCH,
             f"{path}: the plan's content does not match its digest {data['digest']} (the "
             f"content hashes to {actual}): the file was changed after it was made",
             hint=REMAKE_HINT,
@@ -193,7 +200,7 @@ def _not_as_written(path: Path, data: Any, plan: Plan) -> PlanRefused:
     if found:
         return _not_consistent(path, found)
     return PlanRefused(
-        "damaged", f"{path}: the plan file does not read back as written", hint=REMAKE_HINT
+        Refusal.DAMAGED, f"{path}: the plan file does not read back as written", hint=REMAKE_HINT
     )
 
 
@@ -201,7 +208,7 @@ def _not_consistent(path: Path, found: list[str]) -> PlanRefused:
     listed = "\n".join(f"  - {line}" for line in found[:MAX_LISTED])
     more = f"\n  ... and {len(found) - MAX_LISTED} more" if len(found) > MAX_LISTED else ""
     return PlanRefused(
-        "damaged",
+        Refusal.DAMAGED,
         f"{path}: the plan's requests are not the changes it shows; refusing the whole "
         f"plan:\n{listed}{more}",
         hint="the file was edited after it was made; " + REMAKE_HINT,
@@ -235,7 +242,7 @@ def check_expected_digest(plan: Plan, expected: str, path: Path) -> None:
         )
     if plan.digest != want:
         raise PlanRefused(
-            "digest-mismatch",
+            Refusal.DIGEST_MISMATCH,
             f"{path}: the plan's digest is {plan.digest}, not the expected {want}: this is "
             "not the plan that was reviewed; nothing was applied",
             hint="apply the reviewed plan file, or review this one and pass its digest",

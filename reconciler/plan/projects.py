@@ -18,7 +18,7 @@ import difflib
 from collections.abc import Sequence
 from pathlib import Path
 
-from reconciler.errors import PlanRefused, UsageError
+from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.spec.desired import DesiredState
 
 
@@ -76,7 +76,7 @@ def check_plan_projects(recorded: Sequence[str], asked: Sequence[str], path: Pat
         else "for every declared project (no --project)"
     )
     raise PlanRefused(
-        "retarget",
+        Refusal.RETARGET,
         f"{path} was made {made}, but this apply names --project "
         f"{', '.join(selection(asked))}; nothing was applied",
         hint="a saved plan applies exactly the projects it was made for: apply it "

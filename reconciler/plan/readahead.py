@@ -8,11 +8,12 @@ moment validation names a project, it costs this process only the answer's decod
 (benchmarks/README.md). Against Google Cloud it also hides the network's round trips
 behind the validation.
 
-The child (plan/readahead_child.py) opens the target exactly as `plan` would and reads
-what `plan/observe.py` reads, so the plan is the same; an error it meets is raised
-here, as the same class with the same message, when the plan asks for the backend. If
-the child fails any other way, the plan reads in this process instead, and `note`
-says why (the command prints it).
+The child (plan/readahead_child.py) opens the target exactly as `plan` would and makes
+the reads `plan/observe.py` makes of each project; `ReadAheadReads` serves them to
+observe (it is the `Reads` of backends/base.py, answered from the child), so the plan
+is the same; an error the child meets is raised here, as the same class with the same
+message, when observe asks for what raised it. If the child fails any other way, the
+plan reads in this process instead, and `note` says why (the command prints it).
 
 The child stops with this process, however it stops (Ctrl-C, SIGTERM, kill -9): see
 plan/readahead_child.py. Not for --local (the embedded server lives in this
@@ -22,11 +23,10 @@ starting the child costs more than it saves below a few thousand topics.
 (default 5000, and 0 for `residency`, which reads nothing it does not show; `0`
 always, `off` never).
 
-`residency` reads through the same child (`reads="residency"`: also each topic's
-retention and every by-region gauge). After its answer the child stays, for the
-by-region gauges a plan asks for as it finds the changes that remove regions
-(`ReadAheadBackend.ask_stored`: one request a project, read while the plan goes on,
-answered in order), until `close`.
+`residency` reads through the same child (`reads="residency"`: also the by-region
+gauges it shows, asked as backends/residency_reads.py asks). After its answer the
+child stays, for the by-region gauges a plan asks for once it knows which topics lose
+regions (`ReadAheadReads.stored`), until `close`.
 """
 
 from __future__ import annotations
@@ -49,11 +49,11 @@ from typing import IO, Any
 import reconciler
 from reconciler.backends.base import (
     BackendInfo,
+    GaugeQuery,
     ObservedTopic,
     OrgInputs,
-    StoredAnswer,
+    Reads,
     StoredMessages,
-    StoredQuery,
     SubscriptionListing,
     TargetOptions,
 )
@@ -62,9 +62,10 @@ from reconciler.plan.readahead_wire import (
     FRAME_HEADER,
     error_of,
     org_of,
+    query_of,
+    query_row,
     stored_of,
     subscriptions_of,
-    topic_of,
 )
 
 START_ENV = "RECONCILE_READ_AHEAD_FROM"
@@ -111,10 +112,8 @@ class ReadAhead:
         # Its stderr, read only to say why it failed (a pipe nobody reads could fill).
         self.stderr: IO[bytes] | None = None
         self.note: str | None = None  # why the plan read in this process after all
-        # Gauge requests sent, answers read, and those read but not yet taken.
-        self._asked = self._answered = 0
-        self._answers: dict[int, list[StoredMessages]] = {}
         self._unread = bytearray()  # read from the child beyond the last answer
+        self._asking = threading.Lock()  # one gauge request at a time
 
     @classmethod
     def for_target(
@@ -147,7 +146,7 @@ class ReadAhead:
         if self.proc is None and not self.broken and self.documents >= self.start_at:
             self._start()
 
-    def backend(self, projects: Sequence[str]) -> ReadAheadBackend | None:
+    def served(self, projects: Sequence[str]) -> ReadAheadReads | None:
         """What the child read for exactly `projects`, or None when it did not run or
         failed (the caller then opens the target itself; `note` says why it failed).
         Raises the error opening the target raised."""
@@ -166,33 +165,23 @@ class ReadAhead:
         if "open_error" in answer:
             self.close()
             raise error_of(answer["open_error"])
-        return ReadAheadBackend(answer, self.target, self)
+        return ReadAheadReads(answer, self.target, self)
 
-    def ask_stored(self, queries: Sequence[StoredQuery]) -> int | None:
-        """Ask the child, which stays after its first answer for these, for by-region
-        gauges (every query at once) and go on: the number to take the answer with
-        (`stored_answer`), or None when it is gone (the caller reads them itself)."""
-        if self.proc is None:
-            return None
-        self._send({"stored": [
-            {"project": p, "scope": s, "ids": ids, "retained": r} for p, s, ids, r in queries
-        ]})
-        self._asked += 1
-        return self._asked
-
-    def stored_answer(self, ticket: int) -> list[StoredMessages] | None:
-        """The answer to request `ticket`; the child answers in the order asked, so the
-        answers before it are kept until taken. None: the child is gone."""
-        while ticket not in self._answers:
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages] | None:
+        """By-region gauges read by the child, which stays after its first answer for
+        these (every query at once); None when it is gone (the caller reads them
+        itself)."""
+        with self._asking:  # the child answers in the order asked: one at a time here
+            if self.proc is None:
+                return None
+            self._send({"stored": [query_row(q) for q in queries]})
             if self.proc is None:
                 return None
             answer = self._answer()
             if isinstance(answer, str):
                 self.close()
                 return None
-            self._answered += 1
-            self._answers[self._answered] = [stored_of(row) for row in answer["stored"]]
-        return self._answers.pop(ticket)
+            return [stored_of(row) for row in answer["stored"]]
 
     def _answer(self) -> dict[str, Any] | str:
         """The child's next answer, or why there is none."""
@@ -239,7 +228,9 @@ class ReadAhead:
         if self.target.emulator:
             command += ["--emulator", self.target.emulator]
         if self.target.org_policy is not None:
-            command += ["--org-policy", str(self.target.org_policy.resolve())]
+            # As given: the child runs in this directory, and the plan records the path
+            # the way the user wrote it (plan/origin.py).
+            command += ["--org-policy", str(self.target.org_policy)]
         env = dict(os.environ)
         here = str(Path(reconciler.__file__).resolve().parents[1])  # this very package
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [here, env.get("PYTHONPATH")]))
@@ -271,8 +262,8 @@ class ReadAhead:
         return 8 * self.target.timeout + 30
 
 
-class ReadAheadBackend:
-    """The read half of a backend, served from the child's answer (plan never writes)."""
+class ReadAheadReads(Reads):
+    """`Reads` served from the child's answer, and its gauge reads afterwards."""
 
     def __init__(
         self, answer: dict[str, Any], target: TargetOptions | None = None,
@@ -280,6 +271,11 @@ class ReadAheadBackend:
     ) -> None:
         self.info = BackendInfo(**answer["info"])
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
+        # The gauges the child read with its answer (residency's).
+        self._read: dict[GaugeQuery, StoredMessages] = {
+            query_of(entry["stored"][0]): stored_of(entry["stored"][1])
+            for entry in self._projects.values() if entry.get("stored") is not None
+        }
         self._target = target
         self._child = child  # still there for the gauges a plan asks for afterwards
         self._metrics_backend: Any = None  # opened only when the child is gone
@@ -294,14 +290,7 @@ class ReadAheadBackend:
         entry = self._entry(project)
         if "topics_error" in entry:
             raise error_of(entry["topics_error"])
-        return [topic_of(row) for row in entry["topics"]]
-
-    def list_topics_with_retention(self, project: str) -> list[tuple[ObservedTopic, int]]:
-        """Residency's read-ahead: each topic with its retention (seconds; 0: none)."""
-        entry = self._entry(project)
-        if "topics_error" in entry:
-            raise error_of(entry["topics_error"])
-        return [(topic_of(row), int(retention)) for row, retention in entry["topics"]]
+        return [ObservedTopic.from_row(row) for row in entry["topics"]]
 
     def effective_policy(self, project: str) -> OrgInputs:
         entry = self._entry(project)
@@ -312,62 +301,29 @@ class ReadAheadBackend:
     def list_subscriptions(self, project: str) -> SubscriptionListing:
         return subscriptions_of(self._entry(project).get("subscriptions"))
 
-    def stored(
-        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
-    ) -> StoredMessages:
-        return self.stored_many([(project, scope, ids, retained)])[0]
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
+        """Those the child read with its answer; the others asked of the child, in one
+        request, and only if it is gone read through a Monitoring client of this
+        process."""
+        asked = [q for q in queries if q not in self._read]
+        if asked:
+            child = self._child
+            found = None if child is None else child.stored(asked)
+            if found is None:
+                found = self._read_here(asked)
+            self._read.update(zip(asked, found, strict=True))
+        return [self._read[q] for q in queries]
 
-    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
-        return self.ask_stored(queries)()
-
-    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
-        """Residency's topic gauges came with the answer (read beside the validation);
-        a plan's (the changes that remove regions, a prune's backlogs) are asked of the
-        child, in one request, answered when the answer is called, and only if it is
-        gone read through a Monitoring client of this process."""
-        out: list[StoredMessages | None] = []
-        for project, scope, ids, _retained in queries:
-            row = self._entry(project).get("stored")
-            out.append(stored_of(row, ids) if scope == "topic" and row is not None else None)
-        asked = [q for q, found in zip(queries, out, strict=True) if found is None]
-        child = self._child
-        ticket = child.ask_stored(asked) if asked and child is not None else None
-
-        def answer() -> list[StoredMessages]:
-            answers = None if child is None or ticket is None else child.stored_answer(ticket)
-            if answers is None:
-                answers = [self._read_here(*q) for q in asked]
-            got = iter(answers)
-            return [found if found is not None else next(got) for found in out]
-
-        return answer
-
-    def _read_here(
-        self, project: str, scope: str, ids: list[str] | None, retained: bool
-    ) -> StoredMessages:
+    def _read_here(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
         if self._target is None:
-            return StoredMessages({}, {}, unavailable="no target to read metrics from")
+            return [StoredMessages({}, {}, unavailable="no target to read metrics from")
+                    for _ in queries]
         if self._metrics_backend is None:
             from reconciler.backends.connect import open_metrics  # google-cloud: on need
 
             self._metrics_backend = open_metrics(self._target)
-        stored: StoredMessages = self._metrics_backend.stored(project, scope, ids, retained)
+        stored: list[StoredMessages] = self._metrics_backend.stored(queries)
         return stored
-
-    def get_topic(self, name: str) -> ObservedTopic | None:
-        raise BackendError("a plan's read-ahead answers no GetTopic")
-
-    def create_topic(self, body: dict[str, Any]) -> ObservedTopic:
-        raise BackendError("a plan's read-ahead makes no change")
-
-    def update_topic(self, body: dict[str, Any], update_mask: list[str]) -> ObservedTopic:
-        raise BackendError("a plan's read-ahead makes no change")
-
-    def delete_topic(self, name: str) -> None:
-        raise BackendError("a plan's read-ahead makes no change")
-
-    def list_topic_subscriptions(self, name: str) -> list[str]:
-        raise BackendError("a plan's read-ahead answers no ListTopicSubscriptions")
 
     def close(self) -> None:
         if self._child is not None:

@@ -1,9 +1,9 @@
 """The read-ahead's second process (plan/readahead.py): opens the target as `plan`
-would, reads each project's topics, org inputs and subscriptions (for `residency`
-also each topic's retention and the by-region gauges) as soon as the parent names it,
-answers once the parent has sent the final list, then answers the parent's requests
-of by-region gauges, in the order asked and reading later ones meanwhile, until the
-pipe closes (plan/readahead_wire.py).
+would, makes each project's reads through the same `Reads` calls observe makes
+(topics, org inputs and subscriptions; for `residency` also the by-region gauges it
+shows) as soon as the parent names the project, answers once the parent has sent the
+final list, then answers the parent's requests of by-region gauges, in the order asked
+and reading later ones meanwhile, until the pipe closes (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
         [--org-policy FILE] [--timeout SECONDS] [--parent PID] [--reads plan|residency]
@@ -34,34 +34,36 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from reconciler.backends.base import (
+    GaugeQuery,
     OrgInputs,
-    StoredMessages,
     SubscriptionListing,
     TargetOptions,
 )
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.connect import open_backend
-from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.metrics import MetricsUnavailable
-from reconciler.backends.residency_reads import stored_as_needed, with_retention_row
-from reconciler.backends.topicproto import topic_row_pb
+from reconciler.backends.residency_reads import gauge_query
+from reconciler.backends.topicproto import topic_row
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.readahead_wire import (
     error_row,
     org_row,
+    query_of,
+    query_row,
     stored_row,
     subscriptions_row,
 )
+from reconciler.topic import ObservedTopic
 
-# Each project's topics (as rows, made while the parent still validates; for residency
-# [row, retention] pairs), org inputs, subscriptions and, for residency, where its
-# topics' messages are stored (every gauge, the whole project). A plan's gauges are
-# asked for afterwards, for the changes that remove regions only.
+# Each project's topics (as rows, made while the parent still validates), org inputs,
+# subscriptions and, for residency, the gauges it shows ([query, stored] rows, or
+# None). A plan's gauges are asked for afterwards.
 Reads = dict[
     str,
     tuple[
         "Future[list[Any]]", "Future[OrgInputs]", "Future[SubscriptionListing]",
-        "Future[StoredMessages] | None",
+        "Future[list[Any] | None] | None",
     ],
 ]
 READS = ("plan", "residency")
@@ -130,7 +132,7 @@ def main(argv: list[str], requests: IO[str]) -> int:
             asked = later_requests(requests)
             _answer(answer_to, _collect(backend, final))
             del final  # its reads are sent: their memory is not needed any more
-            reads: queue.Queue[list[Future[dict[str, Any]]]] = queue.Queue()
+            reads: queue.Queue[list[Future[list[dict[str, Any]]]]] = queue.Queue()
             threading.Thread(
                 target=_answer_in_order, args=(answer_to, reads, asked), name="answers",
                 daemon=True,
@@ -139,19 +141,18 @@ def main(argv: list[str], requests: IO[str]) -> int:
                 request = asked.get()
                 if "failed" in request:  # a read failed unexpectedly: end with it
                     raise request["failed"]
-                reads.put([pool.submit(_stored_row, backend, q) for q in request["stored"]])
+                queries = [query_of(row) for row in request["stored"]]
+                reads.put([pool.submit(_stored_rows, backend, queries)])
     finally:
         backend.close()
 
 
-def _stored_row(backend: GcpBackend, query: dict[str, Any]) -> dict[str, Any]:
-    return stored_row(backend.stored(
-        str(query["project"]), str(query["scope"]), query["ids"], bool(query["retained"])
-    ))
+def _stored_rows(backend: ClientBackend, queries: list[GaugeQuery]) -> list[dict[str, Any]]:
+    return [stored_row(found) for found in backend.stored(queries)]
 
 
 def _answer_in_order(
-    to: BinaryIO, reads: queue.Queue[list[Future[dict[str, Any]]]],
+    to: BinaryIO, reads: queue.Queue[list[Future[list[dict[str, Any]]]]],
     asked: queue.Queue[dict[str, Any]],
 ) -> None:
     """Answer each gauge request once its reads are done, in the order asked, while the
@@ -161,28 +162,27 @@ def _answer_in_order(
     try:
         while True:
             found = reads.get()
-            _answer(to, {"stored": [f.result() for f in found]})
+            _answer(to, {"stored": [row for f in found for row in f.result()]})
     except BaseException as exc:
         asked.put({"failed": exc})
 
 
-def _warm_promql(backend: GcpBackend) -> None:
-    """Open the PromQL reader now (its HTTP library's import), while the
-    parent still validates, not when the parent's diff first asks for the gauges."""
+def _warm_promql(backend: ClientBackend) -> None:
+    """Open the PromQL reader now (its HTTP library's import), while the parent still
+    validates, not when the parent first asks for the gauges."""
     with contextlib.suppress(MetricsUnavailable):
         backend.promql()
 
 
 def _read_as_named(
-    backend: GcpBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
+    backend: ClientBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
 ) -> tuple[list[str], Reads] | None:
     """Start each project's reads the moment the parent names it; the final list."""
     reads: Reads = {}
-    convert = with_retention_row if residency else topic_row_pb
 
     def start(project: str) -> None:
         if project not in reads:
-            topics = pool.submit(backend.list_topics_as, project, convert)
+            topics = pool.submit(_topic_rows, backend, project)
             org = pool.submit(backend.effective_policy, project)
             subscriptions = pool.submit(backend.list_subscriptions, project)
             stored = None
@@ -201,19 +201,29 @@ def _read_as_named(
     return None
 
 
+def _topic_rows(backend: ClientBackend, project: str) -> list[Any]:
+    """The project's topics as `ObservedTopic.from_row` takes them back."""
+    return backend.list_topics_as(project, topic_row)
+
+
 def _residency_stored(
-    backend: GcpBackend, project: str, topics: Future[list[Any]],
+    backend: ClientBackend, project: str, topics: Future[list[Any]],
     subscriptions: Future[SubscriptionListing],
-) -> StoredMessages:
-    """Residency's gauges, those that can show anything (backends/residency_reads.py)."""
+) -> list[Any] | None:
+    """Residency's gauges, those that can show anything (backends/residency_reads.py),
+    as [query, stored]; None: none can."""
     try:
-        retentions: list[int] | None = [int(r) for _, r in topics.result()]
+        rows = topics.result()
+        retentions: list[int] | None = [ObservedTopic.from_row(r).retention_seconds for r in rows]
     except ReconcileError:
         retentions = None  # reported with the topics
-    return stored_as_needed(backend, project, retentions, subscriptions.result())
+    query = gauge_query(project, retentions, subscriptions.result())
+    if query is None:
+        return None
+    return [query_row(query), stored_row(backend.stored([query])[0])]
 
 
-def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
+def _collect(backend: ClientBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
     projects, reads = final
     answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:
@@ -229,7 +239,7 @@ def _collect(backend: GcpBackend, final: tuple[list[str], Reads]) -> dict[str, A
             entry["org_error"] = error_row(exc)
         entry["subscriptions"] = subscriptions_row(subscriptions.result())
         if stored is not None:
-            entry["stored"] = stored_row(stored.result())
+            entry["stored"] = stored.result()
         answer["projects"][project] = entry
     return answer
 

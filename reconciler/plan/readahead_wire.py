@@ -2,19 +2,20 @@
 
 The parent sends `{"project": P}` for each project as validation comes across it, then
 `{"projects": [...]}`, the final list. The child answers: what the backend states it
-is (`BackendInfo`, as a dict), and for each project of the final list its topics,
-effective org inputs and subscriptions, or the error reading them raised (re-raised in
-the parent as the same class, message and hint: the user sees what reading in one
-process would have shown); for `residency` also each topic's retention and the
-by-region gauges. It then stays, for the parent's requests of by-region gauges
-(`{"stored": [{"project", "scope", "ids", "retained"}, ...]}`, every project's at once,
-answered with `{"stored": [stored_row, ...]}`):
-a plan asks only for the changes that remove regions, known once it has diffed, and
-the parent never loads the Monitoring client. It leaves at the pipe's end of file.
+is (`BackendInfo`, as a dict), and for each project of the final list its topics
+(backends/topicproto.py: `topic_row`), effective org inputs and subscriptions, or the
+error reading them raised (re-raised in the parent as the same class, message and
+hint: the user sees what reading in one process would have shown); for `residency`
+also the by-region gauges it will ask for (`[query, stored]`). It then stays, for the
+parent's requests of by-region gauges (`{"stored": [query_row, ...]}`, answered with
+`{"stored": [stored_row, ...]}`): a plan's depend on the specs and the live topics, so
+the parent asks once it has both, and never loads the Monitoring client. It leaves at
+the pipe's end of file.
 
 The parent's messages are JSON lines; each answer is one `marshal` document of plain
 values after its length (8 bytes, big-endian): the same interpreter runs both sides,
-it loads much faster than JSON for a large tree (benchmarks/README.md), and it can carry only data.
+it loads much faster than JSON for a large tree (benchmarks/README.md), and it can
+carry only data.
 """
 
 from __future__ import annotations
@@ -23,25 +24,26 @@ from typing import Any
 
 from reconciler import errors
 from reconciler.backends.base import (
+    GaugeQuery,
     ObservedSubscription,
-    ObservedTopic,
     OrgInputs,
     RegionStored,
     StoredMessages,
     SubscriptionListing,
 )
 from reconciler.orgpolicy.model import Policy, PolicySpec
-from reconciler.topic import StoragePolicy, TopicShape
 
 FRAME_HEADER = 8  # an answer's length, big-endian, before the answer
 
 
-def topic_of(row: list[Any]) -> ObservedTopic:
-    """The live topic of a row the child made (backends/topicproto.py: topic_row_pb):
-    [name, labels sorted by key, [sorted regions, enforce_in_transit] or None, digest]."""
-    name, labels, regions, digest = row
-    policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
-    return ObservedTopic.of_shape(name, TopicShape(labels, policy), digest)
+def query_row(query: GaugeQuery) -> list[Any]:
+    project, scope, ids, retained = query
+    return [project, scope, None if ids is None else list(ids), retained]
+
+
+def query_of(row: list[Any]) -> GaugeQuery:
+    project, scope, ids, retained = row
+    return GaugeQuery(str(project), scope, None if ids is None else tuple(ids), bool(retained))
 
 
 def _spec_row(spec: PolicySpec | None) -> dict[str, Any] | None:
@@ -114,14 +116,8 @@ def _regions_row(figures: dict[str, dict[str, RegionStored]]) -> dict[str, Any]:
     }
 
 
-def _regions_of(
-    row: dict[str, Any], wanted: set[str] | None
-) -> dict[str, dict[str, RegionStored]]:
-    return {
-        rid: {r[0]: RegionStored(*r) for r in regions}
-        for rid, regions in row.items()
-        if wanted is None or rid in wanted
-    }
+def _regions_of(row: dict[str, Any]) -> dict[str, dict[str, RegionStored]]:
+    return {rid: {r[0]: RegionStored(*r) for r in regions} for rid, regions in row.items()}
 
 
 def stored_row(stored: StoredMessages) -> dict[str, Any]:
@@ -133,11 +129,10 @@ def stored_row(stored: StoredMessages) -> dict[str, Any]:
     }
 
 
-def stored_of(row: dict[str, Any], ids: list[str] | None = None) -> StoredMessages:
-    wanted = None if ids is None else set(ids)
+def stored_of(row: dict[str, Any]) -> StoredMessages:
     return StoredMessages(
-        _regions_of(row["unacked"], wanted),
-        _regions_of(row["retained"], wanted),
+        _regions_of(row["unacked"]),
+        _regions_of(row["retained"]),
         unavailable=row["unavailable"],
         calls=row["calls"],
     )

@@ -66,7 +66,7 @@ def _table(plan: Plan) -> list[str]:
         fields = ", ".join(md_code(p, in_table=True) for p in rc.update_mask) or (
             "all" if rc.action != "update" else "—"
         )
-        notes = "; ".join(md_prose(n) for n in [*rc.reasons, *rc.warnings]) or "—"
+        notes = "; ".join(md_prose(str(n)) for n in [*rc.reasons, *rc.warnings]) or "—"
         lines.append(
             f"| {ICON[rc.action]} | {md_code(rc.address, in_table=True)} | {fields} | {notes} |"
         )

@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from reconciler.ownership import plan_marker
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
@@ -73,6 +74,7 @@ def summary_line(plan: Plan) -> str:
 
 def render(plan: Plan, color: bool = False) -> str:
     style = _styler(color)
+    marker = plan_marker(plan.digest)
     lines: list[str] = []
     changes = [rc for rc in plan.resource_changes if rc.action != "no-op"]
     lines += header(plan)
@@ -81,7 +83,7 @@ def render(plan: Plan, color: bool = False) -> str:
         lines.append("reconcile will perform the following actions:")
         lines.append("")
         for rc in changes:
-            lines.extend(_block(rc, style))
+            lines.extend(_block(rc, style, marker))
             lines.append("")
     if plan.drift:
         lines.append("Drift (warnings, not changes; not counted in the exit code):")
@@ -98,11 +100,11 @@ def render(plan: Plan, color: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _block(rc: ResourceChange, style: Style) -> list[str]:
+def _block(rc: ResourceChange, style: Style, marker: str) -> list[str]:
     sym = SYMBOL[rc.action]
     head = f"  # {esc(rc.address)} {VERB[rc.action]}"
     if rc.reasons:
-        head += f" ({esc(', '.join(rc.reasons))})"
+        head += f" ({esc(', '.join(map(str, rc.reasons)))})"
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}
@@ -113,9 +115,33 @@ def _block(rc: ResourceChange, style: Style) -> list[str]:
             out.extend(_labels(fc, sym, style))
         else:
             out.extend(_policy(fc, sym, style))
+    out.extend(_sends(rc, marker))
     for warning in rc.warnings:
         out.append(style("!", f"      # warning: {esc(warning)}"))
     out.append(style(sym, "    }"))
+    return out
+
+
+def _sends(rc: ResourceChange, marker: str) -> list[str]:
+    """What apply sends for the change, all its request says: the call, the update
+    mask, how the labels are made and the marker label."""
+    request = rc.request
+    if request is None:
+        return []
+    call = esc(request.method)
+    if request.update_mask:
+        call += f" (update mask: {esc(', '.join(request.update_mask))})"
+    out = [f"      # sends {call}"]
+    if request.marker_label is None:
+        return out
+    mark = f"{esc(request.marker_label)} = {_q(marker)}"
+    if request.label_merge is None:
+        out.append(f"      #   labels: those above, and {mark}")
+    elif request.label_merge.set or request.label_merge.remove:
+        out.append(f"      #   labels: as read right before the call, with the changes above, "
+                   f"and {mark}")
+    else:
+        out.append(f"      #   labels: as read right before the call, and {mark}")
     return out
 
 

@@ -9,15 +9,16 @@ inputs, its subscriptions (or why not) and the topic by-region gauges (or why no
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from reconciler.backends.base import (
     DEFAULT_SUBSCRIPTION_RETENTION,
     ObservedSubscription,
+    ObservedTopic,
     RegionStored,
 )
+from reconciler.backends.residency_reads import ProjectReads
 from reconciler.frozen import FrozenDict
-from reconciler.plan.observe import facts_of
+from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
 from reconciler.residency.model import PausedExport, RegionStore, ResidencyReport, TopicResidency
 from reconciler.spec.desired import DesiredTopic
@@ -44,7 +45,7 @@ def _ages_out(retention: int, age: int | None) -> int | None:
 
 def topic_residency(
     topic: DesiredTopic,
-    live: tuple[Any, int] | None,
+    live: ObservedTopic | None,
     facts: OrgFacts,
     subs: Sequence[ObservedSubscription] | None,
     unacked: Mapping[str, RegionStored] | None,
@@ -56,8 +57,8 @@ def topic_residency(
     if live is None:
         return TopicResidency(topic.address, topic.project, topic.topic, False, source=source,
                               subscriptions=None if subs is None else 0, unknown=unknown)
-    observed, topic_retention = live
-    policy = observed.shape.policy
+    topic_retention = live.retention_seconds
+    policy = live.shape.policy
     held = sorted(set(unacked or {}) | set(retained or {}))
     # The declared policy is worked out only where something is stored to judge.
     managed, declared = _declared(topic, facts) if held else (False, None)
@@ -111,9 +112,10 @@ def topic_residency(
 
 
 def build_report(
-    desired: Sequence[DesiredTopic], reads: Mapping[str, Any], target: str, created_at: str
+    desired: Sequence[DesiredTopic], reads: Mapping[str, ProjectReads], target: str,
+    created_at: str,
 ) -> ResidencyReport:
-    """`reads`: project -> backends.residency_reads.ProjectReads."""
+    """`reads`: what was read of each project."""
     topics = []
     notes = []
     for project in sorted(reads):
@@ -140,7 +142,7 @@ def build_report(
         if stored.unavailable is None:
             unacked = stored.unacked.get(topic.topic, {})
             retained = stored.retained.get(topic.topic, {})
-        elif live is not None and subs == [] and live[1] == 0:
+        elif live is not None and subs == [] and live.retention_seconds == 0:
             unacked = retained = {}  # no subscription, no retention: it holds nothing
         else:
             unknown.append(f"stored messages: {stored.unavailable}")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.documents import DefaultsDoc
-from reconciler.spec.reporter import Reporter
+from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 
 
@@ -19,7 +19,7 @@ def index_defaults(
         directory = located.directory.resolve()
         if directory in out:
             first = out[directory]
-            Reporter(located, diags).error(
+            PositionedDiagnostics(located, diags).error(
                 ("kind",), "duplicate-defaults",
                 f"this directory already has a Defaults document at {first.doc.file}:"
                 f"{first.doc.start.line}; merge them",

@@ -16,7 +16,7 @@ from reconciler.diagnostics import Diagnostics
 from reconciler.names import owner_name_problem, project_id_problem, topic_id_problem
 from reconciler.spec.desired import Owner, PruneOptIn
 from reconciler.spec.documents import OwnerDoc
-from reconciler.spec.reporter import Reporter
+from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.spec.values import did_you_mean
 
@@ -37,7 +37,7 @@ def check_owner(owners: list[Located[OwnerDoc]], diags: Diagnostics) -> Owner:
     for other in named[1:]:
         for here, there in ((other, first), (first, other)):
             mark = there.doc.mark_for(NAME)
-            Reporter(here, diags).error(
+            PositionedDiagnostics(here, diags).error(
                 NAME, "owner-twice",
                 f"the spec tree declares its owner twice: {here.model.metadata.name!r} here "
                 f"and {there.model.metadata.name!r} at {there.doc.file}:{mark.line}; a tree "
@@ -45,7 +45,7 @@ def check_owner(owners: list[Located[OwnerDoc]], diags: Diagnostics) -> Owner:
             )
     problem = owner_name_problem(first.model.metadata.name)
     if problem is not None:
-        Reporter(first, diags).error(NAME, "owner-name", problem)
+        PositionedDiagnostics(first, diags).error(NAME, "owner-name", problem)
     mark = first.doc.mark_for(NAME)
     return Owner(first.model.metadata.name, first.doc.file, mark.line, _opt_ins(first, diags))
 
@@ -55,7 +55,7 @@ def _opt_ins(owner: Located[OwnerDoc], diags: Diagnostics) -> tuple[PruneOptIn, 
     line."""
     if owner.is_invalid(OPT_INS):
         return ()  # its shape is reported already
-    report = Reporter(owner, diags)
+    report = PositionedDiagnostics(owner, diags)
     found = []
     for i, entry in enumerate(owner.model.spec.prune_subscribed):
         problem = _entry_problem(entry)

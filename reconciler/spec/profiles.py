@@ -15,7 +15,7 @@ from reconciler.hedging import labels as hedging_labels
 from reconciler.hedging.profile import HedgingProfile, Problem
 from reconciler.names import label_value_problem
 from reconciler.spec.documents import HedgingProfileDoc, HedgingProfileSpec
-from reconciler.spec.reporter import Reporter
+from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey
 
@@ -37,13 +37,15 @@ def profile_from_settings(settings: HedgingProfileSpec, name: str | None) -> Hed
     )
 
 
-def report_profile_problems(profile: HedgingProfile, rep: Reporter, base: PathKey) -> None:
+def report_profile_problems(
+    profile: HedgingProfile, rep: PositionedDiagnostics, base: PathKey
+) -> None:
     """Range and precision problems of one profile, each value quoted as written."""
     for p in profile.problems():
         rep.error((*base, p.field), p.code, _as_written(p, rep, (*base, p.field)))
 
 
-def _as_written(problem: Problem, rep: Reporter, path: PathKey) -> str:
+def _as_written(problem: Problem, rep: PositionedDiagnostics, path: PathKey) -> str:
     """The problem's message with the value as the file spells it: `0.2000001` must not
     read as `0.2`, nor `1e999` as `inf`."""
     if problem.code != "hedging-range":
@@ -62,7 +64,7 @@ def index_profiles(
     referred to), so that fixing the name does not reveal new errors."""
     out: dict[str, tuple[HedgingProfile, Located[HedgingProfileDoc]]] = {}
     for located in profiles:
-        rep = Reporter(located, diags)
+        rep = PositionedDiagnostics(located, diags)
         name = located.model.metadata.name
         problem = label_value_problem(hedging_labels.PROFILE, name) or (
             None if name else "a profile name must not be empty"

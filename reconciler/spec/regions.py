@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from reconciler.orgpolicy.locations import catalog
-from reconciler.spec.reporter import Reporter
+from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.yamlio import PathKey
 
 
@@ -46,7 +46,7 @@ def region_problem(value: str) -> tuple[str, str] | None:
 
 
 def check_regions(
-    regions: list[str], rep: Reporter, base: PathKey, *, item: bool = True
+    regions: list[str], rep: PositionedDiagnostics, base: PathKey, *, item: bool = True
 ) -> list[str]:
     """The good regions of the list at `base` (or the single value at `base` when
     `item` is false); every bad or repeated one reported."""
@@ -79,7 +79,7 @@ def check_regions(
     return good
 
 
-def check_endpoint(endpoint: str | None, rep: Reporter) -> str | None:
+def check_endpoint(endpoint: str | None, rep: PositionedDiagnostics) -> str | None:
     """publishers.endpoint names a region (its endpoint is REGION-pubsub.googleapis.com)."""
     if endpoint is None:
         return None

@@ -21,9 +21,9 @@ from reconciler.names import (
 from reconciler.ownership import OWN_LABELS
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec, TopicDoc
+from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
 from reconciler.spec.regions import check_endpoint, check_regions
-from reconciler.spec.reporter import Reporter
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey
 
@@ -37,7 +37,7 @@ def check_topic(
     diags: Diagnostics,
 ) -> DesiredTopic | None:
     doc = located.model
-    rep = Reporter(located, diags)
+    rep = PositionedDiagnostics(located, diags)
 
     project = doc.metadata.project
     project_rep, project_path = rep, ("metadata", "project")
@@ -45,7 +45,7 @@ def check_topic(
         for d in chain:
             if d.model.spec.project:
                 project = d.model.spec.project
-                project_rep, project_path = Reporter(d, diags), ("spec", "project")
+                project_rep, project_path = PositionedDiagnostics(d, diags), ("spec", "project")
                 break
     if project is None:
         rep.error(
@@ -63,7 +63,7 @@ def check_topic(
     # Labels: defaults (outermost first) then the topic's own.
     labels: dict[str, str] = {}
     for d in reversed(chain):
-        check_labels(d.model.spec.labels, Reporter(d, diags), ("spec", "labels"))
+        check_labels(d.model.spec.labels, PositionedDiagnostics(d, diags), ("spec", "labels"))
         labels.update(d.model.spec.labels)
     check_labels(doc.spec.labels, rep, ("spec", "labels"))
     labels.update(doc.spec.labels)
@@ -74,7 +74,7 @@ def check_topic(
         for d in chain:
             if d.model.spec.message_storage_policy is not None:
                 storage_model = d.model.spec.message_storage_policy
-                storage_rep = Reporter(d, diags)
+                storage_rep = PositionedDiagnostics(d, diags)
                 break
     storage = check_storage(storage_model, storage_rep)
 
@@ -83,7 +83,8 @@ def check_topic(
     if publishers is None and not rep.silent(PUBLISHERS):
         for d in chain:
             if d.model.spec.publishers is not None:
-                publishers, publishers_rep = d.model.spec.publishers, Reporter(d, diags)
+                publishers = d.model.spec.publishers
+                publishers_rep = PositionedDiagnostics(d, diags)
                 break
     hedging = None
     publisher_regions: tuple[str, ...] = ()
@@ -121,7 +122,7 @@ def check_topic(
     )
 
 
-def check_labels(labels: Mapping[str, str], rep: Reporter, base: PathKey) -> None:
+def check_labels(labels: Mapping[str, str], rep: PositionedDiagnostics, base: PathKey) -> None:
     for key, value in labels.items():
         if problem := label_key_problem(key):
             rep.error((*base, key), "label-key", problem, key=True)
@@ -143,7 +144,9 @@ def check_labels(labels: Mapping[str, str], rep: Reporter, base: PathKey) -> Non
         )
 
 
-def check_storage(model: str | StoragePolicySpec | None, rep: Reporter) -> StorageIntent:
+def check_storage(
+    model: str | StoragePolicySpec | None, rep: PositionedDiagnostics
+) -> StorageIntent:
     if model is None:
         return StorageIntent("unmanaged")
     if model == "inherit":
@@ -161,7 +164,7 @@ def check_storage(model: str | StoragePolicySpec | None, rep: Reporter) -> Stora
 
 
 def check_publishers(
-    publishers: Publishers, rep: Reporter, profiles: Profiles
+    publishers: Publishers, rep: PositionedDiagnostics, profiles: Profiles
 ) -> tuple[HedgingProfile, RetryTimeouts] | None:
     base = PUBLISHERS
     check_regions(publishers.regions, rep, (*base, "regions"))

@@ -13,8 +13,9 @@ from reconciler.apply.guard import Guard, GuardedBackend
 from reconciler.apply.retry import AdminRetry
 from reconciler.backends.base import TargetOptions
 from reconciler.commands.apply import open_guarded
-from reconciler.plan.make import make_plan
+from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
+from reconciler.plan.observe import observe
 from reconciler.spec.desired import DesiredState, DesiredTopic
 
 MUTATING = ("CreateTopic", "UpdateTopic", "DeleteTopic")
@@ -70,4 +71,4 @@ def make(
     desired = DesiredState(
         [DesiredTopic(project, name, labels=labels) for name, labels in topics.items()]
     )
-    return make_plan(desired, backend, prune=prune)
+    return make_plan(desired, observe(backend, desired, prune), PlanOptions(prune=prune))

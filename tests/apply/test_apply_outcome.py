@@ -6,6 +6,7 @@ partial failure, a refused plan, an error before any change."""
 from __future__ import annotations
 
 import json
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from jsonschema import Draft202012Validator
 
 from reconciler.apply.outcomeschema import outcome_schema_text
 from reconciler.orgpolicy.snapshot import load_snapshot
+from reconciler.plan.readahead import START_ENV
+from tests.cli_support import start_reconcile
 from tests.specs_support import Tree
 
 SCHEMA_FILE = Path(__file__).resolve().parents[2] / "docs" / "apply-outcome.schema.json"
@@ -83,3 +86,31 @@ def test_a_refused_plan_and_an_error_are_documents_too(
     error = outcome(run_cli("apply", "specs", *seeded, "--auto-approve", "--format", "json"), 1)
     assert error["outcome"] == "error" and error["reason"] is None
     assert local_server.counters.total() == 0  # nothing called by any of them
+
+
+@pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_a_signal_before_any_change_still_prints_one_document(
+    local_server: Any, tree: Tree, signum: int, code: int
+) -> None:
+    """Stopped while the plan is read (its ListTopics held at the server): the CLI's one
+    boundary says so on stderr and prints apply's outcome document on stdout."""
+    tree.write({"orders": {"labels": {"team": "a"}}})
+    hold = local_server.faults.hold("ListTopics", count=1)
+    proc = start_reconcile("apply", "specs", "--emulator", local_server.address,
+                           "--auto-approve", "--format", "json", cwd=tree.root,
+                           env={START_ENV: "off"}).proc
+    try:
+        held = hold.wait_arrived(1, timeout=120.0)[0]
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    held.release()
+    assert proc.returncode == code, out + err
+    doc = json.loads(out)  # the one document
+    assert (doc["outcome"], doc["exit_code"]) == ("interrupted", code)
+    assert doc["message"] == "interrupted; nothing was applied" and doc["results"] == []
+    problems = list(Draft202012Validator(json.loads(SCHEMA_FILE.read_text())).iter_errors(doc))
+    assert problems == []
+    assert "Traceback" not in err

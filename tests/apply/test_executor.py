@@ -15,8 +15,10 @@ from google.pubsub_v1.types import MessageStoragePolicy, Topic
 
 from reconciler.apply.executor import Executor, matches
 from reconciler.apply.guard import GuardedBackend
-from reconciler.apply.result import ApplyResult
+from reconciler.apply.result import TopicResults
 from reconciler.apply.retry import AdminRetry
+from reconciler.codec import replace
+from reconciler.ownership import PLAN_LABEL, plan_marker
 from reconciler.plan.model import Plan
 
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
@@ -39,18 +41,22 @@ def live(client: Any, topic: str) -> Topic | None:
     return found
 
 
+def marked(plan: Plan) -> dict[str, str]:
+    """The label the plan's requests set to its marker (`Request.marker_label`)."""
+    return {PLAN_LABEL: plan_marker(plan.digest)}
+
+
 def labels_of(client: Any, topic: str) -> dict[str, str]:
     found = live(client, topic)
     assert found is not None, f"{topic} is not live"
     return dict(found.labels)
 
 
-def run(backend: GuardedBackend, plan: Plan, **kw: Any) -> ApplyResult:
-    """Execute `plan` the way `reconcile apply` does (the guarded backend's inner
-    backend and its guard), with a quick read-back."""
+def run(backend: GuardedBackend, plan: Plan, **kw: Any) -> TopicResults:
+    """Execute `plan` the way `reconcile apply` does (through the guarded backend),
+    with a quick read-back."""
     kw.setdefault("readback", QUICK_READBACK)
-    kw.setdefault("allow_delete", plan.prune)
-    return Executor(backend.inner, backend.guard, **kw).run(plan.resource_changes)
+    return Executor(backend, **kw).run(plan)
 
 
 def test_no_op_makes_no_call(local_server: Any, client: Any, backend: GuardedBackend) -> None:
@@ -76,7 +82,7 @@ def test_update_sends_the_plan_mask_only(
     assert local_server.counters.snapshot() == {"GetTopic": 1, "UpdateTopic": 1}  # fresh labels
     topic = live(client, "orders")
     assert topic is not None
-    assert dict(topic.labels) == {"x": "2", **OWNED}
+    assert dict(topic.labels) == {"x": "2", **OWNED, **marked(plan)}
     assert topic.message_retention_duration.total_seconds() == 86400  # not in the mask
     assert [r.status for r in result.results] == ["applied"]
 
@@ -97,7 +103,7 @@ def test_create_reads_back_and_tolerates_a_cached_not_found(
     assert (
         local_server.counters.get("CreateTopic") == 1 and local_server.counters.get("GetTopic") == 3
     )
-    assert labels_of(client, "new") == OWNED
+    assert labels_of(client, "new") == {**OWNED, **marked(plan)}
 
 
 def test_transient_errors_are_retried_permanent_ones_isolated(
@@ -130,7 +136,10 @@ def test_transient_errors_are_retried_permanent_ones_isolated(
     # 6 updates + the one retry of t0; the client library retried nothing by itself.
     assert local_server.counters.get("UpdateTopic") == 7
     assert labels_of(client, "topic-1") == OWNED
-    assert all(labels_of(client, t) == {"k": "v", **OWNED} for t in topics if t != "topic-1")
+    assert all(
+        labels_of(client, t) == {"k": "v", **OWNED, **marked(plan)}
+        for t in topics if t != "topic-1"
+    )
 
 
 def test_create_already_existing_with_declared_settings_counts_as_done(
@@ -192,9 +201,9 @@ def test_delete_rechecks_the_ownership_label_on_the_live_topic(
 def test_delete_needs_prune(local_server: Any, client: Any, backend: GuardedBackend) -> None:
     seed(client, "kept", OWNED)
     seed(client, "owned", OWNED)
-    plan = make(backend, {"kept": {}}, prune=True)
+    plan = replace(make(backend, {"kept": {}}, prune=True), prune=False)  # a delete anyway
     local_server.counters.reset()
-    result = run(backend, plan, allow_delete=False)
+    result = run(backend, plan)
     assert [r.status for r in result.results] == ["failed"]
     assert "--prune" in (result.results[0].error or "")
     assert local_server.counters.total() == 0
@@ -232,7 +241,7 @@ def test_stop_lets_in_flight_calls_finish_and_starts_no_new_one(
     assert statuses[3:] == ["not-attempted"] * 7
     assert local_server.counters.get("UpdateTopic") == 3
     assert result.interrupted
-    assert labels_of(client, "topic-2") == {"k": "v", **OWNED}
+    assert labels_of(client, "topic-2") == {"k": "v", **OWNED, **marked(plan)}
     assert labels_of(client, "topic-3") == OWNED
 
 

@@ -17,7 +17,8 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.apply.executor import Executor
 from reconciler.apply.guard import GuardedBackend
-from reconciler.apply.result import ApplyResult
+from reconciler.apply.result import TopicResults
+from reconciler.ownership import PLAN_LABEL, plan_marker
 
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 FIRST, SECOND = (f"projects/{PROJECT}/topics/{n}" for n in ("first", "second"))
@@ -39,17 +40,18 @@ def set_labels(client: Any, name: str, new: dict[str, str]) -> None:
 
 def apply_while(
     local_server: Any, client: Any, backend: GuardedBackend, meanwhile: dict[str, str]
-) -> ApplyResult:
+) -> tuple[TopicResults, dict[str, str]]:
     """Plan team: a -> b on both topics, then apply it one topic at a time; while the
-    first topic's update is held, set SECOND's labels to `meanwhile`."""
+    first topic's update is held, set SECOND's labels to `meanwhile`. The results, and
+    the marker label the plan's updates set."""
     for name in (FIRST, SECOND):
         client.create_topic(request=Topic(name=name, labels={"team": "a", **OWNED}))
     plan = make(backend, {"first": {"team": "b"}, "second": {"team": "b"}})
     assert [rc.address for rc in plan.resource_changes] == [FIRST, SECOND]
     hold = local_server.faults.hold("UpdateTopic", resource=FIRST)
-    out: list[ApplyResult] = []
-    executor = Executor(backend.inner, backend.guard, concurrency=1)
-    worker = threading.Thread(target=lambda: out.append(executor.run(plan.resource_changes)))
+    out: list[TopicResults] = []
+    executor = Executor(backend, concurrency=1)
+    worker = threading.Thread(target=lambda: out.append(executor.run(plan)))
     worker.start()
     try:
         (held,) = hold.wait_arrived(1)
@@ -58,28 +60,30 @@ def apply_while(
     finally:
         local_server.faults.end_holds()
         worker.join()
-    return out[0]
+    return out[0], {PLAN_LABEL: plan_marker(plan.digest)}
 
 
 def test_a_label_added_by_another_tool_during_apply_is_kept(
     local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
-    result = apply_while(local_server, client, backend, {"team": "a", "owner": "ops", **OWNED})
+    result, mark = apply_while(
+        local_server, client, backend, {"team": "a", "owner": "ops", **OWNED}
+    )
     assert [r.status for r in result.results] == ["applied", "applied"]
-    assert labels(client, SECOND) == {"team": "b", "owner": "ops", **OWNED}
-    assert labels(client, FIRST) == {"team": "b", **OWNED}
+    assert labels(client, SECOND) == {"team": "b", "owner": "ops", **OWNED, **mark}
+    assert labels(client, FIRST) == {"team": "b", **OWNED, **mark}
 
 
 def test_a_managed_label_moved_during_apply_makes_only_that_topic_stale(
     local_server: Any, client: Any, backend: GuardedBackend
 ) -> None:
     local_server.counters.reset()
-    result = apply_while(local_server, client, backend, {"team": "c", **OWNED})
+    result, mark = apply_while(local_server, client, backend, {"team": "c", **OWNED})
     first, second = result.results
     assert first.status == "applied"
     assert second.status == "failed"
     assert second.error == "stale: label team changed since the plan; not updated (make a new plan)"
     assert labels(client, SECOND) == {"team": "c", **OWNED}
-    assert labels(client, FIRST) == {"team": "b", **OWNED}
+    assert labels(client, FIRST) == {"team": "b", **OWNED, **mark}
     # The second writer's update and the first topic's: apply sent none for SECOND.
     assert local_server.counters.get("UpdateTopic") == 2

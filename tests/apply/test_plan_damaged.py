@@ -110,7 +110,9 @@ CASES = [
     (_set("surprise", value=1), "field surprise: unknown field"),
     (_set("resource_changes", 1, "subscriptions", value=[]),
      "field resource_changes[1].subscriptions: written empty"),
-    (_set("format_version", value="4.0"), "plan format_version 4.0 is not supported"),
+    (_set("format_version", value="5.0"), "plan format_version 5.0 is not supported"),
+    (_set("format_version", value="3.0"),
+     "plan format_version 3.0 was made by an older reconcile: plan again (its requests"),
     (_set("format_version", value="2.0"), "2.0 was made by an older reconcile: plan again"),
     (_set("format_version", value="1.0"), "1.0 was made by an older reconcile: plan again"),
     (_set("digest", value="md5:abc"), "field digest: expected `str` matching regex"),
@@ -127,6 +129,21 @@ def test_a_damaged_plan_file_gets_one_clear_error(world: World, change: Any, mes
         assert run.stderr.startswith(f"Error: {world.plan}"), run.stderr
         assert message in run.stderr
         assert "internal error" not in run.stderr and "Traceback" not in run.stderr
+    assert world.server.counters.total() == 0
+
+
+def test_a_plan_made_by_the_previous_release_is_refused_before_any_call(world: World) -> None:
+    """A real format 3.0 plan file (the previous release's, made by it against the same
+    seeding): its requests do not say what apply sends, so it is never read as one of
+    ours; it is refused before anything is called."""
+    old = Path(__file__).parent / "data" / "plan-3.0.json"
+    for args, code in ((("show", str(old)), 1),
+                       (("apply", str(old), "--emulator", world.server.address), 4)):
+        run = reconcile(*args)
+        assert run.exit_code == code, run.output
+        assert f"Error: {old}: plan format_version 3.0 was made by an older reconcile: " \
+            "plan again" in run.stderr
+        assert "reconcile plan --out PLANFILE" in run.stderr  # the hint
     assert world.server.counters.total() == 0
 
 

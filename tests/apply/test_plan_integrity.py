@@ -82,18 +82,18 @@ def test_an_edited_label_value_in_the_request_is_refused(
     path = saved_update_plan(local_server, tree, client)
 
     def sneak(data: dict[str, Any]) -> None:
-        data["resource_changes"][0]["request"]["topic"]["labels"]["team"] = "attacker"
+        data["resource_changes"][0]["request"]["label_merge"]["set"]["team"] = "attacker"
 
     edit(path, sneak)
     shown = reconcile("show", str(path))
     assert (
         shown.exit_code == 1
-        and "the request's labels value differs from the change's `after`" in (shown.stderr)
+        and "the request's label_merge is not the change's label changes" in shown.stderr
     )
     local_server.counters.reset()
     run = reconcile("apply", str(path), *target(local_server, tree))
     refused(local_server, run)
-    assert f"{tree.address('orders')}: the request's labels value differs" in run.stderr
+    assert f"{tree.address('orders')}: the request's label_merge is not" in run.stderr
     assert client.get_topic(request={"topic": tree.address("orders")}).labels["team"] == "old"
 
 
@@ -127,7 +127,7 @@ def test_an_after_edited_without_its_fields_is_refused(
     def both(data: dict[str, Any]) -> None:
         rc = data["resource_changes"][0]
         rc["change"]["after"]["labels"]["team"] = "attacker"
-        rc["request"]["topic"]["labels"]["team"] = "attacker"
+        rc["request"]["label_merge"]["set"]["team"] = "attacker"
 
     edit(path, both)
     local_server.counters.reset()
@@ -176,7 +176,7 @@ def test_content_that_does_not_match_its_digest_is_refused(
     path = saved_update_plan(local_server, tree, client)
 
     def cosmetic(data: dict[str, Any]) -> None:
-        data["resource_changes"][0]["reasons"] = ["nothing to see here"]
+        data["resource_changes"][0]["reasons"] = ["in-transit-differs-from-org-policy"]
 
     edit(path, cosmetic, redigest=False)
     local_server.counters.reset()
@@ -184,6 +184,23 @@ def test_content_that_does_not_match_its_digest_is_refused(
     refused(local_server, run)
     assert f"{path}: the plan's content does not match its digest" in run.stderr
     assert "the file was changed after it was made" in run.stderr
+
+
+def test_a_reason_that_is_none_of_the_forms_is_refused_naming_the_field(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
+    """Reasons are read back as values (apply acts on `adopt-from:OWNER`): a text that
+    is none of the forms is a damaged plan, even with a digest made to match."""
+    path = saved_update_plan(local_server, tree, client)
+
+    def freeform(data: dict[str, Any]) -> None:
+        data["resource_changes"][0]["reasons"] = ["adopt from: team-a"]
+
+    edit(path, freeform)
+    local_server.counters.reset()
+    run = reconcile("apply", str(path), *target(local_server, tree))
+    refused(local_server, run)
+    assert "field resource_changes[0].reasons[0]: expected a reason: 'adopt', " in run.stderr
 
 
 def test_expect_digest_pins_the_reviewed_plan(local_server: Any, tree: Tree, client: Any) -> None:

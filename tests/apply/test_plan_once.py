@@ -87,9 +87,15 @@ def test_a_plan_that_only_changes_the_storage_policy_still_leaves_its_marker(
     assert made.exit_code == 0, made.stderr
     plan = read_plan(Path("p.json"))
     [rc] = plan.resource_changes
-    assert rc.request is not None and list(rc.request.update_mask) == [
-        "message_storage_policy"
-    ]
+    assert list(rc.update_mask) == ["message_storage_policy"]  # what the change sets
+    # What apply sends, stated by the plan: labels too, for the marker, merged onto a
+    # fresh read of the topic (no label changes of the plan's own).
+    assert rc.request is not None
+    assert list(rc.request.update_mask) == ["labels", "message_storage_policy"]
+    assert rc.request.marker_label == PLAN_LABEL
+    assert rc.request.label_merge is not None and not rc.request.label_merge.set
+    shown = run_cli("show", "p.json")
+    assert f'{PLAN_LABEL} = "{plan_marker(plan.digest)}"' in shown.stdout
     assert run_cli("apply", "p.json", *target).exit_code == 0
     assert live(publisher_client, tree)[1][PLAN_LABEL] == plan_marker(plan.digest)
     again = run_cli("apply", "p.json", *target)

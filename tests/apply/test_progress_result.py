@@ -7,14 +7,14 @@ import json
 
 from reconciler.apply.events import TopicFinished
 from reconciler.apply.outcome import finished
-from reconciler.apply.result import ApplyResult, TopicResult
+from reconciler.apply.result import TopicResult, TopicResults
 from reconciler.commands.apply_view import BarProgress, LineProgress, progress_for, summary_text
 from reconciler.commands.output import Writer
 from reconciler.errors import EXIT_TERMINATED
 
 
-def results() -> ApplyResult:
-    return ApplyResult(
+def results() -> TopicResults:
+    return TopicResults(
         results=[
             TopicResult("projects/p/topics/a", "create", "applied", "CreateTopic", attempts=1),
             TopicResult(

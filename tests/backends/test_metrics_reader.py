@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from reconciler.backends.base import BackendInfo
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.clients import monitoring_client, publisher_client, subscriber_client
-from reconciler.backends.gcp import GcpBackend
 from reconciler.backends.metrics import (
     Aggregation,
     Distribution,
@@ -24,13 +24,13 @@ PROJECT = "proj-metrics"
 PUBSUB = "pubsub.googleapis.com/"
 
 
-def _backend(address: str, metrics: bool = True) -> GcpBackend:
+def _backend(address: str, metrics: bool = True) -> ClientBackend:
     factory = (lambda: (monitoring_client(address), address)) if metrics else None
     info = BackendInfo(kind="emulator", address=address)
-    return GcpBackend(publisher_client(address), None, info, metrics_client=factory, timeout=10)
+    return ClientBackend(publisher_client(address), None, info, metrics_client=factory, timeout=10)
 
 
-def _topic(backend: GcpBackend, name: str, regions: list[str]) -> str:
+def _topic(backend: ClientBackend, name: str, regions: list[str]) -> str:
     """A topic with one pull subscription (`name`-sub): the topic's by-region gauges
     count what its subscriptions hold."""
     topic = f"projects/{PROJECT}/topics/{name}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.topicproto import observed, observed_pb
-from reconciler.plan.observe import topic_fingerprint
+from reconciler.plan.observation import topic_fingerprint
 
 NAME = "projects/acme/topics/orders"
 

@@ -15,6 +15,7 @@ from reconciler.plan.model import (
     ResourceChange,
     SubscriptionRef,
 )
+from reconciler.plan.reasons import Reason, ReasonKind
 
 
 def every_kind_plan(projects: list[str] | None = None) -> Plan:
@@ -32,7 +33,7 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
         Change(["update"], {"labels": {}, "message_storage_policy": None},
                {"labels": labels, "message_storage_policy": None}),
         update_mask=["labels"],
-        reasons=["adopt"], warnings=["careful"],
+        reasons=[Reason(ReasonKind.ADOPT)], warnings=["careful"],
         left_behind=[LeftBehind("us-west1", 3, 30, 60)],
     )
     delete = ResourceChange(

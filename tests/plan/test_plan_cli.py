@@ -135,10 +135,16 @@ def test_labels_hedging_labels_and_adoption_keep_foreign_labels(
     rc = change(as_json(run_cli, local_server, root, "--org-policy", policy), "orders")
     assert rc["update_mask"] == ["labels"]
     assert rc["reasons"] == ["adopt"]
-    sent = rc["request"]["topic"]["labels"]
-    assert sent["owner"] == "ops" and sent["team"] == "pay"
-    assert "reconcile-stale" not in sent
-    assert sent["reconcile-hedge-max-tokens"] == "20"
+    request = rc["request"]
+    assert request["update_mask"] == ["labels"] and request["marker_label"] == "reconcile-plan"
+    merge = request["label_merge"]  # onto the labels read right before the call
+    assert merge["set"]["team"] == "pay" and merge["remove"] == ["reconcile-stale"]
+    assert "owner" not in merge["set"] and "owner" not in merge["remove"]  # kept as read
+    assert merge["set"]["reconcile-hedge-max-tokens"] == "20"
+    assert "labels" not in request["topic"]
+    assert "# sends UpdateTopic (update mask: labels)" in out
+    assert "#   labels: as read right before the call, with the changes above, and " \
+        'reconcile-plan = "' in out
 
 
 # -- inherit and drift -------------------------------------------------------------------
@@ -290,7 +296,7 @@ def test_json_format_carries_the_contract_keys(
     seed("orders", OWN, ["us-east1"])
     root = specs(topic_doc("orders", storage=(["us-east1"], None)), topic_doc("new"))
     data = as_json(run_cli, local_server, root, "--org-policy", str(org_policy_file()))
-    assert data["format_version"] == "3.0"
+    assert data["format_version"] == "4.0"
     assert data["digest"].startswith("sha256:") and len(data["digest"]) == 71
     assert {"resource_changes", "diagnostics", "drift", "fingerprints"} <= set(data)
     new = change(data, "new")
@@ -346,9 +352,14 @@ def test_show_refuses_a_corrupt_or_foreign_plan_file(run_cli: Any, tmp_path: Pat
     assert result.exit_code == 1
     assert "plan format_version 9.0 is not supported" in result.stderr
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"format_version": "3.0", "resource_changes": [{}]}))
+    broken.write_text(json.dumps({"format_version": "4.0", "resource_changes": [{}]}))
     result = run_cli("show", str(broken))
     assert result.exit_code == 1 and "damaged or incomplete" in result.stderr
+    older = tmp_path / "older.json"
+    older.write_text(json.dumps({"format_version": "3.0", "resource_changes": [{}]}))
+    result = run_cli("show", str(older))
+    assert result.exit_code == 1
+    assert "plan format_version 3.0 was made by an older reconcile: plan again" in result.stderr
     assert "Traceback" not in result.stderr
 
 

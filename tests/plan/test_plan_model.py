@@ -17,8 +17,9 @@ from plan_helpers import every_kind_plan
 
 from reconciler.codec import from_json, replace
 from reconciler.errors import PlanRefused
+from reconciler.ownership import PLAN_LABEL
 from reconciler.plan import model
-from reconciler.plan.model import Change, Plan, Request, ResourceChange, digest_of
+from reconciler.plan.model import Change, LabelMerge, Plan, Request, ResourceChange, digest_of
 from reconciler.plan.planfile import read_plan
 from reconciler.plan.planschema import plan_schema
 from reconciler.render.formats import render
@@ -39,7 +40,7 @@ def test_a_plan_cannot_change_once_made() -> None:
         lambda: rc.reasons.append("sneaky"),
         lambda: rc.update_mask.__setitem__(0, "message_storage_policy"),
         lambda: rc.change.after["labels"].update(team="b"),  # type: ignore[index]
-        lambda: rc.request.topic["labels"].pop("team"),  # type: ignore[union-attr]
+        lambda: rc.request.label_merge.set.pop("team"),  # type: ignore[union-attr]
         lambda: rc.change.fields[0].added.extend(["x"]),
         lambda: plan.fingerprints.topics.setdefault("projects/p/topics/x", "absent"),
         lambda: plan.resource_changes[3].source.clear(),  # type: ignore[union-attr]
@@ -93,7 +94,8 @@ def test_requests_fields_and_the_digest_are_derived_whatever_is_given() -> None:
     forged = Request("UpdateTopic", {"name": "projects/p/topics/victim"}, ["labels"])
     rc = ResourceChange("projects/p/topics/t", "p", "t", change, ["labels"], request=forged)
     assert rc.request == Request(
-        "UpdateTopic", {"name": "projects/p/topics/t", "labels": {"a": "2"}}, ["labels"]
+        "UpdateTopic", {"name": "projects/p/topics/t"}, ["labels"], LabelMerge({"a": "2"}),
+        PLAN_LABEL,
     )
     assert rc.request.update_mask == rc.update_mask == ["labels"]
     assert [(f.path, f.before, f.after) for f in rc.change.fields] == [

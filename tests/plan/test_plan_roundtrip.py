@@ -10,26 +10,35 @@ from typing import Any
 import pytest
 
 from reconciler.backends.base import BackendInfo
+from reconciler.backends.client_backend import ClientBackend
 from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
-from reconciler.backends.gcp import GcpBackend
 from reconciler.orgpolicy.model import Policy
-from reconciler.plan.make import make_plan
+from reconciler.ownership import plan_marker
+from reconciler.plan.make import PlanOptions, make_plan
+from reconciler.plan.observe import observe
 from reconciler.spec.validate import validate_paths
 from tests.specs_support import location_policy, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
 
 
-def execute(backend: GcpBackend, plan: Any) -> None:
-    """What apply does, minimally: send each request as planned."""
+def execute(backend: ClientBackend, plan: Any) -> None:
+    """What apply does, minimally: send each request as planned, an update's labels
+    merged onto the topic as read now, the marker label set."""
+    marker = plan_marker(plan.digest)
     for rc in plan.resource_changes:
         req = rc.request
         if req is None:
             continue
+        body = dict(req.topic)
         if req.method == "CreateTopic":
-            backend.create_topic(req.topic)
+            backend.create_topic({**body, "labels": {**body["labels"], req.marker_label: marker}})
         elif req.method == "UpdateTopic":
-            backend.update_topic(req.topic, req.update_mask)
+            live = backend.get_topic(rc.address)
+            assert live is not None
+            labels = req.label_merge.onto(live.shape.labels)
+            body["labels"] = {**labels, req.marker_label: marker}
+            backend.update_topic(body, list(req.update_mask))
         else:
             backend.delete_topic(req.topic["name"])
 
@@ -56,17 +65,18 @@ def test_plan_after_executing_its_requests_is_empty(
         topic_doc("created-inherit", storage="inherit"),
     )
     desired = validate_paths([root]).desired
-    backend = GcpBackend(
+    backend = ClientBackend(
         publisher_client(local_server.address),
         orgpolicy_client(local_server.address),
         BackendInfo("emulator", local_server.address),
         subscriber=subscriber_client(local_server.address),  # prune sees no subscription
     )
     try:
-        first = make_plan(desired, backend, prune=True)
+        pruning = PlanOptions(prune=True)
+        first = make_plan(desired, observe(backend, desired, prune=True), pruning)
         assert first.counts() == {"create": 2, "update": 3, "delete": 1, "no-op": 0}
         execute(backend, first)
-        second = make_plan(desired, backend, prune=True)
+        second = make_plan(desired, observe(backend, desired, prune=True), pruning)
         assert second.counts()["no-op"] == 5 and not second.has_changes, second.dumps()
         live = backend.get_topic("projects/proj-a/topics/adopted")
         assert live is not None and live.body["labels"]["owner"] == "ops"

@@ -4,17 +4,18 @@ The plan it makes is the plan reading in one process makes, errors included."""
 from __future__ import annotations
 
 import json
+import marshal
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from reconciler.backends.base import TargetOptions
+from reconciler.backends.base import GaugeQuery, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.errors import BackendError, UsageError
 from reconciler.localserver import CLIENT_REGION_KEY
-from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadBackend, start_threshold
+from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadReads, start_threshold
 from tests.specs_support import topic_doc
 
 DEFAULTS_AND_TOPIC = """\
@@ -36,8 +37,8 @@ def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) ->
     assert read_ahead.proc is None  # one document: not yet
     read_ahead.document(None)
     assert read_ahead.proc is not None
-    backend = read_ahead.backend(["proj-a", "proj-b", "proj-c"])
-    assert isinstance(backend, ReadAheadBackend)
+    backend = read_ahead.served(["proj-a", "proj-b", "proj-c"])
+    assert isinstance(backend, ReadAheadReads)
     proc = read_ahead.proc
     assert proc is not None and proc.poll() is None  # it stays, for the gauges a plan asks
     direct = open_backend(TargetOptions(emulator=local_server.address))
@@ -48,8 +49,8 @@ def test_the_child_reads_what_the_backend_reads(local_server: Any, seed: Any) ->
             assert backend.list_subscriptions(project) == direct.list_subscriptions(project)
         assert backend.info == direct.info
         local_server.counters.reset()
-        asked = backend.stored("proj-a", "topic", ["orders"], False)
-        assert asked == direct.stored("proj-a", "topic", ["orders"], False)
+        query = GaugeQuery("proj-a", "topic", ("orders",))
+        assert backend.stored([query]) == direct.stored([query])
         # One PromQL query each (every gauge at once), none through ListTimeSeries.
         assert local_server.counters.get("PromQLQuery") == 2  # 1 by the child, 1 here
         assert local_server.counters.get("ListTimeSeries") == 0
@@ -124,7 +125,7 @@ def test_a_child_that_dies_is_replaced_by_reading_here(local_server: Any) -> Non
     read_ahead.document("proj-a")
     assert read_ahead.proc is not None
     read_ahead.proc.kill()
-    assert read_ahead.backend(["proj-a"]) is None
+    assert read_ahead.served(["proj-a"]) is None
     err = read_ahead.note or ""
     assert "note: reading the live topics in a second process failed (exit status -9" in err
     assert "reading them in this one instead" in err
@@ -134,22 +135,22 @@ def test_gauges_are_read_here_when_the_child_is_gone(local_server: Any, seed: An
     seed("orders", {"team": "a"}, ["us-east1"])
     read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
     read_ahead.document("proj-a")
-    backend = read_ahead.backend(["proj-a"])
+    backend = read_ahead.served(["proj-a"])
     assert backend is not None and read_ahead.proc is not None
     read_ahead.proc.kill()
     local_server.counters.reset()
-    stored = backend.stored("proj-a", "topic", ["orders"], False)
+    [stored] = backend.stored([GaugeQuery("proj-a", "topic", ("orders",))])
     assert stored.unavailable is None and stored.calls == 1  # one PromQL query
     assert local_server.counters.get("PromQLQuery") == 1  # by this process's own client
     backend.close()
 
 
-def test_gauge_requests_asked_together_are_each_answered_with_its_own(
+def test_gauge_requests_are_each_answered_with_its_own(
     local_server: Any, seed: Any, publisher_client: Any, subscriber_client: Any
 ) -> None:
-    """A plan asks for each project's gauges as its diff of the project ends, and takes
-    the answers afterwards: every answer is its own request's, whatever the order they
-    are taken in, and a child gone meanwhile leaves this process to read them."""
+    """A plan asks for several projects' gauges in one request: every answer is its own
+    query's, in the order asked, and a child gone meanwhile leaves this process to
+    read them."""
     stored_in = {"proj-a": "europe-west1", "proj-b": "us-east1", "proj-c": "asia-east1"}
     for project, region in stored_in.items():
         topic = f"projects/{project}/topics/orders"
@@ -160,16 +161,16 @@ def test_gauge_requests_asked_together_are_each_answered_with_its_own(
                                  metadata=[(CLIENT_REGION_KEY, region)], retry=None)
     read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
     read_ahead.document("proj-a")
-    backend = read_ahead.backend(list(stored_in))
+    backend = read_ahead.served(list(stored_in))
     assert backend is not None
-    answers = {p: backend.ask_stored([(p, "topic", ["orders"], False)]) for p in stored_in}
-    for project in ("proj-c", "proj-a"):  # not in the order asked
-        [found] = answers[project]()
+    queries = {p: GaugeQuery(p, "topic", ("orders",)) for p in stored_in}
+    answers = backend.stored([queries["proj-c"], queries["proj-a"]])
+    for project, found in zip(("proj-c", "proj-a"), answers, strict=True):
         assert list(found.unacked["orders"]) == [stored_in[project]]
         assert found.unacked["orders"][stored_in[project]].messages == len(project)
     assert read_ahead.proc is not None
-    read_ahead.proc.kill()  # proj-b's answer is in the pipe or lost: either way, read
-    [found] = answers["proj-b"]()
+    read_ahead.proc.kill()
+    [found] = backend.stored([queries["proj-b"]])
     assert list(found.unacked["orders"]) == ["us-east1"]
     backend.close()
 
@@ -182,7 +183,7 @@ def test_closing_stops_the_child_and_it_never_starts_again(local_server: Any) ->
     read_ahead.close()
     assert proc.returncode is not None
     read_ahead.document("proj-b")
-    assert read_ahead.proc is None and read_ahead.backend(["proj-b"]) is None
+    assert read_ahead.proc is None and read_ahead.served(["proj-b"]) is None
 
 
 def test_only_the_projects_asked_for_are_read(local_server: Any, seed: Any) -> None:
@@ -192,7 +193,7 @@ def test_only_the_projects_asked_for_are_read(local_server: Any, seed: Any) -> N
     for project in ("proj-a", "proj-b", None):
         read_ahead.document(project)
     assert list(read_ahead.seen) == ["proj-a"]
-    backend = read_ahead.backend(["proj-a"])
+    backend = read_ahead.served(["proj-a"])
     assert backend is not None and backend.list_topics("proj-a") == []
     with pytest.raises(BackendError, match="proj-b was not read ahead"):
         backend.list_topics("proj-b")
@@ -223,12 +224,13 @@ def test_a_misspelt_setting_is_refused_naming_it(
 def test_a_row_reads_back_as_the_topic_it_was_made_from() -> None:
     from google.pubsub_v1.types import Topic
 
-    from reconciler.backends.topicproto import observed_pb, topic_row_pb
-    from reconciler.plan.readahead_wire import topic_of
+    from reconciler.backends.topicproto import observed_pb, topic_row
+    from reconciler.topic import ObservedTopic
 
     bare = Topic(name="projects/p/topics/bare")
     full = Topic(name="projects/p/topics/full", labels={"z": "1", "a": "2", "m": ""},
-                 kms_key_name="projects/p/locations/l/keyRings/r/cryptoKeys/k")
+                 kms_key_name="projects/p/locations/l/keyRings/r/cryptoKeys/k",
+                 message_retention_duration={"seconds": 3600})
     full.message_storage_policy.allowed_persistence_regions = ["us-east1", "eu-west1", "us-east1"]
     full.message_storage_policy.enforce_in_transit = True
     regionless = Topic(name="projects/p/topics/regionless")
@@ -237,10 +239,11 @@ def test_a_row_reads_back_as_the_topic_it_was_made_from() -> None:
     regionless_pb = Topic.pb(regionless)
     regionless_pb.message_storage_policy.SetInParent()  # set, with no region
     for pb in (Topic.pb(bare), Topic.pb(full), regionless_pb):
-        row = topic_row_pb(pb)
-        again = topic_of(row)
-        assert again == observed_pb(pb)
-        assert again.shape == observed_pb(pb).shape
-    assert topic_row_pb(Topic.pb(full))[1] == {"a": "2", "m": "", "z": "1"}
-    assert list(topic_row_pb(Topic.pb(full))[1]) == ["a", "m", "z"]
-    assert topic_of(topic_row_pb(regionless_pb)).shape.policy is not None  # set, no region
+        live = observed_pb(pb)
+        again = ObservedTopic.from_row(marshal.loads(marshal.dumps(topic_row(pb))))
+        assert again == live
+        assert again.shape == live.shape
+        assert again.retention_seconds == live.retention_seconds
+    assert observed_pb(Topic.pb(full)).retention_seconds == 3600
+    assert list(observed_pb(Topic.pb(full)).shape.labels) == ["a", "m", "z"]
+    assert observed_pb(regionless_pb).shape.policy is not None  # set, no region

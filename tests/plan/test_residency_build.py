@@ -10,9 +10,8 @@ from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.orgrules import OrgFacts
 from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape
 
-LIVE = ObservedTopic.of_shape(
-    "projects/p/topics/t", TopicShape({}, StoragePolicy(("europe-west1", "us-east1"), False)), ""
-)
+SHAPE = TopicShape({}, StoragePolicy(("europe-west1", "us-east1"), False))
+LIVE = ObservedTopic.of_shape("projects/p/topics/t", SHAPE, "")
 
 
 def _sub(name: str, retention: int, retain_acked: bool = False, kind: str = "pull",
@@ -32,7 +31,7 @@ def test_a_region_the_org_policy_no_longer_allows_is_outside_and_ages_out_by_the
         "us-east1": RegionStored("us-east1", 5, 50, 600),
         "europe-west1": RegionStored("europe-west1", 1, 10, 30),
     }
-    found = topic_residency(topic, (LIVE, 0), facts, subs, unacked, {}, [])
+    found = topic_residency(topic, LIVE, facts, subs, unacked, {}, [])
     regions = {r.region: r for r in found.regions}
     assert regions["us-east1"].not_allowed_by == ["org"]  # unmanaged: no declared policy
     assert regions["us-east1"].ages_out_within_seconds == 7200 - 600
@@ -47,7 +46,8 @@ def test_retained_acked_messages_age_out_by_the_retaining_subscriptions_and_topi
     facts = OrgFacts(LocationRestriction(None), False)
     subs = [_sub("keeps", 1800, retain_acked=True), _sub("long", 86400)]
     retained = {"us-east1": RegionStored("us-east1", 2, 20, 100)}
-    found = topic_residency(topic, (LIVE, 3000), facts, subs, {}, retained, [])
+    retaining = ObservedTopic.of_shape("projects/p/topics/t", SHAPE, "", 3000)
+    found = topic_residency(topic, retaining, facts, subs, {}, retained, [])
     [region] = found.regions
     assert region.not_allowed_by == ["declared"]
     assert region.retained_acked_messages == 2 and region.unacked_messages == 0
@@ -58,7 +58,7 @@ def test_unknown_metrics_and_a_paused_export_are_reported_not_guessed() -> None:
     topic = DesiredTopic("p", "t")
     facts = OrgFacts(LocationRestriction(None), False)
     subs = [_sub("bq", 600, kind="bigquery", state="IN_TRANSIT_LOCATION_RESTRICTION")]
-    found = topic_residency(topic, (LIVE, 0), facts, subs, None, None, ["metrics: no role"])
+    found = topic_residency(topic, LIVE, facts, subs, None, None, ["metrics: no role"])
     assert found.regions == [] and found.unknown == ["metrics: no role"]
     assert [p.name for p in found.paused_exports] == ["projects/p/subscriptions/bq"]
     assert found.has_findings

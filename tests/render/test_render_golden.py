@@ -31,6 +31,7 @@ from reconciler.plan.model import (
     PlanTarget,
     ResourceChange,
 )
+from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.render.formats import render
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -87,7 +88,7 @@ def fixed_plan() -> Plan:
             "message_storage_policy": _policy(["europe-west1", "europe-west3"]),
         },
         ["labels", "message_storage_policy"],
-        reasons=["adopt"],
+        reasons=[Reason(ReasonKind.ADOPT)],
         warnings=["narrowing the regions does not move messages already stored in us-east1"],
     )
     widen_before = {
@@ -101,7 +102,7 @@ def fixed_plan() -> Plan:
         {**widen_before, "message_storage_policy": None},
         ["message_storage_policy"],
         computed=["message_storage_policy"],
-        reasons=["misses-allowed-locations"],
+        reasons=[Reason(ReasonKind.MISSES_ALLOWED)],
     )
     delete = _change(
         "legacy",
@@ -111,7 +112,7 @@ def fixed_plan() -> Plan:
             "message_storage_policy": _policy(["europe-west1"]),
         },
         None,
-        reasons=["prune: not declared, carries the ownership label"],
+        reasons=[Reason(ReasonKind.PRUNE, "default")],
     )
     same = {"labels": {}, "message_storage_policy": None}
     noop = _change("steady", "no-op", same, same)

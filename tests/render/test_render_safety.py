@@ -21,6 +21,7 @@ from markdown_it.tree import SyntaxTreeNode
 
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.model import Change, Drift, Plan, PlanTarget, ResourceChange
+from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
 from tests.specs_support import location_policy, topic_doc
@@ -55,7 +56,7 @@ def _change(action: str, s: dict[str, str], n: int, **kw: Any) -> ResourceChange
             None if action == "delete" else after,
         ),
         update_mask=["labels", "message_storage_policy"] if action == "update" else [],
-        reasons=[s["reason"]],
+        reasons=[Reason(ReasonKind.ADOPT_FROM, s["reason"])],
         warnings=[s["warning"]],
         **kw,
     )

@@ -1,5 +1,5 @@
-"""Positions diagnostics inside one document, and keeps quiet about values whose shape
-was already reported (see `Located.invalid`)."""
+"""One document's diagnostics, each placed at the line and column of the path it is
+about; quiet about values whose shape was already reported (`Located.invalid`)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,9 @@ from reconciler.spec.values import value_at
 from reconciler.yamlio import PathKey
 
 
-class Reporter:
+class PositionedDiagnostics:
+    """Adds a document's errors and warnings to `diags`, positioned by their path."""
+
     def __init__(self, located: Located[Any], diags: Diagnostics) -> None:
         self.located = located
         self.doc = located.doc

@@ -1,13 +1,14 @@
 """The one Backend: the real google-cloud client libraries, whatever they point at.
 
-Google Cloud (Application Default Credentials), the embedded local server and any
-emulator differ only in how the two clients are built (`reconciler.backends.connect`);
-this module turns their answers into plan-shaped dicts and their failures into
+Google Cloud (Application Default Credentials), the embedded local server (--local)
+and any emulator differ only in how the clients are built (backends/connect.py);
+this module turns their answers into plan-shaped values and their failures into
 `BackendError`s that name the project or topic and the permission needed.
 
 Stable entry points (plan and apply use them):
-    GcpBackend(publisher, orgpolicy, info, policy_store=None, client_retry=True,
-               timeout=DEFAULT_TIMEOUT)
+    ClientBackend(publisher, orgpolicy, info, policy_store=None, client_retry=True,
+                  timeout=DEFAULT_TIMEOUT)
+    is_google_emulator(publisher) -> bool               one probe of the server
     topicproto.observed(topic) / topic_to_proto(body)    proto <-> managed shape
     api_error(exc, action, resource)            google.api_core error -> BackendError
 
@@ -22,9 +23,6 @@ import re
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
-from dataclasses import replace
-from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
@@ -34,11 +32,10 @@ from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import (
     BackendInfo,
+    GaugeQuery,
     ObservedTopic,
     OrgInputs,
-    StoredAnswer,
     StoredMessages,
-    StoredQuery,
     SubscriptionListing,
 )
 from reconciler.backends.clients import close_client
@@ -48,6 +45,7 @@ from reconciler.backends.promql import PromQLReader, open_promql
 from reconciler.backends.stored import read_stored
 from reconciler.backends.subscriptions import list_subscriptions
 from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
+from reconciler.background import Background
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.custom import CustomConstraint
@@ -60,7 +58,7 @@ from reconciler.orgpolicy.model import (
 )
 from reconciler.orgpolicy.store import PolicyStore
 
-# Projects whose gauges are read at once by `stored_many`.
+# Gauge queries read at once by `stored`.
 MAX_PARALLEL_READS = 8
 
 T = TypeVar("T")
@@ -185,6 +183,19 @@ def _spec(policy: Policy | None) -> PolicySpec | None:
     return policy.spec if policy is not None else None
 
 
+def is_google_emulator(publisher: Any) -> bool:
+    """Is the server behind this publisher client Google's emulator rather than ours?
+    Ours answers `GetCapabilities` of its own service (an RPC no other server has; it
+    is neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one cheap
+    probe, made once per command, before the backend states what it is."""
+    try:
+        probe = publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
+        answer = json.loads(probe(b"", timeout=5.0))
+        return not (isinstance(answer, dict) and answer.get("server") == SERVER_NAME)
+    except (grpc.RpcError, ValueError, AttributeError):
+        return True  # UNIMPLEMENTED (Google's emulator) and the like
+
+
 def _call(deadline: Deadline, action: str, resource: str, fn: Callable[[], T]) -> T:
     """Run one call; our own deadline passing is reported as such (naming the endpoint),
     anything else the service or the credentials raise through `api_error`."""
@@ -197,10 +208,12 @@ def _call(deadline: Deadline, action: str, resource: str, fn: Callable[[], T]) -
         raise api_error(exc, action, resource) from None
 
 
-class GcpBackend:
-    """Backend over a Pub/Sub PublisherClient (GAPIC or the google.cloud wrapper) and an
-    Org Policy client. `policy_store` (from --org-policy FILE) replaces the Org Policy
-    API entirely; `orgpolicy` may then be None.
+class ClientBackend:
+    """The Backend over the client libraries: a Pub/Sub PublisherClient (GAPIC or the
+    google.cloud wrapper), an Org Policy client, a Subscriber client and the Cloud
+    Monitoring readers, pointed at Google Cloud, the local server or an emulator.
+    `policy_store` (from --org-policy FILE) replaces the Org Policy API entirely;
+    `orgpolicy` may then be None.
 
     `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
     UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
@@ -240,32 +253,8 @@ class GcpBackend:
         self._promql_client = promql_client
         self._promql: PromQLReader | None = None
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
-        self._gauge_reads = threading.BoundedSemaphore(MAX_PARALLEL_READS)  # at once
+        self._gauge_reads = Background(MAX_PARALLEL_READS, "gauges")
         self._timeout = timeout
-
-    def detect_google_emulator(self) -> bool:
-        """Is the server at --emulator Google's emulator rather than ours? Ours answers
-        `GetCapabilities` of its own service (an RPC no other server has; it is
-        neither counted nor logged); Google's emulator answers UNIMPLEMENTED: one
-        cheap probe, made once per command; the
-        answer is stated in `info`."""
-        try:
-            probe = self.publisher.transport.grpc_channel.unary_unary(CAPABILITIES_METHOD)
-            answer = json.loads(probe(b"", timeout=5.0))
-            ours = isinstance(answer, dict) and answer.get("server") == SERVER_NAME
-        except (grpc.RpcError, ValueError, AttributeError):
-            ours = False  # UNIMPLEMENTED (Google's emulator) and the like
-        self.info = replace(self.info, google_emulator=not ours)
-        return not ours
-
-    def use_snapshot(self, path: Path, store: PolicyStore) -> None:
-        """Answer `effective_policy` from the spec tree's snapshot: the server serves
-        no Org Policy API (Google's emulator) and no --org-policy was given."""
-        self.policy_store = store
-        self.policy_source = f"snapshot {path}"
-        self.info = replace(
-            self.info, org_policy="snapshot", snapshot=str(path), snapshot_fallback=True
-        )
 
     @property
     def _rpc(self) -> dict[str, Any]:
@@ -280,7 +269,8 @@ class GcpBackend:
 
     def list_topics_as(self, project: str, convert: Callable[[Any], T]) -> list[T]:
         """`list_topics`, each bare protobuf topic made into what `convert` makes of it
-        (topicproto.observed_pb, or topic_row_pb for a plan's read-ahead)."""
+        (topicproto.observed_pb, or topic_row for the plan's read-ahead process, which
+        sends the rows), page by page."""
         resource = f"projects/{project}"
 
         def run() -> list[T]:
@@ -443,43 +433,19 @@ class GcpBackend:
                 self._promql = open_promql(lambda: factory(self._timeout))
             return self._promql
 
-    def stored(
-        self, project: str, scope: str, ids: list[str] | None = None, retained: bool = True
-    ) -> StoredMessages:
-        """Where the messages of `project`'s topics (scope "topic") or subscriptions
-        ("subscription") are stored, from the by-region gauges (one PromQL query);
-        `ids`: only these."""
+    def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
+        """Where the messages of each query's topics (scope "topic") or subscriptions
+        ("subscription") are stored, from the by-region gauges: one PromQL query each,
+        at most MAX_PARALLEL_READS at once (daemon threads: reconciler/background.py)."""
+        found = [self._gauge_reads.submit(self._read_gauges, q) for q in queries]
+        return [f.result() for f in found]
+
+    def _read_gauges(self, query: GaugeQuery) -> StoredMessages:
         try:
             reader = self.promql()
         except MetricsUnavailable as exc:
             return StoredMessages({}, {}, unavailable=exc.reason)
-        return read_stored(reader, project, scope, ids, retained)
-
-    def stored_many(self, queries: Sequence[StoredQuery]) -> list[StoredMessages]:
-        """`stored` for each query, one thread a query (at most MAX_PARALLEL_READS)."""
-        return self.ask_stored(queries)()
-
-    def ask_stored(self, queries: Sequence[StoredQuery]) -> StoredAnswer:
-        """`stored` for each query started now, one thread a query (at most
-        MAX_PARALLEL_READS at once); the answer waits for them, in the queries' order."""
-        found = [self._read_soon(q) for q in queries]
-        return lambda: [f.result() for f in found]
-
-    def _read_soon(self, query: StoredQuery) -> Future[StoredMessages]:
-        """`stored(*query)` on a daemon thread of its own: a command interrupted while
-        it waits for the service exits at once, not when the read times out (a
-        ThreadPoolExecutor's threads are waited for at exit)."""
-        future: Future[StoredMessages] = Future()
-
-        def run() -> None:
-            with self._gauge_reads:
-                try:
-                    future.set_result(self.stored(*query))
-                except BaseException as exc:  # the caller's result() raises it
-                    future.set_exception(exc)
-
-        threading.Thread(target=run, name="gauges", daemon=True).start()
-        return future
+        return read_stored(reader, query.project, query.scope, query.ids, query.retained)
 
     # -- subscriptions ------------------------------------------------------------
     def list_subscriptions(self, project: str) -> SubscriptionListing:

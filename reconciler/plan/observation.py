@@ -1,0 +1,129 @@
+"""What a plan is made against: the observation, read whole by plan/observe.py before
+the plan is made, and the fingerprints of what it holds (what `apply PLANFILE`
+compares with the live state again). Plain values and pure functions: make_plan and
+everything it calls read only this.
+
+    Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
+                gauges)
+    topic_fingerprint(ObservedTopic | None) -> str
+    org_fingerprint(OrgInputs) -> str
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.backends.base import (
+    BackendInfo,
+    GaugeQuery,
+    GaugeScope,
+    ObservedSubscription,
+    ObservedTopic,
+    OrgInputs,
+    RegionStored,
+    StoredMessages,
+    SubscriptionListing,
+)
+from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
+from reconciler.spec.orgrules import OrgFacts, facts_from_specs
+
+
+@dataclass
+class Observation:
+    """What a plan is made against, read whole before it: what the target is
+    (`service`), live topics by name (every topic of every named project), each
+    project's org inputs and subscriptions (or why they are unknown), and what the
+    by-region gauges said (`gauges`, one answer per query). Plain values: a test
+    builds one without any service."""
+
+    service: BackendInfo = field(default_factory=BackendInfo)
+    topics: dict[str, ObservedTopic] = field(default_factory=dict)
+    projects: dict[str, list[str]] = field(default_factory=dict)  # project -> names
+    org: dict[str, OrgInputs] = field(default_factory=dict)
+    # topic name -> its subscriptions; project -> why its subscriptions are unknown
+    subscriptions: dict[str, list[ObservedSubscription]] = field(default_factory=dict)
+    subscriptions_unknown: dict[str, str] = field(default_factory=dict)
+    gauges: dict[GaugeQuery, StoredMessages] = field(default_factory=dict)
+
+    _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
+
+    def facts(self, project: str) -> OrgFacts:
+        """What the org policy allows in `project`, worked out once per project (a plan
+        asks for every topic)."""
+        known = self._facts.get(project)
+        if known is None:
+            known = self._facts[project] = facts_of(self.org[project])
+        return known
+
+    def subscriptions_of(self, name: str) -> list[ObservedSubscription] | None:
+        """The subscriptions of topic `name` (projects/P/topics/T); None: unknown."""
+        project = name.split("/")[1]
+        if project in self.subscriptions_unknown:
+            return None
+        return self.subscriptions.get(name, [])
+
+    def stored(
+        self, project: str, scope: GaugeScope, resource_id: str
+    ) -> tuple[Mapping[str, RegionStored] | None, str | None]:
+        """What the gauges say of one topic (or subscription) id, unacknowledged, by
+        region; or None and why not: no query asked for it, or why the metrics could not
+        be read."""
+        for query, found in self.gauges.items():
+            if query.project != project or query.scope != scope:
+                continue
+            if query.ids is not None and resource_id not in query.ids:
+                continue
+            if found.unavailable is not None:
+                return None, found.unavailable
+            return found.unacked.get(resource_id, {}), None
+        return None, "metrics not read"
+
+
+def facts_of(inputs: OrgInputs) -> OrgFacts:
+    return facts_from_specs(inputs.resource_locations, inputs.enforce_in_transit)
+
+
+def attach_subscriptions(out: Observation, project: str, listing: SubscriptionListing) -> None:
+    """Each subscription under its topic's name (a detached one, `_deleted-topic_`,
+    belongs to none); why they are unknown, when they are."""
+    if listing.unavailable is not None:
+        out.subscriptions_unknown[project] = listing.unavailable
+        return
+    for sub in listing.subscriptions:
+        out.subscriptions.setdefault(sub.topic, []).append(sub)
+
+
+# -- fingerprints --------------------------------------------------------------
+
+
+def _sha(data: Any) -> str:
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def topic_fingerprint(topic: ObservedTopic | None) -> str:
+    """sha256 of every field of the topic, managed or not (its deterministic wire form
+    when the backend gave it, else its raw JSON), or "absent"."""
+    if topic is None:
+        return "absent"
+    return topic.digest or _sha(topic.raw or topic.body)
+
+
+def org_fingerprint(inputs: OrgInputs) -> str:
+    """sha256 of the effective specs of both constraints (not of where they came from)."""
+
+    def spec(constraint: str, value: Any) -> Any:
+        if value is None:
+            return None
+        return Policy(f"projects/_/policies/{constraint}", value).to_dict().get("spec", {})
+
+    return _sha(
+        {
+            RESOURCE_LOCATIONS: spec(RESOURCE_LOCATIONS, inputs.resource_locations),
+            ENFORCE_IN_TRANSIT: spec(ENFORCE_IN_TRANSIT, inputs.enforce_in_transit),
+        }
+    )
