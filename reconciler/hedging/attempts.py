@@ -9,6 +9,8 @@
   token the hedge is dropped and the batch gets no more hedges. Hedged attempts are
   never retried, each runs with a timeout of min(time left, 10 s), and a failed
   one is discarded;
+- every attempt of a hedged batch carries the telemetry header the other clients
+  send (telemetry.py): its number and the batch's start;
 - the first success completes the batch, cancels the other attempts (best effort:
   each may still be stored, counted in `duplicates`) and refills the bucket.
 
@@ -38,6 +40,7 @@ from reconciler.hedging.batching import RetryPolicy
 from reconciler.hedging.lag import LagProbe
 from reconciler.hedging.scheduler import Scheduler, TimerHandle
 from reconciler.hedging.stats import Stats
+from reconciler.hedging.telemetry import BatchTelemetry
 from reconciler.hedging.tokens import TokenBucket
 from reconciler.hedging.transport import Call, PublishRpc, status_code, to_api_error
 
@@ -129,11 +132,14 @@ class BatchRun:
         self.hedge_timer: TimerHandle | None = None
         self.hedge_due = 0.0  # when the armed hedge check is due
         self.timers: list[TimerHandle] = []
+        self.telemetry: BatchTelemetry | None = None  # hedged batches only
 
     # -- attempt 0 ------------------------------------------------------------------
 
     def start(self) -> None:
         self.deadline = time.monotonic() + self.policy.total_timeout
+        if self.route.hedging is not None:
+            self.telemetry = BatchTelemetry(time.time_ns())
         with self.lock:
             self.timers.append(self.engine.scheduler.call_at(self.deadline, self._on_deadline))
         self._try_primary()
@@ -162,10 +168,11 @@ class BatchRun:
     def _call(self, number: int, timeout: float) -> tuple[Call | None, Exception | None]:
         """Caller holds self.lock. (The call, None), or (None, why it could not start):
         a gRPC call is itself an exception object, so the two travel apart."""
+        metadata = self.engine.metadata
+        if self.telemetry is not None:
+            metadata = (*metadata, self.telemetry.header(number))
         try:
-            call = self.route.rpc.future(
-                self.request, timeout=timeout, metadata=self.engine.metadata
-            )
+            call = self.route.rpc.future(self.request, timeout=timeout, metadata=metadata)
         except Exception as exc:
             return None, exc
         self.sent += 1

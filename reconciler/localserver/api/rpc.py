@@ -9,6 +9,7 @@ from typing import Any, Protocol
 import grpc
 
 from reconciler.localserver.api.status import ServiceError
+from reconciler.localserver.api.telemetry import PublishAttempt
 from reconciler.localserver.identity import CAPABILITIES_METHOD as CAPABILITIES_METHOD
 from reconciler.localserver.identity import CLIENT_REGION_KEY as CLIENT_REGION_KEY
 from reconciler.localserver.identity import SERVER_NAME as SERVER_NAME
@@ -25,7 +26,12 @@ class CallInfo:
     `serialized_reply`: the face sends a handler's `bytes` answer as the serialized
     response (gRPC); without it a handler answers a message (REST renders JSON).
     `payload`: the request's size as it travelled where that is not its serialized
-    size (a REST call's JSON body); 0 when the serialized request is what travelled."""
+    size (a REST call's JSON body); 0 when the serialized request is what travelled.
+    `ended`: when the face can tell, the `time.perf_counter()` at which the call ended
+    on the client's side (its cancel or deadline arrived; None while it waits): a
+    Publish's recorded latency stops there, as the call's own life does.
+    `attempt`: what the call's `x-goog-pubsub-client-telemetry` header said (None:
+    no header, or one that could not be read)."""
 
     client_region: str | None
     raw: bytes = b""
@@ -33,6 +39,8 @@ class CallInfo:
     gone: Callable[[], str | None] | None = None
     serialized_reply: bool = False
     payload: int = 0
+    ended: Callable[[], float | None] | None = None
+    attempt: PublishAttempt | None = None
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,9 @@ from reconciler.localserver.persistence.journal import StateWriteError
 
 log = logging.getLogger(__name__)
 
+# How a client ends a call it stops waiting for.
+ABANDONED = frozenset({"CANCELLED", "DEADLINE_EXCEEDED"})
+
 
 def state_write_status(exc: StateWriteError) -> ServiceError:
     """What a client sees when its change could not be made durable: RESOURCE_EXHAUSTED
@@ -56,6 +59,7 @@ class Dispatcher:
         self.faults = faults
         self.outcomes = outcomes
         self._last_write_failure = ("", 0.0)
+        self._hedged_topics: set[str] = set()  # topics whose first hedge was logged
 
     def resource(self, rpc: Rpc, request: Any) -> str | None:
         try:
@@ -85,20 +89,36 @@ class Dispatcher:
     def _record(
         self, call: CallInfo, resource: str | None, code: str, start: float, request: Any
     ) -> None:
-        """One Publish outcome (a call the client gave up on is recorded as it ended
-        on the client's side)."""
+        """One Publish outcome. A call the client gave up on is recorded as it ended
+        on the client's side: its code, and its latency up to the cancel or deadline
+        where the face knows when that came (the service records an RPC's life, and
+        a cancelled hedging loser's life ends at the cancel: the advisor reads such
+        calls as observations cut short there, not as complete ones)."""
+        end = time.perf_counter()
         if code == "OK" and call.gone is not None:
             code = call.gone() or code
+        if code in ABANDONED and call.ended is not None:
+            end = min(end, call.ended() or end)
+        attempt = call.attempt.number if call.attempt is not None else None
         self.outcomes.record(
             PublishOutcome(
                 time.time_ns(),
                 resource or "",
                 code,
-                time.perf_counter() - start,
+                max(0.0, end - start),
                 len(request.messages),
                 bool(call.notes.get("has_ordering")),
+                attempt,
             )
         )
+        if attempt and resource and resource not in self._hedged_topics:
+            self._hedged_topics.add(resource)
+            log.info(
+                "local server: %s receives hedged Publish attempts (attempt %d, told by "
+                "its x-goog-pubsub-client-telemetry header); counted per attempt number",
+                resource,
+                attempt,
+            )
 
     def _run(self, rpc: Rpc, request: Any, call: CallInfo, resource: str | None) -> Any:
         try:

@@ -10,6 +10,7 @@ assembly (`server.py`) hands them over.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any, NoReturn
@@ -27,6 +28,8 @@ from reconciler.localserver.api.rpc import (
     unserved,
 )
 from reconciler.localserver.api.status import ServiceError
+from reconciler.localserver.api.telemetry import TELEMETRY_HEADER, PublishAttempt
+from reconciler.localserver.api.telemetry import parse as parse_telemetry
 from reconciler.localserver.transport.dispatch import Dispatcher
 
 # Above the service's 10 MiB request payload limit, so that a larger request reaches the
@@ -136,7 +139,12 @@ class GrpcFace:
             else:
                 # Publish: its outcome is recorded, and it answers serialized bytes.
                 call = CallInfo(
-                    self._client_region(context), raw, gone=_gone(context), serialized_reply=True
+                    self._client_region(context),
+                    raw,
+                    gone=_gone(context),
+                    serialized_reply=True,
+                    ended=_ended(context),
+                    attempt=_attempt(context),
                 )
             try:
                 return dispatch(rpc, request, call)
@@ -260,6 +268,28 @@ def _serialized_or_message(response: Any) -> bytes:
     """The answer on the wire of an RPC that may answer bytes: bytes as they are, a
     message serialized."""
     return response if type(response) is bytes else bytes(response.SerializeToString())
+
+
+def _ended(context: grpc.ServicerContext) -> Callable[[], float | None]:
+    """When the call ended on the client's side (see `CallInfo.ended`): gRPC runs a
+    call's callbacks when it terminates, at once for a cancel or a passed deadline;
+    for a call answered normally that is after its outcome was recorded."""
+    at: list[float] = []
+
+    def ended() -> None:
+        if not at:
+            at.append(time.perf_counter())
+
+    if not context.add_callback(ended):
+        ended()  # already over
+    return lambda: at[0] if at else None
+
+
+def _attempt(context: grpc.ServicerContext) -> PublishAttempt | None:
+    for key, value in context.invocation_metadata() or ():
+        if key == TELEMETRY_HEADER:
+            return parse_telemetry(value)
+    return None
 
 
 def _gone(context: grpc.ServicerContext) -> Callable[[], str | None]:

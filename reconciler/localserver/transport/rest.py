@@ -30,6 +30,8 @@ from google.protobuf.descriptor import FieldDescriptor
 from reconciler.localserver.api.protos import is_repeated
 from reconciler.localserver.api.rpc import CallInfo, Rpc, unserved
 from reconciler.localserver.api.status import ServiceError, invalid
+from reconciler.localserver.api.telemetry import TELEMETRY_HEADER
+from reconciler.localserver.api.telemetry import parse as parse_telemetry
 from reconciler.localserver.identity import CLIENT_REGION_KEY
 from reconciler.localserver.transport import system_parameters
 from reconciler.localserver.transport.dispatch import Dispatcher
@@ -98,8 +100,13 @@ class RestFace:
             region = request.headers.get(CLIENT_REGION_KEY) or self.client_region()
             raw = message.SerializeToString() if rpc.raw else b""
             gone = request.gone
+            telemetry = request.headers.get(TELEMETRY_HEADER)
             call = CallInfo(
-                region, raw, gone=lambda: "CANCELLED" if gone() else None, payload=len(body)
+                region,
+                raw,
+                gone=lambda: "CANCELLED" if gone() else None,
+                payload=len(body),
+                attempt=parse_telemetry(telemetry) if telemetry else None,
             )
             response = self.dispatcher.call(rpc, message, call)
             return Response(200, rendering.render(response))
