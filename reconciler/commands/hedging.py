@@ -8,7 +8,10 @@ Monitoring reader when it runs.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,9 +19,11 @@ from reconciler.commands import output
 from reconciler.commands._options import server_options
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import BackendError, InputError, UsageError
-from reconciler.hedging.advise import advise, read_samples, render
+from reconciler.hedging.advise import advise, ms_text, read_samples, render
+from reconciler.hedging.censored import Reconstruction, reconstruct
 from reconciler.hedging.distribution import LatencyDistribution
-from reconciler.hedging.labels import INLINE_NAME, PROFILE
+from reconciler.hedging.labels import INLINE_NAME, PROFILE, LabelDecodeError
+from reconciler.hedging.labels import decode as decode_labels
 from reconciler.hedging.plot import plot_cdf, require_matplotlib
 from reconciler.hedging.profile import HedgingProfile, format_ms
 from reconciler.names import label_value_problem
@@ -27,6 +32,9 @@ from reconciler.spec.documents import API_VERSION
 from reconciler.spec.durations import DurationError, DurationRangeError, parse_duration_ms
 from reconciler.spec.loader import load_tree
 from reconciler.spec.profiles import profile_from_settings
+
+if TYPE_CHECKING:
+    from reconciler.hedging.observed import Observed
 
 MIN_SINCE_S = 60  # Monitoring's sampling period: the shortest window it aligns
 # CANCELLED and DEADLINE_EXCEEDED above this share of Publish calls: a warning.
@@ -139,10 +147,16 @@ def advise_command(
     profile = _profile(profile_name, specs) if profile_name else None
     rate: float | None = None
     warnings: list[str] = []
+    notes: list[str] = []
+    current: HedgingProfile | None = None
+    count: int | None = None
     if topic is not None:
         window_s = _window_seconds(since)
-        samples, rate, source, warnings = _from_topic(topic, window_s, since, local, emulator,
-                                                      timeout)
+        reading = _from_topic(topic, window_s, since, local, emulator, timeout)
+        samples, rate, source = reading.latencies, reading.rate, reading.source
+        current, count, notes, warnings = (
+            reading.current, reading.samples, reading.notes, reading.warnings
+        )
     else:
         assert latencies is not None
         if not latencies.exists():  # the reader names anything else
@@ -151,9 +165,12 @@ def advise_command(
         # The report names the file: escaped before it goes into the report's lines.
         source = escape.text(str(latencies), backslash=False)
     advice = advise(samples, profile, max_extra=max_extra, batches=batches, seed=seed,
-                    rate=rate, p99_goal_ms=goal_ms, overhead=overhead, hedge_lag=hedge_lag)
+                    rate=rate, p99_goal_ms=goal_ms, overhead=overhead, hedge_lag=hedge_lag,
+                    current=current, samples=count)
     report = output.stderr() if write_profile is not None else output.stdout()
     report.document(render(advice, source) + "\n")
+    for note in notes:
+        report.line(f"note: {note}")
     for warning in warnings:
         output.stderr().line(f"warning: {warning}")
     if plot is not None:
@@ -217,22 +234,30 @@ def _check_profile_name(name: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class TopicReading:
+    """What `--topic` read: the latencies to simulate (rebuilt from the cut-short
+    calls where there are any), how many calls they come from, the topic's batch
+    rate, its current profile, the source line and what to tell the user."""
+
+    latencies: LatencyDistribution
+    samples: int
+    rate: float | None
+    current: HedgingProfile | None
+    source: str
+    notes: list[str]
+    warnings: list[str]
+
+
 def _from_topic(
     topic: str, window_s: int, since: str, local: bool, emulator: str | None, timeout: float
-) -> tuple[LatencyDistribution, float | None, str, list[str]]:
-    """The topic's successful publish latencies, its publish rate, the report's source
-    line and the warnings its request counts call for."""
+) -> TopicReading:
+    """The topic's labels (its profile) and its publish metrics."""
     # google-cloud (the backend and its Monitoring reader) only for --topic.
     from reconciler.backends.base import TargetOptions
     from reconciler.backends.connect import open_backend
     from reconciler.backends.metrics import MetricsUnavailable
-    from reconciler.hedging.observed import (
-        CANCELLED,
-        DEADLINE_EXCEEDED,
-        NoLatencies,
-        observe,
-        split_topic,
-    )
+    from reconciler.hedging.observed import SUCCESS, NoLatencies, observe, split_topic
 
     try:
         project, topic_id = split_topic(topic)
@@ -241,6 +266,14 @@ def _from_topic(
     backend = open_backend(TargetOptions(local, emulator, None, timeout))
     where = backend.info.label
     try:
+        live = backend.get_topic(topic)
+        if live is None:
+            raise InputError(
+                f"topic {topic_id} not found in project {project} ({where})",
+                hint=f"check the name: `gcloud pubsub topics list --project {project}` "
+                "lists the project's topics",
+            )
+        current, warnings = _current_profile(topic, live.shape.labels)
         observed = observe(backend.metrics(), topic, window_s)
     except MetricsUnavailable as exc:
         hint = (
@@ -269,22 +302,74 @@ def _from_topic(
     finally:
         backend.close()
     source = f"topic/send_request_latencies of {topic} (last {since}, {where})"
-    warnings = []
-    abandoned = observed.fraction(CANCELLED) + observed.fraction(DEADLINE_EXCEEDED)
-    if abandoned > ABANDONED_WARNING:
-        warnings.append(
-            f"{abandoned:.1%} of the {observed.total_calls} Publish calls to {topic} in the "
-            f"last {since} ended CANCELLED or DEADLINE_EXCEEDED: the publishers' request "
-            "deadline is likely too short for this topic's latencies (raise "
-            "initialRpcTimeout/totalTimeout); hedged publishers' cancelled losing attempts "
-            "count here too"
+    rebuilt = reconstruct(observed.latencies, observed.cut_short)
+    notes = _cut_short_notes(rebuilt, current)
+    warnings += _abandoned_warnings(observed, topic, since, current)
+    rate = observed.rate
+    if rate is not None and observed.total_calls:
+        # Calls per second counts every attempt; the simulation wants batches: one
+        # successful call each.
+        rate *= observed.calls.get(SUCCESS, 0) / observed.total_calls or 1.0
+    return TopicReading(rebuilt.latencies, rebuilt.completed + rebuilt.cut_short, rate,
+                        current, source, notes, warnings)
+
+
+def _current_profile(
+    topic: str, labels: Mapping[str, str]
+) -> tuple[HedgingProfile | None, list[str]]:
+    """The profile the topic's labels give its publishers (None: they hedge not)."""
+    try:
+        decoded = decode_labels(labels)
+    except LabelDecodeError as exc:
+        return None, [f"{topic}: {exc}; advised as if its publishers do not hedge"]
+    return (decoded[0] if decoded is not None else None), []
+
+
+def _cut_short_notes(rebuilt: Reconstruction, current: HedgingProfile | None) -> list[str]:
+    if not rebuilt.cut_short:
+        return []
+    why = ("the losing attempts of hedged batches, and any the deadline ended"
+           if current is not None else "cancelled by the client or ended by its deadline")
+    notes = [
+        f"{rebuilt.cut_short} calls were cut short ({why}): read as attempts that ran at "
+        "least as long as recorded, with the completed ones (Kaplan-Meier), so the "
+        "table is for one attempt's latency as if nothing had cut it short"
+    ]
+    if rebuilt.unresolved > 0:
+        notes.append(
+            f"{rebuilt.unresolved:.2%} of attempts ran past {ms_text(rebuilt.unresolved_above_ms)} "
+            "and none that slow completed: they are simulated at that time, so the p99 "
+            "without hedging is a lower bound"
         )
-    return observed.latencies, observed.rate, source, warnings
+    return notes
+
+
+def _abandoned_warnings(
+    observed: Observed, topic: str, since: str, current: HedgingProfile | None
+) -> list[str]:
+    """A deadline too short for the topic's latencies shows as calls the client gave
+    up on; a hedging publisher's cancelled losers are not that."""
+    from reconciler.hedging.observed import CANCELLED, DEADLINE_EXCEEDED  # with --topic only
+
+    abandoned = observed.fraction(DEADLINE_EXCEEDED)
+    codes = "DEADLINE_EXCEEDED"
+    if current is None:
+        abandoned += observed.fraction(CANCELLED)
+        codes = "CANCELLED or DEADLINE_EXCEEDED"
+    if abandoned <= ABANDONED_WARNING:
+        return []
+    return [
+        f"{abandoned:.1%} of the {observed.total_calls} Publish calls to {topic} in the "
+        f"last {since} ended {codes}: the publishers' request deadline is likely too "
+        "short for this topic's latencies (raise initialRpcTimeout/totalTimeout)"
+    ]
 
 
 def profile_document(profile: HedgingProfile, name: str) -> str:
-    """The HedgingProfile spec document for `profile`, to add to the spec tree."""
+    """The HedgingProfile spec document for `profile`, to add to the spec tree: it
+    starts with `---`, so that it can be appended to a file of profiles."""
     return (
+        "---\n"
         f"apiVersion: {API_VERSION}\n"
         "kind: HedgingProfile\n"
         f"metadata: {{name: {name}}}\n"

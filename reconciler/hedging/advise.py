@@ -53,6 +53,10 @@ class Advice:
     rate: float | None = None  # batches per second simulated (None: one after another)
     recommendation: HedgingProfile | None = None  # None: leave hedging off
     p99_goal_ms: float | None = None
+    # The profile the topic's labels say its publishers hedge with, and what it does
+    # to these latencies (None: the topic does not hedge, or it was not asked).
+    current_profile: HedgingProfile | None = None
+    current: Outcome | None = None
 
     @property
     def goal_met(self) -> bool | None:
@@ -178,6 +182,8 @@ def advise(
     p99_goal_ms: float | None = None,
     overhead: LatencyDistribution | Sequence[float] | None = None,
     hedge_lag: LatencyDistribution | Sequence[float] | None = None,
+    current: HedgingProfile | None = None,
+    samples: int | None = None,
 ) -> Advice:
     """Simulate every candidate delay (batches arriving at `rate` per second if known,
     the bucket starting empty) and recommend one.
@@ -189,7 +195,10 @@ def advise(
     refill ratio within the budget (so the bucket itself holds hedging to it) and
     250 tokens, then the smallest refill ratio and maxTokens that keep the chosen
     delay's p99 are recommended. `overhead` and `hedge_lag`: what the client adds to
-    each attempt and each hedge check (simulate.py), in milliseconds."""
+    each attempt and each hedge check (simulate.py), in milliseconds. `current`: the
+    profile the publishers hedge with now (the topic's labels), simulated beside the
+    candidates. `samples`: the observations behind `latencies` where its counts are
+    weights (a reconstruction, censored.py)."""
     dist = as_distribution(latencies)
     tune = profile is None
     base = profile or HedgingProfile(
@@ -210,8 +219,10 @@ def advise(
         chosen, result = _smallest_bucket(chosen, best, p99_goal_ms, run)
     helps = result.p99_ms < baseline.p99_ms * 0.99 or result.p999_ms < baseline.p999_ms * 0.99
     return Advice(
-        dist.count, baseline, outcomes, result, base, max_extra, rate,
+        samples if samples is not None else dist.count, baseline, outcomes, result, base,
+        max_extra, rate,
         recommendation=replace(chosen, name=None) if helps else None, p99_goal_ms=p99_goal_ms,
+        current_profile=current, current=run(current) if current is not None else None,
     )
 
 
@@ -276,14 +287,26 @@ def render(advice: Advice, source: str) -> str:
         mark = "  <- recommended delay" if rec and o.hedge_delay_ms == r.hedge_delay_ms else ""
         current = "  (profile)" if p.name and o.hedge_delay_ms == p.hedge_delay_ms else ""
         lines.append(
-            f"{delay:<12} {_ms(o.p50_ms):>10} {_ms(o.p99_ms):>10} {_ms(o.p999_ms):>10} "
+            f"{delay:<12} {ms_text(o.p50_ms):>10} {ms_text(o.p99_ms):>10} {ms_text(o.p999_ms):>10} "
             f"{o.extra_fraction:>14.2%}{mark}{current}"
         )
     goal = advice.p99_goal_ms
-    unmet = f"p99 goal {_ms(goal)}: NOT met: no profile within the budget reaches it" if (
+    unmet = f"p99 goal {ms_text(goal)}: NOT met: no profile within the budget reaches it" if (
         goal is not None) else ""
+    now, c = advice.current_profile, advice.current
+    if now is not None and c is not None:
+        lines += [
+            "",
+            f"current (the topic's labels{f', profile {now.name}' if now.name else ''}): "
+            f"hedgeDelay {format_ms(now.hedge_delay_ms)}, maxTokens {now.max_tokens}, "
+            f"refillRatio {now.refill_ratio:g}",
+            f"predicted: p99 {ms_text(b.p99_ms)} -> {ms_text(c.p99_ms)}, p99.9 "
+            f"{ms_text(b.p999_ms)} -> {ms_text(c.p999_ms)}, {c.extra_fraction:.2%} extra "
+            "requests",
+        ]
     if rec is None:
-        lines += ["", "hedging does not improve p99 or p99.9 for these latencies: leave it off"]
+        verb = "turn it off" if now is not None else "leave it off"
+        lines += ["", f"hedging does not improve p99 or p99.9 for these latencies: {verb}"]
         if goal is not None and not advice.goal_met:
             lines.append(unmet)
         return "\n".join(lines)
@@ -291,12 +314,12 @@ def render(advice: Advice, source: str) -> str:
         "",
         f"recommended: hedgeDelay {format_ms(rec.hedge_delay_ms)}, maxTokens {rec.max_tokens}, "
         f"refillRatio {rec.refill_ratio:g}",
-        f"predicted: p99 {_ms(b.p99_ms)} -> {_ms(r.p99_ms)}, p99.9 {_ms(b.p999_ms)} -> "
-        f"{_ms(r.p999_ms)}, {r.extra_fraction:.2%} extra requests "
+        f"predicted: p99 {ms_text(b.p99_ms)} -> {ms_text(r.p99_ms)}, p99.9 {ms_text(b.p999_ms)} -> "
+        f"{ms_text(r.p999_ms)}, {r.extra_fraction:.2%} extra requests "
         f"(budget {advice.max_extra:.1%})",
     ]
     if goal is not None:
-        lines.append(f"p99 goal {_ms(goal)}: met" if advice.goal_met else unmet)
+        lines.append(f"p99 goal {ms_text(goal)}: met" if advice.goal_met else unmet)
     if r.dropped_fraction > 0:
         lines.append(
             f"note: {r.dropped_fraction:.2%} of batches found no token for a hedge (dropped); "
@@ -305,5 +328,5 @@ def render(advice: Advice, source: str) -> str:
     return "\n".join(lines)
 
 
-def _ms(value: float) -> str:
+def ms_text(value: float) -> str:
     return f"{value:.0f} ms" if value >= 100 else f"{value:.1f} ms"

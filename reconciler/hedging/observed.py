@@ -5,6 +5,9 @@ reader (reconciler/backends/metrics.py), never a second client.
 
     observe(reader, "projects/P/topics/T", window_seconds) -> Observed
         .latencies   LatencyDistribution (ms) of the successful Publish calls
+        .cut_short   the same of the calls the client cancelled or whose deadline
+                     passed: each the time it ran, an observation cut short
+                     (censored.py rebuilds the tail from both)
         .calls       response code -> Publish calls in the window
         .rate        Publish calls per second over the minutes that had any
 
@@ -37,6 +40,7 @@ SUCCESS = "success"
 # A call the client abandoned; a deadline it set that passed.
 CANCELLED = "cancelled"
 DEADLINE_EXCEEDED = "deadline_exceeded"
+CUT_SHORT = (CANCELLED, DEADLINE_EXCEEDED)
 RATE_PERIOD_S = 60  # the service's sampling period, the shortest alignment it serves
 
 
@@ -50,6 +54,7 @@ class Observed:
     window_seconds: int
     latencies: LatencyDistribution
     calls: dict[str, int] = field(default_factory=dict)
+    cut_short: LatencyDistribution = field(default_factory=LatencyDistribution)
     rate: float | None = None  # Publish calls per second while the topic was busy
 
     @property
@@ -80,20 +85,27 @@ def observe(reader: MetricsReader, topic: str, window_seconds: int) -> Observed:
     requests = reader.read(
         MetricQuery(project, REQUESTS, window_seconds, resource=resource, aggregation=per_minute)
     )
-    dists = [
-        p.value
-        for s in latencies
-        if s.metric_labels.get("response_code") == SUCCESS
-        for p in s.points
-        if isinstance(p.value, Distribution) and p.value.count
-    ]
+    dists = _of(latencies, (SUCCESS,))
     if not dists:
         raise NoLatencies(topic)
     out = LatencyDistribution()
     for d in dists:
         out += to_latencies(d)
+    cut = LatencyDistribution()
+    for d in _of(latencies, CUT_SHORT):
+        cut += to_latencies(d)
     calls, rate = _calls(requests)
-    return Observed(topic, window_seconds, out, calls, rate)
+    return Observed(topic, window_seconds, out, calls, cut, rate)
+
+
+def _of(series: list[Series], codes: tuple[str, ...]) -> list[Distribution]:
+    return [
+        p.value
+        for s in series
+        if s.metric_labels.get("response_code") in codes
+        for p in s.points
+        if isinstance(p.value, Distribution) and p.value.count
+    ]
 
 
 def to_latencies(dist: Distribution) -> LatencyDistribution:

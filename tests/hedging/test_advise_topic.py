@@ -74,11 +74,21 @@ def test_a_p99_goal_and_the_profile_document_validate(
     # The report goes to stderr, the document alone to stdout: ready to redirect.
     assert "p99 goal 300 ms: met" in result.stderr
     assert result.stdout.startswith(
-        "apiVersion: reconcile.pubsub/v1\nkind: HedgingProfile\nmetadata: {name: orders-tail}\n"
+        "---\napiVersion: reconcile.pubsub/v1\nkind: HedgingProfile\n"
+        "metadata: {name: orders-tail}\n"
     )
+    # It can be appended to a file of profiles (`>> profiles.yaml`), which then
+    # validates with every document in it.
     specs = tmp_path / "specs"
     specs.mkdir()
-    (specs / "profile.yaml").write_text(result.stdout, encoding="utf-8")
+    profiles = specs / "profiles.yaml"
+    profiles.write_text(
+        "apiVersion: reconcile.pubsub/v1\nkind: HedgingProfile\nmetadata: {name: steady}\n"
+        "spec: {hedgeDelay: 200ms, maxTokens: 50, refillRatio: 0.05}\n",
+        encoding="utf-8",
+    )
+    with profiles.open("a", encoding="utf-8") as out:
+        out.write(result.stdout)
     validated = run_cli("validate", str(specs))
     assert validated.exit_code == 0, validated.stdout + validated.stderr
     # The recommendation reaches the goal with the fewest extra requests: a budget
@@ -102,8 +112,10 @@ def test_a_high_cancelled_rate_warns_that_the_deadline_is_too_short(
         f"warning: 4.8% of the 105 Publish calls to {TOPIC} in the last 1h ended CANCELLED "
         "or DEADLINE_EXCEEDED: the publishers' request deadline is likely too short"
     ) in result.stderr
-    # Only the successful calls' latencies are simulated.
-    assert result.stdout.startswith("100 latency samples from ")
+    # The cancelled calls are read as cut short, beside the completed ones.
+    assert result.stdout.startswith("105 latency samples from ")
+    assert ("note: 5 calls were cut short (cancelled by the client or ended by its "
+            "deadline)") in result.stdout
 
 
 def test_metrics_that_cannot_be_read_name_topic_project_and_role(
@@ -182,3 +194,55 @@ def test_an_unanswered_metric_read_ends_at_the_timeout(
     assert result.exit_code == 1
     assert (f"Error: topic orders (project {PROJECT}): cannot read its publish metrics: "
             f"Cloud Monitoring did not answer in time for project {PROJECT}") in result.stderr
+
+
+def test_a_topic_that_does_not_exist_is_named_as_missing(
+    run_cli: Callable[..., Any], local_server: Any, publisher_client: Any
+) -> None:
+    publish(local_server, publisher_client, 5)  # the project has a topic, not this one
+    result = run_cli("hedging", "advise", "--topic", f"projects/{PROJECT}/topics/ordres",
+                     "--emulator", local_server.address)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(
+        f"Error: topic ordres not found in project {PROJECT} "
+        f"(emulator {local_server.address})\n"
+    ), result.stderr
+    assert "gcloud pubsub topics list --project advise-proj" in result.stderr
+    assert "publish to it first" not in result.stderr
+
+
+def test_a_topic_that_hedges_is_advised_from_its_cancelled_losers_too(
+    run_cli: Callable[..., Any], local_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its successful calls no longer hold the tail (the hedges answer in 2 ms); the
+    cancelled originals carry it: the advice knows the profile from the labels, reads
+    them as cut short, and does not call them a deadline problem."""
+    from google.cloud.pubsub_v1 import types
+
+    from reconciler.hedging import labels, pubsub_v1
+    from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
+
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", local_server.address)
+    profile = HedgingProfile(hedge_delay_ms=100, max_tokens=50, refill_ratio=0.2)
+    client = pubsub_v1.PublisherClient(types.BatchSettings(max_messages=1))
+    try:
+        client.create_topic(request={"name": TOPIC,
+                                     "labels": labels.encode(profile, RetryTimeouts())})
+        local_server.faults.add(method="Publish", resource=TOPIC, **TAIL)
+        for i in range(300):
+            client.publish(TOPIC, b"m%d" % i).result(timeout=60)
+        counters = client.counters(TOPIC)
+    finally:
+        client.close()
+    assert counters.hedges_sent >= 3, counters  # the tail was hedged
+    result = advise(run_cli, local_server, "--max-extra", "0.2")
+    assert result.exit_code == 0, result.stderr
+    assert "warning" not in result.stderr  # the losers are no deadline problem
+    lines = result.stdout.splitlines()
+    assert ("current (the topic's labels): hedgeDelay 100ms, maxTokens 50, refillRatio 0.2"
+            in lines)
+    off = next(line for line in lines if line.startswith("off "))
+    assert float(off.split()[3]) >= 100  # the tail, rebuilt: not the hedges' 2 ms
+    assert any(line.startswith(f"note: {counters.hedges_sent - counters.hedges_failed} calls "
+                               "were cut short (the losing attempts of hedged batches")
+               for line in lines), result.stdout
