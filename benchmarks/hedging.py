@@ -186,9 +186,12 @@ def run(
     profile: Any = None,
     burners: int = 0,
     late_wait: float = 0.0,
+    read_metric: bool | None = None,
 ) -> dict[str, Any]:
     """One client publishing `messages` to a new topic (labelled with `profile` for
-    ours-hedged); `late_wait`: how long cancelled slow attempts may still land."""
+    ours-hedged); `late_wait`: how long cancelled slow attempts may still land;
+    `read_metric`: read the server's latency metric of the run (default: for the
+    unhedged clients of an open-loop run)."""
     from reconciler.hedging.simulate import percentile
 
     stop_burning = threading.Event()
@@ -244,7 +247,9 @@ def run(
     client.transport.close()
     calls = srv.ask("publish_calls") - calls_before
     time.sleep(late_wait)  # cancelled slow attempts still land on the server
-    observed = server_latencies(srv.address, topic) if kind != "ours-hedged" and rate else None
+    if read_metric is None:
+        read_metric = kind != "ours-hedged" and bool(rate)
+    observed = server_latencies(srv.address, topic) if read_metric else None
     stored, kept, indices = srv.ask("stored", topic)
     latencies.sort()
     from_call.sort()

@@ -20,7 +20,7 @@ from reconciler.commands._options import server_options
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import BackendError, InputError, UsageError
 from reconciler.hedging.advise import advise, ms_text, read_samples, render
-from reconciler.hedging.censored import Reconstruction, reconstruct
+from reconciler.hedging.censored import Reconstruction
 from reconciler.hedging.distribution import LatencyDistribution
 from reconciler.hedging.labels import INLINE_NAME, PROFILE, LabelDecodeError
 from reconciler.hedging.labels import decode as decode_labels
@@ -257,7 +257,7 @@ def _from_topic(
     from reconciler.backends.base import TargetOptions
     from reconciler.backends.connect import open_backend
     from reconciler.backends.metrics import MetricsUnavailable
-    from reconciler.hedging.observed import SUCCESS, NoLatencies, observe, split_topic
+    from reconciler.hedging.observed import NoLatencies, observe, split_topic
 
     try:
         project, topic_id = split_topic(topic)
@@ -302,16 +302,11 @@ def _from_topic(
     finally:
         backend.close()
     source = f"topic/send_request_latencies of {topic} (last {since}, {where})"
-    rebuilt = reconstruct(observed.latencies, observed.cut_short)
+    rebuilt = observed.attempts()
     notes = _cut_short_notes(rebuilt, current)
     warnings += _abandoned_warnings(observed, topic, since, current)
-    rate = observed.rate
-    if rate is not None and observed.total_calls:
-        # Calls per second counts every attempt; the simulation wants batches: one
-        # successful call each.
-        rate *= observed.calls.get(SUCCESS, 0) / observed.total_calls or 1.0
-    return TopicReading(rebuilt.latencies, rebuilt.completed + rebuilt.cut_short, rate,
-                        current, source, notes, warnings)
+    return TopicReading(rebuilt.latencies, rebuilt.completed + rebuilt.cut_short,
+                        observed.batch_rate, current, source, notes, warnings)
 
 
 def _current_profile(
@@ -339,7 +334,8 @@ def _cut_short_notes(rebuilt: Reconstruction, current: HedgingProfile | None) ->
         notes.append(
             f"{rebuilt.unresolved:.2%} of attempts ran past {ms_text(rebuilt.unresolved_above_ms)} "
             "and none that slow completed: they are simulated at that time, so the p99 "
-            "without hedging is a lower bound"
+            "without hedging, and any hedge delay from then on, are judged from a lower "
+            "bound"
         )
     return notes
 

@@ -30,6 +30,7 @@ from reconciler.backends.metrics import (
     MetricsReader,
     Series,
 )
+from reconciler.hedging.censored import Reconstruction, reconstruct
 from reconciler.hedging.distribution import LatencyDistribution
 from reconciler.names import split_topic_name
 
@@ -64,6 +65,18 @@ class Observed:
     def fraction(self, code: str) -> float:
         total = self.total_calls
         return self.calls.get(code, 0) / total if total else 0.0
+
+    @property
+    def batch_rate(self) -> float | None:
+        """Batches per second: `rate` counts every attempt (hedges too), a batch has
+        one successful call."""
+        if self.rate is None or not self.total_calls:
+            return self.rate
+        return self.rate * (self.calls.get(SUCCESS, 0) / self.total_calls or 1.0)
+
+    def attempts(self) -> Reconstruction:
+        """One attempt's latency, the cut-short calls read with the completed ones."""
+        return reconstruct(self.latencies, self.cut_short)
 
 
 def split_topic(topic: str) -> tuple[str, str]:
