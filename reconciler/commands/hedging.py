@@ -52,7 +52,8 @@ def command() -> None:
     "--topic",
     metavar="projects/P/topics/T",
     help="Read the topic's publish latencies from Cloud Monitoring "
-    "(topic/send_request_latencies, topic/send_request_count) instead of a file.",
+    "(topic/send_request_latencies, topic/send_request_count) instead of a file, and "
+    "its current hedging profile from its labels.",
 )
 @click.option(
     "--since",
