@@ -1,4 +1,4 @@
-"""Issue 37: `reconcile hedging advise --topic` on a topic that already hedges.
+"""`reconcile hedging advise --topic` on a topic that already hedges, against measured runs.
 
 On such a topic the successful calls no longer hold the tail: the cancelled losers
 carry it, recorded by the service up to their cancel. The advisor reads the topic's

@@ -5,7 +5,8 @@ project (backends/stored.py): unacknowledged messages, bytes and oldest age, and
 the same query those of retained acknowledged messages only where something retains
 them (a subscription with retain_acked_messages, or a topic with message retention);
 no query for a project without a subscription or topic retention, where nothing is
-stored.
+stored; and where a topic gauge shows something stored, one more query of the
+subscription gauges (which subscription holds the copies).
 On a large tree the read-ahead's second process makes these reads while this one
 validates the specs (plan/readahead.py: it asks `gauge_query` the same question);
 this module imports no client library.
@@ -35,6 +36,9 @@ class ProjectReads:
     org: OrgInputs
     subscriptions: SubscriptionListing
     stored: StoredMessages
+    # The subscriptions' own gauges (their backlogs, per region): read when a topic
+    # gauge shows something stored, else None (nothing to break down).
+    backlogs: StoredMessages | None = None
 
 
 def read_project(reads: Reads, project: str) -> ProjectReads:
@@ -47,7 +51,18 @@ def read_project(reads: Reads, project: str) -> ProjectReads:
     subscriptions = reads.list_subscriptions(project)
     query = gauge_query(project, (t.retention_seconds for t in topics), subscriptions)
     stored = StoredMessages({}, {}) if query is None else reads.stored([query])[0]
-    return ProjectReads(project, {t.name: t for t in topics}, org, subscriptions, stored)
+    backlogs = None
+    if query is not None and stored.unavailable is None and _holds_any(stored):
+        # Which subscription holds the copies a topic gauge counts: one more query,
+        # only where something is stored.
+        [backlogs] = reads.stored([GaugeQuery(project, "subscription", None, query.retained)])
+    return ProjectReads(project, {t.name: t for t in topics}, org, subscriptions, stored,
+                        backlogs)
+
+
+def _holds_any(stored: StoredMessages) -> bool:
+    return any(r.messages for by_region in (*stored.unacked.values(), *stored.retained.values())
+               for r in by_region.values())
 
 
 def gauges_needed(retentions: Iterable[int] | None, subscriptions: SubscriptionListing) -> str:

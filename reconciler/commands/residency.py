@@ -1,5 +1,6 @@
-"""`reconcile residency [PATH...]`: for every declared topic, where its messages are
-stored (by the by-region gauges), which of those regions its live policy, its declared
+"""`reconcile residency [PATH...]`: for every declared topic (with --all-live, every
+live topic of the managed projects), where its messages are stored (by the by-region
+gauges, each subscription's backlog named), which of those regions its live policy, its declared
 policy or the effective org policy does not allow, when the last of them ages out, and
 every export paused by in-transit restriction (docs/residency.md).
 
@@ -52,6 +53,13 @@ PROGRESS_FROM = 2
     help="Exit 2 when messages are stored outside the allowed regions or an export is "
     "paused, or when a topic cannot be checked for that (its figures are unknown).",
 )
+@click.option(
+    "--all-live",
+    is_flag=True,
+    help="Also report the live topics of the managed projects that no spec declares "
+    "(judged against their live policy and the effective org policy), so that a "
+    "compliance run covers the whole project.",
+)
 def command(
     paths: tuple[Path, ...],
     local: bool,
@@ -61,10 +69,11 @@ def command(
     projects: tuple[str, ...],
     fmt: str,
     detailed_exitcode: bool,
+    all_live: bool,
 ) -> int:
     """Where the declared topics' messages are stored, and what is outside the allowed."""
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), projects, fmt,
-               detailed_exitcode)
+               detailed_exitcode, all_live)
 
 
 def run(
@@ -73,9 +82,10 @@ def run(
     projects: Sequence[str],
     fmt: str,
     detailed_exitcode: bool,
+    all_live: bool = False,
 ) -> int:
     with ReadAhead.reading(target, projects, reads="residency") as read_ahead:
-        return _run(paths, target, projects, fmt, detailed_exitcode, read_ahead)
+        return _run(paths, target, projects, fmt, detailed_exitcode, read_ahead, all_live)
 
 
 def _run(
@@ -85,6 +95,7 @@ def _run(
     fmt: str,
     detailed_exitcode: bool,
     read_ahead: ReadAhead | None,
+    all_live: bool,
 ) -> int:
     result = validate_specs(
         paths, target.org_policy,
@@ -105,7 +116,8 @@ def _run(
     finally:
         live.close()
     report = build_report(
-        desired.topics, reads, label, datetime.now(UTC).isoformat(timespec="seconds")
+        desired.topics, reads, label, datetime.now(UTC).isoformat(timespec="seconds"),
+        all_live=all_live,
     )
     text = render(report, fmt)
     if fmt == "json":

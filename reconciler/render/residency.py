@@ -4,6 +4,7 @@ from the same ResidencyReport."""
 
 from __future__ import annotations
 
+from reconciler.backlogs import Backlog, backlog_text, copies_text, distinct_text
 from reconciler.render.escape import md_code, md_prose
 from reconciler.render.escape import text as esc
 from reconciler.residency.model import RegionStore, ResidencyReport, TopicResidency
@@ -60,23 +61,50 @@ def summary(report: ResidencyReport) -> str:
     return head + "."
 
 
-def _region_line(r: RegionStore) -> str:
-    line = (
-        f"{r.region}: {r.unacked_messages} unacked ({_size(r.unacked_bytes)}, oldest "
-        f"{duration(r.oldest_unacked_age_seconds)})"
-    )
+def _backlogs(r: RegionStore) -> list[Backlog] | None:
+    """The region's per-subscription backlogs as the shared wording takes them."""
+    if r.backlogs is None:
+        return None
+    out = []
+    for b in r.backlogs:
+        if b.unacked_messages:
+            out.append(Backlog(b.subscription, b.unacked_messages, b.unacked_bytes,
+                               b.oldest_unacked_age_seconds))
+        if b.retained_acked_messages:
+            out.append(Backlog(b.subscription, b.retained_acked_messages,
+                               b.retained_acked_bytes, b.oldest_retained_acked_age_seconds,
+                               acknowledged=True))
+    return out
+
+
+def _region_lines(r: RegionStore) -> list[str]:
+    """The topic gauges' figures said as copies in subscription backlogs, each backlog,
+    and for a region not allowed, what clears it."""
+    found = _backlogs(r)
+    unacked = None if found is None else [b for b in found if not b.acknowledged]
+    acked = None if found is None else [b for b in found if b.acknowledged]
+    parts = []
+    if r.unacked_messages or not r.retained_acked_messages:
+        head = copies_text(r.unacked_messages, r.unacked_bytes, unacked)
+        head += f", oldest {duration(r.oldest_unacked_age_seconds)}"
+        if unacked:
+            head += f": {distinct_text(unacked)}"
+        parts.append(head)
     if r.retained_acked_messages:
-        line += (
-            f", {r.retained_acked_messages} retained acked ({_size(r.retained_acked_bytes)}, "
-            f"oldest {duration(r.oldest_retained_acked_age_seconds)})"
+        parts.append(
+            copies_text(r.retained_acked_messages, r.retained_acked_bytes, acked,
+                        "retained acknowledged")
+            + f", oldest {duration(r.oldest_retained_acked_age_seconds)}"
         )
+    line = f"{r.region}: " + "; ".join(parts)
     if r.not_allowed_by:
         rules = ", ".join(RULE_TEXT[x] for x in r.not_allowed_by)
-        line += (
-            f"  NOT ALLOWED by the {rules}; the last ages out within "
-            f"{duration(r.ages_out_within_seconds)}"
-        )
-    return line
+        line += f"  NOT ALLOWED by the {rules}"
+    out = [line]
+    out += [f"  {backlog_text(b)}" for b in found or ()]
+    if r.clears:
+        out.append(f"  {r.clears}")
+    return out
 
 
 def _topic_text(t: TopicResidency) -> list[str]:
@@ -86,10 +114,11 @@ def _topic_text(t: TopicResidency) -> list[str]:
         subs = "subscriptions unknown"
     if not t.exists:
         return [f"{mark} {esc(t.address)}: does not exist ({subs})"]
-    out = [f"{mark} {esc(t.address)} ({subs})"]
+    undeclared = "" if t.declared else ", not declared by any spec"
+    out = [f"{mark} {esc(t.address)} ({subs}{undeclared})"]
     if not t.regions and not t.unknown:
         out.append("    nothing stored")
-    out += [f"    {esc(_region_line(r))}" for r in t.regions]
+    out += [f"    {esc(line)}" for r in t.regions for line in _region_lines(r)]
     out += [
         f"    export {esc(p.name)} ({p.kind}) paused: {esc(p.state)}" for p in t.paused_exports
     ]
@@ -97,15 +126,46 @@ def _topic_text(t: TopicResidency) -> list[str]:
     return out
 
 
+def _heading(report: ResidencyReport) -> str:
+    live = sum(1 for t in report.topics if not t.declared)
+    if not live:
+        return f"Residency of {_topics(len(report.topics))} declared"
+    return (f"Residency of {_topics(len(report.topics))} ({len(report.topics) - live} "
+            f"declared, {live} live that no spec declares)")
+
+
+def undeclared_note(report: ResidencyReport) -> str | None:
+    """The live topics no spec declares, and what to do about them."""
+    names = report.undeclared
+    if not names:
+        return None
+    shown = any(not t.declared for t in report.topics)
+    projects = sorted({n.split("/")[1] for n in names})
+    where = ("reported above" if shown
+             else "not reported: --all-live reports where their messages are stored")
+    return (f"{len(names)} live topic{'s' if len(names) != 1 else ''} of the managed projects "
+            f"that no spec declares ({where}): {', '.join(names)}; adopt them with "
+            + "; ".join(import_command(p, [n for n in names if n.split('/')[1] == p])
+                        for p in projects))
+
+
+def import_command(project: str, names: list[str]) -> str:
+    """`reconcile import` of these topics of `project` into a new directory."""
+    topics = " ".join(f"--topic {n.rsplit('/', 1)[-1]}" for n in names)
+    return f"`reconcile import --project {project} {topics} --out imported`"
+
+
 def text(report: ResidencyReport) -> str:
-    lines = [f"Residency of {_topics(len(report.topics))} declared on {esc(report.target)}", ""]
+    lines = [f"{_heading(report)} on {esc(report.target)}", ""]
     shown, quiet = _shown(report)
     for t in shown:
         lines += _topic_text(t)
     if quiet:
         lines.append(f"  {_quiet_line(quiet)}")
-    if report.notes:
-        lines += ["", "Notes:"] + [f"  {esc(n)}" for n in report.notes]
+    note = undeclared_note(report)
+    notes = [*report.notes, *([note] if note else [])]
+    if notes:
+        lines += ["", "Notes:"] + [f"  {esc(n)}" for n in notes]
     lines += ["", summary(report)]
     return "\n".join(lines) + "\n"
 
@@ -113,9 +173,9 @@ def text(report: ResidencyReport) -> str:
 def markdown(report: ResidencyReport) -> str:
     lines = [f"### Residency: {md_prose(summary(report))}", ""]
     lines += [
-        "| Topic | Region | Unacked | Bytes | Oldest | Retained acked | Not allowed by | "
-        "Ages out within |",
-        "|---|---|---:|---:|---|---:|---|---|",
+        "| Topic | Region | Unacked copies | Bytes | Oldest | Held by (subscription backlogs) "
+        "| Retained acked copies | Not allowed by | Ages out within |",
+        "|---|---|---:|---:|---|---|---:|---|---|",
     ]
     shown, quiet = _shown(report)
     for t in shown:
@@ -123,17 +183,26 @@ def markdown(report: ResidencyReport) -> str:
         if not t.regions:
             what = "does not exist" if not t.exists else (
                 "unknown" if t.unknown else "nothing stored")
-            lines.append(f"| {name} | {what} | | | | | | |")
+            lines.append(f"| {name} | {what} | | | | | | | |")
         for r in t.regions:
             rules = ", ".join(RULE_TEXT[x] for x in r.not_allowed_by) or "—"
             age = duration(r.ages_out_within_seconds) if r.not_allowed_by else "—"
+            held = "unknown" if r.backlogs is None else ", ".join(
+                f"{md_code(b.subscription, in_table=True)} "
+                f"{b.unacked_messages + b.retained_acked_messages}"
+                for b in r.backlogs) or "—"
             lines.append(
                 f"| {name} | {md_code(r.region, in_table=True)} | {r.unacked_messages} | "
                 f"{_size(r.unacked_bytes)} | {duration(r.oldest_unacked_age_seconds)} | "
-                f"{r.retained_acked_messages} | {rules} | {age} |"
+                f"{held} | {r.retained_acked_messages} | {rules} | {age} |"
             )
     if quiet:
-        lines.append(f"| {md_prose(_quiet_line(quiet))} | | | | | | | |")
+        lines.append(f"| {md_prose(_quiet_line(quiet))} | | | | | | | | |")
+    clearing = [(t, r) for t in report.topics for r in t.regions if r.clears]
+    if clearing:
+        lines += ["", "**To clear** (the copies counted are per subscription backlog, not "
+                  "distinct messages)", ""]
+        lines += [f"- {md_code(t.address)}: {md_prose(r.clears or '')}" for t, r in clearing]
     paused = [(t, p) for t in report.topics for p in t.paused_exports]
     if paused:
         lines += ["", "**Paused exports**", ""]
@@ -145,6 +214,9 @@ def markdown(report: ResidencyReport) -> str:
     if report.notes or unknown:
         lines += ["", "**Unknown**", ""]
         lines += [f"- {md_prose(n)}" for n in report.notes]
+    note = undeclared_note(report)
+    if note:
+        lines += ["", "**Not declared**", "", f"- {md_prose(note)}"]
     return "\n".join(lines) + "\n"
 
 

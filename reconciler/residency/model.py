@@ -12,20 +12,38 @@ from reconciler.codec import Record, always, doc, indented_json, to_data
 from reconciler.frozen import EMPTY
 from reconciler.plan.model import SourceJSON, SubscriptionKind
 
-FORMAT_VERSION = "1.0"
+FORMAT_VERSION = "1.1"
 Rule = Literal["live", "declared", "org"]
 Strings = Sequence[str]
 
 
-class RegionStore(Record, frozen=True):
-    """What the by-region gauges say is stored in one region for the topic (across its
-    subscriptions), and whether that region is allowed."""
+class SubscriptionBacklog(Record, frozen=True):
+    """One subscription's copies in one region, by its own by-region gauges."""
 
-    region: str
+    subscription: Annotated[str, doc("The subscription's ID.")]
     unacked_messages: int
     unacked_bytes: int | None
     oldest_unacked_age_seconds: int | None
-    retained_acked_messages: int
+    retained_acked_messages: int = always(0)
+    retained_acked_bytes: int | None = always(None)
+    oldest_retained_acked_age_seconds: int | None = always(None)
+
+
+class RegionStore(Record, frozen=True):
+    """What the by-region gauges say is stored in one region for the topic, and whether
+    that region is allowed. The topic's figures are its gauges: they add up its
+    subscriptions' backlogs, so they count copies (a message two subscriptions hold
+    counts twice), not distinct messages."""
+
+    region: str
+    unacked_messages: Annotated[
+        int, doc("The topic gauge: unacknowledged copies summed over its subscriptions' "
+                 "backlogs, not distinct messages.")]
+    unacked_bytes: int | None
+    oldest_unacked_age_seconds: int | None
+    retained_acked_messages: Annotated[
+        int, doc("The topic gauge: retained acknowledged copies (subscriptions with "
+                 "retain_acked_messages, the topic's own retention).")]
     retained_acked_bytes: int | None
     oldest_retained_acked_age_seconds: int | None
     not_allowed_by: Annotated[
@@ -40,6 +58,27 @@ class RegionStore(Record, frozen=True):
               "retention, from now (the longest retention of the topic and its "
               "subscriptions, less the oldest message's age); null when unknown."),
     ] = always(None)
+    backlogs: Annotated[
+        Sequence[SubscriptionBacklog] | None,
+        doc("Which subscriptions hold the copies the topic's figures count, by their own "
+            "gauges (null: unknown, the subscription gauges could not be read)."),
+    ] = always(None)
+    distinct_messages_min: Annotated[
+        int | None,
+        doc("The fewest distinct unacknowledged messages the backlogs can hold (the "
+            "largest backlog); null: unknown."),
+    ] = always(None)
+    distinct_messages_max: Annotated[
+        int | None,
+        doc("The most (their sum); equal to the minimum only when it is exact. Which "
+            "messages two backlogs share is not in the metrics."),
+    ] = always(None)
+    clears: Annotated[
+        str | None,
+        doc("For a region some policy does not allow: what clears it, as one line "
+            "(acknowledge, seek or detach the named subscriptions, or the time "
+            "retention removes the last message)."),
+    ] = always(None)
 
 
 class PausedExport(Record, frozen=True):
@@ -52,12 +91,16 @@ class PausedExport(Record, frozen=True):
 
 
 class TopicResidency(Record, frozen=True):
-    """One declared topic: where its messages are, and what is outside the allowed."""
+    """One topic: where its messages are, and what is outside the allowed."""
 
     address: str
     project: str
     topic: str
     exists: Annotated[bool, doc("Whether the topic exists live.")]
+    declared: Annotated[
+        bool, doc("Whether a spec declares it (false: a live topic of a managed project "
+                  "that no spec declares, reported with --all-live).")
+    ] = always(True)
     regions: Annotated[
         Sequence[RegionStore], doc("Regions holding messages, by name.")
     ] = always(EMPTY)
@@ -91,8 +134,9 @@ class TopicResidency(Record, frozen=True):
 
 
 class ResidencyReport(Record, frozen=True):
-    """`reconcile residency --format json`: every declared topic's stored messages by
-    region, what is outside the allowed regions, and paused exports."""
+    """`reconcile residency --format json`: every declared topic's (with --all-live,
+    every live topic's of the managed projects) stored messages by region, what is
+    outside the allowed regions, and paused exports."""
 
     format_version: Annotated[
         str, doc("MAJOR.MINOR; readers ignore keys they do not know.")
@@ -105,6 +149,11 @@ class ResidencyReport(Record, frozen=True):
     notes: Annotated[
         Strings,
         doc("Per project: what could not be read and why (the role it needs)."),
+    ] = always(EMPTY)
+    undeclared: Annotated[
+        Strings,
+        doc("Live topics of the managed projects that no spec declares (reported in "
+            "`topics` with --all-live, else only named here)."),
     ] = always(EMPTY)
 
     @property

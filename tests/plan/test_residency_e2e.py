@@ -63,13 +63,17 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
 
     local_server.counters.reset()
     data = report(run_cli, local_server, root, policy)
-    # Every figure of the project from one PromQL query, none through ListTimeSeries.
-    assert local_server.counters.for_project("PromQLQuery", "proj-a") == 1
+    # The project's topic gauges in one PromQL query and, as they show something
+    # stored, its subscription gauges in one more; none through ListTimeSeries.
+    assert local_server.counters.for_project("PromQLQuery", "proj-a") == 2
     assert local_server.counters.get("ListTimeSeries") == 0
     [topic] = data["topics"]
     regions = {r["region"]: r for r in topic["regions"]}
     assert regions["us-east1"]["unacked_messages"] == 4
     assert regions["us-east1"]["unacked_bytes"] == 40
+    assert [b["subscription"] for b in regions["us-east1"]["backlogs"]] == ["orders-pull"]
+    assert regions["us-east1"]["clears"].startswith(
+        "to clear us-east1: acknowledge orders-pull's backlog or seek it to now")
     assert regions["us-east1"]["not_allowed_by"] == ["live", "declared"]
     assert 3500 <= regions["us-east1"]["ages_out_within_seconds"] <= 3600
     assert regions["us-central1"]["unacked_messages"] == 1
@@ -78,10 +82,18 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     assert topic["subscriptions"] == 1
     result = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
     assert result.exit_code == 2, result.stderr
-    assert "us-east1: 4 unacked (40 B" in result.stdout
-    assert "NOT ALLOWED by the live policy, declared policy" in result.stdout
+    assert (
+        "    us-east1: 4 unacknowledged copies (40 B) in 1 subscription backlog, oldest "
+    ) in result.stdout
+    assert ": 4 distinct messages  NOT ALLOWED by the live policy, declared policy\n" in result.stdout
+    assert "      orders-pull: 4 unacknowledged (40 B, oldest " in result.stdout
+    assert ("      to clear us-east1: acknowledge orders-pull's backlog or seek it to now "
+            "(`gcloud pubsub subscriptions seek orders-pull --time=$(date -u +%FT%TZ)`), or "
+            "detach it (`gcloud pubsub topics detach-subscription orders-pull`: drops what it "
+            "stores); otherwise retention removes the last message within ") in result.stdout
     md = residency(run_cli, local_server, root, policy, "--format", "markdown").stdout
-    assert "| `projects/proj-a/topics/orders` | `us-east1` | 4 | 40 B |" in md
+    assert "| `projects/proj-a/topics/orders` | `us-east1` | 4 | 40 B | " in md
+    assert " | `orders-pull` 4 | 0 | live policy, declared policy | " in md
 
     got = subscriber_client.pull(request={"subscription": SUB, "max_messages": 10}, retry=None)
     subscriber_client.acknowledge(
