@@ -85,7 +85,8 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
     assert (
         "    us-east1: 4 unacknowledged copies (40 B) in 1 subscription backlog, oldest "
     ) in result.stdout
-    assert ": 4 distinct messages  NOT ALLOWED by the live policy, declared policy\n" in result.stdout
+    assert (": 4 distinct messages  NOT ALLOWED by the live policy, declared policy\n"
+            in result.stdout)
     assert "      orders-pull: 4 unacknowledged (40 B, oldest " in result.stdout
     assert ("      to clear us-east1: acknowledge orders-pull's backlog or seek it to now "
             "(`gcloud pubsub subscriptions seek orders-pull --time=$(date -u +%FT%TZ)`), or "
