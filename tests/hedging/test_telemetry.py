@@ -57,22 +57,34 @@ def gapic(local_server: Any, interceptor: Headers) -> GapicPublisherClient:
     return client
 
 
+def one_by_one(client: GapicPublisherClient, topic: str,
+               profile: HedgingProfile | None) -> HedgedPublisher:
+    """A publisher of `topic` sending each message as its own batch."""
+    return HedgedPublisher(client, topic, profile, RetryTimeouts(),
+                           batch_settings=BatchSettings(max_messages=1))
+
+
+def hedge_wins(pub: HedgedPublisher, server: Any) -> Any:
+    """One token earned, then a batch whose hedge answers while its original is held:
+    the original's held call, still waiting."""
+    earn_tokens(pub.publish, 5)
+    held = server.faults.hold(method="Publish", resource=pub.topic, count=2)
+    future = pub.publish(b"x")
+    original, hedge = held.wait_arrived(2)
+    hedge.release()
+    future.result(timeout=30)
+    return original
+
+
 def test_a_hedged_batch_tells_each_attempt_and_its_shared_start(
     local_server: Any, wait_until: Wait
 ) -> None:
     seen = Headers()
     client = gapic(local_server, seen)
     try:
-        with HedgedPublisher(client, TOPIC, PROFILE, RetryTimeouts(),
-                             batch_settings=BatchSettings(max_messages=1)) as pub:
-            earn_tokens(pub.publish, 5)  # one token
-            held = local_server.faults.hold(method="Publish", resource=TOPIC, count=2)
+        with one_by_one(client, TOPIC, PROFILE) as pub:
             began = time.time_ns()
-            future = pub.publish(b"x")
-            original, hedge = held.wait_arrived(2)
-            hedge.release()
-            future.result(timeout=30)
-            original.release()
+            hedge_wins(pub, local_server).release()
             assert pub.counters().wins_by_attempt == {0: 5, 1: 1}
     finally:
         client.transport.close()
@@ -92,8 +104,7 @@ def test_an_unhedged_publisher_sends_no_telemetry(local_server: Any, wait_until:
     seen = Headers()
     client = gapic(local_server, seen)
     try:
-        with HedgedPublisher(client, TOPIC, None, RetryTimeouts(),
-                             batch_settings=BatchSettings(max_messages=1)) as pub:
+        with one_by_one(client, TOPIC, None) as pub:
             for i in range(3):
                 pub.publish(b"%d" % i).result(timeout=30)
     finally:
@@ -110,17 +121,9 @@ def test_a_cancelled_loser_is_recorded_up_to_its_cancel(
     reads as an observation cut short, docs/hedging.md)."""
     client = gapic(local_server, Headers())
     try:
-        with HedgedPublisher(client, TOPIC, PROFILE, RetryTimeouts(),
-                             batch_settings=BatchSettings(max_messages=1)) as pub, \
-                HedgedPublisher(client, CLOCK, None, RetryTimeouts(),
-                                batch_settings=BatchSettings(max_messages=1)) as clock:
-            earn_tokens(pub.publish, 5)
-            held = local_server.faults.hold(method="Publish", resource=TOPIC, count=2)
+        with one_by_one(client, TOPIC, PROFILE) as pub, one_by_one(client, CLOCK, None) as clock:
             sent = time.perf_counter()
-            future = pub.publish(b"x")
-            original, hedge = held.wait_arrived(2)
-            hedge.release()
-            future.result(timeout=30)
+            original = hedge_wins(pub, local_server)
             won = time.perf_counter() - sent
             # Unrelated round trips while the cancelled original stays held, until
             # it has been held four times as long as the batch took to win.
