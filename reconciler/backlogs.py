@@ -38,6 +38,14 @@ class Backlog:
     acknowledged: bool = False  # retained acknowledged copies (retain_acked_messages)
 
 
+def ages_out_within(retentions: Sequence[int], oldest_age_seconds: int | None) -> int | None:
+    """When the oldest copy reaches the end of the longest of `retentions` (seconds
+    from now; None: its age is unknown)."""
+    if oldest_age_seconds is None:
+        return None
+    return max(0, max(retentions, default=0) - oldest_age_seconds)
+
+
 def distinct_bounds(backlogs: Sequence[Backlog]) -> tuple[int, int]:
     """The fewest and the most distinct messages the backlogs can hold together."""
     counts = [b.messages for b in backlogs]

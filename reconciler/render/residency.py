@@ -4,6 +4,7 @@ from the same ResidencyReport."""
 
 from __future__ import annotations
 
+from reconciler.adoption import by_project, import_command
 from reconciler.backlogs import Backlog, backlog_text, copies_text, distinct_text
 from reconciler.render.escape import md_code, md_prose
 from reconciler.render.escape import text as esc
@@ -135,24 +136,17 @@ def _heading(report: ResidencyReport) -> str:
 
 
 def undeclared_note(report: ResidencyReport) -> str | None:
-    """The live topics no spec declares, and what to do about them."""
+    """The live topics no spec declares, and the command that adopts them."""
     names = report.undeclared
     if not names:
         return None
     shown = any(not t.declared for t in report.topics)
-    projects = sorted({n.split("/")[1] for n in names})
     where = ("reported above" if shown
              else "not reported: --all-live reports where their messages are stored")
+    commands = "; ".join(f"`{import_command(p, found)}`"
+                         for p, found in by_project(names).items())
     return (f"{len(names)} live topic{'s' if len(names) != 1 else ''} of the managed projects "
-            f"that no spec declares ({where}): {', '.join(names)}; adopt them with "
-            + "; ".join(import_command(p, [n for n in names if n.split('/')[1] == p])
-                        for p in projects))
-
-
-def import_command(project: str, names: list[str]) -> str:
-    """`reconcile import` of these topics of `project` into a new directory."""
-    topics = " ".join(f"--topic {n.rsplit('/', 1)[-1]}" for n in names)
-    return f"`reconcile import --project {project} {topics} --out imported`"
+            f"that no spec declares ({where}): {', '.join(names)}; adopt them with {commands}")
 
 
 def text(report: ResidencyReport) -> str:

@@ -23,7 +23,7 @@ from reconciler.backends.base import (
     StoredMessages,
 )
 from reconciler.backends.residency_reads import ProjectReads
-from reconciler.backlogs import Backlog, clears_line, distinct_bounds
+from reconciler.backlogs import Backlog, ages_out_within, clears_line, distinct_bounds
 from reconciler.frozen import FrozenDict
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
@@ -50,10 +50,6 @@ def _declared(topic: DesiredTopic, facts: OrgFacts) -> tuple[bool, StoragePolicy
         return False, None
     found: StoragePolicy | None = expected_policy(topic, facts)
     return True, found
-
-
-def _ages_out(retention: int, age: int | None) -> int | None:
-    return None if age is None else max(0, retention - age)
 
 
 @dataclass(frozen=True)
@@ -130,8 +126,8 @@ def _residency(
         if not facts.restriction.allows(region):
             rules.append("org")
         outs = [
-            _ages_out(retention, u.oldest_age_seconds) if u else 0,
-            _ages_out(acked_retention, r.oldest_age_seconds) if r else 0,
+            ages_out_within([retention], u.oldest_age_seconds) if u else 0,
+            ages_out_within([acked_retention], r.oldest_age_seconds) if r else 0,
         ]
         ages_out = None if None in outs else max(o for o in outs if o is not None)
         found = _backlogs(subs, inputs.backlogs, region, project)
