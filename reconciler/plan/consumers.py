@@ -35,11 +35,25 @@ from reconciler.backends.base import (
     ObservedTopic,
     RegionStored,
 )
+from reconciler.backlogs import (
+    Backlog,
+    ages_out_within,
+    clears_line,
+    copies_text,
+    distinct_bounds,
+    distinct_text,
+)
 from reconciler.codec import replace
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.ownership import OWN_LABELS, is_legacy
+from reconciler.ownership import OWN_LABELS, is_legacy, is_owned
 from reconciler.plan.differ import delete_change, live_policy_of, owned_by, wanted_policy
-from reconciler.plan.model import LeftBehind, ResourceChange, SubscriptionRef, topic_state
+from reconciler.plan.model import (
+    BacklogRef,
+    LeftBehind,
+    ResourceChange,
+    SubscriptionRef,
+    topic_state,
+)
 from reconciler.plan.observation import Observation
 from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner
@@ -173,6 +187,41 @@ def undeclared(
     return owned, legacy
 
 
+def backlog_queries(observation: Observation, queries: Sequence[GaugeQuery]) -> list[GaugeQuery]:
+    """Where the left-behind gauges (`queries`, answered) show something stored: the
+    gauges of those topics' subscriptions, which say which subscription holds the
+    copies the topic gauge counts. One query per project, and none where nothing is
+    stored."""
+    ids: dict[str, set[str]] = {}
+    for query in queries:
+        found = observation.gauges.get(query)
+        if found is None or found.unavailable is not None:
+            continue
+        for topic_id, regions in found.unacked.items():
+            if not any(r.messages for r in regions.values()):
+                continue
+            name = f"projects/{query.project}/topics/{topic_id}"
+            for sub in observation.subscriptions_of(name) or ():
+                if sub.name.startswith(f"projects/{query.project}/"):
+                    ids.setdefault(query.project, set()).add(sub.short_name)
+    return [
+        GaugeQuery(p, "subscription", tuple(sorted(found))) for p, found in sorted(ids.items())
+    ]
+
+
+def outside_review(desired: DesiredState, observation: Observation) -> dict[str, list[str]]:
+    """Per managed project, its live topics that no spec declares and no reconcile tree
+    owns (no ownership label: made in a console, with gcloud, by another tool): named
+    by the plan, never changed by it."""
+    declared = {t.address for t in desired.topics}
+    out: dict[str, list[str]] = {}
+    for project in sorted(set(desired.projects)):
+        for name in sorted(observation.projects.get(project, [])):
+            if name not in declared and not is_owned(observation.topics[name].shape.labels):
+                out.setdefault(project, []).append(name)
+    return out
+
+
 def prune_gauge_queries(desired: DesiredState, observation: Observation) -> list[GaugeQuery]:
     """The backlogs of the subscriptions of prune's candidates (what a delete would cut
     off, or why it is refused): one query per project that has any."""
@@ -260,9 +309,14 @@ def left_behind(
     affected: AffectedPolicy,
     stored: Mapping[str, RegionStored] | None,
     unknown: str | None,
+    backlogs: Mapping[str, Sequence[Backlog]] | None = None,
+    retentions: Sequence[int] = (),
+    topic_retains: bool = False,
 ) -> tuple[list[LeftBehind], str | None, list[str]]:
     """What is stored in the regions the change removes: the figures, why they are
-    unknown, and the warnings that say it."""
+    unknown, and the warnings that say it, in the residency report's words
+    (reconciler/backlogs.py). `backlogs`: region -> the subscriptions' copies there
+    (None: unknown); `retentions`: the topic's and its subscriptions' (seconds)."""
     if not affected.removes_regions:
         return [], None, []
     if stored is None:
@@ -272,26 +326,56 @@ def left_behind(
             "are not moved by a policy change"
         ]
     allowed = affected.allowed
-    found = [
-        LeftBehind(r.region, r.messages, r.bytes, r.oldest_age_seconds)
-        for r in sorted(stored.values(), key=lambda r: r.region)
-        if allowed is not None and r.region not in allowed
-        and (affected.removed is None or r.region in affected.removed)
-    ]
+    found = []
+    warnings = []
+    for r in sorted(stored.values(), key=lambda r: r.region):
+        if allowed is None or r.region in allowed or not r.messages or (
+                affected.removed is not None and r.region not in affected.removed):
+            continue
+        held = None if backlogs is None else list(backlogs.get(r.region, ()))
+        low, high = distinct_bounds(held) if held else (None, None)
+        clears = clears_line(r.region, held, topic_retains,
+                             ages_out_within(retentions, r.oldest_age_seconds), None)
+        found.append(LeftBehind(
+            r.region, r.messages, r.bytes, r.oldest_age_seconds,
+            backlogs=None if held is None else [
+                BacklogRef(b.subscription, b.messages, b.bytes, b.oldest_age_seconds)
+                for b in held
+            ],
+            distinct_messages_min=low, distinct_messages_max=high, clears=clears,
+        ))
+        distinct = f": {distinct_text(held)}" if held else ""
+        warnings.append(
+            f"{copies_text(r.messages, r.bytes, held)}{distinct} stay stored in {r.region}, "
+            f"which the new policy no longer allows (oldest {age_text(r.oldest_age_seconds)}): "
+            f"a policy change does not move stored messages; {clears}"
+        )
     if not found:
         return [], None, [
             "nothing unacknowledged is stored in the removed regions (by the by-region gauges)"
         ]
-    warnings = []
-    for item in found:
-        size = "" if item.bytes is None else f", {item.bytes} bytes"
-        warnings.append(
-            f"{item.messages} unacknowledged messages{size} stay stored in {item.region}, "
-            f"which the new policy no longer allows (oldest {age_text(item.oldest_age_seconds)}): "
-            "a policy change does not move stored messages; they leave when acknowledged or "
-            "when their retention ends"
-        )
     return found, None, warnings
+
+
+def region_backlogs(
+    observation: Observation, project: str, subs: Sequence[ObservedSubscription] | None
+) -> dict[str, list[Backlog]] | None:
+    """Region -> the topic's subscriptions' unacknowledged copies there, by their own
+    gauges (`backlog_queries`); None: unknown (not read, or unreadable)."""
+    if subs is None:
+        return None
+    out: dict[str, list[Backlog]] = {}
+    for sub in sorted(subs, key=lambda s: s.short_name):
+        if not sub.name.startswith(f"projects/{project}/"):
+            continue
+        stored, unknown = observation.stored(project, "subscription", sub.short_name)
+        if stored is None or unknown is not None:
+            return None
+        for region, r in stored.items():
+            if r.messages:
+                out.setdefault(region, []).append(
+                    Backlog(sub.short_name, r.messages, r.bytes, r.oldest_age_seconds))
+    return out
 
 
 def _listed(subs: Sequence[ObservedSubscription], backlog: Mapping[str, int] | None) -> str:
@@ -439,9 +523,17 @@ def consumer_step(
         warnings = consumer_warnings(subs, policy)
         measured: Mapping[str, RegionStored] | None = None
         why: str | None = None
+        held: dict[str, list[Backlog]] | None = None
+        live = observation.topics.get(rc.address)
+        retention = live.retention_seconds if live is not None else 0
         if policy.removes_regions:
             measured, why = observation.stored(rc.project, "topic", rc.topic)
-        figures, unknown, more = left_behind(policy, measured, why)
+            if measured and any(r.messages for r in measured.values()):
+                held = region_backlogs(observation, rc.project, subs)
+        figures, unknown, more = left_behind(
+            policy, measured, why, held,
+            [retention, *(s.retention_seconds for s in subs or ())], retention > 0,
+        )
         out[i] = replace(
             rc,
             warnings=[*rc.warnings, *warnings, *more],

@@ -31,11 +31,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from reconciler.adoption import import_command, topic_id
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
-from reconciler.plan.consumers import consumer_step, undeclared
+from reconciler.plan.consumers import consumer_step, outside_review, undeclared
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.origin import made_at
@@ -103,6 +104,10 @@ def make_plan(
     owned, legacy = undeclared(desired, observation)
     if options.prune:
         diagnostics.extend(legacy_warning(name, owner) for name in legacy)
+    diagnostics.extend(
+        undeclared_warning(project, names)
+        for project, names in outside_review(desired, observation).items()
+    )
     step = consumer_step(
         changes, {t.address: t for t in desired.topics}, owned, observation, owner,
         options.prune, options.prune_subscribed,
@@ -142,6 +147,20 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
         hint=f"if {other!r} should keep it, remove it from this tree's specs; if this tree "
         f"takes it over, remove it from the specs of {other!r} and apply with --adopt-from "
         f"{other}",
+    )
+
+
+def undeclared_warning(project: str, names: list[str]) -> Diagnostic:
+    """A managed project's live topics that no spec declares and no tree owns: named
+    (a compliance review must see topics made outside it), never planned as changes."""
+    n = len(names)
+    return Diagnostic(
+        f"projects/{project}", 0, 0, Severity.WARNING, "undeclared-topics",
+        f"{n} live topic{'s' if n != 1 else ''} in project {project} that no spec declares "
+        f"(not planned; `reconcile residency --all-live` reports where their messages are "
+        f"stored): {', '.join(topic_id(x) for x in names)}",
+        hint=f"adopt them with `{import_command(project, names)}` and move the file into "
+        "the spec tree, or delete them if they should not exist",
     )
 
 

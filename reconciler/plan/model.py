@@ -60,7 +60,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "4.0"
+FORMAT_VERSION = "4.1"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -227,15 +227,41 @@ class SubscriptionRef(Record, frozen=True):
     ] = always(None)
 
 
+class BacklogRef(Record, frozen=True):
+    """One subscription's unacknowledged copies in a region, by its own gauges."""
+
+    subscription: Annotated[str, doc("The subscription's ID.")]
+    messages: int
+    bytes: int | None = always(None)
+    oldest_age_seconds: int | None = always(None)
+
+
 class LeftBehind(Record, frozen=True):
     """Messages stored in a region the change removes: a policy change applies only to
-    messages published after it, stored ones are not moved (by the by-region gauges)."""
+    messages published after it, stored ones are not moved (by the by-region gauges).
+    `messages` is the topic gauge: unacknowledged copies summed over its
+    subscriptions' backlogs, not distinct messages."""
 
     region: str
-    messages: int
+    messages: Annotated[
+        int, doc("Unacknowledged copies summed over the topic's subscription backlogs "
+                 "(the topic gauge), not distinct messages.")]
     bytes: int | None = always(None)
     oldest_age_seconds: Annotated[
         int | None, doc("Age of the oldest, seconds.")
+    ] = always(None)
+    backlogs: Annotated[
+        Sequence[BacklogRef] | None,
+        doc("Which subscriptions hold those copies (null: unknown)."),
+    ] = always(None)
+    distinct_messages_min: Annotated[
+        int | None, doc("The fewest distinct messages the backlogs can hold (null: unknown).")
+    ] = always(None)
+    distinct_messages_max: Annotated[
+        int | None, doc("The most (their sum); equal to the minimum when exact.")
+    ] = always(None)
+    clears: Annotated[
+        str | None, doc("What clears the region, as one line (the residency report's words).")
     ] = always(None)
 
 

@@ -6,9 +6,10 @@ policy, projects in parallel (never one GetTopic per topic); then the by-region 
 the plan will show (`plan/consumers.py: gauge_queries`): those of the topics whose
 regions the specs remove, known from the specs and the live topics before any diff, and
 read while the subscriptions still are; and, with prune, the backlogs of the undeclared
-topics' subscriptions. Subscriptions or gauges that cannot be read are a note of the
-project, not a failure. What the org policy makes of a topic is plan/policy.py's; how
-topics compare is reconciler/topic.py's.
+topics' subscriptions; and where the left-behind gauges found something stored, the
+gauges of those topics' subscriptions (which holds the copies). Subscriptions or
+gauges that cannot be read are a note of the project, not a failure. What the org
+policy makes of a topic is plan/policy.py's; how topics compare is reconciler/topic.py's.
 
 Stable entry points:
     observe(reads, desired, prune=False) -> Observation     what make_plan is given
@@ -25,7 +26,7 @@ from concurrent.futures import Future
 from reconciler.backends.base import ObservedTopic, OrgInputs, Reads
 from reconciler.background import Background
 from reconciler.errors import BackendError
-from reconciler.plan.consumers import gauge_queries, prune_gauge_queries
+from reconciler.plan.consumers import backlog_queries, gauge_queries, prune_gauge_queries
 from reconciler.plan.observation import Observation, attach_subscriptions
 from reconciler.spec.desired import DesiredState
 
@@ -55,6 +56,11 @@ def observe(
         out.gauges.update(zip(more, reads.stored(more), strict=True))
     if left_behind is not None:
         out.gauges.update(zip(queries, left_behind.result(), strict=True))
+        # Which subscriptions hold what the topic gauges found stored: only where
+        # they found something.
+        held = backlog_queries(out, queries)
+        if held:
+            out.gauges.update(zip(held, reads.stored(held), strict=True))
     return out
 
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.model import (
+    BacklogRef,
     Change,
     Drift,
     Fingerprints,
@@ -34,7 +35,11 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
                {"labels": labels, "message_storage_policy": None}),
         update_mask=["labels"],
         reasons=[Reason(ReasonKind.ADOPT)], warnings=["careful"],
-        left_behind=[LeftBehind("us-west1", 3, 30, 60)],
+        left_behind=[LeftBehind(
+            "us-west1", 3, 30, 60, backlogs=[BacklogRef("s", 3, 30, 60)],
+            distinct_messages_min=3, distinct_messages_max=3,
+            clears="to clear us-west1: acknowledge s's backlog",
+        )],
     )
     delete = ResourceChange(
         "projects/p/topics/gone", "p", "gone",

@@ -58,8 +58,21 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     assert (left["region"], left["messages"], left["bytes"]) == ("us-east1", 3, 30)
     assert 0 <= left["oldest_age_seconds"] < 3600
     text = _plan(run_cli, local_server, root, policy).stdout
-    assert "3 unacknowledged messages, 30 bytes stay stored in us-east1" in text
+    # The residency report's words: copies in named backlogs, and what clears them.
+    assert (
+        "3 unacknowledged copies (30 B) in 1 subscription backlog: 3 distinct messages "
+        "stay stored in us-east1, which the new policy no longer allows (oldest "
+    ) in text
+    assert (
+        "a policy change does not move stored messages; to clear us-east1: acknowledge "
+        "orders-pull's backlog or seek it to now (`gcloud pubsub subscriptions seek "
+        "orders-pull --time=$(date -u +%FT%TZ)`), or detach it (`gcloud pubsub topics "
+        "detach-subscription orders-pull`: drops what it stores); otherwise retention "
+        "removes the last message within "
+    ) in text
     assert "orders-pull (pull)" in text
+    assert [b["subscription"] for b in left["backlogs"]] == ["orders-pull"]
+    assert (left["distinct_messages_min"], left["distinct_messages_max"]) == (3, 3)
 
     got = subscriber_client.pull(request={"subscription": sub, "max_messages": 10}, retry=None)
     subscriber_client.acknowledge(
@@ -72,7 +85,7 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
 
 
 @pytest.mark.parametrize("read_ahead", ["0", "off"])
-def test_left_behind_figures_cost_one_promql_query_per_project(
+def test_left_behind_figures_cost_two_promql_queries_per_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
     publisher_client: Any, subscriber_client: Any, monkeypatch: pytest.MonkeyPatch,
     read_ahead: str,
@@ -95,8 +108,9 @@ def test_left_behind_figures_cost_one_promql_query_per_project(
     local_server.counters.reset()
     data = _json(run_cli, local_server, root, org_policy_file(None))
     for project, count in stored.items():
-        # Messages, bytes and oldest age of both topics: one query per project.
-        assert local_server.counters.for_project("PromQLQuery", project) == 1
+        # Messages, bytes and oldest age of both topics: one query per project; and
+        # as they found messages stored, one of the subscriptions that hold them.
+        assert local_server.counters.for_project("PromQLQuery", project) == 2
         for name in ("orders", "refunds"):
             [left] = _change(data, f"projects/{project}/topics/{name}")["left_behind"]
             assert (left["region"], left["messages"], left["bytes"]) == (
@@ -263,8 +277,10 @@ def test_the_read_ahead_process_reads_the_subscriptions_too(
     assert [(x["region"], x["messages"]) for x in rc["left_behind"]] == [("us-east1", 2)]
     assert any(w.startswith("pull subscriptions orders-pull (pull)") for w in rc["warnings"])
     counts = local_server.counters.snapshot()
-    # Messages, bytes and oldest age of the removed region: one PromQL query.
-    assert (counts["ListSubscriptions"], counts["PromQLQuery"]) == (1, 1)
+    # Messages, bytes and oldest age of the removed region: one PromQL query; and as
+    # it found messages, one of the subscriptions that hold them.
+    assert (counts["ListSubscriptions"], counts["PromQLQuery"]) == (1, 2)
+    assert [b["subscription"] for b in rc["left_behind"][0]["backlogs"]] == ["orders-pull"]
     assert counts.get("ListTimeSeries", 0) == 0
 
 

@@ -283,7 +283,13 @@ def test_prune_deletes_only_labelled_undeclared_topics(
     result = plan(run_cli, local_server, root, "--org-policy", policy, "--prune")
     out = result.stdout
     assert '  - topic "projects/proj-a/topics/ours-gone" {' in out
-    assert "someone-elses" not in out
+    # Not deleted: named as a topic no spec declares, with the command that adopts it.
+    assert '"projects/proj-a/topics/someone-elses"' not in out
+    assert ("projects/proj-a: warning[undeclared-topics]: 1 live topic in project proj-a "
+            "that no spec declares (not planned; `reconcile residency --all-live` reports "
+            "where their messages are stored): someone-elses") in out
+    assert ("`reconcile import --project proj-a --topic someone-elses --out imported`"
+            in out)
     assert "Plan: 0 to create, 0 to update, 1 to delete." in out
 
 
@@ -296,7 +302,7 @@ def test_json_format_carries_the_contract_keys(
     seed("orders", OWN, ["us-east1"])
     root = specs(topic_doc("orders", storage=(["us-east1"], None)), topic_doc("new"))
     data = as_json(run_cli, local_server, root, "--org-policy", str(org_policy_file()))
-    assert data["format_version"] == "4.0"
+    assert data["format_version"] == "4.1"
     assert data["digest"].startswith("sha256:") and len(data["digest"]) == 71
     assert {"resource_changes", "diagnostics", "drift", "fingerprints"} <= set(data)
     new = change(data, "new")
@@ -352,7 +358,7 @@ def test_show_refuses_a_corrupt_or_foreign_plan_file(run_cli: Any, tmp_path: Pat
     assert result.exit_code == 1
     assert "plan format_version 9.0 is not supported" in result.stderr
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"format_version": "4.0", "resource_changes": [{}]}))
+    broken.write_text(json.dumps({"format_version": "4.1", "resource_changes": [{}]}))
     result = run_cli("show", str(broken))
     assert result.exit_code == 1 and "damaged or incomplete" in result.stderr
     older = tmp_path / "older.json"
