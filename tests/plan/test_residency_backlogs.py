@@ -95,7 +95,18 @@ def test_a_topic_made_outside_review_is_named_and_covered_with_all_live(
     root = specs(topic_doc("orders", storage=(["us-central1"], False)))
     policy = org_policy_file(["us-central1"])
 
-    # Without --all-live: named, with the command that adopts it.
+    # plan names it (never as a change), with the command that adopts it.
+    planned = run_cli("plan", str(root), "--emulator", local_server.address,
+                      "--org-policy", str(policy))
+    assert planned.exit_code == 0, planned.stderr
+    assert ("projects/proj-a: warning[undeclared-topics]: 1 live topic in project proj-a "
+            "that no spec declares (not planned; `reconcile residency --all-live` reports "
+            "where their messages are stored): console-made") in planned.stdout
+    assert ("(adopt them with `reconcile import --project proj-a --topic console-made "
+            "--out imported` and move the file into the spec tree") in planned.stdout
+    assert "No changes." in planned.stdout
+
+    # residency without --all-live: named, with the command that adopts it.
     plain = residency(run_cli, local_server, root, policy, "--detailed-exitcode")
     assert plain.exit_code == 0, plain.stdout + plain.stderr
     assert (
