@@ -39,6 +39,7 @@ PUBSUB_RESOURCE_TYPES = (
     "pubsub.googleapis.com/Schema",
 )
 TOPIC = "pubsub.googleapis.com/Topic"
+SUBSCRIPTION = "pubsub.googleapis.com/Subscription"
 FIELDS = (
     "name", "resourceTypes", "methodTypes", "condition", "actionType", "displayName",
     "description", "updateTime",

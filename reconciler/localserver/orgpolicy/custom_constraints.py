@@ -8,13 +8,13 @@ A constraint is checked by the rules the snapshot file uses
 constraint the server accepts is one a snapshot may hold and the other way round;
 a broken one is INVALID_ARGUMENT naming the rule. Update replaces every field (the
 service's documented behaviour), except that `resourceTypes` is immutable.
-The constraints live in memory: a `--state-dir` server does not keep them across a
-restart (its `--org-policy` snapshot seeds them again).
+The constraints are kept in the server's state (journaled with the policies, so a
+`--state-dir` server keeps them across a restart); the Pub/Sub services enforce them
+(`reconciler.localserver.pubsub.constraints`).
 """
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from google.cloud.orgpolicy_v2.types import constraint as _constraint
@@ -78,20 +78,13 @@ def from_proto(pb: Any) -> CustomConstraint:
 class CustomConstraintService:
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        self._updated: dict[str, int] = {}  # name -> update_time (ns)
-
-    @property
-    def _store(self) -> dict[str, CustomConstraint]:
-        return self.state.policy_store.custom_constraints
 
     def _answer(self, constraint: CustomConstraint) -> Any:
-        return to_proto(constraint, self._updated.get(constraint.name, 0))
+        return to_proto(constraint, self.state.constraint_updated(constraint.name))
 
     def put(self, constraint: CustomConstraint) -> None:
         """Store a constraint without the API (seeding from a snapshot)."""
-        with self.state.locked():
-            self._store[constraint.name] = constraint
-            self._updated[constraint.name] = time.time_ns()
+        self.state.write_custom_constraint(constraint.name, lambda _current: constraint)
 
     def create(self, request: Any, call: CallInfo) -> Any:
         parent = _organization(request.parent)
@@ -100,17 +93,20 @@ class CustomConstraintService:
             raise invalid(
                 f"Custom constraint {constraint.name} is not under parent {parent}."
             )
-        with self.state.locked():
-            if constraint.name in self._store:
+
+        def change(current: CustomConstraint | None) -> CustomConstraint:
+            if current is not None:
                 raise already_exists(f"Custom constraint {constraint.name} already exists.")
-            self._store[constraint.name] = constraint
-            self._updated[constraint.name] = time.time_ns()
-            return self._answer(constraint)
+            return constraint
+
+        stored = self.state.write_custom_constraint(constraint.name, change)
+        assert stored is not None  # `change` returns a constraint or raises
+        return self._answer(stored)
 
     def update(self, request: Any, call: CallInfo) -> Any:
         constraint = from_proto(request.custom_constraint)
-        with self.state.locked():
-            current = self._store.get(constraint.name)
+
+        def change(current: CustomConstraint | None) -> CustomConstraint:
             if current is None:
                 raise not_found(f"Custom constraint {constraint.name} not found.")
             if current.resource_types != constraint.resource_types:
@@ -118,15 +114,17 @@ class CustomConstraintService:
                     f"Custom constraint {constraint.name}: resourceTypes is immutable "
                     f"({', '.join(current.resource_types)}); delete and create it again."
                 )
-            self._store[constraint.name] = constraint
-            self._updated[constraint.name] = time.time_ns()
-            return self._answer(constraint)
+            return constraint
+
+        stored = self.state.write_custom_constraint(constraint.name, change)
+        assert stored is not None  # `change` returns a constraint or raises
+        return self._answer(stored)
 
     def get(self, request: Any, call: CallInfo) -> Any:
         if problem := name_problem(request.name):
             raise invalid(problem)
         with self.state.locked():
-            constraint = self._store.get(request.name)
+            constraint = self.state.policy_store.custom_constraints.get(request.name)
             if constraint is None:
                 raise not_found(f"Custom constraint {request.name} not found.")
             return self._answer(constraint)
@@ -140,7 +138,8 @@ class CustomConstraintService:
         if request.page_token:
             start = token_offset(request.page_token, request.page_token)
         with self.state.locked():
-            mine = [c for n, c in sorted(self._store.items()) if c.organization == parent]
+            stored = self.state.policy_store.custom_constraints
+            mine = [c for n, c in sorted(stored.items()) if c.organization == parent]
             page = [self._answer(c) for c in mine[start : start + size]]
         response = ListResponse(custom_constraints=page)
         if start + size < len(mine):
@@ -148,10 +147,11 @@ class CustomConstraintService:
         return response
 
     def delete(self, request: Any, call: CallInfo) -> Any:
-        with self.state.locked():
-            if self._store.pop(request.name, None) is None:
+        def change(current: CustomConstraint | None) -> None:
+            if current is None:
                 raise not_found(f"Custom constraint {request.name} not found.")
-            self._updated.pop(request.name, None)
+
+        self.state.write_custom_constraint(request.name, change)
         return empty_pb2.Empty()
 
     def rpcs(self) -> list[Rpc]:

@@ -59,7 +59,10 @@ SNAPSHOT_CONFIG = 17  # its labels or expire time changed
 DELETE_SNAPSHOT = 18
 SEEK = 19  # a subscription sought to a time or a snapshot
 PUT_IAM_POLICY = 20  # a resource's IAM policy (dropped with the resource, not journaled apart)
-KINDS = frozenset(range(1, 21))
+# Org Policy custom constraints (`pubsub.state` encodes their values: JSON).
+PUT_CUSTOM_CONSTRAINT = 21
+DELETE_CUSTOM_CONSTRAINT = 22
+KINDS = frozenset(range(1, 23))
 KIND_NAMES = {
     PUT_TOPIC: "topic",
     DELETE_TOPIC: "topic deletion",
@@ -81,6 +84,8 @@ KIND_NAMES = {
     DELETE_SNAPSHOT: "snapshot deletion",
     SEEK: "Seek",
     PUT_IAM_POLICY: "IAM policy",
+    PUT_CUSTOM_CONSTRAINT: "custom constraint",
+    DELETE_CUSTOM_CONSTRAINT: "custom constraint deletion",
 }
 
 Record = f.Record

@@ -25,6 +25,7 @@ from reconciler.localserver.api.status import (
     not_found,
 )
 from reconciler.localserver.api.wire import publish_response
+from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.limits import (
     MAX_TOPIC_RETENTION_S,
     MIN_RETENTION_S,
@@ -40,6 +41,7 @@ from reconciler.localserver.pubsub.subscriber_service import (
 )
 from reconciler.localserver.schemas.settings import check_settings, has_schema, validate_request
 from reconciler.names import topics_prefix
+from reconciler.orgpolicy.custom import TOPIC
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
@@ -69,6 +71,19 @@ _KIND_TEXT = {
     "exclusion": "an exclusion",
     "unknown": "not a known Google Cloud region",
 }
+
+
+def _described(topic: Any, given: Any, fields: tuple[str, ...]) -> Any:
+    """The updated topic as the call describes it: a storage policy the update clears
+    is absent, as on a CreateTopic that sends none, not the one the service then
+    computes from the org policy (what a condition sees of a computed policy is not
+    documented)."""
+    if "message_storage_policy" not in fields or given.HasField("message_storage_policy"):
+        return topic
+    described = protos.Topic()
+    described.CopyFrom(topic)
+    described.ClearField("message_storage_policy")
+    return described
 
 
 class _SchemaCheck(Exception):
@@ -194,8 +209,13 @@ class PublisherService:
         self._check_fields(request, UPDATABLE_PATHS)
 
         def build() -> Any:
-            # Under the write lock: a schema deleted meanwhile is not linked to.
+            # Under the write lock: a schema deleted meanwhile is not linked to, and the
+            # org's constraints are those in force now.
             self._check_schema_settings(request)
+            check_call(
+                self.state.policy_store, project, TOPIC, "CREATE", request,
+                sets_transforms=True,
+            )
             topic = protos.Topic()
             topic.CopyFrom(request)
             topic.ClearField("state")
@@ -270,6 +290,10 @@ class PublisherService:
                     topic.ClearField(field)
             if any(f.startswith("schema_settings") for f in fields):
                 self._check_schema_settings(topic)
+            check_call(
+                self.state.policy_store, project, TOPIC, "UPDATE", _described(topic, given, fields),
+                current, sets_transforms="message_transforms" in fields,
+            )
             return topic
 
         updated = self.state.update_topic(given.name, change)

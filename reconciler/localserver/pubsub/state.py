@@ -1,4 +1,5 @@
-"""Server state: topics, org policies, the resource ancestry, (in `subscriptions`)
+"""Server state: topics, org policies and custom constraints, the resource ancestry,
+(in `subscriptions`)
 subscriptions with their messages, and (in `schemas.registry`) schemas with their
 revisions.
 
@@ -20,8 +21,10 @@ a handler may serialize what it read after letting go of the lock.
 from __future__ import annotations
 
 import bisect
+import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -43,6 +46,7 @@ from reconciler.localserver.schemas.registry import (
 )
 from reconciler.localserver.schemas.registry import encode as encode_schema
 from reconciler.names import project_of
+from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -109,6 +113,8 @@ class ServerState:
         self.keep_messages = keep_messages
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
+        # Custom constraint name -> when it was last written (ns), its update_time.
+        self._constraint_updates: dict[str, int] = {}
         # IAM policies by resource name; a resource's goes when the resource does.
         self._iam: dict[str, Any] = {}
         # Collection ("topics") -> whether a resource of it exists: the Pub/Sub
@@ -207,6 +213,11 @@ class ServerState:
             self.schemas.apply(record)
         elif kind == j.PUT_IAM_POLICY:
             self._iam[key] = protos.IamPolicy.FromString(value)
+        elif kind == j.PUT_CUSTOM_CONSTRAINT:
+            data = json.loads(value)
+            self._put_constraint(CustomConstraint.from_dict(data["constraint"]), data["updated"])
+        elif kind == j.DELETE_CUSTOM_CONSTRAINT:
+            self._drop_constraint(key)
         else:
             self.subs.apply(record)
 
@@ -273,6 +284,10 @@ class ServerState:
             yield j.SET_ANCESTRY, child, parent.encode("utf-8")
         for name, policy in self._policies.items():
             yield j.PUT_POLICY, name, policy.SerializeToString()
+        for name, constraint in self.policy_store.custom_constraints.items():
+            yield j.PUT_CUSTOM_CONSTRAINT, name, _constraint_record(
+                constraint, self._constraint_updates.get(name, 0)
+            )
         yield from self.schemas.records()
         for name, topic in self._topics.items():
             yield j.PUT_TOPIC, name, topic.SerializeToString()
@@ -477,6 +492,45 @@ class ServerState:
             self.maybe_compact()
         return before, after
 
+    # ---------------------------------------------------------- custom constraints
+
+    def _put_constraint(self, constraint: CustomConstraint, updated: int) -> None:
+        self.policy_store.put_custom(constraint)
+        self._constraint_updates[constraint.name] = updated
+
+    def _drop_constraint(self, name: str) -> None:
+        self.policy_store.custom_constraints.pop(name, None)
+        self._constraint_updates.pop(name, None)
+
+    def constraint_updated(self, name: str) -> int:
+        """When custom constraint `name` was last written (ns since the epoch; 0 if
+        never)."""
+        with self.lock:
+            return self._constraint_updates.get(name, 0)
+
+    def write_custom_constraint(
+        self,
+        name: str,
+        change: Callable[[CustomConstraint | None], CustomConstraint | None],
+    ) -> CustomConstraint | None:
+        """Replace custom constraint `name` by `change(current)` (None deletes it),
+        journaled like a policy; returns what is stored now."""
+        with self.wlock:
+            before = self.policy_store.custom_constraints.get(name)
+            after = change(before)
+            if after is None:
+                if before is not None:
+                    self.commit((j.DELETE_CUSTOM_CONSTRAINT, name, b""))
+                    with self.lock:
+                        self._drop_constraint(name)
+            else:
+                updated = time.time_ns()
+                self.commit((j.PUT_CUSTOM_CONSTRAINT, name, _constraint_record(after, updated)))
+                with self.lock:
+                    self._put_constraint(after, updated)
+            self.maybe_compact()
+        return after
+
     def set_ancestry(self, child: str, parent: str | None) -> None:
         with self.wlock:
             if parent is None:
@@ -532,6 +586,10 @@ class ServerState:
         """The write lock, for evaluating the org policy consistently with a write."""
         return self.wlock
 
+
+
+def _constraint_record(constraint: CustomConstraint, updated: int) -> bytes:
+    return json.dumps({"constraint": constraint.to_dict(), "updated": updated}).encode()
 
 
 def _unlinked(topic: Any, name: str, schema_gone: bool, revisions_gone: set[str]) -> Any | None:

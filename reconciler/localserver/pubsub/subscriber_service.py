@@ -35,6 +35,7 @@ from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.pubsub import ackids, exports
 from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Delivered
+from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.filters import FilterError, compile_filter, describe
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
@@ -51,6 +52,7 @@ from reconciler.localserver.pubsub.limits import (
 )
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
+from reconciler.orgpolicy.custom import SUBSCRIPTION
 from reconciler.orgpolicy.publishing import (
     declared_region_problem,
     receiving_region,
@@ -221,7 +223,7 @@ class SubscriberService:
     # ------------------------------------------------------------------- admin
 
     def create_subscription(self, request: Any, call: CallInfo) -> Any:
-        parse_subscription(request.name)
+        project, _ = parse_subscription(request.name)
         parse_topic(request.topic)
         _check_config(request, MUTABLE_PATHS)
         try:
@@ -232,6 +234,10 @@ class SubscriberService:
         def build() -> Any:
             if self.state.get_topic(request.topic) is None:
                 raise not_found("Subscription topic does not exist")
+            check_call(
+                self.state.policy_store, project, SUBSCRIPTION, "CREATE", request,
+                sets_transforms=True,
+            )
             sub = protos.Subscription()
             sub.CopyFrom(request)
             sub.ClearField("state")
@@ -260,7 +266,7 @@ class SubscriberService:
 
     def update_subscription(self, request: Any, call: CallInfo) -> Any:
         given = request.subscription
-        parse_subscription(given.name)
+        project, _ = parse_subscription(given.name)
         paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
         if not paths:
             raise invalid(
@@ -314,6 +320,10 @@ class SubscriberService:
                     sub.ClearField(field)
             _clear_outputs(sub)
             _check_config(sub, ())
+            check_call(
+                self.state.policy_store, project, SUBSCRIPTION, "UPDATE", sub, current,
+                sets_transforms="message_transforms" in fields,
+            )
             return sub
 
         updated = self.subs.update(given.name, change)

@@ -1,0 +1,128 @@
+"""What the organization's constraints say about a create or an update of a Pub/Sub
+resource: its custom constraints (judged by `reconciler.orgpolicy.cel.judge`, the
+evaluator `validate` and `plan` use, so the three cannot disagree) and Pub/Sub's
+managed constraints on message transforms.
+
+    check_call(store, project, resource_type, method, after, before=None, *,
+               sets_transforms=False)     raises ServiceError when the service refuses
+
+What the condition sees: the resource as the call describes it, in its REST JSON
+shape: on CREATE the request's resource, on UPDATE the stored resource with the
+masked fields replaced (`before` is the stored one, for the "already violating"
+rule: the resource after the call decides either way). Which constraints apply: those
+of the organization the project's ancestry leads to, enforced by the project's
+effective policy on `custom.NAME`; a dry-run one (enforced only by `dryRunSpec`) is
+logged, never refused.
+
+The refusal is the service's: FAILED_PRECONDITION, the message `Operation denied by
+custom org policy: ["customConstraints/custom.NAME": "DESCRIPTION"]` and a
+`google.rpc.ErrorInfo` with reason CUSTOM_ORG_POLICY_VIOLATION, domain
+googleapis.com and metadata naming the constraints and the service (the shape other
+services' documentation shows; no Pub/Sub page shows one). A managed constraint is
+named `constraints/pubsub.managed.NAME` in the same ErrorInfo, as IAM's managed
+constraints are. A condition the evaluator cannot evaluate on the resource is
+refused too (FAILED_PRECONDITION saying why, without the ErrorInfo): the local server
+does not guess the service's answer.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+
+from reconciler.localserver.api import protos
+from reconciler.localserver.api.status import ServiceError
+from reconciler.orgpolicy.cel import Verdict, judge
+from reconciler.orgpolicy.custom import SUBSCRIPTION, TOPIC, CustomConstraint, denial_message
+from reconciler.orgpolicy.model import DISABLE_SUBSCRIPTION_TRANSFORMS, DISABLE_TOPIC_TRANSFORMS
+from reconciler.orgpolicy.store import PolicyStore
+
+log = logging.getLogger(__name__)
+
+VIOLATION = "CUSTOM_ORG_POLICY_VIOLATION"
+SERVICE = "pubsub.googleapis.com"
+# The managed constraint that refuses message transforms on each resource type.
+TRANSFORMS = {TOPIC: DISABLE_TOPIC_TRANSFORMS, SUBSCRIPTION: DISABLE_SUBSCRIPTION_TRANSFORMS}
+_KIND = {TOPIC: "topics", SUBSCRIPTION: "subscriptions"}
+
+
+def rest_json(resource: Any) -> dict[str, Any]:
+    """A Pub/Sub resource proto in the REST JSON shape conditions read; `labels` is
+    always there (a map has no presence: none is an empty one, as `validate` sees a
+    topic declared without labels)."""
+    out: dict[str, Any] = json_format.MessageToDict(resource)
+    out.setdefault("labels", {})
+    return out
+
+
+def check_call(
+    store: PolicyStore,
+    project: str,
+    resource_type: str,
+    method: str,
+    after: Any,
+    before: Any | None = None,
+    *,
+    sets_transforms: bool = False,
+) -> None:
+    """Raise the service's refusal of `method` (CREATE or UPDATE) on the resource
+    `after` (a proto, as the call describes it); `before`: the stored one (UPDATE);
+    `sets_transforms`: the call sets message transforms (a CREATE with some, an
+    UPDATE whose mask names them). Called under the state's write lock."""
+    parent = f"projects/{project}"
+    managed = TRANSFORMS.get(resource_type)
+    if (
+        managed is not None
+        and sets_transforms
+        and len(after.message_transforms)
+        and store.enforcement(managed, parent) == "enforced"
+    ):
+        what = _KIND[resource_type]
+        raise _refusal(
+            f'Operation denied by org policy: ["constraints/{managed}": "Message transforms '
+            f'are disabled for {what} in this project."]',
+            f"constraints/{managed}",
+        )
+    if not store.custom_constraints:
+        return
+    applicable = store.custom_constraints_for(parent, resource_type)
+    if not applicable:
+        return
+    resource = rest_json(after)
+    prior = rest_json(before) if before is not None else None
+    refused: list[CustomConstraint] = []
+    for constraint, mode in applicable:
+        judgement = judge(constraint, resource, method, prior, resource_type=resource_type)
+        if judgement is None or judgement.verdict is Verdict.ALLOWED:
+            continue
+        if mode == "dry-run":
+            log.info(
+                "local server: dry-run custom constraint %s would refuse %s of %s",
+                constraint.constraint_id, method, resource.get("name", ""),
+            )
+            continue
+        if judgement.verdict is Verdict.UNDECIDED:
+            raise ServiceError(
+                grpc.StatusCode.FAILED_PRECONDITION,
+                f"The local server could not evaluate the condition of custom constraint "
+                f"customConstraints/{constraint.constraint_id} on {resource.get('name', '')}: "
+                f"{judgement.outcome.reason}.",
+            )
+        refused.append(constraint)
+    if refused:
+        raise _refusal(
+            denial_message(refused),
+            ",".join(f"customConstraints/{c.constraint_id}" for c in refused),
+        )
+
+
+def _refusal(message: str, constraints: str) -> ServiceError:
+    info = protos.ErrorInfo(
+        reason=VIOLATION,
+        domain="googleapis.com",
+        metadata={"customConstraints": constraints, "service": SERVICE},
+    )
+    return ServiceError(grpc.StatusCode.FAILED_PRECONDITION, message, (info,))
