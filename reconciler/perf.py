@@ -63,6 +63,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.orgpolicy.snapshot": "the custom constraints' rules and the condition evaluator "
     "only for a snapshot that holds custom constraints (validate's cold start without them "
     "is unchanged)",
+    "reconciler.spec.checks": "the custom-constraint checks and their evaluator only for a "
+    "snapshot that holds custom constraints",
     "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
     "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "

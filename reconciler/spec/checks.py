@@ -9,6 +9,7 @@ what needs the whole tree: duplicate topics and the org policy.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.orgpolicy.store import PolicyStore
@@ -22,7 +23,19 @@ from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.yamlio import Document, PathKey
 
+if TYPE_CHECKING:  # the CEL evaluator loads only when the snapshot has custom constraints
+    from reconciler.spec.customrules import CustomRules
+
 __all__ = ["OrgFacts", "check_tree"]
+
+
+def custom_rules(store: PolicyStore | None, owner: str, diags: Diagnostics) -> CustomRules | None:
+    """The custom-constraint checks, when the snapshot holds custom constraints."""
+    if store is None or not store.custom_constraints:
+        return None
+    from reconciler.spec.customrules import CustomRules
+
+    return CustomRules(store, owner, diags)
 
 
 def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
@@ -32,6 +45,7 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
     seen: dict[tuple[str, str], Located[TopicDoc]] = {}
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()
+    rules = custom_rules(store, state.owner.name, diags)
     chains: dict[Path, list[Located[DefaultsDoc]]] = {}
     for located in tree.topics:
         if located.directory not in chains:
@@ -54,7 +68,11 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
         if facts is not None:
             _check_against_org(topic, located, facts, diags, reported_groups)
         if valid:
+            if rules is not None:
+                rules.check(topic, located)
             state.topics.append(topic)
+    if rules is not None:
+        rules.finish()
     check_opt_in_projects(state.owner, (p for p, _ in seen), diags)
     return state
 

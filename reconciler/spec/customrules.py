@@ -1,0 +1,231 @@
+"""The organization's custom constraints on every declared topic, judged as the
+service would judge reconcile's CreateTopic (`reconciler.orgpolicy.cel.judge`, the
+evaluator `plan` and the local server use).
+
+    CustomRules(store, owner, diags)        only for a snapshot with custom constraints
+    rules.check(topic, located)             one declared topic
+    rules.finish()                          the once-per-constraint notes
+
+For each constraint the project enforces (or dry-runs: then a warning) on topics:
+
+- a refusal is an error at the spec line of the field that decided it (the first
+  field the condition reads that the document declares), naming the topic, the
+  constraint, its description and the values the condition saw;
+- a condition reading a field the spec does not manage (`spec/resource.py`) cannot
+  be decided from the spec: the live topic decides it, so `plan` judges it; one
+  warning per constraint says so, naming how many topics it concerns;
+- a condition the evaluator cannot evaluate on the topic is an error naming the
+  constraint and why, never a silent pass.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
+from reconciler.orgpolicy.cel import Condition, Outcome, Verdict, condition_for, judge
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
+from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
+from reconciler.orgpolicy.store import Enforcement, PolicyStore
+from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.documents import TopicDoc
+from reconciler.spec.resource import managed_fields, topic_resource
+from reconciler.spec.tree import Located
+from reconciler.yamlio import Document, PathKey
+
+REFUSED = "org-custom-constraint"
+UNEVALUABLE = "org-custom-unevaluable"
+AT_PLAN = "org-custom-at-plan"
+NAME: PathKey = ("metadata", "name")
+# Where in a Topic document each resource field is declared.
+SPEC_PATHS: dict[str, PathKey] = {
+    "name": NAME,
+    "labels": ("spec", "labels"),
+    "messageStoragePolicy": ("spec", "messageStoragePolicy"),
+    "messageStoragePolicy.allowedPersistenceRegions": (
+        "spec", "messageStoragePolicy", "allowedPersistenceRegions",
+    ),
+    "messageStoragePolicy.enforceInTransit": (
+        "spec", "messageStoragePolicy", "enforceInTransit",
+    ),
+}
+
+
+@dataclass
+class _Deferred:
+    """A constraint whose condition reads fields the specs leave unmanaged."""
+
+    fields: set[str] = field(default_factory=set)
+    topics: int = 0
+    first: Diagnostic | None = None  # where the note goes: the first such topic
+
+
+def spec_path(read: str, doc: Document) -> PathKey:
+    """The document path that declares resource field `read` (`labels.team`: that
+    label), or the topic's name when the document does not declare it (it came
+    from a Defaults document, or the resource itself was read)."""
+    head, _, rest = read.partition(".")
+    path = SPEC_PATHS.get(read)
+    if path is None and head == "labels" and rest:
+        path = ("spec", "labels", rest.split(".", 1)[0])
+    if path is None:
+        path = SPEC_PATHS.get(head, NAME)
+    return path if path in doc.value_marks or path in doc.key_marks else NAME
+
+
+def seen(resource: dict[str, Any], reads: tuple[str, ...]) -> str:
+    """`resource.F = VALUE` for each field the condition reads, as JSON ("not set"
+    for an absent one)."""
+    parts = []
+    for read in reads:
+        value: Any = resource
+        for part in read.split(".") if read else ():
+            value = value.get(part) if isinstance(value, dict) else None
+            if value is None:
+                break
+        shown = "not set" if value is None else json.dumps(value, sort_keys=True)
+        parts.append(f"resource{'.' + read if read else ''} = {shown}")
+    return "; ".join(parts)
+
+
+def describe(constraint: CustomConstraint) -> str:
+    """`custom.NAME` with its display name and description, for messages."""
+    text = constraint.constraint_id
+    if constraint.display_name:
+        text += f" ({constraint.display_name})"
+    if constraint.description:
+        text += f": {json.dumps(constraint.description)}"
+    return text
+
+
+def fix_hint(constraint: CustomConstraint) -> str:
+    """What to change: the condition must hold (ALLOW) or must not (DENY)."""
+    must = "hold" if constraint.action_type == "ALLOW" else "not hold"
+    return (
+        f"change the topic so that the condition `{constraint.condition}` does {must}, "
+        "or have the organization's policy administrators exempt the project"
+    )
+
+
+class CustomRules:
+    """The custom-constraint checks of one validate run."""
+
+    def __init__(self, store: PolicyStore, owner: str, diags: Diagnostics) -> None:
+        self.store = store
+        self.owner = owner
+        self.diags = diags
+        self._by_project: dict[str, list[tuple[CustomConstraint, Enforcement, Condition]]] = {}
+        self._in_transit: dict[str, bool] = {}
+        self._deferred: dict[str, _Deferred] = {}
+
+    def _constraints(self, project: str) -> list[tuple[CustomConstraint, Enforcement, Condition]]:
+        found = self._by_project.get(project)
+        if found is None:
+            parent = f"projects/{project}"
+            found = [
+                (c, mode, condition_for(c))
+                for c, mode in self.store.custom_constraints_for(parent, TOPIC)
+                if "CREATE" in c.method_types
+            ]
+            self._by_project[project] = found
+            self._in_transit[project] = self.store.enforcement(ENFORCE_IN_TRANSIT, parent) == (
+                "enforced"
+            )
+        return found
+
+    def check(self, topic: DesiredTopic, located: Located[TopicDoc]) -> None:
+        constraints = self._constraints(topic.project)
+        if not constraints:
+            return
+        resource = topic_resource(
+            topic, self.owner, org_enforces_in_transit=self._in_transit[topic.project]
+        )
+        managed = managed_fields(topic)
+        doc = located.doc
+        for constraint, mode, condition in constraints:
+            unmanaged = {r for r in condition.reads if r.split(".", 1)[0] not in managed}
+            if unmanaged:
+                self._defer(constraint, unmanaged, topic, doc)
+                continue
+            judgement = judge(constraint, resource, "CREATE")
+            if judgement is None or judgement.verdict is Verdict.ALLOWED:
+                continue
+            if judgement.verdict is Verdict.UNDECIDED:
+                self._unevaluable(constraint, mode, judgement.outcome, topic, doc)
+            else:
+                self._refused(constraint, mode, condition, resource, topic, doc)
+
+    def _refused(
+        self, constraint: CustomConstraint, mode: Enforcement, condition: Condition,
+        resource: dict[str, Any], topic: DesiredTopic, doc: Document,
+    ) -> None:
+        decided = next(
+            (p for r in condition.reads if (p := spec_path(r, doc)) != NAME),
+            NAME,
+        )
+        m = doc.mark_for(decided)
+        if mode == "dry-run":
+            severity = Severity.WARNING
+            consequence = (
+                "the constraint is in dry run for the project: the service would log the "
+                "violation and create the topic"
+            )
+        else:
+            severity = Severity.ERROR
+            consequence = "the service would refuse CreateTopic with FAILED_PRECONDITION"
+        self.diags.add(Diagnostic(
+            doc.file, m.line, m.col, severity, REFUSED,
+            f"topic {topic.address} breaks custom constraint {describe(constraint)}; the "
+            f"condition saw {seen(resource, condition.reads)}; {consequence}",
+            fix_hint(constraint),
+        ))
+
+    def _unevaluable(
+        self, constraint: CustomConstraint, mode: Enforcement, outcome: Outcome,
+        topic: DesiredTopic, doc: Document,
+    ) -> None:
+        m = doc.mark_for(NAME)
+        dry_run = mode == "dry-run"
+        self.diags.add(Diagnostic(
+            doc.file, m.line, m.col, Severity.WARNING if dry_run else Severity.ERROR,
+            UNEVALUABLE,
+            f"custom constraint {constraint.constraint_id} cannot be evaluated on topic "
+            f"{topic.address}: {outcome.reason}; reconcile cannot tell whether the service "
+            "would accept it" + (" (the constraint is in dry run: it would only log)"
+                                 if dry_run else ""),
+            "guard optional fields with has(resource.FIELD) in the condition, or declare "
+            "the field in the spec",
+        ))
+
+    def _defer(
+        self, constraint: CustomConstraint, fields: set[str], topic: DesiredTopic,
+        doc: Document,
+    ) -> None:
+        deferred = self._deferred.setdefault(constraint.constraint_id, _Deferred())
+        deferred.fields |= fields
+        deferred.topics += 1
+        if deferred.first is None:
+            m = doc.mark_for(NAME)
+            deferred.first = Diagnostic(
+                doc.file, m.line, m.col, Severity.WARNING, AT_PLAN, topic.address
+            )
+
+    def finish(self) -> None:
+        """One warning per constraint whose condition reads unmanaged fields."""
+        for constraint_id, deferred in sorted(self._deferred.items()):
+            first = deferred.first
+            assert first is not None
+            fields = ", ".join(f"resource.{f}" for f in sorted(deferred.fields))
+            others = deferred.topics - 1
+            which = f"topic {first.message}" + (
+                f" and {others} other topic{'s' if others != 1 else ''}" if others else ""
+            )
+            self.diags.add(Diagnostic(
+                first.file, first.line, first.col, Severity.WARNING, AT_PLAN,
+                f"custom constraint {constraint_id} reads {fields}, which the specs do "
+                f"not manage, so it is decided at plan time against each live topic "
+                f"({which})",
+                "run `reconcile plan` to see its verdict",
+            ))

@@ -1,0 +1,202 @@
+"""`reconcile validate` judges every declared topic against the custom constraints of
+the snapshot, as the service would judge reconcile's CreateTopic: a refusal is an
+error at the spec line of the field that decided it (dry run: a warning), a
+condition reading a field the specs do not manage is left to `plan` with one warning
+per constraint, and a condition that cannot be evaluated is an error naming it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).parents[2]
+
+TOPICS = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: shop-prod, name: orders}
+spec:
+  labels: {team: pay}
+  messageStoragePolicy:
+    allowedPersistenceRegions: [europe-west1, us-east1]
+---
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: shop-prod, name: refunds}
+spec:
+  labels: {team: pay}
+  messageStoragePolicy:
+    allowedPersistenceRegions: [europe-west1]
+---
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {project: shop-prod, name: inherited}
+spec:
+  messageStoragePolicy: inherit
+"""
+
+ANCESTRY = "ancestry:\n  projects/shop-prod: organizations/123\n"
+
+
+def _constraint(name: str, condition: str, action: str = "ALLOW",
+                methods: str = "[CREATE, UPDATE]", description: str = "") -> str:
+    out = (
+        f"name: organizations/123/customConstraints/{name}\n"
+        "resourceTypes: [pubsub.googleapis.com/Topic]\n"
+        f"methodTypes: {methods}\n"
+        f"condition: {condition!r}\n"
+        f"actionType: {action}\n"
+    )
+    if description:
+        out += f"description: {description}\n"
+    return out
+
+
+def _policy(name: str, *, dry_run: bool = False) -> str:
+    key = "dryRunSpec" if dry_run else "spec"
+    return f"name: projects/shop-prod/policies/{name}\n{key}: {{rules: [{{enforce: true}}]}}\n"
+
+
+def _validate(run_cli: Any, tmp_path: Path, *documents: str) -> Any:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topics.yaml").write_text(TOPICS)
+    snapshot = tmp_path / "org-policy.yaml"
+    snapshot.write_text("---\n".join([*documents, ANCESTRY]))
+    return run_cli("validate", str(specs), "--org-policy", str(snapshot))
+
+
+EU_ONLY = (
+    "has(resource.messageStoragePolicy) && "
+    "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
+)
+
+
+def test_a_refusal_is_an_error_at_the_deciding_field(run_cli: Any, tmp_path: Path) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.euOnly", EU_ONLY, description="Topics keep messages in Europe."),
+        _policy("custom.euOnly"),
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if "error[" in line]
+    # orders lists us-east1 (line 7, the region list); inherited sends no storage policy.
+    assert len(errors) == 2, result.stdout
+    orders, inherited = errors
+    assert orders.startswith(f"{tmp_path}/specs/topics.yaml:7:")
+    assert "error[org-custom-constraint]" in orders
+    assert "topic projects/shop-prod/topics/orders breaks custom constraint custom.euOnly" in orders
+    assert '"Topics keep messages in Europe."' in orders
+    assert (
+        'resource.messageStoragePolicy.allowedPersistenceRegions = ["europe-west1", "us-east1"]'
+        in orders
+    )
+    assert "refuse CreateTopic with FAILED_PRECONDITION" in orders
+    assert "topics.yaml:21:" in inherited and "topics/inherited" in inherited
+    assert "resource.messageStoragePolicy = not set" in inherited
+    assert "refunds" not in result.stdout
+
+
+def test_dry_run_is_a_warning(run_cli: Any, tmp_path: Path) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.noPay", "resource.labels['team'] == 'pay'", action="DENY"),
+        _policy("custom.noPay", dry_run=True),
+    )
+    assert result.exit_code == 0, result.stdout
+    warnings = [line for line in result.stdout.splitlines() if "warning[org-custom" in line]
+    assert len(warnings) == 3  # orders, refunds; inherited has no team label: undecided
+    assert all("dry run" in w and "custom.noPay" in w for w in warnings)
+    assert warnings[0].split(": ")[0].endswith("topics.yaml:5:11")  # its labels
+    assert "warning[org-custom-unevaluable]" in warnings[2]
+
+
+def test_reconciles_own_labels_are_part_of_the_create(run_cli: Any, tmp_path: Path) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.owner", "resource.labels['reconcile-owner'] == 'platform'"),
+        _policy("custom.owner"),
+    )
+    assert result.exit_code == 1
+    assert result.stdout.count("error[org-custom-constraint]") == 3
+    assert 'resource.labels = {"reconcile-managed": "true", "reconcile-owner": "default"' in (
+        result.stdout
+    )
+
+
+def test_unmanaged_fields_are_left_to_plan_once_per_constraint(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.cmek", "has(resource.kmsKeyName)"),
+        _policy("custom.cmek"),
+        _constraint("custom.retention", "resource.messageRetentionDuration == '604800s'"),
+        _policy("custom.retention"),
+    )
+    assert result.exit_code == 0, result.stdout
+    notes = [line for line in result.stdout.splitlines() if "org-custom-at-plan" in line]
+    assert len(notes) == 2
+    assert "custom.cmek reads resource.kmsKeyName" in notes[0]
+    assert "(topic projects/shop-prod/topics/orders and 2 other topics)" in notes[0]
+    assert "custom.retention reads resource.messageRetentionDuration" in notes[1]
+
+
+def test_an_unevaluable_condition_is_an_error(run_cli: Any, tmp_path: Path) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.team", "resource.labels.team == 'pay'"),
+        _policy("custom.team"),
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 1, result.stdout
+    assert "error[org-custom-unevaluable]" in errors[0]
+    assert "custom constraint custom.team cannot be evaluated on topic " in errors[0]
+    assert "projects/shop-prod/topics/inherited" in errors[0]
+    assert "does not set resource.labels.team" in errors[0]
+
+
+def test_unenforced_and_other_organizations_constraints_check_nothing(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.euOnly", EU_ONLY),  # defined, but no policy enforces it
+    )
+    assert result.exit_code == 0, result.stdout
+    assert "org-custom" not in result.stdout
+
+
+def test_validate_loads_the_cel_library_only_for_custom_constraints(tmp_path: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from reconciler.cli import main\n"
+        "try:\n"
+        "    main(['validate', *sys.argv[1:]])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('LOADED', sorted(m for m in ('cel_expr_python', 'reconciler.orgpolicy.cel', "
+        "'reconciler.spec.customrules') if m in sys.modules))\n"
+    )
+
+    def loaded(*args: str) -> str:
+        result = subprocess.run(
+            [sys.executable, "-c", probe, *args],
+            capture_output=True, text=True, cwd=ROOT, timeout=120,
+        )
+        return result.stdout.splitlines()[-1]
+
+    assert loaded(str(ROOT / "specs")) == "LOADED []"
+    snapshot = tmp_path / "org-policy.yaml"
+    snapshot.write_text(
+        "---\n".join([_constraint("custom.euOnly", EU_ONLY), _policy("custom.euOnly"), ANCESTRY])
+    )
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topics.yaml").write_text(TOPICS)
+    assert loaded(str(specs), "--org-policy", str(snapshot)) == (
+        "LOADED ['cel_expr_python', 'reconciler.orgpolicy.cel', 'reconciler.spec.customrules']"
+    )
