@@ -78,10 +78,16 @@ _lock = threading.Lock()
 _envs: dict[tuple[tuple[str, str], ...], Any] = {}
 
 
-def _cel() -> Any:
-    from cel_expr_python import cel
+_library: Any = None
 
-    return cel
+
+def _cel() -> Any:
+    global _library
+    if _library is None:
+        from cel_expr_python import cel
+
+        _library = cel
+    return _library
 
 
 def _env(variables: tuple[tuple[str, str], ...]) -> Any:
@@ -241,7 +247,17 @@ def _lookup(resource: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+_SCALARS = frozenset({str, bool, int, float, type(None)})
+
+
 def _freeze(value: Any) -> Any:
+    """A hashable stand-in for a JSON value (the memo's key). Plain dicts of strings,
+    the common case (labels), take the short way."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return value
+    if kind is dict and all(type(v) is str for v in value.values()):
+        return tuple(sorted(value.items()))
     if isinstance(value, Mapping):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
@@ -297,8 +313,20 @@ class Condition:
     _typed: _Program | None
     _memo: dict[Any, Outcome] = field(default_factory=dict)
 
-    def evaluate(self, resource: Mapping[str, Any]) -> Outcome:
-        key = tuple(_freeze(_lookup(resource, p)) if p else _freeze(resource) for p in self.reads)
+    def evaluate(
+        self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None
+    ) -> Outcome:
+        """`keys`: a cache of the resource's frozen field values, shared by the
+        conditions judged on the same resource (each field is frozen once)."""
+        if keys is None:
+            keys = {}
+        parts = []
+        for path in self.reads:
+            frozen = keys.get(path, _ABSENT)
+            if frozen is _ABSENT:
+                frozen = keys[path] = _freeze(_lookup(resource, path) if path else resource)
+            parts.append(frozen)
+        key = tuple(parts)
         try:
             known = self._memo.get(key)
         except TypeError:  # an unhashable leaf: evaluate without remembering
@@ -365,7 +393,8 @@ def _run(
     except RuntimeError as exc:
         return Outcome(None, _clean(str(exc)))
     cel = _cel()
-    if value.type() == cel.Type.ERROR:
+    kind = value.type()
+    if kind == cel.Type.ERROR:
         message = str(value.value())
         stand_ins = dict(program.stand_ins)
         if (m := _NO_VALUE.search(message)) and m.group(1) in stand_ins:
@@ -378,9 +407,9 @@ def _run(
             return Outcome(None, f"the resource does not set {where}", missing)
         return Outcome(None, _clean(message))
     result = value.value()
-    if value.type() != cel.Type.BOOL or not isinstance(result, bool):
+    if kind != cel.Type.BOOL or not isinstance(result, bool):
         return Outcome(
-            None, f"the condition gives {value.type().name().lower()} {result!r}, not true "
+            None, f"the condition gives {kind.name().lower()} {result!r}, not true "
             "or false"
         )
     return Outcome(result)
@@ -497,14 +526,16 @@ def judge(
     *,
     resource_type: str = TOPIC,
     compiled: Callable[[CustomConstraint], Condition] = condition_for,
+    keys: dict[str, Any] | None = None,
 ) -> Judgement | None:
     """The constraint's verdict on CREATE or UPDATE of `resource` (the REST JSON dict
     as it will be after the call; `before`: as it is, for UPDATE); None when the
-    constraint does not restrict that method on that resource type."""
+    constraint does not restrict that method on that resource type. `keys`: see
+    `Condition.evaluate` (for `resource`, when several constraints judge it)."""
     if not constraint.applies_to(resource_type, method):
         return None
     condition = compiled(constraint)
-    outcome = condition.evaluate(resource)
+    outcome = condition.evaluate(resource, keys)
     prior = condition.evaluate(before) if before is not None and method == "UPDATE" else None
     violates = _violates(constraint, outcome)
     verdict = (

@@ -53,6 +53,11 @@ SPEC_PATHS: dict[str, PathKey] = {
 }
 
 
+# A constraint the project enforces or dry-runs, its condition, and the top-level
+# resource fields the condition reads.
+_Applicable = tuple[CustomConstraint, Enforcement, Condition, frozenset[str]]
+
+
 @dataclass
 class _Deferred:
     """A constraint whose condition reads fields the specs leave unmanaged."""
@@ -116,19 +121,20 @@ class CustomRules:
         self.store = store
         self.owner = owner
         self.diags = diags
-        self._by_project: dict[str, list[tuple[CustomConstraint, Enforcement, Condition]]] = {}
+        self._by_project: dict[str, list[_Applicable]] = {}
         self._in_transit: dict[str, bool] = {}
         self._deferred: dict[str, _Deferred] = {}
 
-    def _constraints(self, project: str) -> list[tuple[CustomConstraint, Enforcement, Condition]]:
+    def _constraints(self, project: str) -> list[_Applicable]:
         found = self._by_project.get(project)
         if found is None:
             parent = f"projects/{project}"
-            found = [
-                (c, mode, condition_for(c))
-                for c, mode in self.store.custom_constraints_for(parent, TOPIC)
-                if "CREATE" in c.method_types
-            ]
+            found = []
+            for c, mode in self.store.custom_constraints_for(parent, TOPIC):
+                if "CREATE" in c.method_types:
+                    condition = condition_for(c)
+                    heads = frozenset(r.split(".", 1)[0] for r in condition.reads)
+                    found.append((c, mode, condition, heads))
             self._by_project[project] = found
             self._in_transit[project] = self.store.enforcement(ENFORCE_IN_TRANSIT, parent) == (
                 "enforced"
@@ -144,12 +150,13 @@ class CustomRules:
         )
         managed = managed_fields(topic)
         doc = located.doc
-        for constraint, mode, condition in constraints:
-            unmanaged = {r for r in condition.reads if r.split(".", 1)[0] not in managed}
-            if unmanaged:
+        keys: dict[str, Any] = {}
+        for constraint, mode, condition, heads in constraints:
+            if not heads <= managed:
+                unmanaged = {r for r in condition.reads if r.split(".", 1)[0] not in managed}
                 self._defer(constraint, unmanaged, topic, doc)
                 continue
-            judgement = judge(constraint, resource, "CREATE")
+            judgement = judge(constraint, resource, "CREATE", keys=keys)
             if judgement is None or judgement.verdict is Verdict.ALLOWED:
                 continue
             if judgement.verdict is Verdict.UNDECIDED:

@@ -1,0 +1,173 @@
+"""What custom constraints cost `reconcile validate` (issue 35), figures recorded in
+benchmarks/README.md.
+
+    python benchmarks/custom_constraints.py [--topics 10000] [--pairs 9]
+
+1. Scale: validate of the same generated tree (benchmarks/scale.py's topics, ten
+   projects) with two snapshots: the location and in-transit policies alone, and the
+   same plus 20 custom constraints on topics enforced on every project (conditions on
+   regions, in-transit, labels and the name, ALLOW and DENY, two of them reading a
+   field the specs do not manage). Whole processes in alternating order; CPU time
+   (user + system, from `wait4`) and wall time of each; medians and their ratio.
+2. Cold start: validate of the project's `specs/` (no custom constraints) with this
+   checkout and, with `--before DIR`, an older one (`PYTHONPATH=DIR`), alternating.
+
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from scale import PROJECTS, make_tree, project_of  # noqa: E402  (a script beside it)
+
+ORG = "organizations/4242"
+BASE_POLICIES = """\
+name: {org}/policies/gcp.resourceLocations
+spec:
+  rules:
+    - values:
+        allowedValues: [us-central1, us-east1, europe-west1]
+---
+name: {org}/policies/pubsub.enforceInTransitRegions
+spec:
+  rules:
+    - enforce: true
+"""
+# (condition, action): what organizations write for topics.
+CONDITIONS = [
+    ("resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('us-') "
+     "|| r.startsWith('europe-'))", "ALLOW"),
+    ("has(resource.messageStoragePolicy) && "
+     "size(resource.messageStoragePolicy.allowedPersistenceRegions) >= 1", "ALLOW"),
+    ("resource.messageStoragePolicy.allowedPersistenceRegions.exists(r, r == 'asia-east1')",
+     "DENY"),
+    ("has(resource.messageStoragePolicy.enforceInTransit) && "
+     "resource.messageStoragePolicy.enforceInTransit", "ALLOW"),
+    ("'team' in resource.labels", "ALLOW"),
+    ("'tier' in resource.labels && resource.labels['tier'] in ['standard', 'critical']",
+     "ALLOW"),
+    ("size(resource.labels) <= 20", "ALLOW"),
+    ("resource.labels.exists(k, k.startsWith('tmp-'))", "DENY"),
+    ("resource.labels.all(k, k.matches('^[a-z][a-z0-9_-]*$'))", "ALLOW"),
+    ("'owner' in resource.labels && resource.labels['owner'] == 'nobody'", "DENY"),
+    ("resource.name.matches('^projects/[a-z0-9-]+/topics/[a-z0-9-]+$')", "ALLOW"),
+    ("resource.name.endsWith('-test')", "DENY"),
+    ("resource.name.startsWith('projects/acme-')", "ALLOW"),
+    ("resource.name.contains('/topics/tmp')", "DENY"),
+    ("size(resource.name) < 255", "ALLOW"),
+    ("resource.labels['team'].startsWith('team-')", "ALLOW"),
+    ("!resource.messageStoragePolicy.allowedPersistenceRegions.exists(r, "
+     "r in ['me-central2', 'africa-south1'])", "ALLOW"),
+    ("resource.messageStoragePolicy.allowedPersistenceRegions.size() <= 5", "ALLOW"),
+    ("has(resource.kmsKeyName)", "ALLOW"),  # unmanaged: decided at plan time
+    ("!has(resource.messageRetentionDuration) || "
+     "resource.messageRetentionDuration == '604800s'", "ALLOW"),  # unmanaged too
+]
+
+
+def snapshot(path: Path, custom: bool) -> Path:
+    docs = [BASE_POLICIES.format(org=ORG)]
+    if custom:
+        for i, (condition, action) in enumerate(CONDITIONS):
+            docs.append(
+                f"name: {ORG}/customConstraints/custom.rule{i}\n"
+                "resourceTypes: [pubsub.googleapis.com/Topic]\n"
+                "methodTypes: [CREATE, UPDATE]\n"
+                f"condition: {json.dumps(condition)}\n"
+                f"actionType: {action}\n"
+                f"description: Rule {i}.\n"
+            )
+            docs.append(
+                f"name: {ORG}/policies/custom.rule{i}\nspec: {{rules: [{{enforce: true}}]}}\n"
+            )
+    projects = "".join(f"  projects/{project_of(p)}: {ORG}\n" for p in range(PROJECTS))
+    docs.append(f"ancestry:\n{projects}")
+    path.write_text("---\n".join(docs))
+    return path
+
+
+def run(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, int, str]:
+    """CPU seconds (user + system), wall seconds, exit code and stdout of one child."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdout is not None
+    out = proc.stdout.read().decode()
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    return usage.ru_utime + usage.ru_stime, wall, os.waitstatus_to_exitcode(status), out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--topics", type=int, default=10_000)
+    parser.add_argument("--pairs", type=int, default=9)
+    parser.add_argument("--cold-pairs", type=int, default=21)
+    parser.add_argument("--before", type=Path, help="an older checkout, for the cold start")
+    args = parser.parse_args()
+    compileall.compile_dir(ROOT / "reconciler", quiet=1)
+    validate = [sys.executable, "-m", "reconciler", "validate"]
+    figures: dict[str, object] = {"topics": args.topics, "custom_constraints": len(CONDITIONS)}
+    with tempfile.TemporaryDirectory() as tmp:
+        tree = make_tree(Path(tmp) / "tree", args.topics)
+        plain = snapshot(Path(tmp) / "plain.yaml", custom=False)
+        custom = snapshot(Path(tmp) / "custom.yaml", custom=True)
+        cpu: dict[str, list[float]] = {"plain": [], "custom": []}
+        wall: dict[str, list[float]] = {"plain": [], "custom": []}
+        for i in range(args.pairs):
+            order = [("plain", plain), ("custom", custom)]
+            for name, snap in order if i % 2 == 0 else reversed(order):
+                c, w, code, out = run([*validate, str(tree), "--org-policy", str(snap)])
+                assert code == 0, f"validate with the {name} snapshot exited {code}: {out[-2000:]}"
+                cpu[name].append(c)
+                wall[name].append(w)
+        for name in cpu:
+            figures[f"{name}_cpu_median_s"] = round(statistics.median(cpu[name]), 3)
+            figures[f"{name}_wall_median_s"] = round(statistics.median(wall[name]), 3)
+        figures["cpu_ratio"] = round(
+            statistics.median(cpu["custom"]) / statistics.median(cpu["plain"]), 3
+        )
+        figures["wall_ratio"] = round(
+            statistics.median(wall["custom"]) / statistics.median(wall["plain"]), 3
+        )
+        print(f"validate {args.topics} topics, CPU medians of {args.pairs}: "
+              f"{figures['plain_cpu_median_s']} s without, {figures['custom_cpu_median_s']} s "
+              f"with {len(CONDITIONS)} custom constraints ({figures['cpu_ratio']}x; wall "
+              f"{figures['wall_ratio']}x)")
+    if args.before is not None:
+        compileall.compile_dir(args.before / "reconciler", quiet=1)
+        ours: list[float] = []
+        theirs: list[float] = []
+        site = [p for p in sys.path if p.endswith("site-packages")]
+        for i in range(args.cold_pairs):
+            runs = [(ours, ROOT), (theirs, args.before)]
+            for into, checkout in runs if i % 2 == 0 else reversed(runs):
+                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site])}
+                c, _, code, _ = run(
+                    [sys.executable, "-S", "-m", "reconciler", "validate", str(ROOT / "specs")],
+                    env,
+                )
+                assert code == 0
+                into.append(c)
+        figures["cold_cpu_median_s"] = round(statistics.median(ours), 4)
+        figures["cold_cpu_before_median_s"] = round(statistics.median(theirs), 4)
+        figures["cold_ratio"] = round(statistics.median(ours) / statistics.median(theirs), 3)
+        print(f"cold start (specs/), CPU medians of {args.cold_pairs}: "
+              f"{figures['cold_cpu_median_s']} s here, {figures['cold_cpu_before_median_s']} s "
+              f"before ({figures['cold_ratio']}x)")
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
