@@ -55,7 +55,7 @@ from reconciler.plan.policy import (
 )
 from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
-from reconciler.spec.orgrules import OrgFacts, OrgProblem, org_problems
+from reconciler.spec.orgrules import OrgFacts, OrgProblem, allowed_note, org_problems
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -412,12 +412,14 @@ def org_diagnostics(
     desired: DesiredTopic,
     facts: OrgFacts,
     seen: dict[tuple[Any, ...], list[OrgProblem]] | None = None,
+    listed: set[str] | None = None,
 ) -> list[Diagnostic]:
     """The org-policy rules `validate` applies to the snapshot, applied to the live org
     policy (errors stop the topic before any call; warnings are reported). `seen`: the
     problems found so far for each distinct (project, storage, publishers), when the
     caller checks many topics against one project's facts each (a plan: most topics
-    of a large tree share a few combinations)."""
+    of a large tree share a few combinations); `listed`: the projects whose allowed
+    regions a message printed already (spec/orgrules.py's `allowed_note`)."""
     if seen is None:
         problems = org_problems(desired, facts)
     else:
@@ -433,4 +435,11 @@ def org_diagnostics(
         return []
     where = desired.file or desired.address
     col = 1 if desired.line else 0
-    return [Diagnostic(where, desired.line, col, p.severity, p.code, p.message) for p in problems]
+    listed = set() if listed is None else listed
+    return [
+        Diagnostic(
+            where, desired.line, col, p.severity, p.code,
+            allowed_note(p, desired.project, listed), p.hint,
+        )
+        for p in problems
+    ]

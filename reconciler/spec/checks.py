@@ -16,7 +16,13 @@ from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
-from reconciler.spec.orgrules import OrgFacts, org_facts, org_problems, unknown_group_problems
+from reconciler.spec.orgrules import (
+    OrgFacts,
+    allowed_note,
+    org_facts,
+    org_problems,
+    unknown_group_problems,
+)
 from reconciler.spec.owner import check_opt_in_projects, check_owner
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
@@ -45,6 +51,7 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
     seen: dict[tuple[str, str], Located[TopicDoc]] = {}
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()
+    listed: set[str] = set()  # projects whose allowed regions were printed
     rules = custom_rules(store, state.owner.name, diags)
     chains: dict[Path, list[Located[DefaultsDoc]]] = {}
     for located in tree.topics:
@@ -66,7 +73,7 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
             facts_cache[topic.project] = org_facts(store, topic.project)
         facts = facts_cache[topic.project]
         if facts is not None:
-            _check_against_org(topic, located, facts, diags, reported_groups)
+            _check_against_org(topic, located, facts, diags, reported_groups, listed)
         if valid:
             if rules is not None:
                 rules.check(topic, located)
@@ -100,6 +107,7 @@ def _check_against_org(
     facts: OrgFacts,
     diags: Diagnostics,
     reported_groups: set[tuple[str, str]],
+    listed: set[str],
 ) -> None:
     problems = [
         p
@@ -111,7 +119,8 @@ def _check_against_org(
         m = located.doc.mark_for(_locate(located.doc, problem.path, problem.value))
         diags.add(
             Diagnostic(
-                located.doc.file, m.line, m.col, problem.severity, problem.code, problem.message
+                located.doc.file, m.line, m.col, problem.severity, problem.code,
+                allowed_note(problem, topic.project, listed), problem.hint,
             )
         )
 

@@ -72,6 +72,28 @@ class OrgProblem:
     message: str
     path: tuple[str, ...]
     value: str | None = None
+    hint: str | None = None
+    # The regions the org policy allows, for `allowed_note` to print once per project.
+    allowed: tuple[str, ...] | None = None
+
+
+# Where `allowed_note` puts the allowed regions in a message (control characters:
+# nothing from a spec or a policy can contain them).
+ALLOWED_SLOT = "\x00allowed\x00"
+
+
+def allowed_note(problem: OrgProblem, project: str, listed: set[str]) -> str:
+    """The problem's message with the regions its org policy allows: listed in full
+    the first time for `project` (then recorded in `listed`), referred to after that,
+    so that adopting many topics does not repeat a long list on every line."""
+    if problem.allowed is None:
+        return problem.message.replace(ALLOWED_SLOT, "")
+    if project in listed:
+        note = f" (allowed: as listed in the first {problem.code} message of project {project})"
+    else:
+        listed.add(project)
+        note = f" (allowed: {', '.join(problem.allowed) or 'none'})"
+    return problem.message.replace(ALLOWED_SLOT, note)
 
 
 def unknown_group_problems(project: str, facts: OrgFacts) -> list[OrgProblem]:
@@ -161,13 +183,19 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
                 severity, message = _inferred(
                     Severity.ERROR,
                     f"region {region!r} is not allowed by the effective "
-                    f"constraints/gcp.resourceLocations of project {topic.project} "
-                    f"(allowed: {', '.join(restriction.allowed_regions()) or 'none'}"
-                    f"{_outside(region, restriction)}); "
-                    "the service would reject it with FAILED_PRECONDITION",
+                    f"constraints/gcp.resourceLocations of project {topic.project}"
+                    f"{ALLOWED_SLOT}{_outside(region, restriction)}; the service would refuse "
+                    f"creating topic {topic.address} with it, or changing the topic's storage "
+                    "policy to it (FAILED_PRECONDITION)",
                     restriction.inferred_basis(region),
                 )
-                out.append(OrgProblem(severity, "org-location-denied", message, REGIONS, region))
+                out.append(OrgProblem(
+                    severity, "org-location-denied", message, REGIONS, region,
+                    hint=f"drop {region!r} from allowedPersistenceRegions, or write "
+                    "`messageStoragePolicy: inherit` to take the regions the org policy "
+                    "allows",
+                    allowed=tuple(restriction.allowed_regions()),
+                ))
         if facts.enforce_in_transit and storage.enforce_in_transit is False:
             out.append(
                 OrgProblem(
