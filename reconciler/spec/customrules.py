@@ -80,11 +80,20 @@ def spec_path(read: str, doc: Document) -> PathKey:
     return path if path in doc.value_marks or path in doc.key_marks else NAME
 
 
+def specific(reads: tuple[str, ...]) -> tuple[str, ...]:
+    """The reads no other read goes deeper into (`has(resource.a) && resource.a.b`
+    reads a.b: that is the value to show and the line to point at)."""
+    return tuple(
+        r for r in reads
+        if not any(o != r and (o.startswith(r + ".") or (not r and o)) for o in reads)
+    )
+
+
 def seen(resource: dict[str, Any], reads: tuple[str, ...]) -> str:
-    """`resource.F = VALUE` for each field the condition reads, as JSON ("not set"
-    for an absent one)."""
+    """`resource.F = VALUE` for each field the condition reads (the deepest reads
+    only), as JSON ("not set" for an absent one)."""
     parts = []
-    for read in reads:
+    for read in specific(reads):
         value: Any = resource
         for part in read.split(".") if read else ():
             value = value.get(part) if isinstance(value, dict) else None
@@ -169,7 +178,7 @@ class CustomRules:
         resource: dict[str, Any], topic: DesiredTopic, doc: Document,
     ) -> None:
         decided = next(
-            (p for r in condition.reads if (p := spec_path(r, doc)) != NAME),
+            (p for r in specific(condition.reads) if (p := spec_path(r, doc)) != NAME),
             NAME,
         )
         m = doc.mark_for(decided)
