@@ -1,0 +1,230 @@
+"""Property: for generated topics and custom constraints, what `validate` says about a
+topic is what the local server answers to the CreateTopic reconcile would send,
+through the real Pub/Sub and Org Policy clients: refused by exactly the constraints
+validate reports as errors, accepted when validate reports none (dry run: a warning,
+and the call goes through).
+
+The request is the test's own model of what apply sends (the declared labels plus
+reconcile's three, the storage policy as declared, enforceInTransit forced on by the
+org's in-transit policy); `test_the_request_model_is_what_apply_sends` checks that
+model against a topic `reconcile apply` really created."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from google.api_core import exceptions
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from reconciler.diagnostics import Severity
+from reconciler.spec.validate import validate_paths
+from tests.server_support import running_local_server
+
+REGIONS = ("europe-west1", "europe-west4", "us-east1", "us-central1")
+LABEL_KEYS = ("team", "tier", "tmp-x")
+LABEL_VALUES = ("pay", "ops", "")
+_numbers = itertools.count(1)
+
+# One family of conditions per managed topic field: (template, parameter choices).
+NAME = [
+    ("resource.name.endsWith('{0}')", ("-test", "s", "x")),
+    ("resource.name.matches('^projects/[a-z0-9-]+/topics/{0}')", ("ord", "a[a-z]+", "t")),
+    ("resource.name.contains('{0}')", ("der", "/topics/a", "zz")),
+]
+LABELS = [
+    ("'{0}' in resource.labels", LABEL_KEYS),
+    ("resource.labels['{0}'] == 'pay'", LABEL_KEYS),  # fails on a missing key
+    ("size(resource.labels) <= {0}", ("4", "5", "6")),
+    ("resource.labels.exists(k, k.startsWith('{0}'))", ("tmp-", "te", "reconcile-")),
+]
+STORAGE = [
+    ("has(resource.messageStoragePolicy) && resource.messageStoragePolicy"
+     ".allowedPersistenceRegions.all(r, r.startsWith('{0}'))", ("europe-", "us-")),
+    ("resource.messageStoragePolicy.allowedPersistenceRegions.exists(r, r == '{0}')",
+     REGIONS),  # fails when no policy is sent
+    ("has(resource.messageStoragePolicy) && size(resource.messageStoragePolicy"
+     ".allowedPersistenceRegions) <= {0}", ("1", "2")),
+]
+IN_TRANSIT = [
+    ("has(resource.messageStoragePolicy.enforceInTransit){0}", ("", " == false")),
+]
+FAMILIES = (NAME, LABELS, STORAGE, IN_TRANSIT)
+
+
+@st.composite
+def conditions(draw: Any) -> str:
+    family = draw(st.sampled_from(FAMILIES))
+    template, choices = draw(st.sampled_from(family))
+    return template.format(draw(st.sampled_from(choices)))
+
+
+constraints = st.lists(
+    st.tuples(
+        conditions(),
+        st.sampled_from(["ALLOW", "DENY"]),
+        st.sampled_from([["CREATE"], ["CREATE", "UPDATE"]]),
+        st.sampled_from(["enforced", "enforced", "dry-run"]),
+    ),
+    min_size=1, max_size=4,
+)
+topics = st.fixed_dictionaries({
+    "name": st.sampled_from(["orders", "orders-test", "audit", "tmpx"]),
+    "labels": st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES),
+                              max_size=3),
+    "regions": st.one_of(st.none(), st.lists(st.sampled_from(REGIONS), min_size=1,
+                                             max_size=3, unique=True)),
+    "in_transit": st.sampled_from([None, True, False]),
+})
+
+
+def _spec(project: str, topic: dict[str, Any]) -> str:
+    spec: dict[str, Any] = {"labels": topic["labels"]} if topic["labels"] else {}
+    if topic["regions"] is None:
+        spec["messageStoragePolicy"] = "inherit"
+    else:
+        policy: dict[str, Any] = {"allowedPersistenceRegions": topic["regions"]}
+        if topic["in_transit"] is not None:
+            policy["enforceInTransit"] = topic["in_transit"]
+        spec["messageStoragePolicy"] = policy
+    return yaml.safe_dump({
+        "apiVersion": "reconcile.pubsub/v1", "kind": "Topic",
+        "metadata": {"project": project, "name": topic["name"]}, "spec": spec,
+    })
+
+
+def _request(project: str, topic: dict[str, Any], org_in_transit: bool) -> dict[str, Any]:
+    """What reconcile's CreateTopic sends for the spec."""
+    labels = {**topic["labels"], "reconcile-managed": "true", "reconcile-owner": "default",
+              "reconcile-plan": "0123456789abcdef"}
+    request: dict[str, Any] = {"name": f"projects/{project}/topics/{topic['name']}",
+                               "labels": labels}
+    if topic["regions"] is not None:
+        request["message_storage_policy"] = {
+            "allowed_persistence_regions": topic["regions"],
+            "enforce_in_transit": bool(org_in_transit or topic["in_transit"]),
+        }
+    return request
+
+
+def _documents(org: str, project: str, generated: list[Any], org_in_transit: bool
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(custom constraints, policies) in the Org Policy v2 JSON shape."""
+    custom, policies = [], []
+    for i, (condition, action, methods, mode) in enumerate(generated):
+        constraint_id = f"custom.rule{i}"
+        custom.append({
+            "name": f"{org}/customConstraints/{constraint_id}",
+            "resourceTypes": ["pubsub.googleapis.com/Topic"], "methodTypes": methods,
+            "condition": condition, "actionType": action, "description": f"Rule {i}.",
+        })
+        key = "spec" if mode == "enforced" else "dryRunSpec"
+        policies.append({"name": f"projects/{project}/policies/{constraint_id}",
+                         key: {"rules": [{"enforce": True}]}})
+    if org_in_transit:
+        policies.append({"name": f"{org}/policies/pubsub.enforceInTransitRegions",
+                         "spec": {"rules": [{"enforce": True}]}})
+    return custom, policies
+
+
+def _validate(tmp: Path, project: str, topic: dict[str, Any], org: str,
+              custom: list[dict[str, Any]], policies: list[dict[str, Any]]) -> Any:
+    specs = tmp / "specs"
+    specs.mkdir(parents=True)
+    (specs / "topic.yaml").write_text(_spec(project, topic))
+    snapshot = tmp / "org-policy.yaml"
+    snapshot.write_text(yaml.safe_dump_all(
+        [*custom, *policies, {"ancestry": {f"projects/{project}": org}}]
+    ))
+    return validate_paths([specs], snapshot)
+
+
+@pytest.fixture(scope="module")
+def world() -> Any:
+    from reconciler.backends.clients import orgpolicy_client, publisher_client
+
+    with running_local_server() as server:
+        yield server, publisher_client(server.address), orgpolicy_client(server.address)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(topic=topics, generated=constraints, org_in_transit=st.booleans())
+@example(  # reconcile's own three labels count: one declared label makes four
+    topic={"name": "orders", "labels": {"team": "pay"}, "regions": ["us-east1"],
+           "in_transit": None},
+    generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
+    org_in_transit=False,
+)
+@example(  # the org's in-transit policy sends enforceInTransit: true
+    topic={"name": "orders", "labels": {}, "regions": ["us-east1"], "in_transit": None},
+    generated=[("has(resource.messageStoragePolicy.enforceInTransit)", "DENY", ["CREATE"],
+                "enforced")],
+    org_in_transit=True,
+)
+def test_validate_agrees_with_the_local_server(
+    world: Any, tmp_path_factory: pytest.TempPathFactory, topic: dict[str, Any],
+    generated: list[Any], org_in_transit: bool,
+) -> None:
+    server, publisher, orgpolicy = world
+    n = next(_numbers)
+    org, project = f"organizations/{9000 + n}", f"agree-{n}"
+    custom, policies = _documents(org, project, generated, org_in_transit)
+    result = _validate(tmp_path_factory.mktemp("agree"), project, topic, org, custom, policies)
+    found = [d for d in result.diagnostics.items if d.code.startswith("org-custom")]
+    assert not [d for d in found if d.code == "org-custom-at-plan"]  # managed fields only
+    errors = [d for d in found if d.severity is Severity.ERROR]
+    unevaluable = any(d.code == "org-custom-unevaluable" for d in errors)
+    refused_by = {d.message.split("custom constraint ", 1)[1].split()[0].rstrip(":")
+                  for d in errors if d.code == "org-custom-constraint"}
+
+    server.set_ancestry(f"projects/{project}", org)
+    for constraint in custom:
+        orgpolicy.create_custom_constraint(parent=org, custom_constraint={
+            "name": constraint["name"], "resource_types": constraint["resourceTypes"],
+            "method_types": constraint["methodTypes"], "condition": constraint["condition"],
+            "action_type": constraint["actionType"], "description": constraint["description"],
+        })
+    for policy in policies:
+        parent = policy["name"].split("/policies/")[0]
+        orgpolicy.create_policy(parent=parent, policy=json.loads(json.dumps(
+            {"name": policy["name"], **{
+                ("dry_run_spec" if k == "dryRunSpec" else k): v
+                for k, v in policy.items() if k != "name"
+            }}
+        )))
+    request = _request(project, topic, org_in_transit)
+    try:
+        publisher.create_topic(request=request)
+    except exceptions.FailedPrecondition as exc:
+        assert errors, f"the server refused what validate accepts: {exc.message}"
+        if not unevaluable:
+            named = set(exc.metadata["customConstraints"].split(","))
+            assert named == {f"customConstraints/{c}" for c in refused_by}, exc.message
+        return
+    assert not errors, f"validate refuses what the server accepts: {errors}"
+
+
+def test_the_request_model_is_what_apply_sends(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    topic = {"name": "orders", "labels": {"team": "pay"}, "regions": ["europe-west1"],
+             "in_transit": None}
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topic.yaml").write_text(_spec("model-proj", topic))
+    result = run_cli("apply", str(specs), "--emulator", local_server.address,
+                     "--auto-approve")
+    assert result.exit_code == 0, result.stderr
+    live = publisher_client.get_topic(topic="projects/model-proj/topics/orders")
+    modelled = _request("model-proj", topic, org_in_transit=False)
+    assert set(live.labels) == set(modelled["labels"])
+    assert {k: v for k, v in live.labels.items() if k != "reconcile-plan"} == {
+        k: v for k, v in modelled["labels"].items() if k != "reconcile-plan"
+    }
+    assert list(live.message_storage_policy.allowed_persistence_regions) == ["europe-west1"]
