@@ -313,11 +313,11 @@ class Condition:
     _typed: _Program | None
     _memo: dict[Any, Outcome] = field(default_factory=dict)
 
-    def evaluate(
-        self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None
-    ) -> Outcome:
-        """`keys`: a cache of the resource's frozen field values, shared by the
-        conditions judged on the same resource (each field is frozen once)."""
+    def key(self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None) -> Any:
+        """What the outcome on `resource` depends on: the values of the fields the
+        condition reads, frozen. `keys`: a cache of the resource's frozen field
+        values, shared by the conditions judged on the same resource (each field is
+        frozen once)."""
         if keys is None:
             keys = {}
         parts = []
@@ -326,7 +326,13 @@ class Condition:
             if frozen is _ABSENT:
                 frozen = keys[path] = _freeze(_lookup(resource, path) if path else resource)
             parts.append(frozen)
-        key = tuple(parts)
+        return tuple(parts)
+
+    def evaluate(
+        self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None
+    ) -> Outcome:
+        """The condition on `resource`; `keys`: see `key`."""
+        key = self.key(resource, keys)
         try:
             known = self._memo.get(key)
         except TypeError:  # an unhashable leaf: evaluate without remembering

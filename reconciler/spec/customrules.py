@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
-from reconciler.orgpolicy.cel import Condition, Outcome, Verdict, condition_for, judge
+from reconciler.orgpolicy.cel import (
+    Condition,
+    Judgement,
+    Outcome,
+    Verdict,
+    condition_for,
+    judge,
+)
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
 from reconciler.orgpolicy.store import Enforcement, PolicyStore
@@ -38,6 +45,7 @@ from reconciler.yamlio import Document, PathKey
 REFUSED = "org-custom-constraint"
 UNEVALUABLE = "org-custom-unevaluable"
 AT_PLAN = "org-custom-at-plan"
+MEMO_LIMIT = 8192  # judgements remembered per constraint
 NAME: PathKey = ("metadata", "name")
 # Where in a Topic document each resource field is declared.
 SPEC_PATHS: dict[str, PathKey] = {
@@ -133,6 +141,9 @@ class CustomRules:
         self._by_project: dict[str, list[_Applicable]] = {}
         self._in_transit: dict[str, bool] = {}
         self._deferred: dict[str, _Deferred] = {}
+        # Per constraint: its judgement of CREATE by the values its condition reads
+        # (most topics share them: one call of `judge` serves them all).
+        self._judged: dict[str, dict[Any, Judgement | None]] = {}
 
     def _constraints(self, project: str) -> list[_Applicable]:
         found = self._by_project.get(project)
@@ -165,7 +176,15 @@ class CustomRules:
                 unmanaged = {r for r in condition.reads if r.split(".", 1)[0] not in managed}
                 self._defer(constraint, unmanaged, topic, doc)
                 continue
-            judgement = judge(constraint, resource, "CREATE", keys=keys)
+            judged = self._judged.setdefault(constraint.name, {})
+            key = condition.key(resource, keys)
+            try:
+                judgement = judged[key]
+            except KeyError:
+                judgement = judge(constraint, resource, "CREATE", keys=keys)
+                if len(judged) >= MEMO_LIMIT:
+                    judged.clear()
+                judged[key] = judgement
             if judgement is None or judgement.verdict is Verdict.ALLOWED:
                 continue
             if judgement.verdict is Verdict.UNDECIDED:
