@@ -2,7 +2,9 @@
 reconcile's CreateTopic would send, in the REST JSON shape
 (`reconciler.orgpolicy.cel`), built in this one place for `validate` and `plan`.
 
-    topic_resource(topic, owner, org_enforces_in_transit=False) -> dict
+    topic_resource(topic, owner, org_enforces_in_transit=False) -> dict   CREATE
+    live_resource(name, labels, policy, unmanaged) -> dict                a live topic
+    updated_resource(before, labels, policy, sets_policy=...) -> dict     UPDATE
     managed_fields(topic) -> frozenset        top-level fields the spec decides
 
 What is sent: `name`; `labels`, the declared ones plus reconcile's own
@@ -17,6 +19,7 @@ a condition reading another field is decided against the live topic by `plan`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from reconciler.ownership import (
@@ -54,8 +57,47 @@ def topic_resource(
     resource: dict[str, Any] = {"name": topic.address, "labels": labels}
     storage = topic.storage
     if storage.mode == "explicit":
-        policy: dict[str, Any] = {"allowedPersistenceRegions": list(storage.regions)}
-        if org_enforces_in_transit or storage.enforce_in_transit:
-            policy["enforceInTransit"] = True
-        resource[STORAGE] = policy
+        resource[STORAGE] = policy_resource(
+            storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
+        )
     return resource
+
+
+def policy_resource(regions: Sequence[str], enforce_in_transit: bool) -> dict[str, Any]:
+    """A storage policy as a condition sees it (enforceInTransit only when true)."""
+    policy: dict[str, Any] = {"allowedPersistenceRegions": list(regions)}
+    if enforce_in_transit:
+        policy["enforceInTransit"] = True
+    return policy
+
+
+def live_resource(
+    name: str, labels: Mapping[str, str], policy: tuple[Sequence[str], bool] | None,
+    unmanaged: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A live topic as a condition sees it: its labels, its storage policy
+    ((regions, enforceInTransit), None when it has none) and the REST JSON of the
+    fields reconcile does not manage that it sets (`unmanaged`)."""
+    resource: dict[str, Any] = dict(unmanaged or {})
+    resource.update(name=name, labels=dict(labels))
+    if policy is not None:
+        resource[STORAGE] = policy_resource(*policy)
+    return resource
+
+
+def updated_resource(
+    before: Mapping[str, Any], labels: Mapping[str, str] | None,
+    policy: tuple[Sequence[str], bool] | None, *, sets_policy: bool,
+) -> dict[str, Any]:
+    """The live topic `before` as reconcile's UpdateTopic leaves it: `labels` (None:
+    unchanged) with the plan marker apply stamps, and, when the update sets the
+    storage policy (`sets_policy`), `policy` (None: cleared, the service then
+    computes one, which the condition does not see: as on a create without one)."""
+    after = dict(before)
+    after["labels"] = {**(before.get("labels") or {} if labels is None else labels),
+                       PLAN_LABEL: PLAN_MARKER_PLACEHOLDER}
+    if sets_policy:
+        after.pop(STORAGE, None)
+        if policy is not None:
+            after[STORAGE] = policy_resource(*policy)
+    return after

@@ -1,0 +1,144 @@
+"""The organization's custom constraints on each call a plan makes, judged as the
+service would judge it (`reconciler.orgpolicy.cel.judge`, as `validate` and the local
+server): a CreateTopic on the topic as sent (`spec/resource.py`, the resource
+`validate` judges), an UpdateTopic on the live topic as the call leaves it, with
+UPDATE's rule for a topic that already violates (the service refuses any change to
+it unless the change fixes the violation: the topic after the call decides).
+
+    judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit)
+        -> [Diagnostic]       errors stop the topic (a refused call is not planned)
+
+A condition that reads a field reconcile does not manage is judged on a create (the
+field is not sent: it is absent); on an update it would need the live topic's value,
+which a plan does not read: a warning says it was not checked.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from reconciler.backends.base import ObservedTopic
+from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.orgpolicy.cel import Judgement, Verdict, condition_for, judge
+from reconciler.orgpolicy.custom import CustomConstraint
+from reconciler.orgpolicy.store import Enforcement
+from reconciler.plan.model import ResourceChange
+from reconciler.spec.customrules import REFUSED, UNEVALUABLE, describe, fix_hint, seen
+from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.resource import (
+    live_resource,
+    managed_fields,
+    topic_resource,
+    updated_resource,
+)
+from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy
+
+NOT_CHECKED = "org-custom-not-checked"
+
+
+def _policy(policy: StoragePolicy | None) -> tuple[Sequence[str], bool] | None:
+    return None if policy is None else (policy.regions, policy.enforce_in_transit)
+
+
+def resources(
+    rc: ResourceChange, desired: DesiredTopic, live: ObservedTopic | None, owner: str,
+    org_enforces_in_transit: bool,
+) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
+    """(method, the topic after the call, the topic before it: None for a create)."""
+    if live is None or rc.action == "create":
+        resource = topic_resource(desired, owner, org_enforces_in_transit=org_enforces_in_transit)
+        return "CREATE", resource, None
+    shape = live.shape
+    before = live_resource(live.name, shape.labels, _policy(shape.policy))
+    body: Mapping[str, Any] = rc.request.topic if rc.request is not None else {}
+    mask = rc.update_mask
+    labels = dict(body.get(LABELS) or {}) if LABELS in mask else None
+    sent = StoragePolicy.from_json(body.get(STORAGE_POLICY))
+    after = updated_resource(
+        before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask
+    )
+    return "UPDATE", after, before
+
+
+def judge_change(
+    rc: ResourceChange,
+    desired: DesiredTopic,
+    live: ObservedTopic | None,
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+    owner: str,
+    org_enforces_in_transit: bool,
+) -> list[Diagnostic]:
+    """What the constraints say about the call `rc` makes (none for a no-op)."""
+    if rc.action not in ("create", "update") or not constraints:
+        return []
+    method, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
+    managed = managed_fields(desired)
+    out = []
+    for constraint, mode in constraints:
+        condition = condition_for(constraint)
+        unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in managed)
+        if unmanaged and method == "UPDATE" and constraint.applies_to(
+            "pubsub.googleapis.com/Topic", method
+        ):
+            out.append(_diagnostic(
+                desired, Severity.WARNING, NOT_CHECKED,
+                f"custom constraint {constraint.constraint_id} reads "
+                f"{', '.join('resource.' + f for f in unmanaged)} of {rc.address}, which "
+                "reconcile does not manage and the plan does not read; the UpdateTopic "
+                "was not checked against it",
+                "if the service refuses the update, the apply reports it",
+            ))
+            continue
+        judgement = judge(constraint, after, method, before)
+        if judgement is None or judgement.verdict is Verdict.ALLOWED:
+            continue
+        out.append(_refusal(judgement, mode, rc.address, desired, after, method))
+    return out
+
+
+def _refusal(
+    judgement: Judgement, mode: Enforcement, address: str, desired: DesiredTopic,
+    after: dict[str, Any], method: str,
+) -> Diagnostic:
+    constraint = judgement.constraint
+    call = "CreateTopic" if method == "CREATE" else "UpdateTopic"
+    dry_run = mode == "dry-run"
+    severity = Severity.WARNING if dry_run else Severity.ERROR
+    if judgement.verdict is Verdict.UNDECIDED:
+        return _diagnostic(
+            desired, severity, UNEVALUABLE,
+            f"custom constraint {constraint.constraint_id} cannot be evaluated on the "
+            f"{call} of {address}: {judgement.outcome.reason}; reconcile cannot tell "
+            "whether the service would accept it"
+            + (" (the constraint is in dry run: it would only log)" if dry_run else ""),
+            "guard optional fields with has(resource.FIELD) in the condition",
+        )
+    consequence = (
+        "the constraint is in dry run for the project: the service would log it and go "
+        "ahead" if dry_run else f"the service would refuse the {call} with FAILED_PRECONDITION"
+    )
+    values = seen(after, condition_for(constraint).reads)
+    if judgement.already_violating:
+        return _diagnostic(
+            desired, severity, REFUSED,
+            f"topic {address} already violates custom constraint {describe(constraint)}, "
+            "and the service refuses changing a topic while it does unless the change "
+            f"fixes it; after this change the condition still sees {values}; {consequence}",
+            f"include the fix in the change: {fix_hint(constraint)}",
+        )
+    return _diagnostic(
+        desired, severity, REFUSED,
+        f"the {call} of {address} breaks custom constraint {describe(constraint)}; the "
+        f"condition would see {values}; {consequence}",
+        fix_hint(constraint),
+    )
+
+
+def _diagnostic(
+    desired: DesiredTopic, severity: Severity, code: str, message: str, hint: str
+) -> Diagnostic:
+    return Diagnostic(
+        desired.file or desired.address, desired.line, 1 if desired.line else 0,
+        severity, code, message, hint,
+    )
