@@ -56,6 +56,7 @@ from reconciler.plan.policy import (
 from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts, OrgProblem, allowed_note, org_problems
+from reconciler.spec.positions import position
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
@@ -434,12 +435,16 @@ def org_diagnostics(
     if not problems:
         return []
     where = desired.file or desired.address
-    col = 1 if desired.line else 0
     listed = set() if listed is None else listed
-    return [
-        Diagnostic(
-            where, desired.line, col, p.severity, p.code,
-            allowed_note(p, desired.project, listed), p.hint,
+    out = []
+    for p in problems:
+        # At the key or value at fault, as validate places it (the file is read again:
+        # a plan keeps no positions, and topics with org problems are few).
+        line, col = position(desired.file, desired.line, p.path, p.value) or (
+            desired.line, 1 if desired.line else 0
         )
-        for p in problems
-    ]
+        out.append(Diagnostic(
+            where, line, col, p.severity, p.code,
+            allowed_note(p, desired.project, listed), p.hint,
+        ))
+    return out

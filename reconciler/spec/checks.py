@@ -24,10 +24,10 @@ from reconciler.spec.orgrules import (
     unknown_group_problems,
 )
 from reconciler.spec.owner import check_opt_in_projects, check_owner
+from reconciler.spec.positions import locate
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree
-from reconciler.yamlio import Document, PathKey
 
 if TYPE_CHECKING:  # the CEL evaluator loads only when the snapshot has custom constraints
     from reconciler.spec.customrules import CustomRules
@@ -116,25 +116,10 @@ def _check_against_org(
     ]
     reported_groups.update((topic.project, p.message) for p in problems)
     for problem in problems + org_problems(topic, facts):
-        m = located.doc.mark_for(_locate(located.doc, problem.path, problem.value))
+        m = located.doc.mark_for(locate(located.doc, problem.path, problem.value))
         diags.add(
             Diagnostic(
                 located.doc.file, m.line, m.col, problem.severity, problem.code,
                 allowed_note(problem, topic.project, listed), problem.hint,
             )
         )
-
-
-def _locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
-    """The path of `value` inside the list at `path` in this document (a region may be
-    declared here or come from a Defaults document: then the topic itself is blamed)."""
-    node = doc.data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return ("metadata", "name")
-        node = node[part]
-    if value is None:
-        return path
-    if isinstance(node, list) and value in node:
-        return (*path, node.index(value))
-    return path

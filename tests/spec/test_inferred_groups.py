@@ -80,8 +80,8 @@ def test_plan_refuses_it_from_the_live_org_policy(
     result = run_cli("plan", str(root), "--emulator", local_server.address)
     assert result.exit_code == 1, result.stderr
     assert (
-        f"{root / 'topics.yaml'}:1:1: error[org-location-denied]: region 'asia-east1' is not "
-        "allowed"
+        f"{root / 'topics.yaml'}:7:9: error[org-location-denied]: region 'asia-east1' is not "
+        "allowed"  # at the value, where validate puts it
     ) in result.stderr
     assert "in:us-locations holds only us-* regions" in result.stderr
     assert "inferred" not in result.stderr
