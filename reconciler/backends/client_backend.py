@@ -48,7 +48,7 @@ from reconciler.backends.topicproto import observed, observed_pb, topic_to_proto
 from reconciler.background import Background
 from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
-from reconciler.orgpolicy.custom import CustomConstraint
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
@@ -56,7 +56,7 @@ from reconciler.orgpolicy.model import (
     PolicyFormatError,
     PolicySpec,
 )
-from reconciler.orgpolicy.store import PolicyStore
+from reconciler.orgpolicy.store import Enforcement, PolicyStore
 
 # Gauge queries read at once by `stored`.
 MAX_PARALLEL_READS = 8
@@ -255,6 +255,8 @@ class ClientBackend:
         self._promql_lock = threading.Lock()  # made once, whichever thread asks first
         self._gauge_reads = Background(MAX_PARALLEL_READS, "gauges")
         self._timeout = timeout
+        self._org_constraints: dict[str, list[CustomConstraint]] = {}
+        self._org_lock = threading.Lock()
 
     @property
     def _rpc(self) -> dict[str, Any]:
@@ -411,6 +413,37 @@ class ClientBackend:
                     f"unreadable custom constraint {data.get('name', '?')}: {exc}"
                 ) from None
         return out
+
+    def custom_constraints(
+        self, project: str, organization: str | None
+    ) -> tuple[tuple[CustomConstraint, Enforcement], ...]:
+        """The custom constraints on topics that `project` enforces or dry-runs, with
+        how: from the snapshot, or from the API (`organization`: the project's, which
+        the spec tree's snapshot names in its ancestry; the Org Policy API alone cannot
+        tell a project's organization, so without one there are none to read)."""
+        resource = f"projects/{project}"
+        if self.policy_store is not None:
+            return tuple(self.policy_store.custom_constraints_for(resource, TOPIC))
+        if organization is None:
+            return ()
+        with self._org_lock:
+            listed = self._org_constraints.get(organization)
+            if listed is None:
+                listed = self._org_constraints[organization] = [
+                    c for c in self.list_custom_constraints(organization)
+                    if TOPIC in c.resource_types
+                ]
+        out = []
+        for constraint in listed:
+            policy = self.read_effective_policy(project, constraint.constraint_id)
+            if policy is None:
+                continue
+            mode = PolicyStore(policies={policy.name: policy}).enforcement(
+                constraint.constraint_id, resource
+            )
+            if mode is not None:
+                out.append((constraint, mode))
+        return tuple(out)
 
     # -- metrics ----------------------------------------------------------------
     def metrics(self) -> MetricsReader:
