@@ -1,0 +1,167 @@
+"""`reconcile plan` judges each call it would make against the organization's custom
+constraints, read live (the organization from the spec tree's snapshot's ancestry),
+as the local server then answers: a refused create or update is an error and is not
+planned; an update of a topic that already violates is refused unless it fixes the
+violation; a condition on a field the specs do not manage is decided on a create; a
+snapshot that no longer matches the live policy is named, difference by difference."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.api_core import exceptions
+
+from reconciler.orgpolicy.model import Policy
+from tests.specs_support import topic_doc
+
+ORG = "organizations/777"
+PROJECT = "proj-a"
+EU_ONLY = (
+    "has(resource.messageStoragePolicy) && "
+    "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
+)
+
+
+def _constraint(name: str, condition: str, action: str = "ALLOW") -> dict[str, Any]:
+    return {
+        "name": f"{ORG}/customConstraints/{name}",
+        "resource_types": ["pubsub.googleapis.com/Topic"],
+        "method_types": ["CREATE", "UPDATE"],
+        "condition": condition,
+        "action_type": action,
+        "description": f"{name} says no.",
+    }
+
+
+def _enforce(server: Any, constraint: str, project: str = PROJECT) -> None:
+    server.put_policy(Policy.from_dict({
+        "name": f"projects/{project}/policies/{constraint}",
+        "spec": {"rules": [{"enforce": True}]},
+    }))
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Any:
+    """specs/ with the given topics and a snapshot holding only the ancestry (plus
+    `extra` documents)."""
+
+    def make(*docs: str, extra: str = "") -> Path:
+        root = tmp_path / "specs"
+        root.mkdir(exist_ok=True)
+        (root / "topics.yaml").write_text("---\n".join(docs))
+        (root / "org-policy.yaml").write_text(
+            extra + f"ancestry:\n  projects/{PROJECT}: {ORG}\n"
+        )
+        return root
+
+    return make
+
+
+def _plan(run_cli: Any, server: Any, root: Path, *extra: str) -> Any:
+    return run_cli("plan", str(root), "--emulator", server.address, *extra)
+
+
+def test_a_refused_create_is_an_error_and_nothing_is_planned(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, tree: Any
+) -> None:
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    orgpolicy_client.create_custom_constraint(
+        parent=ORG, custom_constraint=_constraint("custom.euOnly", EU_ONLY)
+    )
+    _enforce(local_server, "custom.euOnly")
+    root = tree(topic_doc("orders", storage=(["us-east1"], None)))
+    result = _plan(run_cli, local_server, root)
+    assert result.exit_code == 1, result.stderr
+    assert "error[org-custom-constraint]" in result.stderr
+    assert (
+        "the CreateTopic of projects/proj-a/topics/orders breaks custom constraint "
+        'custom.euOnly: "custom.euOnly says no."'
+    ) in result.stderr
+    assert 'resource.messageStoragePolicy.allowedPersistenceRegions = ["us-east1"]' in (
+        result.stderr
+    )
+    # What the service says to that call: the same.
+    from reconciler.backends.clients import publisher_client
+
+    with pytest.raises(exceptions.FailedPrecondition, match=r"custom\.euOnly"):
+        publisher_client(local_server.address).create_topic(request={
+            "name": f"projects/{PROJECT}/topics/orders",
+            "message_storage_policy": {"allowed_persistence_regions": ["us-east1"]},
+        })
+
+
+def test_update_of_an_already_violating_topic(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any, tree: Any
+) -> None:
+    publisher_client.create_topic(request={
+        "name": f"projects/{PROJECT}/topics/legacy",
+        "labels": {"reconcile-managed": "true", "reconcile-owner": "default"},
+        "message_storage_policy": {"allowed_persistence_regions": ["us-east1"]},
+    })
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    orgpolicy_client.create_custom_constraint(
+        parent=ORG, custom_constraint=_constraint("custom.euOnly", EU_ONLY)
+    )
+    _enforce(local_server, "custom.euOnly")
+    # Only a label: the topic keeps violating, so the service refuses the update.
+    labels_only = tree(topic_doc("legacy", labels={"team": "pay"}))
+    result = _plan(run_cli, local_server, labels_only)
+    assert result.exit_code == 1, result.stderr
+    assert (
+        "topic projects/proj-a/topics/legacy already violates custom constraint "
+        "custom.euOnly"
+    ) in result.stderr
+    assert "refuses changing a topic while it does unless the change fixes it" in result.stderr
+    # The change that fixes it is planned, and the service takes it.
+    fixed = tree(topic_doc("legacy", labels={"team": "pay"}, storage=(["europe-west1"], None)))
+    result = run_cli("apply", str(fixed), "--emulator", local_server.address,
+                     "--auto-approve")
+    assert result.exit_code == 0, result.stderr
+    live = publisher_client.get_topic(topic=f"projects/{PROJECT}/topics/legacy")
+    assert list(live.message_storage_policy.allowed_persistence_regions) == ["europe-west1"]
+
+
+def test_an_unmanaged_field_is_decided_on_create(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, tree: Any
+) -> None:
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    orgpolicy_client.create_custom_constraint(
+        parent=ORG, custom_constraint=_constraint("custom.cmek", "has(resource.kmsKeyName)")
+    )
+    _enforce(local_server, "custom.cmek")
+    root = tree(topic_doc("orders", storage=(["europe-west1"], None)))
+    validated = run_cli("validate", str(root), "--org-policy", str(root / "org-policy.yaml"))
+    assert validated.exit_code == 0  # the snapshot holds no custom constraint
+    result = _plan(run_cli, local_server, root)
+    assert result.exit_code == 1, result.stderr
+    assert "the CreateTopic of projects/proj-a/topics/orders breaks custom constraint " \
+        "custom.cmek" in result.stderr
+    assert "resource.kmsKeyName = not set" in result.stderr
+
+
+def test_a_stale_snapshot_is_named(
+    run_cli: Any, local_server: Any, tree: Any
+) -> None:
+    local_server.put_policy(Policy.from_dict({
+        "name": f"projects/{PROJECT}/policies/gcp.resourceLocations",
+        "spec": {"rules": [{"values": {"allowedValues": ["europe-west1", "us-east1"]}}]},
+    }))
+    snapshot_policy = (
+        f"name: projects/{PROJECT}/policies/gcp.resourceLocations\n"
+        "spec: {rules: [{values: {allowedValues: [europe-west1]}}]}\n---\n"
+        f"name: projects/{PROJECT}/policies/pubsub.enforceInTransitRegions\n"
+        "spec: {rules: [{enforce: true}]}\n---\n"
+    )
+    root = tree(topic_doc("orders", storage=(["europe-west1"], None)), extra=snapshot_policy)
+    result = _plan(run_cli, local_server, root)
+    assert result.exit_code == 0, result.stderr
+    assert "warning[org-policy-stale]" in result.stderr
+    assert "no longer matches the live effective policy of project proj-a" in result.stderr
+    assert "constraints/gcp.resourceLocations: the live policy now also allows us-east1" in (
+        result.stderr
+    )
+    assert "constraints/pubsub.enforceInTransitRegions: not enforced now, enforced in the " \
+        "snapshot" in result.stderr
+    assert "reconcile policy pull --project proj-a" in result.stderr
