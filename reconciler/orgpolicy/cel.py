@@ -31,7 +31,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
@@ -265,6 +265,22 @@ def _freeze(value: Any) -> Any:
     return value
 
 
+def freeze_fields(
+    resource: Mapping[str, Any], paths: Iterable[str], keys: dict[str, Any] | None = None
+) -> tuple[Any, ...]:
+    """The values of `paths` in `resource`, frozen (hashable); `keys` caches each
+    path's frozen value for the next caller on the same resource."""
+    if keys is None:
+        keys = {}
+    parts = []
+    for path in paths:
+        frozen = keys.get(path, _ABSENT)
+        if frozen is _ABSENT:
+            frozen = keys[path] = _freeze(_lookup(resource, path) if path else resource)
+        parts.append(frozen)
+    return tuple(parts)
+
+
 def _project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
     """Only what the condition reads (each path's value whole), so the library
     converts the least."""
@@ -318,15 +334,7 @@ class Condition:
         condition reads, frozen. `keys`: a cache of the resource's frozen field
         values, shared by the conditions judged on the same resource (each field is
         frozen once)."""
-        if keys is None:
-            keys = {}
-        parts = []
-        for path in self.reads:
-            frozen = keys.get(path, _ABSENT)
-            if frozen is _ABSENT:
-                frozen = keys[path] = _freeze(_lookup(resource, path) if path else resource)
-            parts.append(frozen)
-        return tuple(parts)
+        return freeze_fields(resource, self.reads, keys)
 
     def evaluate(
         self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None

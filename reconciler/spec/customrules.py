@@ -31,6 +31,7 @@ from reconciler.orgpolicy.cel import (
     Outcome,
     Verdict,
     condition_for,
+    freeze_fields,
     judge,
 )
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
@@ -64,6 +65,9 @@ SPEC_PATHS: dict[str, PathKey] = {
 # A constraint the project enforces or dry-runs, its condition, and the top-level
 # resource fields the condition reads.
 _Applicable = tuple[CustomConstraint, Enforcement, Condition, frozenset[str]]
+# A constraint that does not simply allow a topic, and its judgement (None: decided at
+# plan time).
+_Said = tuple[CustomConstraint, Enforcement, Condition, Judgement | None]
 
 
 @dataclass
@@ -77,15 +81,21 @@ class _Deferred:
 
 def spec_path(read: str, doc: Document) -> PathKey:
     """The document path that declares resource field `read` (`labels.team`: that
-    label), or the topic's name when the document does not declare it (it came
-    from a Defaults document, or the resource itself was read)."""
+    label), or the nearest enclosing one the document declares (`inherit` for the
+    regions of a storage policy it leaves to the org), or the topic's name when the
+    document declares none of it (it came from a Defaults document, or the resource
+    itself was read)."""
     head, _, rest = read.partition(".")
     path = SPEC_PATHS.get(read)
     if path is None and head == "labels" and rest:
         path = ("spec", "labels", rest.split(".", 1)[0])
     if path is None:
         path = SPEC_PATHS.get(head, NAME)
-    return path if path in doc.value_marks or path in doc.key_marks else NAME
+    while len(path) >= 2:  # the nearest part the document declares, below `spec`
+        if path in doc.value_marks or path in doc.key_marks:
+            return path
+        path = path[:-1]
+    return NAME
 
 
 def specific(reads: tuple[str, ...]) -> tuple[str, ...]:
@@ -144,6 +154,10 @@ class CustomRules:
         # Per constraint: its judgement of CREATE by the values its condition reads
         # (most topics share them: one call of `judge` serves them all).
         self._judged: dict[str, dict[Any, Judgement | None]] = {}
+        # Per project: every field its constraints read, and what they said of a
+        # topic by those fields' values (most topics are alike in all of them).
+        self._reads: dict[str, tuple[str, ...]] = {}
+        self._said: dict[str, dict[Any, list[_Said]]] = {}
 
     def _constraints(self, project: str) -> list[_Applicable]:
         found = self._by_project.get(project)
@@ -156,6 +170,8 @@ class CustomRules:
                     heads = frozenset(r.split(".", 1)[0] for r in condition.reads)
                     found.append((c, mode, condition, heads))
             self._by_project[project] = found
+            self._reads[project] = tuple(sorted({r for a in found for r in a[2].reads}))
+            self._said[project] = {}
             self._in_transit[project] = self.store.enforcement(ENFORCE_IN_TRANSIT, parent) == (
                 "enforced"
             )
@@ -171,10 +187,33 @@ class CustomRules:
         managed = managed_fields(topic)
         doc = located.doc
         keys: dict[str, Any] = {}
-        for constraint, mode, condition, heads in constraints:
-            if not heads <= managed:
+        said = self._said[topic.project]
+        signature = (managed, freeze_fields(resource, self._reads[topic.project], keys))
+        found = said.get(signature)
+        if found is None:
+            found = self._judge(constraints, resource, managed, keys)
+            if len(said) >= MEMO_LIMIT:
+                said.clear()
+            said[signature] = found
+        for constraint, mode, condition, judgement in found:
+            if judgement is None:
                 unmanaged = {r for r in condition.reads if r.split(".", 1)[0] not in managed}
                 self._defer(constraint, unmanaged, topic, doc)
+            elif judgement.verdict is Verdict.UNDECIDED:
+                self._unevaluable(constraint, mode, judgement.outcome, topic, doc)
+            else:
+                self._refused(constraint, mode, condition, resource, topic, doc)
+
+    def _judge(
+        self, constraints: list[_Applicable], resource: dict[str, Any],
+        managed: frozenset[str], keys: dict[str, Any],
+    ) -> list[_Said]:
+        """What the constraints say of the topic `resource`: each that does not allow
+        it, with its judgement (None: it reads a field the spec does not manage)."""
+        out: list[_Said] = []
+        for constraint, mode, condition, heads in constraints:
+            if not heads <= managed:
+                out.append((constraint, mode, condition, None))
                 continue
             judged = self._judged.setdefault(constraint.name, {})
             key = condition.key(resource, keys)
@@ -185,12 +224,9 @@ class CustomRules:
                 if len(judged) >= MEMO_LIMIT:
                     judged.clear()
                 judged[key] = judgement
-            if judgement is None or judgement.verdict is Verdict.ALLOWED:
-                continue
-            if judgement.verdict is Verdict.UNDECIDED:
-                self._unevaluable(constraint, mode, judgement.outcome, topic, doc)
-            else:
-                self._refused(constraint, mode, condition, resource, topic, doc)
+            if judgement is not None and judgement.verdict is not Verdict.ALLOWED:
+                out.append((constraint, mode, condition, judgement))
+        return out
 
     def _refused(
         self, constraint: CustomConstraint, mode: Enforcement, condition: Condition,

@@ -95,7 +95,7 @@ def test_a_refusal_is_an_error_at_the_deciding_field(run_cli: Any, tmp_path: Pat
     )
     assert "refuse CreateTopic with FAILED_PRECONDITION" in orders
     assert "topics.yaml:21:" in inherited and "topics/inherited" in inherited
-    assert "resource.messageStoragePolicy = not set" in inherited
+    assert "resource.messageStoragePolicy.allowedPersistenceRegions = not set" in inherited
     assert "refunds" not in result.stdout
 
 
