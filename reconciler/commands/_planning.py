@@ -24,6 +24,7 @@ from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
+from reconciler.orgpolicy.store import PolicyStore
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
@@ -49,6 +50,15 @@ def validate_specs(
     if diagnostics:
         output.stderr().document(report.text(diagnostics))
     return result
+
+
+def tree_snapshot(result: ValidationResult) -> tuple[Path, PolicyStore] | None:
+    """The org-policy snapshot validation read (the tree's or --org-policy's): a plan
+    reads the projects' organizations from its ancestry, and names how it differs
+    from the live org policy."""
+    if result.policy_source is None or result.policy_store is None:
+        return None
+    return result.policy_source, result.policy_store
 
 
 def open_target(

@@ -65,6 +65,7 @@ from reconciler.commands._planning import (
     open_target,
     say_target,
     show_plan,
+    tree_snapshot,
     validate_specs,
 )
 from reconciler.commands.apply_view import progress_for, summary_text
@@ -352,7 +353,7 @@ def apply_specs(
     target = anchored(target, paths)
     backend = open_guarded(target, options.guard(), result)
     try:
-        observation = observe(backend, desired, options.prune)
+        observation = observe(backend, desired, options.prune, snapshot=tree_snapshot(result))
         planning = PlanOptions(
             options.prune, options.prune_subscribed, options.strict_groups, options.projects
         )

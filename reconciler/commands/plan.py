@@ -35,6 +35,7 @@ from reconciler.commands._planning import (
     new_diagnostics,
     open_reads,
     show_plan,
+    tree_snapshot,
     validate_specs,
 )
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
@@ -131,7 +132,7 @@ def _run(
     target = anchored(target, paths)
     reads = open_reads(target, result, read_ahead, desired.projects)
     try:
-        observation = observe(reads, desired, options.prune)
+        observation = observe(reads, desired, options.prune, snapshot=tree_snapshot(result))
     finally:
         reads.close()
     planning = PlanOptions(

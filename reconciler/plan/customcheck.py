@@ -27,8 +27,8 @@ from reconciler.plan.model import ResourceChange
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE, describe, fix_hint, seen
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.resource import (
+    LIVE_FIELDS,
     live_resource,
-    managed_fields,
     topic_resource,
     updated_resource,
 )
@@ -73,11 +73,10 @@ def judge_change(
     if rc.action not in ("create", "update") or not constraints:
         return []
     method, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
-    managed = managed_fields(desired)
     out = []
     for constraint, mode in constraints:
         condition = condition_for(constraint)
-        unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in managed)
+        unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in LIVE_FIELDS)
         if unmanaged and method == "UPDATE" and constraint.applies_to(
             "pubsub.googleapis.com/Topic", method
         ):

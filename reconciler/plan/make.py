@@ -37,9 +37,11 @@ from reconciler.names import split_topic_name
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
+from reconciler.plan.customcheck import judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.origin import made_at
+from reconciler.plan.staleness import stale_warning
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
@@ -94,6 +96,14 @@ def make_plan(
         if over is not None:  # the service would refuse the call: not planned
             diagnostics.append(over)
             continue
+        constraints = observation.custom.get(topic.project)
+        if constraints:
+            judged = judge_change(
+                change, topic, live, constraints, owner.name, facts.enforce_in_transit
+            )
+            diagnostics.extend(judged)
+            if any(d.is_error for d in judged):  # the service would refuse the call
+                continue
         if (other := differ.taken_from(change)) is not None:
             diagnostics.append(takeover_warning(topic, other, owner))
         changes.append(change)
@@ -119,6 +129,8 @@ def make_plan(
         changes.append(rc)
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
+    for project, found in sorted(observation.stale.items()):
+        diagnostics.append(stale_warning(observation.snapshot_file, project, found))
     org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
     if options.strict_groups:
         diagnostics = promote_inferred(diagnostics)

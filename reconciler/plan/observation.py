@@ -4,7 +4,7 @@ compares with the live state again). Plain values and pure functions: make_plan 
 everything it calls read only this.
 
     Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
-                gauges)
+                gauges, custom, stale, snapshot_file)
     topic_fingerprint(ObservedTopic | None) -> str
     org_fingerprint(OrgInputs) -> str
 """
@@ -28,7 +28,9 @@ from reconciler.backends.base import (
     StoredMessages,
     SubscriptionListing,
 )
+from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
+from reconciler.orgpolicy.store import Enforcement
 from reconciler.spec.orgrules import OrgFacts, facts_from_specs
 
 
@@ -48,6 +50,14 @@ class Observation:
     subscriptions: dict[str, list[ObservedSubscription]] = field(default_factory=dict)
     subscriptions_unknown: dict[str, str] = field(default_factory=dict)
     gauges: dict[GaugeQuery, StoredMessages] = field(default_factory=dict)
+    # project -> the custom constraints on topics it enforces or dry-runs
+    custom: dict[str, tuple[tuple[CustomConstraint, Enforcement], ...]] = field(
+        default_factory=dict
+    )
+    # project -> how the spec tree's snapshot (`snapshot_file`) differs from the live
+    # org policy, when the plan reads the live one
+    stale: dict[str, list[str]] = field(default_factory=dict)
+    snapshot_file: str = ""
 
     _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
 

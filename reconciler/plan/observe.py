@@ -22,22 +22,30 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
+from pathlib import Path
 
 from reconciler.backends.base import ObservedTopic, OrgInputs, Reads
 from reconciler.background import Background
 from reconciler.errors import BackendError
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
+from reconciler.orgpolicy.store import Enforcement, PolicyStore
 from reconciler.plan.consumers import backlog_queries, gauge_queries, prune_gauge_queries
 from reconciler.plan.observation import Observation, attach_subscriptions
+from reconciler.plan.staleness import differences
 from reconciler.spec.desired import DesiredState
 
 MAX_WORKERS = 8
 
 
 def observe(
-    reads: Reads, desired: DesiredState, prune: bool = False, workers: int = MAX_WORKERS
+    reads: Reads, desired: DesiredState, prune: bool = False, workers: int = MAX_WORKERS,
+    snapshot: tuple[Path, PolicyStore] | None = None,
 ) -> Observation:
     """Everything a plan of `desired` reads (`prune`: its deletes too), projects in
-    parallel; every failure to read topics or org policy is reported together."""
+    parallel; every failure to read topics or org policy is reported together.
+    `snapshot`: the spec tree's org-policy snapshot, which validate used: its ancestry
+    names each project's organization (whose custom constraints are read), and,
+    against the live org policy, how it differs from it is noted."""
     out = Observation(reads.info)
     names = sorted(set(desired.projects))
     if not names:
@@ -45,7 +53,9 @@ def observe(
     background = Background(workers, "observe")
     started = _start_topics(reads, names, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
+    custom = _start_custom(reads, names, snapshot, background)
     _collect_topics(out, *started)
+    _collect_custom(out, custom, snapshot)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
     left_behind = background.submit(reads.stored, queries) if queries else None
@@ -62,6 +72,52 @@ def observe(
         if held:
             out.gauges.update(zip(held, reads.stored(held), strict=True))
     return out
+
+
+def _start_custom(
+    reads: Reads, names: Sequence[str], snapshot: tuple[Path, PolicyStore] | None,
+    background: Background,
+) -> dict[str, Future[tuple[tuple[CustomConstraint, Enforcement], ...]]]:
+    """Each project's custom constraints on topics, asked for now: from the target
+    (its snapshot, or the Org Policy API with the organization the spec tree's
+    snapshot names), or, for a target that cannot say (the read-ahead's answer), from
+    the spec tree's snapshot."""
+    store = snapshot[1] if snapshot is not None else None
+    getter = getattr(reads, "custom_constraints", None)
+    out = {}
+    for p in names:
+        resource = f"projects/{p}"
+        if getter is not None:
+            org = store.organization(resource) if store is not None else None
+            out[p] = background.submit(getter, p, org)
+        elif store is not None:
+            out[p] = background.submit(
+                lambda r=resource: tuple(store.custom_constraints_for(r, TOPIC))
+            )
+    return out
+
+
+def _collect_custom(
+    out: Observation,
+    custom: dict[str, Future[tuple[tuple[CustomConstraint, Enforcement], ...]]],
+    snapshot: tuple[Path, PolicyStore] | None,
+) -> None:
+    errors = []
+    for p, fut in custom.items():
+        try:
+            out.custom[p] = fut.result()
+        except BackendError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise BackendError("\n".join(dict.fromkeys(errors)))
+    if snapshot is None or out.service.org_policy != "api":
+        return
+    path, store = snapshot
+    out.snapshot_file = str(path)
+    for p, inputs in out.org.items():
+        found = differences(store, p, inputs, out.custom.get(p, ()))
+        if found:
+            out.stale[p] = found
 
 
 def read_topics(reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS) -> Observation:

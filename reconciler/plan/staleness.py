@@ -8,7 +8,8 @@ that a tree that validated against a stale snapshot is not a surprise at plan ti
 Compared: what each constraint means for topics (the regions the location policy
 allows, in-transit enforcement, the managed transform constraints), not how the
 policies are written (a snapshot may name a value group where the live effective
-policy lists its regions).
+policy lists its regions), and the custom constraints on topics each project enforces
+or dry-runs.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from collections.abc import Sequence
 
 from reconciler.backends.base import OrgInputs
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.locations import enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
-from reconciler.orgpolicy.store import PolicyStore
+from reconciler.orgpolicy.store import Enforcement, PolicyStore
 
 STALE = "org-policy-stale"
 _SHOWN = 5  # regions named per difference before "and N more"
@@ -31,8 +33,13 @@ def _regions(names: frozenset[str]) -> str:
     return ", ".join(ordered[:_SHOWN]) + (f" and {more} more" if more > 0 else "")
 
 
-def differences(snapshot: PolicyStore, project: str, live: OrgInputs) -> list[str]:
-    """How the snapshot's effective policy of `project` differs from the live one."""
+def differences(
+    snapshot: PolicyStore, project: str, live: OrgInputs,
+    custom: Sequence[tuple[CustomConstraint, Enforcement]] = (),
+) -> list[str]:
+    """How the snapshot's effective policy of `project` differs from the live one
+    (`custom`: the live custom constraints on topics the project enforces or
+    dry-runs)."""
     resource = f"projects/{project}"
     out = []
     was = location_restriction(snapshot.effective_spec(RESOURCE_LOCATIONS, resource)).allowed
@@ -59,6 +66,28 @@ def differences(snapshot: PolicyStore, project: str, live: OrgInputs) -> list[st
             f"constraints/{ENFORCE_IN_TRANSIT}: {state} now, {'not ' if now_on else ''}"
             "enforced in the snapshot"
         )
+    out.extend(_custom_differences(snapshot, resource, custom))
+    return out
+
+
+def _custom_differences(
+    snapshot: PolicyStore, resource: str,
+    live: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[str]:
+    was = {c.constraint_id: (c, mode) for c, mode in snapshot.custom_constraints_for(
+        resource, TOPIC
+    )}
+    now = {c.constraint_id: (c, mode) for c, mode in live}
+    out = []
+    for cid in sorted(set(was) | set(now)):
+        if cid not in was:
+            out.append(f"{cid} is {now[cid][1]} now, and not in the snapshot")
+        elif cid not in now:
+            out.append(f"{cid} is {was[cid][1]} in the snapshot, and no longer applies")
+        elif was[cid][1] != now[cid][1]:
+            out.append(f"{cid} is {now[cid][1]} now, {was[cid][1]} in the snapshot")
+        elif was[cid][0] != now[cid][0]:
+            out.append(f"{cid} has changed (its condition, action, methods or description)")
     return out
 
 

@@ -35,6 +35,8 @@ PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
 STORAGE = "messageStoragePolicy"
 _ALWAYS = frozenset({"name", "labels"})
 _WITH_STORAGE = _ALWAYS | {STORAGE}
+# What a plan reads of a live topic (the rest of it is not read: `live_resource`).
+LIVE_FIELDS = _WITH_STORAGE
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
