@@ -83,9 +83,12 @@ topics = st.fixed_dictionaries({
 })
 
 
-def _spec(project: str, topic: dict[str, Any]) -> str:
+def _spec(project: str, topic: dict[str, Any], unmanaged: bool = False) -> str:
+    """The Topic document (`regions` None: `inherit`, or, `unmanaged`, no policy)."""
     spec: dict[str, Any] = {"labels": topic["labels"]} if topic["labels"] else {}
-    if topic["regions"] is None:
+    if topic["regions"] is None and unmanaged:
+        pass
+    elif topic["regions"] is None:
         spec["messageStoragePolicy"] = "inherit"
     else:
         policy: dict[str, Any] = {"allowedPersistenceRegions": topic["regions"]}
@@ -228,3 +231,101 @@ def test_the_request_model_is_what_apply_sends(
         k: v for k, v in modelled["labels"].items() if k != "reconcile-plan"
     }
     assert list(live.message_storage_policy.allowed_persistence_regions) == ["europe-west1"]
+
+
+# -- plan: creates and updates of live topics ----------------------------------------
+
+live_topics = st.one_of(st.none(), st.fixed_dictionaries({
+    "labels": st.dictionaries(st.sampled_from(LABEL_KEYS), st.sampled_from(LABEL_VALUES),
+                              max_size=2),
+    "regions": st.one_of(st.none(), st.lists(st.sampled_from(REGIONS), min_size=1,
+                                             max_size=2, unique=True)),
+}))
+plan_constraints = st.lists(
+    st.tuples(
+        conditions(),
+        st.sampled_from(["ALLOW", "DENY"]),
+        st.just(["CREATE", "UPDATE"]),
+        st.sampled_from(["enforced", "enforced", "dry-run"]),
+    ),
+    min_size=1, max_size=3,
+)
+
+
+def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, Any] | None, str]:
+    result = run_cli("plan", str(root), "--emulator", server.address, "--format", "json")
+    data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
+    return result.exit_code, data, result.stderr
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[
+    HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(live=live_topics, topic=topics, generated=plan_constraints)
+@example(  # a live topic that already violates; the change only adds a label
+    live={"labels": {}, "regions": ["us-east1"]},
+    topic={"name": "orders", "labels": {"team": "pay"}, "regions": None, "in_transit": None},
+    generated=[(STORAGE[0][0].format("europe-"), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+)
+def test_plan_agrees_with_the_local_server(
+    world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
+    live: dict[str, Any] | None, topic: dict[str, Any], generated: list[Any],
+) -> None:
+    server, publisher, orgpolicy = world
+    n = next(_numbers)
+    org, project = f"organizations/{19000 + n}", f"plan-{n}"
+    name = f"projects/{project}/topics/{topic['name']}"
+    if live is not None:  # the live topic, made before any constraint
+        request: dict[str, Any] = {"name": name, "labels": {
+            **live["labels"], "reconcile-managed": "true", "reconcile-owner": "default"}}
+        if live["regions"] is not None:
+            request["message_storage_policy"] = {"allowed_persistence_regions": live["regions"]}
+        publisher.create_topic(request=request)
+    root = tmp_path_factory.mktemp("plan") / "specs"
+    root.mkdir()
+    # No regions: `inherit` for a new topic, left unmanaged for a live one.
+    (root / "topic.yaml").write_text(_spec(project, topic, unmanaged=live is not None))
+    (root / "org-policy.yaml").write_text(f"ancestry:\n  projects/{project}: {org}\n")
+    server.set_ancestry(f"projects/{project}", org)
+    # The call apply would make, from a plan made before the constraints exist.
+    code, before, stderr = _plan_json(run_cli, server, root)
+    assert code == 0 and before is not None, stderr
+    (rc,) = [c for c in before["resource_changes"] if c["address"] == name]
+    custom, policies = _documents(org, project, generated, False)
+    for constraint in custom:
+        orgpolicy.create_custom_constraint(parent=org, custom_constraint={
+            "name": constraint["name"], "resource_types": constraint["resourceTypes"],
+            "method_types": constraint["methodTypes"], "condition": constraint["condition"],
+            "action_type": constraint["actionType"], "description": constraint["description"],
+        })
+    for policy in policies:
+        orgpolicy.create_policy(parent=f"projects/{project}", policy={
+            "name": policy["name"], **{
+                ("dry_run_spec" if k == "dryRunSpec" else k): v
+                for k, v in policy.items() if k != "name"
+            }})
+    code, _, stderr = _plan_json(run_cli, server, root)
+    said = [line for line in stderr.splitlines() if "[org-custom" in line]
+    errors = [line for line in said if "error[org-custom" in line]
+    assert not [line for line in said if "org-custom-not-checked" in line]
+    if rc["request"] is None:  # nothing to send: nothing to judge
+        assert not errors
+        return
+    body = dict(rc["request"]["topic"])
+    marker = "0123456789abcdef"
+    if rc["request"]["method"] == "CreateTopic":
+        body["labels"] = {**body.get("labels", {}), "reconcile-plan": marker}
+        call = lambda: publisher.create_topic(request=body)  # noqa: E731
+    else:
+        live_now = publisher.get_topic(topic=name)
+        labels = body.get("labels", dict(live_now.labels))
+        body["labels"] = {**labels, "reconcile-plan": marker}
+        mask = sorted(set(rc["request"]["update_mask"]) | {"labels"})
+        call = lambda: publisher.update_topic(  # noqa: E731
+            request={"topic": body, "update_mask": {"paths": mask}}
+        )
+    try:
+        call()
+    except exceptions.FailedPrecondition as exc:
+        assert code == 1 and errors, f"the server refused what plan accepts: {exc.message}"
+        return
+    assert code == 0 and not errors, f"plan refuses what the server accepts: {errors}"
