@@ -32,7 +32,7 @@ from reconciler.spec.resource import (
     topic_resource,
     updated_resource,
 )
-from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy
+from reconciler.topic import STORAGE_POLICY, StoragePolicy
 
 NOT_CHECKED = "org-custom-not-checked"
 
@@ -51,9 +51,11 @@ def resources(
         return "CREATE", resource, None
     shape = live.shape
     before = live_resource(live.name, shape.labels, _policy(shape.policy))
-    body: Mapping[str, Any] = rc.request.topic if rc.request is not None else {}
+    request = rc.request
+    body: Mapping[str, Any] = request.topic if request is not None else {}
     mask = rc.update_mask
-    labels = dict(body.get(LABELS) or {}) if LABELS in mask else None
+    merge = request.label_merge if request is not None else None
+    labels = merge.onto(shape.labels) if merge is not None else None
     sent = StoragePolicy.from_json(body.get(STORAGE_POLICY))
     after = updated_resource(
         before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask

@@ -303,7 +303,10 @@ def test_plan_agrees_with_the_local_server(
                 ("dry_run_spec" if k == "dryRunSpec" else k): v
                 for k, v in policy.items() if k != "name"
             }})
-    code, _, stderr = _plan_json(run_cli, server, root)
+    code, planned, stderr = _plan_json(run_cli, server, root)
+    # The tree's snapshot knows none of the constraints: the plan says it is stale.
+    codes = {d["code"] for d in (planned or {}).get("diagnostics", [])}
+    assert "org-policy-stale" in codes or "warning[org-policy-stale]" in stderr
     said = [line for line in stderr.splitlines() if "[org-custom" in line]
     errors = [line for line in said if "error[org-custom" in line]
     assert not [line for line in said if "org-custom-not-checked" in line]
@@ -315,9 +318,11 @@ def test_plan_agrees_with_the_local_server(
     if rc["request"]["method"] == "CreateTopic":
         body["labels"] = {**body.get("labels", {}), "reconcile-plan": marker}
         call = lambda: publisher.create_topic(request=body)  # noqa: E731
-    else:
-        live_now = publisher.get_topic(topic=name)
-        labels = body.get("labels", dict(live_now.labels))
+    else:  # as apply makes it: the labels read now, merged, and the plan's marker
+        labels = dict(publisher.get_topic(topic=name).labels)
+        merge = rc["request"].get("label_merge") or {}
+        labels = {k: v for k, v in labels.items() if k not in merge.get("remove", [])}
+        labels.update(merge.get("set", {}))
         body["labels"] = {**labels, "reconcile-plan": marker}
         mask = sorted(set(rc["request"]["update_mask"]) | {"labels"})
         call = lambda: publisher.update_topic(  # noqa: E731
