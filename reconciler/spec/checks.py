@@ -19,12 +19,12 @@ from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import (
     OrgFacts,
     allowed_note,
+    locate,
     org_facts,
     org_problems,
     unknown_group_problems,
 )
 from reconciler.spec.owner import check_opt_in_projects, check_owner
-from reconciler.spec.positions import locate
 from reconciler.spec.profiles import index_profiles
 from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree

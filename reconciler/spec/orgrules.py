@@ -28,6 +28,7 @@ from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, P
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.desired import DesiredTopic
+from reconciler.yamlio import Document, PathKey
 
 POLICY = ("spec", "messageStoragePolicy")
 REGIONS = (*POLICY, "allowedPersistenceRegions")
@@ -94,6 +95,21 @@ def allowed_note(problem: OrgProblem, project: str, listed: set[str]) -> str:
         listed.add(project)
         note = f" (allowed: {', '.join(problem.allowed) or 'none'})"
     return problem.message.replace(ALLOWED_SLOT, note)
+
+
+def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
+    """The path of `value` inside the list at `path` in this document (a region may be
+    declared here or come from a Defaults document: then the topic itself is blamed)."""
+    node = doc.data
+    for part in path:
+        if not isinstance(node, dict) or part not in node:
+            return ("metadata", "name")
+        node = node[part]
+    if value is None:
+        return path
+    if isinstance(node, list) and value in node:
+        return (*path, node.index(value))
+    return path
 
 
 def unknown_group_problems(project: str, facts: OrgFacts) -> list[OrgProblem]:

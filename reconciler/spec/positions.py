@@ -3,8 +3,9 @@ places them from the documents it has loaded; `plan`, which holds only the desir
 state, reads the topic's file again for the rare topic it reports on, so that its
 org-policy errors point at the value as validate's do.
 
-    locate(doc, path, value) -> PathKey          the path of `value` in the list at `path`
     position(file, line, path, value) -> (line, col) | None
+
+(`orgrules.locate` says where a problem's key or value is in a loaded document.)
 """
 
 from __future__ import annotations
@@ -12,24 +13,8 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 
-from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
-
-NAME: PathKey = ("metadata", "name")
-
-
-def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
-    """The path of `value` inside the list at `path` in this document (a region may be
-    declared here or come from a Defaults document: then the topic itself is blamed)."""
-    node = doc.data
-    for part in path:
-        if not isinstance(node, dict) or part not in node:
-            return NAME
-        node = node[part]
-    if value is None:
-        return path
-    if isinstance(node, list) and value in node:
-        return (*path, node.index(value))
-    return path
+from reconciler.spec.orgrules import locate
+from reconciler.yamlio import Document, YamlProblem, load_documents
 
 
 @lru_cache(maxsize=32)
