@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 from reconciler.backends.base import ObservedTopic, OrgInputs, Reads
 from reconciler.background import Background
@@ -102,14 +103,7 @@ def _collect_custom(
     custom: dict[str, Future[tuple[tuple[CustomConstraint, Enforcement], ...]]],
     snapshot: tuple[Path, PolicyStore] | None,
 ) -> None:
-    errors = []
-    for p, fut in custom.items():
-        try:
-            out.custom[p] = fut.result()
-        except BackendError as exc:
-            errors.append(str(exc))
-    if errors:
-        raise BackendError("\n".join(dict.fromkeys(errors)))
+    _raise_all(_gather(custom, out.custom))
     if snapshot is None or out.service.org_policy != "api":
         return
     path, store = snapshot
@@ -155,10 +149,25 @@ def _collect_topics(
             continue
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
-    for p, found in inputs.items():
+    errors += _gather(inputs, out.org)
+    _raise_all(errors)
+
+
+T = TypeVar("T")
+
+
+def _gather(futures: dict[str, Future[T]], into: dict[str, T]) -> list[str]:
+    """Each project's answer into `into`; the failures' messages."""
+    errors = []
+    for p, fut in futures.items():
         try:
-            out.org[p] = found.result()
+            into[p] = fut.result()
         except BackendError as exc:
             errors.append(str(exc))
+    return errors
+
+
+def _raise_all(errors: list[str]) -> None:
+    """Every failure at once, each said once."""
     if errors:
         raise BackendError("\n".join(dict.fromkeys(errors)))

@@ -47,12 +47,19 @@ def _enforce(server: Any, constraint: str, *, dry_run: bool = False) -> None:
     )
 
 
+def _install(server: Any, client: Any, name: str = "custom.euOnly", *,
+             dry_run: bool = False, **overrides: Any) -> None:
+    """The project under ORG, the constraint created through the API, and enforced
+    (or dry-run) for the project."""
+    server.set_ancestry(f"projects/{PROJECT}", ORG)
+    client.create_custom_constraint(parent=ORG, custom_constraint=_constraint(name, **overrides))
+    _enforce(server, name, dry_run=dry_run)
+
+
 @pytest.fixture
 def enforced(local_server: Any, orgpolicy_client: Any) -> Any:
     """custom.euOnly created through the API and enforced on the project."""
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=_constraint())
-    _enforce(local_server, "custom.euOnly")
+    _install(local_server, orgpolicy_client)
     return local_server
 
 
@@ -100,9 +107,7 @@ def test_dry_run_only_logs(
     local_server: Any, orgpolicy_client: Any, publisher_client: Any,
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=_constraint())
-    _enforce(local_server, "custom.euOnly", dry_run=True)
+    _install(local_server, orgpolicy_client, dry_run=True)
     with caplog.at_level("INFO", logger="reconciler.localserver.pubsub.constraints"):
         publisher_client.create_topic(request=_eu("in-us", "us-east1"))
     assert "dry-run custom constraint custom.euOnly would refuse CREATE" in caplog.text
@@ -112,9 +117,7 @@ def test_update_of_an_already_violating_topic(
     local_server: Any, orgpolicy_client: Any, publisher_client: Any
 ) -> None:
     publisher_client.create_topic(request=_eu("legacy", "us-east1"))  # before enforcement
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=_constraint())
-    _enforce(local_server, "custom.euOnly")
+    _install(local_server, orgpolicy_client)
     labels_only = {
         "topic": _eu("legacy", "us-east1", team="a"), "update_mask": {"paths": ["labels"]}
     }
@@ -130,15 +133,11 @@ def test_update_of_an_already_violating_topic(
 def test_create_only_constraint_leaves_updates_alone(
     local_server: Any, orgpolicy_client: Any, publisher_client: Any
 ) -> None:
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(
-        parent=ORG,
-        custom_constraint=_constraint(
-            "custom.teamLabel", method_types=["CREATE"], action_type="DENY",
+    _install(
+        local_server, orgpolicy_client,
+        "custom.teamLabel", method_types=["CREATE"], action_type="DENY",
             condition="!('team' in resource.labels)", description="Say which team.",
-        ),
     )
-    _enforce(local_server, "custom.teamLabel")
     with pytest.raises(exceptions.FailedPrecondition, match="Say which team"):
         publisher_client.create_topic(request=_eu("ttt"))
     publisher_client.create_topic(request=_eu("ttt", team="a"))
@@ -171,14 +170,10 @@ def test_every_refusing_constraint_is_named(enforced: Any, orgpolicy_client: Any
 def test_an_unevaluable_condition_is_refused_saying_why(
     local_server: Any, orgpolicy_client: Any, publisher_client: Any
 ) -> None:
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(
-        parent=ORG,
-        custom_constraint=_constraint(
-            "custom.cmek", condition="resource.kmsKeyName.startsWith('projects/keys-')",
-        ),
+    _install(
+        local_server, orgpolicy_client,
+        "custom.cmek", condition="resource.kmsKeyName.startsWith('projects/keys-')",
     )
-    _enforce(local_server, "custom.cmek")
     with pytest.raises(exceptions.FailedPrecondition) as info:
         publisher_client.create_topic(request=_eu("nokey"))
     assert "could not evaluate the condition of custom constraint" in info.value.message
@@ -217,15 +212,11 @@ def test_managed_transform_constraints(local_server: Any, publisher_client: Any,
 def test_subscription_custom_constraint(
     local_server: Any, orgpolicy_client: Any, publisher_client: Any, subscriber_client: Any
 ) -> None:
-    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(
-        parent=ORG,
-        custom_constraint=_constraint(
-            "custom.shortAck", resource_types=["pubsub.googleapis.com/Subscription"],
+    _install(
+        local_server, orgpolicy_client,
+        "custom.shortAck", resource_types=["pubsub.googleapis.com/Subscription"],
             condition="resource.ackDeadlineSeconds <= 60", description="Short deadlines.",
-        ),
     )
-    _enforce(local_server, "custom.shortAck")
     publisher_client.create_topic(name=f"{TOPICS}/ttt")
     sub = f"projects/{PROJECT}/subscriptions/sub"
     with pytest.raises(exceptions.FailedPrecondition, match="Short deadlines"):

@@ -135,6 +135,23 @@ def _documents(org: str, project: str, generated: list[Any], org_in_transit: boo
     return custom, policies
 
 
+def _put(orgpolicy: Any, org: str, custom: list[dict[str, Any]],
+         policies: list[dict[str, Any]]) -> None:
+    """The constraints and policies, through the real Org Policy client."""
+    for constraint in custom:
+        orgpolicy.create_custom_constraint(parent=org, custom_constraint={
+            "name": constraint["name"], "resource_types": constraint["resourceTypes"],
+            "method_types": constraint["methodTypes"], "condition": constraint["condition"],
+            "action_type": constraint["actionType"], "description": constraint["description"],
+        })
+    for policy in policies:
+        orgpolicy.create_policy(parent=policy["name"].split("/policies/")[0], policy={
+            "name": policy["name"], **{
+                ("dry_run_spec" if k == "dryRunSpec" else k): v
+                for k, v in policy.items() if k != "name"
+            }})
+
+
 def _validate(tmp: Path, project: str, topic: dict[str, Any], org: str,
               custom: list[dict[str, Any]], policies: list[dict[str, Any]]) -> Any:
     specs = tmp / "specs"
@@ -187,20 +204,7 @@ def test_validate_agrees_with_the_local_server(
                   for d in errors if d.code == "org-custom-constraint"}
 
     server.set_ancestry(f"projects/{project}", org)
-    for constraint in custom:
-        orgpolicy.create_custom_constraint(parent=org, custom_constraint={
-            "name": constraint["name"], "resource_types": constraint["resourceTypes"],
-            "method_types": constraint["methodTypes"], "condition": constraint["condition"],
-            "action_type": constraint["actionType"], "description": constraint["description"],
-        })
-    for policy in policies:
-        parent = policy["name"].split("/policies/")[0]
-        orgpolicy.create_policy(parent=parent, policy=json.loads(json.dumps(
-            {"name": policy["name"], **{
-                ("dry_run_spec" if k == "dryRunSpec" else k): v
-                for k, v in policy.items() if k != "name"
-            }}
-        )))
+    _put(orgpolicy, org, custom, policies)
     request = _request(project, topic, org_in_transit)
     try:
         publisher.create_topic(request=request)
@@ -291,18 +295,7 @@ def test_plan_agrees_with_the_local_server(
     assert code == 0 and before is not None, stderr
     (rc,) = [c for c in before["resource_changes"] if c["address"] == name]
     custom, policies = _documents(org, project, generated, False)
-    for constraint in custom:
-        orgpolicy.create_custom_constraint(parent=org, custom_constraint={
-            "name": constraint["name"], "resource_types": constraint["resourceTypes"],
-            "method_types": constraint["methodTypes"], "condition": constraint["condition"],
-            "action_type": constraint["actionType"], "description": constraint["description"],
-        })
-    for policy in policies:
-        orgpolicy.create_policy(parent=f"projects/{project}", policy={
-            "name": policy["name"], **{
-                ("dry_run_spec" if k == "dryRunSpec" else k): v
-                for k, v in policy.items() if k != "name"
-            }})
+    _put(orgpolicy, org, custom, policies)
     code, planned, stderr = _plan_json(run_cli, server, root)
     # The tree's snapshot knows none of the constraints: the plan says it is stale.
     codes = {d["code"] for d in (planned or {}).get("diagnostics", [])}
