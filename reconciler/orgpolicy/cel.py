@@ -34,6 +34,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import lru_cache
 from typing import Any
 
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
@@ -238,12 +239,22 @@ _TYPED = {**{p: ("duration", _duration) for p in DURATION_FIELDS},
 _ABSENT = object()
 
 
+@lru_cache(maxsize=1024)
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split(".")) if path else ()
+
+
 def _lookup(resource: Mapping[str, Any], path: str) -> Any:
     value: Any = resource
-    for part in path.split(".") if path else ():
-        if not isinstance(value, Mapping) or part not in value:
+    for part in _parts(path):
+        if type(value) is dict:  # the common case, without the ABC check
+            value = value.get(part, _ABSENT)
+            if value is _ABSENT:
+                return _ABSENT
+        elif isinstance(value, Mapping) and part in value:
+            value = value[part]
+        else:
             return _ABSENT
-        value = value[part]
     return value
 
 
@@ -256,12 +267,16 @@ def _freeze(value: Any) -> Any:
     kind = type(value)
     if kind in _SCALARS:
         return value
-    if kind is dict and all(type(v) is str for v in value.values()):
-        return tuple(sorted(value.items()))
+    if kind is dict:
+        if all(type(v) is str for v in value.values()):
+            return tuple(sorted(value.items()))
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
+    if kind is list or kind is tuple:
+        return ("[", *map(_freeze, value))
     if isinstance(value, Mapping):
         return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
-        return ("[", *(_freeze(v) for v in value))
+        return ("[", *map(_freeze, value))
     return value
 
 

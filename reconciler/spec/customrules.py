@@ -170,7 +170,12 @@ class CustomRules:
                     heads = frozenset(r.split(".", 1)[0] for r in condition.reads)
                     found.append((c, mode, condition, heads))
             self._by_project[project] = found
-            self._reads[project] = tuple(sorted({r for a in found for r in a[2].reads}))
+            reads = {r for a in found for r in a[2].reads}
+            # The outermost fields read: their values decide the rest.
+            self._reads[project] = tuple(sorted(
+                r for r in reads
+                if not any(o == "" or r.startswith(o + ".") for o in reads if o != r)
+            ))
             self._said[project] = {}
             self._in_transit[project] = self.store.enforcement(ENFORCE_IN_TRANSIT, parent) == (
                 "enforced"
