@@ -55,7 +55,13 @@ from reconciler.plan.policy import (
 )
 from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
-from reconciler.spec.orgrules import OrgFacts, OrgProblem, allowed_note, org_problems
+from reconciler.spec.orgrules import (
+    OrgFacts,
+    OrgProblem,
+    allowed_note,
+    kept_as_is,
+    org_problems,
+)
 from reconciler.spec.positions import position
 from reconciler.topic import (
     LABELS,
@@ -414,13 +420,16 @@ def org_diagnostics(
     facts: OrgFacts,
     seen: dict[tuple[Any, ...], list[OrgProblem]] | None = None,
     listed: set[str] | None = None,
+    live: ObservedTopic | None = None,
 ) -> list[Diagnostic]:
     """The org-policy rules `validate` applies to the snapshot, applied to the live org
     policy (errors stop the topic before any call; warnings are reported). `seen`: the
     problems found so far for each distinct (project, storage, publishers), when the
     caller checks many topics against one project's facts each (a plan: most topics
     of a large tree share a few combinations); `listed`: the projects whose allowed
-    regions a message printed already (spec/orgrules.py's `allowed_note`)."""
+    regions a message printed already (spec/orgrules.py's `allowed_note`); `live`:
+    the topic as it is, whose storage policy, left unchanged, the service does not
+    check again."""
     if seen is None:
         problems = org_problems(desired, facts)
     else:
@@ -434,6 +443,10 @@ def org_diagnostics(
         )
     if not problems:
         return []
+    if live is not None and desired.storage.mode == "explicit" and (
+        live_policy_of(live.shape.policy) == expected_policy(desired, facts)
+    ):  # the plan does not set the storage policy: only such a call is refused
+        problems = [kept_as_is(p, desired.address) for p in problems]
     where = desired.file or desired.address
     listed = set() if listed is None else listed
     out = []

@@ -82,7 +82,7 @@ def make_plan(
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
         topic_prints[topic.address] = topic_fingerprint(live)
-        problems = differ.org_diagnostics(topic, facts, org_seen)
+        problems = differ.org_diagnostics(topic, facts, org_seen, live=live)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):

@@ -112,6 +112,24 @@ def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
     return path
 
 
+def kept_as_is(problem: OrgProblem, address: str) -> OrgProblem:
+    """A region refusal for a live topic whose storage policy the plan leaves as it
+    is: the service refuses only a call that sets the policy, so the plan's other
+    changes go through; a warning saying what the service would refuse."""
+    if problem.code != "org-location-denied" or problem.value is None:
+        return problem
+    return replace(
+        problem,
+        severity=Severity.WARNING,
+        message=(
+            f"topic {address} exists with region {problem.value!r} in its storage policy, "
+            f"which the effective constraints/gcp.resourceLocations no longer allows"
+            f"{ALLOWED_SLOT}; the plan leaves the policy as it is, and the service refuses "
+            "changing it while it lists the region"
+        ),
+    )
+
+
 def unknown_group_problems(project: str, facts: OrgFacts) -> list[OrgProblem]:
     """Value groups the org policy names that the location data does not know."""
     out = []

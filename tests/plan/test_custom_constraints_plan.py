@@ -164,3 +164,31 @@ def test_a_stale_snapshot_is_named(
     assert "constraints/pubsub.enforceInTransitRegions: not enforced now, enforced in the " \
         "snapshot" in out
     assert "reconcile policy pull --project proj-a" in out
+
+
+def test_a_live_topic_in_a_region_no_longer_allowed_gets_its_labels(
+    run_cli: Any, local_server: Any, publisher_client: Any, tree: Any
+) -> None:
+    """Adopting existing topics: one already stored in a region the org policy no
+    longer allows is described as such, and a plan that leaves its storage policy as
+    it is still changes its labels (the service checks the policy only when set)."""
+    publisher_client.create_topic(request={
+        "name": f"projects/{PROJECT}/topics/old",
+        "message_storage_policy": {"allowed_persistence_regions": ["us-east1"]},
+    })
+    local_server.put_policy(Policy.from_dict({
+        "name": f"projects/{PROJECT}/policies/gcp.resourceLocations",
+        "spec": {"rules": [{"values": {"allowedValues": ["europe-west1"]}}]},
+    }))
+    root = tree(topic_doc("old", labels={"team": "pay"}, storage=(["us-east1"], None)))
+    result = run_cli("apply", str(root), "--emulator", local_server.address, "--auto-approve")
+    assert result.exit_code == 0, result.stderr
+    out = result.stdout + result.stderr
+    assert "warning[org-location-denied]" in out
+    assert (
+        "topic projects/proj-a/topics/old exists with region 'us-east1' in its storage "
+        "policy, which the effective constraints/gcp.resourceLocations no longer allows"
+    ) in out
+    assert "the service would refuse creating" not in out
+    live = publisher_client.get_topic(topic=f"projects/{PROJECT}/topics/old")
+    assert live.labels["team"] == "pay"
