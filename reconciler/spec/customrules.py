@@ -8,9 +8,10 @@ evaluator `plan` and the local server use).
 
 For each constraint the project enforces (or dry-runs: then a warning) on topics:
 
-- a refusal is an error at the spec line of the field that decided it (the first
-  field the condition reads that the document declares), naming the topic, the
-  constraint, its description and the values the condition saw;
+- a refusal is an error at the spec line of the field that decided it (the deepest
+  field the condition reads, or the nearest part of the document that declares it),
+  naming the topic, the constraint, its description and the values the condition
+  saw;
 - a condition reading a field the spec does not manage (`spec/resource.py`) cannot
   be decided from the spec: the live topic decides it, so `plan` judges it; one
   warning per constraint says so, naming how many topics it concerns;
