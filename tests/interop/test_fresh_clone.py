@@ -50,9 +50,9 @@ def test_without_node_the_node_tests_skip_and_say_why(tmp_path: Path) -> None:
     done = _pytest(clone, str(empty_bin))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "2 skipped" in done.stdout, done.stdout
+    assert "SKIPPED [2] tests/interop/node_support.py:" in done.stdout, done.stdout
     assert (
-        "SKIPPED [2] tests/interop/node_support.py:32: the Node client tests need node "
-        "and npm; node and npm not on PATH"
+        ": the Node client tests need node and npm; node and npm not on PATH\n"
     ) in done.stdout, done.stdout
 
 
