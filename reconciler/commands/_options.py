@@ -98,7 +98,9 @@ def strict_groups_option(fn: F) -> F:
 
 
 PLAN_FORMATS_HELP = (
-    "text; json: the plan document (docs/plan-format.md); markdown: a pull-request comment."
+    "text; json: the plan document (docs/plan-format.md); markdown: a pull-request "
+    "comment; github: its diagnostics, warnings and drift as GitHub Actions annotations "
+    "at the spec lines; sarif: the same as a SARIF 2.1.0 log for code scanning."
 )
 
 

@@ -1,8 +1,9 @@
 """`reconcile validate [PATH...]`: check the specs offline, the org-policy snapshot
 included, and report every problem.
 
-Output: with `--format text` the diagnostics on stdout and the summary on stderr;
-with `--format json` only the diagnostics' JSON list on stdout. Exit code 1 when any
+Output: with `--format text` (or `github`: workflow annotations) the diagnostics on
+stdout and the summary on stderr; with `--format json` (or `sarif`) only the
+diagnostics' document on stdout. Exit code 1 when any
 diagnostic is an error, else 0.
 """
 
@@ -48,9 +49,10 @@ class ValidateOptions(NamedTuple):
     "org-policy checks did not run).",
 )
 @format_option(
-    ("text", "json"),
+    tuple(report.REPORTERS),
     help="text: one line per problem, and a summary on stderr; json: the diagnostics "
-    "as a JSON list.",
+    "as a JSON list; github: GitHub Actions annotations at each spec line; sarif: a "
+    "SARIF 2.1.0 log for code scanning.",
 )
 @strict_groups_option
 @click.option(
@@ -84,10 +86,11 @@ def run(options: ValidateOptions) -> int:
         diagnostics, files = _staged(options)
     else:
         diagnostics, files = _validated(options)
-    if options.fmt == "json":
-        output.stdout().data(report.as_json(diagnostics))
+    rendered = report.REPORTERS[options.fmt](diagnostics)
+    if options.fmt in ("json", "sarif"):
+        output.stdout().data(rendered)
     else:
-        output.stdout().document(report.text(diagnostics))
+        output.stdout().document(rendered)
         output.stderr().line(report.summary(diagnostics, files))
     return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK
 
