@@ -553,7 +553,7 @@ def drift_issue(api: GitLab, args: argparse.Namespace) -> int:
 
 
 def install(args: argparse.Namespace) -> int:
-    """pip install the pinned reconcile named by $RECONCILE_PIP_SPEC. A token for a
+    """Install what $RECONCILE_PIP_SPEC names (pinned), with pip. A token for a
     private repository reaches git through GIT_CONFIG_* variables of the pip process
     only (an `insteadOf` rewrite of the spec's host), as user $RECONCILE_SOURCE_USER
     (GitHub: x-access-token; GitLab: gitlab-ci-token with $CI_JOB_TOKEN)."""
