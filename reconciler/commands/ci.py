@@ -7,6 +7,7 @@ protection, and the `gh` commands that create them. Offline: nothing is contacte
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 
@@ -96,6 +97,7 @@ def _github(tree: Path, projects: list[str], source: InstallSource) -> list[str]
         "Branch protection on main:",
         "- [ ] require the status check `reconcile`",
         "- [ ] require branches to be up to date before merging",
+        *_pre_commit(source),
         "",
         "With the GitHub CLI, in the spec repository:",
     ]
@@ -134,5 +136,19 @@ def _gitlab(tree: Path, projects: list[str], source: InstallSource) -> list[str]
         "",
         "Merge requests: \"Pipelines must succeed\"; the resource groups "
         "reconcile-PROJECT with process_mode oldest_first.",
+        *_pre_commit(source),
     ]
     return lines
+
+
+def _pre_commit(source: InstallSource) -> list[str]:
+    """The pre-commit example's `repo:` and `rev:`, from a git requirement."""
+    found = re.fullmatch(r"[\w.-]+ @ git\+(\S+)@([0-9a-f]{40})", source.spec or "")
+    if found is None:
+        return []
+    return [
+        "",
+        ".pre-commit-config.yaml (examples/pre-commit-config.yaml), its two values:",
+        f"- [ ] repo: {found.group(1)}",
+        f"- [ ] rev: {found.group(2)}",
+    ]

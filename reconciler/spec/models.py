@@ -120,7 +120,9 @@ class HedgingProfileSpec(_Model):
     )
     refill_ratio: Number | None = Field(
         default=None, alias="refillRatio",
-        description="Tokens refilled per successful publish (at most six decimals).",
+        description="Tokens refilled per successful publish, 0.001 to 0.2. Validation "
+        "accepts six decimals (the labels carry six); the hedged publisher counts "
+        "thousandths of a token and rounds to three: write at most three.",
     )
 
 

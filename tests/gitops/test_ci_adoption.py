@@ -41,9 +41,11 @@ def test_checklist_names_every_project_environment_and_the_install_line(
     assert f"- [ ] RECONCILE_PIP_SPEC = {spec}" in out
     for project in ("acme-analytics", "acme-payments", "acme-platform"):
         assert f"- [ ] reconcile-{project}\n" in out
-        assert f"gh api --method PUT repos/{{owner}}/{{repo}}/environments/reconcile-{project}" in out
+        environment = f"repos/{{owner}}/{{repo}}/environments/reconcile-{project}"
+        assert f"gh api --method PUT {environment}" in out
     assert "- [ ] require the status check `reconcile`" in out
     assert f"gh variable set RECONCILE_PIP_SPEC --body '{spec}'" in out
+    assert "- [ ] repo: https://github.com/acme/reconcile\n- [ ] rev: " + "a" * 40 in out
     for variable in ("GCP_WIF_PROVIDER", "GCP_PLAN_SA", "GCP_APPLY_SA", "RECONCILE_SOURCE_TOKEN"):
         assert f"- [ ] {variable} = " in out
     gitlab = run_cli("ci", "checklist", str(ROOT / "specs"), "--platform", "gitlab",
