@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from reconciler.errors import PlanRefused, Refusal, UsageError
@@ -38,7 +39,9 @@ def select_projects(
     if unknown:
         raise UsageError(_unknown_message(unknown, declared, prune), hint=_hint(prune))
     wanted = set(projects)
-    return DesiredState([t for t in desired.topics if t.project in wanted])
+    # Narrowed, the tree is still the same tree: its owner (and everything else but
+    # the topics) kept, so a narrowed plan never reads as another tree's.
+    return replace(desired, topics=[t for t in desired.topics if t.project in wanted])
 
 
 def _unknown_message(unknown: list[str], declared: list[str], prune: bool) -> str:
