@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -29,7 +30,7 @@ def command() -> None:
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @click.option(
     "--platform",
-    type=click.Choice(["github", "gitlab"]),
+    type=click.Choice(["github", "gitlab"]),  # PLATFORMS
     default="github",
     show_default=True,
     help="The CI the checklist is for.",
@@ -47,10 +48,7 @@ def checklist(path: Path | None, platform: str, install: str | None) -> int:
     tree = path or DEFAULT_PATH
     projects = declared(validate_paths([tree]))
     source = InstallSource(install) if install else install_spec()
-    lines = _github(tree, projects, source) if platform == "github" else _gitlab(
-        tree, projects, source
-    )
-    output.stdout().line("\n".join(lines))
+    output.stdout().line("\n".join(_lines(PLATFORMS[platform], tree, projects, source)))
     if source.spec is None:
         output.stderr().line(
             f"note: the install line is not known ({source.why}); pass --install REQUIREMENT"
@@ -58,86 +56,112 @@ def checklist(path: Path | None, platform: str, install: str | None) -> int:
     return EXIT_OK
 
 
-def _spec_line(source: InstallSource) -> str:
-    return source.spec if source.spec is not None else "(set it: see the note below)"
+@dataclass(frozen=True)
+class Platform:
+    """What differs between the two CI examples' checklists."""
+
+    title: str
+    files: tuple[str, ...]
+    variables_at: str
+    specs_variable: str
+    variables: tuple[str, ...]
+    secret: tuple[str, ...]
+    environments_at: str
+    environment: str  # the name of a project's environment, {} the project
+    protections: tuple[str, ...]
 
 
-def _github(tree: Path, projects: list[str], source: InstallSource) -> list[str]:
-    spec = _spec_line(source)
-    specs = tree.as_posix().rstrip("/") + "/"
-    lines = [
-        f"# reconcile in GitHub Actions for {specs} ({len(projects)} project(s): "
-        f"{', '.join(projects) or 'none'})",
-        "",
-        "Files, copied unchanged from reconcile's examples/:",
-        "- [ ] .github/workflows/reconcile.yml  (examples/github/reconcile.yml)",
-        "- [ ] .github/workflows/reconcile-drift.yml  (examples/github/drift.yml; optional)",
-        "- [ ] ci/reconcile_ci.py  (examples/ci/reconcile_ci.py)",
-        "",
-        "Repository variables (Settings > Secrets and variables > Actions > Variables):",
-        f"- [ ] RECONCILE_PIP_SPEC = {spec}",
-    ]
-    if specs != "specs/":
-        lines.append(f"- [ ] RECONCILE_SPECS = {specs}")
-    lines += [
-        "- [ ] GCP_WIF_PROVIDER = projects/NUMBER/locations/global/workloadIdentityPools/"
-        "POOL/providers/PROVIDER",
-        "- [ ] GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer and "
+GITHUB = Platform(
+    title="GitHub Actions",
+    files=(
+        ".github/workflows/reconcile.yml  (examples/github/reconcile.yml)",
+        ".github/workflows/reconcile-drift.yml  (examples/github/drift.yml; optional)",
+        "ci/reconcile_ci.py  (examples/ci/reconcile_ci.py)",
+    ),
+    variables_at="Repository variables (Settings > Secrets and variables > Actions > Variables)",
+    specs_variable="RECONCILE_SPECS",
+    variables=(
+        "GCP_WIF_PROVIDER = projects/NUMBER/locations/global/workloadIdentityPools/POOL/"
+        "providers/PROVIDER",
+        "GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer and "
         "roles/orgpolicy.policyViewer on each project)",
-        "- [ ] GCP_APPLY_SA = the service account that applies (roles/pubsub.editor and "
+        "GCP_APPLY_SA = the service account that applies (roles/pubsub.editor and "
         "roles/orgpolicy.policyViewer on each project; impersonated from main only)",
-        "",
+    ),
+    secret=(
         "Secret, only when the reconcile repository is private:",
         "- [ ] RECONCILE_SOURCE_TOKEN = a token with read access to its contents",
-        "",
-        "Environments (Settings > Environments), one per project, with the reviewers "
-        "who approve its apply:",
-        *(f"- [ ] reconcile-{p}" for p in projects),
-        "",
+    ),
+    environments_at="Environments (Settings > Environments), one per project, with the "
+    "reviewers who approve its apply:",
+    environment="reconcile-{}",
+    protections=(
         "Branch protection on main:",
         "- [ ] require the status check `reconcile`",
         "- [ ] require branches to be up to date before merging",
-        *_pre_commit(source),
-        "",
-        "With the GitHub CLI, in the spec repository:",
-    ]
-    if source.spec is not None:
-        lines.append(f"  gh variable set RECONCILE_PIP_SPEC --body {shlex.quote(spec)}")
-    if specs != "specs/":
-        lines.append(f"  gh variable set RECONCILE_SPECS --body {shlex.quote(specs)}")
-    lines += [
-        f"  gh api --method PUT repos/{{owner}}/{{repo}}/environments/reconcile-{p}"
-        for p in projects
-    ]
-    return lines
+    ),
+)
+GITLAB = Platform(
+    title="GitLab CI",
+    files=(
+        ".gitlab-ci.yml  (examples/gitlab/.gitlab-ci.yml)",
+        "ci/reconcile_ci.py  (examples/ci/reconcile_ci.py)",
+    ),
+    variables_at="CI/CD variables (Settings > CI/CD > Variables)",
+    specs_variable="SPECS",
+    variables=(
+        "GCP_WIF_AUDIENCE, GCP_SERVICE_ACCOUNT (Workload Identity Federation)",
+        "RECONCILE_NOTE_TOKEN = a project access token (api scope) for the notes",
+    ),
+    secret=(
+        "Only when the reconcile project is private (on this GitLab):",
+        "- [ ] RECONCILE_SOURCE_USER = gitlab-ci-token, RECONCILE_SOURCE_TOKEN = "
+        "$CI_JOB_TOKEN (this project in its job token allowlist)",
+    ),
+    environments_at="Environments (Operate > Environments), one per project, protected:",
+    environment="reconcile/{}",
+    protections=(
+        "Merge requests: \"Pipelines must succeed\"; the resource groups "
+        "reconcile-PROJECT with process_mode oldest_first.",
+    ),
+)
+PLATFORMS = {"github": GITHUB, "gitlab": GITLAB}
 
 
-def _gitlab(tree: Path, projects: list[str], source: InstallSource) -> list[str]:
+def _lines(
+    platform: Platform, tree: Path, projects: list[str], source: InstallSource
+) -> list[str]:
+    spec = source.spec if source.spec is not None else "(set it: see the note below)"
     specs = tree.as_posix().rstrip("/") + "/"
+    moved = [f"{platform.specs_variable} = {specs}"] if specs != "specs/" else []
     lines = [
-        f"# reconcile in GitLab CI for {specs} ({len(projects)} project(s): "
+        f"# reconcile in {platform.title} for {specs} ({len(projects)} project(s): "
         f"{', '.join(projects) or 'none'})",
         "",
         "Files, copied unchanged from reconcile's examples/:",
-        "- [ ] .gitlab-ci.yml  (examples/gitlab/.gitlab-ci.yml)",
-        "- [ ] ci/reconcile_ci.py  (examples/ci/reconcile_ci.py)",
+        *(f"- [ ] {f}" for f in platform.files),
         "",
-        "CI/CD variables (Settings > CI/CD > Variables):",
-        f"- [ ] RECONCILE_PIP_SPEC = {_spec_line(source)}",
-    ]
-    if specs != "specs/":
-        lines.append(f"- [ ] SPECS = {specs}")
-    lines += [
-        "- [ ] GCP_WIF_AUDIENCE, GCP_SERVICE_ACCOUNT (Workload Identity Federation)",
-        "- [ ] RECONCILE_NOTE_TOKEN = a project access token (api scope) for the notes",
+        f"{platform.variables_at}:",
+        *(f"- [ ] {v}" for v in (f"RECONCILE_PIP_SPEC = {spec}", *moved, *platform.variables)),
         "",
-        "Environments (Operate > Environments), one per project, protected:",
-        *(f"- [ ] reconcile/{p}" for p in projects),
+        *platform.secret,
         "",
-        "Merge requests: \"Pipelines must succeed\"; the resource groups "
-        "reconcile-PROJECT with process_mode oldest_first.",
+        platform.environments_at,
+        *(f"- [ ] {platform.environment.format(p)}" for p in projects),
+        "",
+        *platform.protections,
         *_pre_commit(source),
     ]
+    if platform is GITHUB:
+        lines += ["", "With the GitHub CLI, in the spec repository:"]
+        if source.spec is not None:
+            lines.append(f"  gh variable set RECONCILE_PIP_SPEC --body {shlex.quote(spec)}")
+        if moved:
+            lines.append(f"  gh variable set RECONCILE_SPECS --body {shlex.quote(specs)}")
+        lines += [
+            f"  gh api --method PUT repos/{{owner}}/{{repo}}/environments/reconcile-{p}"
+            for p in projects
+        ]
     return lines
 
 

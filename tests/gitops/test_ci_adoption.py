@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
+from tests.gitops.repo_support import run_git, working_tree_repository
 from tests.gitops.workflow_lines import ROOT, WORKFLOWS
 
 CI_SCRIPT = ROOT / "examples" / "ci" / "reconcile_ci.py"
@@ -55,13 +55,9 @@ def test_checklist_names_every_project_environment_and_the_install_line(
 
 
 def _checkout_with_origin(tmp_path: Path) -> tuple[Path, dict[str, str], str]:
-    env = git_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
+    checkout, env, commit = working_tree_repository(tmp_path, "reconcile")
     origin = tmp_path / "origin.git"
     assert run_git(tmp_path, env, "init", "-q", "--bare", str(origin)).returncode == 0
-    checkout = tmp_path / "reconcile"
-    checkout.mkdir()
-    commit = snapshot_of_working_tree(checkout, env)
     run_git(checkout, env, "remote", "add", "origin", str(origin))
     assert run_git(checkout, env, "push", "-q", "origin", "HEAD:main").returncode == 0
     run_git(checkout, env, "fetch", "-q", "origin")
@@ -107,11 +103,7 @@ def test_the_glue_refuses_without_the_variable_and_says_which(tmp_path: Path) ->
 def test_the_glue_installs_the_pinned_commit_as_written(tmp_path: Path) -> None:
     """The install step as a job runs it, with a requirement of the checklist's form
     (pinned to a full commit; a git URL on this machine stands in for the host)."""
-    env = git_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
-    source = tmp_path / "reconcile"
-    source.mkdir()
-    commit = snapshot_of_working_tree(source, env)
+    source, env, commit = working_tree_repository(tmp_path, "reconcile")
     target = tmp_path / "site"
     # file://localhost/...: pip's requirement parser wants a host in a git URL.
     url = f"git+file://localhost{source.as_posix()}@{commit}"

@@ -12,9 +12,16 @@ from typing import Any
 
 import pytest
 
-from reconciler.orgpolicy.snapshot import load_snapshot
-from tests.gitops.ci_support import Repo, copy_reference_specs, make_repo
-from tests.gitops.test_pr_flow import ORDERS, PAYMENTS, apply_run, labels, pr_run, sticky
+from tests.gitops.ci_support import Repo, copy_reference_specs
+from tests.gitops.test_pr_flow import (
+    ORDERS,
+    PAYMENTS,
+    applied_repo,
+    apply_run,
+    labels,
+    pr_run,
+    sticky,
+)
 from tests.specs_support import owner_doc
 
 OWNER = "team-payments"
@@ -27,12 +34,7 @@ def _owned_tree(root: Path) -> None:
 
 @pytest.fixture
 def repo(tmp_path: Path, local_server: Any, run_cli: Any) -> Iterator[Repo]:
-    made = make_repo(tmp_path, local_server.address, _owned_tree)
-    local_server.seed_policies(load_snapshot(made.root / "specs" / "org-policy.yaml"))
-    applied = run_cli("apply", str(made.root / "specs"), "--emulator", local_server.address,
-                      "--auto-approve")
-    assert applied.exit_code == 0, applied.stderr
-    yield made
+    yield applied_repo(tmp_path, local_server, run_cli, _owned_tree)
 
 
 def test_the_examples_plan_and_apply_steps_keep_the_trees_owner(

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
+from tests.gitops.repo_support import run_git, working_tree_repository
 from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE, ROOT
 
 SNAPSHOT = """\
@@ -49,11 +49,7 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
 ) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
-    env = git_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
-    source = tmp_path / "reconcile-src"
-    source.mkdir()
-    rev = snapshot_of_working_tree(source, env)
+    source, env, rev = working_tree_repository(tmp_path)
 
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
@@ -112,11 +108,7 @@ def test_the_hook_checks_what_is_committed_not_the_working_tree(tmp_path: Path) 
     """An untracked file does not block a commit that leaves it out; a staged deletion
     blocks one although the file is still on disk; one validation of the whole staged
     tree, not one per staged file (the topic's profile is in a file it does not stage)."""
-    env = git_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
-    source = tmp_path / "reconcile-src"
-    source.mkdir()
-    rev = snapshot_of_working_tree(source, env)
+    source, env, rev = working_tree_repository(tmp_path)
     repo = tmp_path / "specs-repo"
     shutil.copytree(ROOT / "examples" / "specs", repo / "specs")
     assert run_git(repo, env, "init", "-q").returncode == 0

@@ -13,22 +13,14 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).parents[2]
+from tests.gitops.repo_support import working_tree_repository
+
 NODE_TESTS = ["tests/interop/test_node_client.py", "tests/interop/test_node_rest.py"]
 
 
 def _fresh_clone(tmp_path: Path) -> Path:
     """The repository's files as a clone has them: tracked and new, nothing ignored."""
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")
-    clone = tmp_path / "reconcile"
-    for rel in filter(None, listed):
-        source = ROOT / rel
-        if source.is_file():
-            (clone / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, clone / rel)
+    clone, _, _ = working_tree_repository(tmp_path, "reconcile")
     assert not (clone / "tests/interop/node/node_modules").exists()
     return clone
 

@@ -28,22 +28,23 @@ def valid_sarif(text: str) -> dict[str, Any]:
     return log
 
 
-def bad_tree(tmp_path: Path) -> Path:
+def validate_bad_tree(run_cli: Any, tmp_path: Path, monkeypatch: Any, fmt: str) -> Any:
+    """`reconcile validate specs --format FMT` in tmp_path, on a tree with one error in
+    a file whose name holds the annotation's separators (it must stay one property)."""
+    monkeypatch.chdir(tmp_path)
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "ok.yaml").write_text(topic_doc("orders"))
-    # A name that holds the command's separators: it must stay one property.
     (specs / "odd, name: 100%.yaml").write_text(topic_doc("goog-orders"))
-    return specs
+    result = run_cli("validate", "specs", "--format", fmt)
+    assert result.exit_code == 1
+    return result
 
 
 def test_validate_github_annotates_each_problem_at_its_line(
     run_cli: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    bad_tree(tmp_path)
-    result = run_cli("validate", "specs", "--format", "github")
-    assert result.exit_code == 1
+    result = validate_bad_tree(run_cli, tmp_path, monkeypatch, "github")
     lines = result.stdout.splitlines()
     assert len(lines) == 2, result.stdout
     assert lines[0].startswith(
@@ -60,10 +61,7 @@ def test_validate_github_annotates_each_problem_at_its_line(
 def test_validate_sarif_is_a_schema_valid_log_with_each_problem_at_its_line(
     run_cli: Any, tmp_path: Path, monkeypatch: Any
 ) -> None:
-    monkeypatch.chdir(tmp_path)
-    bad_tree(tmp_path)
-    result = run_cli("validate", "specs", "--format", "sarif")
-    assert result.exit_code == 1
+    result = validate_bad_tree(run_cli, tmp_path, monkeypatch, "sarif")
     log = valid_sarif(result.stdout)
     (run,) = log["runs"]
     assert run["tool"]["driver"]["name"] == "reconcile"
