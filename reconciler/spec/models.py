@@ -249,9 +249,10 @@ class OwnerSpec(_Model):
 
 
 class OwnerDoc(_Model):
-    """Who this spec tree is: declared once per tree (any file). `--prune` deletes only
-    topics that carry this owner, and a topic another tree owns is never taken over
-    without `apply --adopt-from OWNER` (docs/ownership.md)."""
+    """Who this spec tree is: declared once per tree (any file), never `default`.
+    `--prune` needs it and deletes only topics that carry this owner, and a topic
+    another tree owns is never taken over without `apply --adopt-from OWNER`
+    (docs/ownership.md)."""
 
     api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
     kind: Literal["Owner"] = Field(description=_KIND)

@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.specs_support import location_policy, topic_doc
+from tests.specs_support import location_policy, owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
+TEAM_A = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # prune needs an owner
 
 
 def plan(run_cli: Any, local_server: Any, root: Path, *extra: str) -> Any:
@@ -273,10 +274,11 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
 def test_prune_deletes_only_labelled_undeclared_topics(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any
 ) -> None:
-    seed("kept", OWN)
-    seed("ours-gone", OWN)
+    seed("kept", TEAM_A)
+    seed("ours-gone", TEAM_A)
     seed("someone-elses", {"team": "x"})
-    root = specs(topic_doc("kept"))
+    seed("another-trees", OWN)
+    root = specs(topic_doc("kept"), owner_doc("team-a"))
     policy = str(org_policy_file())
     without = plan(run_cli, local_server, root, "--org-policy", policy)
     assert "No changes." in without.stdout
@@ -290,6 +292,7 @@ def test_prune_deletes_only_labelled_undeclared_topics(
             "where their messages are stored): someone-elses") in out
     assert ("`reconcile import --project proj-a --topic someone-elses --out imported`"
             in out)
+    assert '- topic "projects/proj-a/topics/another-trees"' not in out  # another tree's
     assert "Plan: 0 to create, 0 to update, 1 to delete." in out
 
 

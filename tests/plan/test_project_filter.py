@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.ownership import PLAN_LABEL
-from tests.specs_support import topic_doc
+from tests.specs_support import owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
+TEAM_A = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # prune needs an owner
 TWO = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),
     topic_doc("events", project="proj-b", labels={"team": "data"}),
@@ -107,9 +108,10 @@ def test_prune_only_touches_the_named_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, tmp_path: Path,
     publisher_client: Any,
 ) -> None:
-    seed("old-a", OWN, project="proj-a")
-    seed("old-b", OWN, project="proj-b")
-    root = specs(*TWO)
+    seed("old-a", TEAM_A, project="proj-a")
+    seed("old-b", TEAM_A, project="proj-b")
+    seed("orders", TEAM_A, project="proj-a")
+    root = specs(*TWO, owner_doc("team-a"))
     out = tmp_path / "plan.json"
     made = run_cli(
         "plan", str(root), "--emulator", local_server.address, "--project", "proj-a",
