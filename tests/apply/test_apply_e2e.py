@@ -226,6 +226,9 @@ def test_prune_never_touches_a_topic_without_the_ownership_label(
     names = {t.name for t in client.list_topics(request={"project": f"projects/{tree.project}"})}
     assert names == {tree.address(t) for t in ("kept", "foreign", "another-trees")}
     assert local_server.counters.get("DeleteTopic") == 1
+    # One DeleteTopic, no retry: one attempt (the read before it changes nothing).
+    assert f"{tree.address('leftover')}: deleted\n" in run.output, run.output
+    assert "attempts" not in run.output
 
 
 def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:
