@@ -1,11 +1,15 @@
-"""Files as they were at a git revision, for `reconcile projects --changed-from REF`:
-the spec PATHs (and the org-policy snapshot) written out of `git archive` into a
-scratch directory laid out like the repository, so that the tree then is validated
-exactly as the tree now is.
+"""Files as they were at a git revision (`reconcile projects --changed-from REF`) or as
+git's index holds them (`reconcile validate --staged`, the pre-commit hook): the spec
+PATHs (and the org-policy snapshot) written into a scratch directory laid out like the
+repository, so that the tree then, or the tree being committed, is validated exactly
+as the tree now is.
 
     at_revision(ref, paths, scratch) -> [path in scratch]   one per PATH that existed
+    staged(root, paths, scratch) -> [path in scratch]   one per path
+    Relocation(scratch, root).shown(text)   scratch paths in a message as the user's
 
-Only git's own commands are run (`rev-parse`, `cat-file`, `archive`); a REF that
+Only git's own commands are run (`rev-parse`, `cat-file`, `archive`, `ls-files`,
+`checkout-index`); a REF that
 starts with `-` is refused, so that it is never taken for an option. The archive is
 unpacked with tarfile's "data" filter (no links out of the scratch directory, no
 devices, no absolute paths).
@@ -15,24 +19,29 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import subprocess
 import tarfile
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
 
 from reconciler.errors import UsageError
+from reconciler.spec.discover import SNAPSHOT_NAMES
 
 TIMEOUT = 120.0  # s for one git command (a spec repository is small)
 
 
-def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _git(
+    cwd: Path, *args: str, option: str = "--changed-from", stdin: bytes | None = None
+) -> subprocess.CompletedProcess[bytes]:
     exe = shutil.which("git")
     if exe is None:
-        raise UsageError("--changed-from needs git, which is not on PATH")
+        raise UsageError(f"{option} needs git, which is not on PATH")
     try:
         return subprocess.run(
-            [exe, *args], cwd=cwd, capture_output=True, timeout=TIMEOUT, check=False
+            [exe, *args], cwd=cwd, input=stdin, capture_output=True, timeout=TIMEOUT,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         raise UsageError(f"git {args[0]} did not finish within {TIMEOUT:g} s in {cwd}") from None
@@ -43,13 +52,15 @@ def _said(done: subprocess.CompletedProcess[bytes]) -> str:
     return text[-1] if text else f"exit status {done.returncode}"
 
 
-def repository_of(path: Path) -> Path:
+def repository_of(path: Path, option: str = "--changed-from") -> Path:
     """The root of the git work tree holding `path`."""
     where = path if path.is_dir() else path.parent
-    done = _git(where if where.exists() else Path.cwd(), "rev-parse", "--show-toplevel")
+    done = _git(
+        where if where.exists() else Path.cwd(), "rev-parse", "--show-toplevel", option=option
+    )
     if done.returncode != 0:
         raise UsageError(
-            f"--changed-from: {path} is not in a git repository ({_said(done)})",
+            f"{option}: {path} is not in a git repository ({_said(done)})",
             hint="run it in a clone of the spec repository",
         )
     return Path(done.stdout.decode().strip()).resolve()
@@ -80,13 +91,7 @@ def at_revision(
     """Write `paths` and `extra` (files such as the snapshot) as they were at `commit`
     under `scratch` (laid out as under `root`, with a `.git` marker so that the
     snapshot search stops there too); returns where each PATH that existed then is."""
-    rels: dict[Path, str] = {}
-    for path in [*paths, *extra]:
-        try:
-            rel = Path(os.path.abspath(path)).resolve().relative_to(root)
-        except ValueError:
-            raise UsageError(f"--changed-from: {path} is outside the repository {root}") from None
-        rels[path] = rel.as_posix() or "."
+    rels = _relative(root, [*paths, *extra], "--changed-from")
     wanted = [r for r in dict.fromkeys(rels.values()) if _exists(root, commit, r)]
     (scratch / ".git").mkdir(parents=True, exist_ok=True)
     if wanted:
@@ -96,3 +101,72 @@ def at_revision(
         with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
             archive.extractall(scratch, filter="data")
     return [scratch / rels[p] for p in paths if rels[p] in wanted]
+
+
+def _relative(root: Path, paths: Sequence[Path], option: str) -> dict[Path, str]:
+    """Each path as git names it, relative to the repository root."""
+    rels: dict[Path, str] = {}
+    for path in paths:
+        try:
+            rel = Path(os.path.abspath(path)).resolve().relative_to(root)
+        except ValueError:
+            raise UsageError(f"{option}: {path} is outside the repository {root}") from None
+        rels[path] = rel.as_posix() or "."
+    return rels
+
+
+def staged(root: Path, paths: Sequence[Path], scratch: Path) -> list[Path]:
+    """Write `paths` as git's index holds them (what `git commit` would record:
+    untracked files and unstaged edits left out, a staged deletion gone) under
+    `scratch`, with the org-policy snapshots staged at or above each of them, laid out
+    as under `root` with a `.git` marker; returns where each path is in the scratch
+    tree (a path with nothing staged is not written: validation names it missing)."""
+    option = "--staged"
+    rels = _relative(root, paths, option)
+    pathspecs = list(dict.fromkeys([*rels.values(), *_snapshot_candidates(rels.values())]))
+    listed = _git(root, "ls-files", "-z", "--cached", "--", *pathspecs, option=option)
+    if listed.returncode != 0:
+        raise UsageError(f"{option}: git ls-files failed: {_said(listed)}")
+    (scratch / ".git").mkdir(parents=True, exist_ok=True)
+    names = sorted(set(filter(None, listed.stdout.split(b"\0"))))
+    if names:
+        prefix = str(scratch) + os.sep
+        done = _git(
+            root, "checkout-index", "-z", "--stdin", f"--prefix={prefix}",
+            option=option, stdin=b"\0".join(names),
+        )
+        if done.returncode != 0:
+            raise UsageError(
+                f"{option}: git checkout-index failed: {_said(done)}",
+                hint="resolve the merge conflicts in the spec tree and stage the result",
+            )
+    return [scratch / rels[p] for p in paths]
+
+
+def _snapshot_candidates(specs: Iterable[str]) -> list[str]:
+    """The org-policy snapshot names validation looks for at and above each spec PATH
+    (spec/discover.py), as repository paths."""
+    found: list[str] = []
+    for rel in specs:
+        here = PurePosixPath(rel)
+        for directory in (here, *here.parents):
+            found += [(directory / name).as_posix() for name in SNAPSHOT_NAMES]
+    return found
+
+
+class Relocation:
+    """Scratch paths in what validation says, written back as the user's: the
+    repository path, relative to the current directory."""
+
+    def __init__(self, scratch: Path, root: Path) -> None:
+        self._scratch = str(scratch)
+        self._root = root
+
+    def shown(self, text: str) -> str:
+        if self._scratch not in text:
+            return text
+        return re.sub(re.escape(self._scratch) + r"(/[^\s:,;'\"()]*)?", self._user, text)
+
+    def _user(self, found: re.Match[str]) -> str:
+        inside = (found.group(1) or "").lstrip("/")
+        return os.path.relpath(self._root / inside) if inside else os.path.relpath(self._root)

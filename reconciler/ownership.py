@@ -8,7 +8,8 @@ this tree" mean (docs/ownership.md).
 
     reconcile-managed=true   on every topic reconcile created or adopted (since 1.0)
     reconcile-owner=OWNER    the spec tree that manages it (its `Owner` document, or
-                             `default`); `--prune` deletes only this owner's topics
+                             `default`); `--prune` deletes only this owner's topics,
+                             and only for a tree with an `Owner` document
     reconcile-plan=MARKER    the first 16 hex digits of the digest of the last plan
                              applied to it: a saved plan applies once
 """

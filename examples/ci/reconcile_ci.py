@@ -27,6 +27,10 @@ user of $RECONCILE_NOTE_TOKEN).
 
     markers    GitHub: the markers of this project in the pipeline's own comments
                (a JSON list of their bodies on stdin): digest, run, result
+    install    pip install $RECONCILE_PIP_SPEC (a CI variable: the workflow files stay
+               as they are); with $RECONCILE_SOURCE_TOKEN, git reads a private
+               reconcile repository with it (for that one pip run, never written
+               to a file or printed)
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import argparse
 import json
 import os
 import re
+import subprocess
 import sys
 import urllib.parse
 import urllib.request
@@ -547,6 +552,33 @@ def drift_issue(api: GitLab, args: argparse.Namespace) -> int:
     return 0
 
 
+def install(args: argparse.Namespace) -> int:
+    """Install what $RECONCILE_PIP_SPEC names (pinned), with pip. A token for a
+    private repository reaches git through GIT_CONFIG_* variables of the pip process
+    only (an `insteadOf` rewrite of the spec's host), as user $RECONCILE_SOURCE_USER
+    (GitHub: x-access-token; GitLab: gitlab-ci-token with $CI_JOB_TOKEN)."""
+    spec = os.environ.get("RECONCILE_PIP_SPEC", "").strip()
+    if not spec:
+        print("::error title=reconcile install::the CI variable RECONCILE_PIP_SPEC is not "
+              "set; set it to the install line `reconcile ci checklist` prints "
+              "(docs/ci.md, \"Adopting it\")", file=sys.stderr)
+        return 1
+    env = dict(os.environ)
+    token = env.pop("RECONCILE_SOURCE_TOKEN", "")
+    host = re.search(r"git\+https://([^/@\s]+)/", spec)
+    if token and host:
+        user = env.get("RECONCILE_SOURCE_USER") or "x-access-token"
+        env.update(
+            GIT_CONFIG_COUNT="1",
+            GIT_CONFIG_KEY_0=f"url.https://{user}:{token}@{host.group(1)}/.insteadOf",
+            GIT_CONFIG_VALUE_0=f"https://{host.group(1)}/",
+        )
+    return subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", spec], env=env,
+        check=False,
+    ).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="reconcile_ci.py", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="verb", required=True)
@@ -596,9 +628,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--history", default="")
     p.add_argument("--limit", type=int, default=50)
     p.add_argument("--state", default="")
+    sub.add_parser("install")
     args = parser.parse_args(argv)
     verbs = {"comment": comment, "covered": covered, "report": report, "drift": drift,
-             "markers": markers, "child": child, "gitlab": gitlab}
+             "markers": markers, "child": child, "gitlab": gitlab, "install": install}
     return verbs[args.verb](args)
 
 

@@ -221,7 +221,7 @@ class Executor:
             if error_status_name(exc) != "ALREADY_EXISTS":
                 raise
             # An earlier attempt (or an earlier, killed run) may have created it.
-            live = self.backend.get_topic(rc.address, attempts)
+            live = self.backend.get_topic(rc.address, Attempts())
             if live is None or not matches(body, live.body):
                 raise
             res.notes.append("already existed with the declared settings")
@@ -269,8 +269,9 @@ class Executor:
     def _delete(self, rc: ResourceChange, attempts: Attempts, res: TopicResult) -> None:
         if not self.allow_delete:
             raise _Refused("deletion needs --prune (and a plan made with it)", rerun=False)
-        # Re-check ownership on the live topic right before deleting.
-        live = self.backend.get_topic(rc.address, attempts)
+        # Re-check ownership on the live topic right before deleting. The read changes
+        # nothing: its attempts are not the delete's (TopicResult.attempts).
+        live = self.backend.get_topic(rc.address, Attempts())
         if live is None:
             res.notes.append("already absent")
             return

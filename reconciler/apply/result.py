@@ -40,7 +40,11 @@ class TopicResult:
         str | None,
         doc("The service's message, its status code first (failed only)."),
     ] = None
-    attempts: Annotated[int, doc("Calls made for this change, retries included.")] = 0
+    attempts: Annotated[
+        int,
+        doc("Calls that made or tried to make this change (CreateTopic, UpdateTopic, "
+            "DeleteTopic), retries included; the reads around them are not counted."),
+    ] = 0
     notes: Annotated[
         list[str],
         doc("What else happened (e.g. a briefly cached NOT_FOUND after "

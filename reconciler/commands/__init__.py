@@ -20,4 +20,5 @@ COMMANDS: dict[str, str] = {
     "local-server": "reconciler.commands.local_server",
     "hedging": "reconciler.commands.hedging",
     "residency": "reconciler.commands.residency",
+    "ci": "reconciler.commands.ci",
 }

@@ -5,7 +5,7 @@ that it means one thing and reads the same in every `--help`.
     @server_options            adds local, emulator, timeout (import, policy pull)
     @target_options            adds local, emulator, org_policy, timeout
     @format_option(choices)    adds fmt
-    @project_option            adds projects (plan, apply: --project P, repeatable)
+    @project_option(help)      adds projects (--project P, repeatable)
     @strict_groups_option      adds strict_groups (validate, plan, apply)
 """
 
@@ -22,6 +22,50 @@ from reconciler.render import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Each shared help text and the commands whose option it describes: a command that
+# shows it for an option that means something else there fails a test
+# (tests/docs/test_cli_reference.py); such a command passes its own text.
+WRITTEN_FOR: dict[str, frozenset[str]] = {}
+_SERVER_COMMANDS = ("apply", "hedging advise", "import", "plan", "policy pull", "residency")
+
+
+def _shared(text: str, *commands: str) -> str:
+    WRITTEN_FOR[text] = frozenset(commands)
+    return text
+
+
+TIMEOUT_HELP = _shared(
+    "Deadline for connecting and for each call to the service, retries included.",
+    *_SERVER_COMMANDS,
+)
+EMULATOR_HELP = _shared(
+    "A Pub/Sub (+ Org Policy) server at HOST:PORT, plaintext "
+    "(default: $PUBSUB_EMULATOR_HOST, else Google Cloud).",
+    *_SERVER_COMMANDS,
+)
+LOCAL_HELP = _shared(
+    "The embedded local server, state kept under .reconcile/local/.", *_SERVER_COMMANDS
+)
+ORG_POLICY_HELP = _shared(
+    "Org-policy snapshot to check against instead of the Org Policy API "
+    "(required with Google's Pub/Sub emulator).",
+    "apply", "plan", "residency",
+)
+PROJECT_HELP = _shared(
+    "Only the declared topics of project P (repeatable): only P is read, planned, "
+    "applied and pruned.",
+    "apply", "plan",
+)
+PRUNE_SUBSCRIBED_HELP = _shared(
+    "With --prune (implied), also delete undeclared managed topics that have "
+    "subscriptions (they are detached and stop receiving messages).",
+    "apply", "plan",
+)
+STRICT_GROUPS_HELP = _shared(
+    "Refusals that rest on inferred value-group membership are errors, not warnings.",
+    "apply", "plan", "validate",
+)
+
 
 def server_options(fn: F) -> F:
     """--local | --emulator HOST:PORT (default: $PUBSUB_EMULATOR_HOST, else Google Cloud),
@@ -33,20 +77,19 @@ def server_options(fn: F) -> F:
         default=DEFAULT_TIMEOUT,
         show_default=True,
         metavar="SECONDS",
-        help="Deadline for connecting and for each call to the service, retries included.",
+        help=TIMEOUT_HELP,
     )(fn)
     fn = click.option(
         "--emulator",
         "emulator",
         metavar="HOST:PORT",
-        help="A Pub/Sub (+ Org Policy) server at HOST:PORT, plaintext "
-        "(default: $PUBSUB_EMULATOR_HOST, else Google Cloud).",
+        help=EMULATOR_HELP,
     )(fn)
     fn = click.option(
         "--local",
         "local",
         is_flag=True,
-        help="The embedded local server, state kept under .reconcile/local/.",
+        help=LOCAL_HELP,
     )(fn)
     return fn
 
@@ -57,22 +100,15 @@ def target_options(fn: F) -> F:
         "--org-policy",
         "org_policy",
         type=click.Path(path_type=Path),
-        help="Org-policy snapshot to check against instead of the Org Policy API "
-        "(required with Google's Pub/Sub emulator).",
+        help=ORG_POLICY_HELP,
     )(fn)
     return server_options(fn)
 
 
-def project_option(fn: F) -> F:
-    """--project P, repeatable: plan/apply only the declared topics of these projects."""
-    return click.option(
-        "--project",
-        "projects",
-        multiple=True,
-        metavar="P",
-        help="Only the declared topics of project P (repeatable): only P is read, "
-        "planned, applied and pruned.",
-    )(fn)
+def project_option(help: str = PROJECT_HELP) -> Callable[[F], F]:
+    """--project P, repeatable: only the declared topics of these projects (plan and
+    apply's meaning by default; residency passes its own)."""
+    return click.option("--project", "projects", multiple=True, metavar="P", help=help)
 
 
 def prune_subscribed_option(fn: F) -> F:
@@ -82,8 +118,7 @@ def prune_subscribed_option(fn: F) -> F:
         "--prune-subscribed",
         "prune_subscribed",
         is_flag=True,
-        help="With --prune (implied), also delete undeclared managed topics that have "
-        "subscriptions (they are detached and stop receiving messages).",
+        help=PRUNE_SUBSCRIBED_HELP,
     )(fn)
 
 
@@ -93,12 +128,15 @@ def strict_groups_option(fn: F) -> F:
     return click.option(
         "--strict-groups",
         is_flag=True,
-        help="Refusals that rest on inferred value-group membership are errors, not warnings.",
+        help=STRICT_GROUPS_HELP,
     )(fn)
 
 
-PLAN_FORMATS_HELP = (
-    "text; json: the plan document (docs/plan-format.md); markdown: a pull-request comment."
+PLAN_FORMATS_HELP = _shared(
+    "text; json: the plan document (docs/plan-format.md); markdown: a pull-request "
+    "comment; github: its diagnostics, warnings and drift as GitHub Actions annotations "
+    "at the spec lines; sarif: the same as a SARIF 2.1.0 log for code scanning.",
+    "plan", "show",
 )
 
 

@@ -126,7 +126,7 @@ class ApplyOptions:
 @click.command("apply")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @target_options
-@project_option
+@project_option()
 @click.option("--auto-approve", is_flag=True, help="Apply without asking for confirmation.")
 @click.option(
     "--prune",

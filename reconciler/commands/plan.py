@@ -67,7 +67,7 @@ class PlanCommandOptions:
 @click.command("plan")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @target_options
-@project_option
+@project_option()
 @click.option(
     "--out", "out", type=click.Path(path_type=Path), help="Save the plan (JSON) for apply."
 )

@@ -15,7 +15,7 @@ from reconciler.backends.base import TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import server_options
-from reconciler.errors import EXIT_OK
+from reconciler.errors import EXIT_OK, InputError
 from reconciler.orgpolicy.snapshot import dump_snapshot
 from reconciler.policy_pull import NO_ORGANIZATION, header, pull
 
@@ -60,7 +60,10 @@ def pull_command(
 ) -> int:
     """Write the effective org policy of each --project P to FILE."""
     if out.is_dir():
-        raise click.UsageError(f"--out {out} is a directory; name a file")
+        raise InputError(
+            f"{out}: cannot write the org-policy snapshot: it is a directory",
+            hint="name a file for --out",
+        )
     org = None
     if organization is not None:
         number = organization.removeprefix("organizations/")

@@ -26,6 +26,7 @@ from typing import Any
 import click
 
 from reconciler.commands import output
+from reconciler.commands._options import format_option
 from reconciler.errors import EXIT_OK
 from reconciler.gitrev import at_revision, repository_of, resolve
 from reconciler.spec.touched import declared, touched
@@ -41,12 +42,10 @@ from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_pa
     help="Also say which projects the change from GIT_REF (a branch, tag or commit) to "
     "the working tree touches.",
 )
-@click.option(
-    "--format",
-    "fmt",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    help="text: one project a line; json: the declared and the touched projects, for a CI matrix.",
+@format_option(
+    ("text", "json"),
+    help="text: one project a line; json: the declared and the touched projects, for a "
+    "CI matrix.",
 )
 def command(paths: tuple[Path, ...], changed_from: str | None, fmt: str) -> int:
     """List the projects the specs under PATH... declare (default: specs/)."""

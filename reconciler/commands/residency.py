@@ -45,8 +45,14 @@ PROGRESS_FROM = 2
 @click.command("residency")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @target_options
-@project_option
-@format_option()
+@project_option(
+    "Only the declared topics of project P (repeatable): only P is read and reported."
+)
+@format_option(
+    ("text", "json", "markdown"),
+    help="text; json: the residency report (docs/residency.schema.json); markdown: a "
+    "pull-request comment.",
+)
 @click.option(
     "--detailed-exitcode",
     is_flag=True,

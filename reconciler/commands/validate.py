@@ -1,13 +1,16 @@
 """`reconcile validate [PATH...]`: check the specs offline, the org-policy snapshot
 included, and report every problem.
 
-Output: with `--format text` the diagnostics on stdout and the summary on stderr;
-with `--format json` only the diagnostics' JSON list on stdout. Exit code 1 when any
+Output: with `--format text` (or `github`: workflow annotations) the diagnostics on
+stdout and the summary on stderr; with `--format json` (or `sarif`) only the
+diagnostics' document on stdout. Exit code 1 when any
 diagnostic is an error, else 0.
 """
 
 from __future__ import annotations
 
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
@@ -15,9 +18,10 @@ import click
 
 from reconciler.commands import output
 from reconciler.commands._options import format_option, strict_groups_option
+from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
-from reconciler.spec.validate import validate_paths
+from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
 
 class ValidateOptions(NamedTuple):
@@ -26,6 +30,7 @@ class ValidateOptions(NamedTuple):
     require_org_policy: bool = False
     fmt: str = "text"
     strict_groups: bool = False
+    staged: bool = False
 
 
 @click.command("validate")
@@ -44,17 +49,25 @@ class ValidateOptions(NamedTuple):
     "org-policy checks did not run).",
 )
 @format_option(
-    ("text", "json"),
+    tuple(report.REPORTERS),
     help="text: one line per problem, and a summary on stderr; json: the diagnostics "
-    "as a JSON list.",
+    "as a JSON list; github: GitHub Actions annotations at each spec line; sarif: a "
+    "SARIF 2.1.0 log for code scanning.",
 )
 @strict_groups_option
+@click.option(
+    "--staged",
+    is_flag=True,
+    help="Check the tree as git's index holds it (what `git commit` would record: "
+    "untracked files and unstaged edits left out), as one tree; the pre-commit hook's way.",
+)
 def command(
     paths: tuple[Path, ...],
     org_policy: Path | None,
     require_org_policy: bool,
     fmt: str,
     strict_groups: bool,
+    staged: bool,
 ) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem.
 
@@ -62,21 +75,58 @@ def command(
     entries skipped); each problem is one line, `path:line:col: error[code]: message`
     (warnings likewise). Exit 1 when any is an error.
     """
-    return run(ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups))
+    return run(
+        ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups, staged)
+    )
 
 
 def run(options: ValidateOptions) -> int:
     """The whole validate flow."""
+    if options.staged:
+        diagnostics, files = _staged(options)
+    else:
+        diagnostics, files = _validated(options)
+    rendered = report.REPORTERS[options.fmt](diagnostics)
+    if options.fmt in ("json", "sarif"):
+        output.stdout().data(rendered)
+    else:
+        output.stdout().document(rendered)
+        output.stderr().line(report.summary(diagnostics, files))
+    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK
+
+
+def _validated(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
     result = validate_paths(
         options.paths,
         options.org_policy,
         missing_snapshot="require" if options.require_org_policy else "warn",
         strict_groups=options.strict_groups,
     )
-    diagnostics = result.diagnostics.sorted()
-    if options.fmt == "json":
-        output.stdout().data(report.as_json(diagnostics))
-    else:
-        output.stdout().document(report.text(diagnostics))
-        output.stderr().line(report.summary(diagnostics, result.files))
-    return EXIT_ERROR if any(d.is_error for d in diagnostics) else EXIT_OK
+    return result.diagnostics.sorted(), result.files
+
+
+def _staged(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
+    """The tree as it is staged, validated whole in a scratch copy (reconciler/gitrev.py)
+    and reported under the repository's own paths."""
+    from reconciler.gitrev import Relocation, repository_of, staged  # only for --staged
+
+    specs = list(options.paths) or [DEFAULT_PATH]
+    root = repository_of(specs[0], "--staged")
+    extra = [options.org_policy] if options.org_policy is not None else []
+    with tempfile.TemporaryDirectory(prefix="reconcile-staged-") as scratch:
+        where = Path(scratch).resolve()
+        written = staged(root, [*specs, *extra], where)
+        org_policy = written[-1] if extra else None
+        diagnostics, files = _validated(
+            options._replace(paths=tuple(written[: len(specs)]), org_policy=org_policy)
+        )
+        shown = Relocation(where, root).shown
+        return [
+            replace(
+                d,
+                file=shown(d.file),
+                message=shown(d.message),
+                hint=None if d.hint is None else shown(d.hint),
+            )
+            for d in diagnostics
+        ], files

@@ -4,6 +4,7 @@ policy) and `--prune` only deletes there. The whole tree is still validated: a s
 of another project can make the tree invalid.
 
     select_projects(desired, projects, prune=False) -> DesiredState
+    require_owner_to_prune(desired)                  --prune needs an Owner document
     check_plan_projects(recorded, asked, path)       `apply PLANFILE --project`
 
 A project that no spec declares is refused (did you mean...), with `--prune` too:
@@ -16,9 +17,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 from reconciler.errors import PlanRefused, Refusal, UsageError
+from reconciler.ownership import DEFAULT_OWNER
 from reconciler.spec.desired import DesiredState
 
 
@@ -30,15 +33,37 @@ def selection(projects: Sequence[str]) -> list[str]:
 def select_projects(
     desired: DesiredState, projects: Sequence[str], prune: bool = False
 ) -> DesiredState:
-    """The declared topics of `projects` (all of them when none is named)."""
-    if not projects:
-        return desired
+    """The declared topics of `projects` (all of them when none is named); with
+    `prune`, only for a tree that declares its owner (require_owner_to_prune)."""
     declared = desired.projects
     unknown = [p for p in dict.fromkeys(projects) if p not in declared]
     if unknown:
         raise UsageError(_unknown_message(unknown, declared, prune), hint=_hint(prune))
+    if prune:
+        require_owner_to_prune(desired)
+    if not projects:
+        return desired
     wanted = set(projects)
-    return DesiredState([t for t in desired.topics if t.project in wanted])
+    # Narrowed, the tree is still the same tree: its owner (and everything else but
+    # the topics) kept, so a narrowed plan never reads as another tree's.
+    return replace(desired, topics=[t for t in desired.topics if t.project in wanted])
+
+
+def require_owner_to_prune(desired: DesiredState) -> None:
+    """`--prune` deletes the undeclared topics of this tree's owner. Every tree without
+    an Owner document is the owner `default`, so a prune there could delete a topic
+    another such tree created in the same project: it is refused, before any call,
+    until the tree names itself (docs/ownership.md, "Prune needs an owner")."""
+    if desired.owner.declared:
+        return
+    raise UsageError(
+        "--prune deletes only the topics this spec tree owns, and this tree declares no "
+        f"owner: every tree without an Owner document is the owner {DEFAULT_OWNER!r}, so "
+        "a prune here could delete a topic another tree created; nothing was changed",
+        hint="add an Owner document naming this tree (kind: Owner, metadata: {name: "
+        "TEAM}), then apply once with --adopt-from default to take over the topics it "
+        "declares (docs/ownership.md)",
+    )
 
 
 def _unknown_message(unknown: list[str], declared: list[str], prune: bool) -> str:

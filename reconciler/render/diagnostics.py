@@ -1,4 +1,9 @@
-"""Diagnostics rendered: one line per problem for people, a JSON list for machines.
+"""Diagnostics rendered: one line per problem for people, a JSON list for machines,
+GitHub workflow annotations (render/github.py), a SARIF log (render/sarif.py).
+
+`REPORTERS` maps each `--format` name to its reporter (as check-jsonschema chooses its
+reporter by name): `validate` offers all of them, `plan` and `show` the two for CI
+(render/formats.py), each reporter written once.
 
 File names and messages are data (a file may be called anything): each line is
 escaped (render/escape.py), so no control character reaches a terminal or a log.
@@ -7,8 +12,11 @@ escaped (render/escape.py), so no control character reaches a terminal or a log.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Sequence
 
+from reconciler import __version__
 from reconciler.diagnostics import Diagnostic
+from reconciler.render import github, sarif
 from reconciler.render.escape import text as esc
 
 
@@ -17,7 +25,7 @@ def line(d: Diagnostic) -> str:
     return d.render(esc)
 
 
-def text(diagnostics: list[Diagnostic]) -> str:
+def text(diagnostics: Sequence[Diagnostic]) -> str:
     return "".join(line(d) + "\n" for d in diagnostics)
 
 
@@ -31,5 +39,19 @@ def summary(diagnostics: list[Diagnostic], files: int) -> str:
     )
 
 
-def as_json(diagnostics: list[Diagnostic]) -> str:
+def as_json(diagnostics: Sequence[Diagnostic]) -> str:
     return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+
+
+def as_sarif(diagnostics: Sequence[Diagnostic]) -> str:
+    return sarif.render(diagnostics, __version__)
+
+
+Reporter = Callable[[Sequence[Diagnostic]], str]
+REPORTERS: dict[str, Reporter] = {
+    "text": text,
+    "json": as_json,
+    "github": github.render,
+    "sarif": as_sarif,
+}
+CI_REPORTERS = ("github", "sarif")  # the ones a plan offers too

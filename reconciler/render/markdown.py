@@ -14,6 +14,7 @@ from reconciler.diagnostics import Diagnostic
 from reconciler.plan.model import Plan
 from reconciler.render import text
 from reconciler.render.escape import md_code, md_fence, md_prose
+from reconciler.render.findings import drift_summary, sources, where_declared
 
 ICON = {"create": "➕ create", "update": "🔄 update", "delete": "🗑️ delete"}
 
@@ -66,7 +67,9 @@ def _table(plan: Plan) -> list[str]:
         fields = ", ".join(md_code(p, in_table=True) for p in rc.update_mask) or (
             "all" if rc.action != "update" else "—"
         )
-        notes = "; ".join(md_prose(str(n)) for n in [*rc.reasons, *rc.warnings]) or "—"
+        notes = "; ".join(
+            md_prose(n) for n in [*map(text.reason_text, rc.reasons), *rc.warnings]
+        ) or "—"
         lines.append(
             f"| {ICON[rc.action]} | {md_code(rc.address, in_table=True)} | {fields} | {notes} |"
         )
@@ -90,9 +93,12 @@ def render(plan: Plan) -> str:
             "policy; warnings only):"
         )
         lines.append("")
+        where = sources(plan)
         for d in plan.drift:
-            lines.append(f"- {md_code(d.address)} ({md_prose(d.category)}): {md_prose(d.message)}")
-        lines.append("")
+            declared = where_declared(where.get(d.address, ("", 0)))
+            at = f" ({md_code(declared)})" if declared else ""
+            lines.append(f"- {md_code(d.address)}{at}: {md_prose(d.message)}")
+        lines += ["", md_prose(drift_summary(plan)), ""]
     if plan.resource_changes or plan.drift:
         lines += [
             "<details><summary>Full plan</summary>",

@@ -12,8 +12,10 @@ from typing import Any
 
 from reconciler.ownership import plan_marker
 from reconciler.plan.model import Drift, FieldChange, Plan, ResourceChange
+from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
+from reconciler.render.findings import drift_summary, sources, where_declared
 from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
@@ -88,9 +90,9 @@ def render(plan: Plan, color: bool = False) -> str:
     if plan.drift:
         lines.append("Drift (warnings, not changes; not counted in the exit code):")
         lines.append("")
-        for d in plan.drift:
-            lines.extend(_drift(d, style))
-        lines.append("")
+        where = sources(plan)
+        lines += [_drift(d, where.get(d.address, ("", 0)), style) for d in plan.drift]
+        lines += ["", f"  {esc(drift_summary(plan))}", ""]
     for title, found in (("Errors:", plan.errors), ("Warnings:", plan.warnings)):
         if found:
             lines.append(title)
@@ -104,7 +106,7 @@ def _block(rc: ResourceChange, style: Style, marker: str) -> list[str]:
     sym = SYMBOL[rc.action]
     head = f"  # {esc(rc.address)} {VERB[rc.action]}"
     if rc.reasons:
-        head += f" ({esc(', '.join(map(str, rc.reasons)))})"
+        head += f" ({esc('; '.join(map(reason_text, rc.reasons)))})"
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}
@@ -211,9 +213,30 @@ def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
     return out
 
 
-def _drift(d: Drift, style: Style) -> list[str]:
-    return [
-        style("!", f"  ! {esc(d.address)} [{esc(d.category)}]"),
-        f"      {esc(d.message)}",
-        f"      fix: {esc(d.fix)}",
-    ]
+def _drift(d: Drift, where: tuple[str, int], style: Style) -> str:
+    """One line per drifting topic: where it is declared and the mismatch in words
+    (the fix, the same for every one, is said once in the summary)."""
+    declared = where_declared(where)
+    at = f" ({esc(declared)})" if declared else ""
+    return style("!", f"  ! {esc(d.address)}{at}: {esc(d.message)}")
+
+
+# Why a change is planned, in words (the plan document keeps the reason's own text).
+REASON_WORDS = {
+    ReasonKind.ADOPT: "adopted: this tree's owner label is added",
+    ReasonKind.ADOPT_FROM: "taken over from the spec tree {}",
+    ReasonKind.ALLOWS_DISALLOWED: "its storage policy is recomputed: it allows locations "
+    "the org policy does not",
+    ReasonKind.MISSES_ALLOWED: "its storage policy is recomputed: it misses locations the "
+    "org policy allows",
+    ReasonKind.BOTH_STALE: "its storage policy is recomputed: it allows locations the org "
+    "policy does not and misses some it allows",
+    ReasonKind.IN_TRANSIT: "its storage policy is recomputed: its in-transit enforcement "
+    "is not the org policy's",
+}
+
+
+def reason_text(reason: Reason) -> str:
+    """A reason as a reader says it; a prune's and a detach's own text are words."""
+    words = REASON_WORDS.get(reason.kind)
+    return words.format(reason.subject) if words is not None else str(reason)

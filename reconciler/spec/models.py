@@ -120,7 +120,9 @@ class HedgingProfileSpec(_Model):
     )
     refill_ratio: Number | None = Field(
         default=None, alias="refillRatio",
-        description="Tokens refilled per successful publish (at most six decimals).",
+        description="Tokens refilled per successful publish, 0.001 to 0.2. Validation "
+        "accepts six decimals (the labels carry six); the hedged publisher counts "
+        "thousandths of a token and rounds to three: write at most three.",
     )
 
 
@@ -247,9 +249,10 @@ class OwnerSpec(_Model):
 
 
 class OwnerDoc(_Model):
-    """Who this spec tree is: declared once per tree (any file). `--prune` deletes only
-    topics that carry this owner, and a topic another tree owns is never taken over
-    without `apply --adopt-from OWNER` (docs/ownership.md)."""
+    """Who this spec tree is: declared once per tree (any file), never `default`.
+    `--prune` needs it and deletes only topics that carry this owner, and a topic
+    another tree owns is never taken over without `apply --adopt-from OWNER`
+    (docs/ownership.md)."""
 
     api_version: ApiVersion = Field(alias="apiVersion", description=_API_VERSION)
     kind: Literal["Owner"] = Field(description=_KIND)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.names import owner_name_problem, project_id_problem, topic_id_problem
+from reconciler.ownership import DEFAULT_OWNER
 from reconciler.spec.desired import Owner, PruneOptIn
 from reconciler.spec.documents import OwnerDoc
 from reconciler.spec.positioned import PositionedDiagnostics
@@ -44,6 +45,13 @@ def check_owner(owners: list[Located[OwnerDoc]], diags: Diagnostics) -> Owner:
                 "has one owner, so keep one Owner document",
             )
     problem = owner_name_problem(first.model.metadata.name)
+    if first.model.metadata.name == DEFAULT_OWNER:
+        problem = (
+            f"{DEFAULT_OWNER!r} is the owner of every tree without an Owner document, so "
+            "it names no tree in particular (and --prune needs one that does); name this "
+            "tree, e.g. `team-payments`, and take its topics over once with "
+            f"--adopt-from {DEFAULT_OWNER}"
+        )
     if problem is not None:
         PositionedDiagnostics(first, diags).error(NAME, "owner-name", problem)
     mark = first.doc.mark_for(NAME)

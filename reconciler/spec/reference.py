@@ -151,7 +151,8 @@ def render() -> str:
               f"| `{hedge_labels.OWNERSHIP_LABEL}` | `{hedge_labels.OWNERSHIP_VALUE}` on every "
               "topic reconcile created or adopted |",
               f"| `{OWNER_LABEL}` | the spec tree's `Owner` name (`{DEFAULT_OWNER}` without "
-              "one): `--prune` deletes only this owner's topics |",
+              "one): `--prune` deletes only this owner's topics, and only in a tree that "
+              "declares one |",
               f"| `{PLAN_LABEL}` | the first {MARKER_DIGITS} hex digits of the digest of the "
               "last plan applied to the topic: a saved plan applies once |",
               f"| `{hedge_labels.PROFILE}` | the profile name, or "

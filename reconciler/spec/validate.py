@@ -51,8 +51,14 @@ def validate_paths(
     (spec/orgrules.py). Raises InputError only for a named snapshot file that does not
     exist (one that is not a regular file is a diagnostic). The commands pause the
     cyclic collector around this (reconciler/perf.py)."""
-    paths = list(paths) or [DEFAULT_PATH]
     diags = Diagnostics()
+    if paths:
+        paths = list(paths)
+    elif DEFAULT_PATH.exists() or DEFAULT_PATH.is_symlink():
+        paths = [DEFAULT_PATH]
+    else:
+        _report_no_default(diags)
+        paths = []
     tree = load_tree(paths, diags, on_document)
     source = org_policy or tree.snapshot
     store = None
@@ -72,9 +78,22 @@ def validate_paths(
     return ValidationResult(desired, diags, store, source, tree.files)
 
 
+def _report_no_default(diags: Diagnostics) -> None:
+    """No PATH given and no specs/ here (e.g. run inside the spec tree itself)."""
+    diags.error(
+        str(DEFAULT_PATH), 0, 0, "path-missing",
+        f"no spec tree here: {DEFAULT_PATH}/, the default PATH, is not in the current "
+        "directory",
+        hint=f"run from the directory that holds {DEFAULT_PATH}/, or name the tree as "
+        "PATH: `.` for the current directory",
+    )
+
+
 def _report_missing(
     tree: SpecTree, paths: Sequence[Path], diags: Diagnostics, mode: MissingSnapshot
 ) -> None:
+    if not tree.snapshot_looked:
+        return  # no spec root was found: the path errors say what to fix
     looked = ", ".join(str(p) for p in tree.snapshot_looked) or "nowhere (no spec root)"
     message = (
         f"no org-policy snapshot found (looked for org-policy.yaml in {looked}), so the "

@@ -14,7 +14,7 @@ from google.pubsub_v1.types import Encoding, SchemaSettings, Topic
 
 from reconciler.orgpolicy.snapshot import load_snapshot
 from tests.cli_support import ReconcileProcess, reconcile, start_reconcile
-from tests.specs_support import Tree
+from tests.specs_support import Tree, owner_doc
 
 OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
 US = {"allowedPersistenceRegions": ["us-central1", "us-east1"], "enforceInTransit": False}
@@ -216,13 +216,19 @@ def test_prune_never_touches_a_topic_without_the_ownership_label(
     local_server: Any, tree: Tree, client: Any
 ) -> None:
     client.create_topic(request=Topic(name=tree.address("foreign"), labels={"team": "x"}))
-    client.create_topic(request=Topic(name=tree.address("leftover"), labels=OWNED))
+    owned = {**OWNED, "reconcile-owner": "team-a"}  # prune needs an Owner document
+    client.create_topic(request=Topic(name=tree.address("leftover"), labels=owned))
+    client.create_topic(request=Topic(name=tree.address("another-trees"), labels=OWNED))
     tree.write({"kept": {"labels": {"team": "payments"}}})
+    (tree.specs / "owner.yaml").write_text(owner_doc("team-a"))
     run = reconcile("apply", "specs", *target(local_server, tree), "--auto-approve", "--prune")
     assert run.exit_code == 0, run.output
     names = {t.name for t in client.list_topics(request={"project": f"projects/{tree.project}"})}
-    assert names == {tree.address("kept"), tree.address("foreign")}
+    assert names == {tree.address(t) for t in ("kept", "foreign", "another-trees")}
     assert local_server.counters.get("DeleteTopic") == 1
+    # One DeleteTopic, no retry: one attempt (the read before it changes nothing).
+    assert f"{tree.address('leftover')}: deleted\n" in run.output, run.output
+    assert "attempts" not in run.output
 
 
 def _wait_for_line(proc: Any, needle: str, timeout: float = 20.0) -> list[str]:

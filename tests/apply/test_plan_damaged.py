@@ -21,9 +21,9 @@ from reconciler.plan.model import digest_of
 from reconciler.plan.planfile import read_plan
 from tests.cli_support import reconcile
 from tests.server_support import running_local_server
-from tests.specs_support import Tree
+from tests.specs_support import Tree, owner_doc
 
-OWNED = {"reconcile-managed": "true", "reconcile-owner": "default"}
+OWNED = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # the tree's Owner
 PROJECT = "apply-e2e"
 SEEDED = {"upd": {"team": "old", "other": "x"}, "gone": OWNED, "bystander": {"team": "z"}}
 
@@ -42,6 +42,7 @@ class World:
         for name, labels in SEEDED.items():
             self.client.create_topic(request=Topic(name=address(name), labels=labels))
         tree.write({"upd": {"labels": {"team": "payments"}}, "new": {"labels": {"a": "b"}}})
+        (tree.specs / "owner.yaml").write_text(owner_doc("team-a"))  # prune needs one
         self.plan = tree.root / "plan.json"
         made = reconcile(
             "plan", "specs", "--emulator", self.server.address, "--prune", "--out", str(self.plan)

@@ -10,13 +10,15 @@ from typing import Any
 from apply_support import mutating_calls
 
 from reconciler.errors import EXIT_OK, EXIT_PARTIAL
-from tests.specs_support import Tree
+from tests.specs_support import Tree, owner_doc
 
 KEEP = {"labels": {"team": "pay"}}
 
 
 def _seed_unused(publisher_client: Any, tree: Tree, run_cli: Any, target: tuple[str, ...]) -> str:
-    """`orders` and `unused` applied from the specs; then `unused` leaves them."""
+    """`orders` and `unused` applied from the specs of a tree with an Owner document
+    (prune needs one); then `unused` leaves them."""
+    (tree.specs / "owner.yaml").write_text(owner_doc("team-a"))
     tree.write({"orders": KEEP, "unused": KEEP})
     assert run_cli("apply", "specs", *target, "--auto-approve").exit_code == EXIT_OK
     tree.write({"orders": KEEP})

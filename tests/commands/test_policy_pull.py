@@ -154,8 +154,10 @@ def test_out_directory_is_a_usage_error_before_any_call(run_cli: Any, tmp_path: 
         "--emulator",
         "127.0.0.1:9",
     )
-    assert result.exit_code == 2
-    assert f"--out {tmp_path} is a directory; name a file" in result.stderr
+    assert result.exit_code == 1  # as every command's --out it cannot write
+    assert f"{tmp_path}: cannot write the org-policy snapshot: it is a directory" in (
+        result.stderr
+    )
     assert "cannot connect" not in result.stderr
 
 

@@ -56,3 +56,66 @@ def test_the_generator_is_on_no_command_path() -> None:
     """Generating the page imports every verb: nothing in the package may import it."""
     graph = grimp.build_graph("reconciler", cache_dir=None)
     assert graph.find_modules_that_directly_import("reconciler.clidoc") == set()
+
+
+def _shown_options() -> dict[tuple[str, str], set[str]]:
+    """(option, help text) -> the commands whose --help shows that option so."""
+    shown: dict[tuple[str, str], set[str]] = {}
+    for ctx, command in clidoc._commands():
+        for param in command.get_params(ctx):
+            if not isinstance(param, click.Option) or not param.help:
+                continue
+            if set(param.opts) & set(ctx.help_option_names):
+                continue
+            name = ctx.command_path.removeprefix("reconcile ")
+            shown.setdefault((param.opts[0], param.help), set()).add(name)
+    return shown
+
+
+def reused_texts(
+    shown: dict[tuple[str, str], set[str]], written_for: dict[str, frozenset[str]]
+) -> list[str]:
+    """Every command that shows an option with a text another command has, where the
+    text was not written for it (_options.WRITTEN_FOR declares what each is for)."""
+    found = []
+    for (option, text), commands in sorted(shown.items()):
+        if len(commands) < 2:
+            continue
+        meant = written_for.get(text, frozenset())
+        found += [
+            f"`reconcile {c} --help` shows {option} with a text written for "
+            f"{', '.join(sorted(meant)) or 'another command'}: {text!r}"
+            for c in sorted(commands - meant)
+        ]
+    return found
+
+
+def test_no_command_shows_another_commands_text_for_an_option() -> None:
+    from reconciler.commands._options import WRITTEN_FOR
+
+    assert reused_texts(_shown_options(), WRITTEN_FOR) == []
+
+
+def test_the_check_finds_a_text_reused_for_another_meaning() -> None:
+    """residency once showed plan's --project text ("read, planned, applied and pruned")
+    and plan's --format text ("the plan document"): the check names it."""
+    from reconciler.commands._options import PLAN_FORMATS_HELP, PROJECT_HELP, WRITTEN_FOR
+
+    shown = _shown_options()
+    shown[("--project", PROJECT_HELP)] |= {"residency"}
+    shown[("--format", PLAN_FORMATS_HELP)] |= {"residency"}
+    found = reused_texts(shown, WRITTEN_FOR)
+    assert len(found) == 2, found
+    assert found[0].startswith(
+        "`reconcile residency --help` shows --format with a text written for plan, show"
+    )
+    assert found[1].startswith(
+        "`reconcile residency --help` shows --project with a text written for apply, plan"
+    )
+
+
+def test_every_format_option_shows_its_default() -> None:
+    for ctx, command in clidoc._commands():
+        for param in command.get_params(ctx):
+            if isinstance(param, click.Option) and "--format" in param.opts:
+                assert param.show_default, f"{ctx.command_path} --format shows no default"

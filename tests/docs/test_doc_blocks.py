@@ -42,3 +42,35 @@ def test_the_convention_is_in_use() -> None:
         for block in blocks(page):
             if block.is_shell and not block.runs:
                 assert block.directives["skip"], block.where
+
+
+def test_the_quick_start_after_the_main_job_starts_empty_and_leaves_the_clone_as_it_was(
+    tmp_path: Path, local_server: Any
+) -> None:
+    """The README's main job first (its topics in the local state), then the quick
+    start, every block as the page shows it: afterwards the clone holds nothing the
+    reader did not have (git sees no change, nothing untracked)."""
+    import subprocess
+
+    repo, bin_dir = sandbox(tmp_path)
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              check=True, env={"GIT_AUTHOR_NAME": "t", "GIT_COMMITTER_NAME": "t",
+                                               "GIT_AUTHOR_EMAIL": "t@e.invalid",
+                                               "GIT_COMMITTER_EMAIL": "t@e.invalid",
+                                               "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"})
+        return done.stdout
+
+    git("init", "-q")
+    (repo / ".gitignore").write_text(".reconcile/\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "clone")
+    main_job = next(b for b in blocks(ROOT / "README.md")
+                    if b.runs and "reconcile apply specs/ --local" in b.content)
+    run_block(main_job, repo, bin_dir, local_server.address)
+    assert (repo / ".reconcile" / "local").is_dir()
+    for block in blocks(ROOT / "docs" / "quickstart.md"):
+        if block.runs:
+            run_block(block, repo, bin_dir, local_server.address)
+    assert git("status", "--porcelain", "--untracked-files=all") == ""

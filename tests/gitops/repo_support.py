@@ -45,3 +45,15 @@ def snapshot_of_working_tree(dest: Path, env: dict[str, str]) -> str:
     for args in (("init", "-q"), ("add", "-A"), ("commit", "-q", "-m", "snapshot")):
         assert run_git(dest, env, *args).returncode == 0
     return run_git(dest, env, "rev-parse", "HEAD").stdout.strip()
+
+
+def working_tree_repository(
+    tmp: Path, name: str = "reconcile-src"
+) -> tuple[Path, dict[str, str], str]:
+    """An isolated git environment (its home under `tmp`) and a one-commit repository
+    of the working tree at tmp/NAME: (the repository, the environment, its HEAD)."""
+    env = git_env(tmp / "home")
+    (tmp / "home").mkdir(exist_ok=True)
+    source = tmp / name
+    source.mkdir()
+    return source, env, snapshot_of_working_tree(source, env)

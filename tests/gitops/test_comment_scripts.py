@@ -33,6 +33,7 @@ from tests.gitops.ci_support import (
     runner_env,
 )
 from tests.gitops.workflow_lines import ROOT
+from tests.specs_support import owner_doc
 
 TOPIC = "apiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata: {{project: {p}, name: {t}}}\n"
 
@@ -52,6 +53,7 @@ def artifacts(run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     acme-analytics none; the validation's diagnostics with a warning."""
     monkeypatch.chdir(tmp_path)
     shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    (tmp_path / "specs" / "owner.yaml").write_text(owner_doc("team-a"))  # prune needs one
     assert run_cli("apply", "specs", "--local", "--auto-approve").exit_code == 0
     topics = tmp_path / "specs" / "acme-payments" / "topics.yaml"
     text = topics.read_text()

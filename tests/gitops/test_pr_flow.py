@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,16 +37,23 @@ REFUNDS = ("specs/acme-payments/topics.yaml", "  name: refunds\nspec:\n",
 DIGEST = re.compile(r"<!-- reconcile-digest (\S+) (sha256:[0-9a-f]{64}) (\d+) -->")
 
 
-@pytest.fixture
-def repo(tmp_path: Path, local_server: Any, run_cli: Any) -> Iterator[Repo]:
-    """The reference specs on main, already applied to the local server (seeded with
-    their org-policy snapshot), which stands in for Google Cloud."""
-    made = make_repo(tmp_path, local_server.address, copy_reference_specs)
+def applied_repo(
+    tmp_path: Path, local_server: Any, run_cli: Any, prepare: Callable[[Path], None]
+) -> Repo:
+    """A repository of what `prepare` writes on main, already applied to the local
+    server (seeded with its org-policy snapshot), which stands in for Google Cloud."""
+    made = make_repo(tmp_path, local_server.address, prepare)
     local_server.seed_policies(load_snapshot(made.root / "specs" / "org-policy.yaml"))
     applied = run_cli("apply", str(made.root / "specs"), "--emulator", local_server.address,
                       "--auto-approve")
     assert applied.exit_code == 0, applied.stderr
-    yield made
+    return made
+
+
+@pytest.fixture
+def repo(tmp_path: Path, local_server: Any, run_cli: Any) -> Iterator[Repo]:
+    """The reference specs on main, already applied."""
+    yield applied_repo(tmp_path, local_server, run_cli, copy_reference_specs)
 
 
 def labels(client: Any, project: str = PAYMENTS) -> dict[str, dict[str, str]]:

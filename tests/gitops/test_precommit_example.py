@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitops.repo_support import git_env, run_git, snapshot_of_working_tree
+from tests.gitops.repo_support import run_git, working_tree_repository
 from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE, ROOT
 
 SNAPSHOT = """\
@@ -49,11 +49,7 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
 ) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
-    env = git_env(tmp_path / "home")
-    (tmp_path / "home").mkdir()
-    source = tmp_path / "reconcile-src"
-    source.mkdir()
-    rev = snapshot_of_working_tree(source, env)
+    source, env, rev = working_tree_repository(tmp_path)
 
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
@@ -105,3 +101,49 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
     examples = run_git(repo, env, "commit", "-m", "the example specs")
     assert examples.returncode == 0, examples.stdout + examples.stderr
     assert re.search(r"reconcile validate\.+Passed", examples.stdout + examples.stderr)
+
+
+@pytest.mark.slow
+def test_the_hook_checks_what_is_committed_not_the_working_tree(tmp_path: Path) -> None:
+    """An untracked file does not block a commit that leaves it out; a staged deletion
+    blocks one although the file is still on disk; one validation of the whole staged
+    tree, not one per staged file (the topic's profile is in a file it does not stage)."""
+    source, env, rev = working_tree_repository(tmp_path)
+    repo = tmp_path / "specs-repo"
+    shutil.copytree(ROOT / "examples" / "specs", repo / "specs")
+    assert run_git(repo, env, "init", "-q").returncode == 0
+    (repo / ".pre-commit-config.yaml").write_text(_config_from_example(source, rev))
+    installed = subprocess.run(
+        [sys.executable, "-m", "pre_commit", "install"],
+        cwd=repo, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert installed.returncode == 0, installed.stdout + installed.stderr
+    run_git(repo, env, "add", "-A")
+    assert run_git(repo, env, "commit", "-m", "the example specs").returncode == 0
+
+    # Work in progress, not staged: the commit of another change goes through.
+    wip = TOPIC.replace("NAME", "goog-wip").replace("REGION", "us-east1")
+    (repo / "specs" / "wip.yaml").write_text(wip)
+    minimal = repo / "specs" / "minimal.yaml"
+    minimal.write_text(minimal.read_text() + "# reviewed\n")
+    run_git(repo, env, "add", "specs/minimal.yaml")
+    passed = run_git(repo, env, "commit", "-m", "a comment")
+    output = passed.stdout + passed.stderr
+    assert passed.returncode == 0, output
+    assert re.search(r"reconcile validate\.+Passed", output), output
+    assert "wip.yaml" not in output
+
+    # The profile's file removed from the commit only (still on disk): the staged topic
+    # that uses it has no profile, which only a whole-tree check can see.
+    run_git(repo, env, "rm", "-q", "--cached", "specs/hedging.yaml")
+    hedged = (repo / "specs" / "hedging.yaml").read_text().split("---\n", 1)[1]
+    (repo / "specs" / "payments.yaml").write_text(hedged)
+    run_git(repo, env, "add", "specs/payments.yaml")
+    blocked = run_git(repo, env, "commit", "-m", "the topic without its profile")
+    output = blocked.stdout + blocked.stderr
+    assert blocked.returncode != 0, output
+    assert re.search(r"reconcile validate\.+Failed", output), output
+    unknown_profile = r"specs/payments\.yaml:\d+:\d+: error\[[a-z-]+\]: .*low-latency"
+    assert re.search(unknown_profile, output), output
+    assert "wip.yaml" not in output
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "2"

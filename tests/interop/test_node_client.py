@@ -1,4 +1,4 @@
-"""The Node client (`@google-cloud/pubsub`, installed by `.ci/run` with `npm ci` in
+"""The Node client (`@google-cloud/pubsub`, installed on first use with `npm ci` in
 tests/interop/node) against the local server: create, publish, Pull, acknowledge.
 Skipped, with the reason printed, only where node or npm is not installed."""
 

@@ -11,9 +11,10 @@ import pytest
 from plan_helpers import publish_from
 
 from reconciler.localserver import CLIENT_REGION_KEY
-from tests.specs_support import topic_doc
+from tests.specs_support import owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
+TEAM_A = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # prune needs an owner
 T = "projects/proj-a/topics/orders"
 
 
@@ -169,15 +170,15 @@ def test_prune_keeps_a_subscribed_topic_unless_prune_subscribed(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
     publisher_client: Any, subscriber_client: Any,
 ) -> None:
-    seed("orders", labels=OWN)
-    seed("old-orders", labels=OWN)
-    seed("unused", labels=OWN)
+    seed("orders", labels=TEAM_A)
+    seed("old-orders", labels=TEAM_A)
+    seed("unused", labels=TEAM_A)
     old = "projects/proj-a/topics/old-orders"
     subscriber_client.create_subscription(
         request={"name": "projects/proj-a/subscriptions/billing", "topic": old}
     )
     publish_from(publisher_client, old, "us-central1", 2)
-    root = specs(topic_doc("orders"))
+    root = specs(topic_doc("orders"), owner_doc("team-a"))
     policy = org_policy_file(None)
 
     data = _json(run_cli, local_server, root, policy, "--prune")
@@ -222,14 +223,15 @@ def test_a_topic_renamed_in_the_specs_is_flagged(
 def test_no_permission_to_list_subscriptions_or_read_metrics_is_said_once_per_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
 ) -> None:
-    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    seed("refunds", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    seed("retired", labels=OWN)
+    seed("orders", labels=TEAM_A, regions=["us-east1", "us-central1"], eit=False)
+    seed("refunds", labels=TEAM_A, regions=["us-east1", "us-central1"], eit=False)
+    seed("retired", labels=TEAM_A)
     local_server.faults.add(method="ListSubscriptions", error="PERMISSION_DENIED")
     local_server.faults.add(method="PromQLQuery", error="PERMISSION_DENIED")  # HTTP 403
     root = specs(
         topic_doc("orders", storage=(["us-central1"], False)),
         topic_doc("refunds", storage=(["us-central1"], False)),
+        owner_doc("team-a"),
     )
     policy = org_policy_file(None)
     data = _json(run_cli, local_server, root, policy, "--prune")

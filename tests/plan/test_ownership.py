@@ -161,3 +161,55 @@ def test_the_owner_is_declared_once_with_a_label_value_for_a_name(
     assert "the owner name 'Team A' may contain only lowercase letters" in (
         run.stdout + run.stderr
     )
+
+
+def test_a_tree_without_an_owner_cannot_prune_so_two_such_trees_never_delete_each_others(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    team_a = tree(tmp_path / "a", topic_doc("orders-a"))
+    team_b = tree(tmp_path / "b", topic_doc("orders-b"))
+    assert apply(run_cli, local_server, team_a).exit_code == 0
+    assert apply(run_cli, local_server, team_b).exit_code == 0
+    local_server.counters.reset()
+    for command in ("plan", "apply"):
+        extra = ("--auto-approve",) if command == "apply" else ()
+        run = run_cli(command, str(team_b), "--emulator", local_server.address, "--prune",
+                      *extra)
+        assert run.exit_code == 1, run.stdout + run.stderr
+        assert run.stderr.startswith(
+            "Error: --prune deletes only the topics this spec tree owns, and this tree "
+            "declares no owner: every tree without an Owner document is the owner 'default', "
+            "so a prune here could delete a topic another tree created; nothing was changed\n"
+            "  hint: add an Owner document naming this tree"
+        ), run.stderr
+    assert mutations(local_server) == 0
+    assert labels(publisher_client, "orders-a") is not None
+
+
+def test_old_topics_of_owner_default_move_to_a_named_tree_then_prune_works(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    """The migration docs/ownership.md states: name the tree, take its topics over
+    once with --adopt-from default, then prune deletes its own undeclared topics."""
+    old = tree(tmp_path / "specs", topic_doc("orders"), topic_doc("retired"))
+    assert apply(run_cli, local_server, old).exit_code == 0
+    named = tree(tmp_path / "specs", owner_doc("team-a"), topic_doc("orders"),
+                 topic_doc("retired"))
+    refused = apply(run_cli, local_server, named)
+    assert refused.exit_code == 4, refused.stdout + refused.stderr
+    moved = apply(run_cli, local_server, named, "--adopt-from", "default")
+    assert moved.exit_code == 0, moved.stdout + moved.stderr
+    assert (labels(publisher_client, "retired") or {})[OWNER_LABEL] == "team-a"
+    tree(tmp_path / "specs", owner_doc("team-a"), topic_doc("orders"))
+    pruned = apply(run_cli, local_server, named, "--prune")
+    assert pruned.exit_code == 0, pruned.stdout + pruned.stderr
+    assert labels(publisher_client, "retired") is None
+    assert labels(publisher_client, "orders") is not None
+
+
+def test_an_owner_document_cannot_name_the_default(run_cli: Any, tmp_path: Path) -> None:
+    root = tree(tmp_path / "specs", owner_doc("default"), topic_doc("orders"))
+    run = run_cli("validate", str(root))
+    assert run.exit_code == 1
+    assert "error[owner-name]: 'default' is the owner of every tree without an Owner " \
+        "document" in run.stdout

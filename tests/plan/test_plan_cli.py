@@ -8,9 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.specs_support import location_policy, topic_doc
+from tests.specs_support import location_policy, owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
+TEAM_A = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # prune needs an owner
 
 
 def plan(run_cli: Any, local_server: Any, root: Path, *extra: str) -> Any:
@@ -126,7 +127,10 @@ def test_labels_hedging_labels_and_adoption_keep_foreign_labels(
     root = specs(topic_doc("orders", labels={"team": "pay"}, hedging="300ms"))
     policy = str(org_policy_file())
     out = plan(run_cli, local_server, root, "--org-policy", policy).stdout
-    assert "# projects/proj-a/topics/orders will be updated in-place (adopt)" in out
+    assert (
+        "# projects/proj-a/topics/orders will be updated in-place (adopted: this tree's "
+        "owner label is added)"
+    ) in out
     assert '~ "team"                       = "old" -> "pay"' in out
     assert '+ "reconcile-hedge-delay-ms"   = "300"' in out
     assert '+ "reconcile-managed"          = "true"' in out
@@ -160,7 +164,10 @@ def test_inherit_topic_out_of_step_is_a_recompute_update(
     result = plan(run_cli, local_server, root, "--org-policy", policy, "--detailed-exitcode")
     assert result.exit_code == 2
     out = result.stdout
-    assert "topics/events will be updated in-place (allowed-and-disallowed-stale)" in out
+    assert (
+        "topics/events will be updated in-place (its storage policy is recomputed: it allows "
+        "locations the org policy does not and misses some it allows)"
+    ) in out
     assert "# recomputed from the effective org policy" in out
     assert "topics/fine" not in out
     rc = change(as_json(run_cli, local_server, root, "--org-policy", policy), "events")
@@ -183,13 +190,26 @@ def test_unmanaged_drift_all_three_categories_are_warnings_not_changes(
     result = plan(run_cli, local_server, root, "--org-policy", policy, "--detailed-exitcode")
     assert result.exit_code == 0, result.stderr  # drift never counts as a change
     out = result.stdout
-    assert "! projects/proj-a/topics/too-wide [allows-disallowed-locations]" in out
-    assert "it allows asia-east1 which the org policy does not allow" in out
-    assert "! projects/proj-a/topics/too-narrow [misses-allowed-locations]" in out
-    assert "it does not allow us-central1, which the org policy allows" in out
-    assert "! projects/proj-a/topics/both [allowed-and-disallowed-stale]" in out
-    assert "topics/fine" not in out
-    assert "--recompute-message-storage-policy" in out
+    # One line per topic: where it is declared and the mismatch in words; then a sum.
+    file = f"{root}/topics.yaml"
+    drift = [line for line in out.splitlines() if line.startswith("  ! ")]
+    assert drift == [
+        f"  ! projects/proj-a/topics/both ({file}:11): the topic's allowed and disallowed "
+        "locations are both stale: it allows asia-east1 which the org policy does not "
+        "allow; it does not allow us-central1, which the org policy allows",
+        f"  ! projects/proj-a/topics/too-narrow ({file}:6): the topic does not allow some "
+        "locations the org policy allows: it does not allow us-central1, which the org "
+        "policy allows",
+        f"  ! projects/proj-a/topics/too-wide ({file}:1): the topic allows locations the org "
+        "policy does not allow: it allows asia-east1 which the org policy does not allow",
+    ], drift
+    assert (
+        "  3 topics drift from the org policy (1 allow locations the org policy does not, 1 "
+        "miss locations the org policy allows, 1 both); drift is reported, never applied: "
+        "for each topic set `messageStoragePolicy: inherit` in its spec, or run `gcloud "
+        "pubsub topics update TOPIC --project PROJECT --recompute-message-storage-policy`."
+    ) in out
+    assert "topics/fine" not in out and "[allows-disallowed-locations]" not in out
     assert out.rstrip().endswith("No changes. The live topics match the specs.")
     data = as_json(run_cli, local_server, root, "--org-policy", policy)
     assert {d["address"].rsplit("/", 1)[1]: d["category"] for d in data["drift"]} == {
@@ -276,10 +296,11 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
 def test_prune_deletes_only_labelled_undeclared_topics(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any
 ) -> None:
-    seed("kept", OWN)
-    seed("ours-gone", OWN)
+    seed("kept", TEAM_A)
+    seed("ours-gone", TEAM_A)
     seed("someone-elses", {"team": "x"})
-    root = specs(topic_doc("kept"))
+    seed("another-trees", OWN)
+    root = specs(topic_doc("kept"), owner_doc("team-a"))
     policy = str(org_policy_file())
     without = plan(run_cli, local_server, root, "--org-policy", policy)
     assert "No changes." in without.stdout
@@ -293,6 +314,7 @@ def test_prune_deletes_only_labelled_undeclared_topics(
             "where their messages are stored): someone-elses") in out
     assert ("`reconcile import --project proj-a --topic someone-elses --out imported`"
             in out)
+    assert '- topic "projects/proj-a/topics/another-trees"' not in out  # another tree's
     assert "Plan: 0 to create, 0 to update, 1 to delete." in out
 
 

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.ownership import PLAN_LABEL
-from tests.specs_support import topic_doc
+from tests.specs_support import owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
+TEAM_A = {"reconcile-managed": "true", "reconcile-owner": "team-a"}  # prune needs an owner
 TWO = (
     topic_doc("orders", project="proj-a", labels={"team": "pay"}),
     topic_doc("events", project="proj-b", labels={"team": "data"}),
@@ -107,9 +108,10 @@ def test_prune_only_touches_the_named_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, tmp_path: Path,
     publisher_client: Any,
 ) -> None:
-    seed("old-a", OWN, project="proj-a")
-    seed("old-b", OWN, project="proj-b")
-    root = specs(*TWO)
+    seed("old-a", TEAM_A, project="proj-a")
+    seed("old-b", TEAM_A, project="proj-b")
+    seed("orders", TEAM_A, project="proj-a")
+    root = specs(*TWO, owner_doc("team-a"))
     out = tmp_path / "plan.json"
     made = run_cli(
         "plan", str(root), "--emulator", local_server.address, "--project", "proj-a",
@@ -180,3 +182,23 @@ def test_apply_specs_with_a_project_applies_only_that_project(
     assert labels.pop(PLAN_LABEL)  # the marker of the plan apply made and applied
     assert labels == {"team": "data", "reconcile-managed": "true", "reconcile-owner": "default"}
     assert live(publisher_client, "proj-a") == {}
+
+
+def test_narrowing_keeps_the_trees_owner_in_plan_and_apply(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any
+) -> None:
+    """A tree with an Owner document, converged: `--project` plans nothing, under its
+    owner, and `apply --project` (specs or its saved plan) is no takeover."""
+    from tests.specs_support import owner_doc
+
+    root = specs(*TWO, owner_doc("team-payments"))
+    target = ("--emulator", local_server.address)
+    assert run_cli("apply", str(root), *target, "--auto-approve").exit_code == 0
+    narrowed = run_cli("plan", str(root), *target, "--project", "proj-a",
+                       "--detailed-exitcode")
+    assert narrowed.exit_code == 0, narrowed.stdout + narrowed.stderr
+    assert "Owner: team-payments\n" in narrowed.stdout
+    assert "No changes. The live topics match the specs." in narrowed.stdout
+    applied = run_cli("apply", str(root), *target, "--project", "proj-b", "--auto-approve")
+    assert applied.exit_code == 0, applied.stderr
+    assert live(publisher_client, "proj-b")["events"]["reconcile-owner"] == "team-payments"

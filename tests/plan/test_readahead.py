@@ -16,7 +16,7 @@ from reconciler.backends.connect import open_backend
 from reconciler.errors import BackendError, UsageError
 from reconciler.localserver import CLIENT_REGION_KEY
 from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadReads, start_threshold
-from tests.specs_support import topic_doc
+from tests.specs_support import owner_doc, topic_doc
 
 DEFAULTS_AND_TOPIC = """\
 apiVersion: reconcile.pubsub/v1
@@ -76,7 +76,7 @@ def test_read_ahead_makes_the_same_plan(
     run_cli: Any, local_server: Any, specs: Any, seed: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seed("orders", {"team": "old", "reconcile-managed": "true"})
-    seed("stray", {"reconcile-managed": "true", "reconcile-owner": "default"})
+    seed("stray", {"reconcile-managed": "true", "reconcile-owner": "team-a"})
     seed("audit", {"team": "c"}, ["us-east1"], project="proj-c")
     root = specs(
         topic_doc("orders", project="proj-a", labels={"team": "a"}),
@@ -84,6 +84,7 @@ def test_read_ahead_makes_the_same_plan(
     )
     (root / "c").mkdir()
     (root / "c" / "topics.yaml").write_text(DEFAULTS_AND_TOPIC)  # its project from Defaults
+    (root / "owner.yaml").write_text(owner_doc("team-a"))  # prune needs an owner
     plans = []
     for setting in ("0", "off"):
         monkeypatch.setenv(START_ENV, setting)

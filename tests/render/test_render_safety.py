@@ -215,6 +215,8 @@ def test_no_data_opens_an_html_comment_in_the_markdown_plan() -> None:
     """Issue 39: the markdown plan goes into CI comments, where `<!--` from a path (or
     any other data) could hide what follows or pose as a marker the merge reads."""
     for slot in SLOTS:
+        if slot in ("category", "fix"):
+            continue  # not shown: a drift's category is said in words, its fix once for all
         out = markdown_with(lambda s, slot=slot: s.update({slot: f"x {MARKER} <!--"}))
         assert "<!--" not in out, slot
         assert "<\u2060!-- reconcile-digest" in out, slot  # shown, broken by a word joiner

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from reconciler.yamlio import MAX_FILE_BYTES
 
@@ -232,3 +235,22 @@ def test_missing_org_policy_file_is_a_clear_error(run_cli, tmp_path: Path) -> No
     result = run_cli("validate", str(tmp_path), "--org-policy", str(tmp_path / "nope.yaml"))
     assert result.exit_code == 1
     assert "org-policy file not found" in result.stderr
+
+
+def test_run_inside_the_spec_tree_says_there_is_no_specs_here_and_nothing_else(
+    run_cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`reconcile validate` in specs/ itself: one error saying what to do, not a
+    missing path plus a snapshot looked for "in nowhere"."""
+    (tmp_path / "specs").mkdir()
+    (tmp_path / "specs" / "t.yaml").write_text(GOOD)
+    monkeypatch.chdir(tmp_path / "specs")
+    result = run_cli("validate")
+    assert result.exit_code == 1
+    assert result.stdout == (
+        "specs: error[path-missing]: no spec tree here: specs/, the default PATH, is not in "
+        "the current directory (run from the directory that holds specs/, or name the tree "
+        "as PATH: `.` for the current directory)\n"
+    )
+    assert "nowhere" not in result.stdout + result.stderr
+    assert run_cli("validate", ".").exit_code == 0
