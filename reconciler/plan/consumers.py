@@ -18,7 +18,8 @@ topics: `gauge_queries`), and the backlogs of the subscriptions of prune's candi
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
-    left_behind(affected, stored, unknown) -> (figures, why unknown, warnings)
+    left_behind(affected, stored, unknown) -> (figures, why unknown, warnings, notes)
+    delete_said(subs, backlog) -> (warnings, notes)   what a delete does to consumers
     prune_refusal(name, subs, unknown, backlog) -> Diagnostic
     probable_renames(creates, undeclared) -> {address: warning}
 """
@@ -312,19 +313,19 @@ def left_behind(
     backlogs: Mapping[str, Sequence[Backlog]] | None = None,
     retentions: Sequence[int] = (),
     topic_retains: bool = False,
-) -> tuple[list[LeftBehind], str | None, list[str]]:
+) -> tuple[list[LeftBehind], str | None, list[str], list[str]]:
     """What is stored in the regions the change removes: the figures, why they are
-    unknown, and the warnings that say it, in the residency report's words
-    (reconciler/backlogs.py). `backlogs`: region -> the subscriptions' copies there
+    unknown, the warnings that say it in the residency report's words
+    (reconciler/backlogs.py), and the note that nothing is stored there. `backlogs`: region -> the subscriptions' copies there
     (None: unknown); `retentions`: the topic's and its subscriptions' (seconds)."""
     if not affected.removes_regions:
-        return [], None, []
+        return [], None, [], []
     if stored is None:
         why = unknown or "not read"
         return [], why, [
             f"what is stored in the removed regions is unknown ({why}); stored messages "
             "are not moved by a policy change"
-        ]
+        ], []
     allowed = affected.allowed
     found = []
     warnings = []
@@ -351,10 +352,10 @@ def left_behind(
             f"a policy change does not move stored messages; {clears}"
         )
     if not found:
-        return [], None, [
+        return [], None, [], [
             "nothing unacknowledged is stored in the removed regions (by the by-region gauges)"
         ]
-    return found, None, warnings
+    return found, None, warnings, []
 
 
 def region_backlogs(
@@ -408,18 +409,19 @@ def prune_refusal(
     )
 
 
-def delete_warnings(
+def delete_said(
     subs: Sequence[ObservedSubscription] | None, backlog: Mapping[str, int] | None
-) -> list[str]:
+) -> tuple[list[str], list[str]]:
+    """What a delete does to the topic's consumers: (warnings, notes)."""
     if subs is None:
-        return ["its subscriptions are unknown: any it has are detached and stop receiving"]
+        return ["its subscriptions are unknown: any it has are detached and stop receiving"], []
     if not subs:
-        return ["it has no subscriptions"]
+        return [], ["it has no subscriptions"]
     return [
         f"its subscriptions are detached and stop receiving messages: "
         f"{_listed(subs, backlog)}; their "
         "backlog is not moved to any other topic"
-    ]
+    ], []
 
 
 def rename_key(state: Mapping[str, Any] | None) -> Any:
@@ -530,13 +532,14 @@ def consumer_step(
             measured, why = observation.stored(rc.project, "topic", rc.topic)
             if measured and any(r.messages for r in measured.values()):
                 held = region_backlogs(observation, rc.project, subs)
-        figures, unknown, more = left_behind(
+        figures, unknown, more, notes = left_behind(
             policy, measured, why, held,
             [retention, *(s.retention_seconds for s in subs or ())], retention > 0,
         )
         out[i] = replace(
             rc,
             warnings=[*rc.warnings, *warnings, *more],
+            notes=[*rc.notes, *notes],
             subscriptions=refs(subs or ()),
             left_behind=figures,
             left_behind_unknown=unknown,
@@ -562,8 +565,9 @@ def consumer_step(
         reasons = list(rc.reasons)
         if allowed_by is not None and (subs is None or subs):
             reasons.append(Reason(ReasonKind.DETACHES, allowed_by))
+        warned, noted = delete_said(subs, backlog)
         deletes.append(replace(
-            rc, warnings=delete_warnings(subs, backlog), subscriptions=refs(subs or (), backlog),
+            rc, warnings=warned, notes=noted, subscriptions=refs(subs or (), backlog),
             prune_subscribed_by=allowed_by, reasons=reasons,
         ))
     # Probable renames (the old topic is still live, or deleted by this prune).

@@ -60,7 +60,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "4.1"
+FORMAT_VERSION = "4.2"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -290,6 +290,11 @@ class ResourceChange(Record, frozen=True):
             "drift, a prune (plan/reasons.py lists every form)."),
     ] = always(EMPTY)
     warnings: Annotated[Strings, doc("What a reviewer should know.")] = always(EMPTY)
+    notes: Annotated[
+        Strings,
+        doc("What a reviewer may like to know, with nothing to act on (a deleted topic has "
+            "no subscriptions; nothing is stored in the removed regions); absent when none."),
+    ] = EMPTY
     source: SourceJSON = always(None)
     subscriptions: Annotated[
         Sequence[SubscriptionRef],

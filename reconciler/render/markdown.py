@@ -68,7 +68,8 @@ def _table(plan: Plan) -> list[str]:
             "all" if rc.action != "update" else "—"
         )
         notes = "; ".join(
-            md_prose(n) for n in [*map(text.reason_text, rc.reasons), *rc.warnings]
+            md_prose(n)
+            for n in [*map(text.reason_text, rc.reasons), *rc.warnings, *rc.notes]
         ) or "—"
         lines.append(
             f"| {ICON[rc.action]} | {md_code(rc.address, in_table=True)} | {fields} | {notes} |"

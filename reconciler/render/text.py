@@ -120,6 +120,7 @@ def _block(rc: ResourceChange, style: Style, marker: str) -> list[str]:
     out.extend(_sends(rc, marker))
     for warning in rc.warnings:
         out.append(style("!", f"      # warning: {esc(warning)}"))
+    out += [f"      # note: {esc(note)}" for note in rc.notes]
     out.append(style(sym, "    }"))
     return out
 

@@ -81,8 +81,14 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     )
     rc = _change(_json(run_cli, local_server, root, policy))
     assert "left_behind" not in rc
-    assert any("nothing unacknowledged is stored in the removed regions" in w
-               for w in rc["warnings"])
+    # Nothing to act on: a note, not a warning, in the document and in the text.
+    assert rc["notes"] == [
+        "nothing unacknowledged is stored in the removed regions (by the by-region gauges)"
+    ]
+    assert not any("nothing unacknowledged" in w for w in rc["warnings"])
+    text = _plan(run_cli, local_server, root, policy).stdout
+    assert "      # note: nothing unacknowledged is stored in the removed regions" in text
+    assert "# warning: nothing unacknowledged" not in text
 
 
 @pytest.mark.parametrize("read_ahead", ["0", "off"])
@@ -185,9 +191,8 @@ def test_prune_keeps_a_subscribed_topic_unless_prune_subscribed(
     deleted = [rc["address"] for rc in data["resource_changes"] if rc["change"]["actions"]
                == ["delete"]]
     assert deleted == ["projects/proj-a/topics/unused"]
-    assert _change(data, "projects/proj-a/topics/unused")["warnings"] == [
-        "it has no subscriptions"
-    ]
+    unused = _change(data, "projects/proj-a/topics/unused")
+    assert (unused["warnings"], unused["notes"]) == ([], ["it has no subscriptions"])
     [kept] = [d for d in data["diagnostics"] if d["code"] == "prune-subscribed"]
     assert kept["file"] == old
     assert "billing (pull, 2 unacknowledged)" in kept["message"]

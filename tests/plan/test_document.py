@@ -38,7 +38,8 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
         del data["projects"]
     for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):
         rc["reasons"] = [str(r) for r in made.reasons]  # written as their text
-        for key in ("subscriptions", "left_behind", "left_behind_unknown", "prune_subscribed_by"):
+        for key in ("notes", "subscriptions", "left_behind", "left_behind_unknown",
+                    "prune_subscribed_by"):
             if not rc[key]:
                 del rc[key]
     return {"format_version": data.pop("format_version"), **data}
