@@ -316,8 +316,9 @@ def left_behind(
 ) -> tuple[list[LeftBehind], str | None, list[str], list[str]]:
     """What is stored in the regions the change removes: the figures, why they are
     unknown, the warnings that say it in the residency report's words
-    (reconciler/backlogs.py), and the note that nothing is stored there. `backlogs`: region -> the subscriptions' copies there
-    (None: unknown); `retentions`: the topic's and its subscriptions' (seconds)."""
+    (reconciler/backlogs.py), and the note that nothing is stored there. `backlogs`:
+    region -> the subscriptions' copies there (None: unknown); `retentions`: the
+    topic's and its subscriptions' (seconds)."""
     if not affected.removes_regions:
         return [], None, [], []
     if stored is None:
