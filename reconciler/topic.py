@@ -19,7 +19,39 @@ LABELS = "labels"
 STORAGE_POLICY = "message_storage_policy"
 REGIONS = "allowed_persistence_regions"
 IN_TRANSIT = "enforce_in_transit"
-MASK_PATHS = (LABELS, STORAGE_POLICY)  # the only paths a plan ever masks (top level)
+RETENTION = "message_retention_duration"
+KMS_KEY = "kms_key_name"
+SCHEMA_SETTINGS = "schema_settings"
+# The only paths a plan ever masks (top level), in the order a mask names them.
+MASK_PATHS = (LABELS, STORAGE_POLICY, RETENTION, KMS_KEY, SCHEMA_SETTINGS)
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSettings:
+    """A topic's schema settings in the service's form: the schema's name, the
+    encoding (`JSON`, `BINARY`) and the revision range ("" = that side open)."""
+
+    schema: str
+    encoding: str
+    first_revision_id: str = ""
+    last_revision_id: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "schema": self.schema, "encoding": self.encoding,
+            "first_revision_id": self.first_revision_id,
+            "last_revision_id": self.last_revision_id,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> SchemaSettings | None:
+        """A plan/request settings object as read; None when absent or null."""
+        if not data:
+            return None
+        return cls(
+            str(data.get("schema") or ""), str(data.get("encoding") or ""),
+            str(data.get("first_revision_id") or ""), str(data.get("last_revision_id") or ""),
+        )
 
 
 @dataclass(frozen=True)

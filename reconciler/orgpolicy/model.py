@@ -12,7 +12,12 @@ from typing import Any
 
 RESOURCE_LOCATIONS = "gcp.resourceLocations"
 ENFORCE_IN_TRANSIT = "pubsub.enforceInTransitRegions"
-KNOWN_CONSTRAINTS = (RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT)
+# The CMEK constraints (reconciler/orgpolicy/cmek.py evaluates them for topics).
+RESTRICT_NON_CMEK = "gcp.restrictNonCmekServices"
+RESTRICT_KEY_PROJECTS = "gcp.restrictCmekCryptoKeyProjects"
+KNOWN_CONSTRAINTS = (
+    RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT, RESTRICT_NON_CMEK, RESTRICT_KEY_PROJECTS
+)
 # Managed (boolean) Pub/Sub constraints: enforced, they refuse message transforms on
 # topics and on subscriptions.
 DISABLE_TOPIC_TRANSFORMS = "pubsub.managed.disableTopicMessageTransforms"

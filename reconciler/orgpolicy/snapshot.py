@@ -33,6 +33,8 @@ from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
     KNOWN_CONSTRAINTS,
     MANAGED_CONSTRAINTS,
+    RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
     Policy,
     PolicyFormatError,
     is_custom,
@@ -427,10 +429,29 @@ def _rule(checker: _Checker, value: Any, path: PathKey, constraint: str | None) 
     if "values" in fields:
         values_value, values_path = fields["values"]
         values = checker.mapping(values_value, values_path, VALUES_FIELDS, "rule values")
-        locations = constraint is not None and not is_boolean(constraint)
         for key in VALUES_FIELDS:
-            if key in values and checker.typed(values[key], list, key) and locations:
-                _location_values(checker, *values[key])
+            if key in values and checker.typed(values[key], list, key):
+                if constraint == RESOURCE_LOCATIONS:
+                    _location_values(checker, *values[key])
+                elif constraint == RESTRICT_KEY_PROJECTS:
+                    _key_project_values(checker, *values[key])
+
+
+_KEY_PROJECT_VALUE = re.compile(
+    r"(is:|under:)?projects/[^/]+|under:(folders|organizations)/[0-9]+"
+)
+
+
+def _key_project_values(checker: _Checker, values: list[str], path: PathKey) -> None:
+    """restrictCmekCryptoKeyProjects names projects, folders and organizations:
+    `under:organizations/O`, `under:folders/F`, `under:projects/P`, `projects/P`."""
+    for i, value in enumerate(values):
+        if not _KEY_PROJECT_VALUE.fullmatch(value):
+            checker.error(
+                (*path, i), "policy-value",
+                f"{value!r} is not a value of {RESTRICT_KEY_PROJECTS}: write "
+                "under:organizations/O, under:folders/F, under:projects/P or projects/P",
+            )
 
 
 def _location_values(checker: _Checker, values: list[str], path: PathKey) -> None:

@@ -9,6 +9,7 @@ merge: the nearest policy decides.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
@@ -81,13 +82,7 @@ class PolicyStore:
 
     def chain(self, resource: str) -> list[str]:
         """The resource and its ancestors, nearest first (cycles cut off)."""
-        nodes = [resource]
-        while nodes[-1] in self.ancestry and len(nodes) < MAX_HIERARCHY_DEPTH:
-            parent = self.ancestry[nodes[-1]]
-            if parent in nodes:
-                break
-            nodes.append(parent)
-        return nodes
+        return ancestry_chain(self.ancestry, resource)
 
     def effective_spec(
         self, constraint: str, resource: str, *, dry_run: bool = False
@@ -140,6 +135,18 @@ class PolicyStore:
             allow_all=allow_all and not denied,
         )
         return Policy(name, replace(PolicySpec(), rules=(rule,)))
+
+
+def ancestry_chain(ancestry: Mapping[str, str], resource: str) -> list[str]:
+    """`resource` and its ancestors as `ancestry` (child -> parent) records them,
+    nearest first (cycles cut off)."""
+    nodes = [resource]
+    while nodes[-1] in ancestry and len(nodes) < MAX_HIERARCHY_DEPTH:
+        parent = ancestry[nodes[-1]]
+        if parent in nodes:
+            break
+        nodes.append(parent)
+    return nodes
 
 
 def _enforces(spec: PolicySpec | None) -> bool:

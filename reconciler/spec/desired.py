@@ -13,6 +13,7 @@ from typing import Literal
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.names import topic_name
 from reconciler.ownership import DEFAULT_OWNER
+from reconciler.topic import SchemaSettings
 
 StorageMode = Literal["unmanaged", "inherit", "explicit"]
 
@@ -87,6 +88,10 @@ class DesiredTopic:
     publisher_regions: tuple[str, ...] = ()
     message_ordering: bool = False
     publisher_endpoint: str | None = None  # region of the locational endpoint publishers use
+    # The fields below in the service's canonical form; None = omitted (unmanaged).
+    message_retention_duration: str | None = None  # seconds, e.g. "172800s"
+    kms_key_name: str | None = None  # projects/P/locations/L/keyRings/R/cryptoKeys/K
+    schema_settings: SchemaSettings | None = None
     file: str = ""
     line: int = 0
     # projects/P/topics/T, worked out once: a plan sorts and looks up by it.

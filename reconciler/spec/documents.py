@@ -42,6 +42,22 @@ class StoragePolicySpec(_Record):
         _set(self, 'enforce_in_transit', enforce_in_transit)
 
 
+class SchemaSettingsSpec(_Record):
+    """The record of `models.SchemaSettingsSpec`."""
+
+    __slots__ = ('schema_', 'encoding', 'first_revision_id', 'last_revision_id')
+    schema_: str
+    encoding: Literal['JSON', 'BINARY']
+    first_revision_id: str | None
+    last_revision_id: str | None
+
+    def __init__(self, *, schema_: str, encoding: Literal['JSON', 'BINARY'], first_revision_id: str | None = None, last_revision_id: str | None = None) -> None:
+        _set(self, 'schema_', schema_)
+        _set(self, 'encoding', encoding)
+        _set(self, 'first_revision_id', first_revision_id)
+        _set(self, 'last_revision_id', last_revision_id)
+
+
 class Retry(_Record):
     """The record of `models.Retry`."""
 
@@ -89,14 +105,20 @@ class Publishers(_Record):
 class TopicSpec(_Record):
     """The record of `models.TopicSpec`."""
 
-    __slots__ = ('labels', 'message_storage_policy', 'publishers')
+    __slots__ = ('labels', 'message_storage_policy', 'message_retention_duration', 'kms_key_name', 'schema_settings', 'publishers')
     labels: dict[str, str]
     message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
+    message_retention_duration: str | None
+    kms_key_name: str | None
+    schema_settings: SchemaSettingsSpec | None
     publishers: Publishers | None
 
-    def __init__(self, *, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, publishers: Publishers | None = None) -> None:
+    def __init__(self, *, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, message_retention_duration: str | None = None, kms_key_name: str | None = None, schema_settings: SchemaSettingsSpec | None = None, publishers: Publishers | None = None) -> None:
         _set(self, 'labels', {} if labels is None else labels)
         _set(self, 'message_storage_policy', message_storage_policy)
+        _set(self, 'message_retention_duration', message_retention_duration)
+        _set(self, 'kms_key_name', kms_key_name)
+        _set(self, 'schema_settings', schema_settings)
         _set(self, 'publishers', publishers)
 
 
@@ -155,16 +177,22 @@ class DefaultsMetadata(_Record):
 class DefaultsSpec(_Record):
     """The record of `models.DefaultsSpec`."""
 
-    __slots__ = ('project', 'labels', 'message_storage_policy', 'publishers')
+    __slots__ = ('project', 'labels', 'message_storage_policy', 'message_retention_duration', 'kms_key_name', 'schema_settings', 'publishers')
     project: str | None
     labels: dict[str, str]
     message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
+    message_retention_duration: str | None
+    kms_key_name: str | None
+    schema_settings: SchemaSettingsSpec | None
     publishers: Publishers | None
 
-    def __init__(self, *, project: str | None = None, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, publishers: Publishers | None = None) -> None:
+    def __init__(self, *, project: str | None = None, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, message_retention_duration: str | None = None, kms_key_name: str | None = None, schema_settings: SchemaSettingsSpec | None = None, publishers: Publishers | None = None) -> None:
         _set(self, 'project', project)
         _set(self, 'labels', {} if labels is None else labels)
         _set(self, 'message_storage_policy', message_storage_policy)
+        _set(self, 'message_retention_duration', message_retention_duration)
+        _set(self, 'kms_key_name', kms_key_name)
+        _set(self, 'schema_settings', schema_settings)
         _set(self, 'publishers', publishers)
 
 
@@ -220,10 +248,11 @@ class OwnerDoc(_Record):
         _set(self, 'spec', OwnerSpec() if spec is None else spec)
 
 
-Record = TopicMetadata | StoragePolicySpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerSpec | OwnerDoc
+Record = TopicMetadata | StoragePolicySpec | SchemaSettingsSpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerSpec | OwnerDoc
 RECORDS: dict[str, type[_Record]] = {
     'TopicMetadata': TopicMetadata,
     'StoragePolicySpec': StoragePolicySpec,
+    'SchemaSettingsSpec': SchemaSettingsSpec,
     'Retry': Retry,
     'HedgingProfileSpec': HedgingProfileSpec,
     'Publishers': Publishers,
@@ -250,6 +279,12 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('allowedPersistenceRegions', 'allowed_persistence_regions', ('required',), ('list_str',)),
         ('enforceInTransit', 'enforce_in_transit', ('value', None), ('union', (('bool',), ('none',)))),
     ),
+    'SchemaSettingsSpec': (
+        ('schema', 'schema_', ('required',), ('str',)),
+        ('encoding', 'encoding', ('required',), ('literal', ('JSON', 'BINARY'))),
+        ('firstRevisionId', 'first_revision_id', ('value', None), ('union', (('str',), ('none',)))),
+        ('lastRevisionId', 'last_revision_id', ('value', None), ('union', (('str',), ('none',)))),
+    ),
     'Retry': (
         ('initialRpcTimeout', 'initial_rpc_timeout', ('value', None), ('union', (('duration',), ('none',)))),
         ('totalTimeout', 'total_timeout', ('value', None), ('union', (('duration',), ('none',)))),
@@ -269,6 +304,9 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
     'TopicSpec': (
         ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
         ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
+        ('messageRetentionDuration', 'message_retention_duration', ('value', None), ('union', (('str',), ('none',)))),
+        ('kmsKeyName', 'kms_key_name', ('value', None), ('union', (('str',), ('none',)))),
+        ('schemaSettings', 'schema_settings', ('value', None), ('union', (('model', 'SchemaSettingsSpec'), ('none',)))),
         ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
     ),
     'TopicDoc': (
@@ -293,6 +331,9 @@ SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
         ('project', 'project', ('value', None), ('union', (('str',), ('none',)))),
         ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
         ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
+        ('messageRetentionDuration', 'message_retention_duration', ('value', None), ('union', (('str',), ('none',)))),
+        ('kmsKeyName', 'kms_key_name', ('value', None), ('union', (('str',), ('none',)))),
+        ('schemaSettings', 'schema_settings', ('value', None), ('union', (('model', 'SchemaSettingsSpec'), ('none',)))),
         ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
     ),
     'DefaultsDoc': (

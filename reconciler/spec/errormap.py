@@ -67,10 +67,13 @@ def report_validation_error(
         elif etype == "literal_error":
             m = doc.mark_for(path)
             value = value_at(doc.data, path)
+            if path[-1] == "messageStoragePolicy":
+                choices = "`inherit`, or a mapping with allowedPersistenceRegions"
+            else:  # pydantic's words: 'JSON' or 'BINARY'
+                choices = str((error.get("ctx") or {}).get("expected", "an allowed value"))
             diags.error(
                 doc.file, m.line, m.col, "bad-value",
-                f"{where}: {value!r} is not allowed; write `inherit`, or a mapping with "
-                "allowedPersistenceRegions",
+                f"{where}: {value!r} is not allowed; write {choices}",
             )
         elif etype in _EXPECTED:
             m = doc.mark_for(path)

@@ -89,6 +89,20 @@ _STORAGE = (
     "Omitted: unmanaged (never touched). `inherit`: follow the effective org policy "
     "(recompute). An object: these regions exactly."
 )
+_RETENTION = (
+    "How long the topic keeps every published message, acknowledged or not: 10 minutes "
+    "to 31 days, written with a unit (`2d`, `48h`, `1h30m`, `600s`; compared in the "
+    "service's seconds, so `2d` equals `172800s`). Omitted: unmanaged (never sent, never "
+    "cleared)."
+)
+_KMS_KEY = (
+    "The Cloud KMS key that protects the topic's messages (CMEK): "
+    "`projects/P/locations/L/keyRings/R/cryptoKeys/K`. Omitted: unmanaged."
+)
+_SCHEMA_SETTINGS = (
+    "The schema published messages are validated against. Omitted: unmanaged (a schema "
+    "set by another tool is kept)."
+)
 _PUBLISHERS = (
     "Where and how the topic's publishers run; checked against the storage policy and "
     "recorded on the topic as `reconcile-` labels."
@@ -160,6 +174,37 @@ class Publishers(_Model):
     )
 
 
+Retention = Annotated[
+    str,
+    WithJsonSchema(
+        {
+            "type": "string",
+            "pattern": r"^([0-9]+(\.[0-9]+)?(d|h|m|s|ms))+$",
+            "description": "A duration with a unit: 2d, 48h, 1h30m, 600s, 600.5s.",
+        }
+    ),
+]
+
+
+class SchemaSettingsSpec(_Model):
+    schema_: str = Field(
+        alias="schema",
+        description="`projects/P/schemas/S` (the schema may be in another project); "
+        "it must exist when the plan is applied.",
+    )
+    encoding: Literal["JSON", "BINARY"] = Field(
+        description="How published messages are encoded: `JSON` or `BINARY`."
+    )
+    first_revision_id: str | None = Field(
+        default=None, alias="firstRevisionId",
+        description="The oldest schema revision messages may match; omitted: no lower bound.",
+    )
+    last_revision_id: str | None = Field(
+        default=None, alias="lastRevisionId",
+        description="The newest schema revision messages may match; omitted: no upper bound.",
+    )
+
+
 class TopicMetadata(_Model):
     project: str | None = Field(
         default=None, description="Google Cloud project ID; may come from a `Defaults` document."
@@ -173,6 +218,13 @@ class TopicSpec(_Model):
     labels: dict[str, str] = Field(default_factory=dict, description=_LABELS)
     message_storage_policy: Literal["inherit"] | StoragePolicySpec | None = Field(
         default=None, alias="messageStoragePolicy", description=_STORAGE
+    )
+    message_retention_duration: Retention | None = Field(
+        default=None, alias="messageRetentionDuration", description=_RETENTION
+    )
+    kms_key_name: str | None = Field(default=None, alias="kmsKeyName", description=_KMS_KEY)
+    schema_settings: SchemaSettingsSpec | None = Field(
+        default=None, alias="schemaSettings", description=_SCHEMA_SETTINGS
     )
     publishers: Publishers | None = Field(default=None, description=_PUBLISHERS)
 
@@ -214,6 +266,13 @@ class DefaultsSpec(_Model):
     labels: dict[str, str] = Field(default_factory=dict, description=_LABELS)
     message_storage_policy: Literal["inherit"] | StoragePolicySpec | None = Field(
         default=None, alias="messageStoragePolicy", description=_STORAGE
+    )
+    message_retention_duration: Retention | None = Field(
+        default=None, alias="messageRetentionDuration", description=_RETENTION
+    )
+    kms_key_name: str | None = Field(default=None, alias="kmsKeyName", description=_KMS_KEY)
+    schema_settings: SchemaSettingsSpec | None = Field(
+        default=None, alias="schemaSettings", description=_SCHEMA_SETTINGS
     )
     publishers: Publishers | None = Field(default=None, description=_PUBLISHERS)
 

@@ -13,10 +13,11 @@ group can hold (asia-east1 for in:us-locations) is certainly refused: an error.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.orgpolicy.cmek import PUBSUB_SERVICE, cmek_required, key_project_verdict
 from reconciler.orgpolicy.locations import (
     LocationRestriction,
     ValueGroup,
@@ -24,16 +25,25 @@ from reconciler.orgpolicy.locations import (
     enforce_in_transit,
     location_restriction,
 )
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, PolicySpec
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
+    RESTRICT_NON_CMEK,
+    PolicySpec,
+)
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
-from reconciler.orgpolicy.store import PolicyStore
+from reconciler.orgpolicy.store import PolicyStore, ancestry_chain
 from reconciler.spec.desired import DesiredTopic
+from reconciler.topicrules import split_kms_key
 from reconciler.yamlio import Document, PathKey
 
 POLICY = ("spec", "messageStoragePolicy")
 REGIONS = (*POLICY, "allowedPersistenceRegions")
 PUBLISHER_REGIONS = ("spec", "publishers", "regions")
 PUBLISHER_ENDPOINT = ("spec", "publishers", "endpoint")
+KMS_KEY = ("spec", "kmsKeyName")
+TOPIC = ("metadata", "name")
 # Every diagnostic that rests on inferred group membership carries this phrase; it is
 # how `promote_inferred` finds them again (one place writes it, one place reads it).
 INFERRED_MARK = "rests on inferred value-group membership"
@@ -41,16 +51,30 @@ INFERRED_MARK = "rests on inferred value-group membership"
 
 @dataclass(frozen=True)
 class OrgFacts:
-    """What the effective org policy says for one project."""
+    """What the effective org policy says for one project: its location restriction,
+    in-transit enforcement, whether new topics need a customer-managed key
+    (`cmek_required`) and which projects' keys may protect them (`key_projects`, the
+    effective restrictCmekCryptoKeyProjects; `ancestry` places a key's project in the
+    hierarchy as far as it is known)."""
 
     restriction: LocationRestriction
     enforce_in_transit: bool
+    cmek_required: bool = False
+    key_projects: PolicySpec | None = None
+    ancestry: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
 def facts_from_specs(
-    resource_locations: PolicySpec | None, in_transit: PolicySpec | None
+    resource_locations: PolicySpec | None,
+    in_transit: PolicySpec | None,
+    non_cmek: PolicySpec | None = None,
+    key_projects: PolicySpec | None = None,
+    ancestry: Mapping[str, str] | None = None,
 ) -> OrgFacts:
-    return OrgFacts(location_restriction(resource_locations), enforce_in_transit(in_transit))
+    return OrgFacts(
+        location_restriction(resource_locations), enforce_in_transit(in_transit),
+        cmek_required(non_cmek), key_projects, ancestry or {},
+    )
 
 
 def org_facts(store: PolicyStore | None, project: str) -> OrgFacts | None:
@@ -60,6 +84,9 @@ def org_facts(store: PolicyStore | None, project: str) -> OrgFacts | None:
     return facts_from_specs(
         store.effective_spec(RESOURCE_LOCATIONS, resource),
         store.effective_spec(ENFORCE_IN_TRANSIT, resource),
+        store.effective_spec(RESTRICT_NON_CMEK, resource),
+        store.effective_spec(RESTRICT_KEY_PROJECTS, resource),
+        store.ancestry,
     )
 
 
@@ -242,7 +269,57 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
                 )
             )
     out.extend(_publisher_problems(topic, facts))
+    out.extend(cmek_problems(topic, facts))
     return out
+
+
+def cmek_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
+    """The CMEK constraints (reconciler/orgpolicy/cmek.py): a topic without a key where
+    new topics need one, a key from a project the org does not allow. A key's location
+    against the storage policy's regions is not checked: the service's documentation
+    states no rule for a Pub/Sub topic."""
+    key = topic.kms_key_name
+    if key is None:
+        if not facts.cmek_required:
+            return []
+        return [OrgProblem(
+            Severity.ERROR, "org-cmek-required",
+            f"the effective constraints/{RESTRICT_NON_CMEK} of project {topic.project} "
+            f"requires a customer-managed key for {PUBSUB_SERVICE}, so the service refuses "
+            "to create this topic without one; declare kmsKeyName (here or in a Defaults "
+            "document)",
+            TOPIC,
+        )]
+    if facts.key_projects is None:
+        return []
+    split = split_kms_key(key)
+    if split is None:
+        return []  # reported as a malformed name already
+    key_project = f"projects/{split[0]}"
+    verdict = key_project_verdict(facts.key_projects, ancestry_chain(facts.ancestry, key_project))
+    allowed = ", ".join(
+        v for r in facts.key_projects.rules if not r.condition for v in r.allowed_values
+    ) or "none listed"
+    if verdict == "denied":
+        return [OrgProblem(
+            Severity.ERROR, "org-cmek-key-project",
+            f"kmsKeyName is a key of {key_project}, which the effective "
+            f"constraints/{RESTRICT_KEY_PROJECTS} of project {topic.project} does not "
+            f"allow (allowed: {allowed}); the service refuses a topic protected by it. "
+            "Use a key from an allowed project",
+            KMS_KEY,
+        )]
+    if verdict == "unknown":
+        return [OrgProblem(
+            Severity.WARNING, "org-cmek-key-project",
+            f"cannot tell whether constraints/{RESTRICT_KEY_PROJECTS} of project "
+            f"{topic.project} allows keys of {key_project} (allowed: {allowed}): the "
+            f"org-policy snapshot does not say where {key_project} sits in the hierarchy. "
+            f"Add `ancestry: {{{key_project}: folders/F}}` (and its folders) to the "
+            "snapshot, or name the project itself in the policy",
+            KMS_KEY,
+        )]
+    return []
 
 
 def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:

@@ -34,7 +34,9 @@ def _placeholders() -> dict[str, Any]:
         for alias, _, default, kind in fields:
             if default[0] != "required" or alias in _DOCUMENT_KEYS:
                 continue
-            empty = _EMPTY[kind[0]]  # a required kind without an empty value: extend _EMPTY
+            # a literal's stand-in is its first value; another kind without an empty
+            # value: extend _EMPTY
+            empty = kind[1][0] if kind[0] == "literal" else _EMPTY[kind[0]]
             if out.setdefault(alias, empty) != empty:
                 raise AssertionError(f"required {alias!r} fields of two kinds")
     return out

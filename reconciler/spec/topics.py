@@ -24,6 +24,7 @@ from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
 from reconciler.spec.regions import check_endpoint, check_regions
+from reconciler.spec.settings import check_settings
 from reconciler.spec.tree import Located
 from reconciler.yamlio import PathKey
 
@@ -77,6 +78,7 @@ def check_topic(
                 storage_rep = PositionedDiagnostics(d, diags)
                 break
     storage = check_storage(storage_model, storage_rep)
+    settings = check_settings(located, chain, diags)
 
     publishers = doc.spec.publishers
     publishers_rep = rep
@@ -117,6 +119,9 @@ def check_topic(
         publisher_regions=publisher_regions,
         message_ordering=ordering,
         publisher_endpoint=endpoint,
+        message_retention_duration=settings.retention,
+        kms_key_name=settings.kms_key_name,
+        schema_settings=settings.schema_settings,
         file=located.doc.file,
         line=located.doc.start.line,
     )

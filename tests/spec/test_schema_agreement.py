@@ -38,11 +38,11 @@ CROSS_DOCUMENT = "or set `project` in a Defaults document"
 
 def from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None) -> Any:
     """A small generator of instances of a JSON Schema: the keywords `reconcile
-    schema` uses ($ref, anyOf, const, type, properties, required, additionalProperties,
-    items, pattern); any other keyword fails loudly so the test never silently
+    schema` uses ($ref, anyOf, const, enum, type, properties, required,
+    additionalProperties, items, pattern); any other keyword fails loudly so the test never silently
     generates less than the schema allows."""
     root = root or schema
-    known = {"$ref", "$defs", "$id", "$schema", "anyOf", "const", "type", "properties",
+    known = {"$ref", "$defs", "$id", "$schema", "anyOf", "const", "enum", "type", "properties",
              "required", "additionalProperties", "items", "pattern", "title",
              "description", "default"}
     unknown = set(schema) - known
@@ -54,6 +54,8 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None) -> A
         return st.one_of([from_schema(branch, root) for branch in schema["anyOf"]])
     if "const" in schema:
         return st.just(schema["const"])
+    if "enum" in schema:
+        return st.sampled_from(schema["enum"])
     kind = schema["type"]
     if kind == "string":
         if "pattern" in schema:

@@ -13,7 +13,7 @@ Acknowledge or ModifyAckDeadline payload over 512 KiB (524,288 bytes) alike. A
 payload is what travelled: the serialized request over gRPC, the JSON body over REST
 (base64 makes a message's data a third larger there).
 Subscriptions: ack deadline 10-600 s (0 means the default, 10 s); message retention
-10 minutes to 7 days (topics: up to 31 days); Pull max_messages 1-1,000.
+10 minutes to 7 days (a topic's range: reconciler/topicrules.py); Pull max_messages 1-1,000.
 """
 
 from __future__ import annotations
@@ -38,9 +38,7 @@ MAX_ORDERING_KEY_BYTES = 1024
 MIN_ACK_DEADLINE_S = 10
 MAX_ACK_DEADLINE_S = 600
 DEFAULT_ACK_DEADLINE_S = 10
-MIN_RETENTION_S = 10 * 60
 MAX_SUBSCRIPTION_RETENTION_S = 7 * 24 * 3600
-MAX_TOPIC_RETENTION_S = 31 * 24 * 3600
 DEFAULT_SUBSCRIPTION_RETENTION_S = 7 * 24 * 3600
 MAX_PULL_MESSAGES = 1000
 

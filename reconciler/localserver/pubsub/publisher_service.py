@@ -7,7 +7,6 @@ exists`, the update-mask sentences) and say more where it is silent.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import grpc
@@ -26,12 +25,7 @@ from reconciler.localserver.api.status import (
 )
 from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub.constraints import check_call
-from reconciler.localserver.pubsub.limits import (
-    MAX_TOPIC_RETENTION_S,
-    MIN_RETENTION_S,
-    check_labels,
-    check_publish,
-)
+from reconciler.localserver.pubsub.limits import check_labels, check_publish
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriber_service import (
     declared_region,
@@ -45,6 +39,7 @@ from reconciler.orgpolicy.custom import TOPIC
 from reconciler.orgpolicy.locations import catalog, enforce_in_transit, location_restriction
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
+from reconciler.topicrules import KMS_KEY_FORMAT, NANOS, retention_problem, split_kms_key
 
 UPDATABLE_PATHS = (
     "labels",
@@ -61,7 +56,6 @@ UPDATABLE_PATHS = (
 SCHEMA_SETTINGS_PATHS = tuple(
     f"schema_settings.{f}" for f in ("schema", "encoding", "first_revision_id", "last_revision_id")
 )
-_KMS = re.compile(r"^projects/[^/]+/locations/[^/]+/keyRings/[^/]+/cryptoKeys/[^/]+$")
 
 _KIND_TEXT = {
     "zone": "a zone",
@@ -185,18 +179,11 @@ class PublisherService:
             check_labels(topic.labels, "topic")
         if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
             d = topic.message_retention_duration
-            seconds = d.seconds + d.nanos / 1e9
-            if not MIN_RETENTION_S <= seconds <= MAX_TOPIC_RETENTION_S:
-                raise invalid(
-                    f"message_retention_duration out of bounds: {seconds:g}s; a topic "
-                    f"retains messages {MIN_RETENTION_S}s (10 minutes) to "
-                    f"{MAX_TOPIC_RETENTION_S}s (31 days)"
-                )
-        if "kms_key_name" in fields and topic.kms_key_name and not _KMS.match(topic.kms_key_name):
-            raise invalid(
-                f"Invalid kms_key_name {topic.kms_key_name!r}: expected "
-                "projects/P/locations/L/keyRings/R/cryptoKeys/K."
-            )
+            if problem := retention_problem(d.seconds * NANOS + d.nanos):
+                raise invalid(f"message_retention_duration out of bounds: {problem}")
+        key = topic.kms_key_name
+        if "kms_key_name" in fields and key and split_kms_key(key) is None:
+            raise invalid(f"Invalid kms_key_name {key!r}: expected {KMS_KEY_FORMAT}.")
 
     # ------------------------------------------------------------------------ RPCs
 

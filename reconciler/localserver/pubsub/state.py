@@ -39,16 +39,13 @@ from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.persistence.loading import StateDamaged
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.subscriptions import Subscriptions
-from reconciler.localserver.schemas.registry import (
-    DELETED_REVISION,
-    DELETED_SCHEMA,
-    SchemaRegistry,
-)
+from reconciler.localserver.schemas.registry import DELETED_REVISION, SchemaRegistry
 from reconciler.localserver.schemas.registry import encode as encode_schema
 from reconciler.names import project_of
 from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
+from reconciler.topicrules import DELETED_SCHEMA
 
 log = logging.getLogger(__name__)
 

@@ -45,7 +45,6 @@ from reconciler.localserver.pubsub.limits import (
     MAX_PULL_MESSAGES,
     MAX_SUBSCRIPTION_RETENTION_S,
     MIN_ACK_DEADLINE_S,
-    MIN_RETENTION_S,
     check_labels,
     check_payload,
     duration_seconds,
@@ -58,6 +57,7 @@ from reconciler.orgpolicy.publishing import (
     receiving_region,
     refuses_in_transit,
 )
+from reconciler.topicrules import MIN_RETENTION_S  # a subscription's floor is a topic's
 
 # A Pull waits this long at most for a first message (the service holds a pull open
 # for a while too; clients re-issue it).

@@ -21,7 +21,6 @@ from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.persistence import journal as j
 from reconciler.names import project_of
 
-DELETED_SCHEMA = "_deleted-schema_"
 DELETED_REVISION = "_deleted-schema-revision_"
 
 

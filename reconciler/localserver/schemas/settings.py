@@ -27,7 +27,7 @@ from reconciler.localserver.schemas.definitions import (
     check_message,
     failure_reason,
 )
-from reconciler.localserver.schemas.registry import DELETED_SCHEMA
+from reconciler.topicrules import DELETED_SCHEMA
 
 # The attributes a message published to a topic with a schema is delivered with.
 NAME_ATTRIBUTE = "googclient_schemaname"
