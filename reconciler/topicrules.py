@@ -92,7 +92,7 @@ def retention_problem(nanos: int, written: str = "") -> str | None:
     seconds = duration_text(nanos)
     shown = seconds if written in ("", seconds) else f"{_short(written)} ({seconds})"
     return (
-        f"message retention {shown} is out of range: a topic retains messages "
+        f"{shown} is out of range: a topic retains messages "
         f"{MIN_RETENTION_S}s (10 minutes) to {MAX_TOPIC_RETENTION_S}s (31 days)"
     )
 
