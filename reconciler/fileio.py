@@ -12,9 +12,11 @@ from pathlib import Path
 from reconciler.errors import InputError
 
 
-def write_atomically(path: Path, text: str, what: str) -> None:
+def write_atomically(path: Path, text: str, what: str, *, umask: bool = False) -> None:
     """Write `text` to `path` via a synced temporary file and a rename; `what` names
-    the file in the error ("plan file", "spec file", ...)."""
+    the file in the error ("plan file", "spec file", ...). The temporary file is
+    private (0600); `umask`: the file gets the mode any file the user creates gets
+    (0666 less their umask), for files meant to be shared, such as specs."""
     import tempfile  # only writers need it: a validate, which only reads, skips its import
 
     path = path.expanduser()
@@ -28,6 +30,8 @@ def write_atomically(path: Path, text: str, what: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
+            if umask:
+                os.fchmod(fh.fileno(), 0o666 & ~_current_umask())
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except OSError as exc:
@@ -36,6 +40,20 @@ def write_atomically(path: Path, text: str, what: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _current_umask() -> int:
+    """The process's umask: Linux states it in /proc; elsewhere it can only be read by
+    setting it, at once set back (a command writes its files from one thread)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
 
 
 class FileProblem(Exception):

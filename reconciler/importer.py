@@ -6,7 +6,8 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                        policy computes (for `inherit`)
     select(project, topics, wanted)         the --topic filter
     missing_topics(projects, found, wanted) --topic values that matched nothing
-    existing_profiles(out_dir, skip)        profiles the output tree defines already
+    other_specs(out_dir, skip)              the spec files already in the output tree
+    existing_profiles(files)                profiles those files define
     render(docs, header) -> str             one spec file's text
     header(source, stamp, project, count)   its comment
 """
@@ -53,17 +54,23 @@ def missing_topics(
     return out
 
 
-def existing_profiles(out_dir: Path, skip: set[Path]) -> dict[str, tuple[int, int, int]]:
-    """Named hedging profiles already defined in the output tree (files about to be
-    overwritten excluded), so that imported topics refer to them instead of
-    redefining them (a duplicate profile name would fail validation)."""
+def other_specs(out_dir: Path, skip: set[Path]) -> list[Path]:
+    """The spec files already in the output tree, those about to be overwritten
+    excluded: with none, a Defaults document written there applies only to what the
+    import writes."""
     if not out_dir.is_dir():
-        return {}
-    scratch = Diagnostics()
-    files, _ = discover([out_dir], scratch)
-    files = [f for f in files if f.resolve() not in skip]
+        return []
+    files, _ = discover([out_dir], Diagnostics())
+    return [f for f in files if f.resolve() not in skip]
+
+
+def existing_profiles(files: list[Path]) -> dict[str, tuple[int, int, int]]:
+    """Named hedging profiles already defined in the output tree's other spec `files`,
+    so that imported topics refer to them instead of redefining them (a duplicate
+    profile name would fail validation)."""
     if not files:
         return {}
+    scratch = Diagnostics()
     tree = load_tree(files, scratch)
     out: dict[str, tuple[int, int, int]] = {}
     for located in tree.profiles:

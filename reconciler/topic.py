@@ -109,10 +109,18 @@ def region_set(policy: StoragePolicy | None) -> frozenset[str] | None:
 
 @dataclass(frozen=True)
 class TopicShape:
-    """Labels (all keys, managed and foreign) and the storage policy (None = unset)."""
+    """Labels (all keys, managed and foreign), the storage policy (None = unset), the
+    message retention in the service's form (`172800s`; None = unset), the key name
+    (None = unset), the schema settings (None = unset), and what the topic has that
+    reconcile does not manage but shows (`unmanaged`: its ingestion source and message
+    transforms, described for people)."""
 
     labels: Mapping[str, str] = field(default_factory=dict)
     policy: StoragePolicy | None = None
+    retention: str | None = None
+    kms_key_name: str | None = None
+    schema_settings: SchemaSettings | None = None
+    unmanaged: tuple[str, ...] = ()
 
     def managed_labels(self, declared: Mapping[str, str]) -> dict[str, str]:
         """Keys reconcile manages on this topic: the declared ones and every reserved key."""
@@ -222,12 +230,21 @@ class ObservedTopic:
     @classmethod
     def from_row(cls, row: Sequence[Any]) -> ObservedTopic:
         """The live topic of [name, labels sorted by key, [sorted regions,
-        enforce_in_transit] or None, digest, retention_seconds] (plain values:
-        backends/topicproto.py reads them from the wire)."""
-        name, labels, regions, digest, retention = row
+        enforce_in_transit] or None, digest, retention_seconds, settings] (plain values:
+        backends/topicproto.py reads them from the wire; settings: [retention as the
+        service writes it, key name, [schema, encoding, first, last] or None, what is
+        not managed, described], or None when the topic has none of them)."""
+        name, labels, regions, digest, retention, settings = row
         policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
-        return cls(name, digest=digest, shape=TopicShape(labels, policy),
-                   retention_seconds=retention)
+        if settings is None:
+            shape = TopicShape(labels, policy)
+        else:
+            text, key, schema, unmanaged = settings
+            shape = TopicShape(
+                labels, policy, text, key, None if schema is None else SchemaSettings(*schema),
+                tuple(unmanaged),
+            )
+        return cls(name, digest=digest, shape=shape, retention_seconds=retention)
 
     @property
     def body(self) -> dict[str, Any]:

@@ -84,6 +84,20 @@ def duration_text(nanos: int) -> str:
     return f"{seconds}.{digits}s"
 
 
+def written_duration(canonical: str) -> str:
+    """A duration in the service's form as a spec writes it: in the largest unit that
+    holds it whole (`172800s` -> `2d`, `5400s` -> `90m`), else in seconds (`600.5s`);
+    it reads back as the same duration."""
+    nanos = parse_duration_ns(canonical)
+    for unit in ("d", "h", "m"):
+        count, rest = divmod(nanos, _UNIT_NS[unit])
+        if not rest:
+            return f"{count}{unit}"
+    text = duration_text(nanos)
+    whole, _, frac = text[:-1].partition(".")
+    return f"{whole}.{frac.rstrip('0')}s" if frac.rstrip("0") else f"{whole}s"
+
+
 def retention_problem(nanos: int, written: str = "") -> str | None:
     """A topic's message retention outside the service's range, said with the value
     (as `written`, and in seconds) and the range."""

@@ -1,5 +1,7 @@
 """The protobuf `Topic` <-> the managed shape (`reconciler.topic`): the only place that
-reads or writes a topic's labels and storage-policy fields on the wire type."""
+reads or writes a topic's labels, storage policy, retention, key and schema settings on
+the wire type, and that describes what it does not manage (ingestion source, message
+transforms) for people."""
 
 from __future__ import annotations
 
@@ -12,9 +14,13 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.topic import TopicShape, request_shape
+from reconciler.topicrules import NANOS, duration_text
 
 _POLICY_FIELD = "message_storage_policy"
 _RETENTION_FIELD = "message_retention_duration"
+_SCHEMA_FIELD = "schema_settings"
+_INGESTION_FIELD = "ingestion_data_source_settings"
+_ENCODINGS = {0: "ENCODING_UNSPECIFIED", 1: "JSON", 2: "BINARY"}  # pubsub.proto Encoding
 
 
 def shape_of(topic: Topic) -> TopicShape:
@@ -58,7 +64,46 @@ def topic_row(pb: Any) -> list[Any]:
         retention = int(pb.message_retention_duration.seconds)
     labels = {intern(k): intern(v) for k, v in sorted(pb.labels.items())}  # see ObservedTopic
     digest = hashlib.sha256(pb.SerializeToString(deterministic=True)).hexdigest()
-    return [pb.name, labels, regions, digest, retention]
+    return [pb.name, labels, regions, digest, retention, settings_row(pb)]
+
+
+def settings_row(pb: Any) -> list[Any] | None:
+    """[retention in the service's form (`172800s`) or None, key name or None, schema
+    settings as [schema, encoding, first, last] or None, what reconcile does not manage
+    described]; None when the topic has none of them (most topics)."""
+    retention = None
+    if pb.HasField(_RETENTION_FIELD):
+        d = pb.message_retention_duration
+        retention = duration_text(d.seconds * NANOS + d.nanos)
+    schema = None
+    if pb.HasField(_SCHEMA_FIELD):
+        ss = pb.schema_settings
+        schema = [sys.intern(ss.schema), _ENCODINGS.get(ss.encoding, str(ss.encoding)),
+                  ss.first_revision_id, ss.last_revision_id]
+    unmanaged: list[str] = []
+    if pb.HasField(_INGESTION_FIELD) or len(pb.message_transforms):
+        unmanaged = _unmanaged(pb)
+    key = sys.intern(pb.kms_key_name) if pb.kms_key_name else None
+    if retention is None and key is None and schema is None and not unmanaged:
+        return None
+    return [retention, key, schema, unmanaged]
+
+
+def _unmanaged(pb: Any) -> list[str]:
+    out = []
+    if pb.HasField(_INGESTION_FIELD):
+        source = pb.ingestion_data_source_settings.WhichOneof("source") or "unknown"
+        out.append(f"ingestion data source ({source})")
+    transforms = pb.message_transforms
+    if len(transforms):
+        kinds = ", ".join(
+            (t.WhichOneof("transform") or "unknown")
+            + (f" {t.javascript_udf.function_name}" if t.HasField("javascript_udf") else "")
+            + ("" if not t.disabled else " (disabled)")
+            for t in transforms
+        )
+        out.append(f"{len(transforms)} message transform(s): {kinds}")
+    return out
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:

@@ -3,7 +3,10 @@ topics, one file per project (`DIR/<project>.yaml`).
 
 Nothing is written unless every target file is new (or `--force`), so a refusal never
 leaves half an import behind; usage errors are raised before any call to the service;
-a --topic that matches no live topic is an error and nothing is written.
+a --topic that matches no live topic is an error and nothing is written. The files
+are created as any file the user makes (their umask decides the mode). Values every
+imported topic shares go into one Defaults document when DIR holds no other specs
+(a Defaults document applies to its whole directory).
 """
 
 from __future__ import annotations
@@ -18,7 +21,14 @@ from reconciler.commands import output
 from reconciler.commands._options import server_options
 from reconciler.errors import EXIT_OK, BackendError, UsageError
 from reconciler.fileio import write_atomically
-from reconciler.importer import existing_profiles, header, missing_topics, read_live, select
+from reconciler.importer import (
+    existing_profiles,
+    header,
+    missing_topics,
+    other_specs,
+    read_live,
+    select,
+)
 from reconciler.spec.export import build_documents, render_documents
 
 
@@ -89,7 +99,10 @@ def run(
         )
     chosen = {p: select(p, live[p], topics) for p in names}
     skip = {path.resolve() for path in files.values()}
-    result = build_documents(chosen, existing_profiles(out_dir, skip), read.computed)
+    others = other_specs(out_dir, skip)
+    result = build_documents(
+        chosen, existing_profiles(others), read.computed, defaults=not others
+    )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for warning in [*read.warnings, *result.warnings]:
         output.stderr().line(f"warning: {warning}")
@@ -99,7 +112,9 @@ def run(
         if not count:
             output.stderr().line(f"project {project}: no topics to import; nothing written")
             continue
-        text = render_documents(docs, header(source, stamp, project, count))
-        write_atomically(files[project], text, "spec file")
+        text = render_documents(
+            docs, header(source, stamp, project, count), result.notes.get(project)
+        )
+        write_atomically(files[project], text, "spec file", umask=True)
         output.stderr().line(f"wrote {files[project]} ({count} topic(s))")
     return EXIT_OK

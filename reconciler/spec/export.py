@@ -7,8 +7,14 @@ a label value `1e3` or `yes` is quoted):
 user labels (reserved `reconcile-` keys left out, they are derived), the storage
 policy as `inherit` when it is exactly what the org policy computes for the project
 (`computed`, worked out by the caller from the effective org policy), else as explicit
-regions and enforceInTransit (omitted when the topic has none), and a `publishers:`
-block decoded from the hedging labels.
+regions and enforceInTransit (omitted when the topic has none), the message
+retention (in the largest unit that holds it: `172800s` is written `2d`), the key
+name and the schema settings as set, and a `publishers:` block decoded from the
+hedging labels. What reconcile does not manage (an ingestion source, message
+transforms, the settings of a deleted schema) is named in a comment above the topic
+(`notes`), never dropped without a word. Values every topic shares are written once,
+in a `Defaults` document, when the caller says the directory allows it
+(`spec/defaults_export.py`).
 
 A profile recorded under a name is emitted as a `kind: HedgingProfile` document and
 referenced by name (an inline profile would change the `reconcile-hedge-profile`
@@ -25,8 +31,16 @@ from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
+from reconciler.spec.defaults_export import factor_defaults
 from reconciler.spec.documents import API_VERSION
-from reconciler.topic import ObservedTopic, StoragePolicy, TopicShape, norm_policy
+from reconciler.topic import (
+    ObservedTopic,
+    SchemaSettings,
+    StoragePolicy,
+    TopicShape,
+    norm_policy,
+)
+from reconciler.topicrules import DELETED_SCHEMA, written_duration
 from reconciler.yamltext import dump_all
 
 Doc = dict[str, Any]
@@ -69,9 +83,12 @@ def storage_policy(policy: StoragePolicy | None) -> Doc | None:
 
 @dataclass
 class ImportResult:
-    """Documents per project (profiles first, then topics) and warnings for humans."""
+    """Documents per project (a Defaults document first, then profiles, then topics),
+    the comment lines to write above each topic (`notes`: project -> topic ID ->
+    lines) and warnings for humans."""
 
     documents: dict[str, list[Doc]] = field(default_factory=dict)
+    notes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -95,15 +112,28 @@ class _Profiles:
         return True
 
 
+def schema_block(settings: SchemaSettings) -> Doc:
+    out: Doc = {"schema": settings.schema, "encoding": settings.encoding}
+    if settings.first_revision_id:
+        out["firstRevisionId"] = settings.first_revision_id
+    if settings.last_revision_id:
+        out["lastRevisionId"] = settings.last_revision_id
+    return out
+
+
 def topic_doc(
     project: str,
     topic: ObservedTopic,
     profiles: _Profiles,
     warnings: list[str],
     computed: StoragePolicy | None = None,
+    notes: list[str] | None = None,
 ) -> Doc:
     """`computed`: the policy the org policy gives a topic of `project` (None: unknown,
-    or no resource-location constraint: then a policy is written out explicitly)."""
+    or no resource-location constraint: then a policy is written out explicitly);
+    `notes` receives the comment lines for what the topic has but the spec does not
+    manage."""
+    notes = notes if notes is not None else []
     shape: TopicShape = topic.shape
     labels = shape.labels
     spec: Doc = {}
@@ -119,6 +149,19 @@ def topic_doc(
         warnings.append(
             f"{topic.name}: its storage policy lists no region; left unmanaged in the spec"
         )
+    if shape.retention is not None:
+        spec["messageRetentionDuration"] = written_duration(shape.retention)
+    if shape.kms_key_name:
+        spec["kmsKeyName"] = shape.kms_key_name
+    if shape.schema_settings is not None:
+        if shape.schema_settings.schema == DELETED_SCHEMA:
+            notes.append(
+                "unmanaged: schemaSettings (the topic's schema was deleted; the service "
+                f"shows it as {DELETED_SCHEMA}); left as it is"
+            )
+        else:
+            spec["schemaSettings"] = schema_block(shape.schema_settings)
+    notes.extend(f"unmanaged: {text}" for text in shape.unmanaged)
     try:
         decoded = hl.decode(labels)
     except hl.LabelDecodeError as exc:
@@ -170,22 +213,31 @@ def build_documents(
     topics: Mapping[str, Iterable[ObservedTopic]],
     existing_profiles: Mapping[str, tuple[int, int, int]] | None = None,
     computed: Mapping[str, StoragePolicy | None] | None = None,
+    defaults: bool = False,
 ) -> ImportResult:
     """Spec documents per project, topics in name order; profiles used by several
     projects are defined once, in the first project's file (projects sorted).
     `computed`: per project, the storage policy its org policy gives a topic (a topic
-    that has exactly that one is imported as `inherit`)."""
+    that has exactly that one is imported as `inherit`). `defaults`: the documents are
+    the only specs of their directory, so that values every topic shares may go into
+    one Defaults document (in the first project's file) instead of each topic."""
     result = ImportResult()
     profiles = _Profiles(existing_profiles or {})
     topic_docs: dict[str, list[Doc]] = {}
     for project in sorted(topics):
         ordered = sorted(topics[project], key=lambda t: t.name)
         given = (computed or {}).get(project)
-        topic_docs[project] = [
-            topic_doc(project, t, profiles, result.warnings, given) for t in ordered
-        ]
-    for project, docs in topic_docs.items():
-        result.documents[project] = profiles.new_docs.get(project, []) + docs
+        notes = result.notes.setdefault(project, {})
+        docs = topic_docs[project] = []
+        for t in ordered:
+            lines: list[str] = []
+            docs.append(topic_doc(project, t, profiles, result.warnings, given, lines))
+            if lines:
+                notes[_topic_id(t.name)] = lines
+    shared = factor_defaults(topic_docs) if defaults else None
+    for i, (project, docs) in enumerate(topic_docs.items()):
+        head = [shared] if shared is not None and i == 0 else []
+        result.documents[project] = head + profiles.new_docs.get(project, []) + docs
     return result
 
 
@@ -195,8 +247,24 @@ def _topic_id(name: str) -> str:
     return name if split is None else split[1]
 
 
-def render_documents(docs: list[Doc], header: str) -> str:
+def render_documents(
+    docs: list[Doc], header: str, notes: Mapping[str, list[str]] | None = None
+) -> str:
     """The spec file: `header` as comment lines, then the documents (yamltext.dump_all:
-    no string is written where YAML would read a number, boolean, null or date)."""
-    comments = "".join(f"# {line}\n" for line in header.splitlines())
-    return comments + dump_all(docs, width=100)
+    no string is written where YAML would read a number, boolean, null or date), each
+    topic's `notes` (by topic ID) as comment lines above it. Every line break in a
+    comment starts a new comment line: text from the service stays a comment."""
+    notes = notes or {}
+    out = [_comment(header)]
+    for doc in docs:
+        name = doc.get("metadata", {}).get("name") if doc.get("kind") == "Topic" else None
+        if isinstance(name, str) and name in notes:
+            out.append("---\n" + _comment("\n".join(notes[name])))
+            out.append(dump_all([doc], width=100).removeprefix("---\n"))
+        else:
+            out.append(dump_all([doc], width=100))
+    return "".join(out)
+
+
+def _comment(text: str) -> str:
+    return "".join(f"# {line}\n" for line in text.splitlines())

@@ -97,8 +97,8 @@ def _report_missing(
     looked = ", ".join(str(p) for p in tree.snapshot_looked) or "nowhere (no spec root)"
     message = (
         f"no org-policy snapshot found (looked for org-policy.yaml in {looked}), so the "
-        "org-policy checks (allowed regions, in-transit enforcement, publishers' regions) "
-        "did not run"
+        "org-policy checks (allowed regions, in-transit enforcement, publishers' regions, "
+        "customer-managed keys) did not run"
     )
     hint = (
         "write one with `reconcile policy pull --project P... --out org-policy.yaml` at "
