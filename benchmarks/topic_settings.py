@@ -1,0 +1,116 @@
+"""What declaring retention, a key and schema settings on every topic costs (issue 36):
+`validate` of 100,000 topics and `plan` of 50,000 topics, each on scale.py's tree and
+on the same tree with `messageRetentionDuration`, `kmsKeyName` and `schemaSettings`
+added to every topic, in alternating pairs (A B, then B A), each command its own
+process. The figure is the CPU time of the command's process tree (before_after.py's
+measure), medians and the median of the per-pair ratios (with / without).
+
+For `plan`, each tree's live topics are seeded on their own local server as an
+earlier apply left them (scale.py's seeding: 1 topic in 200 missing, 1 in 100 with a
+drifted label), so that both plans do the same work but for the new fields.
+
+    python benchmarks/topic_settings.py [--pairs 7] [--only validate-100k plan-50k]
+
+The last line printed is one JSON object with every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import json
+import os
+import statistics
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import scale  # noqa: E402  (benchmarks/scale.py: its trees and seeding)
+from before_after import reconcile, run  # noqa: E402
+
+SCENARIOS = ("validate-100k", "plan-50k")
+SETTINGS = """\
+  messageRetentionDuration: 7d
+  kmsKeyName: projects/{project}/locations/us-east1/keyRings/pubsub/cryptoKeys/topics
+  schemaSettings: {{schema: projects/{project}/schemas/events, encoding: JSON}}
+"""
+
+
+def make_tree(directory: Path, topics: int, settings: bool) -> Path:
+    """scale.py's tree; with `settings`, the three fields on every topic."""
+    template = scale.TOPIC
+    if settings:
+        template = template.replace("  publishers:\n", SETTINGS + "  publishers:\n")
+    original = scale.TOPIC
+    scale.TOPIC = template
+    try:
+        return scale.make_tree(directory, topics)
+    finally:
+        scale.TOPIC = original
+
+
+def seeded_server(stack: ExitStack, tree: Path) -> str:
+    """A local server holding the tree's live topics (stored as they are: the schema
+    they name need not exist, as no call here checks it)."""
+    from reconciler.localserver import LocalServer
+
+    server = stack.enter_context(LocalServer(state_dir=None, fsync=False))
+    scale.seed_live(server, tree)
+    return str(server.address)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--pairs", type=int, default=7)
+    parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    args = parser.parse_args()
+    compileall.compile_dir(ROOT / "reconciler", quiet=1)
+    figures: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        work = Path(tmp)
+        commands: dict[str, dict[str, list[str]]] = {}
+        if "validate-100k" in args.only:
+            commands["validate-100k"] = {
+                side: reconcile("validate", str(make_tree(work / f"v-{side}", 100_000,
+                                                          side == "with")))
+                for side in ("without", "with")
+            }
+        if "plan-50k" in args.only:
+            plans = {}
+            for side in ("without", "with"):
+                tree = make_tree(work / f"p-{side}", 50_000, side == "with")
+                plans[side] = reconcile("plan", str(tree), "--emulator",
+                                        seeded_server(stack, tree))
+            commands["plan-50k"] = plans
+        print(f"set up; {args.pairs} pairs each, load average {os.getloadavg()[0]:.1f}",
+              flush=True)
+        for name, sides in commands.items():
+            cpu: dict[str, list[float]] = {"without": [], "with": []}
+            for pair in range(args.pairs):
+                order = ("without", "with") if pair % 2 == 0 else ("with", "without")
+                for side in order:
+                    cpu[side].append(run(sides[side], ROOT, work)[0])
+            ratios = [a / b for a, b in zip(cpu["with"], cpu["without"], strict=True)]
+            figures[name] = {
+                "cpu_without_s": round(statistics.median(cpu["without"]), 3),
+                "cpu_with_s": round(statistics.median(cpu["with"]), 3),
+                "ratio": round(statistics.median(ratios), 3),
+                "pairs": [round(r, 3) for r in ratios],
+            }
+            f = figures[name]
+            print(f"{name:14} CPU without {f['cpu_without_s']:.3f} s, with "
+                  f"{f['cpu_with_s']:.3f} s, with/without {f['ratio']:.3f} "
+                  f"(pairs {', '.join(map(str, f['pairs']))})", flush=True)
+    figures["load_average_end"] = round(os.getloadavg()[0], 1)
+    print(json.dumps(figures))
+
+
+if __name__ == "__main__":
+    main()
