@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from reconciler.durationsyntax import duration_terms
 from reconciler.names import project_id_problem, topic_id_problem
 
 MIN_RETENTION_S = 10 * 60
@@ -46,14 +47,13 @@ def parse_duration_ns(text: str) -> int:
     """Whole nanoseconds of `2d`, `48h`, `1h30m`, `172800s`, `600.5s`; a
     DurationProblem for anything else (no unit, finer than a nanosecond, absurdly
     long). Exact: decimal fractions are read as integers, never as floats."""
-    s = text.strip()
-    pos, total = 0, 0
-    for match in _PART.finditer(s):
-        if match.start() != pos:
-            break
-        whole, frac, unit = match.groups()
-        pos = match.end()
-        frac = (frac or "").rstrip("0")
+    terms = duration_terms(text, _PART)
+    if terms is None:
+        raise DurationProblem(
+            f"{_short(text)} is not a duration; write e.g. 7d, 48h, 1h30m or 600s"
+        )
+    total = 0
+    for whole, frac, unit in terms:
         if len(whole.lstrip("0")) > _MAX_DIGITS or len(frac) > _MAX_DIGITS:
             raise DurationProblem(f"{_short(text)} is too long for a duration")
         scale = 10 ** len(frac)
@@ -63,10 +63,6 @@ def parse_duration_ns(text: str) -> int:
                 f"{_short(text)} is finer than a nanosecond, which a duration cannot hold"
             )
         total += value
-    if pos != len(s) or pos == 0:
-        raise DurationProblem(
-            f"{_short(text)} is not a duration; write e.g. 7d, 48h, 1h30m or 600s"
-        )
     return total
 
 

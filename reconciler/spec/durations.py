@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+from reconciler.durationsyntax import duration_terms
+
 _PART = re.compile(r"([0-9]+)(?:\.([0-9]+))?(ms|s|m|h)")
 _UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000}
 MAX_MS = 24 * 3_600_000
@@ -28,19 +30,15 @@ class DurationRangeError(ValueError):
 def parse_duration_ms(text: str) -> int:
     """Whole milliseconds; no unit is a DurationError, sub-millisecond or over 24h a
     DurationRangeError (both say what to write instead)."""
-    s = text.strip()
-    if not s:
+    if not text.strip():
         raise DurationError("empty duration; write e.g. 500ms, 5s or 1m")
-    pos = 0
+    terms = duration_terms(text, _PART)
+    if terms is None:
+        raise DurationError(f"{text!r} is not a duration; write e.g. 500ms, 5s, 1m or 1m30s")
     # Exact integer arithmetic: total = numerator / 10**scale milliseconds.
     numerator, scale = 0, 0
     too_long = False
-    for match in _PART.finditer(s):
-        if match.start() != pos:
-            break
-        whole, frac, unit = match.groups()
-        pos = match.end()
-        frac = (frac or "").rstrip("0")
+    for whole, frac, unit in terms:
         if len(whole.lstrip("0")) > _MAX_DIGITS or len(frac) > _MAX_DIGITS:
             too_long = too_long or len(whole.lstrip("0")) > _MAX_DIGITS
             if len(frac) > _MAX_DIGITS:
@@ -53,8 +51,6 @@ def parse_duration_ms(text: str) -> int:
             numerator *= 10 ** (part_scale - scale)
             scale = part_scale
         numerator += value * 10 ** (scale - part_scale)
-    if pos != len(s) or pos == 0:
-        raise DurationError(f"{text!r} is not a duration; write e.g. 500ms, 5s, 1m or 1m30s")
     if too_long or numerator > MAX_MS * 10**scale:
         raise DurationRangeError(f"{_short(text)} is longer than 24h")
     whole_ms, rest = divmod(numerator, 10**scale)
