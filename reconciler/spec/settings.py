@@ -40,6 +40,8 @@ class TopicSettings:
 
 
 _UNMANAGED = TopicSettings()
+Problem = tuple[PathKey, str, str]  # (path, code, message)
+SchemaKey = tuple[str, str, str, str]
 
 
 def check_settings(
@@ -48,14 +50,25 @@ def check_settings(
     spec = located.model.spec
     retention, kms = spec.message_retention_duration, spec.kms_key_name
     schema = spec.schema_settings
-    if retention is None and kms is None and schema is None and not chain:
-        return _UNMANAGED  # the common case: nothing to look up
+    if not chain:  # the common case: every value is the topic's own
+        if retention is None and kms is None and schema is None:
+            return _UNMANAGED
+        settings, problems = _evaluate(retention, kms, _schema_key(schema))
+        if problems:
+            rep = PositionedDiagnostics(located, diags)
+            for path, code, message in problems:
+                rep.error(path, code, message)
+        return settings
     rep = PositionedDiagnostics(located, diags)
-    return TopicSettings(
-        _retention(*_declared(retention, "message_retention_duration", RETENTION, rep, chain)),
-        _kms_key(*_declared(kms, "kms_key_name", KMS_KEY, rep, chain)),
-        _schema(*_declared(schema, "schema_settings", SCHEMA, rep, chain)),
-    )
+    retention, retention_rep = _declared(retention, "message_retention_duration", RETENTION,
+                                         rep, chain)
+    kms, kms_rep = _declared(kms, "kms_key_name", KMS_KEY, rep, chain)
+    schema, schema_rep = _declared(schema, "schema_settings", SCHEMA, rep, chain)
+    settings, problems = _evaluate(retention, kms, _schema_key(schema))
+    reps = {RETENTION: retention_rep, KMS_KEY: kms_rep, SCHEMA: schema_rep}
+    for path, code, message in problems:
+        reps[path[:2]].error(path, code, message)
+    return settings
 
 
 def _declared(
@@ -72,50 +85,38 @@ def _declared(
     return None, rep
 
 
-def _retention(text: str | None, rep: PositionedDiagnostics) -> str | None:
-    if text is None:
-        return None
-    try:
-        return canonical_retention(text)
-    except DurationProblem as exc:
-        rep.error(RETENTION, "retention", f"messageRetentionDuration: {exc}")
-        return None
-
-
-@lru_cache(maxsize=1024)  # a tree uses a few keys
-def _key_problem(name: str) -> str | None:
-    return kms_key_problem(name)
-
-
-def _kms_key(name: str | None, rep: PositionedDiagnostics) -> str | None:
-    """The name as declared; a malformed one is reported (and the topic, having an
-    error, is not planned), but still counts as declared for the CMEK checks."""
-    if name is not None and (problem := _key_problem(name)):
-        rep.error(KMS_KEY, "kms-key-name", problem)
-    return name
-
-
-@lru_cache(maxsize=1024)  # a tree uses a few schemas: one check and one value each
-def _checked(
-    schema: str, encoding: str, first: str, last: str
-) -> tuple[SchemaSettings | None, tuple[tuple[str, str, str], ...]]:
-    problems = []
-    if problem := schema_name_problem(schema):
-        problems.append(("schema", "schema-name", problem))
-    if problem := encoding_problem(encoding):
-        problems.append(("encoding", "schema-encoding", problem))
-    settings = None if problems else SchemaSettings(schema, encoding, first, last)
-    return settings, tuple(problems)
-
-
-def _schema(model: SchemaSettingsSpec | None, rep: PositionedDiagnostics) -> SchemaSettings | None:
+def _schema_key(model: SchemaSettingsSpec | None) -> SchemaKey | None:
     """Revision IDs are taken as written ("" = that side open): their format is not
     documented, and whether they exist only the service can say."""
     if model is None:
         return None
-    settings, problems = _checked(
-        model.schema_, model.encoding, model.first_revision_id or "", model.last_revision_id or ""
-    )
-    for key, code, message in problems:
-        rep.error((*SCHEMA, key), code, message)
-    return settings
+    return (model.schema_, model.encoding, model.first_revision_id or "",
+            model.last_revision_id or "")
+
+
+@lru_cache(maxsize=4096)  # a tree repeats a few combinations: checked once each
+def _evaluate(
+    retention: str | None, kms: str | None, schema: SchemaKey | None
+) -> tuple[TopicSettings, tuple[Problem, ...]]:
+    """The canonical values and the problems of one combination. A malformed key is
+    reported but kept: it still counts as declared for the CMEK checks (the topic,
+    having an error, is not planned)."""
+    problems: list[Problem] = []
+    canonical = None
+    if retention is not None:
+        try:
+            canonical = canonical_retention(retention)
+        except DurationProblem as exc:
+            problems.append((RETENTION, "retention", f"messageRetentionDuration: {exc}"))
+    if kms is not None and (problem := kms_key_problem(kms)):
+        problems.append((KMS_KEY, "kms-key-name", problem))
+    settings = None
+    if schema is not None:
+        name, encoding, first, last = schema
+        if problem := schema_name_problem(name):
+            problems.append(((*SCHEMA, "schema"), "schema-name", problem))
+        if problem := encoding_problem(encoding):
+            problems.append(((*SCHEMA, "encoding"), "schema-encoding", problem))
+        if all(p[0][:2] != SCHEMA for p in problems):
+            settings = SchemaSettings(name, encoding, first, last)
+    return TopicSettings(canonical, kms, settings), tuple(problems)
