@@ -72,7 +72,8 @@ def check_settings(
 
 
 def _declared(
-    value: Any, attr: str, path: PathKey, rep: PositionedDiagnostics, chain: list[Located[DefaultsDoc]]
+    value: Any, attr: str, path: PathKey, rep: PositionedDiagnostics,
+    chain: list[Located[DefaultsDoc]],
 ) -> tuple[Any, PositionedDiagnostics]:
     """The topic's own value, else the nearest Defaults document's (a value of the
     topic's that did not parse is not replaced by a default: it was reported)."""
