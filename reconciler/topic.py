@@ -1,8 +1,10 @@
-"""A topic's managed shape: its labels and its storage policy, as one immutable value.
+"""A topic's managed shape: its labels, its storage policy, its retention, key and
+schema settings, as one immutable value.
 
 Plan, apply and import compare topics only through this type, so they agree on what
 "the same" means: regions are a sorted set, `enforce_in_transit` false equals absent,
-and `policy is None` means the topic carries no storage policy at all. The protobuf
+`policy is None` means the topic carries no storage policy at all, a retention is the
+service's seconds (`172800s`), and a field that is None is not set. The protobuf
 `Topic` is converted to and from it only in `reconciler.backends`; the field names
 below are also the plan's JSON keys and the update-mask paths (plan/model.py).
 """
@@ -131,19 +133,41 @@ class TopicShape:
 
     def to_json(self) -> dict[str, Any]:
         """The plan's `before`/`after` form (labels in the given order, the policy
-        normalised)."""
-        return shape_json(dict(self.labels), self.policy)
+        normalised, the other fields when set)."""
+        return {**shape_json(dict(self.labels), self.policy), **self.settings_json()}
+
+    def settings_json(self) -> dict[str, Any]:
+        """The retention, key and schema settings that are set, by their JSON keys."""
+        return settings_json(self.retention, self.kms_key_name, self.schema_settings)
 
     def body(self, name: str) -> dict[str, Any]:
         """An observed topic's body: the policy exactly as set (None = unset)."""
-        return {"name": name, LABELS: dict(self.labels), STORAGE_POLICY: policy_json(self.policy)}
+        return {"name": name, LABELS: dict(self.labels), STORAGE_POLICY: policy_json(self.policy),
+                **self.settings_json()}
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> TopicShape:
         """A topic body (plan `before`/`after`, a request, an observed topic)."""
         return cls(
-            dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY))
+            dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY)),
+            body.get(RETENTION) or None, body.get(KMS_KEY) or None,
+            SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)),
         )
+
+
+def settings_json(
+    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
+) -> dict[str, Any]:
+    """The fields of a topic besides labels and the storage policy that are set, as
+    the plan and the requests write them (a field not set has no key)."""
+    out: dict[str, Any] = {}
+    if retention is not None:
+        out[RETENTION] = retention
+    if kms_key_name is not None:
+        out[KMS_KEY] = kms_key_name
+    if schema is not None:
+        out[SCHEMA_SETTINGS] = schema.to_json()
+    return out
 
 
 def shape_json(labels: Mapping[str, str], policy: StoragePolicy | None) -> dict[str, Any]:
@@ -171,7 +195,8 @@ def request_body(
 
 
 def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, StoragePolicy | None]:
-    """Inverse of request_body: (labels or None when not sent, policy or None)."""
+    """Inverse of request_body: (labels or None when not sent, policy or None); the
+    other fields a request sends are read by `TopicShape.from_json`."""
     labels = body.get(LABELS)
     return (None if labels is None else dict(labels)), StoragePolicy.from_json(
         body.get(STORAGE_POLICY)

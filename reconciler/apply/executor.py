@@ -365,11 +365,13 @@ def _unexpected(exc: BaseException) -> str:
 def matches(declared: dict[str, Any], live: dict[str, Any]) -> bool:
     """Does the live topic carry every managed setting of a create request? Labels are
     a subset check (others' keys may be there); an explicit storage policy compares as
-    a set of regions plus the in-transit flag."""
+    a set of regions plus the in-transit flag; a retention, key or schema settings as
+    the service writes them."""
     labels, want = request_shape(declared)
     now = TopicShape.from_json(live)
     if any(now.labels.get(k) != v for k, v in (labels or {}).items()):
         return False
-    if want is not None:
-        return norm_policy(want) == norm_policy(now.policy)
-    return True
+    if want is not None and norm_policy(want) != norm_policy(now.policy):
+        return False
+    fresh = now.settings_json()
+    return all(fresh.get(k) == v for k, v in TopicShape.from_json(declared).settings_json().items())

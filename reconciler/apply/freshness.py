@@ -18,9 +18,9 @@ UpdateTopic that touches labels the executor re-reads the topic and `fresh_label
 merges the plan's label changes onto that fresh read, so a label another tool adds
 meanwhile is kept; a managed label or storage policy that moved since the plan makes
 that topic stale (`StaleTopic`), and the others go on. Managed here means a key the
-plan changes or a reserved `reconcile-` key, or the storage policy when the plan sets
-it; a declared key the plan leaves as it was cannot be told from a foreign one, so a
-concurrent change to it is kept.
+plan changes or a reserved `reconcile-` key, or the storage policy, retention, key or
+schema settings when the plan sets them; a declared key the plan leaves as it was
+cannot be told from a foreign one, so a concurrent change to it is kept.
 """
 
 from __future__ import annotations
@@ -36,7 +36,18 @@ from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import LabelMerge, Plan, ResourceChange
 from reconciler.plan.observation import org_fingerprint, topic_fingerprint
 from reconciler.plan.observe import read_topics
-from reconciler.topic import LABELS, STORAGE_POLICY, StoragePolicy, TopicShape, norm_policy
+from reconciler.topic import (
+    KMS_KEY,
+    LABELS,
+    RETENTION,
+    SCHEMA_SETTINGS,
+    STORAGE_POLICY,
+    StoragePolicy,
+    TopicShape,
+    norm_policy,
+)
+
+SETTINGS_PATHS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 
 
 class Found(Enum):
@@ -198,4 +209,11 @@ def fresh_labels(rc: ResourceChange, merge: LabelMerge, live: TopicShape) -> dic
         planned = norm_policy(StoragePolicy.from_json((rc.change.before or {}).get(STORAGE_POLICY)))
         if norm_policy(live.policy) != planned:
             raise StaleTopic("message_storage_policy changed since the plan")
+    settings = [p for p in SETTINGS_PATHS if p in rc.update_mask]
+    if settings:
+        planned_settings = TopicShape.from_json(rc.change.before or {}).settings_json()
+        fresh = live.settings_json()
+        for path in settings:
+            if fresh.get(path) != planned_settings.get(path):
+                raise StaleTopic(f"{path} changed since the plan")
     return merge.onto(now)

@@ -14,13 +14,14 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.topic import TopicShape, request_shape
-from reconciler.topicrules import NANOS, duration_text
+from reconciler.topicrules import NANOS, duration_text, parse_duration_ns
 
 _POLICY_FIELD = "message_storage_policy"
 _RETENTION_FIELD = "message_retention_duration"
 _SCHEMA_FIELD = "schema_settings"
 _INGESTION_FIELD = "ingestion_data_source_settings"
 _ENCODINGS = {0: "ENCODING_UNSPECIFIED", 1: "JSON", 2: "BINARY"}  # pubsub.proto Encoding
+_ENCODING_NUMBERS = {name: number for number, name in _ENCODINGS.items()}
 
 
 def shape_of(topic: Topic) -> TopicShape:
@@ -107,10 +108,24 @@ def _unmanaged(pb: Any) -> list[str]:
 
 
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:
-    """A plan request body as a Topic; a missing/None storage policy is left unset."""
+    """A plan request body as a Topic; a missing/None field is left unset."""
     labels, policy = request_shape(body)
     topic = Topic(name=body["name"], labels=labels or {})
     if policy is not None:
         topic.message_storage_policy.allowed_persistence_regions = list(policy.regions)
         topic.message_storage_policy.enforce_in_transit = policy.enforce_in_transit
+    shape = TopicShape.from_json(body)
+    pb = Topic.pb(topic)
+    if shape.retention is not None:
+        seconds, nanos = divmod(parse_duration_ns(shape.retention), NANOS)
+        pb.message_retention_duration.seconds = seconds
+        pb.message_retention_duration.nanos = nanos
+    if shape.kms_key_name is not None:
+        pb.kms_key_name = shape.kms_key_name
+    if shape.schema_settings is not None:
+        settings = shape.schema_settings
+        pb.schema_settings.schema = settings.schema
+        pb.schema_settings.encoding = _ENCODING_NUMBERS[settings.encoding]
+        pb.schema_settings.first_revision_id = settings.first_revision_id
+        pb.schema_settings.last_revision_id = settings.last_revision_id
     return topic

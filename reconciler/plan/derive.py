@@ -44,7 +44,7 @@ def _shape_problems(rc: ResourceChange) -> list[str]:
     elif rc.update_mask:
         out.append(f"a {action} has an update mask")
     if any(p not in MASK_PATHS for p in [*rc.update_mask, *rc.change.computed]):
-        out.append("a path that is not labels or message_storage_policy")
+        out.append(f"a path that is not one of {', '.join(MASK_PATHS)}")
     return out
 
 

@@ -64,9 +64,13 @@ from reconciler.spec.orgrules import (
 )
 from reconciler.spec.positions import position
 from reconciler.topic import (
+    KMS_KEY,
     LABELS,
     MASK_PATHS,
+    RETENTION,
+    SCHEMA_SETTINGS,
     STORAGE_POLICY,
+    SchemaSettings,
     StoragePolicy,
     TopicShape,
     is_regionless,
@@ -110,12 +114,42 @@ def comparable(
     topic: TopicShape, desired: DesiredTopic, keys: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
     """The one shape both sides are compared in (keys are update-mask paths); `keys`:
-    desired_labels(desired), when the caller has them already."""
+    desired_labels(desired), when the caller has them already. A field the spec
+    omits is not in it: unmanaged, it can never reach a mask."""
     declared = desired_labels(desired) if keys is None else keys
     shape: dict[str, Any] = {LABELS: topic.managed_labels(declared)}
     if desired.storage.mode != "unmanaged":
         shape[STORAGE_POLICY] = policy_json(live_policy_of(topic.policy))
+    if desired.message_retention_duration is not None:
+        shape[RETENTION] = topic.retention
+    if desired.kms_key_name is not None:
+        shape[KMS_KEY] = topic.kms_key_name
+    if desired.schema_settings is not None:
+        shape[SCHEMA_SETTINGS] = topic.schema_settings
     return shape
+
+
+Settings = tuple[str | None, str | None, SchemaSettings | None]
+
+
+def live_settings(live: TopicShape) -> Settings:
+    return live.retention, live.kms_key_name, live.schema_settings
+
+
+def wanted_settings(desired: DesiredTopic, live: Settings) -> Settings:
+    """The retention, key and schema settings after an update: each declared one as
+    declared, each omitted one as it is on the live topic (never sent)."""
+    retention, key, schema = live
+    return (
+        retention if desired.message_retention_duration is None
+        else desired.message_retention_duration,
+        key if desired.kms_key_name is None else desired.kms_key_name,
+        schema if desired.schema_settings is None else desired.schema_settings,
+    )
+
+
+def declared_settings(desired: DesiredTopic) -> Settings:
+    return desired.message_retention_duration, desired.kms_key_name, desired.schema_settings
 
 
 def live_policy_of(policy: StoragePolicy | None) -> StoragePolicy | None:
@@ -223,15 +257,18 @@ def diff_topic(
     live_policy = live_policy_of(live_shape.policy)
     mode = desired.storage.mode
     want_policy = wanted_policy(desired, live_policy, facts)
-    before = topic_state(live_shape.labels, live_policy)  # the live labels come sorted
-    if _settled(live_shape, keys, live_policy, want_policy):
-        return _no_op(desired, before)
+    now = live_settings(live_shape)
+    want = wanted_settings(desired, now)
+    # the live labels come sorted
+    before = topic_state(live_shape.labels, live_policy, now)
+    if want == now and _settled(live_shape, keys, live_policy, want_policy):
+        return _no_op(desired, before, live_shape.unmanaged)
     mask = mask_of(
         comparable(live_shape, desired, keys),
-        comparable(TopicShape(keys, want_policy), desired, keys),
+        comparable(TopicShape(keys, want_policy, *want), desired, keys),
     )
     if not mask:
-        return _no_op(desired, before)
+        return _no_op(desired, before, live_shape.unmanaged)
     after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
     reasons: list[Reason] = []
     warnings: list[str] = []
@@ -254,13 +291,14 @@ def diff_topic(
         change=Change(
             actions=ONE_ACTION["update"],
             before=before,
-            after=topic_state(after_labels, want_policy),
+            after=topic_state(after_labels, want_policy, want),
             computed=computed,  # type: ignore[arg-type]  # MASK_PATHS
         ),
         update_mask=mask,  # type: ignore[arg-type]
         reasons=reasons,
         warnings=warnings,
         source=_source(desired),
+        unmanaged=live_shape.unmanaged,
     )
 
 
@@ -299,9 +337,20 @@ def taken_from(rc: ResourceChange) -> str | None:
     return None
 
 
-def _no_op(desired: DesiredTopic, before: dict[str, Any]) -> ResourceChange:
+def _no_op(
+    desired: DesiredTopic, before: dict[str, Any], unmanaged: tuple[str, ...] = ()
+) -> ResourceChange:
     """Nothing to send: what the topic will be is what it is, so one document serves
     both sides (made read-only once, by the model)."""
+    if unmanaged:
+        return ResourceChange(
+            address=desired.address,
+            project=desired.project,
+            topic=desired.topic,
+            change=Change(actions=ONE_ACTION["no-op"], before=before, after=before),
+            source=_source(desired),
+            unmanaged=unmanaged,
+        )
     return ResourceChange(
         address=desired.address,
         project=desired.project,
@@ -357,7 +406,7 @@ def _create(desired: DesiredTopic, facts: OrgFacts, owner: str) -> ResourceChang
         change=Change(
             actions=ONE_ACTION["create"],
             before=None,
-            after=topic_state(labels, after_policy),
+            after=topic_state(labels, after_policy, declared_settings(desired)),
             computed=[] if explicit else [STORAGE_POLICY],  # type: ignore[list-item]
         ),
         source=_source(desired),
@@ -370,7 +419,7 @@ def delete_change(live: ObservedTopic, owner: str = DEFAULT_OWNER) -> ResourceCh
     assert split is not None, live.name  # the service only lists well-formed names
     project, topic = split
     shape = live.shape
-    before = topic_state(dict(sorted(shape.labels.items())), shape.policy)
+    before = topic_state(dict(sorted(shape.labels.items())), shape.policy, live_settings(shape))
     return ResourceChange(
         address=live.name,
         project=project,
@@ -435,7 +484,7 @@ def org_diagnostics(
     else:
         key = (
             desired.project, desired.storage, desired.publisher_regions,
-            desired.publisher_endpoint, desired.message_ordering,
+            desired.publisher_endpoint, desired.message_ordering, desired.kms_key_name,
         )  # every field org_problems reads
         found = seen.get(key)
         problems = found if found is not None else seen.setdefault(

@@ -30,7 +30,7 @@ import hashlib
 import typing
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from msgspec import Meta
 from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
@@ -54,13 +54,15 @@ from reconciler.topic import (
     LABELS,
     MASK_PATHS,
     STORAGE_POLICY,
+    SchemaSettings,
     StoragePolicy,
     norm_policy,
     policy_json,
     region_set,
+    settings_json,
 )
 
-FORMAT_VERSION = "4.2"
+FORMAT_VERSION = "4.3"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -72,7 +74,10 @@ Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
 ONE_ACTION: dict[Action, Sequence[Action]] = {a: FrozenList([a]) for a in ACTION_ORDER}
 Method = Literal["CreateTopic", "UpdateTopic", "DeleteTopic"]
-MaskPath = Literal["labels", "message_storage_policy"]  # reconciler.topic.MASK_PATHS
+MaskPath = Literal[  # reconciler.topic.MASK_PATHS
+    "labels", "message_storage_policy", "message_retention_duration", "kms_key_name",
+    "schema_settings",
+]
 
 # The three console categories (docs/storage-policy.md) of a topic out of step with the org policy.
 DriftCategory = Literal[
@@ -96,12 +101,26 @@ class PolicyState(TypedDict):
     enforce_in_transit: bool
 
 
+class SchemaState(TypedDict):
+    """A topic's schema settings: the schema's name, the encoding, the revision range
+    ("" = that side open)."""
+
+    schema: str
+    encoding: str
+    first_revision_id: str
+    last_revision_id: str
+
+
 class TopicState(TypedDict):
     """A topic as the plan compares it, with proto field names (the names of update
-    masks); null when the topic does not exist."""
+    masks); null when the topic does not exist. The retention (the service's seconds,
+    e.g. `172800s`), key and schema settings are there when they are set."""
 
     labels: Mapping[str, str]
     message_storage_policy: PolicyState | None
+    message_retention_duration: NotRequired[str]
+    kms_key_name: NotRequired[str]
+    schema_settings: NotRequired[SchemaState]
 
 
 class Source(TypedDict):
@@ -121,10 +140,26 @@ else:
     SourceJSON = Source | None
 
 
-def topic_state(labels: Mapping[str, str], policy: StoragePolicy | None) -> FrozenDict[str, Any]:
+def topic_state(
+    labels: Mapping[str, str],
+    policy: StoragePolicy | None,
+    settings: tuple[str | None, str | None, SchemaSettings | None] | None = None,
+) -> FrozenDict[str, Any]:
     """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
-    JSON once per distinct policy (most topics share a few), the labels copied once."""
-    return FrozenDict({LABELS: FrozenDict(labels), STORAGE_POLICY: _policy_state(policy)})
+    JSON once per distinct policy (most topics share a few), the labels copied once;
+    `settings`: the retention, key and schema settings, each there when set."""
+    state = {LABELS: FrozenDict(labels), STORAGE_POLICY: _policy_state(policy)}
+    if settings is not None and settings != _NO_SETTINGS:
+        state.update(_settings_state(settings))
+    return FrozenDict(state)
+
+
+_NO_SETTINGS = (None, None, None)
+
+
+@lru_cache(maxsize=1024)
+def _settings_state(settings: tuple[str | None, str | None, SchemaSettings | None]) -> Any:
+    return freeze(settings_json(*settings))
 
 
 @lru_cache(maxsize=1024)
@@ -317,6 +352,12 @@ class ResourceChange(Record, frozen=True):
             "names it). Absent: apply re-lists the topic's subscriptions right before "
             "DeleteTopic and refuses the delete if it has any this plan does not show."),
     ] = None
+    unmanaged: Annotated[
+        Strings,
+        doc("What the live topic has that reconcile does not manage and never changes, "
+            "described: its ingestion data source, its message transforms; absent when "
+            "none."),
+    ] = EMPTY
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -556,10 +597,12 @@ def label_merge(rc: ResourceChange) -> LabelMerge:
 
 def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:
     """Members added and removed: label keys, or regions (none when a side allows
-    every region)."""
+    every region; none for a path that holds one value)."""
     if path == LABELS:
         b, a = set(before or {}), set(after or {})
         return sorted(a - b), sorted(b - a)
+    if path != STORAGE_POLICY:
+        return [], []
     rb = region_set(StoragePolicy.from_json(before))
     ra = region_set(StoragePolicy.from_json(after))
     if rb is None or ra is None:

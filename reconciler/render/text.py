@@ -16,7 +16,14 @@ from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
 from reconciler.render.findings import drift_summary, sources, where_declared
-from reconciler.topic import IN_TRANSIT, LABELS, REGIONS, STORAGE_POLICY, StoragePolicy
+from reconciler.topic import (
+    IN_TRANSIT,
+    LABELS,
+    MASK_PATHS,
+    REGIONS,
+    STORAGE_POLICY,
+    StoragePolicy,
+)
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
 # ANSI SGR foreground colours (green, yellow, red, magenta) and the reset after them.
@@ -87,6 +94,14 @@ def render(plan: Plan, color: bool = False) -> str:
         for rc in changes:
             lines.extend(_block(rc, style, marker))
             lines.append("")
+    kept = [rc for rc in plan.resource_changes if rc.action == "no-op" and rc.unmanaged]
+    if kept:
+        lines.append("Not managed by reconcile, left as they are, on unchanged topics:")
+        lines.append("")
+        for rc in kept:
+            lines.append(f"  {esc(rc.address)}")
+            lines.extend(_unmanaged(rc))
+        lines.append("")
     if plan.drift:
         lines.append("Drift (warnings, not changes; not counted in the exit code):")
         lines.append("")
@@ -110,13 +125,17 @@ def _block(rc: ResourceChange, style: Style, marker: str) -> list[str]:
     out = [head, style(sym, f"  {sym} topic {_q(rc.address)} {{")]
     if rc.action == "delete":
         before = rc.change.before or {}
-        for key in (LABELS, STORAGE_POLICY):
-            out.append(style("-", f"      - {key} = {_q(before.get(key))}"))
+        for key in MASK_PATHS:
+            if key in (LABELS, STORAGE_POLICY) or key in before:
+                out.append(style("-", f"      - {key} = {_q(before.get(key))}"))
     for fc in rc.change.fields:
         if fc.path == LABELS:
             out.extend(_labels(fc, sym, style))
-        else:
+        elif fc.path == STORAGE_POLICY:
             out.extend(_policy(fc, sym, style))
+        else:
+            out.append(_value(fc, sym, style))
+    out.extend(_unmanaged(rc))
     out.extend(_sends(rc, marker))
     for warning in rc.warnings:
         out.append(style("!", f"      # warning: {esc(warning)}"))
@@ -146,6 +165,21 @@ def _sends(rc: ResourceChange, marker: str) -> list[str]:
     else:
         out.append(f"      #   labels: as read right before the call, and {mark}")
     return out
+
+
+def _value(fc: FieldChange, sym: str, style: Style) -> str:
+    """A field that holds one value (retention, key, schema settings): set, or
+    before -> after."""
+    if fc.before is None and sym == "+":
+        return style("+", f"      + {fc.path} = {_q(fc.after)}")
+    if fc.after is None:
+        return style("-", f"      - {fc.path} = {_q(fc.before)}")
+    return style("~", f"      ~ {fc.path} = {_q(fc.before)} -> {_q(fc.after)}")
+
+
+def _unmanaged(rc: ResourceChange) -> list[str]:
+    """What the topic has that reconcile shows but never changes."""
+    return [f"      # unmanaged: {esc(note)}" for note in rc.unmanaged]
 
 
 def _labels(fc: FieldChange, sym: str, style: Style) -> list[str]:

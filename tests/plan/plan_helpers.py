@@ -29,17 +29,25 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
                computed=["message_storage_policy"]),
         source={"file": "specs/p.yaml", "line": 3},
     )
+    schema = {"schema": "projects/p/schemas/s", "encoding": "JSON", "first_revision_id": "",
+              "last_revision_id": ""}
     update = ResourceChange(
         "projects/p/topics/old", "p", "old",
-        Change(["update"], {"labels": {}, "message_storage_policy": None},
-               {"labels": labels, "message_storage_policy": None}),
-        update_mask=["labels"],
+        Change(["update"], {"labels": {}, "message_storage_policy": None,
+                            "message_retention_duration": "600s"},
+               {"labels": labels, "message_storage_policy": None,
+                "message_retention_duration": "172800s",
+                "kms_key_name": "projects/p/locations/l/keyRings/r/cryptoKeys/k",
+                "schema_settings": schema}),
+        update_mask=["labels", "message_retention_duration", "kms_key_name",
+                     "schema_settings"],
         reasons=[Reason(ReasonKind.ADOPT)], warnings=["careful"],
         left_behind=[LeftBehind(
             "us-west1", 3, 30, 60, backlogs=[BacklogRef("s", 3, 30, 60)],
             distinct_messages_min=3, distinct_messages_max=3,
             clears="to clear us-west1: acknowledge s's backlog",
         )],
+        unmanaged=["1 message transform(s): javascript_udf redact"],
     )
     delete = ResourceChange(
         "projects/p/topics/gone", "p", "gone",

@@ -39,7 +39,7 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):
         rc["reasons"] = [str(r) for r in made.reasons]  # written as their text
         for key in ("notes", "subscriptions", "left_behind", "left_behind_unknown",
-                    "prune_subscribed_by"):
+                    "prune_subscribed_by", "unmanaged"):
             if not rc[key]:
                 del rc[key]
     return {"format_version": data.pop("format_version"), **data}

@@ -327,7 +327,7 @@ def test_json_format_carries_the_contract_keys(
     seed("orders", OWN, ["us-east1"])
     root = specs(topic_doc("orders", storage=(["us-east1"], None)), topic_doc("new"))
     data = as_json(run_cli, local_server, root, "--org-policy", str(org_policy_file()))
-    assert data["format_version"] == "4.2"
+    assert data["format_version"] == "4.3"
     assert data["digest"].startswith("sha256:") and len(data["digest"]) == 71
     assert {"resource_changes", "diagnostics", "drift", "fingerprints"} <= set(data)
     new = change(data, "new")
@@ -383,7 +383,7 @@ def test_show_refuses_a_corrupt_or_foreign_plan_file(run_cli: Any, tmp_path: Pat
     assert result.exit_code == 1
     assert "plan format_version 9.0 is not supported" in result.stderr
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"format_version": "4.2", "resource_changes": [{}]}))
+    broken.write_text(json.dumps({"format_version": "4.3", "resource_changes": [{}]}))
     result = run_cli("show", str(broken))
     assert result.exit_code == 1 and "damaged or incomplete" in result.stderr
     older = tmp_path / "older.json"
