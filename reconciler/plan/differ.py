@@ -24,7 +24,7 @@ from typing import Any
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.frozen import FrozenDict
+from reconciler.frozen import EMPTY, FrozenDict
 from reconciler.names import MAX_LABELS, split_topic_name
 from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import (
@@ -342,21 +342,13 @@ def _no_op(
 ) -> ResourceChange:
     """Nothing to send: what the topic will be is what it is, so one document serves
     both sides (made read-only once, by the model)."""
-    if unmanaged:
-        return ResourceChange(
-            address=desired.address,
-            project=desired.project,
-            topic=desired.topic,
-            change=Change(actions=ONE_ACTION["no-op"], before=before, after=before),
-            source=_source(desired),
-            unmanaged=unmanaged,
-        )
     return ResourceChange(
         address=desired.address,
         project=desired.project,
         topic=desired.topic,
         change=Change(actions=ONE_ACTION["no-op"], before=before, after=before),
         source=_source(desired),
+        unmanaged=unmanaged or EMPTY,
     )
 
 
