@@ -8,9 +8,10 @@ it unless the change fixes the violation: the topic after the call decides).
     judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit)
         -> [Diagnostic]       errors stop the topic (a refused call is not planned)
 
-A condition that reads a field reconcile does not manage is judged on a create (the
-field is not sent: it is absent); on an update it would need the live topic's value,
-which a plan does not read: a warning says it was not checked.
+A condition that reads a field reconcile does not manage and the plan does not read
+(ingestion sources, message transforms) is judged on a create (the field is not
+sent: it is absent); on an update it would need the live topic's value: a warning
+says it was not checked.
 """
 
 from __future__ import annotations
@@ -29,10 +30,18 @@ from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.resource import (
     LIVE_FIELDS,
     live_resource,
+    settings_resource,
     topic_resource,
     updated_resource,
 )
-from reconciler.topic import STORAGE_POLICY, StoragePolicy
+from reconciler.topic import (
+    KMS_KEY,
+    RETENTION,
+    SCHEMA_SETTINGS,
+    STORAGE_POLICY,
+    SchemaSettings,
+    StoragePolicy,
+)
 
 NOT_CHECKED = "org-custom-not-checked"
 
@@ -50,15 +59,23 @@ def resources(
         resource = topic_resource(desired, owner, org_enforces_in_transit=org_enforces_in_transit)
         return "CREATE", resource, None
     shape = live.shape
-    before = live_resource(live.name, shape.labels, _policy(shape.policy))
+    before = live_resource(
+        live.name, shape.labels, _policy(shape.policy),
+        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
+    )
     request = rc.request
     body: Mapping[str, Any] = request.topic if request is not None else {}
     mask = rc.update_mask
     merge = request.label_merge if request is not None else None
     labels = merge.onto(shape.labels) if merge is not None else None
     sent = StoragePolicy.from_json(body.get(STORAGE_POLICY))
+    sets = settings_resource(
+        body.get(RETENTION) if RETENTION in mask else None,
+        body.get(KMS_KEY) if KMS_KEY in mask else None,
+        SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)) if SCHEMA_SETTINGS in mask else None,
+    )
     after = updated_resource(
-        before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask
+        before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask, settings=sets
     )
     return "UPDATE", after, before
 

@@ -60,6 +60,13 @@ SPEC_PATHS: dict[str, PathKey] = {
     "messageStoragePolicy.enforceInTransit": (
         "spec", "messageStoragePolicy", "enforceInTransit",
     ),
+    "messageRetentionDuration": ("spec", "messageRetentionDuration"),
+    "kmsKeyName": ("spec", "kmsKeyName"),
+    "schemaSettings": ("spec", "schemaSettings"),
+    "schemaSettings.schema": ("spec", "schemaSettings", "schema"),
+    "schemaSettings.encoding": ("spec", "schemaSettings", "encoding"),
+    "schemaSettings.firstRevisionId": ("spec", "schemaSettings", "firstRevisionId"),
+    "schemaSettings.lastRevisionId": ("spec", "schemaSettings", "lastRevisionId"),
 }
 
 

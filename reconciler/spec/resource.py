@@ -3,7 +3,8 @@ reconcile's CreateTopic would send, in the REST JSON shape
 (`reconciler.orgpolicy.cel`), built in this one place for `validate` and `plan`.
 
     topic_resource(topic, owner, org_enforces_in_transit=False) -> dict   CREATE
-    live_resource(name, labels, policy, unmanaged) -> dict                a live topic
+    settings_resource(retention, kms_key_name, schema) -> dict            those fields
+    live_resource(name, labels, policy, unmanaged, settings) -> dict      a live topic
     updated_resource(before, labels, policy, sets_policy=...) -> dict     UPDATE
     managed_fields(topic) -> frozenset        top-level fields the spec decides
 
@@ -12,7 +13,9 @@ What is sent: `name`; `labels`, the declared ones plus reconcile's own
 stamps: a placeholder of the same form stands in for it); `messageStoragePolicy`
 only for explicit regions (`inherit` sends none: the service computes it), with
 `enforceInTransit` present only when true (the wire has no false: the local
-server's REST JSON leaves it out the same way). A field the spec does not manage
+server's REST JSON leaves it out the same way); `messageRetentionDuration`,
+`kmsKeyName` and `schemaSettings` when declared, as the REST JSON writes them (a
+revision id only when set: proto3 JSON leaves empty strings out). A field the spec does not manage
 is not sent, so it is absent here; `managed_fields` says which are decided, so that
 a condition reading another field is decided against the live topic by `plan`.
 """
@@ -30,19 +33,48 @@ from reconciler.ownership import (
     PLAN_LABEL,
 )
 from reconciler.spec.desired import DesiredTopic
+from reconciler.topic import SchemaSettings
 
 PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
 STORAGE = "messageStoragePolicy"
+RETENTION = "messageRetentionDuration"
+KMS_KEY = "kmsKeyName"
+SCHEMA = "schemaSettings"
 _ALWAYS = frozenset({"name", "labels"})
-_WITH_STORAGE = _ALWAYS | {STORAGE}
 # What a plan reads of a live topic (the rest of it is not read: `live_resource`).
-LIVE_FIELDS = _WITH_STORAGE
+LIVE_FIELDS = _ALWAYS | {STORAGE, RETENTION, KMS_KEY, SCHEMA}
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
     """The resource's top-level fields whose value the spec decides (an omitted
-    storage policy is left as it is: unmanaged)."""
-    return _ALWAYS if topic.storage.mode == "unmanaged" else _WITH_STORAGE
+    field, the storage policy included, is left as it is: unmanaged)."""
+    fields = set(_ALWAYS)
+    if topic.storage.mode != "unmanaged":
+        fields.add(STORAGE)
+    fields.update(settings_resource(
+        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
+    ))
+    return frozenset(fields)
+
+
+def settings_resource(
+    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
+) -> dict[str, Any]:
+    """The retention, key and schema settings that are set, as a condition sees them
+    (the REST JSON's names; a field not set is absent)."""
+    out: dict[str, Any] = {}
+    if retention is not None:
+        out[RETENTION] = retention
+    if kms_key_name is not None:
+        out[KMS_KEY] = kms_key_name
+    if schema is not None:
+        settings = {"schema": schema.schema, "encoding": schema.encoding}
+        if schema.first_revision_id:
+            settings["firstRevisionId"] = schema.first_revision_id
+        if schema.last_revision_id:
+            settings["lastRevisionId"] = schema.last_revision_id
+        out[SCHEMA] = settings
+    return out
 
 
 def topic_resource(
@@ -62,6 +94,9 @@ def topic_resource(
         resource[STORAGE] = policy_resource(
             storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
         )
+    resource.update(settings_resource(
+        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
+    ))
     return resource
 
 
@@ -75,12 +110,14 @@ def policy_resource(regions: Sequence[str], enforce_in_transit: bool) -> dict[st
 
 def live_resource(
     name: str, labels: Mapping[str, str], policy: tuple[Sequence[str], bool] | None,
-    unmanaged: Mapping[str, Any] | None = None,
+    unmanaged: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A live topic as a condition sees it: its labels, its storage policy
-    ((regions, enforceInTransit), None when it has none) and the REST JSON of the
+    ((regions, enforceInTransit), None when it has none), its retention, key and
+    schema settings (`settings`, from `settings_resource`) and the REST JSON of the
     fields reconcile does not manage that it sets (`unmanaged`)."""
     resource: dict[str, Any] = dict(unmanaged or {})
+    resource.update(settings or {})
     resource.update(name=name, labels=dict(labels))
     if policy is not None:
         resource[STORAGE] = policy_resource(*policy)
@@ -90,12 +127,15 @@ def live_resource(
 def updated_resource(
     before: Mapping[str, Any], labels: Mapping[str, str] | None,
     policy: tuple[Sequence[str], bool] | None, *, sets_policy: bool,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The live topic `before` as reconcile's UpdateTopic leaves it: `labels` (None:
-    unchanged) with the plan marker apply stamps, and, when the update sets the
+    unchanged) with the plan marker apply stamps, when the update sets the
     storage policy (`sets_policy`), `policy` (None: cleared, the service then
-    computes one, which the condition does not see: as on a create without one)."""
+    computes one, which the condition does not see: as on a create without one), and
+    the retention, key and schema settings it sets (`settings`)."""
     after = dict(before)
+    after.update(settings or {})
     after["labels"] = {**(before.get("labels") or {} if labels is None else labels),
                        PLAN_LABEL: PLAN_MARKER_PLACEHOLDER}
     if sets_policy:

@@ -200,3 +200,28 @@ def test_validate_loads_the_cel_library_only_for_custom_constraints(tmp_path: Pa
     assert loaded(str(specs), "--org-policy", str(snapshot)) == (
         "LOADED ['cel_expr_python', 'reconciler.orgpolicy.cel', 'reconciler.spec.customrules']"
     )
+
+
+def test_a_declared_retention_is_judged_at_its_line(run_cli: Any, tmp_path: Path) -> None:
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topics.yaml").write_text(
+        TOPICS.replace("  labels: {team: pay}\n", "  labels: {team: pay}\n"
+                       "  messageRetentionDuration: 2d\n", 1)
+    )
+    snapshot = tmp_path / "org-policy.yaml"
+    snapshot.write_text("---\n".join([
+        _constraint("custom.week", "resource.messageRetentionDuration == '604800s'",
+                    description="Topics keep messages a week."),
+        _policy("custom.week"), ANCESTRY,
+    ]))
+    result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
+    assert result.exit_code == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 1, result.stdout
+    assert errors[0].startswith(f"{specs}/topics.yaml:6:")  # the retention's line
+    assert "topics/orders breaks custom constraint custom.week" in errors[0]
+    assert 'resource.messageRetentionDuration = "172800s"' in errors[0]
+    # The topics that leave retention unmanaged are decided at plan time, said once.
+    notes = [line for line in result.stdout.splitlines() if "org-custom-at-plan" in line]
+    assert len(notes) == 1 and "custom.week reads resource.messageRetentionDuration" in notes[0]
