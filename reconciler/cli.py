@@ -8,7 +8,6 @@ through the output boundary (reconciler/commands/output.py), escaped.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import signal
 import sys
@@ -99,7 +98,9 @@ def _exit(code: int, failure: BaseException | None = None) -> NoReturn:
     if failure is not None:
         output.failure_document(failure, code)
     if teardown_skipped():
-        logging.shutdown()
+        logging = sys.modules.get("logging")  # flushed only where something imported it
+        if logging is not None:
+            logging.shutdown()
         output.release_stdout()
         with contextlib.suppress(OSError):
             sys.stderr.flush()

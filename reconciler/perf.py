@@ -55,8 +55,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "(at scale the read-ahead's second process reads the live state: plan/readahead.py)",
     "reconciler.commands.hedging": "google-cloud (the backend and its Monitoring reader) only "
     "for --topic: a file of samples needs neither",
-    "reconciler.commands.validate": "git's index reader (reconciler/gitrev.py) only for "
-    "--staged",
+    "reconciler.commands.validate": "git's index reader (reconciler/gitrev.py) and tempfile "
+    "only for --staged",
     "reconciler.commands.local_server": "gRPC and the server only once the options are checked",
     "reconciler.spec.loader": "pydantic and the spec models only for a document whose shape "
     "the fast check (spec/fastshape.py) is not sure of",

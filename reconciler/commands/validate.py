@@ -9,7 +9,6 @@ diagnostic is an error, else 0.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
@@ -108,6 +107,8 @@ def _validated(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
 def _staged(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
     """The tree as it is staged, validated whole in a scratch copy (reconciler/gitrev.py)
     and reported under the repository's own paths."""
+    import tempfile  # only for --staged, as the git index reader
+
     from reconciler.gitrev import Relocation, repository_of, staged  # only for --staged
 
     specs = list(options.paths) or [DEFAULT_PATH]
