@@ -2,7 +2,8 @@
 // PUBSUB_EMULATOR_HOST, on the surfaces beyond publish and pull: an Avro schema
 // (create, get, list, validate a message), a topic with schema settings and a publish
 // through it (one message that matches, one that does not), a subscription filter,
-// and a snapshot with Seek; it prints one JSON line of what it saw.
+// a snapshot with Seek, and the Publish limits (1,000 messages; a request over
+// 10,000,000 bytes); it prints one JSON line of what it saw.
 // Run by tests/interop/test_node_surfaces.py.
 'use strict';
 const {v1} = require('@google-cloud/pubsub');
@@ -76,6 +77,14 @@ async function main() {
   });
   await subscriber.seek({subscription: filtered, snapshot});
   const [afterSeek] = await subscriber.pull({subscription: filtered, maxMessages: 10});
+  const limited = `${parent}/topics/limits`;
+  await publisher.createTopic({name: limited});
+  const many = n => Array.from({length: n}, (_, i) => ({data: Buffer.from(`m${i}`)}));
+  const [thousand] = await publisher.publish({topic: limited, messages: many(1000)});
+  const tooMany = await refusal(() => publisher.publish({topic: limited, messages: many(1001)}));
+  const tooBig = await refusal(() => publisher.publish({
+    topic: limited, messages: [{data: Buffer.alloc(10 * 1000 * 1000)}],
+  }));
   const data = r => r.receivedMessages.map(m => Buffer.from(m.message.data).toString());
 
   console.log(JSON.stringify({
@@ -88,6 +97,9 @@ async function main() {
     filtered: data(first),
     after_ack: data(afterAck),
     after_seek: data(afterSeek),
+    thousand: thousand.messageIds.length,
+    too_many: tooMany && tooMany.code,
+    too_big: tooBig && tooBig.details,
   }));
   await Promise.all([publisher.close(), subscriber.close(), schemas.close()]);
 }
