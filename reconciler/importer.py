@@ -64,6 +64,31 @@ def other_specs(out_dir: Path, skip: set[Path]) -> list[Path]:
     return [f for f in files if f.resolve() not in skip]
 
 
+def inherited_defaults(files: list[Path], out_dir: Path) -> list[str]:
+    """The Defaults documents among the output tree's other spec `files` that apply
+    to the files the import writes in `out_dir` (a Defaults document applies to its
+    directory and below) and set what a topic inherits: `FILE:LINE (what it sets)`.
+    The import writes the live topics' own values, so an inherited label, policy,
+    retention, key or schema would become a change in the next plan."""
+    if not files:
+        return []
+    scratch = Diagnostics()
+    tree = load_tree(files, scratch)
+    here = out_dir.resolve()
+    found = []
+    for located in tree.defaults:
+        spec = located.model.spec
+        sets = [name for name, value in (
+            ("labels", spec.labels), ("messageStoragePolicy", spec.message_storage_policy),
+            ("messageRetentionDuration", spec.message_retention_duration),
+            ("kmsKeyName", spec.kms_key_name), ("schemaSettings", spec.schema_settings),
+        ) if value]
+        directory = located.directory.resolve()
+        if sets and (directory == here or directory in here.parents):
+            found.append(f"{located.path}:{located.doc.start.line} ({', '.join(sets)})")
+    return found
+
+
 def existing_profiles(files: list[Path]) -> dict[str, tuple[int, int, int]]:
     """Named hedging profiles already defined in the output tree's other spec `files`,
     so that imported topics refer to them instead of redefining them (a duplicate

@@ -24,6 +24,7 @@ from reconciler.fileio import write_atomically
 from reconciler.importer import (
     existing_profiles,
     header,
+    inherited_defaults,
     missing_topics,
     other_specs,
     read_live,
@@ -103,8 +104,15 @@ def run(
     result = build_documents(
         chosen, existing_profiles(others), read.computed, defaults=not others
     )
+    inherited = [
+        f"{where}: a Defaults document that applies to {out_dir} sets values the "
+        "imported topics inherit, so they may differ from the live topics: check that "
+        "`reconcile plan` shows only the adoption, or import into a directory no "
+        "Defaults document applies to"
+        for where in inherited_defaults(others, out_dir)
+    ]
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in [*read.warnings, *result.warnings]:
+    for warning in [*read.warnings, *result.warnings, *inherited]:
         output.stderr().line(f"warning: {warning}")
     for project in names:
         docs = result.documents.get(project, [])
