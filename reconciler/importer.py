@@ -6,8 +6,9 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                        policy computes (for `inherit`)
     select(project, topics, wanted)         the --topic filter
     missing_topics(projects, found, wanted) --topic values that matched nothing
-    other_specs(out_dir, skip)              the spec files already in the output tree
-    existing_profiles(files)                profiles those files define
+    other_specs(out_dir, skip)              the spec files already in the output tree, read
+    existing_profiles(tree)                 profiles those files define
+    inherited_defaults(tree, out_dir)       their Defaults documents that apply in out_dir
     render(docs, header) -> str             one spec file's text
     header(source, stamp, project, count)   its comment
 """
@@ -28,6 +29,7 @@ from reconciler.plan.policy import computed_policy
 from reconciler.spec.export import settings_key
 from reconciler.spec.loader import discover, load_tree
 from reconciler.spec.profiles import profile_from_settings
+from reconciler.spec.tree import SpecTree
 from reconciler.topic import StoragePolicy
 
 
@@ -54,26 +56,25 @@ def missing_topics(
     return out
 
 
-def other_specs(out_dir: Path, skip: set[Path]) -> list[Path]:
+def other_specs(out_dir: Path, skip: set[Path]) -> SpecTree | None:
     """The spec files already in the output tree, those about to be overwritten
-    excluded: with none, a Defaults document written there applies only to what the
-    import writes."""
+    excluded, read once (None: there are none, so a Defaults document written there
+    applies only to what the import writes)."""
     if not out_dir.is_dir():
-        return []
+        return None
     files, _ = discover([out_dir], Diagnostics())
-    return [f for f in files if f.resolve() not in skip]
+    files = [f for f in files if f.resolve() not in skip]
+    return load_tree(files, Diagnostics()) if files else None
 
 
-def inherited_defaults(files: list[Path], out_dir: Path) -> list[str]:
-    """The Defaults documents among the output tree's other spec `files` that apply
-    to the files the import writes in `out_dir` (a Defaults document applies to its
+def inherited_defaults(tree: SpecTree | None, out_dir: Path) -> list[str]:
+    """The Defaults documents of the output tree's other specs (`tree`) that apply to
+    the files the import writes in `out_dir` (a Defaults document applies to its
     directory and below) and set what a topic inherits: `FILE:LINE (what it sets)`.
     The import writes the live topics' own values, so an inherited label, policy,
     retention, key or schema would become a change in the next plan."""
-    if not files:
+    if tree is None:
         return []
-    scratch = Diagnostics()
-    tree = load_tree(files, scratch)
     here = out_dir.resolve()
     found = []
     for located in tree.defaults:
@@ -89,14 +90,12 @@ def inherited_defaults(files: list[Path], out_dir: Path) -> list[str]:
     return found
 
 
-def existing_profiles(files: list[Path]) -> dict[str, tuple[int, int, int]]:
-    """Named hedging profiles already defined in the output tree's other spec `files`,
-    so that imported topics refer to them instead of redefining them (a duplicate
-    profile name would fail validation)."""
-    if not files:
+def existing_profiles(tree: SpecTree | None) -> dict[str, tuple[int, int, int]]:
+    """Named hedging profiles already defined in the output tree's other specs
+    (`tree`), so that imported topics refer to them instead of redefining them (a
+    duplicate profile name would fail validation)."""
+    if tree is None:
         return {}
-    scratch = Diagnostics()
-    tree = load_tree(files, scratch)
     out: dict[str, tuple[int, int, int]] = {}
     for located in tree.profiles:
         profile = profile_from_settings(located.model.spec, None)

@@ -102,7 +102,7 @@ def run(
     skip = {path.resolve() for path in files.values()}
     others = other_specs(out_dir, skip)
     result = build_documents(
-        chosen, existing_profiles(others), read.computed, defaults=not others
+        chosen, existing_profiles(others), read.computed, defaults=others is None
     )
     inherited = [
         f"{where}: a Defaults document that applies to {out_dir} sets values the "
