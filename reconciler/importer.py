@@ -91,9 +91,11 @@ def other_specs(out_dir: Path, skip: set[Path]) -> OutputTree:
 
 def _specs_above(out_dir: Path) -> list[Path]:
     """The spec files directly in each directory above `out_dir`, up to `search_bound`
-    (the org-policy snapshots there excluded)."""
+    (the org-policy snapshots there excluded), relative to the current directory when
+    they are below it, as messages show paths."""
     here = out_dir.resolve()
     bound = search_bound(here)
+    cwd = Path.cwd().resolve()
     found: list[Path] = []
     for directory in here.parents:
         if not directory.is_relative_to(bound):
@@ -103,7 +105,7 @@ def _specs_above(out_dir: Path) -> list[Path]:
         except OSError:
             entries = []
         found += [
-            p for p in entries
+            p.relative_to(cwd) if p.is_relative_to(cwd) else p for p in entries
             if p.name.endswith(SPEC_SUFFIXES) and not p.name.startswith(".")
             and p.name not in SNAPSHOT_NAMES and p.is_file()
         ]

@@ -17,7 +17,7 @@ import yaml
 
 from reconciler.ownership import is_reserved
 
-FIRST, SECOND = "first-project", "second-project"
+FIRST, SECOND, THIRD = "first-project", "second-project", "third-project"
 KEY1 = f"projects/{FIRST}/locations/us-east1/keyRings/ring/cryptoKeys/k"
 KEY2 = f"projects/{SECOND}/locations/europe-west1/keyRings/ring/cryptoKeys/k"
 AVRO = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "string"}]}
@@ -107,6 +107,18 @@ def test_two_projects_imported_into_one_directory_plan_only_the_adoption(
     assert d_topic["spec"]["messageRetentionDuration"] == "3h"
     assert d_topic["spec"]["kmsKeyName"] == KEY2
     assert d_topic["spec"]["publishers"] == {}
+
+    # The Defaults document above the directory counts as much as the one in it.
+    _topic(publisher_client, THIRD, "e-topic", labels={"team": "w"})
+    other = specs / "other"
+    third = run_cli("import", "--project", THIRD, "--out", str(other), "--emulator", addr)
+    assert third.exit_code == 1
+    assert third.stderr.count(": gives ") == 1, third.stderr  # the policy: `inherit`
+    assert (
+        "  specs/org.yaml:5: gives label cost-center='shared' to every topic in specs/ and "
+        f"below; the live topic projects/{THIRD}/topics/e-topic has no label cost-center\n"
+    ) in third.stderr
+    assert not other.exists()
 
     validated = run_cli("validate")
     assert validated.exit_code == 0, validated.stdout + validated.stderr
