@@ -6,9 +6,10 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                        policy computes (for `inherit`)
     select(project, topics, wanted)         the --topic filter
     missing_topics(projects, found, wanted) --topic values that matched nothing
-    other_specs(out_dir, skip)              the spec files already in the output tree, read
+    other_specs(out_dir, skip) -> OutputTree  the spec files already in and above the
+                                            output tree, read, and the Defaults
+                                            documents that apply in out_dir
     existing_profiles(tree)                 profiles those files define
-    inherited_defaults(tree, out_dir)       their Defaults documents that apply in out_dir
     render(docs, header) -> str             one spec file's text
     header(source, stamp, project, count)   its comment
 """
@@ -26,10 +27,13 @@ from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import computed_policy
+from reconciler.spec.defaults import defaults_chain, index_defaults
+from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
+from reconciler.spec.documents import DefaultsDoc
 from reconciler.spec.export import settings_key
 from reconciler.spec.loader import discover, load_tree
 from reconciler.spec.profiles import profile_from_settings
-from reconciler.spec.tree import SpecTree
+from reconciler.spec.tree import Located, SpecTree
 from reconciler.topic import StoragePolicy
 
 
@@ -56,37 +60,55 @@ def missing_topics(
     return out
 
 
-def other_specs(out_dir: Path, skip: set[Path]) -> SpecTree | None:
-    """The spec files already in the output tree, those about to be overwritten
-    excluded, read once (None: there are none, so a Defaults document written there
-    applies only to what the import writes)."""
-    if not out_dir.is_dir():
-        return None
-    files, _ = discover([out_dir], Diagnostics())
-    files = [f for f in files if f.resolve() not in skip]
-    return load_tree(files, Diagnostics()) if files else None
+@dataclass
+class OutputTree:
+    """The specs already around the output directory, read once: those in it and below
+    (the files about to be overwritten excluded), and those directly in each directory
+    above it up to the repository root (`search_bound`, as for the org-policy
+    snapshot), whose Defaults documents apply to it too when a tree above is validated."""
+
+    tree: SpecTree | None
+    inside: bool  # the output directory (or below) holds other specs
+
+    def defaults_chain(self, out_dir: Path) -> list[Located[DefaultsDoc]]:
+        """The Defaults documents that apply to the files written in `out_dir`,
+        nearest first."""
+        if self.tree is None:
+            return []
+        return defaults_chain(out_dir, index_defaults(self.tree.defaults, Diagnostics()))
 
 
-def inherited_defaults(tree: SpecTree | None, out_dir: Path) -> list[str]:
-    """The Defaults documents of the output tree's other specs (`tree`) that apply to
-    the files the import writes in `out_dir` (a Defaults document applies to its
-    directory and below) and set what a topic inherits: `FILE:LINE (what it sets)`.
-    The import writes the live topics' own values, so an inherited label, policy,
-    retention, key or schema would become a change in the next plan."""
-    if tree is None:
-        return []
+def other_specs(out_dir: Path, skip: set[Path]) -> OutputTree:
+    """The spec files already in and above the output tree, read (see OutputTree)."""
+    files: list[Path] = []
+    if out_dir.is_dir():
+        files, _ = discover([out_dir], Diagnostics())
+        files = [f for f in files if f.resolve() not in skip]
+    inside = bool(files)
+    files += _specs_above(out_dir)
+    return OutputTree(load_tree(files, Diagnostics()) if files else None, inside)
+
+
+def _specs_above(out_dir: Path) -> list[Path]:
+    """The spec files directly in each directory above `out_dir`, up to `search_bound`
+    (the org-policy snapshots there excluded), relative to the current directory when
+    they are below it, as messages show paths."""
     here = out_dir.resolve()
-    found = []
-    for located in tree.defaults:
-        spec = located.model.spec
-        sets = [name for name, value in (
-            ("labels", spec.labels), ("messageStoragePolicy", spec.message_storage_policy),
-            ("messageRetentionDuration", spec.message_retention_duration),
-            ("kmsKeyName", spec.kms_key_name), ("schemaSettings", spec.schema_settings),
-        ) if value]
-        directory = located.directory.resolve()
-        if sets and (directory == here or directory in here.parents):
-            found.append(f"{located.path}:{located.doc.start.line} ({', '.join(sets)})")
+    bound = search_bound(here)
+    cwd = Path.cwd().resolve()
+    found: list[Path] = []
+    for directory in here.parents:
+        if not directory.is_relative_to(bound):
+            break
+        try:
+            entries = sorted(directory.iterdir())
+        except OSError:
+            entries = []
+        found += [
+            p.relative_to(cwd) if p.is_relative_to(cwd) else p for p in entries
+            if p.name.endswith(SPEC_SUFFIXES) and not p.name.startswith(".")
+            and p.name not in SNAPSHOT_NAMES and p.is_file()
+        ]
     return found
 
 

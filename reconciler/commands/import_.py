@@ -6,7 +6,11 @@ leaves half an import behind; usage errors are raised before any call to the ser
 a --topic that matches no live topic is an error and nothing is written. The files
 are created as any file the user makes (their umask decides the mode). Values every
 imported topic shares go into one Defaults document when DIR holds no other specs
-(a Defaults document applies to its whole directory).
+(a Defaults document applies to its whole directory). A Defaults document already
+applying to DIR is taken into account: each topic is written so that it keeps its
+live values under it, and where a spec cannot refuse an inherited value (a label the
+topic lacks, a retention, key or schema it does not have) the import is refused,
+naming the document's line, the value and the topics, and nothing is written.
 """
 
 from __future__ import annotations
@@ -19,18 +23,18 @@ import click
 from reconciler.backends.base import TargetOptions
 from reconciler.commands import output
 from reconciler.commands._options import server_options
-from reconciler.errors import EXIT_OK, BackendError, UsageError
+from reconciler.errors import EXIT_OK, BackendError, InputError, UsageError
 from reconciler.fileio import write_atomically
 from reconciler.importer import (
     existing_profiles,
     header,
-    inherited_defaults,
     missing_topics,
     other_specs,
     read_live,
     select,
 )
 from reconciler.spec.export import build_documents, render_documents
+from reconciler.spec.inherited import inherited_values
 
 
 @click.command("import")
@@ -100,19 +104,25 @@ def run(
         )
     chosen = {p: select(p, live[p], topics) for p in names}
     skip = {path.resolve() for path in files.values()}
-    others = other_specs(out_dir, skip)
+    around = other_specs(out_dir, skip)
     result = build_documents(
-        chosen, existing_profiles(others), read.computed, defaults=others is None
+        chosen, existing_profiles(around.tree), read.computed, defaults=not around.inside,
+        inherited=inherited_values(around.defaults_chain(out_dir)),
     )
-    inherited = [
-        f"{where}: a Defaults document that applies to {out_dir} sets values the "
-        "imported topics inherit, so they may differ from the live topics: check that "
-        "`reconcile plan` shows only the adoption, or import into a directory no "
-        "Defaults document applies to"
-        for where in inherited_defaults(others, out_dir)
-    ]
+    if result.conflicts:
+        raise InputError(
+            f"cannot import into {out_dir}: a Defaults document that applies there would "
+            "give the imported topics values their live topics do not have, and a spec "
+            "cannot leave out an inherited label or setting; nothing written\n"
+            + "\n".join(f"  {c.message()}" for c in result.conflicts),
+            hint="import into a directory that document does not apply to (an --out "
+            "outside its directory), or import these projects together with the one(s) "
+            "already there (`--project A --project B --force` rewrites their files and "
+            "factors only what every topic shares), or move the value from the Defaults "
+            "document onto its topics",
+        )
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in [*read.warnings, *result.warnings, *inherited]:
+    for warning in [*read.warnings, *result.warnings]:
         output.stderr().line(f"warning: {warning}")
     for project in names:
         docs = result.documents.get(project, [])

@@ -14,7 +14,9 @@ hedging labels. What reconcile does not manage (an ingestion source, message
 transforms, the settings of a deleted schema) is named in a comment above the topic
 (`notes`), never dropped without a word. Values every topic shares are written once,
 in a `Defaults` document, when the caller says the directory allows it
-(`spec/defaults_export.py`).
+(`spec/defaults_export.py`). Where a Defaults document already applies (`inherited`),
+each topic is written so that it keeps its live values under it, or the value it
+cannot refuse is a conflict (`spec/inherited.py`) and the caller writes nothing.
 
 A profile recorded under a name is emitted as a `kind: HedgingProfile` document and
 referenced by name (an inline profile would change the `reconcile-hedge-profile`
@@ -33,6 +35,7 @@ from reconciler.names import split_topic_name
 from reconciler.ownership import is_reserved
 from reconciler.spec.defaults_export import factor_defaults
 from reconciler.spec.documents import API_VERSION
+from reconciler.spec.inherited import Conflict, Inherited, keep_live
 from reconciler.topic import (
     ObservedTopic,
     SchemaSettings,
@@ -85,11 +88,13 @@ def storage_policy(policy: StoragePolicy | None) -> Doc | None:
 class ImportResult:
     """Documents per project (a Defaults document first, then profiles, then topics),
     the comment lines to write above each topic (`notes`: project -> topic ID ->
-    lines) and warnings for humans."""
+    lines), warnings for humans, and the inherited values that would change topics
+    (`conflicts`: when there is one, the documents must not be written)."""
 
     documents: dict[str, list[Doc]] = field(default_factory=dict)
     notes: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    conflicts: list[Conflict] = field(default_factory=list)
 
 
 @dataclass
@@ -214,26 +219,39 @@ def build_documents(
     existing_profiles: Mapping[str, tuple[int, int, int]] | None = None,
     computed: Mapping[str, StoragePolicy | None] | None = None,
     defaults: bool = False,
+    inherited: Inherited | None = None,
 ) -> ImportResult:
     """Spec documents per project, topics in name order; profiles used by several
     projects are defined once, in the first project's file (projects sorted).
     `computed`: per project, the storage policy its org policy gives a topic (a topic
-    that has exactly that one is imported as `inherit`). `defaults`: the documents are
-    the only specs of their directory, so that values every topic shares may go into
-    one Defaults document (in the first project's file) instead of each topic."""
+    that has exactly that one is imported as `inherit`; a project left out: unknown).
+    `defaults`: the documents are the only specs of their directory, so that values
+    every topic shares may go into one Defaults document (in the first project's file)
+    instead of each topic. `inherited`: what the Defaults documents already applying
+    there give every topic; each topic keeps its live values under them, or
+    `conflicts` says which value it cannot refuse."""
     result = ImportResult()
     profiles = _Profiles(existing_profiles or {})
+    computed = computed or {}
+    conflicts: dict[tuple[str, str], Conflict] = {}
     topic_docs: dict[str, list[Doc]] = {}
     for project in sorted(topics):
         ordered = sorted(topics[project], key=lambda t: t.name)
-        given = (computed or {}).get(project)
+        given = computed.get(project)
         notes = result.notes.setdefault(project, {})
         docs = topic_docs[project] = []
         for t in ordered:
             lines: list[str] = []
-            docs.append(topic_doc(project, t, profiles, result.warnings, given, lines))
+            doc = topic_doc(project, t, profiles, result.warnings, given, lines)
+            if inherited:
+                matches = project in computed and (
+                    norm_policy(t.shape.policy) == norm_policy(given)
+                )
+                keep_live(doc["spec"], inherited, matches, t.name, conflicts)
+            docs.append(doc)
             if lines:
                 notes[_topic_id(t.name)] = lines
+    result.conflicts = list(conflicts.values())
     shared = factor_defaults(topic_docs) if defaults else None
     for i, (project, docs) in enumerate(topic_docs.items()):
         head = [shared] if shared is not None and i == 0 else []

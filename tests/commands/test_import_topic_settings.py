@@ -145,25 +145,3 @@ def test_a_deleted_schema_is_named_not_written(
     ).read_text()
     assert run_cli("validate", str(out)).exit_code == 0
 
-
-def test_a_defaults_document_the_import_would_inherit_is_named(
-    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
-) -> None:
-    # A first project imported alone factors its shared label into a Defaults document;
-    # a second project imported into the same directory would inherit that label.
-    for project, labels in (("first-project", {"team": "x"}), (PROJECT, {})):
-        for topic in ("a-topic", "b-topic"):
-            publisher_client.create_topic(
-                request={"name": f"projects/{project}/topics/{topic}", "labels": labels}
-            )
-    out = tmp_path / "specs"
-    addr = local_server.address
-    first = run_cli("import", "--project", "first-project", "--out", str(out), "--emulator", addr)
-    assert first.exit_code == 0 and "Defaults" not in first.stderr
-    assert _docs(out / "first-project.yaml")[0]["kind"] == "Defaults"
-    second = run_cli("import", "--project", PROJECT, "--out", str(out), "--emulator", addr)
-    assert second.exit_code == 0
-    warned = [line for line in second.stderr.splitlines() if "Defaults document" in line]
-    assert len(warned) == 1, second.stderr
-    assert warned[0].startswith(f"warning: {out / 'first-project.yaml'}:4 (labels): ")
-    assert "check that `reconcile plan` shows only the adoption" in warned[0]
