@@ -160,5 +160,6 @@ def header(source: str, stamp: str, project: str, count: int) -> str:
     return (
         f"Imported by `reconcile import` from {source} at {stamp}.\n"
         f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
-        "(expect only the ownership label to be added)."
+        "(expect only reconcile's ownership labels, reconcile-managed and "
+        "reconcile-owner, to be added)."
     )
