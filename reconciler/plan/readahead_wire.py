@@ -9,10 +9,11 @@ effective org inputs, custom constraints on topics (a plan's, read once the fina
 list names the organizations) and subscriptions, or the error reading them raised
 (re-raised in the parent as the same class, message and hint: the user sees what
 reading in one process would have shown); for `residency` also the by-region gauges
-it will ask for (`[query, stored]`). It then stays, for the parent's requests of by-region gauges (`{"stored": [query_row, ...]}`, answered with
-`{"stored": [stored_row, ...]}`): a plan's depend on the specs and the live topics, so
-the parent asks once it has both, and never loads the Monitoring client. It leaves at
-the pipe's end of file.
+it will ask for (`[query, stored]`). It then stays, for the parent's requests of
+by-region gauges (`{"stored": [query_row, ...]}`, answered with `{"stored":
+[stored_row, ...]}`): a plan's depend on the specs and the live topics, so the parent
+asks once it has both, and never loads the Monitoring client. It leaves at the pipe's
+end of file.
 
 The parent's messages are JSON lines; each answer is one `marshal` document of plain
 values after its length (8 bytes, big-endian): the same interpreter runs both sides,
