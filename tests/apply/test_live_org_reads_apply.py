@@ -16,14 +16,10 @@ import pytest
 from apply_support import mutating_calls
 from google.api_core import exceptions
 
-from tests.specs_support import topic_doc
+from tests.specs_support import EU_ONLY, custom_constraint, custom_refusal, topic_doc
 
 ORG = "organizations/777"
 PROJECT = "proj-a"
-EU_ONLY = (
-    "has(resource.messageStoragePolicy) && "
-    "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
-)
 NONE_MUTATED = {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
@@ -45,14 +41,9 @@ def specs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
 
 def add_constraint(local_server: Any, orgpolicy_client: Any, name: str, condition: str) -> None:
     local_server.set_ancestry(f"projects/{PROJECT}", ORG)
-    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint={
-        "name": f"{ORG}/customConstraints/{name}",
-        "resource_types": ["pubsub.googleapis.com/Topic"],
-        "method_types": ["CREATE", "UPDATE"],
-        "condition": condition,
-        "action_type": "ALLOW",
-        "description": f"{name} says no.",
-    })
+    orgpolicy_client.create_custom_constraint(
+        parent=ORG, custom_constraint=custom_constraint(ORG, name, condition)
+    )
 
 
 def set_policy(orgpolicy_client: Any, constraint: str, spec: dict[str, Any]) -> None:
@@ -84,10 +75,7 @@ def test_apply_without_a_plan_file_refuses_what_a_live_custom_constraint_refuses
     result = apply_specs(run_cli, local_server, root)
     assert result.exit_code == 1, result.stderr
     assert "error[org-custom-constraint]" in result.stderr
-    assert (
-        "the CreateTopic of projects/proj-a/topics/orders breaks custom constraint "
-        'custom.euOnly: "custom.euOnly says no."'
-    ) in result.stderr
+    assert custom_refusal(f"projects/{PROJECT}/topics/orders", "custom.euOnly") in result.stderr
     assert "nothing was applied" in result.stderr
     assert mutating_calls(local_server) == NONE_MUTATED
     assert local_server.counters.get("ListCustomConstraints") == 1

@@ -17,14 +17,10 @@ from google.api_core import exceptions
 from reconciler.backends.base import TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.plan.readahead import START_ENV, ReadAhead, ReadAheadReads
-from tests.specs_support import topic_doc
+from tests.specs_support import EU_ONLY, custom_constraint, custom_refusal, topic_doc
 
 ORG = "organizations/777"
 PROJECT = "proj-a"
-EU_ONLY = (
-    "has(resource.messageStoragePolicy) && "
-    "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
-)
 NOT_READ_AHEAD = "note: reading the live topics in a second process failed"
 
 
@@ -55,17 +51,6 @@ def tree(tmp_path: Path) -> Any:
     return make
 
 
-def custom_constraint(name: str, condition: str) -> dict[str, Any]:
-    return {
-        "name": f"{ORG}/customConstraints/{name}",
-        "resource_types": ["pubsub.googleapis.com/Topic"],
-        "method_types": ["CREATE", "UPDATE"],
-        "condition": condition,
-        "action_type": "ALLOW",
-        "description": f"{name} says no.",
-    }
-
-
 def put_policy(orgpolicy_client: Any, constraint: str, spec: dict[str, Any]) -> None:
     """A project policy, set through the real Org Policy client."""
     orgpolicy_client.create_policy(parent=f"projects/{PROJECT}", policy={
@@ -77,7 +62,7 @@ def enforce_eu_only(local_server: Any, orgpolicy_client: Any) -> None:
     """A live custom constraint (EU regions only) that the spec tree's snapshot lacks."""
     local_server.set_ancestry(f"projects/{PROJECT}", ORG)
     orgpolicy_client.create_custom_constraint(
-        parent=ORG, custom_constraint=custom_constraint("custom.euOnly", EU_ONLY)
+        parent=ORG, custom_constraint=custom_constraint(ORG, "custom.euOnly", EU_ONLY)
     )
     put_policy(orgpolicy_client, "custom.euOnly", {"rules": [{"enforce": True}]})
 
@@ -97,10 +82,7 @@ def test_a_live_custom_constraint_decides_the_plan_however_it_reads(
     assert result.exit_code == 1, result.stderr
     assert NOT_READ_AHEAD not in result.stderr
     assert "error[org-custom-constraint]" in result.stderr
-    assert (
-        "the CreateTopic of projects/proj-a/topics/orders breaks custom constraint "
-        'custom.euOnly: "custom.euOnly says no."'
-    ) in result.stderr
+    assert custom_refusal(f"projects/{PROJECT}/topics/orders", "custom.euOnly") in result.stderr
     assert "custom.euOnly is enforced now, and not in the snapshot" in result.stderr
     assert "no plan made, nothing changed" in result.stderr
 
