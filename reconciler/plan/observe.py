@@ -18,7 +18,8 @@ Stable entry points:
     read_topics(reads, projects, orgs) -> Observation    topics, org policy and custom
                                                      constraints only (apply's
                                                      freshness check)
-    organizations(snapshot, projects) -> {project: org}   whose custom constraints
+    organizations(snapshot, projects) -> {project: org}   each project's organization,
+                                                     whose custom constraints are read
 The observation itself, and its fingerprints, are plan/observation.py's.
 """
 
