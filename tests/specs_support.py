@@ -9,6 +9,10 @@ test files. Each builder writes the text exactly as the tests' positions expect 
     location_policy(parent, allowed)
                                     the same policy as the dict `Policy.from_dict` takes
     Tree                            a spec tree and its snapshot in a directory
+    custom_constraint(org, id, condition)
+                                    a custom constraint on topics, as the Org Policy
+                                    client takes it (its description "ID says no.")
+    custom_refusal(address, id)     what plan and apply say of a create it refuses
 """
 
 from __future__ import annotations
@@ -131,3 +135,32 @@ class Tree:
 
     def address(self, name: str) -> str:
         return f"projects/{self.project}/topics/{name}"
+
+
+# Topics whose storage policy lists only European regions.
+EU_ONLY = (
+    "has(resource.messageStoragePolicy) && "
+    "resource.messageStoragePolicy.allowedPersistenceRegions.all(r, r.startsWith('europe-'))"
+)
+
+
+def custom_constraint(org: str, constraint_id: str, condition: str) -> dict[str, Any]:
+    """An ALLOW custom constraint on topics' CREATE and UPDATE, described
+    "ID says no.", in the shape `create_custom_constraint` takes."""
+    return {
+        "name": f"{org}/customConstraints/{constraint_id}",
+        "resource_types": ["pubsub.googleapis.com/Topic"],
+        "method_types": ["CREATE", "UPDATE"],
+        "condition": condition,
+        "action_type": "ALLOW",
+        "description": f"{constraint_id} says no.",
+    }
+
+
+def custom_refusal(address: str, constraint_id: str) -> str:
+    """The words of `org-custom-constraint` for a CreateTopic that `custom_constraint`
+    refuses."""
+    return (
+        f"the CreateTopic of {address} breaks custom constraint "
+        f'{constraint_id}: "{constraint_id} says no."'
+    )

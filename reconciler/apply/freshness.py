@@ -2,9 +2,11 @@
 
 A plan is a promise about specific live states; applying it after any of them moved
 could undo someone's change or act on a policy that no longer holds. So every topic
-the plan fingerprinted and every project's org policy inputs are read again (the same
-reads that planning makes: one ListTopics pager per project) and any difference
-refuses the whole apply, before any mutating call.
+the plan fingerprinted and every project's org policy inputs (the location,
+in-transit and CMEK constraints, and the custom constraints on topics of the
+organization the plan recorded) are read again (the same reads that planning makes:
+one ListTopics pager per project) and any difference refuses the whole apply, before
+any mutating call.
 
 Against Google Cloud there is no state of ours to say "this plan ran": apply leaves the
 plan's marker on each topic it creates or updates (`reconcile-plan`, the first digits
@@ -32,6 +34,7 @@ from enum import Enum
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.errors import PlanRefused, Refusal
 from reconciler.names import project_of
+from reconciler.orgpolicy.model import RESOURCE_LOCATIONS, RESTRICT_KEY_PROJECTS, RESTRICT_NON_CMEK
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import LabelMerge, Plan, ResourceChange
 from reconciler.plan.observation import org_fingerprint, topic_fingerprint
@@ -48,6 +51,12 @@ from reconciler.topic import (
 )
 
 SETTINGS_PATHS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
+# What a project's org fingerprint covers (plan/observation.py: org_fingerprint).
+ORG_INPUTS = (
+    f"constraints/{RESOURCE_LOCATIONS}, in-transit enforcement, "
+    f"constraints/{RESTRICT_NON_CMEK}, constraints/{RESTRICT_KEY_PROJECTS} or the custom "
+    "constraints on topics and their enforcement"
+)
 
 
 class Found(Enum):
@@ -80,7 +89,7 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
     projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return moved
-    seen = read_topics(backend, projects)
+    seen = read_topics(backend, projects, fps.organizations)
     marker = plan_marker(plan.digest)
     changes = {rc.address: rc for rc in plan.resource_changes}
     for address, expected in sorted(fps.topics.items()):
@@ -89,11 +98,12 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
             moved.append(_topic_moved(address, expected, live, changes.get(address), marker))
     for project, expected in sorted(fps.org_policy.items()):
         inputs = seen.org.get(project)
-        if inputs is None or org_fingerprint(inputs) != expected:
+        custom = seen.custom.get(project, ())
+        if inputs is None or org_fingerprint(inputs, custom) != expected:
             moved.append(Moved(
                 f"projects/{project}",
                 f"projects/{project}: effective org policy changed since the plan "
-                "(constraints/gcp.resourceLocations or in-transit enforcement)",
+                f"({ORG_INPUTS})",
             ))
     return moved
 

@@ -23,6 +23,7 @@ from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.apply.retry import AdminRetry, Attempts, call_with_retry, error_message
 from reconciler.backends.base import (
     Backend,
+    CustomConstraints,
     GaugeQuery,
     ObservedTopic,
     OrgInputs,
@@ -112,6 +113,12 @@ class GuardedBackend:
     def effective_policy(self, project: str) -> OrgInputs:
         return self.guard.run(
             project, lambda: self.inner.effective_policy(project), rate_limited=False
+        )
+
+    def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
+        return self.guard.run(
+            project, lambda: self.inner.custom_constraints(project, organization),
+            rate_limited=False,
         )
 
     def list_subscriptions(self, project: str) -> SubscriptionListing:

@@ -1,9 +1,10 @@
 """What plan and apply need from a Pub/Sub + Org Policy service, and nothing more.
 
 `Reads` is what a plan, `residency` and apply's freshness check read (plan/observe.py):
-each project's topics, effective org policy and subscriptions, and the by-region
-gauges, all through one call (`stored`). `Backend` adds what apply changes. Both are
-implemented once over the real client libraries (`reconciler.backends.client_backend`),
+each project's topics, effective org policy, custom constraints on topics and
+subscriptions, and the by-region gauges, all through one call (`stored`). `Backend`
+adds what apply changes. Both are implemented once over the real client libraries
+(`reconciler.backends.client_backend`),
 which serve Google Cloud, the embedded local server and any emulator alike; `Reads` is
 also served by the plan's read-ahead process (plan/readahead.py).
 Topic bodies are dicts in the plan's shape (`reconciler.topic.TopicShape` as JSON).
@@ -14,15 +15,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Protocol
 
 from reconciler.backends.deadline import DEFAULT_TIMEOUT
 from reconciler.orgpolicy.model import PolicySpec
 from reconciler.topic import ObservedTopic
 
+if TYPE_CHECKING:  # the constraints' module loads only where custom constraints are read
+    from reconciler.orgpolicy.custom import CustomConstraint
+    from reconciler.orgpolicy.store import Enforcement
+
 __all__ = [
     "Backend",
     "BackendInfo",
+    "CustomConstraints",
     "GaugeQuery",
     "ObservedSubscription",
     "ObservedTopic",
@@ -37,11 +43,21 @@ __all__ = [
 
 @dataclass(frozen=True)
 class OrgInputs:
-    """The effective org policy of one project (None = constraint default)."""
+    """The effective org policy of one project (None = constraint default): where its
+    topics may store messages (`resource_locations`, `enforce_in_transit`) and what
+    the CMEK constraints ask of a new topic (`restrict_non_cmek`:
+    gcp.restrictNonCmekServices, `key_projects`: gcp.restrictCmekCryptoKeyProjects;
+    reconciler/orgpolicy/cmek.py reads them)."""
 
     resource_locations: PolicySpec | None
     enforce_in_transit: PolicySpec | None
     source: str  # "api", "snapshot FILE"
+    restrict_non_cmek: PolicySpec | None = None
+    key_projects: PolicySpec | None = None
+
+
+# A project's custom constraints on topics, each with how the project applies it.
+CustomConstraints = tuple[tuple["CustomConstraint", "Enforcement"], ...]
 
 
 @dataclass(frozen=True)
@@ -197,6 +213,13 @@ class Reads(Protocol):
     def effective_policy(self, project: str) -> OrgInputs:
         """The project's effective org policy: from the --org-policy snapshot or the
         Org Policy API, whichever the target was opened with."""
+        ...
+
+    def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
+        """The custom constraints on topics that `project` enforces or dry-runs, from
+        the same source as `effective_policy`; from the API they are those of
+        `organization` (the Org Policy API cannot tell a project's organization: the
+        spec tree's snapshot names it), and without one there are none to read."""
         ...
 
     def list_subscriptions(self, project: str) -> SubscriptionListing:

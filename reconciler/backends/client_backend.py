@@ -32,6 +32,7 @@ from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import (
     BackendInfo,
+    CustomConstraints,
     GaugeQuery,
     ObservedTopic,
     OrgInputs,
@@ -52,11 +53,13 @@ from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
+    RESTRICT_NON_CMEK,
     Policy,
     PolicyFormatError,
     PolicySpec,
 )
-from reconciler.orgpolicy.store import Enforcement, PolicyStore
+from reconciler.orgpolicy.store import PolicyStore
 
 # Gauge queries read at once by `stored`.
 MAX_PARALLEL_READS = 8
@@ -340,20 +343,29 @@ class ClientBackend:
         was decided when the target was opened (backends/connect.py)."""
         resource = f"projects/{project}"
         if self.policy_store is not None:
+            store = self.policy_store
             return OrgInputs(
-                resource_locations=self.policy_store.effective_spec(RESOURCE_LOCATIONS, resource),
-                enforce_in_transit=self.policy_store.effective_spec(ENFORCE_IN_TRANSIT, resource),
+                resource_locations=store.effective_spec(RESOURCE_LOCATIONS, resource),
+                enforce_in_transit=store.effective_spec(ENFORCE_IN_TRANSIT, resource),
                 source=self.policy_source,
+                restrict_non_cmek=store.effective_spec(RESTRICT_NON_CMEK, resource),
+                key_projects=store.effective_spec(RESTRICT_KEY_PROJECTS, resource),
             )
         if self.orgpolicy is None:
             raise BackendError(
                 f"no Org Policy API at {self.info.label} to read the org policy of {resource}",
                 hint=ORG_POLICY_UNSERVED_HINT,
             )
+
+        def read(constraint: str) -> PolicySpec | None:
+            return _spec(self.read_effective_policy(project, constraint))
+
         return OrgInputs(
-            resource_locations=_spec(self.read_effective_policy(project, RESOURCE_LOCATIONS)),
-            enforce_in_transit=_spec(self.read_effective_policy(project, ENFORCE_IN_TRANSIT)),
+            resource_locations=read(RESOURCE_LOCATIONS),
+            enforce_in_transit=read(ENFORCE_IN_TRANSIT),
             source="api",
+            restrict_non_cmek=read(RESTRICT_NON_CMEK),
+            key_projects=read(RESTRICT_KEY_PROJECTS),
         )
 
     def read_effective_policy(self, project: str, constraint: str) -> Policy | None:
@@ -414,9 +426,7 @@ class ClientBackend:
                 ) from None
         return out
 
-    def custom_constraints(
-        self, project: str, organization: str | None
-    ) -> tuple[tuple[CustomConstraint, Enforcement], ...]:
+    def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
         """The custom constraints on topics that `project` enforces or dry-runs, with
         how: from the snapshot, or from the API (`organization`: the project's, which
         the spec tree's snapshot names in its ancestry; the Org Policy API alone cannot
@@ -429,10 +439,11 @@ class ClientBackend:
         with self._org_lock:
             listed = self._org_constraints.get(organization)
             if listed is None:
-                listed = self._org_constraints[organization] = [
-                    c for c in self.list_custom_constraints(organization)
-                    if TOPIC in c.resource_types
-                ]
+                listed = self._org_constraints[organization] = sorted(
+                    (c for c in self.list_custom_constraints(organization)
+                     if TOPIC in c.resource_types),
+                    key=lambda c: c.name,
+                )
         out = []
         for constraint in listed:
             policy = self.read_effective_policy(project, constraint.constraint_id)

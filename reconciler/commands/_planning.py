@@ -5,7 +5,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
-    open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
+    open_reads(options, result, read_ahead, projects, custom) -> Reads   what the read-ahead
                                           read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
     new_diagnostics(plan, validation)     what the live org policy added
@@ -28,6 +28,7 @@ from reconciler.orgpolicy.store import PolicyStore
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
+from reconciler.plan.observe import organizations
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
@@ -89,13 +90,18 @@ def open_target(
 
 def open_reads(
     options: TargetOptions, result: ValidationResult, read_ahead: ReadAhead | None,
-    projects: Sequence[str],
+    projects: Sequence[str], custom: bool = False,
 ) -> Reads:
     """What the read-ahead's second process read (plan, residency), or the target
     opened in this process: the read-ahead did not run or failed (its note says why),
     or it found Google's emulator (no Org Policy API) where the spec tree has a
-    snapshot to answer for it, which `open_target` does here. The caller closes it."""
-    served = read_ahead.served(projects) if read_ahead is not None else None
+    snapshot to answer for it, which `open_target` does here. `custom`: a plan's, the
+    read-ahead reads each project's custom constraints too, for the organization the
+    spec tree's snapshot names (as observe asks for them). The caller closes it."""
+    served = None
+    if read_ahead is not None:
+        orgs = organizations(tree_snapshot(result), projects) if custom else None
+        served = read_ahead.served(projects, orgs)
     if read_ahead is not None and read_ahead.note is not None:
         output.stderr().line(read_ahead.note)
     if served is not None:

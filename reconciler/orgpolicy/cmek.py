@@ -24,7 +24,7 @@ that cannot be seen offline).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from reconciler.orgpolicy.model import PolicySpec
 
@@ -32,30 +32,65 @@ PUBSUB_SERVICE = "pubsub.googleapis.com"
 Verdict = Literal["allowed", "denied", "unknown"]
 
 
-def _values(spec: PolicySpec | None) -> tuple[bool, bool, tuple[str, ...], tuple[str, ...]]:
-    """(deny_all, allow_all, allowed, denied) of a merged spec's unconditional rules;
-    no policy, or no rule, allows all."""
+class ListValues(NamedTuple):
+    """What a merged list spec's unconditional rules say, however it is written (the
+    `is:` prefix dropped, values sorted, each once): what the verdicts read, and what
+    plan compares between a snapshot and the live policy and between plan and apply.
+    No policy, or no rule, allows all."""
+
+    deny_all: bool
+    allow_all: bool
+    allowed: tuple[str, ...]
+    denied: tuple[str, ...]
+
+
+ALLOW_ALL = ListValues(False, True, (), ())
+
+
+def list_values(spec: PolicySpec | None) -> ListValues:
+    """The unconditional rules of a merged list spec (conditions depend on tags, which
+    cannot be seen offline)."""
     if spec is None or spec.reset:
-        return False, True, (), ()
+        return ALLOW_ALL
     rules = [r for r in spec.rules if not r.condition]
-    allowed = tuple(v.removeprefix("is:") for r in rules for v in r.allowed_values)
-    denied = tuple(v.removeprefix("is:") for r in rules for v in r.denied_values)
+    allowed = tuple(sorted({v.removeprefix("is:") for r in rules for v in r.allowed_values}))
+    denied = tuple(sorted({v.removeprefix("is:") for r in rules for v in r.denied_values}))
     deny_all = any(r.deny_all for r in rules)
     allow_all = any(r.allow_all for r in rules) or not allowed
-    return deny_all, allow_all, allowed, denied
+    return ListValues(deny_all, allow_all, allowed, denied)
 
 
 def cmek_required(spec: PolicySpec | None) -> bool:
     """The effective restrictNonCmekServices requires a key for new Pub/Sub topics."""
-    deny_all, _, _, denied = _values(spec)
+    deny_all, _, _, denied = list_values(spec)
     return deny_all or PUBSUB_SERVICE in denied
+
+
+def key_projects_restricted(spec: PolicySpec | None) -> ListValues | None:
+    """The effective restrictCmekCryptoKeyProjects as it bears on keys (None: a key
+    of any project may protect a new topic)."""
+    values = list_values(spec)
+    if not values.deny_all and values.allow_all and not values.denied:
+        return None
+    return values
+
+
+def describe_key_projects(values: ListValues | None) -> str:
+    """For messages: which projects' keys the policy allows."""
+    if values is None:
+        return "allows keys of every project"
+    if values.deny_all:
+        return "allows no key project"
+    allowed = "every project" if values.allow_all else ", ".join(values.allowed)
+    denied = f" except {', '.join(values.denied)}" if values.denied else ""
+    return f"allows keys of {allowed}{denied}"
 
 
 def key_project_verdict(spec: PolicySpec | None, chain: Sequence[str]) -> Verdict:
     """May a key of the project whose ancestry is `chain` (projects/P first, then its
     folders and organization as far as known) protect a new topic, under the effective
     restrictCmekCryptoKeyProjects?"""
-    deny_all, allow_all, allowed, denied = _values(spec)
+    deny_all, allow_all, allowed, denied = list_values(spec)
     if deny_all:
         return "denied"
     known_top = len(chain) > 1 and chain[-1].startswith("organizations/")

@@ -59,6 +59,7 @@ from reconciler.spec.orgrules import (
     OrgFacts,
     OrgProblem,
     allowed_note,
+    created_only,
     kept_as_is,
     org_problems,
 )
@@ -488,6 +489,8 @@ def org_diagnostics(
         live_policy_of(live.shape.policy) == expected_policy(desired, facts)
     ):  # the plan does not set the storage policy: only such a call is refused
         problems = [kept_as_is(p, desired.address) for p in problems]
+    if live is not None:  # the CMEK constraints bind only a create
+        problems = [created_only(p, desired.address) for p in problems]
     where = desired.file or desired.address
     listed = set() if listed is None else listed
     out = []

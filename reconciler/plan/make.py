@@ -22,7 +22,8 @@ service's 64 labels is an error, not planned.
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
 every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
-`org_policy` has each named project's `observe.org_fingerprint(OrgInputs)`.
+`org_policy` has each named project's `observation.org_fingerprint(OrgInputs, custom)`,
+and `organizations` each project's organization whose custom constraints were read.
 """
 
 from __future__ import annotations
@@ -131,7 +132,10 @@ def make_plan(
         diagnostics.append(emulator_inherit_warning(left_alone))
     for project, found in sorted(observation.stale.items()):
         diagnostics.append(stale_warning(observation.snapshot_file, project, found))
-    org_prints = {p: org_fingerprint(inputs) for p, inputs in sorted(observation.org.items())}
+    org_prints = {
+        p: org_fingerprint(inputs, observation.custom.get(p, ()))
+        for p, inputs in sorted(observation.org.items())
+    }
     if options.strict_groups:
         diagnostics = promote_inferred(diagnostics)
     return Plan(
@@ -139,7 +143,9 @@ def make_plan(
         resource_changes=changes,
         diagnostics=diagnostics,
         drift=drifts,
-        fingerprints=Fingerprints(topic_prints, org_prints),
+        fingerprints=Fingerprints(
+            topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None
+        ),
         target=made_at(info),
         prune=options.prune,
         created_at=created_at,

@@ -62,7 +62,7 @@ from reconciler.topic import (
     settings_json,
 )
 
-FORMAT_VERSION = "4.3"
+FORMAT_VERSION = "4.4"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -391,11 +391,17 @@ class Drift(Record, frozen=True):
 
 class Fingerprints(Record, frozen=True):
     """What the plan was made against: sha256 of every observed topic (or "absent") and
-    of each project's effective org policy inputs; apply PLANFILE re-reads and compares
-    them."""
+    of each project's effective org policy inputs (its custom constraints on topics
+    included); apply PLANFILE re-reads and compares them."""
 
     topics: Mapping[str, str] = always(FrozenDict())
     org_policy: Mapping[str, str] = always(FrozenDict())
+    organizations: Annotated[
+        Mapping[str, str] | None,
+        doc("Each project's organization (organizations/ORG, from the spec tree's "
+            "snapshot) whose custom constraints the plan read: apply PLANFILE reads them "
+            "again from there. Absent when no project's organization was known."),
+    ] = None
 
 
 class PlanTarget(Record, frozen=True):

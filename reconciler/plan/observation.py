@@ -4,9 +4,9 @@ compares with the live state again). Plain values and pure functions: make_plan 
 everything it calls read only this.
 
     Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
-                gauges, custom, stale, snapshot_file)
+                gauges, custom, organizations, ancestry, stale, snapshot_file)
     topic_fingerprint(ObservedTopic | None) -> str
-    org_fingerprint(OrgInputs) -> str
+    org_fingerprint(OrgInputs, custom) -> str
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import Any
 
 from reconciler.backends.base import (
     BackendInfo,
+    CustomConstraints,
     GaugeQuery,
     GaugeScope,
     ObservedSubscription,
@@ -28,9 +29,14 @@ from reconciler.backends.base import (
     StoredMessages,
     SubscriptionListing,
 )
-from reconciler.orgpolicy.custom import CustomConstraint
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS, Policy
-from reconciler.orgpolicy.store import Enforcement
+from reconciler.orgpolicy.cmek import cmek_required, key_projects_restricted
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
+    RESTRICT_NON_CMEK,
+    Policy,
+)
 from reconciler.spec.orgrules import OrgFacts, facts_from_specs
 
 
@@ -50,10 +56,13 @@ class Observation:
     subscriptions: dict[str, list[ObservedSubscription]] = field(default_factory=dict)
     subscriptions_unknown: dict[str, str] = field(default_factory=dict)
     gauges: dict[GaugeQuery, StoredMessages] = field(default_factory=dict)
-    # project -> the custom constraints on topics it enforces or dry-runs
-    custom: dict[str, tuple[tuple[CustomConstraint, Enforcement], ...]] = field(
-        default_factory=dict
-    )
+    # project -> the custom constraints on topics it enforces or dry-runs, and the
+    # organization they were read for (the spec tree's snapshot names it)
+    custom: dict[str, CustomConstraints] = field(default_factory=dict)
+    organizations: dict[str, str] = field(default_factory=dict)
+    # child -> parent, as the spec tree's snapshot records the hierarchy: where a
+    # key's project sits, for gcp.restrictCmekCryptoKeyProjects
+    ancestry: Mapping[str, str] = field(default_factory=dict)
     # project -> how the spec tree's snapshot (`snapshot_file`) differs from the live
     # org policy, when the plan reads the live one
     stale: dict[str, list[str]] = field(default_factory=dict)
@@ -66,7 +75,7 @@ class Observation:
         asks for every topic)."""
         known = self._facts.get(project)
         if known is None:
-            known = self._facts[project] = facts_of(self.org[project])
+            known = self._facts[project] = facts_of(self.org[project], self.ancestry)
         return known
 
     def subscriptions_of(self, name: str) -> list[ObservedSubscription] | None:
@@ -93,8 +102,13 @@ class Observation:
         return None, "metrics not read"
 
 
-def facts_of(inputs: OrgInputs) -> OrgFacts:
-    return facts_from_specs(inputs.resource_locations, inputs.enforce_in_transit)
+def facts_of(inputs: OrgInputs, ancestry: Mapping[str, str] | None = None) -> OrgFacts:
+    """What `inputs` allow a topic, as spec/orgrules.py judges it (`ancestry`: where
+    a key's project sits)."""
+    return facts_from_specs(
+        inputs.resource_locations, inputs.enforce_in_transit, inputs.restrict_non_cmek,
+        inputs.key_projects, ancestry,
+    )
 
 
 def attach_subscriptions(out: Observation, project: str, listing: SubscriptionListing) -> None:
@@ -123,17 +137,29 @@ def topic_fingerprint(topic: ObservedTopic | None) -> str:
     return topic.digest or _sha(topic.raw or topic.body)
 
 
-def org_fingerprint(inputs: OrgInputs) -> str:
-    """sha256 of the effective specs of both constraints (not of where they came from)."""
+def org_fingerprint(inputs: OrgInputs, custom: CustomConstraints = ()) -> str:
+    """sha256 of what the project's effective org policy means for its topics (not of
+    where it came from): the specs of the location and in-transit constraints, what
+    the CMEK constraints ask of a new topic, and the custom constraints on topics with
+    their enforcement. A CMEK constraint that asks nothing, and an empty list of
+    custom constraints, add nothing to the hash."""
 
     def spec(constraint: str, value: Any) -> Any:
         if value is None:
             return None
         return Policy(f"projects/_/policies/{constraint}", value).to_dict().get("spec", {})
 
-    return _sha(
-        {
-            RESOURCE_LOCATIONS: spec(RESOURCE_LOCATIONS, inputs.resource_locations),
-            ENFORCE_IN_TRANSIT: spec(ENFORCE_IN_TRANSIT, inputs.enforce_in_transit),
-        }
-    )
+    data: dict[str, Any] = {
+        RESOURCE_LOCATIONS: spec(RESOURCE_LOCATIONS, inputs.resource_locations),
+        ENFORCE_IN_TRANSIT: spec(ENFORCE_IN_TRANSIT, inputs.enforce_in_transit),
+    }
+    if cmek_required(inputs.restrict_non_cmek):
+        data[RESTRICT_NON_CMEK] = True
+    key_projects = key_projects_restricted(inputs.key_projects)
+    if key_projects is not None:
+        data[RESTRICT_KEY_PROJECTS] = key_projects._asdict()
+    if custom:
+        data["custom"] = [[c.to_dict(), mode] for c, mode in sorted(
+            custom, key=lambda pair: pair[0].name
+        )]
+    return _sha(data)

@@ -1,8 +1,10 @@
 """Observe: every read a plan needs, made before the plan (which then reads nothing),
 and the fingerprints of what was read.
 
-Per project: one ListTopics pager, one ListSubscriptions pager and the effective org
-policy, projects in parallel (never one GetTopic per topic); then the by-region gauges
+Per project: one ListTopics pager, one ListSubscriptions pager, the effective org
+policy (the location, in-transit and CMEK constraints) and the custom constraints on
+topics it enforces or dry-runs (for the organization the spec tree's snapshot names),
+projects in parallel (never one GetTopic per topic); then the by-region gauges
 the plan will show (`plan/consumers.py: gauge_queries`): those of the topics whose
 regions the specs remove, known from the specs and the live topics before any diff, and
 read while the subscriptions still are; and, with prune, the backlogs of the undeclared
@@ -13,23 +15,25 @@ policy makes of a topic is plan/policy.py's; how topics compare is reconciler/to
 
 Stable entry points:
     observe(reads, desired, prune=False) -> Observation     what make_plan is given
-    read_topics(reads, projects) -> Observation      topics and org policy only
-                                                     (apply's freshness check)
+    read_topics(reads, projects, orgs) -> Observation    topics, org policy and custom
+                                                     constraints only (apply's
+                                                     freshness check)
+    organizations(snapshot, projects) -> {project: org}   each project's organization,
+                                                     whose custom constraints are read
 The observation itself, and its fingerprints, are plan/observation.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar
 
-from reconciler.backends.base import ObservedTopic, OrgInputs, Reads
+from reconciler.backends.base import CustomConstraints, ObservedTopic, OrgInputs, Reads
 from reconciler.background import Background
 from reconciler.errors import BackendError
-from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
-from reconciler.orgpolicy.store import Enforcement, PolicyStore
+from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan.consumers import backlog_queries, gauge_queries, prune_gauge_queries
 from reconciler.plan.observation import Observation, attach_subscriptions
 from reconciler.plan.staleness import differences
@@ -52,11 +56,13 @@ def observe(
     if not names:
         return out
     background = Background(workers, "observe")
-    started = _start_topics(reads, names, background)
+    out.organizations = organizations(snapshot, names)
+    if snapshot is not None:  # where a key's project sits, for the CMEK constraints
+        out.ancestry = dict(snapshot[1].ancestry)
+    started = _start_topics(reads, names, out.organizations, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
-    custom = _start_custom(reads, names, snapshot, background)
     _collect_topics(out, *started)
-    _collect_custom(out, custom, snapshot)
+    _compare_snapshot(out, snapshot)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
     left_behind = background.submit(reads.stored, queries) if queries else None
@@ -75,35 +81,29 @@ def observe(
     return out
 
 
+def organizations(
+    snapshot: tuple[Path, PolicyStore] | None, projects: Iterable[str]
+) -> dict[str, str]:
+    """Each project's organization, as the spec tree's snapshot records it in its
+    ancestry (the Org Policy API cannot tell it): whose custom constraints a plan
+    reads. Projects it does not place are left out."""
+    if snapshot is None:
+        return {}
+    store = snapshot[1]
+    found = {p: store.organization(f"projects/{p}") for p in projects}
+    return {p: org for p, org in found.items() if org is not None}
+
+
 def _start_custom(
-    reads: Reads, names: Sequence[str], snapshot: tuple[Path, PolicyStore] | None,
-    background: Background,
-) -> dict[str, Future[tuple[tuple[CustomConstraint, Enforcement], ...]]]:
-    """Each project's custom constraints on topics, asked for now: from the target
-    (its snapshot, or the Org Policy API with the organization the spec tree's
-    snapshot names), or, for a target that cannot say (the read-ahead's answer), from
-    the spec tree's snapshot."""
-    store = snapshot[1] if snapshot is not None else None
-    getter = getattr(reads, "custom_constraints", None)
-    out = {}
-    for p in names:
-        resource = f"projects/{p}"
-        if getter is not None:
-            org = store.organization(resource) if store is not None else None
-            out[p] = background.submit(getter, p, org)
-        elif store is not None:
-            out[p] = background.submit(
-                lambda r=resource: tuple(store.custom_constraints_for(r, TOPIC))
-            )
-    return out
+    reads: Reads, orgs: Mapping[str, str], names: Sequence[str], background: Background,
+) -> dict[str, Future[CustomConstraints]]:
+    """Each project's custom constraints on topics, asked for now, from the target
+    (its snapshot, or the Org Policy API for the project's organization)."""
+    return {p: background.submit(reads.custom_constraints, p, orgs.get(p)) for p in names}
 
 
-def _collect_custom(
-    out: Observation,
-    custom: dict[str, Future[tuple[tuple[CustomConstraint, Enforcement], ...]]],
-    snapshot: tuple[Path, PolicyStore] | None,
-) -> None:
-    _raise_all(_gather(custom, out.custom))
+def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | None) -> None:
+    """How the spec tree's snapshot differs from the live org policy, per project."""
     if snapshot is None or out.service.org_policy != "api":
         return
     path, store = snapshot
@@ -114,32 +114,44 @@ def _collect_custom(
             out.stale[p] = found
 
 
-def read_topics(reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS) -> Observation:
-    """The live topics and org inputs of `projects` only (no subscription, no gauge):
-    what a saved plan's fingerprints are checked against."""
+def read_topics(
+    reads: Reads, projects: Iterable[str], orgs: Mapping[str, str] | None = None,
+    workers: int = MAX_WORKERS,
+) -> Observation:
+    """The live topics, org inputs and custom constraints of `projects` only (no
+    subscription, no gauge; `orgs`: each project's organization, as the plan
+    recorded it): what a saved plan's fingerprints are checked against."""
     out = Observation(reads.info)
     names = sorted(set(projects))
     if names:
-        _collect_topics(out, *_start_topics(reads, names, Background(workers, "observe")))
+        out.organizations = dict(orgs or {})
+        background = Background(workers, "observe")
+        _collect_topics(out, *_start_topics(reads, names, out.organizations, background))
     return out
 
 
-Started = tuple[dict[str, Future[list[ObservedTopic]]], dict[str, Future[OrgInputs]]]
+Started = tuple[
+    dict[str, Future[list[ObservedTopic]]], dict[str, Future[OrgInputs]],
+    dict[str, Future[CustomConstraints]],
+]
 
 
-def _start_topics(reads: Reads, names: Sequence[str], background: Background) -> Started:
-    """Each project's topics and org inputs, asked for now, in parallel."""
+def _start_topics(
+    reads: Reads, names: Sequence[str], orgs: Mapping[str, str], background: Background
+) -> Started:
+    """Each project's topics, org inputs and custom constraints, asked for now, in
+    parallel."""
     listing = {p: background.submit(reads.list_topics, p) for p in names}
     inputs = {p: background.submit(reads.effective_policy, p) for p in names}
-    return listing, inputs
+    return listing, inputs, _start_custom(reads, orgs, names, background)
 
 
 def _collect_topics(
     out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
-    inputs: dict[str, Future[OrgInputs]],
+    inputs: dict[str, Future[OrgInputs]], custom: dict[str, Future[CustomConstraints]],
 ) -> None:
-    """The topics and org inputs into `out`; every failure raised together, once all
-    are in."""
+    """The topics, org inputs and custom constraints into `out`; every failure raised
+    together, once all are in."""
     errors: list[str] = []
     for p, fut in listing.items():
         try:
@@ -150,6 +162,7 @@ def _collect_topics(
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
     errors += _gather(inputs, out.org)
+    errors += _gather(custom, out.custom)
     _raise_all(errors)
 
 

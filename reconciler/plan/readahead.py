@@ -42,13 +42,14 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import reconciler
 from reconciler.backends.base import (
     BackendInfo,
+    CustomConstraints,
     GaugeQuery,
     ObservedTopic,
     OrgInputs,
@@ -60,6 +61,7 @@ from reconciler.backends.base import (
 from reconciler.errors import BackendError, UsageError
 from reconciler.plan.readahead_wire import (
     FRAME_HEADER,
+    custom_of,
     error_of,
     org_of,
     query_of,
@@ -146,14 +148,21 @@ class ReadAhead:
         if self.proc is None and not self.broken and self.documents >= self.start_at:
             self._start()
 
-    def served(self, projects: Sequence[str]) -> ReadAheadReads | None:
+    def served(
+        self, projects: Sequence[str], organizations: Mapping[str, str] | None = None
+    ) -> ReadAheadReads | None:
         """What the child read for exactly `projects`, or None when it did not run or
         failed (the caller then opens the target itself; `note` says why it failed).
-        Raises the error opening the target raised."""
+        `organizations`: a plan's, each project's organization as the spec tree's
+        snapshot names it, whose custom constraints the child then reads (None: none
+        are read, as for `residency`). Raises the error opening the target raised."""
         proc = self.proc
         if proc is None:
             return None
-        self._send({"projects": list(projects)})
+        final: dict[str, Any] = {"projects": list(projects)}
+        if organizations is not None:
+            final["organizations"] = dict(organizations)
+        self._send(final)
         answer = self._answer()
         if isinstance(answer, str):
             self.close()
@@ -165,7 +174,7 @@ class ReadAhead:
         if "open_error" in answer:
             self.close()
             raise error_of(answer["open_error"])
-        return ReadAheadReads(answer, self.target, self)
+        return ReadAheadReads(answer, self.target, self, organizations)
 
     def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages] | None:
         """By-region gauges read by the child, which stays after its first answer for
@@ -267,9 +276,10 @@ class ReadAheadReads(Reads):
 
     def __init__(
         self, answer: dict[str, Any], target: TargetOptions | None = None,
-        child: ReadAhead | None = None,
+        child: ReadAhead | None = None, organizations: Mapping[str, str] | None = None,
     ) -> None:
         self.info = BackendInfo(**answer["info"])
+        self._organizations = dict(organizations or {})
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
         # The gauges the child read with its answer (residency's).
         self._read: dict[GaugeQuery, StoredMessages] = {
@@ -297,6 +307,20 @@ class ReadAheadReads(Reads):
         if "org_error" in entry:
             raise error_of(entry["org_error"])
         return org_of(entry["org"])
+
+    def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
+        """Those the child read with the organization the final list named (the same
+        spec tree's snapshot names it to observe)."""
+        entry = self._entry(project)
+        if "custom_error" in entry:
+            raise error_of(entry["custom_error"])
+        if "custom" not in entry or self._organizations.get(project) != organization:
+            # a bug: the final list named every project and organization plan reads
+            raise BackendError(
+                f"the custom constraints of projects/{project} were not read ahead "
+                f"for {organization or 'no organization'}"
+            )
+        return custom_of(entry["custom"])
 
     def list_subscriptions(self, project: str) -> SubscriptionListing:
         return subscriptions_of(self._entry(project).get("subscriptions"))

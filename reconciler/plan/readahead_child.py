@@ -1,8 +1,9 @@
 """The read-ahead's second process (plan/readahead.py): opens the target as `plan`
 would, makes each project's reads through the same `Reads` calls observe makes
 (topics, org inputs and subscriptions; for `residency` also the by-region gauges it
-shows) as soon as the parent names the project, answers once the parent has sent the
-final list, then answers the parent's requests of by-region gauges, in the order asked
+shows) as soon as the parent names the project, for a plan each project's custom
+constraints once the final list names its organization, answers once the parent has
+sent the final list, then answers the parent's requests of by-region gauges, in the order asked
 and reading later ones meanwhile, until the pipe closes (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
@@ -34,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from reconciler.backends.base import (
+    CustomConstraints,
     GaugeQuery,
     OrgInputs,
     SubscriptionListing,
@@ -47,6 +49,7 @@ from reconciler.backends.topicproto import topic_row
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.readahead_wire import (
+    custom_row,
     error_row,
     org_row,
     query_of,
@@ -66,6 +69,9 @@ Reads = dict[
         "Future[list[Any] | None] | None",
     ],
 ]
+# A plan's custom constraints on topics, per project: asked for with the final list,
+# which names each project's organization.
+CustomReads = dict[str, "Future[CustomConstraints]"]
 READS = ("plan", "residency")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -174,10 +180,14 @@ def _warm_promql(backend: ClientBackend) -> None:
         backend.promql()
 
 
+Final = tuple[list[str], Reads, CustomReads]
+
+
 def _read_as_named(
     backend: ClientBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
-) -> tuple[list[str], Reads] | None:
-    """Start each project's reads the moment the parent names it; the final list."""
+) -> Final | None:
+    """Start each project's reads the moment the parent names it; the final list, and
+    with it (a plan's) the reads of each project's custom constraints."""
     reads: Reads = {}
 
     def start(project: str) -> None:
@@ -196,7 +206,13 @@ def _read_as_named(
             final = [str(p) for p in message["projects"]]
             for project in final:
                 start(project)
-            return final, reads
+            custom: CustomReads = {}
+            organizations = message.get("organizations")
+            if organizations is not None:  # a plan's (residency reads none)
+                for project in final:
+                    org = organizations.get(project)
+                    custom[project] = pool.submit(backend.custom_constraints, project, org)
+            return final, reads, custom
         start(str(message["project"]))
     return None
 
@@ -223,8 +239,8 @@ def _residency_stored(
     return [query_row(query), stored_row(backend.stored([query])[0])]
 
 
-def _collect(backend: ClientBackend, final: tuple[list[str], Reads]) -> dict[str, Any]:
-    projects, reads = final
+def _collect(backend: ClientBackend, final: Final) -> dict[str, Any]:
+    projects, reads, custom = final
     answer: dict[str, Any] = {"info": asdict(backend.info), "projects": {}}
     for project in projects:
         listing, org, subscriptions, stored = reads[project]
@@ -237,6 +253,11 @@ def _collect(backend: ClientBackend, final: tuple[list[str], Reads]) -> dict[str
             entry["org"] = org_row(org.result())
         except ReconcileError as exc:
             entry["org_error"] = error_row(exc)
+        if project in custom:
+            try:
+                entry["custom"] = custom_row(custom[project].result())
+            except ReconcileError as exc:
+                entry["custom_error"] = error_row(exc)
         entry["subscriptions"] = subscriptions_row(subscriptions.result())
         if stored is not None:
             entry["stored"] = stored.result()

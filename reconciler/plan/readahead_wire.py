@@ -1,16 +1,19 @@
 """What the read-ahead's two processes say to each other (plan/readahead.py).
 
 The parent sends `{"project": P}` for each project as validation comes across it, then
-`{"projects": [...]}`, the final list. The child answers: what the backend states it
-is (`BackendInfo`, as a dict), and for each project of the final list its topics
-(backends/topicproto.py: `topic_row`), effective org inputs and subscriptions, or the
-error reading them raised (re-raised in the parent as the same class, message and
-hint: the user sees what reading in one process would have shown); for `residency`
-also the by-region gauges it will ask for (`[query, stored]`). It then stays, for the
-parent's requests of by-region gauges (`{"stored": [query_row, ...]}`, answered with
-`{"stored": [stored_row, ...]}`): a plan's depend on the specs and the live topics, so
-the parent asks once it has both, and never loads the Monitoring client. It leaves at
-the pipe's end of file.
+`{"projects": [...], "organizations": {P: ORG}}`, the final list (`organizations`
+only for a plan: each project's organization as the spec tree's snapshot names it).
+The child answers: what the backend states it is (`BackendInfo`, as a dict), and for
+each project of the final list its topics (backends/topicproto.py: `topic_row`),
+effective org inputs, custom constraints on topics (a plan's, read once the final
+list names the organizations) and subscriptions, or the error reading them raised
+(re-raised in the parent as the same class, message and hint: the user sees what
+reading in one process would have shown); for `residency` also the by-region gauges
+it will ask for (`[query, stored]`). It then stays, for the parent's requests of
+by-region gauges (`{"stored": [query_row, ...]}`, answered with `{"stored":
+[stored_row, ...]}`): a plan's depend on the specs and the live topics, so the parent
+asks once it has both, and never loads the Monitoring client. It leaves at the pipe's
+end of file.
 
 The parent's messages are JSON lines; each answer is one `marshal` document of plain
 values after its length (8 bytes, big-endian): the same interpreter runs both sides,
@@ -24,6 +27,7 @@ from typing import Any
 
 from reconciler import errors
 from reconciler.backends.base import (
+    CustomConstraints,
     GaugeQuery,
     ObservedSubscription,
     OrgInputs,
@@ -31,6 +35,7 @@ from reconciler.backends.base import (
     StoredMessages,
     SubscriptionListing,
 )
+from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import Policy, PolicySpec
 
 FRAME_HEADER = 8  # an answer's length, big-endian, before the answer
@@ -59,18 +64,26 @@ def _spec_of(row: dict[str, Any] | None) -> PolicySpec | None:
     return Policy.from_dict({"name": "projects/_/policies/_", "spec": row}).spec
 
 
+_SPECS = ("resource_locations", "enforce_in_transit", "restrict_non_cmek", "key_projects")
+
+
 def org_row(inputs: OrgInputs) -> dict[str, Any]:
-    return {
-        "resource_locations": _spec_row(inputs.resource_locations),
-        "enforce_in_transit": _spec_row(inputs.enforce_in_transit),
-        "source": inputs.source,
-    }
+    row: dict[str, Any] = {name: _spec_row(getattr(inputs, name)) for name in _SPECS}
+    row["source"] = inputs.source
+    return row
 
 
 def org_of(row: dict[str, Any]) -> OrgInputs:
-    return OrgInputs(
-        _spec_of(row["resource_locations"]), _spec_of(row["enforce_in_transit"]), row["source"]
-    )
+    return OrgInputs(source=row["source"], **{name: _spec_of(row[name]) for name in _SPECS})
+
+
+def custom_row(constraints: CustomConstraints) -> list[Any]:
+    """Each constraint in the shape gcloud takes, with its enforcement."""
+    return [[constraint.to_dict(), mode] for constraint, mode in constraints]
+
+
+def custom_of(row: list[Any]) -> CustomConstraints:
+    return tuple((CustomConstraint.from_dict(data), mode) for data, mode in row)
 
 
 def error_row(exc: errors.ReconcileError) -> dict[str, Any]:

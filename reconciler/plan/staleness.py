@@ -6,10 +6,10 @@ that a tree that validated against a stale snapshot is not a surprise at plan ti
     stale_warning(path, project, found) -> Diagnostic  pointing at `reconcile policy pull`
 
 Compared: what each constraint means for topics (the regions the location policy
-allows, in-transit enforcement, the managed transform constraints), not how the
-policies are written (a snapshot may name a value group where the live effective
-policy lists its regions), and the custom constraints on topics each project enforces
-or dry-runs.
+allows, in-transit enforcement, whether new topics need a customer-managed key and
+whose keys may protect them), not how the policies are written (a snapshot may name
+a value group where the live effective policy lists its regions), and the custom
+constraints on topics each project enforces or dry-runs.
 """
 
 from __future__ import annotations
@@ -18,9 +18,20 @@ from collections.abc import Sequence
 
 from reconciler.backends.base import OrgInputs
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.orgpolicy.cmek import (
+    PUBSUB_SERVICE,
+    cmek_required,
+    describe_key_projects,
+    key_projects_restricted,
+)
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.locations import enforce_in_transit, location_restriction
-from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT, RESOURCE_LOCATIONS
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
+    RESTRICT_NON_CMEK,
+)
 from reconciler.orgpolicy.store import Enforcement, PolicyStore
 
 STALE = "org-policy-stale"
@@ -66,7 +77,31 @@ def differences(
             f"constraints/{ENFORCE_IN_TRANSIT}: {state} now, {'not ' if now_on else ''}"
             "enforced in the snapshot"
         )
+    out.extend(_cmek_differences(snapshot, resource, live))
     out.extend(_custom_differences(snapshot, resource, custom))
+    return out
+
+
+def _cmek_differences(snapshot: PolicyStore, resource: str, live: OrgInputs) -> list[str]:
+    """What the CMEK constraints ask of a new topic, in the snapshot and live."""
+    out = []
+    was = cmek_required(snapshot.effective_spec(RESTRICT_NON_CMEK, resource))
+    now = cmek_required(live.restrict_non_cmek)
+    if was != now:
+        out.append(
+            f"constraints/{RESTRICT_NON_CMEK}: "
+            + ("requires" if now else "no longer requires")
+            + f" a customer-managed key for new {PUBSUB_SERVICE} topics now, "
+            + ("not in the snapshot" if now else "the snapshot does")
+        )
+    was_keys = key_projects_restricted(snapshot.effective_spec(RESTRICT_KEY_PROJECTS, resource))
+    now_keys = key_projects_restricted(live.key_projects)
+    if was_keys != now_keys:
+        out.append(
+            f"constraints/{RESTRICT_KEY_PROJECTS}: the snapshot "
+            f"{describe_key_projects(was_keys)}, the live policy "
+            f"{describe_key_projects(now_keys)}"
+        )
     return out
 
 

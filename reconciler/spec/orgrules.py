@@ -157,6 +157,27 @@ def kept_as_is(problem: OrgProblem, address: str) -> OrgProblem:
     )
 
 
+CMEK_CODES = frozenset({"org-cmek-required", "org-cmek-key-project"})
+
+
+def created_only(problem: OrgProblem, address: str) -> OrgProblem:
+    """A CMEK problem of a topic that exists: the CMEK constraints bind only a new
+    topic (reconciler/orgpolicy/cmek.py), so the service refuses none of the plan's
+    calls for it; a warning saying what the constraint asks and that it was not asked
+    of this topic."""
+    if problem.code not in CMEK_CODES or problem.severity is not Severity.ERROR:
+        return problem
+    return replace(
+        problem,
+        severity=Severity.WARNING,
+        message=(
+            f"topic {address} exists, and the CMEK constraints apply only when a topic "
+            f"is created, so the service does not refuse changing it; for a new topic: "
+            f"{problem.message}"
+        ),
+    )
+
+
 def unknown_group_problems(project: str, facts: OrgFacts) -> list[OrgProblem]:
     """Value groups the org policy names that the location data does not know."""
     out = []

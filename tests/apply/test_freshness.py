@@ -88,7 +88,9 @@ def test_an_org_policy_change_is_named(
     reasons = stale_reasons(plan, backend)
     assert reasons == [
         f"projects/{PROJECT}: effective org policy changed since the plan "
-        "(constraints/gcp.resourceLocations or in-transit enforcement)"
+        "(constraints/gcp.resourceLocations, in-transit enforcement, "
+        "constraints/gcp.restrictNonCmekServices, constraints/gcp.restrictCmekCryptoKeyProjects "
+        "or the custom constraints on topics and their enforcement)"
     ]
 
 

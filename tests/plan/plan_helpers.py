@@ -66,7 +66,10 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
         diagnostics=[Diagnostic("specs/p.yaml", 3, 1, Severity.WARNING, "w-code", "a warning")],
         drift=[Drift("projects/p/topics/same", "misses-allowed-locations", "m", "f",
                      missing=["us-west1"])],
-        fingerprints=Fingerprints({"projects/p/topics/new": "absent"}, {"p": "ab" * 32}),
+        fingerprints=Fingerprints(
+            {"projects/p/topics/new": "absent"}, {"p": "ab" * 32},
+            {"p": "organizations/1"} if projects else None,
+        ),
         target=PlanTarget("emulator", "127.0.0.1:1"),
         prune=True,
         created_at="2026-11-30T16:00:00+00:00",

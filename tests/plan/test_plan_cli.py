@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from reconciler.plan.model import FORMAT_VERSION
 from tests.specs_support import location_policy, owner_doc, topic_doc
 
 OWN = {"reconcile-managed": "true", "reconcile-owner": "default"}
@@ -286,7 +287,7 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
     assert "no plan made, nothing changed" in result.stderr
     assert result.stdout == ""
     counts = local_server.counters.snapshot()
-    assert counts.get("GetEffectivePolicy", 0) == 2  # both constraints, from the API
+    assert counts.get("GetEffectivePolicy", 0) == 4  # the four constraints, from the API
     assert counts.get("CreateTopic", 0) == 0 and counts.get("UpdateTopic", 0) == 0
 
 
@@ -327,7 +328,7 @@ def test_json_format_carries_the_contract_keys(
     seed("orders", OWN, ["us-east1"])
     root = specs(topic_doc("orders", storage=(["us-east1"], None)), topic_doc("new"))
     data = as_json(run_cli, local_server, root, "--org-policy", str(org_policy_file()))
-    assert data["format_version"] == "4.3"
+    assert data["format_version"] == FORMAT_VERSION
     assert data["digest"].startswith("sha256:") and len(data["digest"]) == 71
     assert {"resource_changes", "diagnostics", "drift", "fingerprints"} <= set(data)
     new = change(data, "new")
@@ -383,7 +384,7 @@ def test_show_refuses_a_corrupt_or_foreign_plan_file(run_cli: Any, tmp_path: Pat
     assert result.exit_code == 1
     assert "plan format_version 9.0 is not supported" in result.stderr
     broken = tmp_path / "broken.json"
-    broken.write_text(json.dumps({"format_version": "4.3", "resource_changes": [{}]}))
+    broken.write_text(json.dumps({"format_version": FORMAT_VERSION, "resource_changes": [{}]}))
     result = run_cli("show", str(broken))
     assert result.exit_code == 1 and "damaged or incomplete" in result.stderr
     older = tmp_path / "older.json"
