@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -334,13 +335,39 @@ def _key_at(spec: str, line: int) -> str:
     return ""
 
 
+class DryRuns(logging.Handler):
+    """What the local server logs of dry-run constraints: (constraint id, method,
+    resource name) for each it says would refuse a call."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.seen: list[tuple[str, str, str]] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if "would refuse" in record.getMessage():
+            constraint, method, name = record.args  # type: ignore[misc]
+            self.seen.append((str(constraint), str(method), str(name)))
+
+    def of(self, name: str) -> set[str]:
+        """The dry-run constraints that would have refused a call on `name`."""
+        return {c for c, _, n in self.seen if n == name}
+
+
 @pytest.fixture(scope="module")
 def world() -> Any:
     from reconciler.backends.clients import orgpolicy_client, publisher_client, schema_client
 
-    with running_local_server() as server:
-        yield (server, publisher_client(server.address), orgpolicy_client(server.address),
-               schema_client(server.address))
+    logger = logging.getLogger("reconciler.localserver.pubsub.constraints")
+    dry_runs, level = DryRuns(), logger.level
+    logger.addHandler(dry_runs)
+    logger.setLevel(logging.INFO)
+    try:
+        with running_local_server() as server:
+            yield (server, publisher_client(server.address), orgpolicy_client(server.address),
+                   schema_client(server.address), dry_runs)
+    finally:
+        logger.removeHandler(dry_runs)
+        logger.setLevel(level)
 
 
 @settings(max_examples=50, deadline=None, suppress_health_check=[
@@ -380,7 +407,7 @@ def test_validate_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
     topic: dict[str, Any], generated: list[Any], org_in_transit: bool,
 ) -> None:
-    server, publisher, orgpolicy, schemas = world
+    server, publisher, orgpolicy, schemas, dry_runs = world
     n = next(_numbers)
     org, project = f"organizations/{9000 + n}", f"agree-{n}"
     revisions = _schemas(schemas, project)
@@ -409,6 +436,7 @@ def test_validate_agrees_with_the_local_server(
     unmanaged = {f"custom.rule{i}": _unmanaged_reads(g[0], topic)
                  for i, g in enumerate(generated)}
     assert set(deferred) == {c for c, fields in unmanaged.items() if fields}, said
+    assert len([d for d in said if d["code"] == "org-custom-at-plan"]) == len(deferred)
     for cid, d in deferred.items():
         assert all(field in d["message"] for field in unmanaged[cid]), d["message"]
     refused_by = ids("org-custom-constraint", "error")
@@ -421,6 +449,13 @@ def test_validate_agrees_with_the_local_server(
         assert _key_at(spec, d["line"]) in keys, (d, spec)
     modes = {f"custom.rule{i}": g[3] for i, g in enumerate(generated)}
     deferred_enforced = {c for c in deferred if modes[c] == "enforced"}
+    # Dry run: warned of (refused or not evaluable), never an error.
+    dry_warned = {c for code in ("org-custom-constraint", "org-custom-unevaluable")
+                  for c in ids(code, "warning")}
+    assert all(modes[c] == "dry-run" for c in dry_warned), said
+    assert all(modes[c] == "enforced" for c in [*refused_by, *unevaluable]), said
+    deferred_dry = set(deferred) - deferred_enforced
+    name = f"projects/{project}/topics/{topic['name']}"
 
     server.set_ancestry(f"projects/{project}", org)
     _put(orgpolicy, org, custom, policies)
@@ -436,11 +471,15 @@ def test_validate_agrees_with_the_local_server(
                      for c in exc.metadata["customConstraints"].split(",")}
             assert set(refused_by) <= named <= set(refused_by) | deferred_enforced, (
                 exc.message, said)
+            logged = dry_runs.of(name)  # every constraint was judged: so was each dry run
+            assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
         else:  # a condition the server could not evaluate
             assert "could not evaluate" in exc.message, exc.message
             assert unevaluable or deferred_enforced, exc.message
         return
     assert not errors, f"validate refuses what the server accepts: {errors}"
+    logged = dry_runs.of(name)
+    assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
 
 
 def test_the_request_model_is_what_apply_sends(
@@ -571,7 +610,7 @@ def test_plan_agrees_with_the_local_server(
 ) -> None:
     from reconciler.backends.topicproto import topic_to_proto
 
-    server, publisher, orgpolicy, schemas = world
+    server, publisher, orgpolicy, schemas, dry_runs = world
     n = next(_numbers)
     org, project = f"organizations/{19000 + n}", f"plan-{n}"
     revisions = _schemas(schemas, project)
@@ -591,16 +630,21 @@ def test_plan_agrees_with_the_local_server(
     custom, policies = _documents(org, project, generated, False)
     _put(orgpolicy, org, custom, policies)
     code, planned, stderr = _plan_json(run_cli, server, root)
+    assert planned is not None, stderr
+    diagnostics = planned["diagnostics"]
     # The tree's snapshot knows none of the constraints: the plan names each of them.
-    stale = [d["message"] for d in (planned or {}).get("diagnostics", [])
-             if d["code"] == "org-policy-stale"]
-    stale += [line for line in stderr.splitlines() if "warning[org-policy-stale]" in line]
-    assert stale, stderr
+    (stale,) = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
     for i, (_, _, _, mode) in enumerate(generated):
-        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale[0], stale
-    said = [line for line in stderr.splitlines() if "[org-custom" in line]
-    errors = [line for line in said if "error[org-custom" in line]
-    assert not [line for line in said if "org-custom-not-checked" in line], said
+        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale, stale
+    said = [d for d in diagnostics if d["code"].startswith("org-custom")]
+    assert not [d for d in said if d["code"] == "org-custom-not-checked"], said
+    errors = [d for d in said if d["severity"] == "error"]
+    for d in errors:  # on the terminal too, at the topic's line
+        assert f"{d['file']}:{d['line']}:{d['col']}: error[{d['code']}]" in stderr, stderr
+    dry_warned = {_ID.search(d["message"]).group(1)  # type: ignore[union-attr]
+                  for d in said if d["severity"] == "warning"}
+    assert all(generated[int(c.removeprefix("custom.rule"))][3] == "dry-run"
+               for c in dry_warned), said
     if rc["request"] is None:  # nothing to send: nothing to judge
         assert not errors
         return
@@ -622,5 +666,8 @@ def test_plan_agrees_with_the_local_server(
         call()
     except exceptions.FailedPrecondition as exc:
         assert code == 1 and errors, f"the server refused what plan accepts: {exc.message}"
+        if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":  # every constraint was judged
+            assert dry_runs.of(name) == dry_warned, said
         return
     assert code == 0 and not errors, f"plan refuses what the server accepts: {errors}"
+    assert dry_runs.of(name) == dry_warned, said  # the dry runs it would log, warned of
