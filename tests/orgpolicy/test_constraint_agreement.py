@@ -39,6 +39,7 @@ from google.api_core import exceptions
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from reconciler.yamltext import dump_all
 from tests.server_support import running_local_server
 
 REGIONS = ("europe-west1", "europe-west4", "us-east1", "us-central1")
@@ -222,13 +223,12 @@ def _spec(project: str, topic: dict[str, Any], revisions: dict[str, str],
         spec["kmsKeyName"] = topic["kms"]
     if topic["schema"] is not None:
         spec["schemaSettings"] = _schema_settings(project, topic["schema"], revisions, True)
-    text = yaml.safe_dump({
+    # The tool's own writer: a revision id such as 4e354008 is quoted (bare, YAML 1.2
+    # reads a number).
+    return dump_all([{
         "apiVersion": "reconcile.pubsub/v1", "kind": "Topic",
         "metadata": {"project": project, "name": topic["name"]}, "spec": spec,
-    })
-    # PyYAML writes a revision id such as 4e354008 bare, which YAML 1.2 reads as a
-    # number (reconcile says so, at its line): quote it, as a user would.
-    return re.sub(r"(RevisionId: )(\w+)$", r"\1'\2'", text, flags=re.M)
+    }])
 
 
 def _request(project: str, topic: dict[str, Any], org_in_transit: bool,
