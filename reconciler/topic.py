@@ -24,6 +24,9 @@ IN_TRANSIT = "enforce_in_transit"
 RETENTION = "message_retention_duration"
 KMS_KEY = "kms_key_name"
 SCHEMA_SETTINGS = "schema_settings"
+# The fields reconcile does not manage, by their REST JSON names (`unmanaged_json`).
+INGESTION = "ingestionDataSourceSettings"
+TRANSFORMS = "messageTransforms"
 # The only paths a plan ever masks (top level), in the order a mask names them.
 MASK_PATHS = (LABELS, STORAGE_POLICY, RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 
@@ -115,7 +118,8 @@ class TopicShape:
     message retention in the service's form (`172800s`; None = unset), the key name
     (None = unset), the schema settings (None = unset), and what the topic has that
     reconcile does not manage but shows (`unmanaged`: its ingestion source and message
-    transforms, described for people)."""
+    transforms, described for people; `unmanaged_json`: the same by their REST JSON
+    names and in that shape, for custom constraints' conditions, None when unset)."""
 
     labels: Mapping[str, str] = field(default_factory=dict)
     policy: StoragePolicy | None = None
@@ -123,6 +127,7 @@ class TopicShape:
     kms_key_name: str | None = None
     schema_settings: SchemaSettings | None = None
     unmanaged: tuple[str, ...] = ()
+    unmanaged_json: Mapping[str, Any] | None = None
 
     def managed_labels(self, declared: Mapping[str, str]) -> dict[str, str]:
         """Keys reconcile manages on this topic: the declared ones and every reserved key."""
@@ -258,16 +263,17 @@ class ObservedTopic:
         enforce_in_transit] or None, digest, retention_seconds, settings] (plain values:
         backends/topicproto.py reads them from the wire; settings: [retention as the
         service writes it, key name, [schema, encoding, first, last] or None, what is
-        not managed, described], or None when the topic has none of them)."""
+        not managed, described, and in the REST JSON shape or None], or None when the
+        topic has none of them)."""
         name, labels, regions, digest, retention, settings = row
         policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
         if settings is None:
             shape = TopicShape(labels, policy)
         else:
-            text, key, schema, unmanaged = settings
+            text, key, schema, unmanaged, unmanaged_json = settings
             shape = TopicShape(
                 labels, policy, text, key, None if schema is None else SchemaSettings(*schema),
-                tuple(unmanaged),
+                tuple(unmanaged), unmanaged_json,
             )
         return cls(name, digest=digest, shape=shape, retention_seconds=retention)
 

@@ -10,10 +10,11 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from google.protobuf import json_format
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.topic import TopicShape, request_shape
+from reconciler.topic import INGESTION, TRANSFORMS, TopicShape, request_shape
 from reconciler.topicrules import NANOS, duration_text, parse_duration_ns
 
 _POLICY_FIELD = "message_storage_policy"
@@ -71,7 +72,8 @@ def topic_row(pb: Any) -> list[Any]:
 def settings_row(pb: Any) -> list[Any] | None:
     """[retention in the service's form (`172800s`) or None, key name or None, schema
     settings as [schema, encoding, first, last] or None, what reconcile does not manage
-    described]; None when the topic has none of them (most topics)."""
+    described, the same in the REST JSON shape custom constraints' conditions read
+    (None when unset)]; None when the topic has none of them (most topics)."""
     retention = None
     if pb.HasField(_RETENTION_FIELD):
         d = pb.message_retention_duration
@@ -82,12 +84,26 @@ def settings_row(pb: Any) -> list[Any] | None:
         schema = [sys.intern(ss.schema), _ENCODINGS.get(ss.encoding, str(ss.encoding)),
                   ss.first_revision_id, ss.last_revision_id]
     unmanaged: list[str] = []
+    unmanaged_json = None
     if pb.HasField(_INGESTION_FIELD) or len(pb.message_transforms):
         unmanaged = _unmanaged(pb)
+        unmanaged_json = _unmanaged_json(pb)
     key = sys.intern(pb.kms_key_name) if pb.kms_key_name else None
     if retention is None and key is None and schema is None and not unmanaged:
         return None
-    return [retention, key, schema, unmanaged]
+    return [retention, key, schema, unmanaged, unmanaged_json]
+
+
+def _unmanaged_json(pb: Any) -> dict[str, Any]:
+    """The ingestion source and message transforms the topic sets, by their REST JSON
+    names (`ingestionDataSourceSettings`, `messageTransforms`), as the service's
+    REST JSON writes them: what a custom constraint's condition reads of them."""
+    out: dict[str, Any] = {}
+    if pb.HasField(_INGESTION_FIELD):
+        out[INGESTION] = json_format.MessageToDict(pb.ingestion_data_source_settings)
+    if len(pb.message_transforms):
+        out[TRANSFORMS] = [json_format.MessageToDict(t) for t in pb.message_transforms]
+    return out
 
 
 def _unmanaged(pb: Any) -> list[str]:

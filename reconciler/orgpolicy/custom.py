@@ -32,14 +32,11 @@ MAX_DISPLAY_NAME = 200
 MAX_DESCRIPTION = 2000
 METHOD_TYPES = ("CREATE", "UPDATE")
 ACTION_TYPES = ("ALLOW", "DENY")
-PUBSUB_RESOURCE_TYPES = (
-    "pubsub.googleapis.com/Topic",
-    "pubsub.googleapis.com/Subscription",
-    "pubsub.googleapis.com/Snapshot",
-    "pubsub.googleapis.com/Schema",
-)
 TOPIC = "pubsub.googleapis.com/Topic"
 SUBSCRIPTION = "pubsub.googleapis.com/Subscription"
+SNAPSHOT = "pubsub.googleapis.com/Snapshot"
+SCHEMA = "pubsub.googleapis.com/Schema"
+PUBSUB_RESOURCE_TYPES = (TOPIC, SUBSCRIPTION, SNAPSHOT, SCHEMA)
 FIELDS = (
     "name", "resourceTypes", "methodTypes", "condition", "actionType", "displayName",
     "description", "updateTime",

@@ -8,10 +8,12 @@ it unless the change fixes the violation: the topic after the call decides).
     judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit)
         -> [Diagnostic]       errors stop the topic (a refused call is not planned)
 
-A condition that reads a field reconcile does not manage and the plan does not read
-(ingestion sources, message transforms) is judged on a create (the field is not
-sent: it is absent); on an update it would need the live topic's value: a warning
-says it was not checked.
+A condition that reads a field reconcile does not manage (ingestion sources, message
+transforms) is judged on a create with the field absent (reconcile does not send it)
+and on an update with the live topic's value (the call leaves it as it is). One that
+reads a field the plan does not read at all (`spec/resource.py` LIVE_FIELDS) is judged
+on a create; on an update it would need the live topic's value: a warning says it was
+not checked.
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ def resources(
         return "CREATE", resource, None
     shape = live.shape
     before = live_resource(
-        live.name, shape.labels, _policy(shape.policy),
+        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
         settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
     )
     request = rc.request

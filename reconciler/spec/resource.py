@@ -33,7 +33,7 @@ from reconciler.ownership import (
     PLAN_LABEL,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.topic import SchemaSettings
+from reconciler.topic import INGESTION, TRANSFORMS, SchemaSettings
 
 PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
 STORAGE = "messageStoragePolicy"
@@ -42,7 +42,7 @@ KMS_KEY = "kmsKeyName"
 SCHEMA = "schemaSettings"
 _ALWAYS = frozenset({"name", "labels"})
 # What a plan reads of a live topic (the rest of it is not read: `live_resource`).
-LIVE_FIELDS = _ALWAYS | {STORAGE, RETENTION, KMS_KEY, SCHEMA}
+LIVE_FIELDS = _ALWAYS | {STORAGE, RETENTION, KMS_KEY, SCHEMA, INGESTION, TRANSFORMS}
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:

@@ -2,8 +2,10 @@
 constraints, read live (the organization from the spec tree's snapshot's ancestry),
 as the local server then answers: a refused create or update is an error and is not
 planned; an update of a topic that already violates is refused unless it fixes the
-violation; a condition on a field the specs do not manage is decided on a create; a
-snapshot that no longer matches the live policy is named, difference by difference."""
+violation; a condition on a field the specs do not manage is decided on a create, and
+on an update with the live topic's value (its ingestion source and message
+transforms, read ahead or not); a snapshot that no longer matches the live policy is
+named, difference by difference."""
 
 from __future__ import annotations
 
@@ -139,6 +141,55 @@ def test_an_unmanaged_field_is_decided_on_create(
     assert "the CreateTopic of projects/proj-a/topics/orders breaks custom constraint " \
         "custom.cmek" in result.stderr
     assert "resource.kmsKeyName = not set" in result.stderr
+
+
+@pytest.mark.parametrize("read_ahead", ["0", "off"])
+def test_an_update_is_judged_with_the_live_ingestion_source_and_transforms(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any,
+    tree: Any, monkeypatch: pytest.MonkeyPatch, read_ahead: str,
+) -> None:
+    # Set by another tool: reconcile manages neither, and its update leaves both.
+    publisher_client.create_topic(request={
+        "name": f"projects/{PROJECT}/topics/orders",
+        "labels": {"reconcile-managed": "true", "reconcile-owner": "default"},
+        "ingestion_data_source_settings": {"cloud_storage": {
+            "bucket": "landing", "text_format": {}}},
+        "message_transforms": [{"javascript_udf": {
+            "function_name": "redact", "code": "function redact(m, a) { return m; }"}}],
+    })
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    snapshot = ""  # the read-ahead process takes the constraints from the snapshot
+    for name, condition in (
+        ("custom.noUdf", "has(resource.messageTransforms) && resource.messageTransforms"
+                         ".exists(t, t.javascriptUdf.functionName == 'redact')"),
+        ("custom.noGcs", "has(resource.ingestionDataSourceSettings.cloudStorage)"),
+    ):
+        constraint = _constraint(name, condition, "DENY")
+        orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=constraint)
+        _enforce(local_server, name)
+        snapshot += (
+            f"name: {constraint['name']}\nresourceTypes: [pubsub.googleapis.com/Topic]\n"
+            f"methodTypes: [CREATE, UPDATE]\ncondition: \"{condition}\"\n"
+            f"actionType: DENY\ndescription: {name} says no.\n---\n"
+            f"name: projects/{PROJECT}/policies/{name}\nspec: {{rules: [{{enforce: true}}]}}\n"
+            "---\n"
+        )
+    root = tree(topic_doc("orders", labels={"team": "pay"}), extra=snapshot)
+    monkeypatch.setenv("RECONCILE_READ_AHEAD_FROM", read_ahead)  # the second process, or not
+    result = _plan(run_cli, local_server, root)
+    assert result.exit_code == 1, result.stderr
+    assert "org-custom-not-checked" not in result.stderr
+    for name in ("custom.noGcs", "custom.noUdf"):
+        assert f"topic projects/proj-a/topics/orders already violates custom constraint " \
+            f"{name}" in result.stderr
+    assert 'resource.messageTransforms = [{"javascriptUdf": {"code": ' in result.stderr
+    # As the local server answers the update the plan would have made.
+    with pytest.raises(exceptions.FailedPrecondition, match=r"custom\.noGcs.*custom\.noUdf"):
+        publisher_client.update_topic(request={
+            "topic": {"name": f"projects/{PROJECT}/topics/orders", "labels": {
+                "reconcile-managed": "true", "reconcile-owner": "default", "team": "pay"}},
+            "update_mask": {"paths": ["labels"]},
+        })
 
 
 def test_a_stale_snapshot_is_named(

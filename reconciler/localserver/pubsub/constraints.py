@@ -1,13 +1,16 @@
 """What the organization's constraints say about a create or an update of a Pub/Sub
-resource: its custom constraints (judged by `reconciler.orgpolicy.cel.judge`, the
-evaluator `validate` and `plan` use, so the three cannot disagree) and Pub/Sub's
-managed constraints on message transforms.
+resource (a topic, a subscription, a snapshot or a schema): its custom constraints
+(judged by `reconciler.orgpolicy.cel.judge`, the evaluator `validate` and `plan`
+use, so the three cannot disagree) and Pub/Sub's managed constraints on message
+transforms.
 
     check_call(store, project, resource_type, method, after, before=None, *,
                sets_transforms=False)     raises ServiceError when the service refuses
 
 What the condition sees: the resource as the call describes it, in its REST JSON
-shape: on CREATE the request's resource, on UPDATE the stored resource with the
+shape: on CREATE the request's resource (for a snapshot and a schema, whose requests
+do not carry the whole resource, the one the call makes: a snapshot's topic and
+expire time, a schema's first revision), on UPDATE the stored resource with the
 masked fields replaced (`before` is the stored one, for the "already violating"
 rule: the resource after the call decides either way). Which constraints apply: those
 of the organization the project's ancestry leads to, enforced by the project's
@@ -36,7 +39,13 @@ from google.protobuf import json_format
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.status import ServiceError
 from reconciler.orgpolicy.cel import Verdict, judge
-from reconciler.orgpolicy.custom import SUBSCRIPTION, TOPIC, CustomConstraint, denial_message
+from reconciler.orgpolicy.custom import (
+    SNAPSHOT,
+    SUBSCRIPTION,
+    TOPIC,
+    CustomConstraint,
+    denial_message,
+)
 from reconciler.orgpolicy.model import DISABLE_SUBSCRIPTION_TRANSFORMS, DISABLE_TOPIC_TRANSFORMS
 from reconciler.orgpolicy.store import PolicyStore
 
@@ -47,14 +56,17 @@ SERVICE = "pubsub.googleapis.com"
 # The managed constraint that refuses message transforms on each resource type.
 TRANSFORMS = {TOPIC: DISABLE_TOPIC_TRANSFORMS, SUBSCRIPTION: DISABLE_SUBSCRIPTION_TRANSFORMS}
 _KIND = {TOPIC: "topics", SUBSCRIPTION: "subscriptions"}
+# The resource types with a `labels` map (a schema has none).
+_LABELLED = (TOPIC, SUBSCRIPTION, SNAPSHOT)
 
 
-def rest_json(resource: Any) -> dict[str, Any]:
+def rest_json(resource: Any, resource_type: str = TOPIC) -> dict[str, Any]:
     """A Pub/Sub resource proto in the REST JSON shape conditions read; `labels` is
-    always there (a map has no presence: none is an empty one, as `validate` sees a
-    topic declared without labels)."""
+    always there on a type that has them (a map has no presence: none is an empty one,
+    as `validate` sees a topic declared without labels)."""
     out: dict[str, Any] = json_format.MessageToDict(resource)
-    out.setdefault("labels", {})
+    if resource_type in _LABELLED:
+        out.setdefault("labels", {})
     return out
 
 
@@ -91,8 +103,8 @@ def check_call(
     applicable = store.custom_constraints_for(parent, resource_type)
     if not applicable:
         return
-    resource = rest_json(after)
-    prior = rest_json(before) if before is not None else None
+    resource = rest_json(after, resource_type)
+    prior = rest_json(before, resource_type) if before is not None else None
     refused: list[CustomConstraint] = []
     for constraint, mode in applicable:
         judgement = judge(constraint, resource, method, prior, resource_type=resource_type)

@@ -12,7 +12,11 @@ parse JSON Avro message"), add the reason where the emulator gives none, and fol
 the proto's comments for views: GetSchema answers every field unless asked for
 BASIC; ListSchemas and ListSchemaRevisions answer BASIC (no definition) unless
 asked for FULL. A revision that breaks compatibility with a stored one is refused
-with the service's sentence (a public report quotes it)."""
+with the service's sentence (a public report quotes it). CreateSchema obeys the
+organization's custom constraints on `pubsub.googleapis.com/Schema` (CREATE, judged
+on the schema's first revision); CommitSchema and RollbackSchema do not: Google's
+page on custom constraints for Pub/Sub does not say whether a new revision counts as
+an UPDATE of the schema (docs/custom-constraints.md)."""
 
 from __future__ import annotations
 
@@ -31,9 +35,11 @@ from reconciler.localserver.api.status import (
     invalid,
     not_found,
 )
+from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.schemas import definitions as d
 from reconciler.localserver.schemas.registry import new_revision
+from reconciler.orgpolicy.custom import SCHEMA
 
 BASIC = 1
 FULL = 2
@@ -164,7 +170,10 @@ class SchemaService:
                     f"Already at maximum number of schemas ({d.MAX_SCHEMAS_PER_PROJECT:,}) "
                     f"in projects/{project}",
                 )
-            return [new_revision(name, schema.type_, schema.definition, set())]
+            first = new_revision(name, schema.type_, schema.definition, set())
+            # Under the write lock: the org's constraints are those in force now.
+            check_call(self.state.policy_store, project, SCHEMA, "CREATE", first)
+            return [first]
 
         _, after = self.state.write_schema(name, create)
         assert after is not None

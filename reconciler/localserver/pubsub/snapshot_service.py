@@ -2,7 +2,10 @@
 ListSnapshots, UpdateSnapshot, DeleteSnapshot, Seek) and the Publisher's
 ListTopicSnapshots, with the service's checks. What a snapshot retains and what a Seek
 does are `snapshots`' rules, stored and journaled by `subscriptions`; messages follow
-Google's emulator where it answers (docs/local-server.md says which)."""
+Google's emulator where it answers (docs/local-server.md says which). CreateSnapshot
+and UpdateSnapshot obey the organization's custom constraints on
+`pubsub.googleapis.com/Snapshot` (`constraints.check_call`), judged on the snapshot
+the call makes or leaves."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ from reconciler.localserver.api.status import (
     invalid,
     not_found,
 )
+from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.limits import check_labels
 from reconciler.localserver.pubsub.snapshots import (
     MIN_LIFETIME_NS,
@@ -30,6 +34,7 @@ from reconciler.localserver.pubsub.snapshots import (
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriber_service import parse_subscription
 from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
+from reconciler.orgpolicy.custom import SNAPSHOT
 
 UPDATABLE_PATHS = ("labels", "expire_time")
 IMMUTABLE_PATHS = ("name", "topic")
@@ -60,7 +65,7 @@ class SnapshotService:
         name = request.name
         if not name:  # the service names it (gRPC; REST's path always names it)
             name = f"projects/{project}/snapshots/snapshot-{uuid.uuid4().hex}"
-        parse_snapshot(name)
+        project, _ = parse_snapshot(name)
         check_labels(request.labels, "snapshot")
 
         def build(source: Any, oldest_ns: int | None, now_ns: int) -> tuple[Any, int]:
@@ -77,6 +82,8 @@ class SnapshotService:
                 )
             config = protos.Snapshot(name=name, topic=source.topic, labels=request.labels)
             config.expire_time.FromNanoseconds(expire_ns)
+            # Under the write lock: the org's constraints are those in force now.
+            check_call(self.state.policy_store, project, SNAPSHOT, "CREATE", config)
             return config, expire_ns
 
         created = self.subs.create_snapshot(name, request.subscription, build)
@@ -117,7 +124,7 @@ class SnapshotService:
 
     def update_snapshot(self, request: Any, call: CallInfo) -> Any:
         given = request.snapshot
-        parse_snapshot(given.name)
+        project, _ = parse_snapshot(given.name)
         paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
         if not paths:
             raise invalid(
@@ -155,6 +162,9 @@ class SnapshotService:
                         "retains)."
                     )
                 config.expire_time.FromNanoseconds(wanted)
+            check_call(
+                self.state.policy_store, project, SNAPSHOT, "UPDATE", config, current.config
+            )
             return config
 
         updated = self.subs.update_snapshot(given.name, change)
