@@ -175,6 +175,7 @@ def created_only(problem: OrgProblem, address: str) -> OrgProblem:
             f"is created, so the service does not refuse changing it; for a new topic: "
             f"{problem.message}"
         ),
+        hint=None if problem.code == "org-cmek-required" else problem.hint,
     )
 
 
@@ -307,9 +308,11 @@ def cmek_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
             Severity.ERROR, "org-cmek-required",
             f"the effective constraints/{RESTRICT_NON_CMEK} of project {topic.project} "
             f"requires a customer-managed key for {PUBSUB_SERVICE}, so the service refuses "
-            "to create this topic without one; declare kmsKeyName (here or in a Defaults "
-            "document)",
+            f"to create topic {topic.address} without one",
             TOPIC,
+            hint="declare kmsKeyName (here or in a Defaults document); the constraint "
+            "binds only a new topic: if this one exists already, `reconcile plan` reads it "
+            "and reports this as a warning",
         )]
     if facts.key_projects is None:
         return []

@@ -162,6 +162,10 @@ def test_a_topic_without_a_key_where_cmek_is_required_is_an_error_at_its_line(
     assert errors[0].startswith(f"{tmp_path / 'topics.yaml'}:9:")  # bare's metadata line
     assert "error[org-cmek-required]" in errors[0]
     assert "constraints/gcp.restrictNonCmekServices of project proj-a requires" in errors[0]
+    assert "create topic projects/proj-a/topics/bare without one" in errors[0]
+    # What to do, and what happens for a topic that exists already.
+    assert "declare kmsKeyName" in result.stdout
+    assert "if this one exists already, `reconcile plan` reads it" in result.stdout
 
 
 def test_a_key_from_a_project_the_org_does_not_allow_is_an_error_at_the_key(
