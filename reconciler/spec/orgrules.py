@@ -310,7 +310,7 @@ def cmek_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
             f"requires a customer-managed key for {PUBSUB_SERVICE}, so the service refuses "
             f"to create topic {topic.address} without one",
             TOPIC,
-            hint="declare kmsKeyName (here or in a Defaults document); the constraint "
+            hint="declare kmsKeyName here or in a Defaults document; the constraint "
             "binds only a new topic: if this one exists already, `reconcile plan` reads it "
             "and reports this as a warning",
         )]
