@@ -1,7 +1,8 @@
 """Custom-constraint conditions: compiled once, evaluated on a resource given as a plain
 dict in its REST JSON shape, with a verdict that is true, false or "could not
 evaluate" (with the reason), never a silent pass. `validate`, `plan` and the local
-server all judge a resource with `judge`, so they cannot disagree.
+server all judge a resource here (`judge`; validate, judging many topics, with
+`ConstraintSet`, whose verdicts are `judge`'s), so they cannot disagree.
 
     compile_condition(text) -> Condition          ConditionError(message, line, column)
     condition.reads                               the resource.* field paths it reads
@@ -29,7 +30,8 @@ though the service's table of fields does not list it (also a note).
 
 Cost. A call of the library costs more than most conditions' own work, so
 evaluations are remembered by the values a condition reads, and the conditions a
-resource still needs are evaluated together, as one CEL list of them in one call.
+resource still needs are evaluated together, as one CEL list of them in one call
+(once that set of conditions has been needed often enough to pay for compiling it).
 The list's elements are the conditions' own texts, so an element that is true or
 false is what the condition alone gives; anything else in the list (an error in any
 element makes the whole list one, a value that is not a boolean) sends the
@@ -278,21 +280,19 @@ _SCALARS = frozenset({str, bool, int, float, type(None)})
 
 
 def _freeze(value: Any) -> Any:
-    """A hashable stand-in for a JSON value (the memo's key): a map as the set of its
-    entries, a list as a tuple after a marker. A map of scalars, the common case
-    (labels), takes the short way."""
+    """A hashable stand-in for a JSON value (the memo's key). Plain dicts of strings,
+    the common case (labels), take the short way."""
     kind = type(value)
     if kind in _SCALARS:
         return value
     if kind is dict:
-        for item in value.values():
-            if type(item) not in _SCALARS:
-                return frozenset([(k, _freeze(v)) for k, v in value.items()])
-        return frozenset(value.items())
+        if all(type(v) is str for v in value.values()):
+            return tuple(sorted(value.items()))
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     if kind is list or kind is tuple:
         return ("[", *map(_freeze, value))
     if isinstance(value, Mapping):
-        return frozenset([(k, _freeze(v)) for k, v in value.items()])
+        return tuple(sorted((k, _freeze(v)) for k, v in value.items()))
     if isinstance(value, list | tuple):
         return ("[", *map(_freeze, value))
     return value
@@ -556,6 +556,10 @@ class _Batch:
 
 
 _batches: dict[tuple[Condition, ...], _Batch] = {}
+# Compiling a list costs as much as many calls of the library: a set of conditions is
+# compiled as one once it has been needed this many times (until then, one call each).
+_COMPILE_AFTER = 16
+_wanted: dict[tuple[Condition, ...], int] = {}  # sets not compiled yet: times needed
 
 
 def _evaluate_together(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> (
@@ -574,9 +578,17 @@ def _evaluate_together(conditions: tuple[Condition, ...], resource: Mapping[str,
 
 def _answers(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> list[Any]:
     """The list of the conditions' values on `resource` as Python values, or Nones
-    when the list is not one (an error in any element, or it did not compile)."""
+    when the list is not one (an error in any element, it did not compile, or it is
+    not compiled yet)."""
     batch = _batches.get(conditions)
     if batch is None:
+        wanted = _wanted.get(conditions, 0) + 1
+        if wanted < _COMPILE_AFTER:
+            if len(_wanted) >= _BATCH_LIMIT:
+                _wanted.clear()
+            _wanted[conditions] = wanted
+            return [None] * len(conditions)
+        _wanted.pop(conditions, None)
         reads = outermost(r for c in conditions if c._typed is None for r in c.reads)
         text = "[\n" + "\n,\n".join(
             "null" if c._typed is not None else f"({c.text}\n)" for c in conditions
@@ -589,14 +601,13 @@ def _answers(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> 
             _batches.clear()
         _batches[conditions] = batch
     if batch.expression is not None:
+        data = {"resource": _project(resource, batch.reads)}
         try:
-            value = batch.expression.eval(data={"resource": _project(resource, batch.reads)})
+            result = batch.expression.eval(data=data).plain_value()  # an error's: a string
         except RuntimeError:
-            pass
-        else:
-            result = value.plain_value()  # an error's is its message, a string
-            if type(result) is list and len(result) == len(conditions):
-                return result
+            result = None
+        if type(result) is list and len(result) == len(conditions):
+            return result
     return [None] * len(conditions)
 
 

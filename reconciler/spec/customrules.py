@@ -1,6 +1,7 @@
 """The organization's custom constraints on every declared topic, judged as the
-service would judge reconcile's CreateTopic (`reconciler.orgpolicy.cel.judge`, the
-evaluator `plan` and the local server use).
+service would judge reconcile's CreateTopic (`reconciler.orgpolicy.cel`, the evaluator
+`plan` and the local server use: `ConstraintSet.objections`, whose verdicts are
+`judge`'s).
 
     CustomRules(store, owner, diags)        only for a snapshot with custom constraints
     rules.check(topic, located)             note one declared topic

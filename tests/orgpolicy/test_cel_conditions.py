@@ -11,10 +11,12 @@ from typing import Any
 import pytest
 
 from reconciler.orgpolicy.cel import (
+    _COMPILE_AFTER,
     ConditionError,
     ConstraintSet,
     Verdict,
     _answers,
+    _batches,
     compile_condition,
     evaluate_all,
     freeze_fields,
@@ -247,20 +249,30 @@ def test_update_of_an_already_violating_topic() -> None:
     assert fine is not None and fine.verdict is Verdict.ALLOWED and not fine.already_violating
 
 
+def _needed_often(conditions: tuple[Any, ...], topic: dict[str, Any]) -> list[Any]:
+    """The list's answers once the set has been needed often enough to be compiled."""
+    for _ in range(_COMPILE_AFTER):
+        answers = _answers(conditions, topic)
+    return answers
+
+
 @pytest.mark.parametrize("topic", [TOPIC, BARE], ids=["full", "bare"])
 def test_conditions_evaluated_together_give_what_each_gives_alone(topic: dict[str, Any]) -> None:
     """The whole table in one list on one topic: errors in some elements (missing
     fields, a bad pattern), values that are not booleans and typed readings among
     them; every outcome, reason and missing path is the condition's own."""
     texts = list(dict.fromkeys(condition for condition, _, _ in TABLE))
-    together = evaluate_all([compile_condition(t) for t in texts], topic)
+    conditions = tuple(compile_condition(t) for t in texts)
+    _needed_often(conditions, topic)  # compiled as one list from here on
+    assert _batches[conditions].expression is not None
+    together = evaluate_all(conditions, topic)
     alone = [compile_condition(t).evaluate(topic) for t in texts]
     assert together == alone
     # those that are true or false alone: the list answers them (a typed reading's
     # place in it is null), and the outcomes are the same
     decided = [t for t, outcome in zip(texts, alone, strict=True) if outcome.value is not None]
     conditions = tuple(compile_condition(t) for t in decided)
-    answers = _answers(conditions, topic)
+    answers = _needed_often(conditions, topic)
     assert [a for c, a in zip(conditions, answers, strict=True) if c._typed is None] == [
         o.value for t, o in zip(texts, alone, strict=True)
         if t in decided and compile_condition(t)._typed is None
@@ -275,13 +287,14 @@ def test_one_library_call_answers_the_conditions_a_resource_needs() -> None:
         "size(resource.name) > 100",
         "resource.name",  # not a boolean: evaluated again alone
     ))
-    assert _answers(on_name, TOPIC) == [True, True, False, TOPIC["name"]]
+    assert _answers(on_name, TOPIC) == [None] * 4  # not worth compiling yet
+    assert _needed_often(on_name, TOPIC) == [True, True, False, TOPIC["name"]]
     outcomes = evaluate_all(on_name, TOPIC)
     assert [o.value for o in outcomes] == [True, True, False, None]
     assert "not true or false" in outcomes[3].reason
     # an element that fails makes the list an error: each is evaluated alone
     with_missing = (*on_name[:2], compile_condition("resource.kmsKeyName == 'k'"))
-    assert _answers(with_missing, BARE) == [None, None, None]
+    assert _needed_often(with_missing, BARE) == [None, None, None]
     outcomes = evaluate_all(with_missing, BARE)
     assert [o.value for o in outcomes] == [False, True, None]
     assert outcomes[2].missing == ("resource.kmsKeyName",)
