@@ -325,7 +325,7 @@ def freeze_fields(
     return key
 
 
-def _project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+def project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
     """Only what the condition reads (each path's value whole), so the library
     converts the least."""
     if "" in paths:
@@ -408,7 +408,7 @@ class Condition:
         return evaluate_all((self,), resource, keys)[0]
 
     def _evaluate(self, resource: Mapping[str, Any]) -> Outcome:
-        data = _project(resource, self.reads)
+        data = project(resource, self.reads)
         as_json = _run(self._json, data, resource, self.reads)
         if self._typed is None:
             return as_json
@@ -601,7 +601,7 @@ def _answers(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> 
             _batches.clear()
         _batches[conditions] = batch
     if batch.expression is not None:
-        data = {"resource": _project(resource, batch.reads)}
+        data = {"resource": project(resource, batch.reads)}
         try:
             result = batch.expression.eval(data=data).plain_value()  # an error's: a string
         except RuntimeError:

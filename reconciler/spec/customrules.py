@@ -36,6 +36,7 @@ from reconciler.orgpolicy.cel import (
     condition_for,
     freeze_fields,
     outermost,
+    project,
 )
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
@@ -90,6 +91,7 @@ class _Group:
     shared: ConstraintSet | None
     reads: tuple[str, ...]  # what the shared constraints read: the memo's key
     own: ConstraintSet | None
+    own_reads: tuple[str, ...]  # what the others read: all of a topic they keep
     said: dict[Any, list[Judgement]] = field(default_factory=dict)
 
 
@@ -209,6 +211,7 @@ class CustomRules:
                 shared=ConstraintSet(a[0] for a in shared) if shared else None,
                 reads=outermost(r for a in shared for r in a[2].reads),
                 own=ConstraintSet(a[0] for a in own) if own else None,
+                own_reads=outermost(r for a in own for r in a[2].reads),
             )
         return group
 
@@ -240,8 +243,8 @@ class CustomRules:
                     said[signature] = found
                 for judgement in found:
                     self._object(judgement, group.modes, resource, topic, doc)
-            if group.own is not None:
-                named.append((group, resource, topic, doc))
+            if group.own is not None:  # kept until then: only what they read
+                named.append((group, project(resource, group.own_reads), topic, doc))
             for constraint, fields in group.deferred:
                 self._defer(constraint, fields, topic, doc)
         self._topics.clear()
