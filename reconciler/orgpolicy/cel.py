@@ -1,14 +1,17 @@
 """Custom-constraint conditions: compiled once, evaluated on a resource given as a plain
 dict in its REST JSON shape, with a verdict that is true, false or "could not
 evaluate" (with the reason), never a silent pass. `validate`, `plan` and the local
-server all judge a resource with `judge`, so they cannot disagree.
+server all judge a resource here (`judge`; validate, judging many topics, with
+`ConstraintSet`, whose verdicts are `judge`'s), so they cannot disagree.
 
     compile_condition(text) -> Condition          ConditionError(message, line, column)
     condition.reads                               the resource.* field paths it reads
     condition.notes                               undocumented representations it relies on
     condition.evaluate(resource) -> Outcome       value True / False / None (+ reason, missing)
+    evaluate_all(conditions, resource) -> [Outcome]   several at once, one library call
     condition_for(constraint) -> Condition        compiled once per condition text
     judge(constraint, resource, method, before=None) -> Judgement | None
+    ConstraintSet(constraints).objections(resource, method, before=None) -> [Judgement]
 
 The CEL library (cel-expr-python, Google's wrapper of cel-cpp; the choice and its
 measurements: docs/org-policy.md, benchmarks/README.md) is imported at the first
@@ -24,14 +27,24 @@ duration / timestamp. Where only one reading type-checks, its answer is taken an
 `Condition.notes` says so; where both answer differently, the outcome is "could not
 evaluate", naming both. `resource.labels` is evaluated as the topic's labels map,
 though the service's table of fields does not list it (also a note).
+
+Cost. A call of the library costs more than most conditions' own work, so
+evaluations are remembered by the values a condition reads, and the conditions a
+resource still needs are evaluated together, as one CEL list of them in one call
+(once that set of conditions has been needed often enough to pay for compiling it).
+The list's elements are the conditions' own texts, so an element that is true or
+false is what the condition alone gives; anything else in the list (an error in any
+element makes the whole list one, a value that is not a boolean) sends the
+conditions back to one call each, which words the reason exactly as `evaluate` does.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import marshal
 import re
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
@@ -49,6 +62,7 @@ UNDOCUMENTED = {
     "fields for conditions does not list it",
 }
 _MEMO_LIMIT = 8192
+_BATCH_LIMIT = 256  # compiled lists of conditions kept
 
 
 class ConditionError(ValueError):
@@ -71,6 +85,10 @@ class Outcome:
     value: bool | None
     reason: str = ""
     missing: tuple[str, ...] = ()
+
+
+_TRUE = Outcome(True)
+_FALSE = Outcome(False)
 
 
 # --------------------------------------------------------------------------- library
@@ -281,22 +299,33 @@ def _freeze(value: Any) -> Any:
 
 
 def freeze_fields(
-    resource: Mapping[str, Any], paths: Iterable[str], keys: dict[str, Any] | None = None
-) -> tuple[Any, ...]:
-    """The values of `paths` in `resource`, frozen (hashable); `keys` caches each
-    path's frozen value for the next caller on the same resource."""
-    if keys is None:
-        keys = {}
-    parts = []
+    resource: Mapping[str, Any], paths: tuple[str, ...],
+    keys: dict[tuple[str, ...], Any] | None = None,
+) -> Any:
+    """A hashable key for the values of `paths` in `resource` (a memo's key): equal
+    keys mean equal values. It is the values' `marshal` encoding (version 0: no
+    references and no interning marks, so it depends on the values alone; maps in
+    their order: the same map in another order is only a miss), or, for a value
+    marshal does not take, the values frozen. `keys` caches it per `paths` for the
+    next caller on the same resource."""
+    if keys is not None:
+        known = keys.get(paths)
+        if known is not None:
+            return known
+    values: list[Any] = []
     for path in paths:
-        frozen = keys.get(path, _ABSENT)
-        if frozen is _ABSENT:
-            frozen = keys[path] = _freeze(_lookup(resource, path) if path else resource)
-        parts.append(frozen)
-    return tuple(parts)
+        value = _lookup(resource, path) if path else resource
+        values.append(() if value is _ABSENT else (value,))  # absent is not null
+    try:
+        key: Any = marshal.dumps(tuple(values), 0)
+    except ValueError:
+        key = tuple(_freeze(v) for v in values)
+    if keys is not None:
+        keys[paths] = key
+    return key
 
 
-def _project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
+def project(resource: Mapping[str, Any], paths: tuple[str, ...]) -> dict[str, Any]:
     """Only what the condition reads (each path's value whole), so the library
     converts the least."""
     if "" in paths:
@@ -332,10 +361,22 @@ class _Program:
     stand_ins: tuple[tuple[str, str], ...] = ()  # (variable, field path)
 
 
+def outermost(reads: Iterable[str]) -> tuple[str, ...]:
+    """The reads no other read encloses (`labels` and `labels.team`: `labels`), sorted:
+    their values decide all the others'."""
+    reads = set(reads)
+    if "" in reads:
+        return ("",)
+    return tuple(sorted(
+        r for r in reads if not any(r.startswith(o + ".") for o in reads if o != r)
+    ))
+
+
 @dataclass(eq=False)
 class Condition:
     """A compiled condition. Thread-safe; evaluations are remembered by the values of
-    the fields the condition reads (many topics share them)."""
+    the fields the condition reads (many topics share them), unless it is
+    `per_resource`."""
 
     text: str
     reads: tuple[str, ...]
@@ -343,33 +384,31 @@ class Condition:
     _json: _Program
     _typed: _Program | None
     _memo: dict[Any, Outcome] = field(default_factory=dict)
+    # The condition reads the resource's name (or the whole resource): the name tells
+    # resources apart, so each has a value of its own and remembering the outcome
+    # would never serve another.
+    per_resource: bool = field(init=False)
 
-    def key(self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None) -> Any:
+    def __post_init__(self) -> None:
+        self.per_resource = any(r == "" or r == "name" for r in self.reads)
+
+    def key(
+        self, resource: Mapping[str, Any], keys: dict[tuple[str, ...], Any] | None = None
+    ) -> Any:
         """What the outcome on `resource` depends on: the values of the fields the
-        condition reads, frozen. `keys`: a cache of the resource's frozen field
-        values, shared by the conditions judged on the same resource (each field is
-        frozen once)."""
+        condition reads (`freeze_fields`). `keys`: a cache of the resource's keys,
+        shared by the conditions judged on the same resource (conditions reading the
+        same fields share one)."""
         return freeze_fields(resource, self.reads, keys)
 
     def evaluate(
-        self, resource: Mapping[str, Any], keys: dict[str, Any] | None = None
+        self, resource: Mapping[str, Any], keys: dict[tuple[str, ...], Any] | None = None
     ) -> Outcome:
         """The condition on `resource`; `keys`: see `key`."""
-        key = self.key(resource, keys)
-        try:
-            known = self._memo.get(key)
-        except TypeError:  # an unhashable leaf: evaluate without remembering
-            return self._evaluate(resource)
-        if known is not None:
-            return known
-        outcome = self._evaluate(resource)
-        if len(self._memo) >= _MEMO_LIMIT:
-            self._memo.clear()
-        self._memo[key] = outcome
-        return outcome
+        return evaluate_all((self,), resource, keys)[0]
 
     def _evaluate(self, resource: Mapping[str, Any]) -> Outcome:
-        data = _project(resource, self.reads)
+        data = project(resource, self.reads)
         as_json = _run(self._json, data, resource, self.reads)
         if self._typed is None:
             return as_json
@@ -441,7 +480,7 @@ def _run(
             None, f"the condition gives {kind.name().lower()} {result!r}, not true "
             "or false"
         )
-    return Outcome(result)
+    return _TRUE if result else _FALSE
 
 
 def _missing(resource: Mapping[str, Any], reads: tuple[str, ...], key: str) -> tuple[str, ...]:
@@ -459,6 +498,117 @@ def _missing(resource: Mapping[str, Any], reads: tuple[str, ...], key: str) -> t
                 break
             value = value[part]
     return tuple(dict.fromkeys(out))
+
+
+def evaluate_all(
+    conditions: Sequence[Condition], resource: Mapping[str, Any],
+    keys: dict[tuple[str, ...], Any] | None = None,
+) -> list[Outcome]:
+    """Each condition's outcome on `resource`, in order: the remembered ones looked up,
+    the others evaluated together in one call of the library (`keys`: see
+    `Condition.key`)."""
+    if keys is None:
+        keys = {}
+    outcomes: list[Outcome | None] = []
+    missed: list[Condition] = []
+    memo_keys: list[Any] = []  # the missed ones' (None: not remembered)
+    for condition in conditions:
+        key = None
+        if not condition.per_resource:
+            key = freeze_fields(resource, condition.reads, keys)
+            try:
+                known = condition._memo.get(key)
+            except TypeError:  # an unhashable leaf: evaluate without remembering
+                key = known = None
+            if known is not None:
+                outcomes.append(known)
+                continue
+        outcomes.append(None)
+        missed.append(condition)
+        memo_keys.append(key)
+    if not missed:
+        return outcomes  # type: ignore[return-value]  # no None left
+    fresh = _evaluate_together(tuple(missed), resource)
+    if len(missed) == len(conditions) and not any(k is not None for k in memo_keys):
+        return fresh  # none remembered: the common case of conditions on the name
+    found = iter(zip(missed, memo_keys, fresh, strict=True))
+    out = []
+    for known in outcomes:
+        if known is None:
+            condition, key, known = next(found)
+            if key is not None:
+                memo = condition._memo
+                if len(memo) >= _MEMO_LIMIT:
+                    memo.clear()
+                memo[key] = known
+        out.append(known)
+    return out
+
+
+@dataclass(frozen=True)
+class _Batch:
+    """Conditions compiled as one CEL list of them (None: the list does not compile),
+    and the outermost fields they read. A condition with a typed reading needs
+    variables of its own: its place in the list holds `null`."""
+
+    expression: Any
+    reads: tuple[str, ...]
+
+
+_batches: dict[tuple[Condition, ...], _Batch] = {}
+# Compiling a list costs as much as many calls of the library: a set of conditions is
+# compiled as one once it has been needed this many times (until then, one call each).
+_COMPILE_AFTER = 16
+_wanted: dict[tuple[Condition, ...], int] = {}  # sets not compiled yet: times needed
+
+
+def _evaluate_together(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> (
+    list[Outcome]
+):
+    """The conditions on `resource`: one call of the library for all, then one call
+    each for any whose element of the list is not true or false (or all of them,
+    when the list is an error)."""
+    if len(conditions) == 1:
+        return [conditions[0]._evaluate(resource)]
+    return [
+        _TRUE if answer is True else _FALSE if answer is False else c._evaluate(resource)
+        for c, answer in zip(conditions, _answers(conditions, resource), strict=True)
+    ]
+
+
+def _answers(conditions: tuple[Condition, ...], resource: Mapping[str, Any]) -> list[Any]:
+    """The list of the conditions' values on `resource` as Python values, or Nones
+    when the list is not one (an error in any element, it did not compile, or it is
+    not compiled yet)."""
+    batch = _batches.get(conditions)
+    if batch is None:
+        wanted = _wanted.get(conditions, 0) + 1
+        if wanted < _COMPILE_AFTER:
+            if len(_wanted) >= _BATCH_LIMIT:
+                _wanted.clear()
+            _wanted[conditions] = wanted
+            return [None] * len(conditions)
+        _wanted.pop(conditions, None)
+        reads = outermost(r for c in conditions if c._typed is None for r in c.reads)
+        text = "[\n" + "\n,\n".join(
+            "null" if c._typed is not None else f"({c.text}\n)" for c in conditions
+        ) + "\n]"
+        try:
+            batch = _Batch(_compile(text), reads)
+        except ConditionError:
+            batch = _Batch(None, reads)
+        if len(_batches) >= _BATCH_LIMIT:
+            _batches.clear()
+        _batches[conditions] = batch
+    if batch.expression is not None:
+        data = {"resource": project(resource, batch.reads)}
+        try:
+            result = batch.expression.eval(data=data).plain_value()  # an error's: a string
+        except RuntimeError:
+            result = None
+        if type(result) is list and len(result) == len(conditions):
+            return result
+    return [None] * len(conditions)
 
 
 def compile_condition(text: str) -> Condition:
@@ -555,7 +705,7 @@ def judge(
     *,
     resource_type: str = TOPIC,
     compiled: Callable[[CustomConstraint], Condition] = condition_for,
-    keys: dict[str, Any] | None = None,
+    keys: dict[tuple[str, ...], Any] | None = None,
 ) -> Judgement | None:
     """The constraint's verdict on CREATE or UPDATE of `resource` (the REST JSON dict
     as it will be after the call; `before`: as it is, for UPDATE); None when the
@@ -564,7 +714,13 @@ def judge(
     if not constraint.applies_to(resource_type, method):
         return None
     condition = compiled(constraint)
-    outcome = condition.evaluate(resource, keys)
+    return _judgement(constraint, condition, condition.evaluate(resource, keys), method, before)
+
+
+def _judgement(
+    constraint: CustomConstraint, condition: Condition, outcome: Outcome, method: str,
+    before: Mapping[str, Any] | None,
+) -> Judgement:
     prior = condition.evaluate(before) if before is not None and method == "UPDATE" else None
     violates = _violates(constraint, outcome)
     verdict = (
@@ -572,3 +728,54 @@ def judge(
         else Verdict.REFUSED if violates else Verdict.ALLOWED
     )
     return Judgement(constraint, method, verdict, outcome, prior)
+
+
+class ConstraintSet:
+    """Constraints judged together on each of many resources (validate's topics):
+    their conditions compiled once, and on each resource those whose outcome is not
+    remembered evaluated in one call of the library (`evaluate_all`). The verdicts
+    are `judge`'s."""
+
+    def __init__(
+        self, constraints: Iterable[CustomConstraint],
+        compiled: Callable[[CustomConstraint], Condition] = condition_for,
+    ) -> None:
+        self.constraints = tuple(constraints)
+        self._compiled = compiled
+        # By (resource type, method): the constraints that restrict it, their
+        # conditions, and whether any of those is remembered.
+        self._applying: dict[
+            tuple[str, str], tuple[tuple[CustomConstraint, ...], tuple[Condition, ...], bool]
+        ] = {}
+
+    def objections(
+        self,
+        resource: Mapping[str, Any],
+        method: str,
+        before: Mapping[str, Any] | None = None,
+        *,
+        resource_type: str = TOPIC,
+        keys: dict[tuple[str, ...], Any] | None = None,
+    ) -> list[Judgement]:
+        """The judgements, in the set's order, of the constraints that restrict
+        `method` on `resource_type` and do not allow the call (refused, or
+        undecided); the arguments are `judge`'s."""
+        applying = self._applying.get((resource_type, method))
+        if applying is None:
+            chosen = tuple(c for c in self.constraints if c.applies_to(resource_type, method))
+            compiled = tuple(self._compiled(c) for c in chosen)
+            remembered = not all(c.per_resource for c in compiled)
+            applying = self._applying[(resource_type, method)] = (chosen, compiled, remembered)
+        constraints, conditions, remembered = applying
+        if not conditions:
+            return []
+        outcomes = (
+            evaluate_all(conditions, resource, keys) if remembered
+            else _evaluate_together(conditions, resource)
+        )
+        return [
+            _judgement(constraint, condition, outcome, method, before)
+            for constraint, condition, outcome in zip(constraints, conditions, outcomes,
+                                                      strict=True)
+            if _violates(constraint, outcome) is not False
+        ]

@@ -11,9 +11,15 @@ from typing import Any
 import pytest
 
 from reconciler.orgpolicy.cel import (
+    _COMPILE_AFTER,
     ConditionError,
+    ConstraintSet,
     Verdict,
+    _answers,
+    _batches,
     compile_condition,
+    evaluate_all,
+    freeze_fields,
     judge,
 )
 from reconciler.orgpolicy.custom import CustomConstraint
@@ -241,3 +247,101 @@ def test_update_of_an_already_violating_topic() -> None:
     assert fixed is not None and fixed.verdict is Verdict.ALLOWED and fixed.already_violating
     fine = judge(rule, TOPIC, "UPDATE", TOPIC)
     assert fine is not None and fine.verdict is Verdict.ALLOWED and not fine.already_violating
+
+
+def _needed_often(conditions: tuple[Any, ...], topic: dict[str, Any]) -> list[Any]:
+    """The list's answers once the set has been needed often enough to be compiled."""
+    for _ in range(_COMPILE_AFTER):
+        answers = _answers(conditions, topic)
+    return answers
+
+
+@pytest.mark.parametrize("topic", [TOPIC, BARE], ids=["full", "bare"])
+def test_conditions_evaluated_together_give_what_each_gives_alone(topic: dict[str, Any]) -> None:
+    """The whole table in one list on one topic: errors in some elements (missing
+    fields, a bad pattern), values that are not booleans and typed readings among
+    them; every outcome, reason and missing path is the condition's own."""
+    texts = list(dict.fromkeys(condition for condition, _, _ in TABLE))
+    conditions = tuple(compile_condition(t) for t in texts)
+    _needed_often(conditions, topic)  # compiled as one list from here on
+    assert _batches[conditions].expression is not None
+    together = evaluate_all(conditions, topic)
+    alone = [compile_condition(t).evaluate(topic) for t in texts]
+    assert together == alone
+    # those that are true or false alone: the list answers them (a typed reading's
+    # place in it is null), and the outcomes are the same
+    decided = [t for t, outcome in zip(texts, alone, strict=True) if outcome.value is not None]
+    conditions = tuple(compile_condition(t) for t in decided)
+    answers = _needed_often(conditions, topic)
+    assert [a for c, a in zip(conditions, answers, strict=True) if c._typed is None] == [
+        o.value for t, o in zip(texts, alone, strict=True)
+        if t in decided and compile_condition(t)._typed is None
+    ]
+    assert evaluate_all(conditions, topic) == [o for o in alone if o.value is not None]
+
+
+def test_one_library_call_answers_the_conditions_a_resource_needs() -> None:
+    on_name = tuple(compile_condition(t) for t in (
+        "resource.name.endsWith('-orders')",
+        "resource.name.matches('^projects/[a-z-]+/topics/[a-z-]+$') // trailing comment",
+        "size(resource.name) > 100",
+        "resource.name",  # not a boolean: evaluated again alone
+    ))
+    assert _answers(on_name, TOPIC) == [None] * 4  # not worth compiling yet
+    assert _needed_often(on_name, TOPIC) == [True, True, False, TOPIC["name"]]
+    outcomes = evaluate_all(on_name, TOPIC)
+    assert [o.value for o in outcomes] == [True, True, False, None]
+    assert "not true or false" in outcomes[3].reason
+    # an element that fails makes the list an error: each is evaluated alone
+    with_missing = (*on_name[:2], compile_condition("resource.kmsKeyName == 'k'"))
+    assert _needed_often(with_missing, BARE) == [None, None, None]
+    outcomes = evaluate_all(with_missing, BARE)
+    assert [o.value for o in outcomes] == [False, True, None]
+    assert outcomes[2].missing == ("resource.kmsKeyName",)
+
+
+def test_a_constraint_set_objects_as_judge_does() -> None:
+    us = copy.deepcopy(TOPIC)
+    us["messageStoragePolicy"]["allowedPersistenceRegions"] = ["us-east1"]
+    rules = [
+        _constraint(EU_ONLY, "ALLOW"),
+        _constraint(EU_ONLY, "DENY"),
+        _constraint("resource.name.endsWith('-orders')", "DENY"),
+        _constraint("has(resource.kmsKeyName)", "ALLOW", ("CREATE",)),
+        _constraint("resource.kmsKeyName.startsWith('projects/')", "ALLOW"),
+    ]
+    rules = [
+        CustomConstraint(**{**vars(r), "name": f"{r.name}{i}"}) for i, r in enumerate(rules)
+    ]
+    constraints = ConstraintSet(rules)
+    for after, method, before in [
+        (TOPIC, "CREATE", None), (us, "CREATE", None), (BARE, "CREATE", None),
+        (BARE, "UPDATE", TOPIC), ({**BARE, "labels": {"a": "b"}}, "UPDATE", BARE),
+    ]:
+        judged = [judge(r, after, method, before) for r in rules]
+        expected = [j for j in judged if j is not None and j.verdict is not Verdict.ALLOWED]
+        assert constraints.objections(after, method, before) == expected, (after, method)
+    schema = "pubsub.googleapis.com/Schema"
+    assert constraints.objections(TOPIC, "CREATE", resource_type=schema) == []
+
+
+def test_memo_keys_are_equal_only_for_equal_values() -> None:
+    paths = ("labels", "messageStoragePolicy", "kmsKeyName")
+    key = freeze_fields(TOPIC, paths)
+    assert key == freeze_fields(copy.deepcopy(TOPIC), paths)
+    assert hash(key) == hash(freeze_fields(copy.deepcopy(TOPIC), paths))
+    differing = [
+        {**TOPIC, "labels": {"env": "prod", "team": "payment"}},
+        {**TOPIC, "messageStoragePolicy": {"allowedPersistenceRegions": EU,
+                                           "enforceInTransit": 1}},  # 1 is not true
+        {**TOPIC, "kmsKeyName": None},  # null is not absent
+        {k: v for k, v in TOPIC.items() if k != "kmsKeyName"},
+    ]
+    keys = [freeze_fields(t, paths) for t in differing]
+    assert len({key, *keys}) == 5
+    # a value marshal does not take is frozen by hand, still hashable
+    class Labels(dict[str, str]):
+        pass
+
+    odd = freeze_fields({**TOPIC, "labels": Labels(env="prod")}, ("labels",))
+    assert hash(odd) == hash(freeze_fields({**TOPIC, "labels": Labels(env="prod")}, ("labels",)))

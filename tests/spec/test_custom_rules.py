@@ -159,6 +159,39 @@ def test_an_unevaluable_condition_is_an_error(run_cli: Any, tmp_path: Path) -> N
     assert "does not set resource.labels.team" in errors[0]
 
 
+def test_conditions_on_the_name_are_judged_together_and_each_keeps_its_verdict(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """The conditions on the name are evaluated on each topic in one call; one that
+    cannot be evaluated on a topic (a label it lacks) does not take the others'
+    verdicts with it, and each verdict names its own constraint."""
+    result = _validate(
+        run_cli, tmp_path,
+        _constraint("custom.noOrders", "resource.name.endsWith('/orders')", action="DENY"),
+        _policy("custom.noOrders"),
+        _constraint(
+            "custom.payTeam",
+            "resource.name.startsWith('projects/shop-prod/') && resource.labels['team'] == 'pay'",
+        ),
+        _policy("custom.payTeam"),
+        _constraint("custom.short", "size(resource.name) < 40"),
+        _policy("custom.short"),
+    )
+    assert result.exit_code == 1
+    errors = [line for line in result.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 2, result.stdout
+    refused, unevaluable = sorted(errors, key=lambda line: "unevaluable" in line)
+    assert refused.startswith(f"{tmp_path}/specs/topics.yaml:3:")  # orders' name
+    assert "topic projects/shop-prod/topics/orders breaks custom constraint custom.noOrders" in (
+        refused
+    )
+    assert 'resource.name = "projects/shop-prod/topics/orders"' in refused
+    assert "error[org-custom-unevaluable]" in unevaluable
+    assert "custom constraint custom.payTeam cannot be evaluated on topic " in unevaluable
+    assert "projects/shop-prod/topics/inherited: the resource does not set 'team'" in unevaluable
+    assert "custom.short" not in result.stdout and "refunds" not in result.stdout
+
+
 def test_unenforced_and_other_organizations_constraints_check_nothing(
     run_cli: Any, tmp_path: Path
 ) -> None:
