@@ -85,6 +85,8 @@ class Outcome:
     value: bool | None
     reason: str = ""
     missing: tuple[str, ...] = ()
+    # The Duration/Timestamp fields whose undocumented presentation decided it.
+    presentation: tuple[str, ...] = ()
 
 
 _TRUE = Outcome(True)
@@ -420,12 +422,14 @@ class Condition:
         if as_json.value is not None and _type_error(as_typed):
             return as_json
         if as_json.value is not None and as_typed.value is not None:
-            fields = ", ".join(f"resource.{p}" for _, p in self._typed.stand_ins)
+            paths = tuple(p for _, p in self._typed.stand_ins)
+            fields = ", ".join(f"resource.{p}" for p in paths)
             return Outcome(
                 None,
                 f"the answer depends on how the service presents {fields}, which is not "
                 f"documented: {str(as_json.value).lower()} with the REST JSON string, "
                 f"{str(as_typed.value).lower()} with a CEL duration/timestamp",
+                presentation=paths,
             )
         return as_json if as_json.value is None else as_typed
 

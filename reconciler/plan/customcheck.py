@@ -27,7 +27,14 @@ from reconciler.orgpolicy.cel import Judgement, Verdict, condition_for, judge
 from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.plan.model import ResourceChange
-from reconciler.spec.customrules import REFUSED, UNEVALUABLE, describe, fix_hint, seen
+from reconciler.spec.customrules import (
+    REFUSED,
+    UNEVALUABLE,
+    describe,
+    fix_hint,
+    seen,
+    unevaluable_hint,
+)
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.resource import (
     LIVE_FIELDS,
@@ -132,7 +139,7 @@ def _refusal(
             f"{call} of {address}: {judgement.outcome.reason}; reconcile cannot tell "
             "whether the service would accept it"
             + (" (the constraint is in dry run: it would only log)" if dry_run else ""),
-            "guard optional fields with has(resource.FIELD) in the condition",
+            unevaluable_hint(judgement.outcome, in_spec=False),
         )
     consequence = (
         "the constraint is in dry run for the project: the service would log it and go "

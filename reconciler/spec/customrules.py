@@ -28,6 +28,7 @@ from typing import Any
 
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.orgpolicy.cel import (
+    TIMESTAMP_FIELDS,
     Condition,
     ConstraintSet,
     Judgement,
@@ -166,6 +167,24 @@ def fix_hint(constraint: CustomConstraint) -> str:
     )
 
 
+def unevaluable_hint(outcome: Outcome, *, in_spec: bool) -> str:
+    """What to do about a condition that could not be evaluated: write it so that the
+    service's undocumented presentation of a Duration/Timestamp field does not decide
+    (an explicit conversion reads the same either way), or guard a field the topic
+    does not set (`in_spec`: declaring the field in the spec is a way too)."""
+    if outcome.presentation:
+        field = outcome.presentation[0]
+        kind = "timestamp" if field in TIMESTAMP_FIELDS else "duration"
+        return (
+            f"write the condition so that its answer does not depend on how the service "
+            f"presents resource.{field}: convert it explicitly, "
+            f"{kind}(resource.{field}), which reads the same either way"
+        )
+    fields = " or ".join(outcome.missing) or "resource.FIELD"
+    guard = f"guard {fields} with has() in the condition"
+    return guard + (", or declare the field in the spec" if in_spec else "")
+
+
 class CustomRules:
     """The custom-constraint checks of one validate run."""
 
@@ -293,7 +312,10 @@ class CustomRules:
         self, constraint: CustomConstraint, mode: Enforcement, outcome: Outcome,
         topic: DesiredTopic, doc: Document,
     ) -> None:
-        m = doc.mark_for(NAME)
+        # A field whose presentation decided is declared: point at it.
+        m = doc.mark_for(next(
+            (p for r in outcome.presentation if (p := spec_path(r, doc)) != NAME), NAME
+        ))
         dry_run = mode == "dry-run"
         self.diags.add(Diagnostic(
             doc.file, m.line, m.col, Severity.WARNING if dry_run else Severity.ERROR,
@@ -302,8 +324,7 @@ class CustomRules:
             f"{topic.address}: {outcome.reason}; reconcile cannot tell whether the service "
             "would accept it" + (" (the constraint is in dry run: it would only log)"
                                  if dry_run else ""),
-            "guard optional fields with has(resource.FIELD) in the condition, or declare "
-            "the field in the spec",
+            unevaluable_hint(outcome, in_spec=True),
         ))
 
     def _defer(

@@ -157,6 +157,8 @@ def test_an_unevaluable_condition_is_an_error(run_cli: Any, tmp_path: Path) -> N
     assert "custom constraint custom.team cannot be evaluated on topic " in errors[0]
     assert "projects/shop-prod/topics/inherited" in errors[0]
     assert "does not set resource.labels.team" in errors[0]
+    # The hint names the field to guard.
+    assert "guard resource.labels.team with has() in the condition" in errors[0]
 
 
 def test_conditions_on_the_name_are_judged_together_and_each_keeps_its_verdict(
@@ -258,3 +260,38 @@ def test_a_declared_retention_is_judged_at_its_line(run_cli: Any, tmp_path: Path
     # The topics that leave retention unmanaged are decided at plan time, said once.
     notes = [line for line in result.stdout.splitlines() if "org-custom-at-plan" in line]
     assert len(notes) == 1 and "custom.week reads resource.messageRetentionDuration" in notes[0]
+
+
+def test_a_condition_whose_answer_depends_on_an_undocumented_presentation_is_placed_at_the_field(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """`resource.messageRetentionDuration == duration(...)` is false on the REST JSON
+    string and true on a CEL duration: an error at the declared retention's line,
+    with the explicit conversion that reads the same either way as its hint."""
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    (specs / "topics.yaml").write_text(
+        TOPICS.replace("  labels: {team: pay}\n", "  labels: {team: pay}\n"
+                       "  messageRetentionDuration: 2d\n", 1)
+    )
+    snapshot = tmp_path / "org-policy.yaml"
+    ambiguous = "resource.messageRetentionDuration == duration('172800s')"
+    snapshot.write_text("---\n".join([
+        _constraint("custom.twoDays", f"has(resource.messageRetentionDuration) && {ambiguous}"),
+        _policy("custom.twoDays"), ANCESTRY,
+    ]))
+    result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
+    assert result.exit_code == 1, result.stdout
+    errors = [line for line in result.stdout.splitlines() if "error[" in line]
+    assert len(errors) == 1, result.stdout
+    assert errors[0].startswith(f"{specs}/topics.yaml:6:")  # the retention's line
+    assert "error[org-custom-unevaluable]" in errors[0]
+    assert "convert it explicitly, duration(resource.messageRetentionDuration)" in errors[0]
+
+    # Written as the hint says, both readings agree and the topic is allowed.
+    snapshot.write_text(snapshot.read_text().replace(
+        "resource.messageRetentionDuration == duration",
+        "duration(resource.messageRetentionDuration) == duration",
+    ))
+    result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
+    assert result.exit_code == 0, result.stdout
