@@ -11,6 +11,12 @@ For `plan`, each tree's live topics are seeded on their own local server as an
 earlier apply left them (scale.py's seeding: 1 topic in 200 missing, 1 in 100 with a
 drifted label), so that both plans do the same work but for the new fields.
 
+The floor: in the same pairs, right after each command, a bare read of the same two
+trees (`yaml.load_all` with libyaml's CSafeLoader over every file, scale.py's bare
+read, its own process): what reading the extra YAML costs any Python program, before
+any check. `over_floor` is, per pair, the command's extra CPU (with - without) less
+the bare read's, as a share of the command's CPU without the fields.
+
     python benchmarks/topic_settings.py [--pairs 7] [--only validate-100k plan-50k]
 
 The last line printed is one JSON object with every figure.
@@ -82,6 +88,51 @@ def seeded_server(stack: ExitStack, tree: Path) -> str:
     return str(server.address)
 
 
+def measure(name: str, sides: dict[str, list[str]], trees: dict[str, Path], pairs: int,
+            work: Path) -> dict[str, Any]:
+    """`pairs` alternating rounds of the command on each side, each followed by the
+    bare read of the same tree; medians and per-pair ratios against "without"."""
+    cpu: dict[str, list[float]] = {side: [] for side in sides}
+    bare: dict[str, list[float]] = {side: [] for side in ("without", "with")}
+    for pair in range(pairs):
+        order = list(sides) if pair % 2 == 0 else list(reversed(sides))
+        for side in order:
+            cpu[side].append(run(sides[side], ROOT, work)[0])
+            if side in bare:
+                bare[side].append(run(bare_read(trees[side]), ROOT, work)[0])
+    figures: dict[str, Any] = {f"cpu_{side}_s": round(statistics.median(cpu[side]), 3)
+                               for side in sides}
+    figures.update({f"bare_{side}_s": round(statistics.median(times), 3)
+                    for side, times in bare.items()})
+    bare_ratios = [a / b for a, b in zip(bare["with"], bare["without"], strict=True)]
+    figures["bare_with_ratio"] = round(statistics.median(bare_ratios), 3)
+    figures["bare_with_pairs"] = [round(r, 3) for r in bare_ratios]
+    over = [((c - c0) - (b - b0)) / c0 for c, c0, b, b0 in zip(
+        cpu["with"], cpu["without"], bare["with"], bare["without"], strict=True)]
+    figures["over_floor"] = round(statistics.median(over), 3)
+    figures["over_floor_pairs"] = [round(r, 3) for r in over]
+    for side in sides:
+        if side == "without":
+            continue
+        ratios = [a / b for a, b in zip(cpu[side], cpu["without"], strict=True)]
+        figures[f"{side}_ratio"] = round(statistics.median(ratios), 3)
+        figures[f"{side}_pairs"] = [round(r, 3) for r in ratios]
+        print(f"{name:14} CPU without {figures['cpu_without_s']:.3f} s, {side} "
+              f"{figures[f'cpu_{side}_s']:.3f} s, {side}/without {figures[f'{side}_ratio']:.3f}"
+              f" (pairs {', '.join(map(str, figures[f'{side}_pairs']))})", flush=True)
+    print(f"{name:14} bare read without {figures['bare_without_s']:.3f} s, with "
+          f"{figures['bare_with_s']:.3f} s, with/without {figures['bare_with_ratio']:.3f} "
+          f"(pairs {', '.join(map(str, figures['bare_with_pairs']))}); extra CPU over the "
+          f"bare read's, share of without: {figures['over_floor']:.3f} "
+          f"(pairs {', '.join(map(str, figures['over_floor_pairs']))})", flush=True)
+    return figures
+
+
+def bare_read(tree: Path) -> list[str]:
+    """scale.py's bare read of `tree`, as its own process."""
+    return [sys.executable, "-c", scale.BARE_READ, str(tree)]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -93,39 +144,31 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         work = Path(tmp)
         commands: dict[str, dict[str, list[str]]] = {}
+        trees: dict[str, dict[str, Path]] = {}
         if "validate-100k" in args.only:
-            commands["validate-100k"] = {
-                side: reconcile("validate", str(make_tree(
-                    work / f"v-{side}", 100_000, side == "with", side == "defaults")))
+            trees["validate-100k"] = {
+                side: make_tree(work / f"v-{side}", 100_000, side == "with",
+                                side == "defaults")
                 for side in ("without", "with", "defaults")
             }
+            commands["validate-100k"] = {
+                side: reconcile("validate", str(tree))
+                for side, tree in trees["validate-100k"].items()
+            }
         if "plan-50k" in args.only:
-            plans = {}
-            for side in ("without", "with"):
-                tree = make_tree(work / f"p-{side}", 50_000, side == "with")
-                plans[side] = reconcile("plan", str(tree), "--emulator",
-                                        seeded_server(stack, tree))
-            commands["plan-50k"] = plans
-        print(f"set up; {args.pairs} pairs each, load average {os.getloadavg()[0]:.1f}",
-              flush=True)
+            trees["plan-50k"] = {
+                side: make_tree(work / f"p-{side}", 50_000, side == "with")
+                for side in ("without", "with")
+            }
+            commands["plan-50k"] = {
+                side: reconcile("plan", str(tree), "--emulator", seeded_server(stack, tree))
+                for side, tree in trees["plan-50k"].items()
+            }
+        figures["load_average_start"] = round(os.getloadavg()[0], 1)
+        print(f"set up; {args.pairs} pairs each, load average "
+              f"{figures['load_average_start']}", flush=True)
         for name, sides in commands.items():
-            cpu: dict[str, list[float]] = {side: [] for side in sides}
-            for pair in range(args.pairs):
-                order = list(sides) if pair % 2 == 0 else list(reversed(sides))
-                for side in order:
-                    cpu[side].append(run(sides[side], ROOT, work)[0])
-            figures[name] = {f"cpu_{side}_s": round(statistics.median(cpu[side]), 3)
-                             for side in sides}
-            for side in sides:
-                if side == "without":
-                    continue
-                ratios = [a / b for a, b in zip(cpu[side], cpu["without"], strict=True)]
-                figures[name][f"{side}_ratio"] = round(statistics.median(ratios), 3)
-                figures[name][f"{side}_pairs"] = [round(r, 3) for r in ratios]
-                print(f"{name:14} CPU without {figures[name]['cpu_without_s']:.3f} s, "
-                      f"{side} {figures[name][f'cpu_{side}_s']:.3f} s, {side}/without "
-                      f"{figures[name][f'{side}_ratio']:.3f} (pairs "
-                      f"{', '.join(map(str, figures[name][f'{side}_pairs']))})", flush=True)
+            figures[name] = measure(name, sides, trees[name], args.pairs, work)
     figures["load_average_end"] = round(os.getloadavg()[0], 1)
     print(json.dumps(figures))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -43,26 +43,52 @@ _FLOAT_TAG = "tag:yaml.org,2002:float"
 _INTERN_UP_TO = 64
 _intern = sys.intern
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_ScalarNode = yaml.ScalarNode
 
 
 class _Loader(_BaseLoader):  # type: ignore[misc, valid-type]
-    """Skips the regex resolver for plain scalars that can only be strings (most of a
-    spec), which is where a large tree spends its time."""
+    """The C composer calls `resolve` for every node, and `descend_resolver` and
+    `ascend_resolver` around it, in Python: after libyaml itself, that is where a large
+    tree spends its time. This loader has no path resolvers (its own empty table, so
+    none registered on PyYAML's classes applies), so the two calls have nothing to do
+    and a node's tag depends on its kind and text alone: a plain scalar starting with a
+    letter is a string unless it is one of a few words, and the other plain scalars
+    (`7d`, `5s`, `100`, `0.05`) repeat across a tree, so each distinct text is resolved
+    once (`_RESOLVED`)."""
+
+    yaml_path_resolvers: ClassVar[dict[Any, str]] = {}  # never filled: see above
 
     def resolve(self, kind: type, value: Any, implicit: Any) -> str:
-        if (
-            kind is yaml.ScalarNode
-            and implicit[0]
-            and value
-            and value[0].isalpha()
-            and value not in _TYPED_WORDS
-        ):
+        if kind is not yaml.ScalarNode:
+            return _MAPPING_TAG if kind is yaml.MappingNode else _SEQUENCE_TAG
+        if not implicit[0]:  # quoted, or tagged `!`: a string, as PyYAML resolves it
             return _STR_TAG
-        tag = str(super().resolve(kind, value, implicit))
-        exponent = kind is yaml.ScalarNode and ("e" in value or "E" in value)
-        if tag == _STR_TAG and implicit[0] and exponent and JSON_FLOAT.fullmatch(value):
-            return _FLOAT_TAG
+        if value and value[0].isalpha() and value not in _TYPED_WORDS:
+            return _STR_TAG
+        tag = _RESOLVED.get(value)
+        if tag is None:
+            tag = str(super().resolve(kind, value, implicit))
+            if tag == _STR_TAG and ("e" in value or "E" in value) and JSON_FLOAT.fullmatch(
+                value
+            ):
+                tag = _FLOAT_TAG
+            if len(_RESOLVED) < _RESOLVED_MAX and len(value) <= _INTERN_UP_TO:
+                _RESOLVED[value] = tag
         return tag
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        """Nothing to track without path resolvers."""
+
+    def ascend_resolver(self) -> None:
+        """Nothing to track without path resolvers."""
+
+
+_MAPPING_TAG = "tag:yaml.org,2002:map"
+_SEQUENCE_TAG = "tag:yaml.org,2002:seq"
+# Plain scalar text not led by a letter -> its tag (the resolver's result for it never
+# changes: no path resolvers). Bounded: a tree repeats a few such texts.
+_RESOLVED: dict[str, str] = {}
+_RESOLVED_MAX = 4096
 
 MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_NODES_PER_FILE = 2_000_000
@@ -140,12 +166,38 @@ class _Converter:
         self._enter(node, depth)
         if isinstance(node, yaml.ScalarNode):
             return self._scalar(node)
+        budget = self.budget
+        # A string child is taken here, not entered, when entering it could not fail:
+        # the file has no alias (every node written once, so only the per-file node
+        # limit applies: Budget.charge), and the child is within the depth limit.
+        quick = not budget.track and depth < MAX_DEPTH
+        child_depth = depth + 1
         if isinstance(node, yaml.SequenceNode):
-            return [self.plain(child, depth + 1) for child in node.value]
+            items: list[Any] = []
+            for child in node.value:
+                if (quick and child.__class__ is _ScalarNode and child.tag == _STR_TAG
+                        and budget.spent < MAX_NODES_PER_FILE):
+                    budget.spent += 1
+                    text = child.value
+                    items.append(_intern(text) if len(text) <= _INTERN_UP_TO else text)
+                else:
+                    items.append(self.plain(child, child_depth))
+            return items
         result: dict[str, Any] = {}
         for key_node, value_node in self._flatten_merge(node, depth):
-            key = self._checked_key(key_node, result)
-            result[key] = self.plain(value_node, depth + 1)
+            key = key_node.value
+            if (key_node.__class__ is not _ScalarNode or key_node.tag != _STR_TAG
+                    or key in result):
+                key = self._checked_key(key_node, result)  # names the problem, if any
+            elif len(key) <= _INTERN_UP_TO:
+                key = _intern(key)
+            if (quick and value_node.__class__ is _ScalarNode and value_node.tag == _STR_TAG
+                    and budget.spent < MAX_NODES_PER_FILE):
+                budget.spent += 1
+                text = value_node.value
+                result[key] = _intern(text) if len(text) <= _INTERN_UP_TO else text
+            else:
+                result[key] = self.plain(value_node, child_depth)
         return result
 
     def convert(self, node: yaml.Node, path: PathKey, depth: int) -> Any:
@@ -214,7 +266,7 @@ class _Converter:
         Each mapping is flattened once; every pair a merge copies from a `source`
         mapping is charged to the budget, as an alias's nodes are."""
         if not source and not any(k.tag == _MERGE_TAG for k, _ in node.value):
-            return list(node.value)  # the common case: no `<<` in this mapping
+            return node.value  # type: ignore[no-any-return]  # the common case: no `<<`
         known = self.merged.get(id(node))
         if known is None:
             if depth > MAX_DEPTH:
