@@ -22,7 +22,7 @@ from pathlib import Path
 
 from reconciler.backends.base import ObservedTopic, TargetOptions
 from reconciler.backends.connect import open_backend
-from reconciler.diagnostics import Diagnostics
+from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
 from reconciler.plan.observation import facts_of
@@ -69,6 +69,9 @@ class OutputTree:
 
     tree: SpecTree | None
     inside: bool  # the output directory (or below) holds other specs
+    # What could not be read: a Defaults document or a hedging profile the imported
+    # topics would take may be in it, so import refuses rather than guess.
+    unreadable: tuple[Diagnostic, ...] = ()
 
     def defaults_chain(self, out_dir: Path) -> list[Located[DefaultsDoc]]:
         """The Defaults documents that apply to the files written in `out_dir`,
@@ -86,7 +89,12 @@ def other_specs(out_dir: Path, skip: set[Path]) -> OutputTree:
         files = [f for f in files if f.resolve() not in skip]
     inside = bool(files)
     files += _specs_above(out_dir)
-    return OutputTree(load_tree(files, Diagnostics()) if files else None, inside)
+    if not files:
+        return OutputTree(None, inside)
+    diags = Diagnostics()
+    tree = load_tree(files, diags)
+    errors = tuple(d for d in diags.sorted() if d.severity is Severity.ERROR)
+    return OutputTree(tree, inside, errors)
 
 
 def _specs_above(out_dir: Path) -> list[Path]:

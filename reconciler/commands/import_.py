@@ -105,6 +105,18 @@ def run(
     chosen = {p: select(p, live[p], topics) for p in names}
     skip = {path.resolve() for path in files.values()}
     around = other_specs(out_dir, skip)
+    if around.unreadable:
+        shown = around.unreadable[:5]
+        more = len(around.unreadable) - len(shown)
+        raise InputError(
+            f"cannot import into {out_dir}: specs already there or above it have errors, "
+            "and a Defaults document or hedging profile the imported topics would take "
+            "may be among what could not be read; nothing written\n"
+            + "\n".join(f"  {d.render()}" for d in shown)
+            + (f"\n  and {more} more" if more else ""),
+            hint=f"fix them (`reconcile validate {out_dir}` lists every problem), then "
+            "import again, or import into another --out directory",
+        )
     result = build_documents(
         chosen, existing_profiles(around.tree), read.computed, defaults=not around.inside,
         inherited=inherited_values(around.defaults_chain(out_dir)),

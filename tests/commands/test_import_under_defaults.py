@@ -179,3 +179,31 @@ def test_a_value_no_spec_can_refuse_stops_the_import_before_any_file(
     plan = run_cli("plan", str(out), "--emulator", addr, "--format", "json")
     assert plan.exit_code == 0, plan.stderr
     assert_only_adoption(json.loads(plan.stdout), topics=4)
+
+
+def test_specs_there_that_cannot_be_read_stop_the_import_before_any_file(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
+) -> None:
+    """A Defaults document the import cannot read might apply to what it writes: it
+    refuses, naming the file and line, instead of writing topics that would inherit
+    whatever the file says once it is fixed."""
+    _topic(publisher_client, FIRST, "a-topic", labels={"team": "y"})
+    out = tmp_path / "specs"
+    out.mkdir()
+    broken = out / "defaults.yaml"
+    broken.write_text("apiVersion: reconcile.pubsub/v1\nkind: Defaults\nspec:\n"
+                      "  labels: {team: x\n")
+    addr = local_server.address
+    result = run_cli("import", "--project", FIRST, "--out", str(out), "--emulator", addr)
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"Error: cannot import into {out}: specs already there")
+    assert f"  {broken}:5:1: error[yaml-syntax]: YAML syntax error" in result.stderr
+    assert f"hint: fix them (`reconcile validate {out}` lists every problem)" in result.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["defaults.yaml"]
+
+    # Fixed, the document applies and the import keeps the topic's own label.
+    broken.write_text(broken.read_text().replace("{team: x\n", "{team: x}\n"))
+    result = run_cli("import", "--project", FIRST, "--out", str(out), "--emulator", addr)
+    assert result.exit_code == 0, result.stderr
+    [doc] = [d for d in _docs(out / f"{FIRST}.yaml") if d["kind"] == "Topic"]
+    assert doc["spec"]["labels"] == {"team": "y"}
