@@ -88,13 +88,31 @@ def other_specs(out_dir: Path, skip: set[Path]) -> OutputTree:
         files, _ = discover([out_dir], Diagnostics())
         files = [f for f in files if f.resolve() not in skip]
     inside = bool(files)
-    files += _specs_above(out_dir)
-    if not files:
+    above = _specs_above(out_dir)
+    if not files and not above:
         return OutputTree(None, inside)
     diags = Diagnostics()
-    tree = load_tree(files, diags)
-    errors = tuple(d for d in diags.sorted() if d.severity is Severity.ERROR)
+    tree = load_tree(files + above, diags)
+    foreign = {str(p) for p in above if not _names_reconcile(p)}
+    errors = tuple(
+        d for d in diags.sorted() if d.severity is Severity.ERROR and d.file not in foreign
+    )
     return OutputTree(tree, inside, errors)
+
+
+def _names_reconcile(path: Path) -> bool:
+    """Whether a file above the output directory may hold reconcile documents: it
+    names reconcile's apiVersion group. The directories above hold other tools' YAML
+    too (mkdocs.yml, docker-compose.yaml): their errors are not the import's concern."""
+    try:
+        with path.open("rb") as handle:
+            return API_GROUP in handle.read(MAX_SNIFF)
+    except OSError:
+        return True  # unreadable: it may be one, and the load said why it failed
+
+
+API_GROUP = b"reconcile.pubsub/"
+MAX_SNIFF = 1 << 20
 
 
 def _specs_above(out_dir: Path) -> list[Path]:

@@ -114,8 +114,8 @@ def run(
             "may be among what could not be read; nothing written\n"
             + "\n".join(f"  {d.render()}" for d in shown)
             + (f"\n  and {more} more" if more else ""),
-            hint=f"fix them (`reconcile validate {out_dir}` lists every problem), then "
-            "import again, or import into another --out directory",
+            hint="fix the files named above (`reconcile validate FILE` lists each "
+            "problem), then import again, or import into another --out directory",
         )
     result = build_documents(
         chosen, existing_profiles(around.tree), read.computed, defaults=not around.inside,

@@ -198,7 +198,7 @@ def test_specs_there_that_cannot_be_read_stop_the_import_before_any_file(
     assert result.exit_code == 1
     assert result.stderr.startswith(f"Error: cannot import into {out}: specs already there")
     assert f"  {broken}:5:1: error[yaml-syntax]: YAML syntax error" in result.stderr
-    assert f"hint: fix them (`reconcile validate {out}` lists every problem)" in result.stderr
+    assert "hint: fix the files named above (`reconcile validate FILE`" in result.stderr
     assert sorted(p.name for p in out.iterdir()) == ["defaults.yaml"]
 
     # Fixed, the document applies and the import keeps the topic's own label.
@@ -207,3 +207,29 @@ def test_specs_there_that_cannot_be_read_stop_the_import_before_any_file(
     assert result.exit_code == 0, result.stderr
     [doc] = [d for d in _docs(out / f"{FIRST}.yaml") if d["kind"] == "Topic"]
     assert doc["spec"]["labels"] == {"team": "y"}
+
+
+def test_other_tools_yaml_above_the_output_directory_does_not_stop_the_import(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The repository root holds other tools' YAML (mkdocs.yml): not specs, so their
+    errors as specs are not the import's concern; a broken file there that names
+    reconcile's apiVersion is."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / ".git").mkdir()  # the repository root: the search for Defaults stops here
+    (tmp_path / "mkdocs.yml").write_text("site_name: docs\nnav: []\n")
+    _topic(publisher_client, FIRST, "a-topic", labels={"team": "y"})
+    addr = local_server.address
+    result = run_cli("import", "--project", FIRST, "--out", "specs", "--emulator", addr)
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "specs" / f"{FIRST}.yaml").is_file()
+
+    (tmp_path / "org.yaml").write_text(
+        "apiVersion: reconcile.pubsub/v1\nkind: Defaults\nspec: {labels: {a: b}\n"
+    )
+    result = run_cli("import", "--project", FIRST, "--out", "specs", "--emulator", addr,
+                     "--force")
+    assert result.exit_code == 1
+    assert "  org.yaml:4:1: error[yaml-syntax]" in result.stderr
+    assert "mkdocs.yml" not in result.stderr
