@@ -132,9 +132,10 @@ def read_plan(path: Path) -> Plan:
     raw = _read(path)
     try:
         plan = from_json(Plan, raw)
+        stored = from_json(_Stored, raw).digest
     except DocumentError as exc:
         raise _not_read(path, _parse(path, raw), exc) from None
-    if plan.digest != from_json(_Stored, raw).digest:
+    if plan.digest != stored:
         raise _not_as_written(path, _parse(path, raw), plan)
     found = inconsistencies(plan)
     if found:

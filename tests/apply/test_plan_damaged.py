@@ -117,6 +117,7 @@ CASES = [
     (_set("format_version", value="2.0"), "2.0 was made by an older reconcile: plan again"),
     (_set("format_version", value="1.0"), "1.0 was made by an older reconcile: plan again"),
     (_set("digest", value="md5:abc"), "field digest: expected `str` matching regex"),
+    (_drop("digest"), "field digest: missing"),
     (_set("prune", value=False), "a delete in a plan made without --prune"),
 ]
 
