@@ -237,7 +237,9 @@ def test_validate_loads_the_cel_library_only_for_custom_constraints(tmp_path: Pa
     )
 
 
-def test_a_declared_retention_is_judged_at_its_line(run_cli: Any, tmp_path: Path) -> None:
+def _retention_of_orders(tmp_path: Path, constraint: str, name: str) -> tuple[Path, Path]:
+    """The tree with a 2-day retention declared on `orders` (line 6), and a snapshot
+    enforcing `constraint` (named `name`) on the project."""
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "topics.yaml").write_text(
@@ -245,16 +247,27 @@ def test_a_declared_retention_is_judged_at_its_line(run_cli: Any, tmp_path: Path
                        "  messageRetentionDuration: 2d\n", 1)
     )
     snapshot = tmp_path / "org-policy.yaml"
-    snapshot.write_text("---\n".join([
-        _constraint("custom.week", "resource.messageRetentionDuration == '604800s'",
-                    description="Topics keep messages a week."),
-        _policy("custom.week"), ANCESTRY,
-    ]))
-    result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
+    snapshot.write_text("---\n".join([constraint, _policy(name), ANCESTRY]))
+    return specs, snapshot
+
+
+def _one_error_at_the_retention(result: Any, specs: Path) -> str:
     assert result.exit_code == 1, result.stdout
     errors = [line for line in result.stdout.splitlines() if "error[" in line]
     assert len(errors) == 1, result.stdout
     assert errors[0].startswith(f"{specs}/topics.yaml:6:")  # the retention's line
+    return errors[0]
+
+
+def test_a_declared_retention_is_judged_at_its_line(run_cli: Any, tmp_path: Path) -> None:
+    specs, snapshot = _retention_of_orders(
+        tmp_path,
+        _constraint("custom.week", "resource.messageRetentionDuration == '604800s'",
+                    description="Topics keep messages a week."),
+        "custom.week",
+    )
+    result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
+    errors = [_one_error_at_the_retention(result, specs)]
     assert "topics/orders breaks custom constraint custom.week" in errors[0]
     assert 'resource.messageRetentionDuration = "172800s"' in errors[0]
     # The topics that leave retention unmanaged are decided at plan time, said once.
@@ -268,25 +281,16 @@ def test_a_condition_whose_answer_depends_on_an_undocumented_presentation_is_pla
     """`resource.messageRetentionDuration == duration(...)` is false on the REST JSON
     string and true on a CEL duration: an error at the declared retention's line,
     with the explicit conversion that reads the same either way as its hint."""
-    specs = tmp_path / "specs"
-    specs.mkdir()
-    (specs / "topics.yaml").write_text(
-        TOPICS.replace("  labels: {team: pay}\n", "  labels: {team: pay}\n"
-                       "  messageRetentionDuration: 2d\n", 1)
-    )
-    snapshot = tmp_path / "org-policy.yaml"
     ambiguous = "resource.messageRetentionDuration == duration('172800s')"
-    snapshot.write_text("---\n".join([
+    specs, snapshot = _retention_of_orders(
+        tmp_path,
         _constraint("custom.twoDays", f"has(resource.messageRetentionDuration) && {ambiguous}"),
-        _policy("custom.twoDays"), ANCESTRY,
-    ]))
+        "custom.twoDays",
+    )
     result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
-    assert result.exit_code == 1, result.stdout
-    errors = [line for line in result.stdout.splitlines() if "error[" in line]
-    assert len(errors) == 1, result.stdout
-    assert errors[0].startswith(f"{specs}/topics.yaml:6:")  # the retention's line
-    assert "error[org-custom-unevaluable]" in errors[0]
-    assert "convert it explicitly, duration(resource.messageRetentionDuration)" in errors[0]
+    error = _one_error_at_the_retention(result, specs)
+    assert "error[org-custom-unevaluable]" in error
+    assert "convert it explicitly, duration(resource.messageRetentionDuration)" in error
 
     # Written as the hint says, both readings agree and the topic is allowed.
     snapshot.write_text(snapshot.read_text().replace(
