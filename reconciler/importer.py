@@ -29,7 +29,7 @@ from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import computed_policy
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
-from reconciler.spec.documents import DefaultsDoc
+from reconciler.spec.documents import API_VERSION, DefaultsDoc
 from reconciler.spec.export import settings_key
 from reconciler.spec.loader import discover, load_tree
 from reconciler.spec.profiles import profile_from_settings
@@ -111,7 +111,7 @@ def _names_reconcile(path: Path) -> bool:
         return True  # unreadable: it may be one, and the load said why it failed
 
 
-API_GROUP = b"reconcile.pubsub/"
+API_GROUP = API_VERSION.rsplit("/", 1)[0].encode() + b"/"  # "reconcile.pubsub/"
 MAX_SNIFF = 1 << 20
 
 

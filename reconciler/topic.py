@@ -48,6 +48,16 @@ class SchemaSettings:
             "last_revision_id": self.last_revision_id,
         }
 
+    def to_rest(self) -> dict[str, str]:
+        """The REST JSON form, which specs and custom constraints' conditions read: the
+        revision ids only when set."""
+        out = {"schema": self.schema, "encoding": self.encoding}
+        if self.first_revision_id:
+            out["firstRevisionId"] = self.first_revision_id
+        if self.last_revision_id:
+            out["lastRevisionId"] = self.last_revision_id
+        return out
+
     @classmethod
     def from_json(cls, data: Mapping[str, Any] | None) -> SchemaSettings | None:
         """A plan/request settings object as read; None when absent or null."""

@@ -124,6 +124,12 @@ def spec_path(read: str, doc: Document) -> PathKey:
     return NAME
 
 
+def deciding_path(reads: tuple[str, ...], doc: Document) -> PathKey:
+    """Where to point for a verdict that `reads` decided: the first of them the
+    document declares (`spec_path`), else the topic's name."""
+    return next((p for r in reads if (p := spec_path(r, doc)) != NAME), NAME)
+
+
 def specific(reads: tuple[str, ...]) -> tuple[str, ...]:
     """The reads no other read goes deeper into (`has(resource.a) && resource.a.b`
     reads a.b: that is the value to show and the line to point at)."""
@@ -287,11 +293,7 @@ class CustomRules:
         self, constraint: CustomConstraint, mode: Enforcement, condition: Condition,
         resource: dict[str, Any], topic: DesiredTopic, doc: Document,
     ) -> None:
-        decided = next(
-            (p for r in specific(condition.reads) if (p := spec_path(r, doc)) != NAME),
-            NAME,
-        )
-        m = doc.mark_for(decided)
+        m = doc.mark_for(deciding_path(specific(condition.reads), doc))
         if mode == "dry-run":
             severity = Severity.WARNING
             consequence = (
@@ -313,9 +315,7 @@ class CustomRules:
         topic: DesiredTopic, doc: Document,
     ) -> None:
         # A field whose presentation decided is declared: point at it.
-        m = doc.mark_for(next(
-            (p for r in outcome.presentation if (p := spec_path(r, doc)) != NAME), NAME
-        ))
+        m = doc.mark_for(deciding_path(outcome.presentation, doc))
         dry_run = mode == "dry-run"
         self.diags.add(Diagnostic(
             doc.file, m.line, m.col, Severity.WARNING if dry_run else Severity.ERROR,

@@ -38,7 +38,6 @@ from reconciler.spec.documents import API_VERSION
 from reconciler.spec.inherited import Conflict, Inherited, keep_live
 from reconciler.topic import (
     ObservedTopic,
-    SchemaSettings,
     StoragePolicy,
     TopicShape,
     norm_policy,
@@ -117,15 +116,6 @@ class _Profiles:
         return True
 
 
-def schema_block(settings: SchemaSettings) -> Doc:
-    out: Doc = {"schema": settings.schema, "encoding": settings.encoding}
-    if settings.first_revision_id:
-        out["firstRevisionId"] = settings.first_revision_id
-    if settings.last_revision_id:
-        out["lastRevisionId"] = settings.last_revision_id
-    return out
-
-
 def topic_doc(
     project: str,
     topic: ObservedTopic,
@@ -165,7 +155,7 @@ def topic_doc(
                 f"shows it as {DELETED_SCHEMA}); left as it is"
             )
         else:
-            spec["schemaSettings"] = schema_block(shape.schema_settings)
+            spec["schemaSettings"] = shape.schema_settings.to_rest()
     notes.extend(f"unmanaged: {text}" for text in shape.unmanaged)
     try:
         decoded = hl.decode(labels)

@@ -175,7 +175,7 @@ def created_only(problem: OrgProblem, address: str) -> OrgProblem:
             f"is created, so the service does not refuse changing it; for a new topic: "
             f"{problem.message}"
         ),
-        hint=None if problem.code == "org-cmek-required" else problem.hint,
+        hint=None,  # what to do for a new topic: nothing is asked of this one
     )
 
 

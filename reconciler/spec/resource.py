@@ -68,12 +68,7 @@ def settings_resource(
     if kms_key_name is not None:
         out[KMS_KEY] = kms_key_name
     if schema is not None:
-        settings = {"schema": schema.schema, "encoding": schema.encoding}
-        if schema.first_revision_id:
-            settings["firstRevisionId"] = schema.first_revision_id
-        if schema.last_revision_id:
-            settings["lastRevisionId"] = schema.last_revision_id
-        out[SCHEMA] = settings
+        out[SCHEMA] = schema.to_rest()
     return out
 
 
