@@ -3,10 +3,10 @@
 A plan is a promise about specific live states; applying it after any of them moved
 could undo someone's change or act on a policy that no longer holds. So every topic
 the plan fingerprinted and every project's org policy inputs (the location,
-in-transit and CMEK constraints, and the custom constraints on topics of the
-organization the plan recorded) are read again (the same reads that planning makes:
-one ListTopics pager per project) and any difference refuses the whole apply, before
-any mutating call.
+in-transit and CMEK constraints, where the project sits in the hierarchy, and the
+custom constraints on topics of its organization) are read again (the same reads
+that planning makes: one ListTopics pager per project) and any difference refuses
+the whole apply, before any mutating call.
 
 Against Google Cloud there is no state of ours to say "this plan ran": apply leaves the
 plan's marker on each topic it creates or updates (`reconcile-plan`, the first digits
@@ -54,8 +54,9 @@ SETTINGS_PATHS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 # What a project's org fingerprint covers (plan/observation.py: org_fingerprint).
 ORG_INPUTS = (
     f"constraints/{RESOURCE_LOCATIONS}, in-transit enforcement, "
-    f"constraints/{RESTRICT_NON_CMEK}, constraints/{RESTRICT_KEY_PROJECTS} or the custom "
-    "constraints on topics and their enforcement"
+    f"constraints/{RESTRICT_NON_CMEK}, constraints/{RESTRICT_KEY_PROJECTS}, the custom "
+    "constraints on topics and their enforcement, or the project's folders and "
+    "organization"
 )
 
 
@@ -89,7 +90,7 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
     projects = {project_of(a) for a in fps.topics} | set(fps.org_policy)
     if not projects:
         return moved
-    seen = read_topics(backend, projects, fps.organizations)
+    seen = read_topics(backend, projects)
     marker = plan_marker(plan.digest)
     changes = {rc.address: rc for rc in plan.resource_changes}
     for address, expected in sorted(fps.topics.items()):
@@ -99,7 +100,8 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
     for project, expected in sorted(fps.org_policy.items()):
         inputs = seen.org.get(project)
         custom = seen.custom.get(project, ())
-        if inputs is None or org_fingerprint(inputs, custom) != expected:
+        parents = seen.hierarchy.get(project)
+        if inputs is None or org_fingerprint(inputs, custom, parents) != expected:
             moved.append(Moved(
                 f"projects/{project}",
                 f"projects/{project}: effective org policy changed since the plan "

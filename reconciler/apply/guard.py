@@ -22,6 +22,7 @@ from reconciler.apply.events import EventSink, Notice, ignore
 from reconciler.apply.ratelimit import ProjectRateLimiter
 from reconciler.apply.retry import AdminRetry, Attempts, call_with_retry, error_message
 from reconciler.backends.base import (
+    Ancestry,
     Backend,
     CustomConstraints,
     GaugeQuery,
@@ -113,6 +114,11 @@ class GuardedBackend:
     def effective_policy(self, project: str) -> OrgInputs:
         return self.guard.run(
             project, lambda: self.inner.effective_policy(project), rate_limited=False
+        )
+
+    def ancestry(self, project: str) -> Ancestry:
+        return self.guard.run(
+            project, lambda: self.inner.ancestry(project), rate_limited=False
         )
 
     def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:

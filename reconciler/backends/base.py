@@ -1,8 +1,9 @@
 """What plan and apply need from a Pub/Sub + Org Policy service, and nothing more.
 
 `Reads` is what a plan, `residency` and apply's freshness check read (plan/observe.py):
-each project's topics, effective org policy, custom constraints on topics and
-subscriptions, and the by-region gauges, all through one call (`stored`). `Backend`
+each project's topics, effective org policy, place in the resource hierarchy
+(`ancestry`), custom constraints on topics and subscriptions, and the by-region
+gauges, all through one call (`stored`). `Backend`
 adds what apply changes. Both are implemented once over the real client libraries
 (`reconciler.backends.client_backend`),
 which serve Google Cloud, the embedded local server and any emulator alike; `Reads` is
@@ -26,6 +27,7 @@ if TYPE_CHECKING:  # the constraints' module loads only where custom constraints
     from reconciler.orgpolicy.store import Enforcement
 
 __all__ = [
+    "Ancestry",
     "Backend",
     "BackendInfo",
     "CustomConstraints",
@@ -54,6 +56,39 @@ class OrgInputs:
     source: str  # "api", "snapshot FILE"
     restrict_non_cmek: PolicySpec | None = None
     key_projects: PolicySpec | None = None
+
+
+@dataclass(frozen=True)
+class Ancestry:
+    """Where a project sits in the resource hierarchy, as the target states it (Cloud
+    Resource Manager: GetProject, then GetFolder up to the organization; a snapshot
+    target: its `ancestry:`). `parents`: the project's folders, nearest first, then
+    its organization (`organizations/O`) when it is in one; () = no parent. Or why
+    it is unknown (`unavailable`: a sentence naming the resource, and the permission
+    and a role that grant it, or the service's failure; never raised: a plan goes on
+    without it). `parents` then holds what was read before the failure."""
+
+    parents: tuple[str, ...] = ()
+    unavailable: str | None = None
+
+    @property
+    def known(self) -> bool:
+        return self.unavailable is None
+
+    @property
+    def organization(self) -> str | None:
+        """organizations/O at the top, when known and the project is in one."""
+        if self.known and self.parents and self.parents[-1].startswith("organizations/"):
+            return self.parents[-1]
+        return None
+
+
+def placed(parents: Sequence[str]) -> str:
+    """Where `parents` put a project, for messages: "under folders/F under
+    organizations/O", or "outside any folder or organization"."""
+    if not parents:
+        return "outside any folder or organization"
+    return f"under {' under '.join(parents)}"
 
 
 # A project's custom constraints on topics, each with how the project applies it.
@@ -88,8 +123,10 @@ class BackendInfo:
     Google's Pub/Sub emulator, which computes no message storage policy and cannot
     update labels or storage policies. `org_policy`: where `effective_policy`
     answers from, the Org Policy API or the snapshot file `snapshot` (the sha256 of
-    its bytes: `snapshot_sha256`); `snapshot_fallback`: that snapshot is the spec
-    tree's own, used because the emulator serves no Org Policy API. `served_by`: for
+    its bytes: `snapshot_sha256`); `ancestry` answers from the same source (Cloud
+    Resource Manager with the API, the snapshot's `ancestry:` otherwise);
+    `snapshot_fallback`: that snapshot is the spec tree's own, used because the
+    emulator serves neither the Org Policy nor the Resource Manager API. `served_by`: for
     the local state, the address of the `reconcile local-server` serving it ("" when
     embedded in this process). Worked out once, before the backend is made
     (backends/target.py, backends/connect.py), and never changed after."""
@@ -215,11 +252,17 @@ class Reads(Protocol):
         Org Policy API, whichever the target was opened with."""
         ...
 
+    def ancestry(self, project: str) -> Ancestry:
+        """Where the project sits (its folders and organization), from Resource Manager
+        or the --org-policy snapshot, whichever the target was opened with; read once
+        per project and once per folder in a run. Why not, as a value."""
+        ...
+
     def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
         """The custom constraints on topics that `project` enforces or dry-runs, from
         the same source as `effective_policy`; from the API they are those of
-        `organization` (the Org Policy API cannot tell a project's organization: the
-        spec tree's snapshot names it), and without one there are none to read."""
+        `organization` (the Org Policy API cannot tell a project's organization:
+        `ancestry` does), and without one there are none to read."""
         ...
 
     def list_subscriptions(self, project: str) -> SubscriptionListing:

@@ -31,6 +31,7 @@ from google.auth import exceptions as auth_exc
 from google.protobuf.json_format import MessageToDict
 
 from reconciler.backends.base import (
+    Ancestry,
     BackendInfo,
     CustomConstraints,
     GaugeQuery,
@@ -41,6 +42,7 @@ from reconciler.backends.base import (
 )
 from reconciler.backends.clients import close_client
 from reconciler.backends.deadline import DEFAULT_TIMEOUT, Deadline, call_options, endpoint_of
+from reconciler.backends.hierarchy import HierarchyReader, snapshot_ancestry
 from reconciler.backends.metrics import MetricsReader, MetricsUnavailable, open_reader
 from reconciler.backends.promql import PromQLReader, open_promql
 from reconciler.backends.stored import read_stored
@@ -215,8 +217,11 @@ class ClientBackend:
     """The Backend over the client libraries: a Pub/Sub PublisherClient (GAPIC or the
     google.cloud wrapper), an Org Policy client, a Subscriber client and the Cloud
     Monitoring readers, pointed at Google Cloud, the local server or an emulator.
-    `policy_store` (from --org-policy FILE) replaces the Org Policy API entirely;
-    `orgpolicy` may then be None.
+    `policy_store` (from --org-policy FILE) replaces the Org Policy API entirely, and
+    Resource Manager with it (the snapshot's `ancestry:`); `orgpolicy` may then be
+    None. `resourcemanager` makes Resource Manager's Projects and Folders clients, which
+    `ancestry` reads (made on first use: a command that reads no ancestry never loads
+    that library; None: the target serves no such API, and `ancestry` says so).
 
     `client_retry=False` turns off the client library's own retry (GAPIC defaults retry
     UNAVAILABLE, invisibly, for up to 600 s per call): apply does that, so that its own
@@ -237,6 +242,7 @@ class ClientBackend:
         metrics_client: Callable[[], tuple[Any, str]] | None = None,
         promql_client: Callable[[float], PromQLReader] | None = None,
         subscriber: Any | None = None,
+        resourcemanager: Callable[[], tuple[Any, Any]] | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
@@ -260,6 +266,9 @@ class ClientBackend:
         self._timeout = timeout
         self._org_constraints: dict[str, list[CustomConstraint]] = {}
         self._org_lock = threading.Lock()
+        self._resourcemanager = resourcemanager
+        self._hierarchy: HierarchyReader | None = None
+        self._hierarchy_lock = threading.Lock()
 
     @property
     def _rpc(self) -> dict[str, Any]:
@@ -398,6 +407,20 @@ class ClientBackend:
         except PolicyFormatError as exc:
             raise BackendError(f"unreadable effective policy {name}: {exc}") from None
 
+    def ancestry(self, project: str) -> Ancestry:
+        """Where the project sits: from the snapshot when the target was opened with
+        one, else from Resource Manager (backends/hierarchy.py), or why not."""
+        if self.policy_store is not None:
+            return snapshot_ancestry(self.policy_store, project)
+        factory = self._resourcemanager
+        if factory is None:
+            return Ancestry(unavailable=f"{self.info.label} serves no Resource Manager API")
+        with self._hierarchy_lock:
+            if self._hierarchy is None:
+                self._hierarchy = HierarchyReader(*factory(), lambda: self._rpc)
+            reader = self._hierarchy
+        return reader.ancestry(project)
+
     def list_custom_constraints(self, organization: str) -> list[CustomConstraint]:
         """Every custom constraint of `organization` (organizations/ORG), all pages."""
         if self.orgpolicy is None:
@@ -429,8 +452,8 @@ class ClientBackend:
     def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
         """The custom constraints on topics that `project` enforces or dry-runs, with
         how: from the snapshot, or from the API (`organization`: the project's, which
-        the spec tree's snapshot names in its ancestry; the Org Policy API alone cannot
-        tell a project's organization, so without one there are none to read)."""
+        `ancestry` names; the Org Policy API alone cannot tell a project's
+        organization, so without one there are none to read)."""
         resource = f"projects/{project}"
         if self.policy_store is not None:
             return tuple(self.policy_store.custom_constraints_for(resource, TOPIC))
@@ -511,7 +534,9 @@ class ClientBackend:
         for reader in (self._metrics, self._promql):
             if reader is not None:
                 reader.close()
-        for client in (self.publisher, self.orgpolicy, self.subscriber):
+        hierarchy = self._hierarchy
+        rm_clients = () if hierarchy is None else (hierarchy.projects, hierarchy.folders)
+        for client in (self.publisher, self.orgpolicy, self.subscriber, *rm_clients):
             close_client(client)
         if self._on_close is not None:
             self._on_close()

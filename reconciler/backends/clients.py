@@ -81,6 +81,24 @@ def orgpolicy_client(address: str) -> Any:
     return OrgPolicyClient(transport=transport)
 
 
+def resourcemanager_clients(address: str) -> tuple[Any, Any]:
+    """Resource Manager v3's `ProjectsClient` and `FoldersClient` talking to `address`
+    in plaintext, over one channel."""
+    from google.cloud.resourcemanager_v3 import FoldersClient, ProjectsClient
+    from google.cloud.resourcemanager_v3.services.folders.transports import (
+        FoldersGrpcTransport,
+    )
+    from google.cloud.resourcemanager_v3.services.projects.transports import (
+        ProjectsGrpcTransport,
+    )
+
+    channel = insecure_channel(address)
+    return (
+        ProjectsClient(transport=ProjectsGrpcTransport(channel=channel)),
+        FoldersClient(transport=FoldersGrpcTransport(channel=channel)),
+    )
+
+
 def monitoring_client(address: str) -> Any:
     """A `google.cloud.monitoring_v3.MetricServiceClient` talking to `address` in
     plaintext (the local server serves `ListTimeSeries` on its one port)."""
@@ -98,6 +116,7 @@ def monitoring_client(address: str) -> Any:
 PUBSUB_ENDPOINT_ENV = "RECONCILE_PUBSUB_ENDPOINT"
 ORGPOLICY_ENDPOINT_ENV = "RECONCILE_ORGPOLICY_ENDPOINT"
 MONITORING_ENDPOINT_ENV = "RECONCILE_MONITORING_ENDPOINT"
+RESOURCEMANAGER_ENDPOINT_ENV = "RECONCILE_RESOURCEMANAGER_ENDPOINT"
 
 
 def _endpoint(override: str | None, default: str) -> str:
@@ -134,6 +153,17 @@ def cloud_orgpolicy_client(credentials: Any) -> tuple[Any, str]:
     from google.cloud.orgpolicy_v2 import OrgPolicyClient
 
     return _cloud(OrgPolicyClient, credentials, ORGPOLICY_ENDPOINT_ENV)
+
+
+def cloud_resourcemanager_clients(credentials: Any) -> tuple[tuple[Any, str], tuple[Any, str]]:
+    """Resource Manager v3's ProjectsClient and FoldersClient for Google Cloud, each
+    with its endpoint."""
+    from google.cloud.resourcemanager_v3 import FoldersClient, ProjectsClient
+
+    return (
+        _cloud(ProjectsClient, credentials, RESOURCEMANAGER_ENDPOINT_ENV),
+        _cloud(FoldersClient, credentials, RESOURCEMANAGER_ENDPOINT_ENV),
+    )
 
 
 def cloud_monitoring_client(credentials: Any) -> tuple[Any, str]:

@@ -27,6 +27,7 @@ address; every call after that ends within `timeout`, the library's retries incl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -38,10 +39,12 @@ from reconciler.backends.clients import (
     cloud_monitoring_client,
     cloud_orgpolicy_client,
     cloud_publisher_client,
+    cloud_resourcemanager_clients,
     cloud_subscriber_client,
     monitoring_client,
     orgpolicy_client,
     publisher_client,
+    resourcemanager_clients,
     subscriber_client,
 )
 from reconciler.backends.credentials import default_credentials
@@ -135,8 +138,19 @@ def _local(
         metrics_client=lambda: (monitoring_client(address), address),
         promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber_client(address),
+        resourcemanager=_resourcemanager(address, options),
         **options,
     )
+
+
+def _resourcemanager(
+    address: str, options: dict[str, Any]
+) -> Callable[[], tuple[Any, Any]] | None:
+    """Resource Manager's clients for our local server, made when first needed (none
+    with a snapshot, whose `ancestry:` answers instead)."""
+    if options["policy_store"] is not None:
+        return None
+    return lambda: resourcemanager_clients(address)
 
 
 def open_metrics(options: TargetOptions) -> ClientBackend:
@@ -212,7 +226,10 @@ def _connected(address: str, options: dict[str, Any], what: str) -> tuple[Any, A
 def _over(
     address: str, clients: tuple[Any, Any, Any], info: BackendInfo, options: dict[str, Any]
 ) -> ClientBackend:
+    """The backend over the server at `address` (ours, or Google's emulator, which
+    serves no Resource Manager API: `ancestry` then says so)."""
     publisher, orgpolicy, subscriber = clients
+    served = None if info.google_emulator else _resourcemanager(address, options)
     return ClientBackend(
         publisher,
         orgpolicy,
@@ -220,6 +237,7 @@ def _over(
         metrics_client=lambda: (monitoring_client(address), address),
         promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber,
+        resourcemanager=served,
         **options,
     )
 
@@ -249,8 +267,10 @@ def _google_cloud(options: dict[str, Any], info: BackendInfo) -> ClientBackend:
     timeout = options["timeout"]
     publisher = ConnectFirst(*cloud_publisher_client(credentials), timeout)
     orgpolicy = None
+    resourcemanager: Callable[[], tuple[Any, Any]] | None = None
     if options["policy_store"] is None:
         orgpolicy = ConnectFirst(*cloud_orgpolicy_client(credentials), timeout)
+        resourcemanager = _cloud_resourcemanager(credentials, timeout)
     return ClientBackend(
         publisher,
         orgpolicy,
@@ -258,5 +278,16 @@ def _google_cloud(options: dict[str, Any], info: BackendInfo) -> ClientBackend:
         metrics_client=lambda: cloud_monitoring_client(credentials),
         promql_client=lambda timeout: cloud_promql(credentials, timeout),
         subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),
+        resourcemanager=resourcemanager,
         **options,
     )
+
+
+def _cloud_resourcemanager(credentials: Any, timeout: float) -> Callable[[], tuple[Any, Any]]:
+    """Google Cloud's Resource Manager clients, made when first needed."""
+
+    def made() -> tuple[Any, Any]:
+        projects, folders = cloud_resourcemanager_clients(credentials)
+        return ConnectFirst(*projects, timeout), ConnectFirst(*folders, timeout)
+
+    return made

@@ -5,7 +5,7 @@ applied afterwards), open the target; and the plan document shown for errors.
     validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
         every diagnostic printed on stderr
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
-    open_reads(options, result, read_ahead, projects, custom) -> Reads   what the read-ahead
+    open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
                                           read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
     new_diagnostics(plan, validation)     what the live org policy added
@@ -28,7 +28,6 @@ from reconciler.orgpolicy.store import PolicyStore
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
 from reconciler.plan.model import Plan, PlanTarget
-from reconciler.plan.observe import organizations
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
@@ -55,8 +54,7 @@ def validate_specs(
 
 def tree_snapshot(result: ValidationResult) -> tuple[Path, PolicyStore] | None:
     """The org-policy snapshot validation read (the tree's or --org-policy's): a plan
-    reads the projects' organizations from its ancestry, and names how it differs
-    from the live org policy."""
+    names how it differs from the live org policy and ancestry."""
     if result.policy_source is None or result.policy_store is None:
         return None
     return result.policy_source, result.policy_store
@@ -90,18 +88,15 @@ def open_target(
 
 def open_reads(
     options: TargetOptions, result: ValidationResult, read_ahead: ReadAhead | None,
-    projects: Sequence[str], custom: bool = False,
+    projects: Sequence[str],
 ) -> Reads:
     """What the read-ahead's second process read (plan, residency), or the target
     opened in this process: the read-ahead did not run or failed (its note says why),
     or it found Google's emulator (no Org Policy API) where the spec tree has a
-    snapshot to answer for it, which `open_target` does here. `custom`: a plan's, the
-    read-ahead reads each project's custom constraints too, for the organization the
-    spec tree's snapshot names (as observe asks for them). The caller closes it."""
+    snapshot to answer for it, which `open_target` does here. The caller closes it."""
     served = None
     if read_ahead is not None:
-        orgs = organizations(tree_snapshot(result), projects) if custom else None
-        served = read_ahead.served(projects, orgs)
+        served = read_ahead.served(projects)
     if read_ahead is not None and read_ahead.note is not None:
         output.stderr().line(read_ahead.note)
     if served is not None:
@@ -124,9 +119,9 @@ def say_target(info: BackendInfo) -> None:
         )
     if info.snapshot_fallback:
         output.stderr().line(
-            f"Org policy: the spec tree's snapshot {info.snapshot} (Google's Pub/Sub "
-            f"emulator at {info.address} serves no Org Policy API; --org-policy FILE "
-            "names another)."
+            f"Org policy and ancestry: the spec tree's snapshot {info.snapshot} (Google's "
+            f"Pub/Sub emulator at {info.address} serves neither the Org Policy nor the "
+            "Resource Manager API; --org-policy FILE names another)."
         )
 
 

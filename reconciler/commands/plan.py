@@ -130,7 +130,7 @@ def _run(
         return _refused(errors_only(validation, made_at(target_info(target)), owner), options.fmt)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
-    reads = open_reads(target, result, read_ahead, desired.projects, custom=True)
+    reads = open_reads(target, result, read_ahead, desired.projects)
     try:
         observation = observe(reads, desired, options.prune, snapshot=tree_snapshot(result))
     finally:

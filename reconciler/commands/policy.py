@@ -1,5 +1,6 @@
 """`reconcile policy pull --project P... --out FILE`: save the effective org policy
-of each project as a snapshot (what it holds: reconciler/policy_pull.py).
+of each project, its ancestry and its organization's custom constraints as a
+snapshot (what it holds: reconciler/policy_pull.py).
 
 The command line is checked first (no call is made for a usage error); nothing is
 written unless every read succeeded, and then atomically.
@@ -17,7 +18,7 @@ from reconciler.commands import output
 from reconciler.commands._options import server_options
 from reconciler.errors import EXIT_OK, InputError
 from reconciler.orgpolicy.snapshot import dump_snapshot
-from reconciler.policy_pull import NO_ORGANIZATION, header, pull
+from reconciler.policy_pull import header, pull
 
 
 @click.group("policy")
@@ -46,8 +47,9 @@ def command() -> None:
     "--organization",
     "organization",
     metavar="ORG",
-    help="The projects' organization (its number): also pull its custom constraints that "
-    "name Pub/Sub resource types, and whether each project enforces or dry-runs each.",
+    help="The projects' organization (its number), checked against Resource Manager "
+    "(which names it without this option; a disagreement is an error), and used where "
+    "Resource Manager cannot tell.",
 )
 @server_options
 def pull_command(
@@ -58,7 +60,9 @@ def pull_command(
     emulator: str | None,
     timeout: float,
 ) -> int:
-    """Write the effective org policy of each --project P to FILE."""
+    """Write the effective org policy of each --project P to FILE, with the ancestry
+    Resource Manager states and the Pub/Sub custom constraints of each project's
+    organization."""
     if out.is_dir():
         raise InputError(
             f"{out}: cannot write the org-policy snapshot: it is a directory",
@@ -76,15 +80,20 @@ def pull_command(
     names = list(dict.fromkeys(projects))
     backend = open_backend(TargetOptions(local, emulator, None, timeout))
     try:
-        store, defaults = pull(backend, names, org)
+        pulled = pull(backend, names, org)
         source = backend.info.label
     finally:
         backend.close()
-    count = len(store.custom_constraints)
-    dump_snapshot(store, out, header(source, names, defaults, org, count))
+    dump_snapshot(pulled.store, out, header(source, names, pulled))
     err = output.stderr()
-    custom = f", {count} custom constraint(s) of {org}" if org else ""
-    err.line(f"wrote {out} ({len(store.policies)} policies{custom} for {len(names)} project(s))")
-    if org is None:
-        err.line(f"note: {NO_ORGANIZATION}")
+    custom = "".join(
+        f", {pulled.custom_count(o)} custom constraint(s) of {o}"
+        for o in sorted(set(pulled.organizations.values()))
+    )
+    err.line(
+        f"wrote {out} ({len(pulled.store.policies)} policies{custom} for {len(names)} "
+        "project(s))"
+    )
+    for note in pulled.notes:
+        err.line(f"note: {note}")
     return EXIT_OK

@@ -1,5 +1,7 @@
 """`LocalServer`: the assembly. It builds the state, the Publisher, Subscriber,
-SchemaService, OrgPolicy and Monitoring (`ListTimeSeries`) services, the dispatcher that runs their
+SchemaService, OrgPolicy, Resource Manager (Projects, Folders, Organizations, and the
+Operations their creations name) and Monitoring (`ListTimeSeries`) services, the
+dispatcher that runs their
 handlers (`transport.dispatch.Dispatcher`: counts, injects faults), and the faces over
 that dispatcher: gRPC (`transport.grpc_face`) and REST (`transport.rest`), both on
 one address (`transport.front`). The faces know the services only by the table of
@@ -43,6 +45,16 @@ from reconciler.localserver.pubsub.schema_service import SchemaService
 from reconciler.localserver.pubsub.snapshot_service import SnapshotService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
+from reconciler.localserver.resourcemanager.service import (
+    FOLDERS_SERVICE,
+    OPERATIONS_SERVICE,
+    ORGANIZATIONS_SERVICE,
+    PROJECTS_SERVICE,
+    FoldersService,
+    Operations,
+    OrganizationsService,
+    ProjectsService,
+)
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.front import Front, InFlight, Limits
 from reconciler.localserver.transport.grpc_face import GrpcFace, add_port
@@ -73,6 +85,7 @@ CAPABILITIES = (
     "schemas",
     "subscription-filters",
     "snapshots-seek",
+    "resource-manager",
 )
 MAX_WORKERS = 64  # for unary calls
 MAX_STREAMS = 1000  # open StreamingPulls, each holding a worker of its own
@@ -88,6 +101,7 @@ def method_names() -> list[str]:
     """Every RPC method a local server answers, without opening any state (for
     checking `--fault` specs before the server starts)."""
     state = ServerState()
+    operations = Operations()
     return _method_names(
         PublisherService(state),
         SubscriberService(state),
@@ -97,6 +111,10 @@ def method_names() -> list[str]:
         OrgPolicyService(state),
         CustomConstraintService(state),
         MonitoringService(state, PublishOutcomes()),
+        ProjectsService(state, operations),
+        FoldersService(state, operations),
+        OrganizationsService(state),
+        operations,
     )
 
 
@@ -184,6 +202,10 @@ class LocalServer:
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
         self.monitoring = MonitoringService(self.state, self.outcomes)
+        self.operations = Operations()
+        self.projects = ProjectsService(self.state, self.operations)
+        self.folders = FoldersService(self.state, self.operations)
+        self.organizations = OrganizationsService(self.state)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
         self._server: grpc.Server | None = None
@@ -201,7 +223,8 @@ class LocalServer:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
             self.publisher, self.subscriber, self.schema_service, self.snapshots, self.iam,
-            self.orgpolicy, self.custom_constraints, self.monitoring,
+            self.orgpolicy, self.custom_constraints, self.monitoring, self.projects,
+            self.folders, self.organizations, self.operations,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -269,6 +292,10 @@ class LocalServer:
             IAM_SERVICE: self.iam.rpcs(),
             ORGPOLICY_SERVICE: self.orgpolicy.rpcs() + self.custom_constraints.rpcs(),
             MONITORING_SERVICE: self.monitoring.rpcs(),
+            PROJECTS_SERVICE: self.projects.rpcs(),
+            FOLDERS_SERVICE: self.folders.rpcs(),
+            ORGANIZATIONS_SERVICE: self.organizations.rpcs(),
+            OPERATIONS_SERVICE: self.operations.rpcs(),
         }
 
     def _rpcs_by_name(self) -> dict[str, Rpc]:
@@ -391,7 +418,9 @@ class LocalServer:
         return self.state.message_count(topic)
 
     def set_ancestry(self, child: str, parent: str | None) -> None:
-        """Place "projects/p" under "folders/f" or "organizations/o" (None detaches)."""
+        """Place "projects/p" under "folders/f" or "organizations/o" (None detaches),
+        without the API: the link Resource Manager's GetProject and GetFolder answer
+        with, and the org-policy evaluation walks."""
         self.state.set_ancestry(child, parent)
 
     def put_policy(self, policy: Policy) -> None:

@@ -15,6 +15,7 @@ takes: `name: organizations/ORG/customConstraints/custom.NAME`, `resourceTypes`,
     read_snapshot(path, diags, projects=()) -> PolicyStore   validate: diagnostics
     load_snapshot(path) -> PolicyStore       servers and backends: an InputError instead
     dump_snapshot(store, path, header="")    `policy pull`: written atomically
+    ancestry_line(path, child) -> int        the line of `child:` in its `ancestry:`
 """
 
 from __future__ import annotations
@@ -490,6 +491,23 @@ def load_snapshot(path: Path) -> PolicyStore:
             hint="fix the org-policy snapshot, or write a new one with `reconcile policy pull`",
         )
     return store
+
+
+def ancestry_line(path: Path, child: str) -> int:
+    """The line of `child:` in the snapshot's `ancestry:` (a plan that finds the live
+    hierarchy elsewhere points there); 0 when the file no longer has it."""
+    try:
+        documents = load_documents(path, read_text(path), display=str(path))
+    except YamlProblem:
+        return 0
+    for doc in documents:
+        items = doc.data if isinstance(doc.data, list) else [doc.data]
+        for i, item in enumerate(items):
+            base: PathKey = (i,) if isinstance(doc.data, list) else ()
+            found = item.get("ancestry") if isinstance(item, dict) else None
+            if isinstance(found, dict) and child in found:
+                return doc.key_mark((*base, "ancestry", child)).line
+    return 0
 
 
 def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:

@@ -42,7 +42,7 @@ from reconciler.plan.customcheck import judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.origin import made_at
-from reconciler.plan.staleness import stale_warning
+from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import OrgProblem, promote_inferred
 
@@ -132,8 +132,12 @@ def make_plan(
         diagnostics.append(emulator_inherit_warning(left_alone))
     for project, found in sorted(observation.stale.items()):
         diagnostics.append(stale_warning(observation.snapshot_file, project, found))
+    for project, (line, text) in sorted(observation.stale_ancestry.items()):
+        diagnostics.append(
+            stale_ancestry_warning(observation.snapshot_file, line, project, text)
+        )
     org_prints = {
-        p: org_fingerprint(inputs, observation.custom.get(p, ()))
+        p: org_fingerprint(inputs, observation.custom.get(p, ()), observation.hierarchy.get(p))
         for p, inputs in sorted(observation.org.items())
     }
     if options.strict_groups:

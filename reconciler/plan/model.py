@@ -392,15 +392,18 @@ class Drift(Record, frozen=True):
 class Fingerprints(Record, frozen=True):
     """What the plan was made against: sha256 of every observed topic (or "absent") and
     of each project's effective org policy inputs (its custom constraints on topics
-    included); apply PLANFILE re-reads and compares them."""
+    and its place in the resource hierarchy included); apply PLANFILE re-reads and
+    compares them."""
 
     topics: Mapping[str, str] = always(FrozenDict())
     org_policy: Mapping[str, str] = always(FrozenDict())
     organizations: Annotated[
         Mapping[str, str] | None,
-        doc("Each project's organization (organizations/ORG, from the spec tree's "
-            "snapshot) whose custom constraints the plan read: apply PLANFILE reads them "
-            "again from there. Absent when no project's organization was known."),
+        doc("Each project's organization (organizations/ORG: the top of its ancestry as "
+            "Resource Manager, or an --org-policy snapshot, states it) whose custom "
+            "constraints the plan read. A record: apply PLANFILE reads the ancestry "
+            "again, and the project's org_policy fingerprint covers it. Absent when no "
+            "project's organization was known."),
     ] = None
 
 

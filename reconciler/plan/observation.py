@@ -4,20 +4,23 @@ compares with the live state again). Plain values and pure functions: make_plan 
 everything it calls read only this.
 
     Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
-                gauges, custom, organizations, ancestry, stale, snapshot_file)
+                gauges, custom, organizations, hierarchy, hierarchy_unavailable,
+                ancestry, stale, stale_ancestry, snapshot_file)
     topic_fingerprint(ObservedTopic | None) -> str
-    org_fingerprint(OrgInputs, custom) -> str
+    org_fingerprint(OrgInputs, custom, parents=None) -> str
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from reconciler.backends.base import (
+    Ancestry,
     BackendInfo,
     CustomConstraints,
     GaugeQuery,
@@ -46,7 +49,20 @@ class Observation:
     (`service`), live topics by name (every topic of every named project), each
     project's org inputs and subscriptions (or why they are unknown), and what the
     by-region gauges said (`gauges`, one answer per query). Plain values: a test
-    builds one without any service."""
+    builds one without any service.
+
+    Where each project sits (`Reads.ancestry`: Cloud Resource Manager, or the
+    --org-policy snapshot the target was opened with), exactly one of:
+    - `hierarchy[project]`: its parents, nearest first: its folders ("folders/F"),
+      then "organizations/O" when it is in an organization; () = no parent.
+    - `hierarchy_unavailable[project]`: why its ancestry is unknown (a sentence
+      naming the resource and the permission and role it needs, or the service's
+      failure, or that the target serves no Resource Manager API). Its organization
+      is then unknown, so no custom constraint was read for it.
+    `organizations[project]`: "organizations/O", the top of a known hierarchy (the
+    organization whose custom constraints were read). `stale_ancestry[project]`:
+    (line, sentence) where the spec tree's snapshot (`snapshot_file`) places the
+    project elsewhere than the live hierarchy does."""
 
     service: BackendInfo = field(default_factory=BackendInfo)
     topics: dict[str, ObservedTopic] = field(default_factory=dict)
@@ -60,15 +76,30 @@ class Observation:
     # organization they were read for (the spec tree's snapshot names it)
     custom: dict[str, CustomConstraints] = field(default_factory=dict)
     organizations: dict[str, str] = field(default_factory=dict)
-    # child -> parent, as the spec tree's snapshot records the hierarchy: where a
-    # key's project sits, for gcp.restrictCmekCryptoKeyProjects
+    hierarchy: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    hierarchy_unavailable: dict[str, str] = field(default_factory=dict)
+    # child -> parent: the spec tree's snapshot's links, and the live ones of the
+    # projects read: where a key's project sits, for gcp.restrictCmekCryptoKeyProjects
     ancestry: Mapping[str, str] = field(default_factory=dict)
     # project -> how the spec tree's snapshot (`snapshot_file`) differs from the live
     # org policy, when the plan reads the live one
     stale: dict[str, list[str]] = field(default_factory=dict)
+    stale_ancestry: dict[str, tuple[int, str]] = field(default_factory=dict)
     snapshot_file: str = ""
 
     _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
+
+    def place(self, project: str, ancestry: Ancestry) -> None:
+        """Record where `project` sits (or why that is unknown), its organization, and
+        its links for the CMEK constraints' key projects."""
+        if not ancestry.known:
+            self.hierarchy_unavailable[project] = ancestry.unavailable or "unknown"
+            return
+        self.hierarchy[project] = ancestry.parents
+        if ancestry.organization is not None:
+            self.organizations[project] = ancestry.organization
+        nodes = (f"projects/{project}", *ancestry.parents)
+        self.ancestry = {**self.ancestry, **dict(itertools.pairwise(nodes))}
 
     def facts(self, project: str) -> OrgFacts:
         """What the org policy allows in `project`, worked out once per project (a plan
@@ -137,12 +168,16 @@ def topic_fingerprint(topic: ObservedTopic | None) -> str:
     return topic.digest or _sha(topic.raw or topic.body)
 
 
-def org_fingerprint(inputs: OrgInputs, custom: CustomConstraints = ()) -> str:
+def org_fingerprint(
+    inputs: OrgInputs, custom: CustomConstraints = (), parents: tuple[str, ...] | None = None
+) -> str:
     """sha256 of what the project's effective org policy means for its topics (not of
     where it came from): the specs of the location and in-transit constraints, what
-    the CMEK constraints ask of a new topic, and the custom constraints on topics with
-    their enforcement. A CMEK constraint that asks nothing, and an empty list of
-    custom constraints, add nothing to the hash."""
+    the CMEK constraints ask of a new topic, the custom constraints on topics with
+    their enforcement, and where the project sits (`parents`, `Observation.hierarchy`:
+    a project moved to another folder is another org policy's). A CMEK constraint
+    that asks nothing, an empty list of custom constraints, and a project with no
+    parent or an unknown one (None), add nothing to the hash."""
 
     def spec(constraint: str, value: Any) -> Any:
         if value is None:
@@ -162,4 +197,6 @@ def org_fingerprint(inputs: OrgInputs, custom: CustomConstraints = ()) -> str:
         data["custom"] = [[c.to_dict(), mode] for c, mode in sorted(
             custom, key=lambda pair: pair[0].name
         )]
+    if parents:
+        data["parents"] = list(parents)
     return _sha(data)

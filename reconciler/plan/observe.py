@@ -2,9 +2,11 @@
 and the fingerprints of what was read.
 
 Per project: one ListTopics pager, one ListSubscriptions pager, the effective org
-policy (the location, in-transit and CMEK constraints) and the custom constraints on
-topics it enforces or dry-runs (for the organization the spec tree's snapshot names),
-projects in parallel (never one GetTopic per topic); then the by-region gauges
+policy (the location, in-transit and CMEK constraints), where the project sits
+(`Reads.ancestry`: Resource Manager, or the --org-policy snapshot) and then the custom
+constraints on topics it enforces or dry-runs (those of the organization its
+ancestry ends at), projects in parallel (never one GetTopic per topic); then the
+by-region gauges
 the plan will show (`plan/consumers.py: gauge_queries`): those of the topics whose
 regions the specs remove, known from the specs and the live topics before any diff, and
 read while the subscriptions still are; and, with prune, the backlogs of the undeclared
@@ -15,28 +17,27 @@ policy makes of a topic is plan/policy.py's; how topics compare is reconciler/to
 
 Stable entry points:
     observe(reads, desired, prune=False) -> Observation     what make_plan is given
-    read_topics(reads, projects, orgs) -> Observation    topics, org policy and custom
-                                                     constraints only (apply's
+    read_topics(reads, projects) -> Observation          topics, org policy, ancestry and
+                                                     custom constraints only (apply's
                                                      freshness check)
-    organizations(snapshot, projects) -> {project: org}   each project's organization,
-                                                     whose custom constraints are read
 The observation itself, and its fingerprints, are plan/observation.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeVar
 
-from reconciler.backends.base import CustomConstraints, ObservedTopic, OrgInputs, Reads
+from reconciler.backends.base import Ancestry, CustomConstraints, ObservedTopic, OrgInputs, Reads
 from reconciler.background import Background
 from reconciler.errors import BackendError
+from reconciler.orgpolicy.snapshot import ancestry_line
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.plan.consumers import backlog_queries, gauge_queries, prune_gauge_queries
 from reconciler.plan.observation import Observation, attach_subscriptions
-from reconciler.plan.staleness import differences
+from reconciler.plan.staleness import ancestry_difference, differences
 from reconciler.spec.desired import DesiredState
 
 MAX_WORKERS = 8
@@ -49,17 +50,17 @@ def observe(
     """Everything a plan of `desired` reads (`prune`: its deletes too), projects in
     parallel; every failure to read topics or org policy is reported together.
     `snapshot`: the spec tree's org-policy snapshot, which validate used: its ancestry
-    names each project's organization (whose custom constraints are read), and,
-    against the live org policy, how it differs from it is noted."""
+    places the projects the plan does not read (a key's project, for the CMEK
+    constraints), and, against the live org policy and ancestry, how it differs from
+    them is noted."""
     out = Observation(reads.info)
     names = sorted(set(desired.projects))
     if not names:
         return out
     background = Background(workers, "observe")
-    out.organizations = organizations(snapshot, names)
     if snapshot is not None:  # where a key's project sits, for the CMEK constraints
         out.ancestry = dict(snapshot[1].ancestry)
-    started = _start_topics(reads, names, out.organizations, background)
+    started = _start_topics(reads, names, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
     _collect_topics(out, *started)
     _compare_snapshot(out, snapshot)
@@ -81,29 +82,10 @@ def observe(
     return out
 
 
-def organizations(
-    snapshot: tuple[Path, PolicyStore] | None, projects: Iterable[str]
-) -> dict[str, str]:
-    """Each project's organization, as the spec tree's snapshot records it in its
-    ancestry (the Org Policy API cannot tell it): whose custom constraints a plan
-    reads. Projects it does not place are left out."""
-    if snapshot is None:
-        return {}
-    store = snapshot[1]
-    found = {p: store.organization(f"projects/{p}") for p in projects}
-    return {p: org for p, org in found.items() if org is not None}
-
-
-def _start_custom(
-    reads: Reads, orgs: Mapping[str, str], names: Sequence[str], background: Background,
-) -> dict[str, Future[CustomConstraints]]:
-    """Each project's custom constraints on topics, asked for now, from the target
-    (its snapshot, or the Org Policy API for the project's organization)."""
-    return {p: background.submit(reads.custom_constraints, p, orgs.get(p)) for p in names}
-
-
 def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | None) -> None:
-    """How the spec tree's snapshot differs from the live org policy, per project."""
+    """How the spec tree's snapshot differs from the live org policy and ancestry, per
+    project (a project the snapshot does not place, or whose live ancestry is
+    unknown, has no ancestry to compare)."""
     if snapshot is None or out.service.org_policy != "api":
         return
     path, store = snapshot
@@ -112,46 +94,60 @@ def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | Non
         found = differences(store, p, inputs, out.custom.get(p, ()))
         if found:
             out.stale[p] = found
+    for p, live in out.hierarchy.items():
+        recorded = tuple(store.chain(f"projects/{p}")[1:])
+        if recorded and recorded != live:
+            line = ancestry_line(path, f"projects/{p}")
+            out.stale_ancestry[p] = (line, ancestry_difference(p, recorded, live))
 
 
 def read_topics(
-    reads: Reads, projects: Iterable[str], orgs: Mapping[str, str] | None = None,
-    workers: int = MAX_WORKERS,
+    reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS
 ) -> Observation:
-    """The live topics, org inputs and custom constraints of `projects` only (no
-    subscription, no gauge; `orgs`: each project's organization, as the plan
-    recorded it): what a saved plan's fingerprints are checked against."""
+    """The live topics, org inputs, ancestry and custom constraints of `projects` only
+    (no subscription, no gauge): what a saved plan's fingerprints are checked
+    against."""
     out = Observation(reads.info)
     names = sorted(set(projects))
     if names:
-        out.organizations = dict(orgs or {})
         background = Background(workers, "observe")
-        _collect_topics(out, *_start_topics(reads, names, out.organizations, background))
+        _collect_topics(out, *_start_topics(reads, names, background))
     return out
 
 
+Placed = tuple[Ancestry, "CustomConstraints | BackendError"]
 Started = tuple[
     dict[str, Future[list[ObservedTopic]]], dict[str, Future[OrgInputs]],
-    dict[str, Future[CustomConstraints]],
+    dict[str, Future[Placed]],
 ]
 
 
-def _start_topics(
-    reads: Reads, names: Sequence[str], orgs: Mapping[str, str], background: Background
-) -> Started:
-    """Each project's topics, org inputs and custom constraints, asked for now, in
-    parallel."""
+def _start_topics(reads: Reads, names: Sequence[str], background: Background) -> Started:
+    """Each project's topics, org inputs, and ancestry then custom constraints, asked
+    for now, in parallel."""
     listing = {p: background.submit(reads.list_topics, p) for p in names}
     inputs = {p: background.submit(reads.effective_policy, p) for p in names}
-    return listing, inputs, _start_custom(reads, orgs, names, background)
+    placed = {p: background.submit(_placed, reads, p) for p in names}
+    return listing, inputs, placed
+
+
+def _placed(reads: Reads, project: str) -> Placed:
+    """Where the project sits, then the custom constraints of its organization (one
+    call after the other, so that no read waits on another for a slot)."""
+    ancestry = reads.ancestry(project)
+    try:
+        return ancestry, reads.custom_constraints(project, ancestry.organization)
+    except BackendError as exc:
+        return ancestry, exc
 
 
 def _collect_topics(
     out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
-    inputs: dict[str, Future[OrgInputs]], custom: dict[str, Future[CustomConstraints]],
+    inputs: dict[str, Future[OrgInputs]], placed: dict[str, Future[Placed]],
 ) -> None:
-    """The topics, org inputs and custom constraints into `out`; every failure raised
-    together, once all are in."""
+    """The topics, org inputs, ancestry and custom constraints into `out`; every
+    failure raised together, once all are in (an ancestry that cannot be read is
+    recorded as such, never raised)."""
     errors: list[str] = []
     for p, fut in listing.items():
         try:
@@ -162,7 +158,13 @@ def _collect_topics(
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
     errors += _gather(inputs, out.org)
-    errors += _gather(custom, out.custom)
+    for p, placing in placed.items():
+        ancestry, custom = placing.result()
+        out.place(p, ancestry)
+        if isinstance(custom, BackendError):
+            errors.append(str(custom))
+        else:
+            out.custom[p] = custom
     _raise_all(errors)
 
 

@@ -42,12 +42,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import reconciler
 from reconciler.backends.base import (
+    Ancestry,
     BackendInfo,
     CustomConstraints,
     GaugeQuery,
@@ -61,6 +62,7 @@ from reconciler.backends.base import (
 from reconciler.errors import BackendError, UsageError
 from reconciler.plan.readahead_wire import (
     FRAME_HEADER,
+    ancestry_of,
     custom_of,
     error_of,
     org_of,
@@ -148,21 +150,15 @@ class ReadAhead:
         if self.proc is None and not self.broken and self.documents >= self.start_at:
             self._start()
 
-    def served(
-        self, projects: Sequence[str], organizations: Mapping[str, str] | None = None
-    ) -> ReadAheadReads | None:
-        """What the child read for exactly `projects`, or None when it did not run or
+    def served(self, projects: Sequence[str]) -> ReadAheadReads | None:
+        """What the child read for exactly `projects` (a plan's ancestry and custom
+        constraints too; `residency` reads neither), or None when it did not run or
         failed (the caller then opens the target itself; `note` says why it failed).
-        `organizations`: a plan's, each project's organization as the spec tree's
-        snapshot names it, whose custom constraints the child then reads (None: none
-        are read, as for `residency`). Raises the error opening the target raised."""
+        Raises the error opening the target raised."""
         proc = self.proc
         if proc is None:
             return None
-        final: dict[str, Any] = {"projects": list(projects)}
-        if organizations is not None:
-            final["organizations"] = dict(organizations)
-        self._send(final)
+        self._send({"projects": list(projects)})
         answer = self._answer()
         if isinstance(answer, str):
             self.close()
@@ -174,7 +170,7 @@ class ReadAhead:
         if "open_error" in answer:
             self.close()
             raise error_of(answer["open_error"])
-        return ReadAheadReads(answer, self.target, self, organizations)
+        return ReadAheadReads(answer, self.target, self)
 
     def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages] | None:
         """By-region gauges read by the child, which stays after its first answer for
@@ -276,10 +272,9 @@ class ReadAheadReads(Reads):
 
     def __init__(
         self, answer: dict[str, Any], target: TargetOptions | None = None,
-        child: ReadAhead | None = None, organizations: Mapping[str, str] | None = None,
+        child: ReadAhead | None = None,
     ) -> None:
         self.info = BackendInfo(**answer["info"])
-        self._organizations = dict(organizations or {})
         self._projects: dict[str, dict[str, Any]] = answer["projects"]
         # The gauges the child read with its answer (residency's).
         self._read: dict[GaugeQuery, StoredMessages] = {
@@ -308,14 +303,20 @@ class ReadAheadReads(Reads):
             raise error_of(entry["org_error"])
         return org_of(entry["org"])
 
+    def ancestry(self, project: str) -> Ancestry:
+        row = self._entry(project).get("ancestry")
+        if row is None:  # residency's read-ahead reads none
+            return Ancestry(unavailable=f"the ancestry of projects/{project} was not read ahead")
+        return ancestry_of(row)
+
     def custom_constraints(self, project: str, organization: str | None) -> CustomConstraints:
-        """Those the child read with the organization the final list named (the same
-        spec tree's snapshot names it to observe)."""
+        """Those the child read for the organization its ancestry ends at (observe
+        asks for that one, from the same ancestry)."""
         entry = self._entry(project)
         if "custom_error" in entry:
             raise error_of(entry["custom_error"])
-        if "custom" not in entry or self._organizations.get(project) != organization:
-            # a bug: the final list named every project and organization plan reads
+        if "custom" not in entry or self.ancestry(project).organization != organization:
+            # a bug: observe asks for the organization the ancestry named
             raise BackendError(
                 f"the custom constraints of projects/{project} were not read ahead "
                 f"for {organization or 'no organization'}"

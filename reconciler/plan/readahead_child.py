@@ -1,9 +1,9 @@
 """The read-ahead's second process (plan/readahead.py): opens the target as `plan`
 would, makes each project's reads through the same `Reads` calls observe makes
-(topics, org inputs and subscriptions; for `residency` also the by-region gauges it
-shows) as soon as the parent names the project, for a plan each project's custom
-constraints once the final list names its organization, answers once the parent has
-sent the final list, then answers the parent's requests of by-region gauges, in the order asked
+(topics, org inputs and subscriptions; for a plan its ancestry and then the custom
+constraints of its organization; for `residency` the by-region gauges it shows) as
+soon as the parent names the project, answers once the parent has sent the final
+list, then answers the parent's requests of by-region gauges, in the order asked
 and reading later ones meanwhile, until the pipe closes (plan/readahead_wire.py).
 
     python -P -m reconciler.plan.readahead_child [--emulator HOST:PORT]
@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import IO, Any, BinaryIO
 
 from reconciler.backends.base import (
+    Ancestry,
     CustomConstraints,
     GaugeQuery,
     OrgInputs,
@@ -49,6 +50,7 @@ from reconciler.backends.topicproto import topic_row
 from reconciler.errors import ReconcileError
 from reconciler.plan.observe import MAX_WORKERS
 from reconciler.plan.readahead_wire import (
+    ancestry_row,
     custom_row,
     error_row,
     org_row,
@@ -69,9 +71,10 @@ Reads = dict[
         "Future[list[Any] | None] | None",
     ],
 ]
-# A plan's custom constraints on topics, per project: asked for with the final list,
-# which names each project's organization.
-CustomReads = dict[str, "Future[CustomConstraints]"]
+# A plan's ancestry and custom constraints on topics, per project (the constraints of
+# the organization the ancestry ends at, read right after it; or the error raised).
+Placed = tuple[Ancestry, "CustomConstraints | ReconcileError"]
+CustomReads = dict[str, "Future[Placed]"]
 READS = ("plan", "residency")
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h
@@ -186,9 +189,10 @@ Final = tuple[list[str], Reads, CustomReads]
 def _read_as_named(
     backend: ClientBackend, pool: ThreadPoolExecutor, requests: IO[str], residency: bool
 ) -> Final | None:
-    """Start each project's reads the moment the parent names it; the final list, and
-    with it (a plan's) the reads of each project's custom constraints."""
+    """Start each project's reads the moment the parent names it (a plan's ancestry
+    and custom constraints too); the final list."""
     reads: Reads = {}
+    custom: CustomReads = {}
 
     def start(project: str) -> None:
         if project not in reads:
@@ -198,6 +202,8 @@ def _read_as_named(
             stored = None
             if residency:  # after the two it depends on (submitted first: no deadlock)
                 stored = pool.submit(_residency_stored, backend, project, topics, subscriptions)
+            else:  # a plan's
+                custom[project] = pool.submit(_placed, backend, project)
             reads[project] = (topics, org, subscriptions, stored)
 
     for line in requests:
@@ -206,15 +212,19 @@ def _read_as_named(
             final = [str(p) for p in message["projects"]]
             for project in final:
                 start(project)
-            custom: CustomReads = {}
-            organizations = message.get("organizations")
-            if organizations is not None:  # a plan's (residency reads none)
-                for project in final:
-                    org = organizations.get(project)
-                    custom[project] = pool.submit(backend.custom_constraints, project, org)
             return final, reads, custom
         start(str(message["project"]))
     return None
+
+
+def _placed(backend: ClientBackend, project: str) -> Placed:
+    """The project's ancestry, then its organization's custom constraints (as
+    plan/observe.py reads them)."""
+    ancestry = backend.ancestry(project)
+    try:
+        return ancestry, backend.custom_constraints(project, ancestry.organization)
+    except ReconcileError as exc:
+        return ancestry, exc
 
 
 def _topic_rows(backend: ClientBackend, project: str) -> list[Any]:
@@ -254,10 +264,12 @@ def _collect(backend: ClientBackend, final: Final) -> dict[str, Any]:
         except ReconcileError as exc:
             entry["org_error"] = error_row(exc)
         if project in custom:
-            try:
-                entry["custom"] = custom_row(custom[project].result())
-            except ReconcileError as exc:
-                entry["custom_error"] = error_row(exc)
+            ancestry, found = custom[project].result()
+            entry["ancestry"] = ancestry_row(ancestry)
+            if isinstance(found, ReconcileError):
+                entry["custom_error"] = error_row(found)
+            else:
+                entry["custom"] = custom_row(found)
         entry["subscriptions"] = subscriptions_row(subscriptions.result())
         if stored is not None:
             entry["stored"] = stored.result()

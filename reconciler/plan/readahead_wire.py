@@ -1,12 +1,12 @@
 """What the read-ahead's two processes say to each other (plan/readahead.py).
 
 The parent sends `{"project": P}` for each project as validation comes across it, then
-`{"projects": [...], "organizations": {P: ORG}}`, the final list (`organizations`
-only for a plan: each project's organization as the spec tree's snapshot names it).
-The child answers: what the backend states it is (`BackendInfo`, as a dict), and for
-each project of the final list its topics (backends/topicproto.py: `topic_row`),
-effective org inputs, custom constraints on topics (a plan's, read once the final
-list names the organizations) and subscriptions, or the error reading them raised
+`{"projects": [...]}`, the final list. The child answers: what the backend states it
+is (`BackendInfo`, as a dict), and for each project of the final list its topics
+(backends/topicproto.py: `topic_row`), effective org inputs, a plan's ancestry
+(`[parents, unavailable]`) and custom constraints on topics (those of the
+organization the ancestry ends at, read right after it) and subscriptions, or the
+error reading them raised
 (re-raised in the parent as the same class, message and hint: the user sees what
 reading in one process would have shown); for `residency` also the by-region gauges
 it will ask for (`[query, stored]`). It then stays, for the parent's requests of
@@ -27,6 +27,7 @@ from typing import Any
 
 from reconciler import errors
 from reconciler.backends.base import (
+    Ancestry,
     CustomConstraints,
     GaugeQuery,
     ObservedSubscription,
@@ -84,6 +85,14 @@ def custom_row(constraints: CustomConstraints) -> list[Any]:
 
 def custom_of(row: list[Any]) -> CustomConstraints:
     return tuple((CustomConstraint.from_dict(data), mode) for data, mode in row)
+
+
+def ancestry_row(ancestry: Ancestry) -> list[Any]:
+    return [list(ancestry.parents), ancestry.unavailable]
+
+
+def ancestry_of(row: list[Any]) -> Ancestry:
+    return Ancestry(tuple(row[0]), row[1])
 
 
 def error_row(exc: errors.ReconcileError) -> dict[str, Any]:

@@ -4,8 +4,11 @@ that a tree that validated against a stale snapshot is not a surprise at plan ti
 
     differences(snapshot, project, live) -> [str]      one sentence per difference
     stale_warning(path, project, found) -> Diagnostic  pointing at `reconcile policy pull`
+    ancestry_difference(project, recorded, live) -> str
+    stale_ancestry_warning(path, line, project, text) -> Diagnostic   at the snapshot's line
 
-Compared: what each constraint means for topics (the regions the location policy
+Compared: where the project sits (the snapshot's `ancestry:` and Resource Manager's),
+what each constraint means for topics (the regions the location policy
 allows, in-transit enforcement, whether new topics need a customer-managed key and
 whose keys may protect them), not how the policies are written (a snapshot may name
 a value group where the live effective policy lists its regions), and the custom
@@ -16,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from reconciler.backends.base import OrgInputs
+from reconciler.backends.base import OrgInputs, placed
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.orgpolicy.cmek import (
     PUBSUB_SERVICE,
@@ -135,4 +138,23 @@ def stale_warning(snapshot: str, project: str, found: Sequence[str]) -> Diagnost
         "the plan against the live policy",
         f"refresh the snapshot: `reconcile policy pull --project {project} ... --out "
         f"{snapshot}` (with --organization ORG for custom constraints)",
+    )
+
+
+def ancestry_difference(project: str, recorded: Sequence[str], live: Sequence[str]) -> str:
+    """How the snapshot's ancestry of `project` differs from Resource Manager's."""
+    return (
+        f"the org-policy snapshot places projects/{project} {placed(recorded)}; Resource "
+        f"Manager places it {placed(live)}"
+    )
+
+
+def stale_ancestry_warning(snapshot: str, line: int, project: str, text: str) -> Diagnostic:
+    """One warning per project the snapshot places elsewhere than Resource Manager."""
+    return Diagnostic(
+        snapshot, line, 1 if line else 0, Severity.WARNING, STALE,
+        f"{text}: validate judged the specs by the snapshot's organization and folders, "
+        "the plan by Resource Manager's",
+        f"refresh the snapshot: `reconcile policy pull --project {project} ... --out "
+        f"{snapshot}` (it writes the ancestry Resource Manager states)",
     )

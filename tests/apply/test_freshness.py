@@ -89,8 +89,9 @@ def test_an_org_policy_change_is_named(
     assert reasons == [
         f"projects/{PROJECT}: effective org policy changed since the plan "
         "(constraints/gcp.resourceLocations, in-transit enforcement, "
-        "constraints/gcp.restrictNonCmekServices, constraints/gcp.restrictCmekCryptoKeyProjects "
-        "or the custom constraints on topics and their enforcement)"
+        "constraints/gcp.restrictNonCmekServices, constraints/gcp.restrictCmekCryptoKeyProjects, "
+        "the custom constraints on topics and their enforcement, or the project's folders "
+        "and organization)"
     ]
 
 

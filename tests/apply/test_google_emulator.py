@@ -100,8 +100,8 @@ def test_without_org_policy_the_spec_trees_snapshot_answers_and_it_says_so(
     emu_tree.write({"orders": {"messageStoragePolicy": US}})
     plan = reconcile("plan", "specs", "--emulator", google_emulator, "--out", "plan.json")
     assert plan.exit_code == 0, plan.output
-    assert f"Org policy: the spec tree's snapshot {snapshot}" in plan.stderr
-    assert "serves no Org Policy API" in plan.stderr
+    assert f"Org policy and ancestry: the spec tree's snapshot {snapshot}" in plan.stderr
+    assert "serves neither the Org Policy nor the Resource Manager API" in plan.stderr
     assert "--org-policy" not in plan.stderr.replace("--org-policy FILE names another", "")
     recorded = json.loads((emu_tree.root / "plan.json").read_text())["target"]
     assert (recorded["org_policy"], recorded["snapshot"]) == ("snapshot", str(snapshot))

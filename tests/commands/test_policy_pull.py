@@ -80,12 +80,17 @@ def test_pulled_snapshot_loads_and_drives_validate(
         f"projects/{p}/policies/{c}" for p in (PROJECT, OTHER) for c in READ_CONSTRAINTS
     }
     assert not store.custom_constraints
-    assert "note: Custom constraints not pulled: pass --organization ORG" in result.stderr
+    # Resource Manager places PROJECT under its folder, in no organization; OTHER nowhere.
+    assert (
+        f"note: projects/{PROJECT} is in no organization (Resource Manager places it under "
+        "folders/42): no custom constraint applies to it"
+    ) in result.stderr
+    assert f"note: projects/{OTHER} is in no organization" in result.stderr
     # The folder's restriction was pulled as the project's effective policy.
     allowed = store.policies[f"projects/{PROJECT}/policies/{RESOURCE_LOCATIONS}"]
     assert allowed.spec is not None
     assert "us-east1" in allowed.spec.rules[0].allowed_values
-    assert not store.ancestry
+    assert store.ancestry == {f"projects/{PROJECT}": "folders/42"}
 
     ok = run_cli("validate", str(spec_tree(tmp_path, "us-east1")), "--org-policy", str(snapshot))
     assert ok.exit_code == 0, ok.stdout + ok.stderr
@@ -241,7 +246,10 @@ def test_custom_constraints_are_pulled_written_and_reread(
     assert (eu.condition, eu.action_type, eu.method_types) == (
         EU_ONLY, "ALLOW", ("CREATE", "UPDATE")
     )
-    assert store.ancestry == {f"projects/{PROJECT}": ORG, f"projects/{OTHER}": ORG}
+    # The ancestry as Resource Manager states it: PROJECT's folder, then the org.
+    assert store.ancestry == {
+        f"projects/{PROJECT}": "folders/42", "folders/42": ORG, f"projects/{OTHER}": ORG,
+    }
 
     def modes(project: str) -> dict[str, str]:
         return {

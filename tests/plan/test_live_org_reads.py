@@ -113,13 +113,15 @@ def test_the_read_ahead_serves_what_the_backend_reads(
                {"rules": [{"values": {"allowed_values": ["projects/keys-ok"]}}]})
     read_ahead = ReadAhead(TargetOptions(emulator=local_server.address), start_at=0)
     read_ahead.document(PROJECT)
-    backend = read_ahead.served([PROJECT, "proj-b"], {PROJECT: ORG})
+    backend = read_ahead.served([PROJECT, "proj-b"])
     assert isinstance(backend, ReadAheadReads)
     direct = open_backend(TargetOptions(emulator=local_server.address))
     try:
         [(constraint, mode)] = backend.custom_constraints(PROJECT, ORG)
         assert (constraint.constraint_id, mode) == ("custom.euOnly", "enforced")
         for project, org in ((PROJECT, ORG), ("proj-b", None)):
+            assert backend.ancestry(project) == direct.ancestry(project)
+            assert backend.ancestry(project).organization == org
             assert backend.custom_constraints(project, org) == direct.custom_constraints(
                 project, org
             )
@@ -230,7 +232,9 @@ def test_the_snapshots_ancestry_places_a_key_project_under_an_allowed_folder(
 def test_a_snapshot_that_matches_the_live_cmek_policy_is_not_stale(
     run_cli: Any, local_server: Any, orgpolicy_client: Any, tree: Any,
 ) -> None:
-    """Written differently (`is:` and the values' order) but meaning the same."""
+    """Written differently (`is:` and the values' order) but meaning the same, the
+    project where the snapshot places it."""
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
     put_policy(orgpolicy_client, "gcp.restrictCmekCryptoKeyProjects", {"rules": [
         {"values": {"allowed_values": ["projects/keys-b", "projects/keys-a"]}},
     ]})

@@ -11,6 +11,7 @@ from typing import Any
 
 from google.cloud.orgpolicy_v2.types import orgpolicy as _op
 from google.iam.v1 import iam_policy_pb2, policy_pb2
+from google.longrunning import operations_pb2
 from google.protobuf import (
     descriptor_pb2,
     descriptor_pool,
@@ -163,3 +164,35 @@ class LazyMessage:
 _MONITORING = "google.cloud.monitoring_v3.types.metric_service"
 ListTimeSeriesRequest = LazyMessage(_MONITORING, "ListTimeSeriesRequest")
 ListTimeSeriesResponse = LazyMessage(_MONITORING, "ListTimeSeriesResponse")
+
+# Resource Manager v3: loaded when a hierarchy call arrives or a stored project or
+# folder is read back (the client library's import costs every server start otherwise).
+_PROJECTS = "google.cloud.resourcemanager_v3.types.projects"
+_FOLDERS = "google.cloud.resourcemanager_v3.types.folders"
+_ORGANIZATIONS = "google.cloud.resourcemanager_v3.types.organizations"
+Project = LazyMessage(_PROJECTS, "Project")
+GetProjectRequest = LazyMessage(_PROJECTS, "GetProjectRequest")
+ListProjectsRequest = LazyMessage(_PROJECTS, "ListProjectsRequest")
+ListProjectsResponse = LazyMessage(_PROJECTS, "ListProjectsResponse")
+SearchProjectsRequest = LazyMessage(_PROJECTS, "SearchProjectsRequest")
+SearchProjectsResponse = LazyMessage(_PROJECTS, "SearchProjectsResponse")
+CreateProjectRequest = LazyMessage(_PROJECTS, "CreateProjectRequest")
+CreateProjectMetadata = LazyMessage(_PROJECTS, "CreateProjectMetadata")
+MoveProjectRequest = LazyMessage(_PROJECTS, "MoveProjectRequest")
+MoveProjectMetadata = LazyMessage(_PROJECTS, "MoveProjectMetadata")
+Folder = LazyMessage(_FOLDERS, "Folder")
+GetFolderRequest = LazyMessage(_FOLDERS, "GetFolderRequest")
+ListFoldersRequest = LazyMessage(_FOLDERS, "ListFoldersRequest")
+ListFoldersResponse = LazyMessage(_FOLDERS, "ListFoldersResponse")
+SearchFoldersRequest = LazyMessage(_FOLDERS, "SearchFoldersRequest")
+SearchFoldersResponse = LazyMessage(_FOLDERS, "SearchFoldersResponse")
+CreateFolderRequest = LazyMessage(_FOLDERS, "CreateFolderRequest")
+CreateFolderMetadata = LazyMessage(_FOLDERS, "CreateFolderMetadata")
+Organization = LazyMessage(_ORGANIZATIONS, "Organization")
+GetOrganizationRequest = LazyMessage(_ORGANIZATIONS, "GetOrganizationRequest")
+SearchOrganizationsRequest = LazyMessage(_ORGANIZATIONS, "SearchOrganizationsRequest")
+SearchOrganizationsResponse = LazyMessage(_ORGANIZATIONS, "SearchOrganizationsResponse")
+
+# google.longrunning (CreateProject, CreateFolder and MoveProject answer Operations).
+Operation: Any = operations_pb2.Operation
+GetOperationRequest: Any = operations_pb2.GetOperationRequest

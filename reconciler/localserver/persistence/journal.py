@@ -62,7 +62,10 @@ PUT_IAM_POLICY = 20  # a resource's IAM policy (dropped with the resource, not j
 # Org Policy custom constraints (`pubsub.state` encodes their values: JSON).
 PUT_CUSTOM_CONSTRAINT = 21
 DELETE_CUSTOM_CONSTRAINT = 22
-KINDS = frozenset(range(1, 23))
+# Resource Manager: a project's or folder's own fields (the proto, its parent cleared:
+# where it sits is the SET_ANCESTRY record journaled with it).
+PUT_RESOURCE = 23
+KINDS = frozenset(range(1, 24))
 KIND_NAMES = {
     PUT_TOPIC: "topic",
     DELETE_TOPIC: "topic deletion",
@@ -86,6 +89,7 @@ KIND_NAMES = {
     PUT_IAM_POLICY: "IAM policy",
     PUT_CUSTOM_CONSTRAINT: "custom constraint",
     DELETE_CUSTOM_CONSTRAINT: "custom constraint deletion",
+    PUT_RESOURCE: "Resource Manager resource",
 }
 
 Record = f.Record

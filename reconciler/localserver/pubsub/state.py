@@ -1,5 +1,7 @@
-"""Server state: topics, org policies and custom constraints, the resource ancestry,
-(in `subscriptions`)
+"""Server state: topics, org policies and custom constraints, the resource hierarchy
+(`policy_store.ancestry`: child -> parent, the one record of where a project or a
+folder sits, which the org-policy evaluation walks; and the Resource Manager fields
+of the projects and folders created through its API), (in `subscriptions`)
 subscriptions with their messages, and (in `schemas.registry`) schemas with their
 revisions.
 
@@ -110,6 +112,9 @@ class ServerState:
         self.keep_messages = keep_messages
         self._policies: dict[str, Any] = {}
         self.policy_store = PolicyStore()
+        # "projects/ID" or "folders/F" -> the Resource Manager proto created through the
+        # API (its `parent` cleared: `policy_store.ancestry` holds where it sits).
+        self._resources: dict[str, Any] = {}
         # Custom constraint name -> when it was last written (ns), its update_time.
         self._constraint_updates: dict[str, int] = {}
         # IAM policies by resource name; a resource's goes when the resource does.
@@ -215,6 +220,8 @@ class ServerState:
             self._put_constraint(CustomConstraint.from_dict(data["constraint"]), data["updated"])
         elif kind == j.DELETE_CUSTOM_CONSTRAINT:
             self._drop_constraint(key)
+        elif kind == j.PUT_RESOURCE:
+            self._resources[key] = _resource_type(key).FromString(value)
         else:
             self.subs.apply(record)
 
@@ -279,6 +286,8 @@ class ServerState:
     def _all_records(self) -> Iterator[j.Record]:
         for child, parent in self.policy_store.ancestry.items():
             yield j.SET_ANCESTRY, child, parent.encode("utf-8")
+        for name, resource in self._resources.items():
+            yield j.PUT_RESOURCE, name, resource.SerializeToString()
         for name, policy in self._policies.items():
             yield j.PUT_POLICY, name, policy.SerializeToString()
         for name, constraint in self.policy_store.custom_constraints.items():
@@ -540,6 +549,42 @@ class ServerState:
                     self.policy_store.ancestry[child] = parent
             self.maybe_compact()
 
+    # ------------------------------------------------------------- Resource Manager
+
+    def resource(self, name: str) -> Any | None:
+        """The project ("projects/ID") or folder created through Resource Manager's API
+        (None: never created so; it may still sit in the ancestry)."""
+        with self.lock:
+            return self._resources.get(name)
+
+    def resources(self, collection: str) -> dict[str, Any]:
+        """Every created resource of `collection` ("projects", "folders") by name."""
+        prefix = collection + "/"
+        with self.lock:
+            return {n: r for n, r in self._resources.items() if n.startswith(prefix)}
+
+    def write_resource(self, name: str, resource: Any | None, parent: str | None) -> None:
+        """Store a project's or folder's own fields (`resource`; None: keep what is
+        stored) and where it sits (`parent`; None: nowhere), journaled in one write.
+        A caller that checks the hierarchy first holds `locked()` around both."""
+        records: list[j.Record] = []
+        if resource is not None:
+            records.append((j.PUT_RESOURCE, name, resource.SerializeToString()))
+        records.append(
+            (j.SET_ANCESTRY, name, parent.encode("utf-8")) if parent is not None
+            else (j.DELETE_ANCESTRY, name, b"")
+        )
+        with self.wlock:
+            self.commit(*records)
+            with self.lock:
+                if resource is not None:
+                    self._resources[name] = resource
+                if parent is None:
+                    self.policy_store.ancestry.pop(name, None)
+                else:
+                    self.policy_store.ancestry[name] = parent
+            self.maybe_compact()
+
     # ------------------------------------------------------------------ IAM policies
 
     def add_resource_kind(self, collection: str, exists: Callable[[str], bool]) -> None:
@@ -583,6 +628,11 @@ class ServerState:
         """The write lock, for evaluating the org policy consistently with a write."""
         return self.wlock
 
+
+
+def _resource_type(name: str) -> Any:
+    """The Resource Manager message a PUT_RESOURCE record of `name` holds."""
+    return protos.Project if name.startswith("projects/") else protos.Folder
 
 
 def _constraint_record(constraint: CustomConstraint, updated: int) -> bytes:

@@ -1,8 +1,9 @@
 """The REST face's routes: the `google.api.http` bindings of the methods behind it, as
 Google's own REST clients send them (google/pubsub/v1/pubsub.proto and schema.proto
 with the IAM mixin's bindings of pubsub_v1.yaml, google/cloud/orgpolicy/v2/
-orgpolicy.proto, google/monitoring/v3/metric_service.proto), and finding the route of
-a request.
+orgpolicy.proto, google/cloud/resourcemanager/v3/projects.proto, folders.proto and
+organizations.proto, google/monitoring/v3/metric_service.proto), and finding the
+route of a request.
 
 A route whose method the server does not serve answers as its gRPC twin does
 (UNIMPLEMENTED).
@@ -24,6 +25,10 @@ SCHEMAS = "google.pubsub.v1.SchemaService"
 IAM = "google.iam.v1.IAMPolicy"
 ORGPOLICY = "google.cloud.orgpolicy.v2.OrgPolicy"
 MONITORING = "google.monitoring.v3.MetricService"
+PROJECTS = "google.cloud.resourcemanager.v3.Projects"
+FOLDERS = "google.cloud.resourcemanager.v3.Folders"
+ORGANIZATIONS = "google.cloud.resourcemanager.v3.Organizations"
+OPERATIONS = "google.longrunning.Operations"
 
 _TOPIC = "projects/*/topics/*"
 _SUB = "projects/*/subscriptions/*"
@@ -154,6 +159,19 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
         "",
     ),
     ("GET", "/v3/{name=projects/*}/timeSeries", MONITORING, "ListTimeSeries", ""),
+    # Resource Manager v3.
+    ("GET", "/v3/{name=projects/*}", PROJECTS, "GetProject", ""),
+    ("GET", "/v3/projects", PROJECTS, "ListProjects", ""),
+    ("GET", "/v3/projects:search", PROJECTS, "SearchProjects", ""),
+    ("POST", "/v3/projects", PROJECTS, "CreateProject", "project"),
+    ("POST", "/v3/{name=projects/*}:move", PROJECTS, "MoveProject", "*"),
+    ("GET", "/v3/{name=folders/*}", FOLDERS, "GetFolder", ""),
+    ("GET", "/v3/folders", FOLDERS, "ListFolders", ""),
+    ("GET", "/v3/folders:search", FOLDERS, "SearchFolders", ""),
+    ("POST", "/v3/folders", FOLDERS, "CreateFolder", "folder"),
+    ("GET", "/v3/{name=organizations/*}", ORGANIZATIONS, "GetOrganization", ""),
+    ("GET", "/v3/organizations:search", ORGANIZATIONS, "SearchOrganizations", ""),
+    ("GET", "/v3/{name=operations/*}", OPERATIONS, "GetOperation", ""),
 )
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]+)\}")
 
@@ -214,5 +232,6 @@ def find(table: list[Route], method: str, path: str) -> tuple[Route, tuple[str, 
         grpc.StatusCode.NOT_FOUND,
         f"The requested URL {path} was not found on this server (REST paths: "
         "/v1/projects/P/topics..., /v1/projects/P/subscriptions..., "
-        "/v1/projects/P/schemas..., /v2/projects/P/policies..., /v3/projects/P/timeSeries).",
+        "/v1/projects/P/schemas..., /v2/projects/P/policies..., /v3/projects/P/timeSeries, "
+        "/v3/projects..., /v3/folders..., /v3/organizations...).",
     )
