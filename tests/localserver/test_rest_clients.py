@@ -80,6 +80,9 @@ class Clients:
     subscriber: Any
     orgpolicy: Any
     schemas: Any
+    projects: Any
+    folders: Any
+    organizations: Any
     project: str
 
     @property
@@ -90,16 +93,42 @@ class Clients:
         return f"projects/{self.project}/{kind}/{resource}"
 
 
+RM_CLIENTS = ("ProjectsClient", "FoldersClient", "OrganizationsClient")
+
+
 def _rest_clients(address: str, project: str) -> Clients:
+    from google.cloud import resourcemanager_v3
     from google.cloud.orgpolicy_v2 import OrgPolicyClient
     from google.pubsub_v1 import PublisherClient, SchemaServiceClient, SubscriberClient
 
     options = ClientOptions(api_endpoint=f"http://{address}")
+    classes = (PublisherClient, SubscriberClient, OrgPolicyClient, SchemaServiceClient,
+               *(getattr(resourcemanager_v3, name) for name in RM_CLIENTS))
     made = [
         cls(transport="rest", client_options=options, credentials=AnonymousCredentials())
-        for cls in (PublisherClient, SubscriberClient, OrgPolicyClient, SchemaServiceClient)
+        for cls in classes
     ]
     return Clients(*made, project=project)
+
+
+def _insecure_rm_clients(address: str) -> list[Any]:
+    """Resource Manager's three clients on gRPC, in plaintext."""
+    import grpc
+    from google.cloud import resourcemanager_v3 as rm
+    from google.cloud.resourcemanager_v3.services.folders.transports import FoldersGrpcTransport
+    from google.cloud.resourcemanager_v3.services.organizations.transports import (
+        OrganizationsGrpcTransport,
+    )
+    from google.cloud.resourcemanager_v3.services.projects.transports import (
+        ProjectsGrpcTransport,
+    )
+
+    channel = grpc.insecure_channel(address)
+    return [
+        rm.ProjectsClient(transport=ProjectsGrpcTransport(channel=channel)),
+        rm.FoldersClient(transport=FoldersGrpcTransport(channel=channel)),
+        rm.OrganizationsClient(transport=OrganizationsGrpcTransport(channel=channel)),
+    ]
 
 
 @pytest.fixture
@@ -114,6 +143,7 @@ def both(local_server: Any) -> Iterator[dict[str, Clients]]:
         made_for.subscriber_client(address),
         made_for.orgpolicy_client(address),
         made_for.schema_client(address),
+        *_insecure_rm_clients(address),
         GRPC_P,
     )
     made = {"rest": _rest_clients(address, REST_P), "grpc": grpc_clients}
@@ -121,7 +151,8 @@ def both(local_server: Any) -> Iterator[dict[str, Clients]]:
         _set_up(dataclasses.replace(grpc_clients, project=project))
     yield made
     for clients in made.values():
-        for client in (clients.publisher, clients.subscriber, clients.orgpolicy, clients.schemas):
+        for client in (clients.publisher, clients.subscriber, clients.orgpolicy, clients.schemas,
+                       clients.projects, clients.folders, clients.organizations):
             client.transport.close()
 
 
@@ -175,6 +206,21 @@ def _set_up(c: Clients) -> None:
                  "subscription": c.name("subscriptions", "orders-sub"),
                  "labels": {"kind": "before"}}
     )
+    folder = c.folders.create_folder(folder={"parent": c.org, "display_name": "Payments"})
+    c.projects.create_project(project={
+        "project_id": c.project, "parent": folder.result().name, "labels": {"team": "pay"},
+    }).result()
+
+
+def _folder(c: Clients) -> str:
+    """The folder the set-up made in the project's organization."""
+    [folder] = c.folders.list_folders(parent=c.org, **CALL)
+    return str(folder.name)
+
+
+def _operation(c: Clients) -> Any:
+    made = c.folders.create_folder(folder={"parent": c.org, "display_name": "Ops"}, **CALL)
+    return c.folders.get_operation(request={"name": made.operation.name}, **CALL)
 
 
 def _constraint(c: Clients, **overrides: Any) -> dict[str, Any]:
@@ -426,12 +472,46 @@ CASES = [
         name=f"{c.org}/customConstraints/{CONSTRAINT}", **CALL)),
     Case("DeleteCustomConstraint-missing", lambda c: c.orgpolicy.delete_custom_constraint(
         name=f"{c.org}/customConstraints/custom.none", **CALL), exceptions.NotFound),
+    Case("GetProject", lambda c: c.projects.get_project(name=f"projects/{c.project}", **CALL)),
+    Case("GetProject-bad-id", lambda c: c.projects.get_project(
+        name="projects/Not_An_Id", **CALL), exceptions.BadRequest),
+    Case("GetProject-unknown-number", lambda c: c.projects.get_project(
+        name="projects/123456", **CALL), exceptions.Forbidden),
+    Case("ListProjects", lambda c: list(c.projects.list_projects(parent=_folder(c), **CALL))),
+    Case("ListProjects-bad-parent", lambda c: list(c.projects.list_projects(
+        parent=f"projects/{c.project}", **CALL)), exceptions.BadRequest),
+    Case("SearchProjects", lambda c: list(c.projects.search_projects(
+        query=f"id:{c.project} AND labels.team:pay", **CALL))),
+    Case("SearchProjects-bad-query", lambda c: list(c.projects.search_projects(
+        query="NOT id:x", **CALL)), exceptions.BadRequest),
+    Case("CreateProject", lambda c: c.projects.create_project(project={
+        "project_id": f"{c.project}-two", "parent": c.org}, **CALL).result()),
+    Case("CreateProject-exists", lambda c: c.projects.create_project(project={
+        "project_id": c.project}, **CALL).result(), exceptions.Conflict),
+    Case("MoveProject", lambda c: c.projects.move_project(
+        name=f"projects/{c.project}", destination_parent=c.org, **CALL).result()),
+    Case("GetFolder", lambda c: c.folders.get_folder(name=_folder(c), **CALL)),
+    Case("GetFolder-missing", lambda c: c.folders.get_folder(
+        name="folders/999", **CALL), exceptions.Forbidden),
+    Case("ListFolders", lambda c: list(c.folders.list_folders(parent=c.org, **CALL))),
+    Case("SearchFolders", lambda c: list(c.folders.search_folders(
+        query=f"parent={c.org} AND displayName=Pay*", **CALL))),
+    Case("CreateFolder", lambda c: c.folders.create_folder(folder={
+        "parent": _folder(c), "display_name": "Team A"}, **CALL).result()),
+    Case("CreateFolder-taken", lambda c: c.folders.create_folder(folder={
+        "parent": c.org, "display_name": "Payments"}, **CALL).result(), exceptions.BadRequest),
+    Case("GetOrganization", lambda c: c.organizations.get_organization(name=c.org, **CALL)),
+    Case("GetOrganization-unknown", lambda c: c.organizations.get_organization(
+        name="organizations/31337", **CALL), exceptions.Forbidden),
+    Case("SearchOrganizations", lambda c: list(c.organizations.search_organizations(
+        query=f"directoryCustomerId:C{c.org.removeprefix('organizations/')}", **CALL))),
+    Case("GetOperation", _operation),
 ]
 
 # Per-call values: IDs, times, etags (their presence is compared, not their value).
 VOLATILE = {
     "messageId", "publishTime", "ackId", "updateTime", "etag", "revisionId", "revisionCreateTime",
-    "expireTime",
+    "expireTime", "createTime",
 }
 
 
@@ -450,7 +530,12 @@ def _plain(value: Any) -> Any:
 def _normal(value: Any, project: str) -> Any:
     if isinstance(value, str):  # a schema revision's random ID in a message too
         value = re.sub(r"revision: [0-9a-f]{8}\b", "revision: <id>", value)
-        return value.replace(project, "{P}").replace(ORG[project], "{O}")
+        # Numbers the server gives (projects, folders, operations) differ by project.
+        value = re.sub(r"\b(projects|folders)/[0-9]{3,}\b", r"\1/<n>", value)
+        value = re.sub(r"\boperations/[a-z]+\.[0-9]+\b", "operations/<n>", value)
+        number = ORG[project].removeprefix("organizations/")
+        return (value.replace(project, "{P}").replace(ORG[project], "{O}")
+                .replace(f"organization-{number}", "{O}").replace(f"C{number}", "{C}"))
     if isinstance(value, dict):
         return {k: _normal_field(k, v, project) for k, v in value.items()}
     if isinstance(value, list):
