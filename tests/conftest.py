@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.cli_support import CliResult, reconcile
-from tests.server_support import running_local_server
+from tests.server_support import ResourceManager, resource_manager, running_local_server
 
 
 @pytest.fixture
@@ -65,6 +65,15 @@ def schema_client(local_server: Any) -> Iterator[Any]:
     client = schema_client(local_server.address)
     yield client
     client.transport.close()
+
+
+@pytest.fixture
+def hierarchy(local_server: Any) -> Iterator[ResourceManager]:
+    """Resource Manager v3's real Projects, Folders and Organizations clients pointed
+    at `local_server` (tests/server_support.py)."""
+    clients = resource_manager(local_server.address)
+    yield clients
+    clients.close()
 
 
 @pytest.fixture
