@@ -155,6 +155,6 @@ def stale_ancestry_warning(snapshot: str, line: int, project: str, text: str) ->
         snapshot, line, 1 if line else 0, Severity.WARNING, STALE,
         f"{text}: validate judged the specs by the snapshot's organization and folders, "
         "the plan by Resource Manager's",
-        f"refresh the snapshot: `reconcile policy pull --project {project} ... --out "
-        f"{snapshot}` (it writes the ancestry Resource Manager states)",
+        f"refresh the snapshot with `reconcile policy pull --project {project} ... --out "
+        f"{snapshot}`, which writes the ancestry Resource Manager states",
     )

@@ -151,7 +151,7 @@ def test_policies_of_the_organization_and_folder_apply_at_once(
     )
     us = {**topic, "labels": {}, "message_storage_policy": {
         "allowed_persistence_regions": ["us-east1"]}}
-    with pytest.raises(exceptions.FailedPrecondition, match="gcp.resourceLocations"):
+    with pytest.raises(exceptions.FailedPrecondition, match=r"gcp\.resourceLocations"):
         publisher_client.create_topic(request=us)  # the folder's policy
     # Moved out of the organization, the project is under neither any more.
     hierarchy.projects.move_project(
