@@ -281,3 +281,92 @@ def test_organization_must_be_a_number(run_cli: Any, tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "organizations are named by number" in result.stderr
+
+
+LIVE_ORG = "organizations/6160"
+NO_TMP = "'tmp' in resource.labels"
+
+
+def live_hierarchy(hierarchy: Any, orgpolicy_client: Any) -> str:
+    """PROJECT under a folder under LIVE_ORG (through Resource Manager), and a DENY
+    constraint on topics labelled `tmp` enforced on the organization (through the Org
+    Policy API): nothing names the organization but Resource Manager."""
+    folder = hierarchy.folder(LIVE_ORG, "Engineering")
+    hierarchy.project(PROJECT, folder)
+    orgpolicy_client.create_custom_constraint(parent=LIVE_ORG, custom_constraint={
+        "name": f"{LIVE_ORG}/customConstraints/custom.noTmp",
+        "resource_types": ["pubsub.googleapis.com/Topic"], "method_types": ["CREATE"],
+        "condition": NO_TMP, "action_type": "DENY", "description": "No tmp topics.",
+    })
+    orgpolicy_client.create_policy(parent=LIVE_ORG, policy={
+        "name": f"{LIVE_ORG}/policies/custom.noTmp", "spec": {"rules": [{"enforce": True}]},
+    })
+    return folder
+
+
+def test_the_projects_organization_comes_from_resource_manager(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, hierarchy: Any, tmp_path: Path
+) -> None:
+    folder = live_hierarchy(hierarchy, orgpolicy_client)
+    snapshot = tmp_path / "org-policy.yaml"
+    result = run_cli("policy", "pull", "--project", PROJECT, "--out", str(snapshot),
+                     "--emulator", local_server.address)
+    assert result.exit_code == 0, result.stderr
+    assert f"1 custom constraint(s) of {LIVE_ORG}" in result.stderr
+    assert "note:" not in result.stderr
+    store = load_snapshot(snapshot)
+    assert list(store.custom_constraints) == [f"{LIVE_ORG}/customConstraints/custom.noTmp"]
+    assert store.ancestry == {f"projects/{PROJECT}": folder, folder: LIVE_ORG}
+    # Offline, validate now refuses what the organization refuses.
+    root = tmp_path / "specs"
+    root.mkdir()
+    (root / "orders.yaml").write_text(
+        TOPIC.format(project=PROJECT, region="us-east1").replace(
+            "spec:\n", "spec:\n  labels: {tmp: x}\n"
+        )
+    )
+    refused = run_cli("validate", str(root), "--org-policy", str(snapshot))
+    assert refused.exit_code == 1, refused.stdout
+    assert "custom.noTmp" in refused.stdout
+
+
+def test_an_organization_resource_manager_contradicts_is_an_error(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, hierarchy: Any, tmp_path: Path
+) -> None:
+    folder = live_hierarchy(hierarchy, orgpolicy_client)
+    out = tmp_path / "org-policy.yaml"
+    local_server.counters.reset()
+    result = run_cli("policy", "pull", "--project", PROJECT, "--organization", "1234",
+                     "--out", str(out), "--emulator", local_server.address)
+    assert result.exit_code == 1
+    assert (
+        f"Resource Manager places projects/{PROJECT} under {folder} under {LIVE_ORG}, not "
+        "in organizations/1234 as --organization says"
+    ) in result.stderr
+    assert not out.exists()
+    assert local_server.counters.get("GetEffectivePolicy") == 0
+
+
+def test_where_resource_manager_cannot_tell_the_given_organization_is_used(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, hierarchy: Any, tmp_path: Path
+) -> None:
+    live_hierarchy(hierarchy, orgpolicy_client)
+    local_server.faults.add("GetProject", error="PERMISSION_DENIED")
+    out = tmp_path / "org-policy.yaml"
+    number = LIVE_ORG.removeprefix("organizations/")
+    result = run_cli("policy", "pull", "--project", PROJECT, "--organization", number,
+                     "--out", str(out), "--emulator", local_server.address)
+    assert result.exit_code == 0, result.stderr
+    assert f"note: the ancestry of projects/{PROJECT} could not be read" in result.stderr
+    assert "resourcemanager.projects.get" in result.stderr
+    pulled = load_snapshot(out)
+    assert pulled.ancestry == {f"projects/{PROJECT}": LIVE_ORG}
+    assert list(pulled.custom_constraints) == [f"{LIVE_ORG}/customConstraints/custom.noTmp"]
+    # Without --organization, it says what is missing and why.
+    again = run_cli("policy", "pull", "--project", PROJECT, "--out", str(out),
+                    "--emulator", local_server.address)
+    assert again.exit_code == 0, again.stderr
+    assert (
+        f"note: custom constraints of projects/{PROJECT} not pulled: its organization is "
+        "unknown"
+    ) in again.stderr
