@@ -14,9 +14,14 @@ the test sets them through the real client.
   unmanaged, naming it); validate reporting no error and deferring none, the server
   accepts. A dry-run constraint is a warning and never refuses.
 - `plan` (its exit code and error lines), from a snapshot made before the
-  constraints (stale: the plan names each constraint the snapshot lacks): the call
+  constraints (stale: the plan names each constraint the snapshot lacks), or with no
+  snapshot at all (the organization then known only from Resource Manager): the call
   the plan makes (CreateTopic, or UpdateTopic of a live topic that may already
   violate) is refused by the server exactly when the plan reports an error.
+
+Each project sits in a folder of its organization, built through the real Resource
+Manager clients (the snapshot's `ancestry:` says the same), and each constraint is
+enforced or dry-run by a policy on the project, the folder or the organization.
 
 The CreateTopic request `validate` is compared with is the test's own model of what
 apply sends (the declared labels plus reconcile's three, the storage policy as
@@ -152,12 +157,15 @@ def conditions(draw: Any) -> str:
     return template.format(draw(st.sampled_from(choices)))
 
 
+# Where a constraint's policy is set (an explicit example's 4-tuple: on the project).
+LEVELS = ("projects", "folders", "organizations")
 constraints = st.lists(
     st.tuples(
         conditions(),
         st.sampled_from(["ALLOW", "DENY"]),
         st.sampled_from([["CREATE"], ["CREATE", "UPDATE"]]),
         st.sampled_from(["enforced", "enforced", "dry-run"]),
+        st.sampled_from(LEVELS),
     ),
     min_size=1, max_size=4,
 )
@@ -260,11 +268,14 @@ def _settings_request(project: str, shape: dict[str, Any], revisions: dict[str, 
     return out
 
 
-def _documents(org: str, project: str, generated: list[Any], org_in_transit: bool
-               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(custom constraints, policies) in the Org Policy v2 JSON shape."""
+def _documents(org: str, project: str, generated: list[Any], org_in_transit: bool,
+               folder: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(custom constraints, policies) in the Org Policy v2 JSON shape, each policy on
+    the project, its folder or its organization."""
     custom, policies = [], []
-    for i, (text, action, methods, mode) in enumerate(generated):
+    for i, (text, action, methods, mode, *level) in enumerate(generated):
+        node = {"projects": f"projects/{project}", "folders": folder,
+                "organizations": org}[level[0] if level else "projects"]
         constraint_id = f"custom.rule{i}"
         custom.append({
             "name": f"{org}/customConstraints/{constraint_id}",
@@ -272,7 +283,7 @@ def _documents(org: str, project: str, generated: list[Any], org_in_transit: boo
             "condition": text, "actionType": action, "description": f"Rule {i}.",
         })
         key = "spec" if mode == "enforced" else "dryRunSpec"
-        policies.append({"name": f"projects/{project}/policies/{constraint_id}",
+        policies.append({"name": f"{node}/policies/{constraint_id}",
                          key: {"rules": [{"enforce": True}]}})
     if org_in_transit:
         policies.append({"name": f"{org}/policies/pubsub.enforceInTransitRegions",
@@ -295,6 +306,14 @@ def _put(orgpolicy: Any, org: str, custom: list[dict[str, Any]],
                 ("dry_run_spec" if k == "dryRunSpec" else k): v
                 for k, v in policy.items() if k != "name"
             }})
+
+
+def _place(hierarchy: Any, org: str, project: str) -> tuple[str, dict[str, str]]:
+    """The project in a folder of `org`, through the real Resource Manager clients;
+    the folder, and the snapshot's `ancestry:` saying the same."""
+    folder = hierarchy.folder(org, "Team")
+    hierarchy.project(project, folder)
+    return folder, {f"projects/{project}": folder, folder: org}
 
 
 def _schemas(client: Any, project: str) -> dict[str, str]:
@@ -356,6 +375,7 @@ class DryRuns(logging.Handler):
 @pytest.fixture(scope="module")
 def world() -> Any:
     from reconciler.backends.clients import orgpolicy_client, publisher_client, schema_client
+    from tests.server_support import resource_manager
 
     logger = logging.getLogger("reconciler.localserver.pubsub.constraints")
     dry_runs, level = DryRuns(), logger.level
@@ -364,7 +384,7 @@ def world() -> Any:
     try:
         with running_local_server() as server:
             yield (server, publisher_client(server.address), orgpolicy_client(server.address),
-                   schema_client(server.address), dry_runs)
+                   schema_client(server.address), dry_runs, resource_manager(server.address))
     finally:
         logger.removeHandler(dry_runs)
         logger.setLevel(level)
@@ -376,6 +396,14 @@ def world() -> Any:
 @example(  # reconcile's own three labels count: one declared label makes four
     topic=_topic(labels={"team": "pay"}, regions=["us-east1"]),
     generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
+    org_in_transit=False,
+)
+@example(  # policies on the organization and the folder decide as on the project
+    topic=_topic(labels={"tmp-x": "pay"}, regions=["us-east1"]),
+    generated=[
+        (condition("labels", 3, 0), "DENY", ["CREATE"], "enforced", "organizations"),
+        (condition("storage", 0, 1), "ALLOW", ["CREATE"], "dry-run", "folders"),
+    ],
     org_in_transit=False,
 )
 @example(  # the org's in-transit policy sends enforceInTransit: true
@@ -407,17 +435,18 @@ def test_validate_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
     topic: dict[str, Any], generated: list[Any], org_in_transit: bool,
 ) -> None:
-    server, publisher, orgpolicy, schemas, dry_runs = world
+    _server, publisher, orgpolicy, schemas, dry_runs, hierarchy = world
     n = next(_numbers)
     org, project = f"organizations/{9000 + n}", f"agree-{n}"
     revisions = _schemas(schemas, project)
-    custom, policies = _documents(org, project, generated, org_in_transit)
+    folder, ancestry = _place(hierarchy, org, project)
+    custom, policies = _documents(org, project, generated, org_in_transit, folder)
     tmp = tmp_path_factory.mktemp("agree")
     spec = _spec(project, topic, revisions)
     (tmp / "specs").mkdir()
     (tmp / "specs" / "topic.yaml").write_text(spec)
     (tmp / "org-policy.yaml").write_text(yaml.safe_dump_all(
-        [*custom, *policies, {"ancestry": {f"projects/{project}": org}}]
+        [*custom, *policies, {"ancestry": ancestry}]
     ))
     result = run_cli("validate", str(tmp / "specs"), "--org-policy",
                      str(tmp / "org-policy.yaml"), "--format", "json")
@@ -457,7 +486,6 @@ def test_validate_agrees_with_the_local_server(
     deferred_dry = set(deferred) - deferred_enforced
     name = f"projects/{project}/topics/{topic['name']}"
 
-    server.set_ancestry(f"projects/{project}", org)
     _put(orgpolicy, org, custom, policies)
     try:
         publisher.create_topic(request=_request(project, topic, org_in_transit, revisions))
@@ -534,6 +562,7 @@ plan_constraints = st.lists(
         st.sampled_from(["ALLOW", "DENY"]),
         st.just(["CREATE", "UPDATE"]),
         st.sampled_from(["enforced", "enforced", "dry-run"]),
+        st.sampled_from(LEVELS),
     ),
     min_size=1, max_size=3,
 )
@@ -574,21 +603,34 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(live=live_topics, topic=topics, generated=plan_constraints)
+@given(live=live_topics, topic=topics, generated=plan_constraints, snapshot=st.booleans())
 @example(  # a live topic that already violates; the change only adds a label
     live=_live(regions=["us-east1"]),
     topic=_topic(labels={"team": "pay"}),
     generated=[(condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    snapshot=True,
+)
+@example(  # no snapshot: the organization known from Resource Manager alone, the
+    # constraints enforced on the organization and on the folder
+    live=None,
+    topic=_topic(labels={"tmp-x": "ops"}, regions=["us-east1"]),
+    generated=[
+        (condition("labels", 3, 0), "DENY", ["CREATE", "UPDATE"], "enforced", "organizations"),
+        (condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced", "folders"),
+    ],
+    snapshot=False,
 )
 @example(  # already violating by its retention: a label change is refused ...
     live=_live(retention="10m"),
     topic=_topic(labels={"team": "pay"}),
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    snapshot=True,
 )
 @example(  # ... and a change that fixes it goes through
     live=_live(retention="10m"),
     topic=_topic(labels={"team": "pay"}, retention="2d"),
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    snapshot=True,
 )
 @example(  # the live ingestion source and transforms, which specs do not manage, decide
     live=_live(ingestion="cloudStorage", transforms="redact", kms=KEYS[0]),
@@ -598,22 +640,26 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
         (condition("transforms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "dry-run"),
         (condition("kms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
     ],
+    snapshot=True,
 )
 @example(  # a schema set by another tool is kept, and judged, when the spec omits it
     live=_live(schema={"id": "orders", "encoding": "JSON", "first": False, "last": True}),
     topic=_topic(labels={"tier": "ops"}),
     generated=[(condition("schema", 0, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    snapshot=True,
 )
 def test_plan_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
     live: dict[str, Any] | None, topic: dict[str, Any], generated: list[Any],
+    snapshot: bool,
 ) -> None:
     from reconciler.backends.topicproto import topic_to_proto
 
-    server, publisher, orgpolicy, schemas, dry_runs = world
+    server, publisher, orgpolicy, schemas, dry_runs, hierarchy = world
     n = next(_numbers)
     org, project = f"organizations/{19000 + n}", f"plan-{n}"
     revisions = _schemas(schemas, project)
+    folder, ancestry = _place(hierarchy, org, project)
     name = f"projects/{project}/topics/{topic['name']}"
     if live is not None:
         _create_live(publisher, name, live, project, revisions)
@@ -621,21 +667,23 @@ def test_plan_agrees_with_the_local_server(
     root.mkdir()
     # No regions: `inherit` for a new topic, left unmanaged for a live one.
     (root / "topic.yaml").write_text(_spec(project, topic, revisions, unmanaged=live is not None))
-    (root / "org-policy.yaml").write_text(f"ancestry:\n  projects/{project}: {org}\n")
-    server.set_ancestry(f"projects/{project}", org)
+    if snapshot:  # else the organization is known from Resource Manager alone
+        (root / "org-policy.yaml").write_text(yaml.safe_dump({"ancestry": ancestry}))
     # The call apply would make, from a plan made before the constraints exist.
     code, before, stderr = _plan_json(run_cli, server, root)
     assert code == 0 and before is not None, stderr
     (rc,) = [c for c in before["resource_changes"] if c["address"] == name]
-    custom, policies = _documents(org, project, generated, False)
+    custom, policies = _documents(org, project, generated, False, folder)
     _put(orgpolicy, org, custom, policies)
     code, planned, stderr = _plan_json(run_cli, server, root)
     assert planned is not None, stderr
     diagnostics = planned["diagnostics"]
-    # The tree's snapshot knows none of the constraints: the plan names each of them.
-    (stale,) = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
-    for i, (_, _, _, mode) in enumerate(generated):
-        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale, stale
+    # The tree's snapshot knows none of the constraints: the plan names each of them
+    # (and nothing else: the snapshot places the project where Resource Manager does).
+    stale = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
+    assert len(stale) == (1 if snapshot else 0), stale
+    for i, (_, _, _, mode, *_) in enumerate(generated if snapshot else ()):
+        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale[0], stale
     said = [d for d in diagnostics if d["code"].startswith("org-custom")]
     assert not [d for d in said if d["code"] == "org-custom-not-checked"], said
     errors = [d for d in said if d["severity"] == "error"]
