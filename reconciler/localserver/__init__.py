@@ -1,5 +1,5 @@
-"""Loopback gRPC Pub/Sub + Org Policy + Monitoring server: the product's embedded
-backend and the test bed. See `LocalServer`.
+"""Loopback gRPC Pub/Sub + Org Policy + Resource Manager + Monitoring server: the
+product's embedded backend and the test bed. See `LocalServer`.
 
 The names below are the package's entry points: code outside it (the `local-server`
 command, the backends, benchmarks) imports them from here, never from the rooms

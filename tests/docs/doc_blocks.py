@@ -19,7 +19,8 @@ An HTML comment right before a block says how it runs:
 
 Blocks run in page order in one sandbox per page: a copy of the repository's
 `specs/` and `examples/` in a fresh directory that is a repository root (`.git`),
-with `reconcile` on PATH.
+with `reconcile` and `python` (this interpreter: the installed virtualenv's, as
+`.venv/bin/python` is under `installed`) on PATH.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def _without_install(text: str) -> str:
 
 def sandbox(tmp: Path) -> tuple[Path, Path]:
     """A fresh repository root with the repository's specs/ and examples/, and a bin
-    directory whose `reconcile` is this interpreter's."""
+    directory whose `reconcile` and `python` are this interpreter's."""
     repo = tmp / "repo"
     repo.mkdir()
     (repo / ".git").mkdir()
@@ -190,6 +191,9 @@ def sandbox(tmp: Path) -> tuple[Path, Path]:
     shim = bin_dir / "reconcile"
     shim.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m reconciler "$@"\n')
     shim.chmod(0o755)
+    python = bin_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
     return repo, bin_dir
 
 

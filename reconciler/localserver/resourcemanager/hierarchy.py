@@ -182,7 +182,8 @@ class Hierarchy:
         return sorted(named)
 
     def folder(self, name: str, permission: str = "resourcemanager.folders.get") -> Any:
-        _number_of(name, "folders")
+        """The Folder `name` (a seed may name one otherwise than by number: it is
+        found all the same)."""
         out = protos.Folder()
         with self.state.lock:
             stored = self.state.resource(name)
@@ -190,6 +191,7 @@ class Hierarchy:
                 name in self._ancestry.values()
             )
             if not known:
+                _number_of(name, "folders")
                 raise denied(permission, name)
             if stored is not None:
                 out.CopyFrom(stored)
@@ -250,9 +252,10 @@ class Hierarchy:
     def organization(
         self, name: str, permission: str = "resourcemanager.organizations.get"
     ) -> Any:
-        number = _number_of(name, "organizations")
         if name not in self.organization_names():
+            _number_of(name, "organizations")
             raise denied(permission, name)
+        number = name.removeprefix("organizations/")
         out = protos.Organization(
             name=name, display_name=f"organization-{number}.example",
             directory_customer_id=f"C{number}", state=1,  # ACTIVE
