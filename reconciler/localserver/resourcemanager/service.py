@@ -69,6 +69,30 @@ def _page(items: list[Any], page_size: int, token: str) -> tuple[list[Any], str]
     return items[start:end], str(end) if end < len(items) else ""
 
 
+def _children(request: Any, resources: list[Any]) -> tuple[list[Any], str]:
+    """The page of `resources` whose parent is the List request's `parent` (its
+    children only, not their descendants)."""
+    if not request.parent:
+        raise invalid("parent is required: folders/FOLDER_ID or organizations/ORG_ID.")
+    check_parent_name(request.parent)
+    mine = [r for r in resources if r.parent == request.parent]
+    return _page(mine, request.page_size, request.page_token)
+
+
+Values = Callable[[Any], Callable[[str], Sequence[str]]]
+
+
+def _searched(
+    request: Any, resources: list[Any], fields: dict[str, str], values: Values,
+    side_by_side_or: bool = False,
+) -> tuple[list[Any], str]:
+    """The page of `resources` the Search request's `query` matches (`values`: a
+    resource's values of each field)."""
+    query = parse(request.query, fields, side_by_side_or)
+    found = [r for r in resources if query.matches(values(r))]
+    return _page(found, request.page_size, request.page_token)
+
+
 def _project_values(project: Any) -> Callable[[str], Sequence[str]]:
     kind, _, number = project.parent.partition("/")
 
@@ -143,17 +167,12 @@ class ProjectsService:
         )
 
     def list_projects(self, request: Any, call: CallInfo) -> Any:
-        if not request.parent:
-            raise invalid("parent is required: folders/FOLDER_ID or organizations/ORG_ID.")
-        check_parent_name(request.parent)
-        mine = [p for p in self.hierarchy.projects() if p.parent == request.parent]
-        page, token = _page(mine, request.page_size, request.page_token)
+        page, token = _children(request, self.hierarchy.projects())
         return protos.ListProjectsResponse(projects=page, next_page_token=token)
 
     def search_projects(self, request: Any, call: CallInfo) -> Any:
-        query = parse(request.query, PROJECT_FIELDS, side_by_side_or=True)
-        found = [p for p in self.hierarchy.projects() if query.matches(_project_values(p))]
-        page, token = _page(found, request.page_size, request.page_token)
+        page, token = _searched(request, self.hierarchy.projects(), PROJECT_FIELDS,
+                                _project_values, side_by_side_or=True)
         return protos.SearchProjectsResponse(projects=page, next_page_token=token)
 
     def create_project(self, request: Any, call: CallInfo) -> Any:
@@ -221,17 +240,11 @@ class FoldersService:
         return self.hierarchy.folder(request.name)
 
     def list_folders(self, request: Any, call: CallInfo) -> Any:
-        if not request.parent:
-            raise invalid("parent is required: folders/FOLDER_ID or organizations/ORG_ID.")
-        check_parent_name(request.parent)
-        mine = [f for f in self.hierarchy.folders() if f.parent == request.parent]
-        page, token = _page(mine, request.page_size, request.page_token)
+        page, token = _children(request, self.hierarchy.folders())
         return protos.ListFoldersResponse(folders=page, next_page_token=token)
 
     def search_folders(self, request: Any, call: CallInfo) -> Any:
-        query = parse(request.query, FOLDER_FIELDS, side_by_side_or=False)
-        found = [f for f in self.hierarchy.folders() if query.matches(_folder_values(f))]
-        page, token = _page(found, request.page_size, request.page_token)
+        page, token = _searched(request, self.hierarchy.folders(), FOLDER_FIELDS, _folder_values)
         return protos.SearchFoldersResponse(folders=page, next_page_token=token)
 
     def create_folder(self, request: Any, call: CallInfo) -> Any:
@@ -272,10 +285,8 @@ class OrganizationsService:
         return self.hierarchy.organization(request.name)
 
     def search_organizations(self, request: Any, call: CallInfo) -> Any:
-        query = parse(request.query, ORGANIZATION_FIELDS, side_by_side_or=False)
-        found = [o for o in self.hierarchy.organizations()
-                 if query.matches(_organization_values(o))]
-        page, token = _page(found, request.page_size, request.page_token)
+        page, token = _searched(request, self.hierarchy.organizations(), ORGANIZATION_FIELDS,
+                                _organization_values)
         return protos.SearchOrganizationsResponse(organizations=page, next_page_token=token)
 
     def rpcs(self) -> list[Rpc]:
