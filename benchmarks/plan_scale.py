@@ -88,8 +88,14 @@ class TerraformStyle:
     def effective_policy(self, project: str) -> Any:
         return self.inner.effective_policy(project)
 
-    # Every other read (subscriptions, gauges) as reconcile makes it: only the topic
-    # reads differ between the two modes.
+    # Every other read (ancestry, custom constraints, subscriptions, gauges) as
+    # reconcile makes it: only the topic reads differ between the two modes.
+    def ancestry(self, project: str) -> Any:
+        return self.inner.ancestry(project)
+
+    def custom_constraints(self, project: str, organization: str | None) -> Any:
+        return self.inner.custom_constraints(project, organization)
+
     def list_subscriptions(self, project: str) -> Any:
         return self.inner.list_subscriptions(project)
 
