@@ -73,7 +73,7 @@ class Observation:
     subscriptions_unknown: dict[str, str] = field(default_factory=dict)
     gauges: dict[GaugeQuery, StoredMessages] = field(default_factory=dict)
     # project -> the custom constraints on topics it enforces or dry-runs, and the
-    # organization they were read for (the spec tree's snapshot names it)
+    # organization they were read for (the top of its `hierarchy`)
     custom: dict[str, CustomConstraints] = field(default_factory=dict)
     organizations: dict[str, str] = field(default_factory=dict)
     hierarchy: dict[str, tuple[str, ...]] = field(default_factory=dict)

@@ -137,7 +137,8 @@ def stale_warning(snapshot: str, project: str, found: Sequence[str]) -> Diagnost
         f"{project}: {'; '.join(found)}; validate checked the specs against the snapshot, "
         "the plan against the live policy",
         f"refresh the snapshot: `reconcile policy pull --project {project} ... --out "
-        f"{snapshot}` (with --organization ORG for custom constraints)",
+        f"{snapshot}` (it pulls the custom constraints of the organization Resource "
+        "Manager places each project in)",
     )
 
 

@@ -1,7 +1,8 @@
 """`apply` reads the org's constraints live, as `plan` does: without a plan file it
 plans against the live custom and CMEK constraints (through the guarded backend it
 then applies with) and refuses before any mutating call; with a plan file it reads
-them again, for the organization the plan recorded, and a change to any of them
+them again, for the organization Resource Manager places the project in, and a
+change to any of them
 since the plan (a custom constraint added, its enforcement changed, a CMEK policy
 set) refuses the plan as stale, naming the project, before any mutating call. All
 through the real Pub/Sub and Org Policy clients against the local server."""
@@ -105,7 +106,7 @@ def test_a_plan_whose_constraints_hold_is_applied(
     run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any,
     specs: Any, tmp_path: Path,
 ) -> None:
-    """The custom constraints are read again for the organization the plan recorded:
+    """The custom constraints are read again for the project's organization:
     unchanged, the plan applies."""
     add_constraint(local_server, orgpolicy_client, "custom.euOnly", EU_ONLY)
     set_policy(orgpolicy_client, "custom.euOnly", ENFORCED)
