@@ -15,6 +15,10 @@ Scenarios (`--only` picks some):
                        narrowed to one region (residency.py's tree and seeding)
   validate-cold        `validate` of 10 single-document files
   validate-100k        `validate` of 100,000 topics
+  plan-local-specs     `plan specs/ --local` of the repository's reference specs (3
+                       projects), a command's whole cost at the size most runs have:
+                       imports, the embedded server, every read (each side its own
+                       state, seeded by a first run not counted)
 
     python benchmarks/before_after.py --before DIR [--pairs 7] [--only SCENARIO ...]
 
@@ -29,6 +33,7 @@ import argparse
 import compileall
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -47,7 +52,7 @@ import residency  # noqa: E402  (benchmarks/residency.py: its tree and seeding)
 import scale  # noqa: E402  (benchmarks/scale.py: its trees and seeding)
 
 SCENARIOS = ("plan-50k", "plan-out-50k", "show-50k", "residency-plan-10k", "validate-cold",
-             "validate-100k")
+             "validate-100k", "plan-local-specs")
 
 
 def run(command: list[str], checkout: Path, cwd: Path) -> tuple[float, float]:
@@ -113,6 +118,14 @@ def commands(only: list[str], work: Path, before: Path,
     if "validate-100k" in only:
         big = scale.make_tree(work / "t100k", 100_000)
         out["validate-100k"] = lambda side: reconcile("validate", str(big))
+    if "plan-local-specs" in only:
+        for side, checkout in (("before", before), ("after", ROOT)):
+            repo = work / f"local-{side}"
+            (repo / ".git").mkdir(parents=True)
+            shutil.copytree(ROOT / "specs", repo / "specs")
+            run(reconcile("plan", str(repo / "specs"), "--local"), checkout, work)  # seeds
+        out["plan-local-specs"] = lambda side: reconcile(
+            "plan", str(work / f"local-{side}" / "specs"), "--local")
     return {name: out[name] for name in SCENARIOS if name in only}
 
 
