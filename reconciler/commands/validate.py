@@ -120,10 +120,13 @@ def _staged(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
     extra = [options.org_policy] if options.org_policy is not None else []
     with tempfile.TemporaryDirectory(prefix="reconcile-staged-") as scratch:
         where = Path(scratch).resolve()
-        written = staged(root, [*specs, *extra], where)
+        written, links = staged(root, [*specs, *extra], where)
         org_policy = written[-1] if extra else None
         diagnostics, files = _validated(
             options._replace(paths=tuple(written[: len(specs)]), org_policy=org_policy)
+        )
+        diagnostics = sorted(
+            {*diagnostics, *links}, key=lambda d: (d.file, d.line, d.col, d.code, d.message)
         )
         shown = Relocation(where, root).shown
         return [
