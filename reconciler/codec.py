@@ -23,6 +23,12 @@ with the same settings (non-ASCII characters as themselves), so a digest over th
 canonical form does not depend on which of the two wrote it
 (tests/plan/test_json_text.py holds them together, every code point included).
 
+A string holding a lone surrogate, a byte of a file name that is not UTF-8 as
+`os.fsdecode` gives it, has no UTF-8 form: such a document is written by the standard
+library with each lone surrogate as its `\\udcXX` escape (valid JSON text; Python's
+`json` and JavaScript read it back as the same string, and `os.fsencode` of that gives
+the file name's bytes), and `from_json` reads it back so.
+
 A text type is a class of the model written as one string: `str(value)` writes it,
 its classmethod `from_text(text)` reads it back (a ValueError refuses the document),
 and its `TEXT_PATTERN` is its schema's pattern (plan/reasons.py's `Reason`).
@@ -135,13 +141,16 @@ def to_data(obj: Any) -> Any:
 
 
 def canonical_json(value: Any) -> bytes:
-    """Sorted keys, no whitespace, UTF-8 (non-ASCII characters as themselves). Plain
-    data msgspec refuses (a str subclass, keys of mixed types) goes to `json`."""
+    """Sorted keys, no whitespace, UTF-8 (non-ASCII characters as themselves). What
+    msgspec refuses (a str subclass, keys of mixed types, a lone surrogate) goes to
+    `json`."""
     try:
         return _SORTED.encode(value)
     except (TypeError, ValueError):
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return text.encode("utf-8")
+        text = json.dumps(
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=to_data
+        )
+        return _surrogates_escaped(text).encode("utf-8")
 
 
 def indented_json(value: Any) -> str:
@@ -149,7 +158,17 @@ def indented_json(value: Any) -> str:
     try:
         return msgspec.json.format(_IN_ORDER.encode(value), indent=2).decode() + "\n"
     except (TypeError, ValueError):
-        return json.dumps(value, indent=2, ensure_ascii=False) + "\n"
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=to_data)
+        return _surrogates_escaped(text) + "\n"
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _surrogates_escaped(text: str) -> str:
+    """JSON text with each lone surrogate (only ever inside a string) as its escape:
+    the same value when read, and text that UTF-8 can encode."""
+    return _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 # -- reading ------------------------------------------------------------------------
@@ -180,7 +199,23 @@ def from_json(cls: type[T], text: bytes | str) -> T:
     except msgspec.ValidationError as exc:
         raise _problem(str(exc)) from None
     except (msgspec.DecodeError, RecursionError) as exc:
+        if "surrogate" in str(exc):  # a lone one: what the writer escapes (see above)
+            return _with_surrogates(cls, text)
         raise DocumentError("", f"not JSON: {exc}") from None
+    return result
+
+
+def _with_surrogates(cls: type[T], text: bytes | str) -> T:
+    """`from_json` of a document holding a lone surrogate escape, which msgspec's
+    reader refuses: read by `json`, then converted as strictly."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise DocumentError("", f"not JSON: {exc}") from None
+    try:
+        result: T = msgspec.convert(data, cls, dec_hook=_decode_text)
+    except msgspec.ValidationError as exc:
+        raise _problem(str(exc)) from None
     return result
 
 

@@ -5,11 +5,14 @@ repository, so that the tree then, or the tree being committed, is validated exa
 as the tree now is.
 
     at_revision(ref, paths, scratch) -> [path in scratch]   one per PATH that existed
-    staged(root, paths, scratch) -> [path in scratch]   one per path
+    staged(root, paths, scratch) -> StagedTree   the paths in scratch, one per path,
+                                                 and the staged symlinks that lead
+                                                 nowhere in the commit
     Relocation(scratch, root).shown(text)   scratch paths in a message as the user's
 
 Only git's own commands are run (`rev-parse`, `cat-file`, `archive`, `ls-files`,
-`checkout-index`); a REF that
+`checkout-index`); a staged symlink is followed within the index only
+(reconciler/index_links.py); a REF that
 starts with `-` is refused, so that it is never taken for an option. The archive is
 unpacked with tarfile's "data" filter (no links out of the scratch directory, no
 devices, no absolute paths).
@@ -25,8 +28,17 @@ import subprocess
 import tarfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.errors import UsageError
+from reconciler.index_links import (
+    IndexEntry,
+    IndexLinks,
+    LinkProblem,
+    parse_batch,
+    parse_stage_listing,
+)
 from reconciler.spec.discover import SNAPSHOT_NAMES
 
 TIMEOUT = 120.0  # s for one git command (a spec repository is small)
@@ -115,32 +127,91 @@ def _relative(root: Path, paths: Sequence[Path], option: str) -> dict[Path, str]
     return rels
 
 
-def staged(root: Path, paths: Sequence[Path], scratch: Path) -> list[Path]:
+class StagedTree(NamedTuple):
+    """`paths`: where each PATH is in the scratch tree; `problems`: a diagnostic at
+    each staged symlink that cannot be followed within the commit (at its scratch
+    path, as validation's own diagnostics are)."""
+
+    paths: list[Path]
+    problems: list[Diagnostic]
+
+
+def staged(root: Path, paths: Sequence[Path], scratch: Path) -> StagedTree:
     """Write `paths` as git's index holds them (what `git commit` would record:
     untracked files and unstaged edits left out, a staged deletion gone) under
     `scratch`, with the org-policy snapshots staged at or above each of them, laid out
-    as under `root` with a `.git` marker; returns where each path is in the scratch
-    tree (a path with nothing staged is not written: validation names it missing)."""
+    as under `root` with a `.git` marker (a path with nothing staged is not written:
+    validation names it missing).
+
+    A staged symlink is what git records: a link whose content is its target. It is
+    followed within the index only (index_links.py), as a checkout of the commit would
+    follow it within the repository: one to a staged file or folder becomes a link
+    in the scratch tree to that file's or folder's staged content; one that leads out
+    of the repository, to nothing the commit holds, or round in a loop is a problem
+    at the link's path, and nothing outside the repository is ever read."""
     option = "--staged"
     rels = _relative(root, paths, option)
     pathspecs = list(dict.fromkeys([*rels.values(), *_snapshot_candidates(rels.values())]))
-    listed = _git(root, "ls-files", "-z", "--cached", "--", *pathspecs, option=option)
-    if listed.returncode != 0:
-        raise UsageError(f"{option}: git ls-files failed: {_said(listed)}")
+    entries = _index_entries(root, pathspecs, option)
     (scratch / ".git").mkdir(parents=True, exist_ok=True)
-    names = sorted(set(filter(None, listed.stdout.split(b"\0"))))
+    problems: list[Diagnostic] = []
+    links: dict[str, str] = {}
+    if any(e.is_link for e in entries):
+        whole = _index_entries(root, [], option)
+        index = IndexLinks(whole, _link_targets(root, [e for e in whole if e.is_link]))
+        wanted = index.closure([e.path for e in entries])
+        entries = [e for e in whole if e.path in wanted]
+        for entry in entries:
+            if entry.is_link:
+                found = index.resolve(entry.path)
+                if isinstance(found, LinkProblem):
+                    problems.append(_link_diagnostic(scratch, entry.path, found))
+                else:
+                    links[entry.path] = found
+    names = sorted({e.path for e in entries if not e.is_link})
     if names:
         prefix = str(scratch) + os.sep
         done = _git(
             root, "checkout-index", "-z", "--stdin", f"--prefix={prefix}",
-            option=option, stdin=b"\0".join(names),
+            option=option, stdin=b"\0".join(os.fsencode(n) for n in names),
         )
         if done.returncode != 0:
             raise UsageError(
                 f"{option}: git checkout-index failed: {_said(done)}",
                 hint="resolve the merge conflicts in the spec tree and stage the result",
             )
-    return [scratch / rels[p] for p in paths]
+    for link, target in sorted(links.items()):
+        where = scratch / link
+        where.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(scratch / target if target else scratch, where)
+    return StagedTree([scratch / rels[p] for p in paths], problems)
+
+
+def _index_entries(root: Path, pathspecs: Sequence[str], option: str) -> list[IndexEntry]:
+    """The index's entries under `pathspecs` (all of them for none)."""
+    listed = _git(root, "ls-files", "-z", "--stage", "--", *pathspecs, option=option)
+    if listed.returncode != 0:
+        raise UsageError(f"{option}: git ls-files failed: {_said(listed)}")
+    return parse_stage_listing(listed.stdout)
+
+
+def _link_targets(root: Path, links: Sequence[IndexEntry]) -> dict[str, bytes]:
+    """Each staged symlink's content (its target), read from git's object store."""
+    if not links:
+        return {}
+    done = _git(
+        root, "cat-file", "--batch", option="--staged",
+        stdin=b"".join(e.object.encode() + b"\n" for e in links),
+    )
+    if done.returncode != 0:
+        raise UsageError(f"--staged: git cat-file failed: {_said(done)}")
+    return {e.path: blob for e, blob in zip(links, parse_batch(done.stdout), strict=True)}
+
+
+def _link_diagnostic(scratch: Path, link: str, problem: LinkProblem) -> Diagnostic:
+    return Diagnostic(
+        str(scratch / link), 0, 0, Severity.ERROR, problem.code, problem.message, problem.hint
+    )
 
 
 def _snapshot_candidates(specs: Iterable[str]) -> list[str]:

@@ -76,14 +76,28 @@ class MetricQuery:
 
 @dataclass(frozen=True, slots=True)
 class Distribution:
-    """A distribution value: `bounds[i]` is the upper bound of bucket i (the last
-    bucket, the overflow, has bound +inf); `counts` has one entry per bucket."""
+    """A distribution value as the service returned it, unchecked: `bucket_options`
+    in the REST form (`{"exponentialBuckets": {"numFiniteBuckets": 66, ...}}`), the
+    bounds never computed here (a consumer checks the value against the service's
+    rules first: reconciler/hedging/histogram.py); `counts` one entry per bucket,
+    a trailing run of zeros possibly left out."""
 
     count: int
     mean: float
-    bounds: tuple[float, ...]
+    bucket_options: Mapping[str, Any]
     counts: tuple[int, ...]
     sum_of_squared_deviation: float = 0.0
+
+    def rest(self) -> dict[str, Any]:
+        """The value in the REST form (`distributionValue` of projects.timeSeries.list),
+        the form an exported file holds."""
+        return {
+            "count": self.count,
+            "mean": self.mean,
+            "sumOfSquaredDeviation": self.sum_of_squared_deviation,
+            "bucketOptions": dict(self.bucket_options),
+            "bucketCounts": list(self.counts),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,35 +226,30 @@ def _value(value: Any) -> int | float | Distribution:
 
 
 def _distribution(dist: Any) -> Distribution:
-    counts = tuple(int(c) for c in dist.bucket_counts)
     return Distribution(
         count=int(dist.count),
         mean=float(dist.mean),
-        bounds=_bounds(dist.bucket_options, len(counts)),
-        counts=counts,
+        bucket_options=_options(dist.bucket_options),
+        counts=tuple(int(c) for c in dist.bucket_counts),
         sum_of_squared_deviation=float(dist.sum_of_squared_deviation),
     )
 
 
-def _bounds(options: Any, buckets: int) -> tuple[float, ...]:
-    """Upper bound of each bucket (bucket 0 is the underflow of linear and exponential
-    options, the last is the overflow), per the BucketOptions definitions."""
+def _options(options: Any) -> dict[str, Any]:
+    """BucketOptions in the REST form, each field as the message holds it."""
     kind = options.WhichOneof("options")
     if kind == "exponential_buckets":
         e = options.exponential_buckets
-        finite = [
-            float(e.scale) * float(e.growth_factor) ** i for i in range(e.num_finite_buckets + 1)
-        ]
-    elif kind == "linear_buckets":
+        return {"exponentialBuckets": {"numFiniteBuckets": int(e.num_finite_buckets),
+                                       "growthFactor": float(e.growth_factor),
+                                       "scale": float(e.scale)}}
+    if kind == "linear_buckets":
         lin = options.linear_buckets
-        finite = [lin.offset + lin.width * i for i in range(lin.num_finite_buckets + 1)]
-    elif kind == "explicit_buckets":
-        finite = list(options.explicit_buckets.bounds)
-    else:
-        finite = []
-    bounds = [*finite, math.inf]
-    # A trailing run of zero counts may be omitted by the service.
-    return tuple(bounds[:buckets]) if buckets else tuple(bounds)
+        return {"linearBuckets": {"numFiniteBuckets": int(lin.num_finite_buckets),
+                                  "width": float(lin.width), "offset": float(lin.offset)}}
+    if kind == "explicit_buckets":
+        return {"explicitBuckets": {"bounds": [float(b) for b in options.explicit_buckets.bounds]}}
+    return {}
 
 
 def _unavailable(exc: Exception, query: MetricQuery, expired: bool) -> MetricsUnavailable:

@@ -258,7 +258,7 @@ def _from_topic(
     from reconciler.backends.base import TargetOptions
     from reconciler.backends.connect import open_backend
     from reconciler.backends.metrics import MetricsUnavailable
-    from reconciler.hedging.observed import NoLatencies, observe, split_topic
+    from reconciler.hedging.observed import BadPoint, NoLatencies, observe, split_topic
 
     try:
         project, topic_id = split_topic(topic)
@@ -287,6 +287,14 @@ def _from_topic(
             f"topic {topic_id} (project {project}): cannot read its publish metrics: "
             f"{exc.reason}",
             hint=hint,
+        ) from None
+    except BadPoint as exc:
+        raise BackendError(
+            f"topic {topic_id} (project {project}): Cloud Monitoring returned a "
+            f"topic/send_request_latencies value that breaks its Distribution rules "
+            f"({where}): {exc.where}: {exc.problem}; no advice is drawn from it",
+            hint="read another window (--since), or export the metric and pass the file "
+            "as LATENCIES once the service answers a valid distribution",
         ) from None
     except NoLatencies:
         hint = "publish to it first, or widen --since"

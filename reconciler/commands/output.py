@@ -75,10 +75,13 @@ class Writer:
             return "stderr" if self._err else "stdout"
         return str(getattr(self._stream, "name", "the output"))
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str, json: bool = False) -> None:
         stream = self.stream
         try:
-            stream.write(text)
+            try:
+                stream.write(text)
+            except UnicodeEncodeError:  # raised before anything is written
+                stream.write(_encodable(text, stream.encoding, json))
             stream.flush()
         except OSError as exc:
             raise OutputFailed(self.name, exc) from None
@@ -90,7 +93,7 @@ class Writer:
         self._write(escape.document(text, colour))
 
     def data(self, json_text: str) -> None:
-        self._write(escape.json_text(json_text))
+        self._write(escape.json_text(json_text), json=True)
 
     def redraw(self, line: str) -> None:
         """Replace the current line with `line` (no line break)."""
@@ -106,6 +109,25 @@ class Writer:
     def prompt(self, question: str) -> None:
         """`question: ` with no line break (the answer is typed after it)."""
         self._write(escape.lines(question) + ": ")
+
+
+def _encodable(text: str, encoding: str | None, json: bool) -> str:
+    """`text` for a stream whose encoding cannot hold all of it (PYTHONIOENCODING=ascii,
+    a Latin-1 terminal): each character it cannot hold as an escape, `\\uXXXX` in JSON
+    (the same value when read), `\\xNN` / `\\uXXXX` elsewhere; the document is written
+    whole rather than lost."""
+    codec = encoding or "utf-8"
+    if not json:
+        return text.encode(codec, "backslashreplace").decode(codec)
+    out = []
+    for ch in text:
+        try:
+            ch.encode(codec)
+            out.append(ch)
+        except UnicodeEncodeError:
+            units = ch.encode("utf-16-be", "surrogatepass")
+            out += [f"\\u{int.from_bytes(units[i:i + 2]):04x}" for i in range(0, len(units), 2)]
+    return "".join(out)
 
 
 def stdout() -> Writer:

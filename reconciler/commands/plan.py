@@ -38,6 +38,7 @@ from reconciler.commands._planning import (
     tree_snapshot,
     validate_specs,
 )
+from reconciler.commands._promised_log import PromisedLog
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
 from reconciler.perf import leave_to_exit
 from reconciler.plan.make import PlanOptions, make_plan
@@ -107,8 +108,9 @@ def command(
 
 def run(paths: Sequence[Path], target: TargetOptions, options: PlanCommandOptions) -> int:
     """The whole plan flow."""
+    promised = PromisedLog(options.fmt)
     with ReadAhead.reading(target, options.projects) as read_ahead:
-        return _run(paths, target, options, read_ahead)
+        return _run(paths, target, options, read_ahead, promised)
 
 
 def _run(
@@ -116,6 +118,7 @@ def _run(
     target: TargetOptions,
     options: PlanCommandOptions,
     read_ahead: ReadAhead | None,
+    promised: PromisedLog,
 ) -> int:
     result = validate_specs(
         paths,
@@ -124,10 +127,12 @@ def _run(
         read_ahead.document if read_ahead is not None else None,
     )
     validation = result.diagnostics.sorted()
+    promised.findings = validation
     if result.diagnostics.has_errors:
         output.stderr().line(report.summary(validation, result.files) + "; no plan made")
         owner = result.desired.owner.name
-        return _refused(errors_only(validation, made_at(target_info(target)), owner), options.fmt)
+        plan = errors_only(validation, made_at(target_info(target)), owner)
+        return _refused(plan, options.fmt, promised)
     desired = select_projects(result.desired, options.projects, options.prune)
     target = anchored(target, paths)
     reads = open_reads(target, result, read_ahead, desired.projects)
@@ -139,13 +144,16 @@ def _run(
         options.prune, options.prune_subscribed, options.strict_groups, options.projects
     )
     plan = make_plan(desired, observation, planning, validation)
+    promised.findings = plan.diagnostics
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        return _refused(errors_only(plan.diagnostics, plan.target, plan.owner), options.fmt)
+        refused = errors_only(plan.diagnostics, plan.target, plan.owner)
+        return _refused(refused, options.fmt, promised)
     if options.out is not None:
         write_plan(plan, options.out)
     show_plan(plan, options.fmt, options.colour)
+    promised.delivered()
     if options.out is not None:
         output.stderr().line(
             f"Saved the plan to {options.out} (digest {plan.digest}); apply exactly this "
@@ -157,8 +165,9 @@ def _run(
     return EXIT_OK
 
 
-def _refused(plan: Plan, fmt: str) -> int:
+def _refused(plan: Plan, fmt: str, promised: PromisedLog) -> int:
     """Text has printed the errors on stderr; JSON and markdown print a document."""
     if fmt != "text":
         show_plan(plan, fmt)
+        promised.delivered()
     return EXIT_ERROR

@@ -11,6 +11,7 @@ import click
 from reconciler.commands import output
 from reconciler.commands._options import format_option
 from reconciler.commands._planning import show_plan
+from reconciler.commands._promised_log import PromisedLog
 from reconciler.errors import EXIT_OK, InputError, PlanRefused
 from reconciler.plan.planfile import read_plan
 
@@ -20,9 +21,12 @@ from reconciler.plan.planfile import read_plan
 @format_option()
 def command(planfile: Path, fmt: str) -> int:
     """Print the plan saved in PLANFILE (by `reconcile plan --out`)."""
+    promised = PromisedLog(fmt)
     try:
         plan = read_plan(planfile)
     except PlanRefused as exc:
         raise InputError(exc.message, hint=exc.hint) from None
+    promised.findings = plan.diagnostics
     show_plan(plan, fmt, output.colour_wanted())
+    promised.delivered()
     return EXIT_OK

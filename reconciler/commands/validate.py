@@ -17,6 +17,7 @@ import click
 
 from reconciler.commands import output
 from reconciler.commands._options import format_option, strict_groups_option
+from reconciler.commands._promised_log import PromisedLog
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_ERROR, EXIT_OK
 from reconciler.render import diagnostics as report
@@ -81,13 +82,16 @@ def command(
 
 def run(options: ValidateOptions) -> int:
     """The whole validate flow."""
+    promised = PromisedLog(options.fmt)
     if options.staged:
         diagnostics, files = _staged(options)
     else:
         diagnostics, files = _validated(options)
+    promised.findings = diagnostics
     rendered = report.REPORTERS[options.fmt](diagnostics)
     if options.fmt in ("json", "sarif"):
         output.stdout().data(rendered)
+        promised.delivered()
     else:
         output.stdout().document(rendered)
         output.stderr().line(report.summary(diagnostics, files))
@@ -116,10 +120,13 @@ def _staged(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
     extra = [options.org_policy] if options.org_policy is not None else []
     with tempfile.TemporaryDirectory(prefix="reconcile-staged-") as scratch:
         where = Path(scratch).resolve()
-        written = staged(root, [*specs, *extra], where)
+        written, links = staged(root, [*specs, *extra], where)
         org_policy = written[-1] if extra else None
         diagnostics, files = _validated(
             options._replace(paths=tuple(written[: len(specs)]), org_policy=org_policy)
+        )
+        diagnostics = sorted(
+            {*diagnostics, *links}, key=lambda d: (d.file, d.line, d.col, d.code, d.message)
         )
         shown = Relocation(where, root).shown
         return [

@@ -5,8 +5,11 @@ or gRPC imports).
 Latencies come from a text file (milliseconds, one or more per line, `#` comments)
 or from Cloud Monitoring's `topic/send_request_latencies` distribution exported as
 JSON (a `timeSeries` list as `projects.timeSeries.list` returns it, one time series,
-or one `distributionValue`): every bucket keeps its count, its draws spread across
-it (distribution.py). `advise` takes any `LatencyDistribution`, so a caller that
+or one `distributionValue`): each distribution is checked against the service's
+rules (histogram.py: an error names the file and the JSON path), and every bucket
+keeps its count, its draws spread across it (distribution.py). Bounds are in the time
+series' `unit` (`us` as the service reports the metric, `ms`, `s`), in milliseconds
+where the export gives none. `advise` takes any `LatencyDistribution`, so a caller that
 reads the metric itself passes its buckets straight in.
 """
 
@@ -21,7 +24,8 @@ from typing import Any
 
 from reconciler.errors import InputError
 from reconciler.fileio import FileProblem, read_bytes
-from reconciler.hedging.distribution import LatencyDistribution, buckets_from_bounds
+from reconciler.hedging import histogram
+from reconciler.hedging.distribution import LatencyDistribution
 from reconciler.hedging.profile import (
     DEFAULT_MAX_TOKENS,
     HEDGE_DELAY_MS,
@@ -114,17 +118,20 @@ def _from_json(path: Path, text: str) -> LatencyDistribution:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InputError(f"{path}:{exc.lineno}: not valid JSON: {exc.msg}") from None
+    except (ValueError, RecursionError) as exc:  # a 5,000-digit number, [[[[...]]]]
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        raise InputError(f"{path}: not a JSON document reconcile reads ({reason})") from None
     out = LatencyDistribution()
     found = False
-    for dist in _distributions(data):
+    for where, dist, unit_ms in _distributions(path, data):
         found = True
         try:
-            out += _buckets(dist)
-        except (KeyError, TypeError, ValueError) as exc:
+            out += histogram.read(dist, where).latencies(unit_ms)
+        except histogram.HistogramError as exc:
             raise InputError(
-                f"{path}: a distributionValue cannot be read ({exc})",
-                hint="export topic/send_request_latencies with its bucketOptions and "
-                "bucketCounts",
+                f"{path}: {exc.where or 'the distribution'}: {exc.what}",
+                hint="no advice from a histogram that breaks Cloud Monitoring's "
+                "Distribution rules: export topic/send_request_latencies again, unedited",
             ) from None
     if not found:
         raise InputError(
@@ -134,42 +141,41 @@ def _from_json(path: Path, text: str) -> LatencyDistribution:
     return out
 
 
-def _distributions(data: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(data, list):
-        for item in data:
-            yield from _distributions(item)
-    elif isinstance(data, dict):
-        if "bucketCounts" in data or "bucketOptions" in data:
-            yield data
-            return
-        for key in ("timeSeries", "points", "value", "distributionValue"):
-            if key in data:
-                yield from _distributions(data[key])
+# What the bounds of an exported time series are in (its `unit`), as milliseconds; an
+# export without one is read in milliseconds.
+UNITS_MS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+_WALKED = ("timeSeries", "points", "value", "distributionValue")
 
 
-def _bounds(options: dict[str, Any]) -> list[float]:
-    """The finite boundaries between the buckets (underflow ... overflow)."""
-    if "explicitBuckets" in options:
-        return [float(b) for b in options["explicitBuckets"]["bounds"]]
-    if "linearBuckets" in options:
-        o = options["linearBuckets"]
-        width, offset = float(o["width"]), float(o.get("offset", 0))
-        return [offset + width * i for i in range(int(o["numFiniteBuckets"]) + 1)]
-    o = options["exponentialBuckets"]
-    scale, growth = float(o["scale"]), float(o["growthFactor"])
-    return [scale * growth**i for i in range(int(o["numFiniteBuckets"]) + 1)]
+def _distributions(path: Path, data: Any) -> Iterator[tuple[str, Any, float]]:
+    """Each distribution in an export: (its JSON path, the value, its unit in ms). A
+    `timeSeries` list, one time series, its points, one point, its value or one
+    `distributionValue`; walked without recursion (any depth of nesting)."""
+    stack: list[tuple[str, Any, float]] = [("", data, 1.0)]
+    while stack:
+        where, item, unit_ms = stack.pop()
+        if isinstance(item, list):
+            stack += reversed([(f"{where}[{i}]", x, unit_ms) for i, x in enumerate(item)])
+        elif isinstance(item, dict):
+            if "bucketCounts" in item or "bucketOptions" in item:
+                yield where, item, unit_ms
+                continue
+            if "unit" in item:
+                unit_ms = _unit_ms(path, where, item["unit"])
+            stack += reversed([
+                (f"{where}.{key}" if where else key, item[key], unit_ms)
+                for key in _WALKED if key in item
+            ])
 
 
-def _buckets(dist: dict[str, Any]) -> LatencyDistribution:
-    counts = [int(c) for c in dist.get("bucketCounts", [])]
-    options = dist["bucketOptions"]
-    geometric = "exponentialBuckets" in options
-    buckets = buckets_from_bounds(_bounds(options), counts, geometric)
-    out = LatencyDistribution(buckets=tuple(buckets))
-    mean, ssd = dist.get("mean"), dist.get("sumOfSquaredDeviation")
-    if mean is None:
-        return out
-    return out.fitted(float(mean), float(ssd) if ssd is not None else None)
+def _unit_ms(path: Path, where: str, unit: Any) -> float:
+    if unit in UNITS_MS:
+        return UNITS_MS[unit]
+    at = f"{where}.unit" if where else "unit"
+    raise InputError(
+        f"{path}: {at}: {unit!r} is not a unit of latency reconcile reads",
+        hint=f"export topic/send_request_latencies (unit {', '.join(map(repr, UNITS_MS))})",
+    )
 
 
 def advise(

@@ -12,15 +12,15 @@ reader (reconciler/backends/metrics.py), never a second client.
         .rate        Publish calls per second over the minutes that had any
 
 A metric that cannot be read raises the reader's `MetricsUnavailable`; a window with
-no successful publish is `NoLatencies`.
+no successful publish is `NoLatencies`; a point that breaks Cloud Monitoring's
+Distribution rules is `BadPoint` (checked by histogram.py, as a file's export is:
+no advice is drawn from it).
 """
 
 from __future__ import annotations
 
-import itertools
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from reconciler.backends.metrics import (
     PUBSUB_METRIC_PREFIX,
@@ -28,10 +28,13 @@ from reconciler.backends.metrics import (
     Distribution,
     MetricQuery,
     MetricsReader,
+    Point,
     Series,
 )
+from reconciler.hedging import histogram
 from reconciler.hedging.censored import Reconstruction, reconstruct
 from reconciler.hedging.distribution import LatencyDistribution
+from reconciler.hedging.histogram import HistogramError
 from reconciler.names import split_topic_name
 
 LATENCIES = f"{PUBSUB_METRIC_PREFIX}topic/send_request_latencies"
@@ -47,6 +50,16 @@ RATE_PERIOD_S = 60  # the service's sampling period, the shortest alignment it s
 
 class NoLatencies(Exception):
     """The window holds no successful Publish call of the topic."""
+
+
+class BadPoint(Exception):
+    """A latency point the service returned breaks the Distribution rules: `where`
+    names it (its response code and the end of its interval), `problem` the rule."""
+
+    def __init__(self, where: str, problem: HistogramError) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where = where
+        self.problem = problem
 
 
 @dataclass(frozen=True)
@@ -102,18 +115,19 @@ def observe(reader: MetricsReader, topic: str, window_seconds: int) -> Observed:
     if not dists:
         raise NoLatencies(topic)
     out = LatencyDistribution()
-    for d in dists:
-        out += to_latencies(d)
+    for where, d in dists:
+        out += to_latencies(d, where)
     cut = LatencyDistribution()
-    for d in _of(latencies, CUT_SHORT):
-        cut += to_latencies(d)
+    for where, d in _of(latencies, CUT_SHORT):
+        cut += to_latencies(d, where)
     calls, rate = _calls(requests)
     return Observed(topic, window_seconds, out, calls, cut, rate)
 
 
-def _of(series: list[Series], codes: tuple[str, ...]) -> list[Distribution]:
+def _of(series: list[Series], codes: tuple[str, ...]) -> list[tuple[str, Distribution]]:
+    """The distributions of the series with one of `codes`, each with where it is."""
     return [
-        p.value
+        (_point_name(s, p), p.value)
         for s in series
         if s.metric_labels.get("response_code") in codes
         for p in s.points
@@ -121,23 +135,20 @@ def _of(series: list[Series], codes: tuple[str, ...]) -> list[Distribution]:
     ]
 
 
-def to_latencies(dist: Distribution) -> LatencyDistribution:
-    """A µs distribution (bounds: upper bound per bucket, the overflow's +inf) as
-    milliseconds; exponential bounds are spread geometrically within each bucket,
-    narrowed to the distribution's own mean and variance (distribution.py)."""
-    finite = [b / 1000.0 for b in dist.bounds if math.isfinite(b)]
-    out = LatencyDistribution.from_buckets(finite, dist.counts, _geometric(finite))
-    return out.fitted(dist.mean / 1000.0, dist.sum_of_squared_deviation / 1e6)
+def _point_name(series: Series, point: Point) -> str:
+    end = datetime.fromtimestamp(point.end, UTC).isoformat(timespec="seconds")
+    code = series.metric_labels.get("response_code", "?")
+    return f"the point of response_code {code} ending {end.replace('+00:00', 'Z')}"
 
 
-def _geometric(bounds: Sequence[float]) -> bool:
-    """Bounds growing by one factor (Monitoring's exponential buckets)."""
-    if len(bounds) < 3 or bounds[0] <= 0:
-        return False
-    growth = bounds[1] / bounds[0]
-    return growth > 1 and all(
-        math.isclose(b / a, growth, rel_tol=1e-6) for a, b in itertools.pairwise(bounds)
-    )
+def to_latencies(dist: Distribution, where: str = "the point") -> LatencyDistribution:
+    """A µs distribution as milliseconds, once histogram.py has checked it (BadPoint
+    if it breaks a rule); exponential bounds are spread geometrically within each
+    bucket, narrowed to the distribution's own mean and variance (distribution.py)."""
+    try:
+        return histogram.read(dist.rest()).latencies(unit_ms=1e-3)
+    except HistogramError as exc:
+        raise BadPoint(where, exc) from None
 
 
 def _calls(series: list[Series]) -> tuple[dict[str, int], float | None]:

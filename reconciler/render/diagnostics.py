@@ -47,6 +47,11 @@ def as_sarif(diagnostics: Sequence[Diagnostic]) -> str:
     return sarif.render(diagnostics, __version__)
 
 
+def failed_sarif(diagnostics: Sequence[Diagnostic], why: str) -> str:
+    """The SARIF log of a run that ended in an error (render/sarif.py's `failed_log`)."""
+    return sarif.failed_log(diagnostics, __version__, why)
+
+
 Reporter = Callable[[Sequence[Diagnostic]], str]
 REPORTERS: dict[str, Reporter] = {
     "text": text,

@@ -26,7 +26,11 @@ they must never change the structure of what reconcile prints.
                    colour sequences the text renderer writes are kept
     json_text(s)   JSON text made inert without changing what it parses to: the
                    characters JSON leaves raw in strings (DEL, C1, bidi controls,
-                   line separators) written as \\uXXXX escapes
+                   line separators) written as \\uXXXX escapes, and so is a lone
+                   surrogate (a byte of a file name that is not UTF-8, as
+                   `os.fsdecode` gives it), which no stream can encode
+    unicode_text(s) `s` with every lone surrogate written as `text` shows it
+                   (`\\udcff`), for text that must be Unicode (a SARIF message)
 
 The last three are what the output boundary (reconciler/commands/output.py) applies to
 everything it writes; the renderers escape each piece of data with the first four.
@@ -116,8 +120,15 @@ def lines(message: str) -> str:
 
 
 # What may never reach a terminal raw, even from a renderer: C0 controls but the line
-# break, DEL, C1, the bidi controls and the line and paragraph separators.
-_DANGEROUS = "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+# break, DEL, C1, the bidi controls, the line and paragraph separators, and lone
+# surrogates (the bytes of a file name that is not UTF-8: a stream cannot encode them,
+# and a write that fails loses the whole document).
+_SURROGATES = "\ud800-\udfff"
+_DANGEROUS = (
+    "\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+    + _SURROGATES
+)
+_SURROGATE = re.compile(f"[{_SURROGATES}]")
 _DOCUMENT = re.compile(f"(\x1b\\[[0-9;]*m)|[{_DANGEROUS}]")
 _JSON_RAW = re.compile(f"[{_DANGEROUS}]")
 
@@ -136,3 +147,8 @@ def document(rendered: str, colour: bool = False) -> str:
 def json_text(data: str) -> str:
     """`data` (JSON text) with the characters it may hold raw escaped the JSON way."""
     return _JSON_RAW.sub(lambda m: f"\\u{ord(m.group()):04x}", data)
+
+
+def unicode_text(value: str) -> str:
+    """`value` with each lone surrogate shown as `text` shows it, all else as it is."""
+    return _SURROGATE.sub(lambda m: _escape_char(m.group()), value)

@@ -9,17 +9,30 @@ names it, run from the root), and a `region` with at least `startLine` for the
 result to be shown at a line: a diagnostic about a whole file or project, which has
 no line, is placed at line 1 of its file. The log is checked against the OASIS
 schema (sarif-schema-2.1.0.json) by the tests.
+
+A location's `uri` is a URI reference (RFC 3986): the path's bytes percent-encoded,
+the bytes of a file name that is not UTF-8 included (`os.fsencode`), so that any
+file name gives a valid log and decodes back to itself. Messages are Unicode text:
+such a byte in one is shown as `\\udcXX`, as the text output shows it.
+
+A run that fails (`failed_log`) still writes a log: the findings it has, each written
+on its own so that one that cannot be written loses only itself, and the run's
+invocation marked unsuccessful with a notification saying why; code scanning then
+records a failed analysis, not a clean one that would close the open alerts.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.render.escape import unicode_text
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
@@ -29,23 +42,56 @@ def render(diagnostics: Sequence[Diagnostic], version: str) -> str:
     """The log, indented JSON; `version` is reconcile's."""
     codes = sorted({d.code for d in diagnostics})
     index = {code: i for i, code in enumerate(codes)}
-    log = {
-        "$schema": SCHEMA,
-        "version": "2.1.0",
-        "runs": [
-            {
-                "tool": {
-                    "driver": {
-                        "name": "reconcile",
-                        "version": version,
-                        "rules": [_rule(code) for code in codes],
-                    }
-                },
-                "columnKind": "unicodeCodePoints",
-                "results": [_result(d, index[d.code]) for d in diagnostics],
-            }
+    return _log(codes, [_result(d, index[d.code]) for d in diagnostics], version)
+
+
+def failed_log(diagnostics: Sequence[Diagnostic], version: str, why: str) -> str:
+    """The log of a run that ended in an error (`why`): every finding of
+    `diagnostics` that can be written, and the failure as the invocation's
+    notification, with one more for each finding that could not be written."""
+    results: list[tuple[str, dict[str, Any]]] = []
+    notes = [why]
+    for d in diagnostics:
+        try:
+            results.append((d.code, _result(d, 0)))
+        except Exception as exc:  # a bug in one finding: it alone is lost, and said
+            notes.append(
+                f"a {d.code!r} finding at {d.file!r} line {d.line!r} could not be written "
+                f"({type(exc).__name__}: {exc})"
+            )
+    codes = sorted({code for code, _ in results})
+    index = {code: i for i, code in enumerate(codes)}
+    for code, result in results:
+        result["ruleIndex"] = index[code]
+    invocation = {
+        "executionSuccessful": False,
+        "toolExecutionNotifications": [
+            {"level": "error", "message": {"text": unicode_text(note)}} for note in notes
         ],
     }
+    return _log(codes, [r for _, r in results], version, invocation)
+
+
+def _log(
+    codes: Sequence[str],
+    results: list[dict[str, Any]],
+    version: str,
+    invocation: dict[str, Any] | None = None,
+) -> str:
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "reconcile",
+                "version": version,
+                "rules": [_rule(code) for code in codes],
+            }
+        },
+    }
+    if invocation is not None:
+        run["invocations"] = [invocation]
+    run["columnKind"] = "unicodeCodePoints"
+    run["results"] = results
+    log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
     return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
 
 
@@ -59,7 +105,7 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
         "ruleId": d.code,
         "ruleIndex": rule_index,
         "level": LEVEL.get(d.severity, "note"),
-        "message": {"text": message},
+        "message": {"text": unicode_text(message)},
     }
     if d.file:
         region = {"startLine": d.line or 1}
@@ -68,7 +114,7 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": _uri(d.file)},
+                    "artifactLocation": {"uri": uri(d.file)},
                     "region": region,
                 }
             }
@@ -76,6 +122,11 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
     return result
 
 
-def _uri(path: str) -> str:
-    """A relative URI reference for a file path (percent-encoded; `./` dropped)."""
-    return quote(PurePosixPath(path).as_posix(), safe="/")
+def uri(path: str) -> str:
+    """A relative URI reference for a file path: its bytes (`os.fsencode`: those of a
+    name that is not UTF-8 as they are) percent-encoded but for the unreserved
+    characters and `/` (so a `:` in the first segment cannot read as a scheme);
+    `./` and repeated slashes dropped, an absolute path kept absolute (never `//`,
+    which would start an authority)."""
+    posix = re.sub(r"^/+", "/", PurePosixPath(path).as_posix())
+    return quote(os.fsencode(posix), safe="/")

@@ -92,7 +92,7 @@ def _cold_validate(tmp_path: Path, report: str, *options: str) -> tuple[str, str
 
 def test_validate_imports_none_of_the_other_verbs(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD)
-    shared = ("validate", "output", "_options")
+    shared = ("validate", "output", "_options", "_promised_log")
     last, output = _cold_validate(
         tmp_path,
         "'LOADED', sorted(m for m in sys.modules if m.startswith('reconciler.commands.')"

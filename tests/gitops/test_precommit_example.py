@@ -147,3 +147,19 @@ def test_the_hook_checks_what_is_committed_not_the_working_tree(tmp_path: Path) 
     assert re.search(unknown_profile, output), output
     assert "wip.yaml" not in output
     assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "2"
+
+    # A staged symlink out of the repository (issue 49): the commit records the link,
+    # not the file; the hook names the link and never reads what it points at.
+    run_git(repo, env, "reset", "-q", "--hard")
+    outside = tmp_path / "outside.yaml"
+    outside.write_text(TOPIC.replace("NAME", "goog-outside").replace("REGION", "us-east1"))
+    (repo / "specs" / "linked.yaml").symlink_to(outside)
+    run_git(repo, env, "add", "specs/linked.yaml")
+    linked = run_git(repo, env, "commit", "-m", "a link out of the repository")
+    output = linked.stdout + linked.stderr
+    assert linked.returncode != 0, output
+    assert re.search(r"reconcile validate\.+Failed", output), output
+    assert f"specs/linked.yaml: error[path-link-outside]: this symlink leads outside the " \
+        f"repository (to {outside})" in output, output
+    assert "goog-outside" not in output  # the file it points at was never read
+    assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "2"

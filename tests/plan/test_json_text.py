@@ -59,3 +59,16 @@ def test_values_msgspec_refuses_or_spells_otherwise_fall_back_to_json() -> None:
     ):
         assert canonical_bytes(value) == reference_canonical(value)
         assert indented_text(value) == reference_indented(value)
+
+
+def test_a_lone_surrogate_is_written_as_its_escape_and_read_back() -> None:
+    """A file name that is not UTF-8 (issue 49): msgspec cannot write its lone
+    surrogate; the document holds the JSON escape instead, UTF-8 text that reads back
+    as the same string."""
+    value = {"file": "specs/bad\udcff.yaml", "k\udc80": ["x", "é"]}
+    canonical = canonical_bytes(value)
+    assert canonical == b'{"file":"specs/bad\\udcff.yaml","k\\udc80":["x","\xc3\xa9"]}'
+    assert json.loads(canonical) == value
+    indented = indented_text(value)
+    indented.encode("utf-8")
+    assert json.loads(indented) == value
