@@ -58,21 +58,23 @@ def definition_problem(type_: int, text: str) -> str | None:
 
 
 class _Cache:
-    """The compiled definitions last used, bounded by count and by text size."""
+    """The definitions last compiled, bounded by count and by text size: each its
+    compiled form, or the reason it does not compile (so that the same bad
+    definition sent again does not run protoc again)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[int, str], Compiled] = OrderedDict()
+        self._entries: OrderedDict[tuple[int, str], Compiled | DefinitionError] = OrderedDict()
         self._bytes = 0
 
-    def get(self, key: tuple[int, str]) -> Compiled | None:
+    def get(self, key: tuple[int, str]) -> Compiled | DefinitionError | None:
         with self._lock:
             found = self._entries.get(key)
             if found is not None:
                 self._entries.move_to_end(key)
             return found
 
-    def put(self, key: tuple[int, str], compiled: Compiled) -> None:
+    def put(self, key: tuple[int, str], compiled: Compiled | DefinitionError) -> None:
         with self._lock:
             if key in self._entries:
                 return
@@ -91,6 +93,8 @@ def compile_definition(type_: int, text: str) -> Compiled:
     compile. Kept for the definitions last used (`CACHE_ENTRIES`, `CACHE_BYTES`)."""
     key = (type_, text)
     found = _cache.get(key)
+    if isinstance(found, DefinitionError):
+        raise DefinitionError(str(found))
     if found is not None:
         return found
     compiled: Compiled
@@ -102,6 +106,7 @@ def compile_definition(type_: int, text: str) -> Compiled:
         else:
             raise DefinitionError(f"unknown schema type {type_}")
     except ValueError as exc:
+        _cache.put(key, DefinitionError(str(exc)))
         raise DefinitionError(str(exc)) from None
     _cache.put(key, compiled)
     return compiled

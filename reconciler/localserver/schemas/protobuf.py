@@ -24,6 +24,7 @@ of two revisions counts its depth."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,9 @@ PROTOC_TIMEOUT_S = 60.0  # a safety net for a wedged compiler, not an expectatio
 PROTOC_MEMORY_BYTES = 1 << 30  # its address space: ~30 MB for a small definition
 PROTOC_CPU_S = 30
 _FILE = "schema.proto"
+# protoc's log lines (absl's), printed before its errors: "WARNING: All log messages
+# before absl::InitializeLog() ...", "W0000 00:00:... parser.cc:659] No edition ...".
+_LOG_LINE = re.compile(r"WARNING: All log messages before absl|[IWEF]\d{4} \d\d:\d\d:")
 # What the protoc process runs (fixed text; the paths come as arguments): its limits
 # set, then grpcio-tools' protoc as `python -m grpc_tools.protoc` runs it.
 _CHILD = """
@@ -78,7 +82,9 @@ def _compile(text: str) -> Any:
             raise ValueError(f"protoc did not finish within {PROTOC_TIMEOUT_S:g} s") from None
         if done.returncode != 0 or not out.exists():
             lines = done.stderr.decode("utf-8", "replace").replace(tmp + "/", "").splitlines()
-            reason = "; ".join(line.strip() for line in lines if line.strip())[:500]
+            said = [line.strip() for line in lines if line.strip()]
+            errors = [line for line in said if not _LOG_LINE.match(line)] or said
+            reason = "; ".join(errors)[:500]
             raise ValueError(reason or f"protoc exited with {done.returncode}")
         files = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
     return files.file[0]
