@@ -197,18 +197,57 @@ def _union(branches: list[Reader]) -> Reader:
     return union
 
 
+# A record's fields of these types are read in the record's own loop rather than by
+# a call each (the Publish hot path: most fields are strings and numbers).
+_STRING, _ASCII, _LONG, _INT, _DOUBLE, _CALL = range(6)
+
+
 def _record(fields: list[Reader]) -> Reader:
-    readers = tuple(fields)
+    ops = tuple(_op(read) for read in fields)
 
     def record(data: bytes, pos: int, depth: int) -> int:
         if depth >= MAX_DEPTH:
             raise _TooDeep
         depth += 1
-        for read in readers:
-            pos = read(data, pos, depth)
+        n = len(data)
+        for op, read in ops:
+            if op <= _ASCII:  # a string: its length, then (unless all is ASCII) UTF-8
+                b = data[pos]
+                if b < 0x80:
+                    size = (b >> 1) ^ -(b & 1)
+                    pos += 1
+                else:
+                    size, pos = _count(data, pos)
+                if size < 0:
+                    raise _Refused(f"a length is negative ({size})")
+                end = pos + size
+                if end > n:
+                    raise IndexError
+                if op == _STRING:
+                    data[pos:end].decode("utf-8")
+                pos = end
+            elif op in (_LONG, _INT):
+                if data[pos] < 0x80:
+                    pos += 1
+                else:
+                    pos = _varint(data, pos, _LONG_END if op == _LONG else _INT_END)[1]
+            elif op == _DOUBLE:
+                pos += 8
+                if pos > n:
+                    raise IndexError
+            else:
+                pos = read(data, pos, depth)
         return pos
 
     return record
+
+
+def _op(read: Reader) -> tuple[int, Reader]:
+    """How a record reads a field of this reader: inline, or by calling it."""
+    inline: dict[Reader, int] = {
+        _string: _STRING, _ascii_string: _ASCII, _long: _LONG, _int: _INT, _double: _DOUBLE,
+    }
+    return inline.get(read, _CALL), read
 
 
 def _array(items: Reader) -> Reader:

@@ -21,7 +21,7 @@ import grpc
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.status import ServiceError, invalid, not_found
-from reconciler.localserver.api.wire import length_delimited
+from reconciler.localserver.api.wire import data_only_head, length_delimited
 from reconciler.localserver.schemas.definitions import (
     ENCODING_NAMES,
     MessageCheck,
@@ -108,20 +108,28 @@ def validate_request(topic: Any, revisions_of: Any, raw: bytes) -> bytes:
     ]
     wire = protos.WirePublishRequest.FromString(raw)
     tags = _Tags(settings.schema, ENCODING_NAMES.get(encoding, "BINARY"))
-    request = protos.PublishRequest.FromString(raw)
     # Most messages match the newest revision in range: that case takes no call but
     # the check itself.
     newest, check = checks[0] if checks else (None, None)
     tail = tags.tail(newest) if newest is not None else b""
     mark = _Tags.MARK
     tagged = []
-    for serialized, message in zip(wire.messages, request.messages, strict=True):
-        data = message.data
+    for serialized in wire.messages:
+        data = _data_of(serialized)
         if check is not None and check(data) is None and mark not in serialized:
             tagged.append(serialized + tail)
         else:
             tagged.append(tags.add(serialized, _matching(settings.schema, checks, data, encoding)))
     return bytes(protos.WirePublishRequest(topic=wire.topic, messages=tagged).SerializeToString())
+
+
+def _data_of(message: bytes) -> bytes:
+    """A serialized PubsubMessage's `data`: read from its bytes when it holds its
+    data alone (most do), else parsed."""
+    head = data_only_head(len(message))
+    if head is not None and message.startswith(head):
+        return message[len(head) :]
+    return bytes(protos.PubsubMessage.FromString(message).data)
 
 
 class _Tags:
