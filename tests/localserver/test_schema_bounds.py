@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 
+from reconciler.localserver.api.wire import varint
+
 P = "projects/proj-alpha"
 TOPIC = f"{P}/topics/still-here"
 # A hang guard for calls that spun a server thread before their fix, not a timing
@@ -51,13 +53,7 @@ def refused(call: Any, **request: Any) -> str:
 
 def zigzag(n: int) -> bytes:
     """An Avro long: zigzag, then base-128 varint."""
-    n = (n << 1) ^ (n >> 63)
-    out = bytearray()
-    while n > 0x7F:
-        out.append(n & 0x7F | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+    return varint((n << 1) ^ (n >> 63))
 
 
 # ----------------------------------------------------------- recursive error types
@@ -326,3 +322,25 @@ def test_every_method_that_takes_a_definition_enforces_the_limits(
     with pytest.raises(exceptions.NotFound):
         schema_client.get_schema(name=f"{P}/schemas/big")
     alive()
+
+
+def test_a_deep_protocol_buffer_message_is_refused(schema_client: Any, alive: Any) -> None:
+    """protobuf's own bound (100 levels) holds for messages of a recursive type, in
+    binary and in JSON."""
+    linked = proto('syntax = "proto3";\nmessage Node {\n  Node next = 1;\n}\n')
+    binary = b""
+    for _ in range(1_000):
+        binary = b"\x0a" + varint(len(binary)) + binary
+    document = '{"next": ' * 1_000 + "{}" + "}" * 1_000
+    for encoding, data, words in (
+        ("BINARY", binary, "Could not parse binary Protocol Buffer message: is not a Node"),
+        ("JSON", document.encode(),
+         "Could not parse JSON Protocol Buffer message: does not match Node"),
+    ):
+        message = refused(
+            schema_client.validate_message, parent=P, schema=linked, message=data,
+            encoding=encoding,
+        )
+        assert message.startswith(words), message
+    alive()
+

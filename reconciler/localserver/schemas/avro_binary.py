@@ -118,21 +118,12 @@ def _double(data: bytes, pos: int, depth: int) -> int:
     return pos
 
 
-def _bytes(data: bytes, pos: int, depth: int) -> int:
-    size, pos = _count(data, pos)
-    if size < 0:
-        raise _Refused(f"a length is negative ({size})")
-    pos += size
-    if pos > len(data):
-        raise IndexError
-    return pos
-
-
-def _string(data: bytes, pos: int, depth: int) -> int:
+def _span(data: bytes, pos: int) -> tuple[int, int]:
+    """Where the content of a length-prefixed value (bytes, a string) starts and
+    ends."""
     b = data[pos]
     if b < 0x80:
-        size = (b >> 1) ^ -(b & 1)
-        start = pos + 1
+        size, start = (b >> 1) ^ -(b & 1), pos + 1
     else:
         size, start = _count(data, pos)
     if size < 0:
@@ -140,24 +131,21 @@ def _string(data: bytes, pos: int, depth: int) -> int:
     end = start + size
     if end > len(data):
         raise IndexError
+    return start, end
+
+
+def _bytes(data: bytes, pos: int, depth: int) -> int:
+    return _span(data, pos)[1]
+
+
+def _string(data: bytes, pos: int, depth: int) -> int:
+    start, end = _span(data, pos)
     data[start:end].decode("utf-8")
     return end
 
 
-def _ascii_string(data: bytes, pos: int, depth: int) -> int:
-    """A string of a message that is all ASCII, hence UTF-8 wherever it is cut."""
-    b = data[pos]
-    if b < 0x80:
-        size = (b >> 1) ^ -(b & 1)
-        start = pos + 1
-    else:
-        size, start = _count(data, pos)
-    if size < 0:
-        raise _Refused(f"a length is negative ({size})")
-    end = start + size
-    if end > len(data):
-        raise IndexError
-    return end
+# A string of a message that is all ASCII is UTF-8 wherever it is cut: read as bytes.
+_ascii_string = _bytes
 
 
 def _fixed(size: int) -> Reader:

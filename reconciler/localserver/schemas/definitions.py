@@ -27,11 +27,11 @@ ENCODING_NAMES = {JSON: "JSON", BINARY: "BINARY"}
 MAX_SCHEMAS_PER_PROJECT = 10_000
 MAX_REVISIONS = 20
 # The compiled definitions kept: the last ones used, up to this many and this many
-# bytes of definition text between them (a compiled definition is several times its
-# text in memory, so a client sending many large definitions cannot grow the server
-# past about this much times that).
+# characters of definition text between them (a compiled Avro definition takes about
+# 25 times its text in memory: a client sending many large definitions cannot grow
+# the cache past about 100 MB).
 CACHE_ENTRIES = 256
-CACHE_BYTES = 8_000_000
+CACHE_BYTES = 4_000_000
 
 
 class Compiled(Protocol):
