@@ -155,6 +155,43 @@ def test_the_zero_width_check_is_linear(schema_client: Any, alive: Any) -> None:
     alive()
 
 
+def test_a_union_in_a_union_is_refused(schema_client: Any, alive: Any) -> None:
+    """fastavro takes a union that holds a union (the specification forbids it); a
+    JSON message for it once ended in INTERNAL "local server bug: AttributeError"."""
+    nested = ["null", ["null", "int"]]
+    message = refused(
+        schema_client.validate_message, parent=P, schema=avro(nested), message=b'{"int": 1}',
+        encoding="JSON",
+    )
+    assert message == (
+        "Could not parse schema definition: a union holds a union as a branch; the Avro "
+        "specification does not allow it (a union may not immediately contain another union)"
+    )
+    alive()
+
+
+def test_enums_and_unions_of_thousands_cost_no_more_per_value(
+    schema_client: Any, alive: Any
+) -> None:
+    """A JSON message of 200,000 values of a 25,000-symbol enum, and a revision that
+    lists the symbols the other way round: once a search of the symbols per value
+    (neither answered within a minute), now a set."""
+    symbols = [f"S{i}" for i in range(25_000)]
+    array = {"type": "array", "items": {"type": "enum", "name": "E", "symbols": symbols}}
+    schema = {"type": "record", "name": "R", "fields": [{"name": "xs", "type": array}]}
+    values = json.dumps({"xs": [symbols[-1]] * 200_000}).encode()
+    schema_client.validate_message(
+        request={"parent": P, "schema": avro(schema), "message": values, "encoding": "JSON"},
+        timeout=HANG_GUARD_S,
+    )
+    schema_client.create_schema(parent=P, schema_id="big-enum", schema=avro(schema))
+    array["items"]["symbols"] = symbols[::-1]
+    schema_client.commit_schema(
+        name=f"{P}/schemas/big-enum", schema=avro(schema), timeout=HANG_GUARD_S
+    )
+    alive()
+
+
 # ------------------------------------------------------ declared counts and lengths
 
 

@@ -62,6 +62,11 @@ class AvroDefinition:
         self.named = named
         graph = _Graph(self.schema, named)
         bounds.check_shape(bounds.Shape(depth=graph.depth(), types=len(named)))
+        if graph.union_in_union:
+            raise ValueError(
+                "a union holds a union as a branch; the Avro specification does not allow "
+                "it (a union may not immediately contain another union)"
+            )
         empty = graph.zero_width_items()
         if empty is not None:
             raise ValueError(
@@ -120,6 +125,7 @@ class _Graph:
         self.named = named
         self.nodes: dict[Any, Any] = {}  # key -> node
         self.edges: dict[Any, list[Any]] = {}  # key -> the keys of the types it holds
+        self.union_in_union = False
         self.root = self.key(schema)
         if self.root is None:
             return
@@ -128,7 +134,10 @@ class _Graph:
         while todo:
             key = todo.pop()
             children = []
-            for child in _held(self.nodes[key]):
+            node = self.nodes[key]
+            if isinstance(node, list) and any(isinstance(branch, list) for branch in node):
+                self.union_in_union = True
+            for child in _held(node):
                 child_key = self.key(child)
                 if child_key is None:
                     continue
@@ -239,6 +248,16 @@ class _JsonCheck:
 
     def __init__(self, named: dict[str, Any]) -> None:
         self.named = named
+        self._sets: dict[str, frozenset[str]] = {}
+        self._unions: dict[int, dict[str, Any]] = {}  # by the union's identity (kept alive)
+
+    def _symbols(self, enum: Any) -> frozenset[str]:
+        """An enum's symbols as a set (an enum may have tens of thousands, and a
+        message as many values)."""
+        found = self._sets.get(enum["name"])
+        if found is None:
+            found = self._sets[enum["name"]] = frozenset(enum["symbols"])
+        return found
 
     def problem(self, schema: Any, value: Any, where: str, depth: int) -> str | None:
         """Why `value` is no datum of `schema`, or None; `depth` is how many records,
@@ -268,7 +287,7 @@ class _JsonCheck:
                     return problem
             return None
         if kind == "enum":
-            if value not in schema["symbols"]:
+            if not isinstance(value, str) or value not in self._symbols(schema):
                 what = where or "the message"
                 return f"{what}: {_show(value)} is not a symbol of {schema['name']}"
             return None
@@ -297,18 +316,37 @@ class _JsonCheck:
 
     def _union(self, branches: list[Any], value: Any, where: str, depth: int) -> str | None:
         if value is None:
-            return None if "null" in branches else f"{where or 'the message'} may not be null"
+            if "null" in self._named_branches(branches):
+                return None
+            return f"{where or 'the message'} may not be null"
         if not isinstance(value, dict) or len(value) != 1:
             return (
                 f"{where or 'the message'}: a union's value is null or an object with one "
                 "member named for the branch's type"
             )
         ((key, inner),) = value.items()
-        for branch in branches:
-            name = branch if isinstance(branch, str) else branch.get("name", branch.get("type"))
-            if key == name or (isinstance(name, str) and key == _unqualified(name)):
-                return self.problem(branch, inner, where, depth)
-        return f"{where or 'the message'}: {key!r} is no branch of the union"
+        branch = self._named_branches(branches).get(key)
+        if branch is None:
+            return f"{where or 'the message'}: {key!r} is no branch of the union"
+        return self.problem(branch, inner, where, depth)
+
+    def _named_branches(self, branches: list[Any]) -> dict[str, Any]:
+        """A union's branches by the names a JSON value may key them with (the full
+        name and the unqualified one; the first branch a name fits wins), made once
+        per union: a union may have a thousand branches, and a message as many
+        values."""
+        found = self._unions.get(id(branches))
+        if found is None:
+            found = {}
+            for branch in branches:
+                if isinstance(branch, list):
+                    continue  # a union in a union, which a definition may not hold
+                name = branch if isinstance(branch, str) else branch.get("name", branch.get("type"))
+                if isinstance(name, str):
+                    found.setdefault(name, branch)
+                    found.setdefault(_unqualified(name), branch)
+            self._unions[id(branches)] = found
+        return found
 
     @staticmethod
     def _primitive(kind: str, value: Any, where: str) -> str | None:
@@ -344,6 +382,7 @@ class _Resolution:
         self.reader_named = reader_named
         self.writer_named = writer_named
         self._assumed: set[tuple[str, str]] = set()  # recursive pairs taken as fine
+        self._indexes: dict[int, dict[tuple[str, str | None], list[Any]]] = {}
 
     def _resolve(self, node: Any, named: dict[str, Any]) -> Any:
         if isinstance(node, str) and node not in _PRIMITIVES:
@@ -372,7 +411,7 @@ class _Resolution:
                     return problem
             return None
         if r_kind == "union":
-            if any(self.problem(branch, w, where, depth) is None for branch in r):
+            if any(self.problem(b, w, where, depth) is None for b in self._readers_of(r, w)):
                 return None
             return f"no branch of the union{at} can read {_describe(w)}"
         if isinstance(r, str) or isinstance(w, str):
@@ -392,7 +431,8 @@ class _Resolution:
             self._assumed.add(pair)
             return self._record(r, w, where, depth + 1)
         if r_kind == "enum":
-            missing = [s for s in w.get("symbols", ()) if s not in r.get("symbols", ())]
+            known = set(r.get("symbols", ()))
+            missing = [s for s in w.get("symbols", ()) if s not in known]
             if missing and "default" not in r:
                 return f"enum {r['name']}{at} lacks the symbol(s) {', '.join(missing)}"
             return None
@@ -405,6 +445,23 @@ class _Resolution:
         if r_kind == "map":
             return self.problem(r["values"], w["values"], f"{where}{{}}", depth + 1)
         return None
+
+    def _readers_of(self, union: list[Any], w: Any) -> list[Any]:
+        """The branches of a reader's union that may read `w` (resolved): those of
+        its kind or one it is promoted to, and of its name for a named type; from an
+        index made once per union (a union may have a thousand branches)."""
+        index = self._indexes.get(id(union))
+        if index is None:
+            index = {}
+            for branch in union:
+                resolved = self._resolve(branch, self.reader_named)
+                index.setdefault(_branch_key(resolved), []).append(branch)
+            self._indexes[id(union)] = index
+        kind = _kind(w)
+        keys = [_branch_key(w), ("union", None)]  # a union in a union: fastavro takes it
+        if kind not in _NAMED:
+            keys += [(promoted, None) for promoted in _PROMOTIONS.get(kind, ())]
+        return [branch for key in keys for branch in index.get(key, ())]
 
     def _record(self, r: Any, w: Any, where: str, depth: int) -> str | None:
         written = {f["name"]: f for f in w["fields"]}
@@ -420,6 +477,12 @@ class _Resolution:
             if problem is not None:
                 return problem
         return None
+
+
+def _branch_key(node: Any) -> tuple[str, str | None]:
+    """A resolved type's kind, and its unqualified name when it is a named type."""
+    kind = _kind(node)
+    return kind, _unqualified(node.get("name")) if kind in _NAMED else None
 
 
 def _unqualified(name: Any) -> str:
