@@ -98,6 +98,9 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.localserver.schemas.avro":
         "fastavro when the first Avro definition is compiled: a server that meets no Avro "
         "schema (every `--local` run without one) never loads it",
+    "reconciler.localserver.schemas.avro_binary":
+        "fastavro's logical-type conversions with the first Avro definition compiled, as "
+        "fastavro itself (reconciler.localserver.schemas.avro)",
     "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",
     "reconciler.hedging.channels": "the GAPIC client only for a locational endpoint",
     "reconciler.hedging.plot": "matplotlib (an optional extra) only for --plot",

@@ -1,9 +1,12 @@
-"""Protobuf wire-format pieces the hot paths write themselves: a varint, a
-length-delimited field (a ListSubscriptions page of kept serialized views), and the
+"""Protobuf wire-format pieces the hot paths write and read themselves: a varint, a
+length-delimited field (a ListSubscriptions page of kept serialized views), the head
+of a PubsubMessage that holds its data alone, and the
 serialized PublishResponse of consecutive message IDs (built from the first ID and
 the count, without a message object or 100 string fields)."""
 
 from __future__ import annotations
+
+from functools import lru_cache
 
 
 def varint(value: int) -> bytes:
@@ -14,6 +17,17 @@ def varint(value: int) -> bytes:
         value >>= 7
     out.append(value)
     return bytes(out)
+
+
+@lru_cache(maxsize=4096)
+def data_only_head(size: int) -> bytes | None:
+    """The head (tag 1, length) of a serialized PubsubMessage of `size` bytes that
+    holds non-empty data and nothing else; None when no such message has that size."""
+    for width in range(1, 6):
+        length = size - 1 - width
+        if length > 0 and len(varint(length)) == width:
+            return b"\n" + varint(length)
+    return None
 
 
 def length_delimited(field: int, data: bytes) -> bytes:

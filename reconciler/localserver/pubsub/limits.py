@@ -23,7 +23,7 @@ from functools import lru_cache
 from typing import Any
 
 from reconciler.localserver.api.status import invalid
-from reconciler.localserver.api.wire import varint
+from reconciler.localserver.api.wire import data_only_head, varint
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem
 
 MAX_PUBLISH_MESSAGES = 1000
@@ -48,24 +48,13 @@ def _utf8_len(text: str) -> int:
     return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
-@lru_cache(maxsize=4096)
-def _data_only_head(size: int) -> bytes | None:
-    """The head (tag 1, length) of a serialized PubsubMessage of `size` bytes that
-    holds non-empty data and nothing else; None when no such message has that size."""
-    for width in range(1, 6):
-        length = size - 1 - width
-        if length > 0 and len(varint(length)) == width:
-            return b"\n" + varint(length)
-    return None
-
-
 @lru_cache(maxsize=64)
 def _uniform_layout(topic: str, count: int, size: int) -> tuple[bytes, int, Any, Any] | None:
     """How a request for `topic` of `count` messages of `size` bytes, each holding
     only non-empty data, is laid out: (its first bytes, the topic field; its length;
     one strided slice per byte of a message's head, and the bytes each must give).
     Kept for the last few topics and sizes: a publisher sends the same shape again."""
-    head = _data_only_head(size)
+    head = data_only_head(size)
     if head is None:
         return None
     name = topic.encode("utf-8")
@@ -95,14 +84,14 @@ def _uniform_data_only(raw: bytes, topic: str, count: int, size: int) -> bool:
 
 
 def _is_data_only(message: bytes) -> bool:
-    head = _data_only_head(len(message))
+    head = data_only_head(len(message))
     return head is not None and message.startswith(head)
 
 
 def _data_only(messages: list[bytes]) -> bool:
     """Whether every serialized message holds non-empty data and nothing else
     (`_is_data_only` of each, with no Python call per message)."""
-    heads = list(map(_data_only_head, map(len, messages)))
+    heads = list(map(data_only_head, map(len, messages)))
     return None not in heads and all(map(bytes.startswith, messages, heads))  # type: ignore[arg-type]
 
 

@@ -386,6 +386,13 @@ class PublisherService:
             return landing.stored
 
         received = raw
+        known = self.state.get_topic(name)
+        if known is not None and has_schema(known):
+            # Checked before the write lock is first taken (a topic with a schema has
+            # it checked every time): `place` then finds the settings it was checked
+            # against, unless they changed meanwhile.
+            raw = validate_request(known, self.state.schemas.revisions, received)
+            checked[0] = known.schema_settings
         for _ in range(3):
             try:
                 stored = self.state.subs.publish(name, raw, count, place)
