@@ -62,7 +62,10 @@ PUT_IAM_POLICY = 20  # a resource's IAM policy (dropped with the resource, not j
 # Org Policy custom constraints (`pubsub.state` encodes their values: JSON).
 PUT_CUSTOM_CONSTRAINT = 21
 DELETE_CUSTOM_CONSTRAINT = 22
-KINDS = frozenset(range(1, 23))
+# Dead-letter policies (`pubsub.deadletter` encodes their values).
+DELIVERY_ATTEMPTS = 23  # the delivery attempts of messages a pull handed out
+DEAD_LETTERED = 24  # messages forwarded to a dead-letter topic and acknowledged at the source
+KINDS = frozenset(range(1, 25))
 KIND_NAMES = {
     PUT_TOPIC: "topic",
     DELETE_TOPIC: "topic deletion",
@@ -86,6 +89,8 @@ KIND_NAMES = {
     PUT_IAM_POLICY: "IAM policy",
     PUT_CUSTOM_CONSTRAINT: "custom constraint",
     DELETE_CUSTOM_CONSTRAINT: "custom constraint deletion",
+    DELIVERY_ATTEMPTS: "delivery attempts",
+    DEAD_LETTERED: "dead-letter forward",
 }
 
 Record = f.Record

@@ -1,0 +1,159 @@
+"""Issue 50 item 1: dead-lettering survives a restart of a `--state` server. The
+attempts a pull hands out are journaled before the reply and a forward is one record
+(the dead-letter topic's publish and the source's acknowledgement together), so after
+a kill -9: attempts go on where they were (a delivery the crash cut short counts as
+failed, as an expired deadline would), a message whose last attempt was out is
+forwarded, a forward made is neither lost nor made twice; and one damaged byte in a
+forward's record refuses the start, and `--recover` drops that forward whole."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from subscriber_support import make_subscriber
+
+from reconciler.backends.clients import publisher_client
+from reconciler.localserver import LocalServer
+
+P = "projects/proj-alpha"
+T = f"{P}/topics/orders"
+DLT = f"{P}/topics/orders-dead"
+S = f"{P}/subscriptions/orders-sub"
+DS = f"{P}/subscriptions/orders-dead-sub"
+CALL = {"retry": None, "timeout": 30}
+
+
+def _clients(address: str) -> tuple[Any, Any]:
+    return publisher_client(address), make_subscriber(address)
+
+
+def _setup(address: str, messages: int = 1) -> None:
+    pub, sub = _clients(address)
+    pub.create_topic(name=T)
+    pub.create_topic(name=DLT)
+    sub.create_subscription(name=DS, topic=DLT)
+    sub.create_subscription(request={
+        "name": S, "topic": T,
+        "dead_letter_policy": {"dead_letter_topic": DLT, "max_delivery_attempts": 5},
+    })
+    pub.publish(topic=T, messages=[{"data": f"m{i}".encode()} for i in range(messages)])
+
+
+def _pull(sub: Any, name: str = S, wait: bool = False) -> list[Any]:
+    request = {"subscription": name, "max_messages": 100, "return_immediately": not wait}
+    return list(sub.pull(request=request, **CALL).received_messages)
+
+
+def _nack(sub: Any, got: list[Any]) -> None:
+    sub.modify_ack_deadline(
+        subscription=S, ack_ids=[m.ack_id for m in got], ack_deadline_seconds=0, **CALL
+    )
+
+
+def _deliveries(sub: Any, count: int, *, nack_last: bool = True) -> list[int]:
+    """Pull `count` times, nacking each delivery (the last one only if `nack_last`):
+    the delivery attempts seen."""
+    seen = []
+    for i in range(count):
+        got = _pull(sub)
+        seen += [m.delivery_attempt for m in got]
+        if nack_last or i < count - 1:
+            _nack(sub, got)
+    return seen
+
+
+def _dead(sub: Any, count: int) -> list[Any]:
+    got: list[Any] = []
+    for _ in range(5):
+        got += _pull(sub, DS, wait=True)
+        if len(got) >= count:
+            break
+    return got
+
+
+def test_attempts_survive_a_crash_and_a_cut_short_delivery_counts(tmp_path: Path) -> None:
+    server = LocalServer(state_dir=tmp_path).start()
+    _setup(server.address)
+    _, sub = _clients(server.address)
+    assert _deliveries(sub, 3) == [1, 2, 3]
+    assert _deliveries(sub, 1, nack_last=False) == [4]  # out when the server dies
+    server.crash()
+    with LocalServer(state_dir=tmp_path) as again:
+        _, sub = _clients(again.address)
+        assert _deliveries(sub, 1) == [5]
+        [dead] = _dead(sub, 1)
+        assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+        assert _pull(sub) == []
+
+
+def test_a_message_whose_last_attempt_was_out_is_forwarded_after_a_restart(
+    tmp_path: Path,
+) -> None:
+    server = LocalServer(state_dir=tmp_path).start()
+    _setup(server.address)
+    _, sub = _clients(server.address)
+    assert _deliveries(sub, 5, nack_last=False) == [1, 2, 3, 4, 5]
+    server.crash()
+    with LocalServer(state_dir=tmp_path) as again:
+        _, sub = _clients(again.address)
+        [dead] = _dead(sub, 1)  # forwarded by the server itself once it is up
+        assert dead.message.data == b"m0"
+        assert _pull(sub) == []
+
+
+def test_a_forward_is_neither_lost_nor_repeated_by_a_crash_or_a_compaction(
+    tmp_path: Path,
+) -> None:
+    server = LocalServer(state_dir=tmp_path).start()
+    _setup(server.address, messages=2)
+    _, sub = _clients(server.address)
+    first = _pull(sub)
+    sub.acknowledge(subscription=S, ack_ids=[m.ack_id for m in first if m.message.data == b"m1"])
+    _nack(sub, [m for m in first if m.message.data == b"m0"])
+    _deliveries(sub, 4)  # m0's attempts 2 to 5
+    [dead] = _dead(sub, 1)
+    forwarded_id = dead.message.message_id
+    server.crash()  # the forward is in the journal only
+    with LocalServer(state_dir=tmp_path) as again:  # replayed; then a clean stop compacts
+        _, sub = _clients(again.address)
+        assert [m.message.message_id for m in _pull(sub, DS)] == [forwarded_id]
+        assert _pull(sub) == []
+    with LocalServer(state_dir=tmp_path) as again:  # from the snapshot
+        _, sub = _clients(again.address)
+        assert [m.message.message_id for m in _pull(sub, DS)] == [forwarded_id]
+        assert _pull(sub) == []
+
+
+def test_kill_9_then_a_damaged_forward_record_is_refused_and_recovered(
+    tmp_path: Path, server_process: Any, refused_start: Any
+) -> None:
+    """`--recover` drops the damaged forward whole; the message's attempts (in records
+    of their own) say it used up its last one, so the server forwards it again: one
+    copy on the dead-letter topic, none at the source."""
+    state = tmp_path / "state"
+    first = server_process("--state", str(state))
+    _setup(first.address)
+    _, sub = _clients(first.address)
+    _deliveries(sub, 5)
+    assert len(_dead(sub, 1)) == 1
+    first.kill9()
+
+    journal = state / "journal.log"
+    data = bytearray(journal.read_bytes())
+    at = data.rfind(DLT.encode())  # in the last record written: the forward
+    assert at > 0
+    data[at + 3] ^= 0xFF
+    journal.write_bytes(bytes(data))
+
+    code, err = refused_start("--state", str(state))
+    assert code == 1 and "--recover" in err and "Traceback" not in err
+    recovered = server_process("--state", str(state), "--recover")
+    _, sub = _clients(recovered.address)
+    [dead] = _dead(sub, 1)
+    assert dead.message.data == b"m0"
+    assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    assert _pull(sub, DS) == [] and _pull(sub) == []
+    report = recovered.stop()
+    assert re.search(r"recover: journal\.log: kept \d+ intact records, dropped 1 damaged", report)
