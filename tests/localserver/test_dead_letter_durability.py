@@ -157,3 +157,23 @@ def test_kill_9_then_a_damaged_forward_record_is_refused_and_recovered(
     assert _pull(sub, DS) == [] and _pull(sub) == []
     report = recovered.stop()
     assert re.search(r"recover: journal\.log: kept \d+ intact records, dropped 1 damaged", report)
+
+
+
+def test_a_forward_the_disk_refuses_is_made_once_it_accepts(
+    tmp_path: Path, caplog: Any
+) -> None:
+    """The forward's write fails (a full disk): nothing changes, the server says so
+    and makes the forward on its next round."""
+    with LocalServer(state_dir=tmp_path) as server:
+        _setup(server.address)
+        _, sub = _clients(server.address)
+        assert _deliveries(sub, 4) == [1, 2, 3, 4]
+        last = _pull(sub)
+        server.fail_state_writes(count=1)
+        _nack(sub, last)
+        [dead] = _dead(sub, 1)
+        assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+        assert "dead-letter forward not made" in caplog.text
+        assert "No space left on device" in caplog.text
+        assert _pull(sub) == [] and _pull(sub, DS) == []

@@ -41,6 +41,7 @@ import grpc
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import parse_topic
 from reconciler.localserver.api.status import ServiceError, not_found
+from reconciler.localserver.persistence.journal import StateWriteError
 from reconciler.localserver.pubsub.backlog import Batch
 from reconciler.localserver.schemas.settings import has_schema, validate_request
 from reconciler.orgpolicy.publishing import Refusal, land
@@ -303,7 +304,10 @@ class Sweeper:
         while not self._stopping.is_set():
             try:
                 due = self._sweep()
-            except Exception:  # a failed write (logged by the state); try again soon
+            except StateWriteError as exc:  # the disk refused a forward: nothing changed
+                log.warning("local server: dead-letter forward not made (%s); retrying", exc)
+                due = time.monotonic() + 1.0
+            except Exception:  # a bug: said once per round, and the server goes on
                 log.exception("local server: dead-letter forwarding failed")
                 due = time.monotonic() + 1.0
             with self._cond:
