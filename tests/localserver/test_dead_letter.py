@@ -13,65 +13,26 @@ from datetime import UTC
 from typing import Any
 
 import pytest
+from dead_letter_support import DLT, DS, P, S, T, dead_letters, nack, pull, setup
 from google.api_core import exceptions
 from google.cloud import pubsub_v1
-
-P = "projects/proj-alpha"
-T = f"{P}/topics/orders"
-DLT = f"{P}/topics/orders-dead"
-S = f"{P}/subscriptions/orders-sub"
-DS = f"{P}/subscriptions/orders-dead-sub"
-CALL = {"retry": None, "timeout": 30}
-
-
-def _setup(pub: Any, sub: Any, attempts: int = 5, **fields: Any) -> None:
-    pub.create_topic(name=T)
-    pub.create_topic(name=DLT)
-    sub.create_subscription(name=DS, topic=DLT)
-    policy = {"dead_letter_topic": DLT, "max_delivery_attempts": attempts}
-    sub.create_subscription(
-        request={"name": S, "topic": T, "dead_letter_policy": policy, **fields}
-    )
-
-
-def _pull(sub: Any, name: str = S, wait: bool = False) -> list[Any]:
-    request = {"subscription": name, "max_messages": 100, "return_immediately": not wait}
-    return list(sub.pull(request=request, **CALL).received_messages)
-
-
-def _nack(sub: Any, got: list[Any], seconds: int = 0) -> None:
-    sub.modify_ack_deadline(
-        subscription=S, ack_ids=[m.ack_id for m in got], ack_deadline_seconds=seconds, **CALL
-    )
-
-
-def _dead_letters(sub: Any, count: int) -> list[Any]:
-    """What reaches the dead-letter topic's subscription (a pull waits for it: the
-    forward runs on the server's own thread)."""
-    got: list[Any] = []
-    for _ in range(10):
-        got += _pull(sub, DS, wait=True)
-        if len(got) >= count:
-            break
-    sub.acknowledge(subscription=DS, ack_ids=[m.ack_id for m in got], **CALL)
-    return got
 
 
 def test_nacked_up_to_max_attempts_is_forwarded_with_the_services_attributes(
     local_server: Any, publisher_client: Any, subscriber_client: Any
 ) -> None:
-    _setup(publisher_client, subscriber_client)
+    setup(publisher_client, subscriber_client)
     published = publisher_client.publish(
         topic=T, messages=[{"data": b"poison", "attributes": {"k": "v"}, "ordering_key": "o1"}]
     ).message_ids[0]
     attempts = []
     for _ in range(5):
-        got = _pull(subscriber_client)
+        got = pull(subscriber_client)
         attempts += [m.delivery_attempt for m in got]
-        _nack(subscriber_client, got)
+        nack(subscriber_client, got)
     assert attempts == [1, 2, 3, 4, 5]
 
-    [dead] = _dead_letters(subscriber_client, 1)
+    [dead] = dead_letters(subscriber_client, 1)
     original = local_server.messages(T)[0]
     sent = original.publish_time.ToDatetime(tzinfo=UTC)
     assert dead.message.data == b"poison" and dead.message.ordering_key == "o1"
@@ -85,24 +46,24 @@ def test_nacked_up_to_max_attempts_is_forwarded_with_the_services_attributes(
     }
     assert dead.message.message_id != published  # a new message on the dead-letter topic
     assert dead.delivery_attempt == 0  # the dead-letter subscription has no policy
-    assert _pull(subscriber_client) == []  # acknowledged at the source
+    assert pull(subscriber_client) == []  # acknowledged at the source
     stats = local_server.subscription_stats(S)
     assert sum(r.count for r in stats.unacked.values()) == 0
 
 
-def test_expired_deadlines_count_and_the_forward_needs_no_further_pull(
+def test_expired_deadlines_count_and_the_forward_needs_no_furtherpull(
     publisher_client: Any, subscriber_client: Any
 ) -> None:
-    _setup(publisher_client, subscriber_client)
+    setup(publisher_client, subscriber_client)
     publisher_client.publish(topic=T, messages=[{"data": b"slow"}])
     for _ in range(4):
-        _nack(subscriber_client, _pull(subscriber_client))
-    last = _pull(subscriber_client)
+        nack(subscriber_client, pull(subscriber_client))
+    last = pull(subscriber_client)
     assert [m.delivery_attempt for m in last] == [5]
-    _nack(subscriber_client, last, seconds=1)  # the fifth lease runs out; nobody pulls again
-    [dead] = _dead_letters(subscriber_client, 1)
+    nack(subscriber_client, last, seconds=1)  # the fifth lease runs out; nobody pulls again
+    [dead] = dead_letters(subscriber_client, 1)
     assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
-    assert _pull(subscriber_client) == []
+    assert pull(subscriber_client) == []
 
 
 def test_attempts_are_counted_only_while_a_policy_is_set(
@@ -112,9 +73,9 @@ def test_attempts_are_counted_only_while_a_policy_is_set(
     publisher_client.create_topic(name=DLT)
     subscriber_client.create_subscription(name=S, topic=T)
     publisher_client.publish(topic=T, messages=[{"data": b"m"}])
-    got = _pull(subscriber_client)
+    got = pull(subscriber_client)
     assert [m.delivery_attempt for m in got] == [0]  # no policy: the field is 0
-    _nack(subscriber_client, got)
+    nack(subscriber_client, got)
     # Set through the nested paths Google's dead-letter samples send.
     paths = ["dead_letter_policy.dead_letter_topic", "dead_letter_policy.max_delivery_attempts"]
     set_policy = subscriber_client.update_subscription(request={
@@ -122,14 +83,14 @@ def test_attempts_are_counted_only_while_a_policy_is_set(
         "update_mask": {"paths": paths},
     })
     assert set_policy.dead_letter_policy.max_delivery_attempts == 5  # 0 reads the default
-    got = _pull(subscriber_client)
+    got = pull(subscriber_client)
     assert [m.delivery_attempt for m in got] == [1]  # the nack before the policy is not counted
-    _nack(subscriber_client, got)
+    nack(subscriber_client, got)
     removed = subscriber_client.update_subscription(request={
         "subscription": {"name": S}, "update_mask": {"paths": paths},
     })
     assert "dead_letter_policy" not in removed
-    assert [m.delivery_attempt for m in _pull(subscriber_client)] == [0]
+    assert [m.delivery_attempt for m in pull(subscriber_client)] == [0]
 
 
 @pytest.mark.parametrize(
@@ -177,7 +138,7 @@ def test_streaming_pull_with_exactly_once_ordering_and_a_filter(
     """The high-level streaming subscriber nacks every message it is given: the one
     the filter keeps is forwarded after 5 attempts; the one it excludes was
     acknowledged on arrival and never reaches the dead-letter topic."""
-    _setup(
+    setup(
         publisher_client, subscriber_client,
         enable_exactly_once_delivery=True, enable_message_ordering=True,
         filter='attributes.kind = "order"',
@@ -200,14 +161,14 @@ def test_streaming_pull_with_exactly_once_ordering_and_a_filter(
     future = streaming.subscribe(S, callback)
     try:
         assert enough.wait(60), seen
-        [dead] = _dead_letters(subscriber_client, 1)
+        [dead] = dead_letters(subscriber_client, 1)
     finally:
         future.cancel()
         future.result(timeout=30)
         streaming.close()
     assert seen == [(b"kept", n) for n in range(1, 6)]
     assert dead.message.data == b"kept" and dead.message.ordering_key == "k"
-    assert _pull(subscriber_client) == []
+    assert pull(subscriber_client) == []
 
 
 def test_the_dead_letter_topics_storage_policy_applies_to_the_forward(
@@ -217,7 +178,7 @@ def test_the_dead_letter_topics_storage_policy_applies_to_the_forward(
     (us-central1 here): a dead-letter topic that enforces in-transit regions without
     it refuses the forward, and the message stays in the source subscription; once
     its policy allows the region, the next failure forwards it."""
-    _setup(publisher_client, subscriber_client)
+    setup(publisher_client, subscriber_client)
     publisher_client.update_topic(request={
         "topic": {"name": DLT, "message_storage_policy": {
             "allowed_persistence_regions": ["europe-west1"], "enforce_in_transit": True}},
@@ -225,8 +186,8 @@ def test_the_dead_letter_topics_storage_policy_applies_to_the_forward(
     })
     publisher_client.publish(topic=T, messages=[{"data": b"m"}])
     for _ in range(5):
-        _nack(subscriber_client, _pull(subscriber_client))
-    again = _pull(subscriber_client, wait=True)  # refused: delivered again
+        nack(subscriber_client, pull(subscriber_client))
+    again = pull(subscriber_client, wait=True)  # refused: delivered again
     assert [m.delivery_attempt for m in again] == [6]
     assert local_server.subscription_stats(DS).unacked == {}  # nothing was forwarded
     publisher_client.update_topic(request={
@@ -234,8 +195,8 @@ def test_the_dead_letter_topics_storage_policy_applies_to_the_forward(
             "allowed_persistence_regions": ["europe-west1"], "enforce_in_transit": False}},
         "update_mask": {"paths": ["message_storage_policy.enforce_in_transit"]},
     })
-    _nack(subscriber_client, again)
-    [dead] = _dead_letters(subscriber_client, 1)
+    nack(subscriber_client, again)
+    [dead] = dead_letters(subscriber_client, 1)
     assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "6"
     assert local_server.subscription_stats(DS).regions == {"europe-west1"}  # rerouted
 
@@ -257,10 +218,10 @@ def test_the_dead_letter_topics_schema_applies_to_the_forward(
     })
     publisher_client.publish(topic=T, messages=[{"data": b"not json"}, {"data": b'{"id": "a"}'}])
     for _ in range(5):
-        got = _pull(subscriber_client)
+        got = pull(subscriber_client)
         assert len(got) == 2
-        _nack(subscriber_client, got)
-    [dead] = _dead_letters(subscriber_client, 1)  # the one the schema accepts
+        nack(subscriber_client, got)
+    [dead] = dead_letters(subscriber_client, 1)  # the one the schema accepts
     assert dead.message.data == b'{"id": "a"}'
     assert dead.message.attributes["googclient_schemaname"] == schema.name
-    assert [m.message.data for m in _pull(subscriber_client, wait=True)] == [b"not json"]
+    assert [m.message.data for m in pull(subscriber_client, wait=True)] == [b"not json"]

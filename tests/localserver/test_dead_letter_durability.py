@@ -12,17 +12,11 @@ import re
 from pathlib import Path
 from typing import Any
 
+from dead_letter_support import DLT, DS, S, dead_letters, nack, pull, setup
 from subscriber_support import make_subscriber
 
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer
-
-P = "projects/proj-alpha"
-T = f"{P}/topics/orders"
-DLT = f"{P}/topics/orders-dead"
-S = f"{P}/subscriptions/orders-sub"
-DS = f"{P}/subscriptions/orders-dead-sub"
-CALL = {"retry": None, "timeout": 30}
 
 
 def _clients(address: str) -> tuple[Any, Any]:
@@ -30,26 +24,7 @@ def _clients(address: str) -> tuple[Any, Any]:
 
 
 def _setup(address: str, messages: int = 1) -> None:
-    pub, sub = _clients(address)
-    pub.create_topic(name=T)
-    pub.create_topic(name=DLT)
-    sub.create_subscription(name=DS, topic=DLT)
-    sub.create_subscription(request={
-        "name": S, "topic": T,
-        "dead_letter_policy": {"dead_letter_topic": DLT, "max_delivery_attempts": 5},
-    })
-    pub.publish(topic=T, messages=[{"data": f"m{i}".encode()} for i in range(messages)])
-
-
-def _pull(sub: Any, name: str = S, wait: bool = False) -> list[Any]:
-    request = {"subscription": name, "max_messages": 100, "return_immediately": not wait}
-    return list(sub.pull(request=request, **CALL).received_messages)
-
-
-def _nack(sub: Any, got: list[Any]) -> None:
-    sub.modify_ack_deadline(
-        subscription=S, ack_ids=[m.ack_id for m in got], ack_deadline_seconds=0, **CALL
-    )
+    setup(*_clients(address), messages=messages)
 
 
 def _deliveries(sub: Any, count: int, *, nack_last: bool = True) -> list[int]:
@@ -57,20 +32,11 @@ def _deliveries(sub: Any, count: int, *, nack_last: bool = True) -> list[int]:
     the delivery attempts seen."""
     seen = []
     for i in range(count):
-        got = _pull(sub)
+        got = pull(sub)
         seen += [m.delivery_attempt for m in got]
         if nack_last or i < count - 1:
-            _nack(sub, got)
+            nack(sub, got)
     return seen
-
-
-def _dead(sub: Any, count: int) -> list[Any]:
-    got: list[Any] = []
-    for _ in range(5):
-        got += _pull(sub, DS, wait=True)
-        if len(got) >= count:
-            break
-    return got
 
 
 def test_attempts_survive_a_crash_and_a_cut_short_delivery_counts(tmp_path: Path) -> None:
@@ -83,9 +49,9 @@ def test_attempts_survive_a_crash_and_a_cut_short_delivery_counts(tmp_path: Path
     with LocalServer(state_dir=tmp_path) as again:
         _, sub = _clients(again.address)
         assert _deliveries(sub, 1) == [5]
-        [dead] = _dead(sub, 1)
+        [dead] = dead_letters(sub, 1, ack=False)
         assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
-        assert _pull(sub) == []
+        assert pull(sub) == []
 
 
 def test_a_message_whose_last_attempt_was_out_is_forwarded_after_a_restart(
@@ -98,9 +64,9 @@ def test_a_message_whose_last_attempt_was_out_is_forwarded_after_a_restart(
     server.crash()
     with LocalServer(state_dir=tmp_path) as again:
         _, sub = _clients(again.address)
-        [dead] = _dead(sub, 1)  # forwarded by the server itself once it is up
+        [dead] = dead_letters(sub, 1, ack=False)  # forwarded by the server itself once it is up
         assert dead.message.data == b"m0"
-        assert _pull(sub) == []
+        assert pull(sub) == []
 
 
 def test_a_forward_is_neither_lost_nor_repeated_by_a_crash_or_a_compaction(
@@ -109,21 +75,21 @@ def test_a_forward_is_neither_lost_nor_repeated_by_a_crash_or_a_compaction(
     server = LocalServer(state_dir=tmp_path).start()
     _setup(server.address, messages=2)
     _, sub = _clients(server.address)
-    first = _pull(sub)
+    first = pull(sub)
     sub.acknowledge(subscription=S, ack_ids=[m.ack_id for m in first if m.message.data == b"m1"])
-    _nack(sub, [m for m in first if m.message.data == b"m0"])
+    nack(sub, [m for m in first if m.message.data == b"m0"])
     _deliveries(sub, 4)  # m0's attempts 2 to 5
-    [dead] = _dead(sub, 1)
+    [dead] = dead_letters(sub, 1, ack=False)
     forwarded_id = dead.message.message_id
     server.crash()  # the forward is in the journal only
     with LocalServer(state_dir=tmp_path) as again:  # replayed; then a clean stop compacts
         _, sub = _clients(again.address)
-        assert [m.message.message_id for m in _pull(sub, DS)] == [forwarded_id]
-        assert _pull(sub) == []
+        assert [m.message.message_id for m in pull(sub, DS)] == [forwarded_id]
+        assert pull(sub) == []
     with LocalServer(state_dir=tmp_path) as again:  # from the snapshot
         _, sub = _clients(again.address)
-        assert [m.message.message_id for m in _pull(sub, DS)] == [forwarded_id]
-        assert _pull(sub) == []
+        assert [m.message.message_id for m in pull(sub, DS)] == [forwarded_id]
+        assert pull(sub) == []
 
 
 def test_kill_9_then_a_damaged_forward_record_is_refused_and_recovered(
@@ -137,7 +103,7 @@ def test_kill_9_then_a_damaged_forward_record_is_refused_and_recovered(
     _setup(first.address)
     _, sub = _clients(first.address)
     _deliveries(sub, 5)
-    assert len(_dead(sub, 1)) == 1
+    assert len(dead_letters(sub, 1, ack=False)) == 1
     first.kill9()
 
     journal = state / "journal.log"
@@ -151,10 +117,10 @@ def test_kill_9_then_a_damaged_forward_record_is_refused_and_recovered(
     assert code == 1 and "--recover" in err and "Traceback" not in err
     recovered = server_process("--state", str(state), "--recover")
     _, sub = _clients(recovered.address)
-    [dead] = _dead(sub, 1)
+    [dead] = dead_letters(sub, 1, ack=False)
     assert dead.message.data == b"m0"
     assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
-    assert _pull(sub, DS) == [] and _pull(sub) == []
+    assert pull(sub, DS) == [] and pull(sub) == []
     report = recovered.stop()
     assert re.search(r"recover: journal\.log: kept \d+ intact records, dropped 1 damaged", report)
 
@@ -169,11 +135,11 @@ def test_a_forward_the_disk_refuses_is_made_once_it_accepts(
         _setup(server.address)
         _, sub = _clients(server.address)
         assert _deliveries(sub, 4) == [1, 2, 3, 4]
-        last = _pull(sub)
+        last = pull(sub)
         server.fail_state_writes(count=1)
-        _nack(sub, last)
-        [dead] = _dead(sub, 1)
+        nack(sub, last)
+        [dead] = dead_letters(sub, 1, ack=False)
         assert dead.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
         assert "dead-letter forward not made" in caplog.text
         assert "No space left on device" in caplog.text
-        assert _pull(sub) == [] and _pull(sub, DS) == []
+        assert pull(sub) == [] and pull(sub, DS) == []
