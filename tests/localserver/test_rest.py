@@ -425,6 +425,24 @@ TWINS = [
         },
     ),
     Twin(
+        "UpdateSubscription-snake-case-mask",
+        "PATCH",
+        f"/v1/{S}/orders-sub",
+        {
+            "subscription": {"ackDeadlineSeconds": 30, "pushConfig": {"noWrapper": {}}},
+            "updateMask": "push_config.no_wrapper,ack_deadline_seconds",
+        },
+        "subscriber",
+        "update_subscription",
+        {
+            "subscription": {
+                "name": f"{S}/orders-sub", "ack_deadline_seconds": 30,
+                "push_config": {"no_wrapper": {}},
+            },
+            "update_mask": {"paths": ["push_config.no_wrapper", "ack_deadline_seconds"]},
+        },
+    ),
+    Twin(
         "UpdateSubscription-immutable",
         "PATCH",
         f"/v1/{S}/orders-sub",

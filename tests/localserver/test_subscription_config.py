@@ -118,6 +118,16 @@ def test_a_path_the_service_refuses(
     assert subscriber_client.get_subscription(subscription=S) == before
 
 
+def test_a_pull_subscription_keeps_its_empty_push_config(
+    publisher_client: Any, subscriber_client: Any
+) -> None:
+    """A mask that clears push_config leaves `pushConfig: {}`, as a pull subscription
+    reads from the start."""
+    _full_push(publisher_client, subscriber_client)
+    after = _update(subscriber_client, {}, ["push_config.no_wrapper", "push_config"])
+    assert "push_config" in after and after.push_config == type(after.push_config)()
+
+
 def test_a_nested_path_that_makes_an_export_clears_push(
     publisher_client: Any, subscriber_client: Any
 ) -> None:

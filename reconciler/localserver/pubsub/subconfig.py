@@ -146,6 +146,8 @@ def updated(current: Any, given: Any, paths: tuple[str, ...]) -> Any:
             for other in DELIVERY_CONFIGS:  # setting one delivery type clears the rest
                 if other != field:
                     sub.ClearField(other)
+    if not any(sub.HasField(c) for c in DELIVERY_CONFIGS):
+        sub.push_config.SetInParent()  # a pull one reads `pushConfig: {}`, as at create
     clear_outputs(sub)
     check_config(sub, {p.split(".", 1)[0] for p in paths})
     return sub
