@@ -129,6 +129,24 @@ def test_a_policy_the_service_refuses(
     assert "dead_letter_policy" not in subscriber_client.get_subscription(subscription=S)
 
 
+def test_other_updates_go_on_once_the_dead_letter_topic_is_gone(
+    publisher_client: Any, subscriber_client: Any
+) -> None:
+    """The topic is checked when the policy is set, not on every later update; a
+    message whose attempts are used up stays in its subscription meanwhile."""
+    setup(publisher_client, subscriber_client, messages=1)
+    publisher_client.delete_topic(topic=DLT)
+    updated = subscriber_client.update_subscription(request={
+        "subscription": {"name": S, "labels": {"team": "pay"}},
+        "update_mask": {"paths": ["labels"]},
+    })
+    assert dict(updated.labels) == {"team": "pay"}
+    assert updated.dead_letter_policy.dead_letter_topic == DLT
+    for _ in range(5):
+        nack(subscriber_client, pull(subscriber_client))
+    assert [m.delivery_attempt for m in pull(subscriber_client, wait=True)] == [6]
+
+
 def test_streaming_pull_with_exactly_once_ordering_and_a_filter(
     local_server: Any,
     publisher_client: Any,

@@ -215,7 +215,8 @@ class SubscriberService:
 
         def change(current: Any) -> Any:
             sub = updated(current, given, fields)
-            deadletter.settle_policy(sub, self._topic_exists, created=False)
+            if masks.touches(fields, "dead_letter_policy"):  # (its topic may be gone since)
+                deadletter.settle_policy(sub, self._topic_exists, created=False)
             check_call(
                 self.state.policy_store, project, SUBSCRIPTION, "UPDATE", sub, current,
                 sets_transforms=masks.touches(fields, "message_transforms"),
