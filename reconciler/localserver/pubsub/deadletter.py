@@ -1,7 +1,6 @@
 """Dead-letter policies as the service applies them: what a policy must name, the
-message a forward publishes to the dead-letter topic, where that publish lands, the
-journal records of attempts and forwards, and the thread that forwards what nobody
-pulls again.
+message a forward publishes to the dead-letter topic, where that publish lands, and
+the thread that forwards what nobody pulls again.
 
 The facts (Google Cloud's "Handle message failures" page,
 https://cloud.google.com/pubsub/docs/handling-failures, and the `DeadLetterPolicy`
@@ -21,14 +20,13 @@ comments of `google/pubsub/v1/pubsub.proto`; docs/local-server.md):
 Durability: a pull of a subscription with a policy journals the attempts it hands
 out (`DELIVERY_ATTEMPTS`, durable before the reply), and a forward is one record
 (`DEAD_LETTERED`: the publish and the source's acknowledgement, so a crash keeps both
-or neither). After a restart a message handed out before it counts that delivery as
-failed, as an expired deadline would.
+or neither; `records` encodes both). After a restart a message handed out before it
+counts that delivery as failed, as an expired deadline would.
 """
 
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable
@@ -57,11 +55,6 @@ SOURCE_PUBLISH_TIME = "CloudPubSubDeadLetterSourceTopicPublishTime"
 MIN_ATTEMPTS = 5
 MAX_ATTEMPTS = 100
 DEFAULT_ATTEMPTS = 5
-
-_ATTEMPT = struct.Struct("<QI")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
-
 
 # ------------------------------------------------------------------ the policy
 
@@ -230,42 +223,6 @@ def _refused(source: str, topic: str, ids: list[int], why: str) -> None:
         "cannot be forwarded to %s: %s; they stay in the subscription and are delivered "
         "again", source, len(ids), ", ".join(map(str, ids[:10])), topic, why,
     )
-
-
-# ------------------------------------------------------------ journal records
-
-
-def encode_attempts(pairs: list[tuple[int, int]]) -> bytes:
-    """A DELIVERY_ATTEMPTS value: (message ID, attempts so far) pairs."""
-    return b"".join(_ATTEMPT.pack(msg_id, count) for msg_id, count in pairs)
-
-
-def decode_attempts(value: bytes) -> list[tuple[int, int]]:
-    if len(value) % _ATTEMPT.size:
-        raise ValueError(f"a delivery-attempts record of {len(value)} bytes")
-    return [_ATTEMPT.unpack_from(value, pos) for pos in range(0, len(value), _ATTEMPT.size)]
-
-
-def encode_forward(ack_ns: int, ids: list[int], topic: str, publish: bytes) -> bytes:
-    """A DEAD_LETTERED value: when the source acknowledged which message IDs, then the
-    dead-letter topic's name and its publish (a PUBLISH record's value)."""
-    name = topic.encode("utf-8")
-    head = [_U64.pack(ack_ns), _U32.pack(len(ids)), *map(_U64.pack, ids)]
-    return b"".join([*head, _U32.pack(len(name)), name, publish])
-
-
-def decode_forward(value: bytes) -> tuple[int, list[int], str, bytes]:
-    (ack_ns,) = _U64.unpack_from(value, 0)
-    (count,) = _U32.unpack_from(value, 8)
-    pos = 12
-    ids = list(struct.unpack_from(f"<{count}Q", value, pos))
-    pos += 8 * count
-    (size,) = _U32.unpack_from(value, pos)
-    pos += 4
-    if pos + size > len(value):
-        raise ValueError("a dead-letter forward record cut short")
-    topic = value[pos : pos + size].decode("utf-8")
-    return ack_ns, ids, topic, value[pos + size :]
 
 
 # ------------------------------------------------------------------ the sweeper

@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import bisect
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -49,6 +48,20 @@ from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, 
 from reconciler.localserver.pubsub.filters import Filter, FilterError, compile_filter
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
+from reconciler.localserver.pubsub.records import (
+    decode_ack,
+    decode_attempts,
+    decode_backlog,
+    decode_forward,
+    decode_next_id,
+    decode_publish,
+    encode_ack,
+    encode_attempts,
+    encode_backlog,
+    encode_forward,
+    encode_next_id,
+    encode_publish,
+)
 from reconciler.localserver.pubsub.snapshots import (
     Held,
     Snapshot,
@@ -87,39 +100,6 @@ class ServerState(Protocol):
 
 
 DELETED_TOPIC = "_deleted-topic_"
-_U64 = struct.Struct("<Q")
-_PUBLISH = struct.Struct("<QQB")
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
-_ACKED = struct.Struct("<QQ")
-
-
-def encode_publish(first_id: int, publish_ns: int, region: str, receivers: list[str]) -> bytes:
-    """The head of a PUBLISH record's value; the request's bytes follow it."""
-    r = region.encode("utf-8")
-    parts = [_PUBLISH.pack(first_id, publish_ns, len(r)), r, _U16.pack(len(receivers))]
-    for name in receivers:
-        n = name.encode("utf-8")
-        parts += [_U16.pack(len(n)), n]
-    return b"".join(parts)
-
-
-def decode_publish(value: bytes) -> tuple[int, int, str, list[str], bytes]:
-    first_id, publish_ns, rlen = _PUBLISH.unpack_from(value, 0)
-    pos = _PUBLISH.size
-    region = value[pos : pos + rlen].decode("utf-8")
-    pos += rlen
-    (count,) = _U16.unpack_from(value, pos)
-    pos += 2
-    receivers = []
-    for _ in range(count):
-        (n,) = _U16.unpack_from(value, pos)
-        pos += 2
-        receivers.append(value[pos : pos + n].decode("utf-8"))
-        pos += n
-    return first_id, publish_ns, region, receivers, value[pos:]
-
-
 def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
     """`config` as the service answers it: its delivery state, and the topic's
     message retention (an output-only field)."""
@@ -390,7 +370,7 @@ class Subscriptions:
                 ids = sorted(b.first_id + i for b, i in backlog.unacked_refs())
             if not ids:
                 continue
-            state.commit((j.ACK, name, _encode_ack(now_ns, ids)))
+            state.commit((j.ACK, name, encode_ack(now_ns, ids)))
             with state.lock:
                 backlog.ack(ids, now_ns)
 
@@ -492,7 +472,7 @@ class Subscriptions:
         got = self._lease(name, max_messages, ack_deadline, wait, max_bytes, cancelled)
         if got and self.state.durable and name in self._counting:
             handed = [(d.batch.first_id + d.index, d.attempt) for d in got]
-            record = deadletter.encode_attempts(handed)
+            record = encode_attempts(handed)
             with self.state.wlock:
                 ticket = self.state.write_grouped([(j.DELIVERY_ATTEMPTS, name, record)])
             self.state.sync_grouped(ticket, lambda: None)
@@ -568,7 +548,7 @@ class Subscriptions:
                 self._watch(backlog)
             if not ids:
                 return ids, stale
-            ticket = state.write_grouped([(j.ACK, name, _encode_ack(now_ns, ids))])
+            ticket = state.write_grouped([(j.ACK, name, encode_ack(now_ns, ids))])
 
         def apply() -> None:
             held = self._backlogs.get(name)
@@ -661,14 +641,14 @@ class Subscriptions:
         for forward, raw in forwards:
             receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
             head = encode_publish(self._next_id, time.time_ns(), forward.region, receivers)
-            value = deadletter.encode_forward(time.time_ns(), forward.ids, topic_name, head + raw)
+            value = encode_forward(time.time_ns(), forward.ids, topic_name, head + raw)
             state.commit((j.DEAD_LETTERED, name, value))
             with state.lock:
                 self._apply_forward(name, value)
 
     def _apply_forward(self, source: str, value: bytes) -> None:
         """Under `lock`: a DEAD_LETTERED record (live or replayed)."""
-        ack_ns, ids, topic, publish = deadletter.decode_forward(value)
+        ack_ns, ids, topic, publish = decode_forward(value)
         first, publish_ns, region, receivers, raw = decode_publish(publish)
         count = len(protos.WirePublishRequest.FromString(raw).messages)
         self._next_id = max(self._next_id, first + count)
@@ -880,12 +860,12 @@ class Subscriptions:
                 self._loading[first] = batch  # a snapshot's batch; BACKLOG refers to it
                 self.snapshots.receive(batch)  # (a compacted state lists them first)
         elif kind == j.ACK:
-            now_ns, ids = _decode_ack(value)
+            now_ns, ids = decode_ack(value)
             backlog = self._backlogs.get(key)
             if backlog is not None:
                 backlog.ack(ids, now_ns)
         elif kind == j.NEXT_MESSAGE_ID:
-            self._next_id = max(self._next_id, _U64.unpack(value)[0])
+            self._next_id = max(self._next_id, decode_next_id(value))
         elif kind == j.BACKLOG:
             self._restore_backlog(key, value)
         elif kind == j.PUT_SNAPSHOT:
@@ -900,7 +880,7 @@ class Subscriptions:
             self._seek(key, now_ns, time_ns, snapshot)
         elif kind == j.DELIVERY_ATTEMPTS:
             counts = self._replayed_attempts.setdefault(key, {})
-            for msg_id, count in deadletter.decode_attempts(value):
+            for msg_id, count in decode_attempts(value):
                 counts[msg_id] = max(counts.get(msg_id, 0), count)
         elif kind == j.DEAD_LETTERED:
             self._apply_forward(key, value)
@@ -938,21 +918,10 @@ class Subscriptions:
         if backlog is None:
             return
         ref = self._loaded_refs()
-
-        (count,) = _U32.unpack_from(value, 0)
-        pos = 4
-        unacked = []
-        for _ in range(count):
-            found = ref(_U64.unpack_from(value, pos)[0])
-            pos += 8
-            if found is not None:
-                unacked.append(found)
-        (count,) = _U32.unpack_from(value, pos)
-        pos += 4
+        ids, acked_ids = decode_backlog(value)
+        unacked = [found for found in map(ref, ids) if found is not None]
         acked = []
-        for _ in range(count):
-            msg_id, ack_ns = _ACKED.unpack_from(value, pos)
-            pos += _ACKED.size
+        for msg_id, ack_ns in acked_ids:
             found = ref(msg_id)
             if found is not None:
                 acked.append((found[0], found[1], ack_ns))
@@ -963,7 +932,7 @@ class Subscriptions:
         for name, config in self._subs.items():
             yield j.PUT_SUBSCRIPTION, name, config.SerializeToString()
         if self._next_id > 1:  # message IDs are never reused after a restart
-            yield j.NEXT_MESSAGE_ID, "", _U64.pack(self._next_id)
+            yield j.NEXT_MESSAGE_ID, "", encode_next_id(self._next_id)
         held: dict[int, Batch] = {}
         lists: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         for name, backlog in self._backlogs.items():
@@ -986,13 +955,11 @@ class Subscriptions:
             head = encode_publish(first, batch.publish_ns, batch.region, [])
             yield j.PUBLISH, batch.topic, head + batch.request_bytes()
         for name, (unacked, acked) in lists.items():
-            parts = [_U32.pack(len(unacked)), *map(_U64.pack, unacked), _U32.pack(len(acked))]
-            parts += [_ACKED.pack(i, ns) for i, ns in acked]
-            yield j.BACKLOG, name, b"".join(parts)
+            yield j.BACKLOG, name, encode_backlog(unacked, acked)
         for name in self._counting:
             counts = self._backlogs[name].attempt_counts()
             if counts:
-                yield j.DELIVERY_ATTEMPTS, name, deadletter.encode_attempts(counts)
+                yield j.DELIVERY_ATTEMPTS, name, encode_attempts(counts)
         for snapshot in kept:
             yield j.PUT_SNAPSHOT, snapshot.name, encode_snapshot(snapshot, "")
 
@@ -1003,13 +970,3 @@ def _orphaned(config: Any) -> Any:
     out.CopyFrom(config)
     out.topic = DELETED_TOPIC
     return out
-
-
-def _encode_ack(now_ns: int, ids: list[int]) -> bytes:
-    return _U64.pack(now_ns) + struct.pack(f"<{len(ids)}Q", *ids)
-
-
-def _decode_ack(value: bytes) -> tuple[int, list[int]]:
-    (now_ns,) = _U64.unpack_from(value, 0)
-    count = (len(value) - 8) // 8
-    return now_ns, list(struct.unpack_from(f"<{count}Q", value, 8))
