@@ -149,3 +149,17 @@ def project_of(name: str) -> str:
     """`projects/P/...` -> `P`; anything else is returned as it is."""
     parts = name.split("/")
     return parts[1] if len(parts) > 1 and parts[0] == "projects" else name
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s.]+(\.[^@\s.]+)+")
+
+
+def service_account_problem(email: str) -> str | None:
+    """Why `email` cannot name a service account (push authentication, an export's
+    writer): it must be an email address, such as NAME@PROJECT.iam.gserviceaccount.com.
+    Whether the account exists only the service knows."""
+    if not email:
+        return "is empty; name a service account (NAME@PROJECT.iam.gserviceaccount.com)"
+    if not email.isprintable() or not _EMAIL.fullmatch(email):
+        return "is not an email address (NAME@PROJECT.iam.gserviceaccount.com)"
+    return None

@@ -9,6 +9,7 @@ component is absent (the suite's `google_emulator` fixture)."""
 from __future__ import annotations
 
 import json
+import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -139,6 +140,58 @@ def _big_ack(p: Probe) -> str:
         subscription=p.subscription, ack_ids=ids, **CALL))
 
 
+def _dead_letter(p: Probe, expire_last: bool = False) -> str:
+    """A subscription with a dead-letter policy of 5 attempts, its message nacked 5
+    times (the last delivery left to expire with `expire_last`), then pulled once more
+    (Google's emulator forwards only then; the local server does not wait for it): what
+    the dead-letter subscription receives ("forwarded N": the delivery count attribute;
+    the attributes the service adds, each named)."""
+    dead_topic, dead_sub = p.name("topics", "dead"), p.name("subscriptions", "dead-sub")
+    source = p.name("subscriptions", "dl-source")
+    p.publisher.create_topic(name=dead_topic, **CALL)
+    p.subscriber.create_subscription(name=dead_sub, topic=dead_topic, **CALL)
+    p.subscriber.create_subscription(request={
+        "name": source, "topic": p.topic,
+        "dead_letter_policy": {"dead_letter_topic": dead_topic, "max_delivery_attempts": 5}},
+        **CALL)
+    p.publisher.publish(topic=p.topic, messages=[{"data": b"poison"}], **CALL)
+    for attempt in range(5):
+        got = p.subscriber.pull(subscription=source, max_messages=1, **CALL).received_messages
+        seconds = 1 if expire_last and attempt == 4 else 0
+        p.subscriber.modify_ack_deadline(
+            subscription=source, ack_ids=[got[0].ack_id], ack_deadline_seconds=seconds, **CALL)
+    if expire_last:
+        time.sleep(1.5)  # the lease's own deadline, not a timing bound
+    again = p.subscriber.pull(
+        request={"subscription": source, "max_messages": 1, "return_immediately": True}, **CALL)
+    if again.received_messages:
+        return f"delivered again: attempt {again.received_messages[0].delivery_attempt}"
+    got = p.subscriber.pull(subscription=dead_sub, max_messages=1, **CALL).received_messages
+    if not got:
+        return "not forwarded"
+    attributes = got[0].message.attributes
+    names = ", ".join(sorted(k for k in attributes if k.startswith("CloudPubSub")))
+    return f"forwarded {attributes.get(DELIVERY_COUNT)}: {names}"
+
+
+def _update_sub(p: Probe, paths: list[str], **fields: Any) -> str:
+    return _outcome(lambda: p.subscriber.update_subscription(request={
+        "subscription": {"name": p.subscription, **fields}, "update_mask": {"paths": paths}},
+        **CALL))
+
+
+def _create_sub(p: Probe, **fields: Any) -> str:
+    return _outcome(lambda: p.subscriber.create_subscription(request={
+        "name": p.name("subscriptions", "configured"), "topic": p.topic, **fields}, **CALL))
+
+
+DELIVERY_COUNT = "CloudPubSubDeadLetterSourceDeliveryCount"
+DEAD_LETTER_ATTRIBUTES = (
+    f"forwarded 5: {DELIVERY_COUNT}, CloudPubSubDeadLetterSourceSubscription, "
+    "CloudPubSubDeadLetterSourceSubscriptionProject, CloudPubSubDeadLetterSourceTopicPublishTime"
+)
+
+
 @dataclass
 class Row:
     id: str
@@ -198,6 +251,39 @@ ROWS = [
     Row("IAM: TestIamPermissions", lambda p: _outcome(lambda: p.publisher.test_iam_permissions(
         request={"resource": p.topic, "permissions": ["pubsub.topics.publish"]}, **CALL)),
         "OK", "UNIMPLEMENTED"),
+    Row("dead-letter: 5 nacks forward the message", _dead_letter,
+        DEAD_LETTER_ATTRIBUTES, DEAD_LETTER_ATTRIBUTES),
+    Row("dead-letter: the fifth deadline expires", lambda p: _dead_letter(p, expire_last=True),
+        DEAD_LETTER_ATTRIBUTES, DEAD_LETTER_ATTRIBUTES),
+    Row("dead-letter: max_delivery_attempts of 4", lambda p: _create_sub(p, dead_letter_policy={
+        "dead_letter_topic": p.topic, "max_delivery_attempts": 4}), "OUT_OF_RANGE", "OUT_OF_RANGE"),
+    Row("dead-letter: a topic that does not exist", lambda p: _create_sub(p, dead_letter_policy={
+        "dead_letter_topic": p.name("topics", "missing")}), "NOT_FOUND", "NOT_FOUND"),
+    Row("ModifyPushConfig", lambda p: _outcome(lambda: p.subscriber.modify_push_config(request={
+        "subscription": p.subscription,
+        "push_config": {"push_endpoint": "https://push.example.com/x"}}, **CALL)), "OK", "OK"),
+    Row("push: an OIDC service account that is no email", lambda p: _outcome(
+        lambda: p.subscriber.modify_push_config(request={
+            "subscription": p.subscription, "push_config": {
+                "push_endpoint": "https://push.example.com/x",
+                "oidc_token": {"service_account_email": "pusher"}}}, **CALL)),
+        "INVALID_ARGUMENT", "OK"),
+    Row("update mask push_config.no_wrapper", lambda p: _update_sub(
+        p, ["push_config.no_wrapper"]), "OK", "INVALID_ARGUMENT"),
+    Row("update mask dead_letter_policy.max_delivery_attempts", lambda p: _update_sub(
+        p, ["dead_letter_policy.max_delivery_attempts"]), "OK", "INVALID_ARGUMENT"),
+    Row("update mask pushConfig (camelCase over gRPC)", lambda p: _update_sub(
+        p, ["pushConfig"]), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("update mask labels.team", lambda p: _update_sub(
+        p, ["labels.team"], labels={"team": "x"}), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("Cloud Storage bucket gs://fid-bucket", lambda p: _create_sub(
+        p, cloud_storage_config={"bucket": "gs://fid-bucket"}), "INVALID_ARGUMENT", "OK"),
+    Row("Cloud Storage max_messages of 999", lambda p: _create_sub(
+        p, cloud_storage_config={"bucket": "fid-bucket", "max_messages": 999}),
+        "INVALID_ARGUMENT", "OK"),
+    Row("BigQuery use_topic_schema with use_table_schema", lambda p: _create_sub(
+        p, bigquery_config={"table": "proj-alpha.sales.orders", "use_topic_schema": True,
+                            "use_table_schema": True}), "INVALID_ARGUMENT", "OK"),
     Row("REST: Google's Python REST clients", _rest_round_trip, "OK", "OK"),
     Row("REST: fields and prettyPrint", _partial_response, "honoured", "ignored"),
     Row("REST: an unknown $parameter", _unknown_parameter, "refused", "ignored"),

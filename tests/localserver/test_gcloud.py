@@ -5,6 +5,7 @@ the emulator is right. Skipped, with the reason printed, only where gcloud is ab
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -221,3 +222,92 @@ def test_gcloud_iam_policy_commands_against_the_local_server(
     stale = run("topics", "set-iam-policy", "orders", str(policy))
     assert stale.code == 1
     assert "ABORTED: There were concurrent policy changes." in stale.err
+
+
+DEAD = f"projects/{PROJECT}/topics/orders-dead"
+
+
+def test_gcloud_dead_lettering_end_to_end_and_after_a_restart(tmp_path: Path) -> None:
+    """Created and changed with gcloud's dead-letter flags, nacked five times by a
+    subscriber (the Python client), read back with gcloud from the dead-letter
+    subscription of a --state server that crashed meanwhile."""
+    from subscriber_support import make_subscriber
+
+    from reconciler.localserver import LocalServer
+
+    state = tmp_path / "state"
+    server = LocalServer(state_dir=state).start()
+
+    def run(*args: str) -> Run:
+        done = gcloud(server.address, tmp_path, *args)
+        assert done.code == 0, done.err
+        return done
+
+    run("topics", "create", "orders", "orders-dead")
+    run("subscriptions", "create", "orders-dead-sub", "--topic=orders-dead")
+    run("subscriptions", "create", "orders-sub", "--topic=orders",
+        "--dead-letter-topic=orders-dead", "--max-delivery-attempts=9")
+    run("subscriptions", "update", "orders-sub",
+        "--dead-letter-topic=orders-dead", "--max-delivery-attempts=5")
+    assert server.state.subs.raw(SUB).dead_letter_policy.max_delivery_attempts == 5
+    run("topics", "publish", "orders", "--message=poison", "--attribute=k=v")
+    sub = make_subscriber(server.address)
+    for attempt in range(1, 6):
+        got = sub.pull(subscription=SUB, max_messages=10, timeout=30).received_messages
+        assert [m.delivery_attempt for m in got] == [attempt]
+        sub.modify_ack_deadline(
+            subscription=SUB, ack_ids=[got[0].ack_id], ack_deadline_seconds=0
+        )
+    server.crash()
+
+    with LocalServer(state_dir=state) as again:
+        server = again
+        pulled = run("subscriptions", "pull", "orders-dead-sub", "--auto-ack", "--format=json")
+        [row] = json.loads(pulled.out)
+        attributes = row["message"]["attributes"]
+        assert row["message"]["data"] == "cG9pc29u"  # "poison"
+        assert attributes["k"] == "v"
+        assert attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+        assert attributes["CloudPubSubDeadLetterSourceSubscription"] == "orders-sub"
+        assert attributes["CloudPubSubDeadLetterSourceSubscriptionProject"] == PROJECT
+        run("subscriptions", "update", "orders-sub", "--clear-dead-letter-policy")
+        assert not again.state.subs.raw(SUB).HasField("dead_letter_policy")
+
+
+def test_gcloud_push_and_nested_masks_against_the_local_server(
+    local_server: Any, tmp_path: Path
+) -> None:
+    """modify-push-config (pull to push with authentication, back to pull) and the
+    update flags whose masks are nested (`pushConfig.noWrapper`) or whose values are
+    checked (a bucket given as gs://...)."""
+
+    def run(*args: str, code: int = 0) -> Run:
+        done = gcloud(local_server.address, tmp_path, *args)
+        assert done.code == code, done.err
+        return done
+
+    def config() -> Any:
+        return local_server.state.subs.raw(SUB)
+
+    run("topics", "create", "orders")
+    run("subscriptions", "create", "orders-sub", "--topic=orders")
+    run("subscriptions", "modify-push-config", "orders-sub",
+        "--push-endpoint=https://push.example.com/orders",
+        "--push-auth-service-account=pusher@proj-alpha.iam.gserviceaccount.com",
+        "--push-auth-token-audience=orders")
+    push = config().push_config
+    assert (push.push_endpoint, push.oidc_token.audience) == (
+        "https://push.example.com/orders", "orders")
+    run("subscriptions", "update", "orders-sub", "--push-endpoint=https://push.example.com/o",
+        "--push-no-wrapper", "--push-no-wrapper-write-metadata")
+    assert config().push_config.no_wrapper.write_metadata
+    run("subscriptions", "update", "orders-sub", "--clear-push-no-wrapper-config")  # the mask
+    push = config().push_config  # pushConfig.noWrapper: that part only
+    assert push.push_endpoint == "https://push.example.com/o" and not push.HasField("no_wrapper")
+    run("subscriptions", "modify-push-config", "orders-sub", "--push-endpoint=")
+    assert config().push_config == type(config().push_config)()  # a pull subscription again
+    refused = run("subscriptions", "update", "orders-sub", "--cloud-storage-bucket=gs://fid",
+                  code=1)
+    assert "INVALID_ARGUMENT: Invalid cloud_storage_config.bucket 'gs://fid'" in refused.err
+    assert "without the gs:// prefix" in refused.err
+    assert local_server.counters.get("ModifyPushConfig") == 2

@@ -350,6 +350,21 @@ CASES = [
     Case("UpdateSubscription", lambda c: c.subscriber.update_subscription(request={
         "subscription": {"name": c.name("subscriptions", "orders-sub"), "ack_deadline_seconds": 60},
         "update_mask": {"paths": ["ack_deadline_seconds"]}}, **CALL)),
+    Case("UpdateSubscription-nested", lambda c: c.subscriber.update_subscription(request={
+        "subscription": {"name": c.name("subscriptions", "orders-sub"),
+                         "retry_policy": {"minimum_backoff": {"seconds": 20}}},
+        "update_mask": {"paths": ["retry_policy.minimum_backoff"]}}, **CALL)),
+    Case("ModifyPushConfig", lambda c: (c.subscriber.modify_push_config(request={
+        "subscription": c.name("subscriptions", "orders-sub"),
+        "push_config": {"push_endpoint": "https://example.com/push", "oidc_token": {
+            "service_account_email": "pusher@p.iam.gserviceaccount.com"}}},
+        **CALL), c.subscriber.get_subscription(
+        subscription=c.name("subscriptions", "orders-sub"), **CALL))[1]),
+    Case("ModifyPushConfig-bad-account", lambda c: c.subscriber.modify_push_config(request={
+        "subscription": c.name("subscriptions", "orders-sub"),
+        "push_config": {"push_endpoint": "https://example.com/push",
+                        "oidc_token": {"service_account_email": "not-an-email"}}}, **CALL),
+        exceptions.BadRequest),
     Case("ListSubscriptions", lambda c: list(c.subscriber.list_subscriptions(
         project=f"projects/{c.project}", **CALL))),
     Case("DeleteSubscription", lambda c: c.subscriber.delete_subscription(

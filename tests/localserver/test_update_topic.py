@@ -1,5 +1,5 @@
-"""UpdateTopic: the mask is required, names top-level fields only, and replaces only
-what it names."""
+"""UpdateTopic: the mask is required, names fields (nested ones through messages, not
+map keys), and replaces only what it names."""
 
 from __future__ import annotations
 
@@ -66,13 +66,42 @@ def test_unknown_path_is_invalid(publisher_client: Any, schema_client: Any) -> N
 
 
 @pytest.mark.parametrize(
-    "path", ["message_storage_policy.allowed_persistence_regions", "labels.team"]
+    "path", ["labels.team", "message_storage_policy.bogus", "kms_key_name.x", "state"]
 )
-def test_nested_path_is_invalid(publisher_client: Any, schema_client: Any, path: str) -> None:
+def test_a_path_that_is_no_topic_field_is_invalid(
+    publisher_client: Any, schema_client: Any, path: str
+) -> None:
     _full_topic(publisher_client, schema_client)
-    with pytest.raises(exceptions.InvalidArgument, match="nested path"):
+    with pytest.raises(exceptions.InvalidArgument) as info:
         _update(publisher_client, {"labels": {"team": "x"}}, [path])
+    assert info.value.message == (
+        f"Invalid update_mask provided in the UpdateTopicRequest: {path} is not a known Topic "
+        "field. Note that field paths must be of the form 'schema_settings' rather than "
+        "'schemaSetings'."
+    )
     assert dict(publisher_client.get_topic(topic=T).labels)["team"] == "pay"
+
+
+def test_a_nested_storage_policy_path_changes_that_part_only(
+    publisher_client: Any, schema_client: Any
+) -> None:
+    before = _full_topic(publisher_client, schema_client)
+    after = _update(
+        publisher_client,
+        {"message_storage_policy": {
+            "allowed_persistence_regions": ["x"], "enforce_in_transit": True}},
+        ["message_storage_policy.enforce_in_transit"],
+    )
+    policy = after.message_storage_policy
+    assert list(policy.allowed_persistence_regions) == ["us-east1"] and policy.enforce_in_transit
+    assert dict(after.labels) == dict(before.labels)
+    with pytest.raises(exceptions.InvalidArgument, match=r"europe-west1-b.* is a zone"):
+        _update(
+            publisher_client,
+            {"message_storage_policy": {"allowed_persistence_regions": ["europe-west1-b"]}},
+            ["message_storage_policy.allowed_persistence_regions"],
+        )
+    assert publisher_client.get_topic(topic=T) == after
 
 
 def test_labels_mask_replaces_only_labels(publisher_client: Any, schema_client: Any) -> None:

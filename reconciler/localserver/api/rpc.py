@@ -72,17 +72,15 @@ class Stream(Protocol):
     def responses(self, active: Callable[[], bool]) -> Iterator[Any]: ...
 
 
-# Methods of the served services that this server does not implement: both faces
-# answer them UNIMPLEMENTED with the same words (`unserved`).
-UNSERVED_METHODS = {
-    "google.pubsub.v1.Subscriber": ("ModifyPushConfig",),
-}
+# Methods of the served services that this server does not implement, by service:
+# both faces answer them UNIMPLEMENTED with the same words (`unserved`). A REST route
+# to a method no room serves (Org Policy's ListConstraints) answers the same.
+UNSERVED_METHODS: dict[str, tuple[str, ...]] = {}
 
 
 def unserved(full_name: str) -> ServiceError:
     """What a method this server does not implement answers ("google.pubsub.v1.X.Y")."""
     return ServiceError(
         grpc.StatusCode.UNIMPLEMENTED,
-        f"Method {full_name} is not served by the local server (push configuration "
-        "changes are not modelled).",
+        f"Method {full_name} is not served by the local server.",
     )

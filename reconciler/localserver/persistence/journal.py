@@ -65,7 +65,10 @@ DELETE_CUSTOM_CONSTRAINT = 22
 # Resource Manager: a project's or folder's own fields (the proto, its parent cleared:
 # where it sits is the SET_ANCESTRY record journaled with it).
 PUT_RESOURCE = 23
-KINDS = frozenset(range(1, 24))
+# Dead-letter policies (`pubsub.deadletter` encodes their values).
+DELIVERY_ATTEMPTS = 24  # the delivery attempts of messages a pull handed out
+DEAD_LETTERED = 25  # messages forwarded to a dead-letter topic and acknowledged at the source
+KINDS = frozenset(range(1, 26))
 KIND_NAMES = {
     PUT_TOPIC: "topic",
     DELETE_TOPIC: "topic deletion",
@@ -90,6 +93,8 @@ KIND_NAMES = {
     PUT_CUSTOM_CONSTRAINT: "custom constraint",
     DELETE_CUSTOM_CONSTRAINT: "custom constraint deletion",
     PUT_RESOURCE: "Resource Manager resource",
+    DELIVERY_ATTEMPTS: "delivery attempts",
+    DEAD_LETTERED: "dead-letter forward",
 }
 
 Record = f.Record

@@ -14,6 +14,13 @@ Bounds: each subscription keeps at most `cap` unacknowledged messages (the oldes
 beyond it are dropped, as the service's retention would drop the oldest first) and
 drops messages older than its message_retention_duration; retained acknowledged
 messages (retain_acked_messages) fall out of the same window.
+
+Delivery attempts (`max_attempts`, set while the subscription has a dead-letter
+policy): each delivery counts one, as the service counts 1 + nacks + expired
+deadlines, and only while a policy is set (before it, a delivery reads 0). A message
+whose last allowed attempt is nacked or expires is `exhausted`: still unacknowledged,
+never delivered again, until the state forwards it to the dead-letter topic (and
+acknowledges it) or, when the forward is refused, hands it back (`unexhaust`).
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ from __future__ import annotations
 import heapq
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 from dataclasses import dataclass, field
 from itertools import compress
 from typing import Any
@@ -185,6 +192,9 @@ class Backlog:
         self._out: dict[int, list[Any]] = {}
         self._leases: list[tuple[float, int, list[int]]] = []  # (deadline, lease, ids)
         self._acked: deque[tuple[Batch, int, int]] = deque()  # (batch, i, ack time ns)
+        # Attempts used up (see the module docstring): id -> (batch, i, attempts)
+        self.exhausted: dict[int, tuple[Batch, int, int]] = {}
+        self.max_attempts = 0  # 0: no dead-letter policy, attempts not counted
         self._next_lease = 1
         self.regions: set[str] = set()  # see BacklogStats.regions
         self.unacked = 0
@@ -234,11 +244,12 @@ class Backlog:
             excess -= take
             self.unacked -= take
             self.dropped += take
-        while excess > 0 and self._redeliver:
-            del self._redeliver[next(iter(self._redeliver))]
-            excess -= 1
-            self.unacked -= 1
-            self.dropped += 1
+        for held in (self._redeliver, self.exhausted):
+            while excess > 0 and held:
+                del held[next(iter(held))]
+                excess -= 1
+                self.unacked -= 1
+                self.dropped += 1
 
     def expire(self, now_ns: int) -> None:
         """Drop what fell out of the retention window (measured from publish time)."""
@@ -247,10 +258,11 @@ class Backlog:
             _, start, end = self._pending.popleft()
             self.unacked -= end - start
             self.dropped += end - start
-        for msg_id in [i for i, (b, _, _) in self._redeliver.items() if b.publish_ns < cutoff]:
-            del self._redeliver[msg_id]
-            self.unacked -= 1
-            self.dropped += 1
+        for held in (self._redeliver, self.exhausted):
+            for msg_id in [i for i, (b, _, _) in held.items() if b.publish_ns < cutoff]:
+                del held[msg_id]
+                self.unacked -= 1
+                self.dropped += 1
         while self._acked and self._acked[0][0].publish_ns < cutoff:
             self._acked.popleft()
 
@@ -269,9 +281,17 @@ class Backlog:
                 entry = self._out.get(msg_id)
                 if entry is not None and entry[2] == lease:
                     del self._out[msg_id]
-                    self._redeliver[msg_id] = (entry[0], entry[1], entry[3])
+                    self._hand_back(msg_id, entry[0], entry[1], entry[3])
                     released += 1
         return released
+
+    def _hand_back(self, msg_id: int, batch: Batch, index: int, attempts: int) -> None:
+        """A delivery nacked or expired: delivered again, or exhausted when it was the
+        last attempt the dead-letter policy allows."""
+        if self.max_attempts and attempts >= self.max_attempts:
+            self.exhausted[msg_id] = (batch, index, attempts)
+        else:
+            self._redeliver[msg_id] = (batch, index, attempts)
 
     def next_deadline(self) -> float | None:
         return self._leases[0][0] if self._leases else None
@@ -286,13 +306,15 @@ class Backlog:
         owned = self._out
         prefix = self.ack_prefix
         room = max_bytes or -1
+        counted = 1 if self.max_attempts else 0
         redeliver = self._redeliver
         while redeliver and len(out) < max_messages and room != 0:
             msg_id = next(iter(redeliver))
             batch, index, attempts = redeliver.pop(msg_id)
-            owned[msg_id] = [batch, index, lease, attempts + 1, lease]
+            attempts += counted
+            owned[msg_id] = [batch, index, lease, attempts, lease]
             ids.append(msg_id)
-            out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", attempts + 1))
+            out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", attempts))
             if max_bytes:
                 room = max(0, room - batch.size(index))
         pending = self._pending
@@ -309,9 +331,9 @@ class Backlog:
             first = batch.first_id
             for index in range(start, end):
                 msg_id = first + index
-                owned[msg_id] = [batch, index, lease, 1, lease]
+                owned[msg_id] = [batch, index, lease, counted, lease]
                 ids.append(msg_id)
-                out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", 1))
+                out.append(Delivered(batch, index, f"{prefix}-{msg_id}-{lease}", counted))
             segment[1] = end
             if end >= stop_at:
                 pending.popleft()
@@ -352,7 +374,7 @@ class Backlog:
         for msg_id in ids:
             entry = self._out.pop(msg_id, None)
             if entry is None:
-                again = self._redeliver.pop(msg_id, None)
+                again = self._redeliver.pop(msg_id, None) or self.exhausted.pop(msg_id, None)
                 if again is None:
                     never_delivered.append(msg_id)
                     continue
@@ -368,10 +390,18 @@ class Backlog:
         return done
 
     def _ack_pending(self, ids: set[int], now_ns: int) -> int:
-        """Acknowledge messages never delivered (an export delivering what it held):
-        the pending segments are rebuilt around them."""
+        """Acknowledge messages never delivered (an export delivering what it held)."""
+        taken = self._take_pending(ids)
+        if self.retain_acked:
+            self._acked.extend((batch, index, now_ns) for batch, index in taken)
+        self.unacked -= len(taken)
+        return len(taken)
+
+    def _take_pending(self, ids: Container[int]) -> list[Ref]:
+        """Take these messages out of the never-delivered ones (the segments are
+        rebuilt around them, in one pass); the ones found, in order."""
         kept: deque[list[Any]] = deque()
-        done = 0
+        taken: list[Ref] = []
         for batch, start, end in self._pending:
             run = start
             for index in range(start, end):
@@ -379,14 +409,11 @@ class Backlog:
                     if index > run:
                         kept.append([batch, run, index])
                     run = index + 1
-                    done += 1
-                    if self.retain_acked:
-                        self._acked.append((batch, index, now_ns))
+                    taken.append((batch, index))
             if run < end:
                 kept.append([batch, run, end])
         self._pending = kept
-        self.unacked -= done
-        return done
+        return taken
 
     def modify(self, ids: list[int], seconds: float, now: float) -> None:
         """A new deadline for leased messages; 0 hands them back at once (a nack)."""
@@ -394,7 +421,7 @@ class Backlog:
             for msg_id in ids:
                 entry = self._out.pop(msg_id, None)
                 if entry is not None:
-                    self._redeliver[msg_id] = (entry[0], entry[1], entry[3])
+                    self._hand_back(msg_id, entry[0], entry[1], entry[3])
             return
         lease = self._next_lease  # a heap entry of its own; the delivery stays
         self._next_lease += 1
@@ -407,6 +434,52 @@ class Backlog:
         if moved:
             heapq.heappush(self._leases, (now + seconds, lease, moved))
 
+    # ------------------------------------------------------------ delivery attempts
+
+    def set_max_attempts(self, max_attempts: int) -> None:
+        """The dead-letter policy's max_delivery_attempts (0: none). Messages whose
+        attempts reach a lowered bound are exhausted at once; without a policy the
+        exhausted ones are delivered again."""
+        self.max_attempts = max_attempts
+        if not max_attempts:
+            self._redeliver.update(self.exhausted)
+            self.exhausted.clear()
+            return
+        spent = [i for i, (_, _, n) in self._redeliver.items() if n >= max_attempts]
+        for msg_id in spent:
+            self.exhausted[msg_id] = self._redeliver.pop(msg_id)
+
+    def unexhaust(self, ids: list[int]) -> None:
+        """Deliver these exhausted messages again (their forward was refused): each
+        later failure tries the forward anew."""
+        for msg_id in ids:
+            held = self.exhausted.pop(msg_id, None)
+            if held is not None:
+                self._redeliver[msg_id] = held
+
+    def attempt_counts(self) -> list[tuple[int, int]]:
+        """(message ID, delivery attempts so far) of the unacknowledged messages that
+        were delivered while attempts were counted, in ID order."""
+        out = [(i, e[3]) for i, e in self._out.items() if e[3]]
+        for held in (self._redeliver, self.exhausted):
+            out += [(i, n) for i, (_, _, n) in held.items() if n]
+        return sorted(out)
+
+    def set_attempts(self, attempts: dict[int, int]) -> None:
+        """After a restart: the delivery attempts the state recorded for these
+        messages (those no longer unacknowledged are skipped). A message delivered
+        before the restart waits for its next attempt, as if its deadline had passed."""
+        for msg_id, count in attempts.items():
+            held = self._redeliver.get(msg_id)
+            if held is not None:
+                self._redeliver[msg_id] = (held[0], held[1], max(held[2], count))
+        never = {i for i in attempts if i not in self._redeliver}
+        if never and self._pending:
+            for batch, index in self._take_pending(never):
+                msg_id = batch.first_id + index
+                self._redeliver[msg_id] = (batch, index, attempts[msg_id])
+        self.set_max_attempts(self.max_attempts)
+
     def is_leased(self, msg_id: int) -> bool:
         return msg_id in self._out
 
@@ -414,6 +487,7 @@ class Backlog:
         """Drop everything (a detached subscription retains no backlog)."""
         self._pending.clear()
         self._redeliver.clear()
+        self.exhausted.clear()
         self._out.clear()
         self._leases.clear()
         self._acked.clear()
@@ -425,6 +499,8 @@ class Backlog:
         for batch, index, *_ in self._out.values():
             yield batch, index
         for batch, index, _ in self._redeliver.values():
+            yield batch, index
+        for batch, index, _ in self.exhausted.values():
             yield batch, index
         for batch, start, end in self._pending:
             for index in range(start, end):

@@ -24,6 +24,7 @@ from reconciler.localserver.api.status import (
     not_found,
 )
 from reconciler.localserver.api.wire import publish_response
+from reconciler.localserver.pubsub import masks
 from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.limits import check_labels, check_publish
 from reconciler.localserver.pubsub.state import ServerState
@@ -56,11 +57,16 @@ UPDATABLE_PATHS = (
     "ingestion_data_source_settings",
     "message_transforms",
 )
-# Parts of schema_settings an update mask may name one by one (python-pubsub's
+# A mask may name a field inside these too (`masks`): python-pubsub's
 # update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
-# emulator takes each of them).
-SCHEMA_SETTINGS_PATHS = tuple(
-    f"schema_settings.{f}" for f in ("schema", "encoding", "first_revision_id", "last_revision_id")
+# emulator takes each part of schema_settings.
+TOPIC_MASKS = masks.MaskRules(
+    request="UpdateTopicRequest",
+    resource="Topic",
+    example="schema_settings",
+    misspelt="schemaSetings",
+    mutable=frozenset(UPDATABLE_PATHS),
+    immutable=frozenset(),
 )
 
 _KIND_TEXT = {
@@ -259,61 +265,28 @@ class PublisherService:
     def update_topic(self, request: Any, call: CallInfo) -> Any:
         given = request.topic
         project, _ = parse_topic(given.name)
-        paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
-        if not paths:
-            raise invalid(
-                "The update_mask in the UpdateTopicRequest must be set, and must contain a "
-                "non-empty paths list."
-            )
-        for path in paths:
-            if path in UPDATABLE_PATHS or path in SCHEMA_SETTINGS_PATHS:
-                continue
-            if path.startswith("schema_settings."):
-                raise invalid(
-                    f"Invalid update_mask provided in the UpdateTopicRequest: {path} is not a "
-                    "known Topic field. schema_settings takes its parts "
-                    f"{', '.join(SCHEMA_SETTINGS_PATHS)}."
-                )
-            if path.split(".", 1)[0] in UPDATABLE_PATHS:
-                raise invalid(
-                    f"Invalid update_mask provided in the UpdateTopicRequest: {path} is a "
-                    f"nested path; name the top-level field {path.split('.', 1)[0]!r} and send "
-                    "the whole value."
-                )
-            raise invalid(
-                f"Invalid update_mask provided in the UpdateTopicRequest: {path} is not a "
-                "known Topic field. Note that field paths must be of the form "
-                "'schema_settings' rather than 'schemaSetings'."
-            )
-        fields = tuple(dict.fromkeys(paths))
-        self._check_fields(given, fields)
+        paths = request.update_mask.paths if request.HasField("update_mask") else ()
+        fields = masks.checked_paths(paths, protos.Topic.DESCRIPTOR, TOPIC_MASKS)
+        self._check_fields(given, tuple(f for f in fields if "." not in f))
 
         def change(current: Any) -> Any:
             topic = protos.Topic()
             topic.CopyFrom(current)
             for field in fields:
-                if field == "labels":
-                    topic.labels.clear()
-                    topic.labels.update(given.labels)
-                elif field == "kms_key_name":
-                    topic.kms_key_name = given.kms_key_name
-                elif field == "message_transforms":
-                    del topic.message_transforms[:]
-                    topic.message_transforms.extend(given.message_transforms)
-                elif field == "message_storage_policy":
+                if field == "message_storage_policy":
                     self.set_storage_policy(project, topic, given)
-                elif field in SCHEMA_SETTINGS_PATHS:
-                    part = field.split(".", 1)[1]
-                    setattr(topic.schema_settings, part, getattr(given.schema_settings, part))
-                elif given.HasField(field):
-                    getattr(topic, field).CopyFrom(getattr(given, field))
                 else:
-                    topic.ClearField(field)
-            if any(f.startswith("schema_settings") for f in fields):
+                    masks.copy_path(topic, given, field)
+            if any(f.startswith("message_storage_policy.") for f in fields):
+                # a part changed: the whole policy is checked as an explicit one
+                policy = self.checked_storage_policy(project, topic.message_storage_policy)
+                topic.message_storage_policy.CopyFrom(policy)
+            self._check_fields(topic, tuple({f.split(".", 1)[0] for f in fields if "." in f}))
+            if masks.touches(fields, "schema_settings"):
                 self._check_schema_settings(topic)
             check_call(
                 self.state.policy_store, project, TOPIC, "UPDATE", _described(topic, given, fields),
-                current, sets_transforms="message_transforms" in fields,
+                current, sets_transforms=masks.touches(fields, "message_transforms"),
             )
             return topic
 

@@ -152,6 +152,7 @@ class ServerState:
                 journal.close()
                 raise
             self._journal = journal
+        self.subs.ready()  # after the journal is open: forwards are journaled
 
     @property
     def durable(self) -> bool:
@@ -623,6 +624,10 @@ class ServerState:
         """Under `lock`: the resource `name` is gone, and its policy with it (a resource
         created again under the name starts without one, as in the service)."""
         self._iam.pop(name, None)
+
+    def schema_revisions(self, name: str) -> list[Any] | None:
+        """The revisions of schema `name` (None if it does not exist)."""
+        return self.schemas.revisions(name)
 
     def locked(self) -> threading.RLock:
         """The write lock, for evaluating the org policy consistently with a write."""

@@ -1,8 +1,8 @@
 """`google.pubsub.v1.Subscriber` with the service's checks: subscriptions (create, get,
-update with a mask, list, delete), Pull, StreamingPull, Acknowledge and
-ModifyAckDeadline, ack deadlines and redelivery, retention, detached and export
-subscriptions, and in-transit enforcement of the topic's storage policy on Pull and
-StreamingPull.
+update with a mask, list, delete; their fields' rules in `subconfig`), ModifyPushConfig,
+Pull, StreamingPull, Acknowledge and ModifyAckDeadline, ack deadlines and redelivery,
+retention, detached and export subscriptions, and in-transit enforcement of the
+topic's storage policy on Pull and StreamingPull.
 
 Handlers are plain functions over `ServerState` (transport-independent); `PullStream`
 is one StreamingPull stream as a plain object: the gRPC layer feeds it the client's
@@ -12,7 +12,6 @@ and say more where it is silent.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -32,7 +31,7 @@ from reconciler.localserver.api.status import (
     unavailable,
 )
 from reconciler.localserver.api.wire import length_delimited
-from reconciler.localserver.pubsub import ackids, exports
+from reconciler.localserver.pubsub import ackids, deadletter, masks
 from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Delivered
 from reconciler.localserver.pubsub.constraints import check_call
@@ -43,13 +42,20 @@ from reconciler.localserver.pubsub.limits import (
     MAX_ACK_DEADLINE_S,
     MAX_ACK_PAYLOAD,
     MAX_PULL_MESSAGES,
-    MAX_SUBSCRIPTION_RETENTION_S,
     MIN_ACK_DEADLINE_S,
-    check_labels,
     check_payload,
-    duration_seconds,
 )
+from reconciler.localserver.pubsub.masks import checked_paths
 from reconciler.localserver.pubsub.state import ServerState
+from reconciler.localserver.pubsub.subconfig import (
+    DELIVERY_CONFIGS,
+    MASKS,
+    MUTABLE_PATHS,
+    check_ack_deadline,
+    check_config,
+    clear_outputs,
+    updated,
+)
 from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
 from reconciler.orgpolicy.custom import SUBSCRIPTION
 from reconciler.orgpolicy.publishing import (
@@ -57,97 +63,23 @@ from reconciler.orgpolicy.publishing import (
     receiving_region,
     refuses_in_transit,
 )
-from reconciler.topicrules import MIN_RETENTION_S  # a subscription's floor is a topic's
 
 # A Pull waits this long at most for a first message (the service holds a pull open
 # for a while too; clients re-issue it).
 PULL_WAIT_S = 10.0
 STREAM_POLL_S = 1.0
-MUTABLE_PATHS = (
-    "ack_deadline_seconds",
-    "retain_acked_messages",
-    "message_retention_duration",
-    "labels",
-    "push_config",
-    "bigquery_config",
-    "cloud_storage_config",
-    "expiration_policy",
-    "dead_letter_policy",
-    "retry_policy",
-    "enable_exactly_once_delivery",
-    "message_transforms",
-)
-IMMUTABLE_PATHS = ("name", "topic", "enable_message_ordering", "filter", "detached", "state")
-_DELIVERY_CONFIGS = ("push_config", "bigquery_config", "cloud_storage_config", "bigtable_config")
 # The service's answer, with exactly-once delivery, to ack IDs that name no delivery
 # whose lease holds (docs/local-server.md cites where it is seen).
 EXACTLY_ONCE_FAILURE = (
     "Some acknowledgement ids in the request were invalid. This could be because the "
     "acknowledgement ids have expired or the acknowledgement ids were malformed."
 )
-_BQ_TABLE = re.compile(r"^[a-z][a-z0-9-]{4,28}[a-z0-9][.:][A-Za-z0-9_]{1,1024}\.[^.]{1,1024}$")
 
 
 def parse_subscription(name: str) -> tuple[str, str]:
     """(project_id, subscription_id) of "projects/P/subscriptions/S"; else
     INVALID_ARGUMENT in the emulator's words plus the reason."""
     return parse_child("subscriptions", name)
-
-
-def _check_ack_deadline(seconds: int, what: str = "ack_deadline_secs") -> None:
-    if seconds and not MIN_ACK_DEADLINE_S <= seconds <= MAX_ACK_DEADLINE_S:
-        raise invalid(
-            f"{what} out of bounds: {seconds} (it must be {MIN_ACK_DEADLINE_S} to "
-            f"{MAX_ACK_DEADLINE_S} seconds, or 0 for the default of "
-            f"{DEFAULT_ACK_DEADLINE_S})"
-        )
-
-
-def _check_config(sub: Any, fields: tuple[str, ...]) -> None:
-    if "ack_deadline_seconds" in fields:
-        _check_ack_deadline(sub.ack_deadline_seconds)
-    if "message_retention_duration" in fields and sub.HasField("message_retention_duration"):
-        seconds = duration_seconds(sub.message_retention_duration)
-        if not MIN_RETENTION_S <= seconds <= MAX_SUBSCRIPTION_RETENTION_S:
-            raise invalid(
-                f"message_retention_duration out of bounds: {seconds:g} s (it must be 10 "
-                "minutes to 7 days)"
-            )
-    if "labels" in fields:
-        check_labels(sub.labels, "subscription")
-    given = [c for c in _DELIVERY_CONFIGS if sub.HasField(c) and _set(sub, c)]
-    if len(given) > 1:
-        raise invalid(
-            f"At most one of push_config, bigquery_config, cloud_storage_config and "
-            f"bigtable_config may be set (got {', '.join(given)})."
-        )
-    if "bigquery_config" in fields and _set(sub, "bigquery_config"):
-        table = sub.bigquery_config.table
-        if not _BQ_TABLE.match(table):
-            raise invalid(
-                f"Invalid bigquery_config.table {table!r}: expected PROJECT_ID.DATASET_ID.TABLE_ID."
-            )
-    storage = "cloud_storage_config" in fields and _set(sub, "cloud_storage_config")
-    if storage and not sub.cloud_storage_config.bucket:
-        raise invalid("cloud_storage_config.bucket must name a bucket.")
-    if "push_config" in fields and sub.push_config.push_endpoint:
-        try:
-            exports.push_host(sub.push_config.push_endpoint)
-        except ValueError as exc:
-            raise invalid(f"{exc}.") from None
-    if "dead_letter_policy" in fields and sub.HasField("dead_letter_policy"):
-        attempts = sub.dead_letter_policy.max_delivery_attempts
-        if attempts and not 5 <= attempts <= 100:
-            raise invalid("dead_letter_policy.max_delivery_attempts must be between 5 and 100.")
-
-
-def _set(sub: Any, field: str) -> bool:
-    """A delivery config counts only with its destination given (an empty push_config
-    is what a pull subscription carries)."""
-    config = getattr(sub, field)
-    if field == "push_config":
-        return bool(config.push_endpoint)
-    return bool(config.ListFields())
 
 
 def in_transit_refusal(
@@ -225,7 +157,7 @@ class SubscriberService:
     def create_subscription(self, request: Any, call: CallInfo) -> Any:
         project, _ = parse_subscription(request.name)
         parse_topic(request.topic)
-        _check_config(request, MUTABLE_PATHS)
+        check_config(request, MUTABLE_PATHS)
         try:
             compile_filter(request.filter)
         except FilterError as exc:
@@ -243,13 +175,14 @@ class SubscriberService:
             sub.ClearField("state")
             sub.ClearField("topic_message_retention_duration")
             sub.detached = False
-            if not any(sub.HasField(c) for c in _DELIVERY_CONFIGS):
+            if not any(sub.HasField(c) for c in DELIVERY_CONFIGS):
                 sub.push_config.SetInParent()  # a pull one: `pushConfig: {}`, as the service
             if not sub.ack_deadline_seconds:
                 sub.ack_deadline_seconds = DEFAULT_ACK_DEADLINE_S
             if not sub.HasField("message_retention_duration"):
                 sub.message_retention_duration.seconds = int(DEFAULT_SUBSCRIPTION_RETENTION_S)
-            _clear_outputs(sub)
+            clear_outputs(sub)
+            deadletter.settle_policy(sub, self._topic_exists, created=True)
             return sub
 
         created = self.subs.create(request.name, build)
@@ -265,71 +198,38 @@ class SubscriberService:
         return sub
 
     def update_subscription(self, request: Any, call: CallInfo) -> Any:
-        given = request.subscription
+        paths = request.update_mask.paths if request.HasField("update_mask") else ()
+        fields = checked_paths(paths, protos.Subscription.DESCRIPTOR, MASKS)
+        return self._update(request.subscription, fields)
+
+    def modify_push_config(self, request: Any, call: CallInfo) -> Any:
+        """Push to pull (an empty push_config), pull to push, or another endpoint or
+        push authentication: an update of push_config, checked and journaled as one."""
+        given = protos.Subscription(name=request.subscription)
+        given.push_config.CopyFrom(request.push_config)
+        self._update(given, ("push_config",))
+        return protos.Empty()
+
+    def _update(self, given: Any, fields: tuple[str, ...]) -> Any:
         project, _ = parse_subscription(given.name)
-        paths = list(request.update_mask.paths) if request.HasField("update_mask") else []
-        if not paths:
-            raise invalid(
-                "The update_mask in the UpdateSubscriptionRequest must be set, and must "
-                "contain a non-empty paths list."
-            )
-        for path in paths:
-            top = path.split(".", 1)[0]
-            if top in IMMUTABLE_PATHS:
-                raise invalid(
-                    "Invalid update_mask provided in the UpdateSubscriptionRequest: the "
-                    f"{top} field in the Subscription is not mutable."
-                )
-            if top not in MUTABLE_PATHS:
-                raise invalid(
-                    f"Invalid update_mask provided in the UpdateSubscriptionRequest: {path} "
-                    "is not a known Subscription field."
-                )
-            if path != top:
-                raise invalid(
-                    f"Invalid update_mask provided in the UpdateSubscriptionRequest: {path} "
-                    f"is a nested path; name the top-level field {top!r} and send the whole "
-                    "value."
-                )
-        fields = tuple(dict.fromkeys(paths))
-        _check_config(given, fields)
 
         def change(current: Any) -> Any:
-            sub = protos.Subscription()
-            sub.CopyFrom(current)
-            for field in fields:
-                if field == "labels":
-                    sub.labels.clear()
-                    sub.labels.update(given.labels)
-                elif field == "message_transforms":
-                    del sub.message_transforms[:]
-                    sub.message_transforms.extend(given.message_transforms)
-                elif field == "ack_deadline_seconds":
-                    sub.ack_deadline_seconds = given.ack_deadline_seconds or DEFAULT_ACK_DEADLINE_S
-                elif field in ("retain_acked_messages", "enable_exactly_once_delivery"):
-                    setattr(sub, field, getattr(given, field))
-                elif field == "message_retention_duration" and not given.HasField(field):
-                    sub.message_retention_duration.Clear()
-                    sub.message_retention_duration.seconds = int(DEFAULT_SUBSCRIPTION_RETENTION_S)
-                elif given.HasField(field):
-                    for other in _DELIVERY_CONFIGS:  # setting one delivery type clears the rest
-                        if field in _DELIVERY_CONFIGS and other != field:
-                            sub.ClearField(other)
-                    getattr(sub, field).CopyFrom(getattr(given, field))
-                else:
-                    sub.ClearField(field)
-            _clear_outputs(sub)
-            _check_config(sub, ())
+            sub = updated(current, given, fields)
+            if masks.touches(fields, "dead_letter_policy"):  # (its topic may be gone since)
+                deadletter.settle_policy(sub, self._topic_exists, created=False)
             check_call(
                 self.state.policy_store, project, SUBSCRIPTION, "UPDATE", sub, current,
-                sets_transforms="message_transforms" in fields,
+                sets_transforms=masks.touches(fields, "message_transforms"),
             )
             return sub
 
-        updated = self.subs.update(given.name, change)
-        if updated is None:
+        stored = self.subs.update(given.name, change)
+        if stored is None:
             raise not_found("Subscription does not exist")
-        return updated
+        return stored
+
+    def _topic_exists(self, name: str) -> bool:
+        return self.state.get_topic(name) is not None
 
     def list_subscriptions(self, request: Any, call: CallInfo) -> Any:
         project = parse_project(request.project)
@@ -441,7 +341,7 @@ class SubscriberService:
         """Open a stream from its first request (checked here; the gRPC layer then
         feeds the stream's later requests to `PullStream.receive`)."""
         name = request.subscription
-        _check_ack_deadline(request.stream_ack_deadline_seconds, "stream_ack_deadline_seconds")
+        check_ack_deadline(request.stream_ack_deadline_seconds, "stream_ack_deadline_seconds")
         if not request.stream_ack_deadline_seconds:
             raise invalid(
                 "stream_ack_deadline_seconds must be set (10 to 600 seconds) in the first "
@@ -516,6 +416,13 @@ class SubscriberService:
                 lambda r: r.subscription,
                 stream=True,
             ),
+            Rpc(
+                "ModifyPushConfig",
+                self.modify_push_config,
+                p.ModifyPushConfigRequest,
+                p.Empty,
+                lambda r: r.subscription,
+            ),
         ]
 
 
@@ -529,12 +436,6 @@ def exactly_once_failure(stale: list[str]) -> ServiceError:
         metadata=dict.fromkeys(stale, "PERMANENT_FAILURE_INVALID_ACK_ID"),
     )
     return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, EXACTLY_ONCE_FAILURE, (info,))
-
-
-def _clear_outputs(sub: Any) -> None:
-    for config, kind in (("bigquery_config", "state"), ("cloud_storage_config", "state")):
-        if sub.HasField(config):
-            getattr(sub, config).ClearField(kind)
 
 
 def _fill(out: Any, got: list[Delivered], attempts: bool) -> None:

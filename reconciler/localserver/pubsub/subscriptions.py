@@ -22,13 +22,16 @@ topic, and those the filter excludes are acknowledged on arrival (at their publi
 time), as the service acknowledges them on the subscriber's behalf: they are never
 delivered, count in no unacknowledged figure, and with retain_acked_messages are
 retained acked. Replaying a PUBLISH applies the same filter (it cannot change) again.
+
+Dead-letter policies (`deadletter`): attempts are counted in the backlog while a
+subscription has one; a pull journals the attempts it hands out; messages that used
+up theirs are forwarded by the `deadletter.Sweeper` thread, journaled as one record.
 """
 
 from __future__ import annotations
 
 import bisect
 import logging
-import struct
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,12 +42,26 @@ from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
 from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
-from reconciler.localserver.pubsub import ackids, exports
+from reconciler.localserver.pubsub import ackids, deadletter, exports
 from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered, Ref
 from reconciler.localserver.pubsub.filters import Filter, FilterError, compile_filter
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
+from reconciler.localserver.pubsub.records import (
+    decode_ack,
+    decode_attempts,
+    decode_backlog,
+    decode_forward,
+    decode_next_id,
+    decode_publish,
+    encode_ack,
+    encode_attempts,
+    encode_backlog,
+    encode_forward,
+    encode_next_id,
+    encode_publish,
+)
 from reconciler.localserver.pubsub.snapshots import (
     Held,
     Snapshot,
@@ -79,42 +96,10 @@ class ServerState(Protocol):
     def settle(self) -> None: ...
     def maybe_compact(self) -> None: ...
     def forget_iam_policy(self, name: str) -> None: ...
+    def schema_revisions(self, name: str) -> list[Any] | None: ...
 
 
 DELETED_TOPIC = "_deleted-topic_"
-_U64 = struct.Struct("<Q")
-_PUBLISH = struct.Struct("<QQB")
-_U16 = struct.Struct("<H")
-_U32 = struct.Struct("<I")
-_ACKED = struct.Struct("<QQ")
-
-
-def encode_publish(first_id: int, publish_ns: int, region: str, receivers: list[str]) -> bytes:
-    """The head of a PUBLISH record's value; the request's bytes follow it."""
-    r = region.encode("utf-8")
-    parts = [_PUBLISH.pack(first_id, publish_ns, len(r)), r, _U16.pack(len(receivers))]
-    for name in receivers:
-        n = name.encode("utf-8")
-        parts += [_U16.pack(len(n)), n]
-    return b"".join(parts)
-
-
-def decode_publish(value: bytes) -> tuple[int, int, str, list[str], bytes]:
-    first_id, publish_ns, rlen = _PUBLISH.unpack_from(value, 0)
-    pos = _PUBLISH.size
-    region = value[pos : pos + rlen].decode("utf-8")
-    pos += rlen
-    (count,) = _U16.unpack_from(value, pos)
-    pos += 2
-    receivers = []
-    for _ in range(count):
-        (n,) = _U16.unpack_from(value, pos)
-        pos += 2
-        receivers.append(value[pos : pos + n].decode("utf-8"))
-        pos += n
-    return first_id, publish_ns, region, receivers, value[pos:]
-
-
 def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
     """`config` as the service answers it: its delivery state, and the topic's
     message retention (an output-only field)."""
@@ -154,6 +139,10 @@ class Subscriptions:
         self._loading: dict[int, Batch] = {}
         self.snapshots = SnapshotIndex(on_drop=state.forget_iam_policy)
         self.stopping = threading.Event()
+        self._counting: set[str] = set()  # subscriptions with a dead-letter policy
+        self._replayed_attempts: dict[str, dict[int, int]] = {}  # applied once loaded
+        self._ready = False
+        self.sweeper = deadletter.Sweeper(self._sweep, self.stopping)
 
     # ---------------------------------------------------------------- configs
 
@@ -185,7 +174,16 @@ class Subscriptions:
         else:
             backlog.retention_s = retention
             backlog.retain_acked = config.retain_acked_messages
+        backlog.set_max_attempts(deadletter.max_attempts(config))
+        if backlog.max_attempts:
+            self._counting.add(name)
+            if self._ready:
+                self.sweeper.start()
+                self.sweeper.poke()
+        else:
+            self._counting.discard(name)
         if config.detached:
+            self._replayed_attempts.pop(name, None)
             backlog.purge()
         elif config.topic != DELETED_TOPIC:
             bisect.insort(self._by_topic.setdefault(config.topic, []), name)
@@ -222,6 +220,8 @@ class Subscriptions:
         if i < len(names) and names[i] == name:
             del names[i]
         self._backlogs.pop(name, None)
+        self._counting.discard(name)
+        self._replayed_attempts.pop(name, None)
         self._filters.pop(name, None)
         self._listed.pop(name, None)
         self._maintained.pop(name, None)
@@ -370,7 +370,7 @@ class Subscriptions:
                 ids = sorted(b.first_id + i for b, i in backlog.unacked_refs())
             if not ids:
                 continue
-            state.commit((j.ACK, name, _encode_ack(now_ns, ids)))
+            state.commit((j.ACK, name, encode_ack(now_ns, ids)))
             with state.lock:
                 backlog.ack(ids, now_ns)
 
@@ -451,6 +451,7 @@ class Subscriptions:
 
     def _maintain(self, name: str, backlog: Backlog, now: float) -> None:
         backlog.release_expired(now)
+        self._watch(backlog)
         if now - self._maintained.get(name, 0.0) >= 1.0:
             self._maintained[name] = now
             backlog.expire(time.time_ns())
@@ -466,7 +467,26 @@ class Subscriptions:
         cancelled: Any = None,
     ) -> list[Delivered] | None:
         """Lease up to `max_messages`, waiting up to `wait` seconds for the first;
-        None when the subscription does not exist (or went away meanwhile)."""
+        None when the subscription does not exist (or went away meanwhile). With a
+        dead-letter policy the attempts handed out are durable before the reply."""
+        got = self._lease(name, max_messages, ack_deadline, wait, max_bytes, cancelled)
+        if got and self.state.durable and name in self._counting:
+            handed = [(d.batch.first_id + d.index, d.attempt) for d in got]
+            record = encode_attempts(handed)
+            with self.state.wlock:
+                ticket = self.state.write_grouped([(j.DELIVERY_ATTEMPTS, name, record)])
+            self.state.sync_grouped(ticket, lambda: None)
+        return got
+
+    def _lease(
+        self,
+        name: str,
+        max_messages: int,
+        ack_deadline: float,
+        wait: float,
+        max_bytes: int,
+        cancelled: Any,
+    ) -> list[Delivered] | None:
         with self.state.lock:
             backlog = self._backlogs.get(name)
             if backlog is None:
@@ -477,6 +497,8 @@ class Subscriptions:
                 now = time.monotonic()
                 self._maintain(name, backlog, now)
                 got = backlog.take(max_messages, now + ack_deadline, max_bytes)
+                if got:
+                    self._watch(backlog)  # a new deadline the sweeper waits for
                 if got or now >= end or self.stopping.is_set():
                     return got
                 if cancelled is not None and cancelled():
@@ -503,8 +525,9 @@ class Subscriptions:
                 cond.notify_all()
 
     def stop(self) -> None:
-        """Wake every waiting pull: the server is stopping."""
+        """Wake every waiting pull and the sweeper: the server is stopping."""
         self.stopping.set()
+        self.sweeper.poke()
         with self.state.lock:
             for cond in self._conds.values():
                 cond.notify_all()
@@ -522,9 +545,10 @@ class Subscriptions:
                 if backlog is None:
                     return None
                 ids, stale = backlog.current(ack_ids, time.monotonic())
+                self._watch(backlog)
             if not ids:
                 return ids, stale
-            ticket = state.write_grouped([(j.ACK, name, _encode_ack(now_ns, ids))])
+            ticket = state.write_grouped([(j.ACK, name, encode_ack(now_ns, ids))])
 
         def apply() -> None:
             held = self._backlogs.get(name)
@@ -547,6 +571,7 @@ class Subscriptions:
             now = time.monotonic()
             ids, stale = backlog.current(ack_ids, now)
             backlog.modify(ids, seconds, now)
+            self._watch(backlog)
             if seconds <= 0:
                 self._conds[name].notify_all()
             return ids, stale
@@ -555,6 +580,83 @@ class Subscriptions:
         with self.state.lock:
             backlog = self._backlogs.get(name)
             return backlog is not None and backlog.is_leased(msg_id)
+
+    # ------------------------------------------------------------ dead letters
+
+    def ready(self) -> None:
+        """The state is loaded (and its journal open): forwarding may start."""
+        with self.state.lock:
+            self._ready = True
+            if self._counting:
+                self.sweeper.start()
+                self.sweeper.poke()
+
+    def _watch(self, backlog: Backlog) -> None:
+        """Under `lock`, after a backlog changed: the sweeper forwards what is
+        exhausted and waits for the deadlines of subscriptions with a policy."""
+        if backlog.max_attempts:
+            self.sweeper.poke()
+
+    def _sweep(self) -> float | None:
+        """The sweeper's round (`deadletter.Sweeper`)."""
+        state = self.state
+        due: float | None = None
+        with state.lock:
+            now = time.monotonic()
+            exhausted = []
+            for name in self._counting:
+                backlog = self._backlogs[name]
+                backlog.release_expired(now)
+                if backlog.exhausted:
+                    exhausted.append(name)
+                deadline = backlog.next_deadline()
+                if deadline is not None and (due is None or deadline < due):
+                    due = deadline
+        for name in exhausted:
+            with state.wlock:
+                if self.stopping.is_set():
+                    return None
+                self._dead_letter(name)
+        return due
+
+    def _dead_letter(self, name: str) -> None:
+        """Under `wlock`: forward the subscription's exhausted messages to its
+        dead-letter topic (one DEAD_LETTERED record per request, durable first)."""
+        state = self.state
+        with state.lock:
+            backlog = self._backlogs.get(name)
+            config = self._subs.get(name)
+            if backlog is None or config is None or not backlog.exhausted:
+                return
+            held = list(backlog.exhausted.items())
+        topic_name = config.dead_letter_policy.dead_letter_topic
+        topic = state.get_topic(topic_name)
+        forwards, refused = deadletter.plan_forwards(
+            name, topic_name, topic, held, state.schema_revisions
+        )
+        if refused:
+            with state.lock:
+                backlog.unexhaust(refused)
+                self._conds[name].notify_all()
+        for forward, raw in forwards:
+            receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
+            head = encode_publish(self._next_id, time.time_ns(), forward.region, receivers)
+            value = encode_forward(time.time_ns(), forward.ids, topic_name, head + raw)
+            state.commit((j.DEAD_LETTERED, name, value))
+            with state.lock:
+                self._apply_forward(name, value)
+
+    def _apply_forward(self, source: str, value: bytes) -> None:
+        """Under `lock`: a DEAD_LETTERED record (live or replayed)."""
+        ack_ns, ids, topic, publish = decode_forward(value)
+        first, publish_ns, region, receivers, raw = decode_publish(publish)
+        count = len(protos.WirePublishRequest.FromString(raw).messages)
+        self._next_id = max(self._next_id, first + count)
+        batch = Batch(topic, first, publish_ns, region, raw, count)
+        self._deliver(batch, [r for r in receivers if r in self._subs])
+        backlog = self._backlogs.get(source)
+        if backlog is not None:
+            backlog.ack(ids, ack_ns)
 
     # ------------------------------------------------------------ snapshots, Seek
 
@@ -758,12 +860,12 @@ class Subscriptions:
                 self._loading[first] = batch  # a snapshot's batch; BACKLOG refers to it
                 self.snapshots.receive(batch)  # (a compacted state lists them first)
         elif kind == j.ACK:
-            now_ns, ids = _decode_ack(value)
+            now_ns, ids = decode_ack(value)
             backlog = self._backlogs.get(key)
             if backlog is not None:
                 backlog.ack(ids, now_ns)
         elif kind == j.NEXT_MESSAGE_ID:
-            self._next_id = max(self._next_id, _U64.unpack(value)[0])
+            self._next_id = max(self._next_id, decode_next_id(value))
         elif kind == j.BACKLOG:
             self._restore_backlog(key, value)
         elif kind == j.PUT_SNAPSHOT:
@@ -774,7 +876,14 @@ class Subscriptions:
             self.snapshots.drop(key)
         elif kind == j.SEEK:
             now_ns, time_ns, snapshot = decode_seek(value)
+            self._replayed_attempts.pop(key, None)
             self._seek(key, now_ns, time_ns, snapshot)
+        elif kind == j.DELIVERY_ATTEMPTS:
+            counts = self._replayed_attempts.setdefault(key, {})
+            for msg_id, count in decode_attempts(value):
+                counts[msg_id] = max(counts.get(msg_id, 0), count)
+        elif kind == j.DEAD_LETTERED:
+            self._apply_forward(key, value)
         else:
             raise InputError(
                 f"the local server's state holds a record of unknown kind {kind}",
@@ -782,6 +891,11 @@ class Subscriptions:
             )
 
     def loaded(self) -> None:
+        for name, counts in self._replayed_attempts.items():
+            backlog = self._backlogs.get(name)
+            if backlog is not None:
+                backlog.set_attempts(counts)
+        self._replayed_attempts.clear()
         self._loading.clear()
         self.snapshots.prune(time.time_ns())  # expiry is not journaled: it is a time
 
@@ -804,21 +918,10 @@ class Subscriptions:
         if backlog is None:
             return
         ref = self._loaded_refs()
-
-        (count,) = _U32.unpack_from(value, 0)
-        pos = 4
-        unacked = []
-        for _ in range(count):
-            found = ref(_U64.unpack_from(value, pos)[0])
-            pos += 8
-            if found is not None:
-                unacked.append(found)
-        (count,) = _U32.unpack_from(value, pos)
-        pos += 4
+        ids, acked_ids = decode_backlog(value)
+        unacked = [found for found in map(ref, ids) if found is not None]
         acked = []
-        for _ in range(count):
-            msg_id, ack_ns = _ACKED.unpack_from(value, pos)
-            pos += _ACKED.size
+        for msg_id, ack_ns in acked_ids:
             found = ref(msg_id)
             if found is not None:
                 acked.append((found[0], found[1], ack_ns))
@@ -829,7 +932,7 @@ class Subscriptions:
         for name, config in self._subs.items():
             yield j.PUT_SUBSCRIPTION, name, config.SerializeToString()
         if self._next_id > 1:  # message IDs are never reused after a restart
-            yield j.NEXT_MESSAGE_ID, "", _U64.pack(self._next_id)
+            yield j.NEXT_MESSAGE_ID, "", encode_next_id(self._next_id)
         held: dict[int, Batch] = {}
         lists: dict[str, tuple[list[int], list[tuple[int, int]]]] = {}
         for name, backlog in self._backlogs.items():
@@ -852,9 +955,11 @@ class Subscriptions:
             head = encode_publish(first, batch.publish_ns, batch.region, [])
             yield j.PUBLISH, batch.topic, head + batch.request_bytes()
         for name, (unacked, acked) in lists.items():
-            parts = [_U32.pack(len(unacked)), *map(_U64.pack, unacked), _U32.pack(len(acked))]
-            parts += [_ACKED.pack(i, ns) for i, ns in acked]
-            yield j.BACKLOG, name, b"".join(parts)
+            yield j.BACKLOG, name, encode_backlog(unacked, acked)
+        for name in self._counting:
+            counts = self._backlogs[name].attempt_counts()
+            if counts:
+                yield j.DELIVERY_ATTEMPTS, name, encode_attempts(counts)
         for snapshot in kept:
             yield j.PUT_SNAPSHOT, snapshot.name, encode_snapshot(snapshot, "")
 
@@ -865,13 +970,3 @@ def _orphaned(config: Any) -> Any:
     out.CopyFrom(config)
     out.topic = DELETED_TOPIC
     return out
-
-
-def _encode_ack(now_ns: int, ids: list[int]) -> bytes:
-    return _U64.pack(now_ns) + struct.pack(f"<{len(ids)}Q", *ids)
-
-
-def _decode_ack(value: bytes) -> tuple[int, list[int]]:
-    (now_ns,) = _U64.unpack_from(value, 0)
-    count = (len(value) - 8) // 8
-    return now_ns, list(struct.unpack_from(f"<{count}Q", value, 8))

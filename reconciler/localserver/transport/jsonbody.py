@@ -8,6 +8,11 @@ all: every bytes field is checked first.
 
 Base64 here is what Google's front ends take: the standard or the URL-safe
 alphabet, padding optional (Google's emulator answers the same for each case).
+
+An update mask (`google.protobuf.FieldMask`, a string in JSON) is taken in
+lowerCamelCase, as protobuf's JSON form writes it and gcloud and Google's REST clients
+send it, and in snake_case, as Google's emulator also takes it ("update_mask":
+"ack_deadline_seconds"); protobuf's own reader refuses the second.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from reconciler.localserver.api.protos import is_repeated
 from reconciler.localserver.api.status import invalid, shown
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/_-]*=*")
+_SNAKE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+")
+FIELD_MASK = "google.protobuf.FieldMask"
 
 
 def parse_body(body: bytes, message: Any) -> None:
@@ -35,10 +42,30 @@ def parse_body(body: bytes, message: Any) -> None:
         problem = _bytes_problem(document, message.DESCRIPTOR, "")
         if problem is not None:
             raise invalid(problem)
+        for key, value in document.items():
+            field = message.DESCRIPTOR.fields_by_camelcase_name.get(key)
+            field = field or message.DESCRIPTOR.fields_by_name.get(key)
+            kind = field.message_type if field is not None else None
+            if kind is not None and kind.full_name == FIELD_MASK and isinstance(value, str):
+                document[key] = camel_mask(value)
     try:
         json_format.ParseDict(document, message)
     except (json_format.ParseError, RecursionError) as exc:
         raise invalid(f"Invalid JSON payload received. {exc}") from None
+
+
+def camel_mask(text: str) -> str:
+    """A FieldMask's JSON string with its snake_case path segments in lowerCamelCase
+    (others left as they are: protobuf's reader judges them)."""
+    return ",".join(
+        ".".join(_camel(part) if _SNAKE.fullmatch(part) else part for part in path.split("."))
+        for path in text.split(",")
+    )
+
+
+def _camel(snake: str) -> str:
+    first, *rest = snake.split("_")
+    return first + "".join(word[:1].upper() + word[1:] for word in rest)
 
 
 def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:

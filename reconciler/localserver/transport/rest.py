@@ -36,7 +36,7 @@ from reconciler.localserver.identity import CLIENT_REGION_KEY
 from reconciler.localserver.transport import system_parameters
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.http1 import Request, Response, error_body
-from reconciler.localserver.transport.jsonbody import parse_body
+from reconciler.localserver.transport.jsonbody import FIELD_MASK, camel_mask, parse_body
 from reconciler.localserver.transport.promql_face import PATH as PROMQL_PATH
 from reconciler.localserver.transport.promql_face import PromQLFace
 from reconciler.localserver.transport.rest_routes import Route, find, routes
@@ -212,6 +212,8 @@ def bind_query(message: Any, params: Iterable[tuple[str, str]], bound: Iterable[
                 )
             if last:
                 scalar = _scalar(field, name, value)
+                if nested and field.message_type.full_name == FIELD_MASK:
+                    scalar = camel_mask(scalar)
                 if is_repeated(field):
                     node.setdefault(field.json_name, []).append(scalar)
                 else:
