@@ -14,7 +14,7 @@ process while this one validates (plan/readahead.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -23,6 +23,7 @@ from reconciler.backends.base import TargetOptions
 from reconciler.backends.target import target_info
 from reconciler.commands import output
 from reconciler.commands._options import (
+    allow_unjudged_option,
     format_option,
     project_option,
     prune_subscribed_option,
@@ -34,11 +35,13 @@ from reconciler.commands._planning import (
     errors_only,
     new_diagnostics,
     open_reads,
+    planning_gate,
     show_plan,
     tree_snapshot,
     validate_specs,
 )
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from reconciler.orgpolicy.unjudged import AllowUnjudged
 from reconciler.perf import leave_to_exit
 from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
@@ -62,6 +65,7 @@ class PlanCommandOptions:
     strict_groups: bool = False
     projects: tuple[str, ...] = ()
     prune_subscribed: bool = False
+    allow_unjudged: AllowUnjudged = field(default_factory=AllowUnjudged)
 
 
 @click.command("plan")
@@ -83,6 +87,7 @@ class PlanCommandOptions:
 )
 @prune_subscribed_option
 @strict_groups_option
+@allow_unjudged_option
 def command(
     paths: tuple[Path, ...],
     local: bool,
@@ -96,11 +101,12 @@ def command(
     strict_groups: bool,
     projects: tuple[str, ...],
     prune_subscribed: bool,
+    allow_unjudged: AllowUnjudged,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     options = PlanCommandOptions(
         out, fmt, detailed_exitcode, prune or prune_subscribed, output.colour_wanted(),
-        strict_groups, projects, prune_subscribed,
+        strict_groups, projects, prune_subscribed, allow_unjudged,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
@@ -117,11 +123,13 @@ def _run(
     options: PlanCommandOptions,
     read_ahead: ReadAhead | None,
 ) -> int:
+    gate = planning_gate(paths, options.allow_unjudged)
     result = validate_specs(
         paths,
         target.org_policy,
         options.strict_groups,
         read_ahead.document if read_ahead is not None else None,
+        gate,
     )
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
@@ -138,7 +146,7 @@ def _run(
     planning = PlanOptions(
         options.prune, options.prune_subscribed, options.strict_groups, options.projects
     )
-    plan = make_plan(desired, observation, planning, validation)
+    plan = make_plan(desired, observation, planning, validation, gate)
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")

@@ -4,7 +4,10 @@ compares with the live state again). Plain values and pure functions: make_plan 
 everything it calls read only this.
 
     Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
-                gauges, custom, organizations, ancestry, stale, snapshot_file)
+                gauges, custom, custom_unavailable, organizations, ancestry, stale,
+                snapshot_file)
+    observation.custom_unknown(project) -> str | None   why its custom constraints are
+                                                        not known (None: they were read)
     topic_fingerprint(ObservedTopic | None) -> str
     org_fingerprint(OrgInputs, custom) -> str
 """
@@ -59,6 +62,8 @@ class Observation:
     # project -> the custom constraints on topics it enforces or dry-runs, and the
     # organization they were read for (the spec tree's snapshot names it)
     custom: dict[str, CustomConstraints] = field(default_factory=dict)
+    # project -> why reading its custom constraints failed (a permission, the network)
+    custom_unavailable: dict[str, str] = field(default_factory=dict)
     organizations: dict[str, str] = field(default_factory=dict)
     # child -> parent, as the spec tree's snapshot records the hierarchy: where a
     # key's project sits, for gcp.restrictCmekCryptoKeyProjects
@@ -77,6 +82,29 @@ class Observation:
         if known is None:
             known = self._facts[project] = facts_of(self.org[project], self.ancestry)
         return known
+
+    def custom_unknown(self, project: str) -> str | None:
+        """Why the custom constraints that apply to `project` are not known, so that
+        none of them could be judged (None: they were read, and `custom` holds those
+        it enforces or dry-runs). The one place that decides it: the project's
+        organization is unknown (its place in the hierarchy was not learnt: today the
+        spec tree's snapshot's `ancestry:` is the only source), or the read failed.
+        Where the hierarchy is read live, a project known to have no organization has
+        no custom constraints (judged: none apply) and only a failed hierarchy read
+        leaves it unknown."""
+        failed = self.custom_unavailable.get(project)
+        if failed is not None:
+            return f"reading them failed: {failed}"
+        if project not in self.organizations:
+            where = (
+                f"the org-policy snapshot {self.snapshot_file} does not place "
+                f"projects/{project} under an organization (`ancestry:`)"
+                if self.snapshot_file else
+                "the spec tree has no org-policy snapshot whose `ancestry:` places "
+                f"projects/{project} under an organization"
+            )
+            return f"its organization is unknown ({where})"
+        return None
 
     def subscriptions_of(self, name: str) -> list[ObservedSubscription] | None:
         """The subscriptions of topic `name` (projects/P/topics/T); None: unknown."""

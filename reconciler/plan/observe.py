@@ -59,9 +59,10 @@ def observe(
     out.organizations = organizations(snapshot, names)
     if snapshot is not None:  # where a key's project sits, for the CMEK constraints
         out.ancestry = dict(snapshot[1].ancestry)
+        out.snapshot_file = str(snapshot[0])
     started = _start_topics(reads, names, out.organizations, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
-    _collect_topics(out, *started)
+    _collect_topics(out, *started, custom_failures=True)
     _compare_snapshot(out, snapshot)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
@@ -106,8 +107,7 @@ def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | Non
     """How the spec tree's snapshot differs from the live org policy, per project."""
     if snapshot is None or out.service.org_policy != "api":
         return
-    path, store = snapshot
-    out.snapshot_file = str(path)
+    store = snapshot[1]
     for p, inputs in out.org.items():
         found = differences(store, p, inputs, out.custom.get(p, ()))
         if found:
@@ -149,9 +149,13 @@ def _start_topics(
 def _collect_topics(
     out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
     inputs: dict[str, Future[OrgInputs]], custom: dict[str, Future[CustomConstraints]],
+    custom_failures: bool = False,
 ) -> None:
     """The topics, org inputs and custom constraints into `out`; every failure raised
-    together, once all are in."""
+    together, once all are in. `custom_failures` (a plan's): a project whose custom
+    constraints cannot be read is noted (`custom_unavailable`), not a failure of the
+    reads: the plan names them as not judged (and fails unless told to let them
+    through)."""
     errors: list[str] = []
     for p, fut in listing.items():
         try:
@@ -162,21 +166,27 @@ def _collect_topics(
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
     errors += _gather(inputs, out.org)
-    errors += _gather(custom, out.custom)
+    errors += _gather(custom, out.custom, out.custom_unavailable if custom_failures else None)
     _raise_all(errors)
 
 
 T = TypeVar("T")
 
 
-def _gather(futures: dict[str, Future[T]], into: dict[str, T]) -> list[str]:
-    """Each project's answer into `into`; the failures' messages."""
+def _gather(
+    futures: dict[str, Future[T]], into: dict[str, T], failures: dict[str, str] | None = None
+) -> list[str]:
+    """Each project's answer into `into`; the failures' messages (into `failures` by
+    project instead, when given)."""
     errors = []
     for p, fut in futures.items():
         try:
             into[p] = fut.result()
         except BackendError as exc:
-            errors.append(str(exc))
+            if failures is not None:
+                failures[p] = str(exc)
+            else:
+                errors.append(str(exc))
     return errors
 
 
