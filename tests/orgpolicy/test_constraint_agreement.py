@@ -18,6 +18,12 @@ the test sets them through the real client.
   the plan makes (CreateTopic, or UpdateTopic of a live topic that may already
   violate) is refused by the server exactly when the plan reports an error.
 
+Each runs with the project under the organization directly or through a folder, and
+without what tells reconcile the project's organization (a snapshot without
+`ancestry:`, or none at all): then the verdict on the custom constraints is "not
+judged", never a pass: validate names it (an error with --require-org-policy), and
+plan fails before any call when it has a call to make.
+
 The CreateTopic request `validate` is compared with is the test's own model of what
 apply sends (the declared labels plus reconcile's three, the storage policy as
 declared, enforceInTransit forced on by the org's in-transit policy, the retention,
@@ -370,18 +376,47 @@ def world() -> Any:
         logger.setLevel(level)
 
 
+# Where the project sits, and what the spec tree's snapshot says of it: under the
+# organization, or a folder under it; a snapshot without `ancestry:` (pulled without
+# --organization), or none.
+HIERARCHIES = ("org", "org", "folder", "no-ancestry", "none")
+
+
+def _placed(server: Any, project: str, org: str, hierarchy: str) -> dict[str, str]:
+    """The project placed on the server (directly under `org`, or under a folder of
+    it); the ancestry the snapshot records (none, unless the hierarchy is known)."""
+    if hierarchy == "folder":
+        folder = f"folders/{org.rsplit('/', 1)[1]}01"
+        server.set_ancestry(folder, org)
+        server.set_ancestry(f"projects/{project}", folder)
+        return {f"projects/{project}": folder, folder: org}
+    server.set_ancestry(f"projects/{project}", org)
+    return {f"projects/{project}": org} if hierarchy == "org" else {}
+
+
 @settings(max_examples=50, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(topic=topics, generated=constraints, org_in_transit=st.booleans())
+@given(topic=topics, generated=constraints, org_in_transit=st.booleans(),
+       hierarchy=st.sampled_from(HIERARCHIES))
 @example(  # reconcile's own three labels count: one declared label makes four
     topic=_topic(labels={"team": "pay"}, regions=["us-east1"]),
     generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
-    org_in_transit=False,
+    org_in_transit=False, hierarchy="org",
 )
 @example(  # the org's in-transit policy sends enforceInTransit: true
     topic=_topic(regions=["us-east1"]),
     generated=[(condition("in_transit"), "DENY", ["CREATE"], "enforced")],
-    org_in_transit=True,
+    org_in_transit=True, hierarchy="folder",
+)
+@example(  # a refusal the snapshot cannot see: not judged, never a pass
+    topic=_topic(labels={"team": "pay"}),
+    generated=[("'team' in resource.labels", "DENY", ["CREATE"], "enforced")],
+    org_in_transit=False, hierarchy="no-ancestry",
+)
+@example(  # ... and without a snapshot at all
+    topic=_topic(labels={"team": "pay"}),
+    generated=[("'team' in resource.labels", "DENY", ["CREATE"], "enforced")],
+    org_in_transit=False, hierarchy="none",
 )
 @example(  # one declared field of each family the specs manage, each refused ...
     topic=_topic(retention="10m", kms=KEYS[1],
@@ -392,7 +427,7 @@ def world() -> Any:
         (condition("schema", 0, 1), "ALLOW", ["CREATE"], "enforced"),
         (condition("schema", 1, 0), "DENY", ["CREATE"], "dry-run"),  # ... but this one
     ],
-    org_in_transit=False,
+    org_in_transit=False, hierarchy="org",
 )
 @example(  # the fields a spec leaves unmanaged: deferred, and what the server says
     topic=_topic(name="audit"),
@@ -401,11 +436,11 @@ def world() -> Any:
         (condition("transforms", 1, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
         (condition("kms", 2, 0), "ALLOW", ["CREATE"], "dry-run"),
     ],
-    org_in_transit=False,
+    org_in_transit=False, hierarchy="org",
 )
 def test_validate_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
-    topic: dict[str, Any], generated: list[Any], org_in_transit: bool,
+    topic: dict[str, Any], generated: list[Any], org_in_transit: bool, hierarchy: str,
 ) -> None:
     server, publisher, orgpolicy, schemas, dry_runs = world
     n = next(_numbers)
@@ -416,8 +451,12 @@ def test_validate_agrees_with_the_local_server(
     spec = _spec(project, topic, revisions)
     (tmp / "specs").mkdir()
     (tmp / "specs" / "topic.yaml").write_text(spec)
+    ancestry = _placed(server, project, org, hierarchy)
+    if hierarchy in ("none", "no-ancestry"):
+        _not_judged_by_validate(run_cli, tmp, project, hierarchy, custom, policies)
+        return
     (tmp / "org-policy.yaml").write_text(yaml.safe_dump_all(
-        [*custom, *policies, {"ancestry": {f"projects/{project}": org}}]
+        [*custom, *policies, {"ancestry": ancestry}]
     ))
     result = run_cli("validate", str(tmp / "specs"), "--org-policy",
                      str(tmp / "org-policy.yaml"), "--format", "json")
@@ -457,7 +496,6 @@ def test_validate_agrees_with_the_local_server(
     deferred_dry = set(deferred) - deferred_enforced
     name = f"projects/{project}/topics/{topic['name']}"
 
-    server.set_ancestry(f"projects/{project}", org)
     _put(orgpolicy, org, custom, policies)
     try:
         publisher.create_topic(request=_request(project, topic, org_in_transit, revisions))
@@ -482,6 +520,29 @@ def test_validate_agrees_with_the_local_server(
     assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
 
 
+def _not_judged_by_validate(
+    run_cli: Any, tmp: Path, project: str, hierarchy: str, custom: list[dict[str, Any]],
+    policies: list[dict[str, Any]],
+) -> None:
+    """Without the project's place in the hierarchy, validate judges no custom
+    constraint of it and says so: a warning, an error with --require-org-policy."""
+    args = ["validate", str(tmp / "specs"), "--format", "json"]
+    if hierarchy == "no-ancestry":  # the snapshot `policy pull` writes without --organization
+        (tmp / "org-policy.yaml").write_text(yaml.safe_dump_all([*custom, *policies]))
+        args += ["--org-policy", str(tmp / "org-policy.yaml")]
+    code = "org-custom-no-ancestry" if hierarchy == "no-ancestry" else "org-policy-missing"
+    for strict, severity in ((False, "warning"), (True, "error")):
+        result = run_cli(*args, *(["--require-org-policy"] if strict else []))
+        said = json.loads(result.stdout)
+        assert result.exit_code == (1 if strict else 0), said
+        assert [d["severity"] for d in said if d["code"] == code] == [severity], said
+        if hierarchy == "no-ancestry":
+            (found,) = [d for d in said if d["code"] == code]
+            assert f"custom constraints not judged for project {project}" in found["message"]
+        assert not [d for d in said if d["code"].startswith("org-custom")
+                    and d["code"] != code], said  # nothing judged, so nothing passed
+
+
 def test_the_request_model_is_what_apply_sends(
     run_cli: Any, local_server: Any, publisher_client: Any, schema_client: Any,
     tmp_path: Path,
@@ -493,6 +554,7 @@ def test_the_request_model_is_what_apply_sends(
     specs = tmp_path / "specs"
     specs.mkdir()
     (specs / "topic.yaml").write_text(_spec("model-proj", topic, revisions))
+    (specs / "org-policy.yaml").write_text("ancestry: {projects/model-proj: organizations/1}\n")
     result = run_cli("apply", str(specs), "--emulator", local_server.address,
                      "--auto-approve")
     assert result.exit_code == 0, result.stderr
@@ -566,29 +628,47 @@ def _create_live(publisher: Any, name: str, live: dict[str, Any], project: str,
     publisher.create_topic(request=request)
 
 
-def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, Any] | None, str]:
-    result = run_cli("plan", str(root), "--emulator", server.address, "--format", "json")
+def _plan_json(run_cli: Any, server: Any, root: Path, *extra: str
+               ) -> tuple[int, dict[str, Any] | None, str]:
+    result = run_cli("plan", str(root), "--emulator", server.address, "--format", "json",
+                     *extra)
     data = json.loads(result.stdout) if result.stdout.strip().startswith("{") else None
     return result.exit_code, data, result.stderr
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(live=live_topics, topic=topics, generated=plan_constraints)
+@given(live=live_topics, topic=topics, generated=plan_constraints,
+       hierarchy=st.sampled_from(("org", "org", "folder", "none")))
 @example(  # a live topic that already violates; the change only adds a label
     live=_live(regions=["us-east1"]),
     topic=_topic(labels={"team": "pay"}),
     generated=[(condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="org",
+)
+@example(  # no snapshot: the plan cannot know the organization, so it judges nothing
+    live=_live(),
+    topic=_topic(labels={"team": "pay"}),
+    generated=[("'team' in resource.labels", "DENY", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="none",
+)
+@example(  # the project under a folder of the organization
+    live=None,
+    topic=_topic(labels={"team": "pay"}),
+    generated=[("'team' in resource.labels", "DENY", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="folder",
 )
 @example(  # already violating by its retention: a label change is refused ...
     live=_live(retention="10m"),
     topic=_topic(labels={"team": "pay"}),
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="org",
 )
 @example(  # ... and a change that fixes it goes through
     live=_live(retention="10m"),
     topic=_topic(labels={"team": "pay"}, retention="2d"),
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="org",
 )
 @example(  # the live ingestion source and transforms, which specs do not manage, decide
     live=_live(ingestion="cloudStorage", transforms="redact", kms=KEYS[0]),
@@ -598,15 +678,17 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
         (condition("transforms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "dry-run"),
         (condition("kms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
     ],
+    hierarchy="org",
 )
 @example(  # a schema set by another tool is kept, and judged, when the spec omits it
     live=_live(schema={"id": "orders", "encoding": "JSON", "first": False, "last": True}),
     topic=_topic(labels={"tier": "ops"}),
     generated=[(condition("schema", 0, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    hierarchy="org",
 )
 def test_plan_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
-    live: dict[str, Any] | None, topic: dict[str, Any], generated: list[Any],
+    live: dict[str, Any] | None, topic: dict[str, Any], generated: list[Any], hierarchy: str,
 ) -> None:
     from reconciler.backends.topicproto import topic_to_proto
 
@@ -621,10 +703,13 @@ def test_plan_agrees_with_the_local_server(
     root.mkdir()
     # No regions: `inherit` for a new topic, left unmanaged for a live one.
     (root / "topic.yaml").write_text(_spec(project, topic, revisions, unmanaged=live is not None))
-    (root / "org-policy.yaml").write_text(f"ancestry:\n  projects/{project}: {org}\n")
-    server.set_ancestry(f"projects/{project}", org)
-    # The call apply would make, from a plan made before the constraints exist.
-    code, before, stderr = _plan_json(run_cli, server, root)
+    ancestry = _placed(server, project, org, hierarchy)
+    if ancestry:
+        (root / "org-policy.yaml").write_text(yaml.safe_dump({"ancestry": ancestry}))
+    # The call apply would make, from a plan made before the constraints exist (without
+    # the organization, let through: it is the call that matters here).
+    opt_out = () if ancestry else ("--allow-unjudged", "all")
+    code, before, stderr = _plan_json(run_cli, server, root, *opt_out)
     assert code == 0 and before is not None, stderr
     (rc,) = [c for c in before["resource_changes"] if c["address"] == name]
     custom, policies = _documents(org, project, generated, False)
@@ -632,6 +717,16 @@ def test_plan_agrees_with_the_local_server(
     code, planned, stderr = _plan_json(run_cli, server, root)
     assert planned is not None, stderr
     diagnostics = planned["diagnostics"]
+    if not ancestry:  # not judged, never a pass: a plan with a call to make fails
+        said = [d for d in diagnostics if d["code"].startswith("org-custom")]
+        if rc["request"] is None:
+            assert code == 0 and not said, said  # no call: nothing to judge
+            return
+        assert code == 1, stderr
+        assert [(d["code"], d["severity"]) for d in said] == [
+            ("org-custom-no-ancestry", "error")], said
+        assert f"custom constraints not judged for project {project}" in said[0]["message"]
+        return
     # The tree's snapshot knows none of the constraints: the plan names each of them.
     (stale,) = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
     for i, (_, _, _, mode) in enumerate(generated):
