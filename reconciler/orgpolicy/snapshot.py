@@ -556,13 +556,6 @@ def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]
         )
     if constraint in READ_CONSTRAINTS:
         return constraint
-    if not _CONSTRAINT.fullmatch(constraint):
-        checker.error(
-            path, "policy-name",
-            f"in policy name {name!r}: {constraint!r} is not a constraint name (dotted "
-            "words such as gcp.resourceLocations or custom.NAME)",
-        )
-        return None
     if is_custom(constraint):
         from reconciler.orgpolicy.custom import id_problem
 
@@ -570,6 +563,13 @@ def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]
             checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
             return None
         return constraint
+    if not _CONSTRAINT.fullmatch(constraint):
+        checker.error(
+            path, "policy-name",
+            f"in policy name {name!r}: {constraint!r} is not a constraint name (dotted "
+            "words such as gcp.resourceLocations or custom.NAME)",
+        )
+        return None
     known = f"{', '.join(READ_CONSTRAINTS)} and custom.* constraints"
     close = difflib.get_close_matches(constraint, READ_CONSTRAINTS, n=1, cutoff=0.8)
     if close:

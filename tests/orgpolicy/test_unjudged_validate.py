@@ -58,7 +58,7 @@ def test_no_ancestry_is_said_once_per_project(run_cli: Any, tmp_path: Path) -> N
     warned = _validate(run_cli, specs, snap)
     assert warned.exit_code == 0, warned.stdout
     (row,) = _rows(warned.stdout, "org-custom-no-ancestry")  # three topics, one line
-    assert row.startswith(f"{snap}: warning[org-custom-no-ancestry]: custom constraints not "
+    assert row.startswith(f"{snap}:1:1: warning[org-custom-no-ancestry]: custom constraints not "
                           f"judged for project {PROJECT}: the snapshot's `ancestry:` does "
                           f"not place projects/{PROJECT} under an organization")
     assert f"reconcile policy pull --project {PROJECT} --organization ORG" in row
