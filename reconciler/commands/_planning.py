@@ -17,7 +17,7 @@ applied afterwards), open the target; and the plan document shown for errors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -29,7 +29,7 @@ from reconciler.orgpolicy.store import PolicyStore
 from reconciler.orgpolicy.unjudged import UNJUDGED_CODES, AllowUnjudged, Gate
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
-from reconciler.plan.model import Plan, PlanTarget
+from reconciler.plan.model import Plan, PlanTarget, ProjectConstraints
 from reconciler.plan.observe import organizations
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
@@ -164,15 +164,18 @@ def conflict(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def errors_only(
-    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER
+    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER,
+    custom_constraints: Mapping[str, ProjectConstraints] | None = None,
 ) -> Plan:
     """No plan is made from a tree with errors; JSON and markdown still print a plan
-    document carrying them (and the tree's owner)."""
+    document carrying them (and the tree's owner, and, from a plan refused for what
+    the live org policy said, which custom constraints it judged)."""
     return Plan(
         owner=owner,
         diagnostics=list(diagnostics),
         target=origin,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        custom_constraints=custom_constraints or {},
     )
 
 

@@ -51,6 +51,7 @@ from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
+from reconciler.render.text import custom_constraint_lines
 
 
 @dataclass(frozen=True)
@@ -149,8 +150,11 @@ def _run(
     plan = make_plan(desired, observation, planning, validation, gate)
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
+        for line in custom_constraint_lines(plan):
+            output.stderr().line(line)
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        return _refused(errors_only(plan.diagnostics, plan.target, plan.owner), options.fmt)
+        refused = errors_only(plan.diagnostics, plan.target, plan.owner, plan.custom_constraints)
+        return _refused(refused, options.fmt)
     if options.out is not None:
         write_plan(plan, options.out)
     show_plan(plan, options.fmt, options.colour)

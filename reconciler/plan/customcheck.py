@@ -8,8 +8,9 @@ it unless the change fixes the violation: the topic after the call decides).
     judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit, gate)
         -> [Diagnostic]       errors stop the topic (a refused call is not planned)
     Unjudged(gate)            what could not be judged, once per project
-        .calls(project, rc, desired)   note a call the plan makes
+        .call(rc, desired)             note a call the plan makes
         .findings(observation)         -> [Diagnostic]
+        .summary(observation, projects) -> {project: ProjectConstraints}   judged or not
 
 A condition that reads a field reconcile does not manage (ingestion sources, message
 transforms) is judged on a create with the field absent (reconcile does not send it)
@@ -43,7 +44,7 @@ from reconciler.orgpolicy.cel import (
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
-from reconciler.plan.model import ResourceChange
+from reconciler.plan.model import ProjectConstraints, ResourceChange
 from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
     REFUSED,
@@ -231,6 +232,28 @@ class Unjudged:
                 concerned = [(t, m) for t, m in calls if constraint.applies_to(TOPIC, m)]
                 if concerned:
                     out.append(self._uncompilable(project, constraint, mode, error, concerned))
+        return out
+
+    def summary(
+        self, observation: Observation, projects: Sequence[str]
+    ) -> dict[str, ProjectConstraints]:
+        """What the plan records per project: the custom constraints in effect it
+        judged, and those it could not, with why (projects with neither left out)."""
+        out = {}
+        for project in sorted(projects):
+            unknown = observation.custom_unknown(project)
+            judged, not_judged = [], []
+            if unknown is not None:
+                not_judged.append(f"all: {unknown}")
+            for constraint, mode in observation.custom.get(project, ()):
+                error = compile_error(constraint)
+                name = f"{constraint.constraint_id} ({mode})"
+                if error is None:
+                    judged.append(name)
+                else:
+                    not_judged.append(f"{name}: its condition {_why_not(error)}")
+            if judged or not_judged:
+                out[project] = ProjectConstraints(tuple(judged), tuple(not_judged))
         return out
 
     def _unknown(

@@ -162,6 +162,7 @@ def make_plan(
         prune=options.prune,
         created_at=created_at,
         projects=sorted(set(options.projects)),
+        custom_constraints=unjudged.summary(observation, desired.projects),
     )
 
 

@@ -107,7 +107,10 @@ def test_the_opt_out_plans_says_so_and_the_service_decides(
     result = run_cli("plan", str(root), "--emulator", org.address, "--format", "json",
                      "--allow-unjudged", "all")
     assert result.exit_code == 0, result.stderr
-    said = {d["code"]: d for d in json.loads(result.stdout)["diagnostics"]}
+    planned = json.loads(result.stdout)
+    (why,) = planned["custom_constraints"][PROJECT]["not_judged"]
+    assert why.startswith("all: its organization is unknown"), planned["custom_constraints"]
+    said = {d["code"]: d for d in planned["diagnostics"]}
     assert said["org-custom-no-ancestry"]["severity"] == "warning"
     assert "let through by --allow-unjudged all" in said["org-custom-no-ancestry"]["message"]
     report = said["org-custom-unjudged-allowed"]
@@ -142,6 +145,12 @@ def test_with_the_ancestry_the_constraint_is_judged(
     assert "org-custom-no-ancestry" not in result.stderr
     refused = [r for r in result.stderr.splitlines() if "error[org-custom-constraint]" in r]
     assert len(refused) == 3, result.stderr
+    # Which constraints the plan judged, per project.
+    assert f"Custom constraints in {PROJECT}: judged custom.noTeamLabel (enforced)\n" in (
+        result.stderr)
+    as_json = run_cli("plan", str(root), "--emulator", org.address, "--format", "json")
+    assert json.loads(as_json.stdout)["custom_constraints"] == {
+        PROJECT: {"judged": ["custom.noTeamLabel (enforced)"]}}
     assert _calls(org) == {"CreateTopic": 0, "UpdateTopic": 0}
 
 
@@ -171,6 +180,8 @@ def test_a_live_condition_the_library_cannot_compile(
         "reference to 'lowerAscii'"
     ) in rows[0]
     assert "docs/custom-constraints.md#the-cel-that-conditions-use" in rows[0]
+    assert (f"Custom constraints in {PROJECT}: not judged custom.lower ({state}) (the "
+            "diagnostics say why)") in shown
     if dry_run:
         assert result.exit_code == 0, result.stderr
         assert "warning[org-custom-uncompilable]" in rows[0]
