@@ -229,8 +229,6 @@ def _not_judged(
     its custom constraints when the snapshot does not place it under an
     organization; each one it enforces or dry-runs whose condition does not compile
     here."""
-    from reconciler.orgpolicy.custom import TOPIC
-
     for project in projects:
         parent = f"projects/{project}"
         if store.organization(parent) is None:
@@ -254,6 +252,10 @@ def _not_judged(
                 f"`{parent}: organizations/ORG` under `ancestry:`; {ALLOW_HINT}",
             ))
             continue
+        if not read.uncompilable:
+            continue  # the constraints' module loads only for one that does not compile
+        from reconciler.orgpolicy.custom import TOPIC
+
         for constraint, mode in store.custom_constraints_for(parent, TOPIC):
             known = read.uncompilable.get(constraint.name)
             if known is None:

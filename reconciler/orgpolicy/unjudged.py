@@ -102,8 +102,6 @@ class AllowUnjudged:
         """`custom.NAME` or `all` each (also `customConstraints/custom.NAME` and the
         full organizations/ORG/customConstraints/custom.NAME, as the service and
         gcloud write them); AllowUnjudgedError names a value that is neither."""
-        from reconciler.orgpolicy.custom import id_problem
-
         names: set[str] = set()
         everything = False
         for value in values:
@@ -111,6 +109,8 @@ class AllowUnjudged:
             if text == ALL:
                 everything = True
                 continue
+            from reconciler.orgpolicy.custom import id_problem
+
             constraint_id = text.rsplit("/", 1)[-1]
             problem = id_problem(constraint_id)
             if problem is not None:
