@@ -67,6 +67,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "is unchanged)",
     "reconciler.spec.checks": "the custom-constraint checks and their evaluator only for a "
     "snapshot that holds custom constraints",
+    "reconciler.orgpolicy.unjudged": "the custom constraints' rules only when "
+    "--allow-unjudged is given (every validate parses the option)",
     "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
     "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "

@@ -86,6 +86,17 @@ def location_policy_doc(parent: str, allowed: str) -> str:
     )
 
 
+def ancestry_doc(*projects: str, org: str = "organizations/1001") -> str:
+    """An `ancestry:` document placing each project (`acme-payments` or
+    `projects/acme-payments`) under `org`: what tells validate and plan which
+    organization's custom constraints apply (none, in a snapshot that defines none)."""
+    lines = ["ancestry:"]
+    for project in projects:
+        name = project if project.startswith("projects/") else f"projects/{project}"
+        lines.append(f"  {name}: {org}")
+    return "\n".join(lines) + "\n"
+
+
 def in_transit_policy_doc(parent: str) -> str:
     """`constraints/pubsub.enforceInTransitRegions` enforced on `parent`."""
     return (

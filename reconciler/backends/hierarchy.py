@@ -31,8 +31,17 @@ PERMISSION = {"projects": "resourcemanager.projects.get", "folders": "resourcema
 
 
 def snapshot_ancestry(store: PolicyStore, project: str) -> Ancestry:
-    """The project's parents as a snapshot's `ancestry:` records them."""
-    return Ancestry(tuple(store.chain(f"projects/{project}")[1:]))
+    """The project's parents as a snapshot's `ancestry:` records them; a project it
+    does not place is unknown, not "in no organization" (a snapshot has no spelling for
+    that, and a project left out by mistake must not pass as one without custom
+    constraints)."""
+    parents = tuple(store.chain(f"projects/{project}")[1:])
+    if not parents:
+        return Ancestry(unavailable=(
+            f"the org-policy snapshot's `ancestry:` does not place projects/{project} "
+            "under a folder or organization"
+        ))
+    return Ancestry(parents)
 
 
 def why_not(exc: Exception, name: str) -> str:

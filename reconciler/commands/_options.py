@@ -7,6 +7,7 @@ that it means one thing and reads the same in every `--help`.
     @format_option(choices)    adds fmt
     @project_option(help)      adds projects (--project P, repeatable)
     @strict_groups_option      adds strict_groups (validate, plan, apply)
+    @allow_unjudged_option     adds allow_unjudged (validate, plan, apply)
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from reconciler.backends.deadline import DEFAULT_TIMEOUT
+from reconciler.orgpolicy.unjudged import AllowUnjudged, AllowUnjudgedError
 from reconciler.render import FORMATS
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -63,6 +65,15 @@ PRUNE_SUBSCRIBED_HELP = _shared(
 )
 STRICT_GROUPS_HELP = _shared(
     "Refusals that rest on inferred value-group membership are errors, not warnings.",
+    "apply", "plan", "validate",
+)
+
+
+ALLOW_UNJUDGED_HELP = _shared(
+    "Let a custom constraint that reconcile cannot judge (organization unknown, read "
+    "failed, condition it cannot compile or evaluate) through as a warning instead of "
+    "an error; CONSTRAINT is custom.NAME, or `all` (repeatable). Each such finding, "
+    "and the use of this option, is reported in every format.",
     "apply", "plan", "validate",
 )
 
@@ -129,6 +140,29 @@ def strict_groups_option(fn: F) -> F:
         "--strict-groups",
         is_flag=True,
         help=STRICT_GROUPS_HELP,
+    )(fn)
+
+
+def _allow_unjudged(
+    ctx: click.Context, param: click.Parameter, values: tuple[str, ...]
+) -> AllowUnjudged:
+    try:
+        return AllowUnjudged.parse(values)
+    except AllowUnjudgedError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+def allow_unjudged_option(fn: F) -> F:
+    """--allow-unjudged CONSTRAINT|all, repeatable: the explicit opt-out from failing
+    on a custom constraint that could not be judged (reconciler/orgpolicy/unjudged.py),
+    parsed here into an AllowUnjudged."""
+    return click.option(
+        "--allow-unjudged",
+        "allow_unjudged",
+        multiple=True,
+        metavar="CONSTRAINT|all",
+        callback=_allow_unjudged,
+        help=ALLOW_UNJUDGED_HELP,
     )(fn)
 
 

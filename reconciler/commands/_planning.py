@@ -2,8 +2,9 @@
 is never planned; --strict-groups is an input to validation and to `make_plan`, never
 applied afterwards), open the target; and the plan document shown for errors.
 
-    validate_specs(paths, org_policy, strict_groups, on_document=None) -> ValidationResult
-        every diagnostic printed on stderr
+    validate_specs(paths, org_policy, strict_groups, on_document=None, gate=None)
+        -> ValidationResult          every diagnostic printed on stderr
+    planning_gate(paths, allow) -> Gate   how plan and apply treat what they cannot judge
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
     open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
                                           read, or the target opened here
@@ -16,7 +17,7 @@ applied afterwards), open the target; and the plan document shown for errors.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -25,13 +26,21 @@ from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
 from reconciler.localstate import shown
 from reconciler.orgpolicy.store import PolicyStore
+from reconciler.orgpolicy.unjudged import UNJUDGED_CODES, AllowUnjudged, Gate
 from reconciler.ownership import DEFAULT_OWNER
 from reconciler.plan.differ import LABEL_BUDGET
-from reconciler.plan.model import Plan, PlanTarget
+from reconciler.plan.model import Plan, PlanTarget, ProjectConstraints
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
 from reconciler.render.formats import render
 from reconciler.spec.validate import ValidationResult, validate_paths
+
+
+def planning_gate(paths: Sequence[Path], allow: AllowUnjudged) -> Gate:
+    """How plan and apply treat a custom constraint they could not judge: an error
+    unless `allow` (--allow-unjudged) lets it through; one gate for the run's
+    validation and its plan, whose report names the spec tree."""
+    return Gate(live=True, allow=allow, where=str(paths[0]) if paths else "specs")
 
 
 def validate_specs(
@@ -39,12 +48,14 @@ def validate_specs(
     org_policy: Path | None,
     strict_groups: bool = False,
     on_document: Callable[[str | None], None] | None = None,
+    gate: Gate | None = None,
 ) -> ValidationResult:
     """Validate PATH... (default specs/), printing every diagnostic on stderr;
     `strict_groups` is an input to validation (spec/validate.py); `on_document`:
-    spec/loader.py's load_tree (the plan's read-ahead)."""
+    spec/loader.py's load_tree (the plan's read-ahead); `gate`: the run's
+    (`planning_gate`)."""
     result = validate_paths(
-        paths, org_policy, on_document=on_document, strict_groups=strict_groups
+        paths, org_policy, on_document=on_document, strict_groups=strict_groups, gate=gate
     )
     diagnostics = result.diagnostics.sorted()
     if diagnostics:
@@ -133,26 +144,33 @@ def new_diagnostics(plan: Plan, validation: Sequence[Diagnostic]) -> list[Diagno
 
 def conflict(diagnostics: Sequence[Diagnostic]) -> str:
     """Why a plan with errors is not made or applied: the live org policy, or the labels
-    others set on the live topics (plan/differ.py's label budget), or both."""
+    others set on the live topics (plan/differ.py's label budget), or custom
+    constraints that could not be judged, or several of them."""
     codes = {d.code for d in diagnostics if d.is_error}
-    labels = LABEL_BUDGET in codes
-    if labels and codes == {LABEL_BUDGET}:
-        return "the labels on the live topics leave no room for the declared ones"
-    if labels:
-        return "the specs conflict with the live org policy and the live topics' labels"
-    return "the specs conflict with the live org policy"
+    reasons = []
+    if codes - {LABEL_BUDGET} - UNJUDGED_CODES:
+        reasons.append("the specs conflict with the live org policy")
+    if LABEL_BUDGET in codes:
+        reasons.append("the labels on the live topics leave no room for the declared ones")
+    if codes & UNJUDGED_CODES:
+        reasons.append("custom constraints could not be judged (--allow-unjudged lets "
+                       "them through)")
+    return "; ".join(reasons) or "the specs conflict with the live org policy"
 
 
 def errors_only(
-    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER
+    diagnostics: Sequence[Diagnostic], origin: PlanTarget, owner: str = DEFAULT_OWNER,
+    custom_constraints: Mapping[str, ProjectConstraints] | None = None,
 ) -> Plan:
     """No plan is made from a tree with errors; JSON and markdown still print a plan
-    document carrying them (and the tree's owner)."""
+    document carrying them (and the tree's owner, and, from a plan refused for what
+    the live org policy said, which custom constraints it judged)."""
     return Plan(
         owner=owner,
         diagnostics=list(diagnostics),
         target=origin,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        custom_constraints=custom_constraints or {},
     )
 
 

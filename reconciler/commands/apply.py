@@ -33,7 +33,7 @@ never turns the outcome into 1: it is said on stderr and the code stays (`say_lo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -54,6 +54,7 @@ from reconciler.backends.base import Backend, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
 from reconciler.commands._options import (
+    allow_unjudged_option,
     format_option,
     project_option,
     prune_subscribed_option,
@@ -63,6 +64,7 @@ from reconciler.commands._options import (
 from reconciler.commands._planning import (
     conflict,
     open_target,
+    planning_gate,
     say_target,
     show_plan,
     tree_snapshot,
@@ -79,6 +81,7 @@ from reconciler.errors import (
     UsageError,
     ValidationFailed,
 )
+from reconciler.orgpolicy.unjudged import AllowUnjudged
 from reconciler.perf import gc_resumed
 from reconciler.plan.differ import taken_from
 from reconciler.plan.make import PlanOptions, make_plan
@@ -111,6 +114,8 @@ class ApplyOptions:
     strict_groups: bool = False
     adopt_from: tuple[str, ...] = ()  # --adopt-from: owners whose topics may be taken over
     prune_subscribed: bool = False  # --prune-subscribed (implies prune)
+    # --allow-unjudged (a plan from specs; refused with a saved plan)
+    allow_unjudged: AllowUnjudged = field(default_factory=AllowUnjudged)
 
     def guard(self) -> Guard:
         """The rate limit and retry these options ask for."""
@@ -189,6 +194,7 @@ class ApplyOptions:
 )
 @prune_subscribed_option
 @strict_groups_option
+@allow_unjudged_option
 def command(
     paths: tuple[Path, ...],
     local: bool,
@@ -207,6 +213,7 @@ def command(
     strict_groups: bool,
     adopt_from: tuple[str, ...],
     prune_subscribed: bool,
+    allow_unjudged: AllowUnjudged,
 ) -> int:
     """Apply the specs under PATH... (default: specs/), or a saved PLANFILE (with
     --strict-groups: refused if it records a refusal resting on inferred membership)."""
@@ -224,6 +231,7 @@ def command(
         strict_groups=strict_groups,
         adopt_from=adopt_from,
         prune_subscribed=prune_subscribed,
+        allow_unjudged=allow_unjudged,
     )
     target = TargetOptions(local, emulator, org_policy, timeout)
     seen = Seen()
@@ -271,6 +279,13 @@ def run(
     """One argument naming a saved plan applies that plan; otherwise PATH... specs."""
     seen = seen or Seen()
     if looks_like_plan_file(paths):
+        if options.allow_unjudged:
+            raise UsageError(
+                "--allow-unjudged decides how a plan is made, and a saved plan is "
+                "already made: pass it to `reconcile plan` (the saved plan records what "
+                "it let through)",
+                hint=f"reconcile plan {options.allow_unjudged.describe()} --out PLANFILE",
+            )
         return apply_planfile(paths[0], target, options, seen)
     if options.expect_digest is not None:
         raise UsageError(
@@ -346,7 +361,8 @@ def apply_specs(
             hint="review `reconcile plan` and rerun with --auto-approve, or apply a "
             "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
         )
-    result = validate_specs(paths, target.org_policy, options.strict_groups)
+    gate = planning_gate(paths, options.allow_unjudged)
+    result = validate_specs(paths, target.org_policy, options.strict_groups, gate=gate)
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
     desired = select_projects(result.desired, options.projects, options.prune)
@@ -357,7 +373,7 @@ def apply_specs(
         planning = PlanOptions(
             options.prune, options.prune_subscribed, options.strict_groups, options.projects
         )
-        plan = make_plan(desired, observation, planning, result.diagnostics.sorted())
+        plan = make_plan(desired, observation, planning, result.diagnostics.sorted(), gate)
         seen.plan = plan
         _show(plan, options)
         refuse_plan_with_errors(plan)

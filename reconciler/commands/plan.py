@@ -14,7 +14,7 @@ process while this one validates (plan/readahead.py).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
@@ -23,6 +23,7 @@ from reconciler.backends.base import TargetOptions
 from reconciler.backends.target import target_info
 from reconciler.commands import output
 from reconciler.commands._options import (
+    allow_unjudged_option,
     format_option,
     project_option,
     prune_subscribed_option,
@@ -34,12 +35,14 @@ from reconciler.commands._planning import (
     errors_only,
     new_diagnostics,
     open_reads,
+    planning_gate,
     show_plan,
     tree_snapshot,
     validate_specs,
 )
 from reconciler.commands._promised_log import PromisedLog
 from reconciler.errors import EXIT_CHANGES, EXIT_ERROR, EXIT_OK
+from reconciler.orgpolicy.unjudged import AllowUnjudged
 from reconciler.perf import leave_to_exit
 from reconciler.plan.make import PlanOptions, make_plan
 from reconciler.plan.model import Plan
@@ -49,6 +52,7 @@ from reconciler.plan.planfile import write_plan
 from reconciler.plan.projects import select_projects
 from reconciler.plan.readahead import ReadAhead
 from reconciler.render import diagnostics as report
+from reconciler.render.text import custom_constraint_lines
 
 
 @dataclass(frozen=True)
@@ -63,6 +67,7 @@ class PlanCommandOptions:
     strict_groups: bool = False
     projects: tuple[str, ...] = ()
     prune_subscribed: bool = False
+    allow_unjudged: AllowUnjudged = field(default_factory=AllowUnjudged)
 
 
 @click.command("plan")
@@ -84,6 +89,7 @@ class PlanCommandOptions:
 )
 @prune_subscribed_option
 @strict_groups_option
+@allow_unjudged_option
 def command(
     paths: tuple[Path, ...],
     local: bool,
@@ -97,11 +103,12 @@ def command(
     strict_groups: bool,
     projects: tuple[str, ...],
     prune_subscribed: bool,
+    allow_unjudged: AllowUnjudged,
 ) -> int:
     """Show what apply would change for the specs under PATH... (default: specs/)."""
     options = PlanCommandOptions(
         out, fmt, detailed_exitcode, prune or prune_subscribed, output.colour_wanted(),
-        strict_groups, projects, prune_subscribed,
+        strict_groups, projects, prune_subscribed, allow_unjudged,
     )
     return run(paths, TargetOptions(local, emulator, org_policy, timeout), options)
 
@@ -120,11 +127,13 @@ def _run(
     read_ahead: ReadAhead | None,
     promised: PromisedLog,
 ) -> int:
+    gate = planning_gate(paths, options.allow_unjudged)
     result = validate_specs(
         paths,
         target.org_policy,
         options.strict_groups,
         read_ahead.document if read_ahead is not None else None,
+        gate,
     )
     validation = result.diagnostics.sorted()
     promised.findings = validation
@@ -143,12 +152,14 @@ def _run(
     planning = PlanOptions(
         options.prune, options.prune_subscribed, options.strict_groups, options.projects
     )
-    plan = make_plan(desired, observation, planning, validation)
+    plan = make_plan(desired, observation, planning, validation, gate)
     promised.findings = plan.diagnostics
     if plan.has_errors:
         output.stderr().document(report.text(new_diagnostics(plan, validation)))
+        for line in custom_constraint_lines(plan):
+            output.stderr().line(line)
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        refused = errors_only(plan.diagnostics, plan.target, plan.owner)
+        refused = errors_only(plan.diagnostics, plan.target, plan.owner, plan.custom_constraints)
         return _refused(refused, options.fmt, promised)
     if options.out is not None:
         write_plan(plan, options.out)

@@ -16,10 +16,15 @@ from typing import NamedTuple
 import click
 
 from reconciler.commands import output
-from reconciler.commands._options import format_option, strict_groups_option
+from reconciler.commands._options import (
+    allow_unjudged_option,
+    format_option,
+    strict_groups_option,
+)
 from reconciler.commands._promised_log import PromisedLog
 from reconciler.diagnostics import Diagnostic
 from reconciler.errors import EXIT_ERROR, EXIT_OK
+from reconciler.orgpolicy.unjudged import AllowUnjudged, Gate
 from reconciler.render import diagnostics as report
 from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
@@ -31,6 +36,7 @@ class ValidateOptions(NamedTuple):
     fmt: str = "text"
     strict_groups: bool = False
     staged: bool = False
+    allow_unjudged: AllowUnjudged = AllowUnjudged()
 
 
 @click.command("validate")
@@ -46,7 +52,9 @@ class ValidateOptions(NamedTuple):
     "require_org_policy",
     is_flag=True,
     help="Fail when no org-policy snapshot is found (default: a warning that the "
-    "org-policy checks did not run).",
+    "org-policy checks did not run), when it places a project in no organization, when "
+    "it enforces a custom constraint it does not define, or when a custom constraint's "
+    "condition cannot be compiled (default: warnings).",
 )
 @format_option(
     tuple(report.REPORTERS),
@@ -55,6 +63,7 @@ class ValidateOptions(NamedTuple):
     "SARIF 2.1.0 log for code scanning.",
 )
 @strict_groups_option
+@allow_unjudged_option
 @click.option(
     "--staged",
     is_flag=True,
@@ -68,6 +77,7 @@ def command(
     fmt: str,
     strict_groups: bool,
     staged: bool,
+    allow_unjudged: AllowUnjudged,
 ) -> int:
     """Check the specs under PATH... (default: specs/) and report every problem.
 
@@ -75,9 +85,9 @@ def command(
     entries skipped); each problem is one line, `path:line:col: error[code]: message`
     (warnings likewise). Exit 1 when any is an error.
     """
-    return run(
-        ValidateOptions(paths, org_policy, require_org_policy, fmt, strict_groups, staged)
-    )
+    return run(ValidateOptions(
+        paths, org_policy, require_org_policy, fmt, strict_groups, staged, allow_unjudged
+    ))
 
 
 def run(options: ValidateOptions) -> int:
@@ -104,6 +114,7 @@ def _validated(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
         options.org_policy,
         missing_snapshot="require" if options.require_org_policy else "warn",
         strict_groups=options.strict_groups,
+        gate=Gate(require=options.require_org_policy, allow=options.allow_unjudged),
     )
     return result.diagnostics.sorted(), result.files
 

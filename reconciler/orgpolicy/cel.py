@@ -5,6 +5,8 @@ server all judge a resource here (`judge`; validate, judging many topics, with
 `ConstraintSet`, whose verdicts are `judge`'s), so they cannot disagree.
 
     compile_condition(text) -> Condition          ConditionError(message, line, column)
+                                                  (`unsupported`: the library lacks what
+                                                  the text uses, see below)
     condition.reads                               the resource.* field paths it reads
     condition.notes                               undocumented representations it relies on
     condition.evaluate(resource) -> Outcome       value True / False / None (+ reason, missing)
@@ -67,13 +69,24 @@ _BATCH_LIMIT = 256  # compiled lists of conditions kept
 
 class ConditionError(ValueError):
     """The condition does not compile: `line` and `column` (1-based) are inside the
-    condition's text, for the caller to place in its file."""
+    condition's text, for the caller to place in its file.
 
-    def __init__(self, message: str, line: int, column: int) -> None:
+    `unsupported`: what stops it is something this library's CEL environment does not
+    have (a function, a macro or a syntax: `lowerAscii()`, `cel.bind()`, `.?`), which
+    the service's environment may have: the service's documentation does not list
+    the functions its conditions may use, and Google's CEL libraries offer optional
+    extensions (cel-spec's `*_ext` conformance files). Otherwise the text is not a
+    valid CEL expression in any environment (a syntax error, an argument of the wrong
+    type, an unknown variable), which the service refuses too."""
+
+    def __init__(
+        self, message: str, line: int, column: int, *, unsupported: bool = False
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
+        self.unsupported = unsupported
 
 
 @dataclass(frozen=True)
@@ -134,16 +147,52 @@ def _compile(text: str, variables: tuple[tuple[str, str], ...] = ()) -> Any:
         try:
             return env.compile(text)
         except RuntimeError as exc:
-            raise _condition_error(str(exc)) from None
+            raise _condition_error(str(exc), text) from None
 
 
-def _condition_error(text: str) -> ConditionError:
-    match = _POSITION.search(text)
+def _condition_error(error: str, source: str) -> ConditionError:
+    match = _POSITION.search(error)
     if match is None:
-        return ConditionError(_clean(text), 1, 1)
+        return ConditionError(_clean(error), 1, 1)
     line, column, message = match.groups()
-    text = message.strip().removesuffix(" [INVALID_ARGUMENT]")
-    return ConditionError(text, int(line), int(column))
+    message = message.strip().removesuffix(" [INVALID_ARGUMENT]").replace(
+        " (in container '')", ""
+    )
+    return ConditionError(
+        message, int(line), int(column),
+        unsupported=_unsupported(message, source, int(line), int(column)),
+    )
+
+
+_UNDECLARED = re.compile(r"undeclared reference to '([^']*)'")
+_CHAIN = re.compile(r"\s*(?:\.\s*[A-Za-z_][A-Za-z0-9_]*\s*)*")
+
+
+def _unsupported(message: str, source: str, line: int, column: int) -> bool:
+    """Does the error come from something the library's environment lacks (see
+    ConditionError)? A syntax its parser does not enable; an undeclared name that is
+    called (`x.lowerAscii()`, `math.greatest(...)`: a function) or that is the first
+    argument of a call (`cel.bind(x, ...)`, `all(k, v, ...)`: a macro's variable).
+    Any other undeclared name is an unknown variable (`reource.name`)."""
+    if message.startswith("unsupported syntax"):
+        return True
+    found = _UNDECLARED.match(message)
+    if found is None:
+        return False
+    lines = source.split("\n")
+    offset = sum(len(text) + 1 for text in lines[: line - 1]) + column - 1
+    name = found.group(1)
+    rest = source[offset:]
+    if rest.startswith("("):
+        return True  # the position of a call is its parenthesis
+    if not rest.startswith(name):
+        return False
+    after = rest[len(name):]
+    after = after[_CHAIN.match(after).end():]  # type: ignore[union-attr]  # always matches
+    if after.startswith("("):
+        return True
+    before = source[:offset].rstrip()
+    return "." not in name and before.endswith("(") and after.lstrip().startswith(",")
 
 
 def _clean(message: str) -> str:
@@ -655,16 +704,35 @@ def _typed_program(text: str, chains: list[_Chain]) -> _Program | None:
 
 
 _compiled: dict[str, Condition] = {}
+_failed: dict[str, ConditionError] = {}
 
 
 def condition_for(constraint: CustomConstraint) -> Condition:
     """The constraint's condition, compiled once per process (ConditionError when it
-    does not compile)."""
+    does not compile, raised again at each call without compiling again)."""
     condition = _compiled.get(constraint.condition)
     if condition is None:
-        condition = compile_condition(constraint.condition)
+        failed = _failed.get(constraint.condition)
+        if failed is not None:
+            raise ConditionError(
+                failed.message, failed.line, failed.column, unsupported=failed.unsupported
+            )
+        try:
+            condition = compile_condition(constraint.condition)
+        except ConditionError as exc:
+            _failed[constraint.condition] = exc
+            raise
         _compiled[constraint.condition] = condition
     return condition
+
+
+def compile_error(constraint: CustomConstraint) -> ConditionError | None:
+    """Why the constraint's condition does not compile here, or None when it does."""
+    try:
+        condition_for(constraint)
+    except ConditionError as exc:
+        return exc
+    return None
 
 
 # ---------------------------------------------------------------------------- judging

@@ -1,10 +1,23 @@
-"""The org-policy snapshot file, validated like the specs: every problem is a
-`org-policy.yaml:line:col` diagnostic (unknown keys with a suggestion, malformed
-policy names, misspelt constraints, rules mixing kinds, unknown regions and value
-groups, policies for projects no spec uses; custom constraints whose id, method types,
+"""The org-policy snapshot file, read strictly and validated like the specs: every
+problem is a `org-policy.yaml:line:col` diagnostic (unknown keys with a suggestion, a
+field spelled both ways (`displayName` and `display_name`: the reader takes REST's
+camelCase and the proto's snake_case, never both), values of the wrong type,
+malformed policy and constraint names, misspelt constraints, rules mixing kinds,
+unknown regions and value groups, duplicate policies, constraints and ancestry
+entries, an ancestry whose parent is not a folder or an organization or that loops,
+policies for projects no spec uses; custom constraints whose id, method types,
 action or condition the service would refuse, a condition's CEL error at its own line
 and column), so that a typo cannot quietly switch the org-policy checks off. Policies
-and custom constraints with errors are left out of the store.
+and custom constraints with errors are left out of the store, and the errors make
+`validate` fail and the file refused wherever it is loaded (`load_snapshot`: the
+local server's seed and `--org-policy`), with the same messages.
+
+A custom constraint whose condition parses but uses what reconcile's CEL library does
+not have (`ConditionError.unsupported`: the service may accept it) is kept; `validate`
+names it once per project that enforces or dry-runs it, as not judged
+(reconciler/orgpolicy/unjudged.py: `org-custom-uncompilable`), and names each project
+the snapshot does not place under an organization, whose custom constraints it
+therefore cannot know (`org-custom-no-ancestry`).
 
 Documents: Policy resources (Org Policy v2 JSON shape, `spec` and `dryRunSpec`),
 CustomConstraint resources (the shape `gcloud org-policies set-custom-constraint`
@@ -12,7 +25,7 @@ takes: `name: organizations/ORG/customConstraints/custom.NAME`, `resourceTypes`,
 `methodTypes`, `condition`, `actionType`, `displayName`, `description`), and an
 `ancestry:` mapping (a project's organization names the custom constraints it obeys).
 
-    read_snapshot(path, diags, projects=()) -> PolicyStore   validate: diagnostics
+    read_snapshot(path, diags, projects=(), gate=None) -> PolicyStore   validate
     load_snapshot(path) -> PolicyStore       servers and backends: an InputError instead
     dump_snapshot(store, path, header="")    `policy pull`: written atomically
     ancestry_line(path, child) -> int        the line of `child:` in its `ancestry:`
@@ -26,7 +39,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from reconciler.diagnostics import Diagnostics, Severity
+from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.errors import InputError
 from reconciler.fileio import write_atomically
 from reconciler.names import project_id_problem
@@ -40,7 +53,8 @@ from reconciler.orgpolicy.model import (
     PolicyFormatError,
     is_custom,
 )
-from reconciler.orgpolicy.store import PolicyStore, is_boolean
+from reconciler.orgpolicy.store import MAX_HIERARCHY_DEPTH, PolicyStore, is_boolean
+from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
 from reconciler.yamldoc import Mark
 from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents, read_text
 from reconciler.yamltext import dump_all
@@ -53,6 +67,11 @@ CONDITION_FIELDS = ("expression", "title", "description", "location")
 RULE_KINDS = ("values", "allowAll", "denyAll", "enforce")
 _NAME = re.compile(r"(projects|folders|organizations)/([^/]+)/policies/(constraints/)?([^/]+)")
 _RESOURCE = re.compile(r"(projects|folders|organizations)/([^/]+)")
+# A constraint's name: dotted words (gcp.resourceLocations, custom.euOnly,
+# pubsub.managed.disableTopicMessageTransforms).
+_CONSTRAINT = re.compile(r"[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+")
+_CHILDREN = ("projects", "folders")  # what an ancestry entry places
+_PARENTS = ("folders", "organizations")  # what it places them under
 _LOCATION_KINDS = ("region", "zone", "multi_region", "dual_region")
 _CUSTOM_KEYS = frozenset(
     {"resourceTypes", "resource_types", "methodTypes", "method_types", "condition",
@@ -82,13 +101,29 @@ class _Checker:
     def mapping(
         self, value: Any, path: PathKey, fields: tuple[str, ...], what: str
     ) -> dict[str, tuple[Any, PathKey]]:
-        """The mapping at `path` with camelCase keys; unknown keys reported."""
+        """The mapping at `path` with camelCase keys; unknown keys reported, and a
+        field given under both its spellings (camelCase and snake_case)."""
         if not isinstance(value, dict):
             self.error(path, "policy-format", f"{what} must be a mapping")
             return {}
         out: dict[str, tuple[Any, PathKey]] = {}
         for key, item in value.items():
+            if not isinstance(key, str):
+                self.error(
+                    (*path, key), "policy-format",
+                    f"{what} has a key {key!r} that is not text", key=True,
+                )
+                continue
             name = _camel(key)
+            if name in out:
+                first = out[name][1][-1]
+                self.error(
+                    (*path, key), "policy-duplicate-field",
+                    f"{what} gives field {name!r} twice, as {first!r} and as {key!r} "
+                    "(either spelling is read, not both): keep one",
+                    key=True,
+                )
+                continue
             if name not in fields:
                 match = difflib.get_close_matches(name, fields, n=1, cutoff=0.6)
                 hint = f"; did you mean {match[0]!r}?" if match else ""
@@ -119,11 +154,26 @@ class _Checker:
         return True
 
 
+class _Read:
+    """What the reader remembers beyond the store, for the checks made once every
+    document is read: where each ancestry entry and each kept custom constraint
+    that does not compile here is."""
+
+    def __init__(self) -> None:
+        self.ancestry: dict[str, tuple[_Checker, PathKey]] = {}
+        self.uncompilable: dict[str, tuple[str, Mark, Any]] = {}  # name -> file, mark, error
+        self.ancestry_at: tuple[str, Mark] | None = None  # the first `ancestry:` key
+        self.broken: set[str] = set()  # custom constraints named with an error
+
+
 def read_snapshot(
-    path: Path, diags: Diagnostics, projects: Collection[str] = ()
+    path: Path, diags: Diagnostics, projects: Collection[str] = (),
+    gate: Gate | None = None,
 ) -> PolicyStore:
     """Every policy of the snapshot that has no error; every problem as a diagnostic.
-    `projects` are those the specs name (for the unused-project warning)."""
+    `projects` are those the specs name (for the unused-project warning, and, with
+    `gate`, a validate's, for the projects whose custom constraints cannot be judged
+    offline: no ancestry, or a condition that does not compile here)."""
     display = str(path)
     store = PolicyStore()
     try:
@@ -134,6 +184,7 @@ def read_snapshot(
         return store
     custom_policies: list[tuple[_Checker, PathKey, Policy]] = []
     lines = text.splitlines()
+    read = _Read()
     for doc in documents:
         for code, message, line, col in doc.problems:
             diags.error(doc.file, line, col, code, message)
@@ -144,10 +195,10 @@ def read_snapshot(
                 continue
             checker = _Checker(doc, diags)
             if isinstance(item, dict) and "ancestry" in item and "name" not in item:
-                _ancestry(checker, item, base, store)
+                _ancestry(checker, item, base, store, read)
                 continue
             if _is_custom_constraint(item):
-                _custom_constraint(checker, item, base, store, lines)
+                _custom_constraint(checker, item, base, store, lines, read)
                 continue
             errors = _structural_errors(diags)
             policy = _policy(checker, item, base, projects)
@@ -162,9 +213,67 @@ def read_snapshot(
             store.put(policy)
             if is_custom(policy.constraint):
                 custom_policies.append((checker, (*base, "name"), policy))
+    _ancestry_loops(store, read)
+    require = gate is not None and gate.require
     for checker, name_path, policy in custom_policies:
-        _custom_policy_target(checker, name_path, policy, store)
+        _custom_policy_target(checker, name_path, policy, store, require, read.broken)
+    if gate is not None and not gate.live:
+        _not_judged(store, read, sorted(projects), gate, display, diags)
     return store
+
+
+def _not_judged(
+    store: PolicyStore, read: _Read, projects: list[str], gate: Gate, file: str,
+    diags: Diagnostics,
+) -> None:
+    """What validate cannot judge offline, once per project the specs name: all of
+    its custom constraints when the snapshot does not place it under an
+    organization; each one it enforces or dry-runs whose condition does not compile
+    here."""
+    for project in projects:
+        parent = f"projects/{project}"
+        if store.organization(parent) is None:
+            why = Why.NO_ANCESTRY
+            what = f"the custom constraints of project {project}"
+            # At `ancestry:`, or at the top of a snapshot that has none.
+            line, col = (read.ancestry_at[1].line, read.ancestry_at[1].col) if (
+                read.ancestry_at is not None) else (1, 1)
+            chain = store.chain(parent)
+            placed = (
+                f"places {parent} under {chain[-1]} but no organization above it"
+                if len(chain) > 1 else f"does not place {parent} under an organization"
+            )
+            diags.add(Diagnostic(
+                file, line, col, gate.severity(why, None, None, what), why.code,
+                f"custom constraints not judged for project {project}: the snapshot's "
+                f"`ancestry:` {placed}, so which custom constraints apply to its topics "
+                "is unknown and none was judged" + gate.note(why, None, None),
+                f"`reconcile policy pull --project {project} --organization ORG` writes "
+                "the project's ancestry and its organization's custom constraints, or add "
+                f"`{parent}: organizations/ORG` under `ancestry:`; {ALLOW_HINT}",
+            ))
+            continue
+        if not read.uncompilable:
+            continue  # the constraints' module loads only for one that does not compile
+        from reconciler.orgpolicy.custom import TOPIC
+
+        for constraint, mode in store.custom_constraints_for(parent, TOPIC):
+            known = read.uncompilable.get(constraint.name)
+            if known is None:
+                continue
+            where, mark, error = known
+            why = Why.UNCOMPILABLE
+            cid = constraint.constraint_id
+            diags.add(Diagnostic(
+                where, mark.line, mark.col,
+                gate.severity(why, mode, cid, f"{cid} in {project}"), why.code,
+                f"custom constraint {cid} ({mode} in project {project}) is not judged: its "
+                f"condition uses what reconcile's CEL library does not have ("
+                f"{error.message}, line {error.line}, column {error.column} of the "
+                "condition), so the project's topics were not judged against it"
+                + gate.note(why, mode, cid),
+                uncompilable_hint(error),
+            ))
 
 
 def _is_custom_constraint(item: Any) -> bool:
@@ -178,17 +287,20 @@ def _is_custom_constraint(item: Any) -> bool:
 
 def _custom_constraint(
     checker: _Checker, item: dict[str, Any], base: PathKey, store: PolicyStore,
-    lines: list[str],
+    lines: list[str], read: _Read,
 ) -> None:
     """A CustomConstraint document: its fields, its rules, its condition's CEL."""
     from reconciler.orgpolicy import custom
 
+    errors = _errors(checker.diags)
     fields = checker.mapping(item, base, custom.FIELDS, "a custom constraint")
-    problems = custom.constraint_problems({k: v for k, (v, _) in fields.items()})
+    plain = {k: v for k, (v, _) in fields.items()}
+    problems = custom.constraint_problems(plain)
     for path, message in problems:
         where = fields[str(path[0])][1] + path[1:] if path else base
         checker.error(where, "custom-constraint", message)
-    compiles = True
+    checker.typed(fields.get("updateTime"), str, "updateTime")
+    unsupported = None
     condition, cond_path = fields.get("condition", (None, base))
     if isinstance(condition, str) and 0 < len(condition) <= custom.MAX_CONDITION:
         from reconciler.orgpolicy.cel import ConditionError, compile_condition
@@ -196,19 +308,25 @@ def _custom_constraint(
         try:
             compile_condition(condition)
         except ConditionError as exc:
-            compiles = False
             mark = _inside(
                 lines, checker.doc.mark_for(cond_path), condition, exc.line, exc.column
             )
-            name = fields.get("name", ("the custom constraint", base))[0]
-            checker.diags.error(
-                checker.doc.file, mark.line, mark.col, "custom-condition",
-                f"the condition of {str(name).rsplit('/', 1)[-1]} does not compile: "
-                f"{exc.message} (line {exc.line}, column {exc.column} of the condition)",
-            )
-    if len(fields) != len(item) or problems or not compiles:
+            if exc.unsupported:
+                unsupported = (checker.doc.file, mark, exc)
+            else:
+                name = fields.get("name", ("the custom constraint", base))[0]
+                checker.diags.error(
+                    checker.doc.file, mark.line, mark.col, "custom-condition",
+                    f"the condition of {str(name).rsplit('/', 1)[-1]} is not valid CEL: "
+                    f"{exc.message} (line {exc.line}, column {exc.column} of the "
+                    "condition); the service refuses it too",
+                )
+    if _errors(checker.diags) != errors:
+        name = plain.get("name")
+        if isinstance(name, str):
+            read.broken.add(name)
         return
-    constraint = custom.CustomConstraint.from_dict(item)
+    constraint = custom.CustomConstraint.from_dict(plain)
     if constraint.name in store.custom_constraints:
         checker.error(
             fields["name"][1], "policy-duplicate",
@@ -216,6 +334,12 @@ def _custom_constraint(
         )
         return
     store.put_custom(constraint)
+    if unsupported is not None:
+        read.uncompilable[constraint.name] = unsupported
+
+
+def _errors(diags: Diagnostics) -> int:
+    return sum(1 for d in diags.items if d.severity is Severity.ERROR)
 
 
 def _inside(lines: list[str], start: Mark, condition: str, line: int, column: int) -> Mark:
@@ -243,10 +367,13 @@ def _inside(lines: list[str], start: Mark, condition: str, line: int, column: in
 
 
 def _custom_policy_target(
-    checker: _Checker, path: PathKey, policy: Policy, store: PolicyStore
+    checker: _Checker, path: PathKey, policy: Policy, store: PolicyStore, require: bool,
+    broken: Collection[str] = (),
 ) -> None:
     """A policy on a custom constraint checks something only when the snapshot knows
-    the constraint and the organization of the policy's resource."""
+    the constraint and the organization of the policy's resource. One that enforces
+    a constraint the snapshot does not define is an error with `require`
+    (--require-org-policy: the org enforces something the snapshot cannot judge)."""
     if policy.spec is None and policy.dry_run_spec is None:
         return
     org = store.organization(policy.parent)
@@ -258,8 +385,11 @@ def _custom_policy_target(
             f"name its organization, so the constraint checks nothing: add `ancestry: "
             f"{{{policy.parent}: organizations/ORG}}` (policy pull --organization writes it)",
         )
-    elif f"{org}/customConstraints/{constraint_id}" not in store.custom_constraints:
-        checker.warning(
+    elif (name := f"{org}/customConstraints/{constraint_id}") in broken:
+        return  # defined with an error, which is said at its line
+    elif name not in store.custom_constraints:
+        report = checker.error if require else checker.warning
+        report(
             path, "policy-constraint",
             f"{policy.parent} enforces {constraint_id}, which the snapshot does not define "
             f"under {org}, so it checks nothing: pull it with `reconcile policy pull "
@@ -273,7 +403,13 @@ def _structural_errors(diags: Diagnostics) -> int:
     return sum(1 for d in diags.items if d.severity == "error" and d.code != "policy-value")
 
 
-def _ancestry(checker: _Checker, item: dict[str, Any], base: PathKey, store: PolicyStore) -> None:
+def _ancestry(
+    checker: _Checker, item: dict[str, Any], base: PathKey, store: PolicyStore, read: _Read
+) -> None:
+    """An `ancestry:` document: each project or folder mapped to its parent folder or
+    organization, each named once in the whole snapshot."""
+    if read.ancestry_at is None:
+        read.ancestry_at = (checker.doc.file, checker.doc.key_mark((*base, "ancestry")))
     extra = [k for k in item if k != "ancestry"]
     for key in extra:
         checker.error(
@@ -290,18 +426,81 @@ def _ancestry(checker: _Checker, item: dict[str, Any], base: PathKey, store: Pol
         )
         return
     for child, parent in ancestry.items():
-        ok = True
-        for text in (child, parent):
-            if not isinstance(text, str) or not _RESOURCE.fullmatch(text):
-                checker.error(
-                    (*base, "ancestry", child), "policy-name",
-                    f"ancestry entry {child!r}: {parent!r} must map projects/P, folders/F "
-                    "or organizations/O to its parent resource",
-                )
-                ok = False
+        where = (*base, "ancestry", child)
+        problem = _ancestry_problem(child, parent)
+        if problem is not None:
+            checker.error(where, "policy-ancestry-entry", problem)
+            continue
+        if child in store.ancestry:
+            first, first_path = read.ancestry[child]
+            m = first.doc.key_mark(first_path)
+            checker.error(
+                where, "policy-duplicate",
+                f"the ancestry of {child} is given twice (first at {first.doc.file}:"
+                f"{m.line}): keep one",
+                key=True,
+            )
+            continue
+        store.ancestry[child] = parent
+        read.ancestry[child] = (checker, where)
+
+
+def _ancestry_problem(child: Any, parent: Any) -> str | None:
+    """Why `child: parent` is not an ancestry entry (a project or a folder, under a
+    folder or an organization, each named as the service names it), or None."""
+    shape = (
+        "an ancestry entry maps projects/P or folders/F to its parent, folders/F or "
+        "organizations/O"
+    )
+    if not isinstance(child, str) or not isinstance(parent, str):
+        return f"ancestry entry {child!r}: {parent!r}: {shape}"
+    for text, kinds, role in ((child, _CHILDREN, "child"), (parent, _PARENTS, "parent")):
+        match = _RESOURCE.fullmatch(text)
+        if match is None or match.group(1) not in kinds:
+            return f"ancestry entry {child}: {parent}: {text!r} cannot be a {role}; {shape}"
+        kind, node = match.groups()
+        if kind == "projects":
+            if not node.isdigit() and (problem := project_id_problem(node)):
+                return f"ancestry entry {child}: {problem}"
+        elif not node.isdigit():
+            return (
+                f"ancestry entry {child}: {parent}: {kind} are named by number, e.g. "
+                f"{kind}/123456"
+            )
+    return None
+
+
+def _ancestry_loops(store: PolicyStore, read: _Read) -> None:
+    """An ancestry that leads back to where it started, or deeper than any hierarchy
+    (Resource Manager nests folders at most 10 deep), is an error at the entry that
+    starts it (each loop said once)."""
+    said: set[str] = set()
+    for child in store.ancestry:
+        chain = [child]
+        looped = False
+        while chain[-1] in store.ancestry and len(chain) <= MAX_HIERARCHY_DEPTH:
+            parent = store.ancestry[chain[-1]]
+            if parent in chain:
+                looped = True
+                loop = chain[chain.index(parent):]
+                if not said & set(loop):
+                    said.update(loop)
+                    checker, where = read.ancestry[parent]
+                    checker.error(
+                        where, "policy-ancestry-entry",
+                        f"the ancestry loops: {' -> '.join([*loop, parent])}; a folder's "
+                        "parent is a folder above it or the organization",
+                    )
                 break
-        if ok:
-            store.ancestry[child] = parent
+            chain.append(parent)
+        if not looped and len(chain) > MAX_HIERARCHY_DEPTH and child not in said:
+            said.add(child)
+            checker, where = read.ancestry[child]
+            checker.error(
+                where, "policy-ancestry-entry",
+                f"the ancestry above {child} is more than {MAX_HIERARCHY_DEPTH} levels "
+                "deep; a hierarchy nests folders at most 10 deep",
+            )
 
 
 def _policy(
@@ -322,6 +521,8 @@ def _policy(
         if key in fields and fields[key][0] is not None:
             _spec(checker, *fields[key], constraint)
     checker.typed(fields.get("etag"), str, "etag")
+    if "alternate" in fields and not isinstance(fields["alternate"][0], dict):
+        checker.error(fields["alternate"][1], "policy-format", "`alternate` must be a mapping")
     try:
         return Policy.from_dict(item)
     except PolicyFormatError as exc:
@@ -365,6 +566,13 @@ def _name(checker: _Checker, name: Any, path: PathKey, projects: Collection[str]
             checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
             return None
         return constraint
+    if not _CONSTRAINT.fullmatch(constraint):
+        checker.error(
+            path, "policy-name",
+            f"in policy name {name!r}: {constraint!r} is not a constraint name (dotted "
+            "words such as gcp.resourceLocations or custom.NAME)",
+        )
+        return None
     known = f"{', '.join(READ_CONSTRAINTS)} and custom.* constraints"
     close = difflib.get_close_matches(constraint, READ_CONSTRAINTS, n=1, cutoff=0.8)
     if close:
@@ -385,6 +593,8 @@ def _spec(checker: _Checker, value: Any, path: PathKey, constraint: str | None) 
     fields = checker.mapping(value, path, SPEC_FIELDS, "a policy spec")
     for key in ("inheritFromParent", "reset"):
         checker.typed(fields.get(key), bool, key)
+    for key in ("etag", "updateTime"):
+        checker.typed(fields.get(key), str, key)
     if "rules" not in fields or fields["rules"][0] is None:
         return
     rules, rules_path = fields["rules"]

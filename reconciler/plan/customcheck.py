@@ -5,15 +5,25 @@ server): a CreateTopic on the topic as sent (`spec/resource.py`, the resource
 UPDATE's rule for a topic that already violates (the service refuses any change to
 it unless the change fixes the violation: the topic after the call decides).
 
-    judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit)
+    judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit, gate)
         -> [Diagnostic]       errors stop the topic (a refused call is not planned)
+    Unjudged(gate)            what could not be judged, once per project
+        .call(rc, desired)             note a call the plan makes
+        .findings(observation)         -> [Diagnostic]
+        .summary(observation, projects) -> {project: ProjectConstraints}   judged or not
 
 A condition that reads a field reconcile does not manage (ingestion sources, message
 transforms) is judged on a create with the field absent (reconcile does not send it)
 and on an update with the live topic's value (the call leaves it as it is). One that
 reads a field the plan does not read at all (`spec/resource.py` LIVE_FIELDS) is judged
-on a create; on an update it would need the live topic's value: a warning says it was
-not checked.
+on a create; on an update it would need the live topic's value: it was not judged
+(`org-custom-not-checked`). What could not be judged is an error for an enforced
+constraint and a warning for a dry-run one, unless `--allow-unjudged` lets it through
+(reconciler/orgpolicy/unjudged.py): a project whose custom constraints are not known
+(`Observation.custom_unknown`: no ancestry, a failed read) and a condition reconcile's
+CEL library cannot compile are said once per project (and constraint), naming the
+calls they concern; a condition that cannot be evaluated on a topic, or a field not
+read, once per topic.
 """
 
 from __future__ import annotations
@@ -23,13 +33,21 @@ from typing import Any
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
-from reconciler.orgpolicy.cel import Judgement, Verdict, condition_for, judge
-from reconciler.orgpolicy.custom import CustomConstraint
+from reconciler.orgpolicy.cel import (
+    ConditionError,
+    Judgement,
+    Verdict,
+    compile_error,
+    condition_for,
+    judge,
+)
+from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
-from reconciler.plan.model import ResourceChange
+from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
+from reconciler.plan.model import ProjectConstraints, ResourceChange
+from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
     REFUSED,
-    UNEVALUABLE,
     describe,
     fix_hint,
     seen,
@@ -52,7 +70,7 @@ from reconciler.topic import (
     StoragePolicy,
 )
 
-NOT_CHECKED = "org-custom-not-checked"
+NOT_CHECKED = Why.NOT_READ.code
 
 
 def _policy(policy: StoragePolicy | None) -> tuple[Sequence[str], bool] | None:
@@ -96,49 +114,59 @@ def judge_change(
     constraints: Sequence[tuple[CustomConstraint, Enforcement]],
     owner: str,
     org_enforces_in_transit: bool,
+    gate: Gate | None = None,
 ) -> list[Diagnostic]:
-    """What the constraints say about the call `rc` makes (none for a no-op)."""
+    """What the constraints say about the call `rc` makes (none for a no-op). A
+    constraint whose condition does not compile here is skipped: `Unjudged` names it
+    once for the project."""
     if rc.action not in ("create", "update") or not constraints:
         return []
+    gate = gate if gate is not None else Gate(live=True)
     method, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     out = []
     for constraint, mode in constraints:
-        condition = condition_for(constraint)
+        try:
+            condition = condition_for(constraint)
+        except ConditionError:
+            continue
         unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in LIVE_FIELDS)
-        if unmanaged and method == "UPDATE" and constraint.applies_to(
-            "pubsub.googleapis.com/Topic", method
-        ):
+        if unmanaged and method == "UPDATE" and constraint.applies_to(TOPIC, method):
+            cid = constraint.constraint_id
             out.append(_diagnostic(
-                desired, Severity.WARNING, NOT_CHECKED,
-                f"custom constraint {constraint.constraint_id} reads "
+                desired, gate.severity(Why.NOT_READ, mode, cid, f"{cid} on {rc.address}"),
+                NOT_CHECKED,
+                f"custom constraint {cid} ({mode}) reads "
                 f"{', '.join('resource.' + f for f in unmanaged)} of {rc.address}, which "
-                "reconcile does not manage and the plan does not read; the UpdateTopic "
-                "was not checked against it",
-                "if the service refuses the update, the apply reports it",
+                "reconcile does not manage and the plan does not read, so the UpdateTopic "
+                "was not judged against it" + gate.note(Why.NOT_READ, mode, cid),
+                ALLOW_HINT,
             ))
             continue
         judgement = judge(constraint, after, method, before)
         if judgement is None or judgement.verdict is Verdict.ALLOWED:
             continue
-        out.append(_refusal(judgement, mode, rc.address, desired, after, method))
+        out.append(_refusal(judgement, mode, rc.address, desired, after, method, gate))
     return out
 
 
 def _refusal(
     judgement: Judgement, mode: Enforcement, address: str, desired: DesiredTopic,
-    after: dict[str, Any], method: str,
+    after: dict[str, Any], method: str, gate: Gate,
 ) -> Diagnostic:
     constraint = judgement.constraint
     call = "CreateTopic" if method == "CREATE" else "UpdateTopic"
     dry_run = mode == "dry-run"
     severity = Severity.WARNING if dry_run else Severity.ERROR
     if judgement.verdict is Verdict.UNDECIDED:
+        cid = constraint.constraint_id
         return _diagnostic(
-            desired, severity, UNEVALUABLE,
-            f"custom constraint {constraint.constraint_id} cannot be evaluated on the "
+            desired, gate.severity(Why.UNEVALUABLE, mode, cid, f"{cid} on {address}"),
+            Why.UNEVALUABLE.code,
+            f"custom constraint {cid} cannot be evaluated on the "
             f"{call} of {address}: {judgement.outcome.reason}; reconcile cannot tell "
             "whether the service would accept it"
-            + (" (the constraint is in dry run: it would only log)" if dry_run else ""),
+            + (" (the constraint is in dry run: it would only log)" if dry_run else "")
+            + gate.note(Why.UNEVALUABLE, mode, cid),
             unevaluable_hint(judgement.outcome, in_spec=False),
         )
     consequence = (
@@ -169,3 +197,124 @@ def _diagnostic(
         desired.file or desired.address, desired.line, 1 if desired.line else 0,
         severity, code, message, hint,
     )
+
+
+class Unjudged:
+    """What a plan could not judge, said once per project (and constraint) rather than
+    once per topic: a project whose custom constraints are not known
+    (`Observation.custom_unknown`), and each constraint of a project whose condition
+    reconcile's CEL library cannot compile. Only the calls the plan makes count (a
+    custom constraint judges a CreateTopic or an UpdateTopic, nothing else): a
+    project whose topics need no call has nothing to judge."""
+
+    def __init__(self, gate: Gate) -> None:
+        self.gate = gate
+        # project -> the topics whose call the plan makes, with the method
+        self._calls: dict[str, list[tuple[DesiredTopic, str]]] = {}
+
+    def call(self, rc: ResourceChange, desired: DesiredTopic) -> None:
+        """Note a call the plan makes (a create or an update)."""
+        if rc.action in ("create", "update"):
+            method = "CREATE" if rc.action == "create" else "UPDATE"
+            self._calls.setdefault(desired.project, []).append((desired, method))
+
+    def findings(self, observation: Observation) -> list[Diagnostic]:
+        out = []
+        for project, calls in sorted(self._calls.items()):
+            unknown = observation.custom_unknown(project)
+            if unknown is not None:
+                out.append(self._unknown(project, calls, unknown, observation))
+                continue
+            for constraint, mode in observation.custom.get(project, ()):
+                error = compile_error(constraint)
+                if error is None:
+                    continue
+                concerned = [(t, m) for t, m in calls if constraint.applies_to(TOPIC, m)]
+                if concerned:
+                    out.append(self._uncompilable(project, constraint, mode, error, concerned))
+        return out
+
+    def summary(
+        self, observation: Observation, projects: Sequence[str]
+    ) -> dict[str, ProjectConstraints]:
+        """What the plan records per project: the custom constraints in effect it
+        judged, and those it could not, with why (projects with neither left out)."""
+        out = {}
+        for project in sorted(projects):
+            unknown = observation.custom_unknown(project)
+            judged, not_judged = [], []
+            if unknown is not None:
+                not_judged.append(f"all: {unknown}")
+            for constraint, mode in observation.custom.get(project, ()):
+                error = compile_error(constraint)
+                name = f"{constraint.constraint_id} ({mode})"
+                if error is None:
+                    judged.append(name)
+                else:
+                    not_judged.append(f"{name}: its condition {_why_not(error)}")
+            if judged or not_judged:
+                out[project] = ProjectConstraints(tuple(judged), tuple(not_judged))
+        return out
+
+    def _unknown(
+        self, project: str, calls: list[tuple[DesiredTopic, str]], why: str,
+        observation: Observation,
+    ) -> Diagnostic:
+        failed = project in observation.custom_unavailable
+        reason = Why.UNREADABLE if failed else Why.NO_ANCESTRY
+        what = f"the custom constraints of project {project}"
+        severity = self.gate.severity(reason, None, None, what)
+        if failed:
+            hint = (
+                "grant the reader roles/orgpolicy.policyViewer on the organization, which "
+                f"lets it list the custom constraints, and plan again; {ALLOW_HINT}"
+            )
+        else:
+            hint = (
+                f"`reconcile policy pull --project {project} --organization ORG --out "
+                "org-policy.yaml` at the spec root records the project's organization, or "
+                f"add `ancestry: {{projects/{project}: organizations/ORG}}` to the "
+                f"snapshot; {ALLOW_HINT}"
+            )
+        return _diagnostic(
+            calls[0][0], severity, reason.code,
+            f"custom constraints not judged for project {project}: {why}, so they were "
+            f"not read and none was judged on the {_calls(calls)} this plan makes (one "
+            "the organization enforces would refuse a call only at apply)"
+            + self.gate.note(reason, None, None),
+            hint,
+        )
+
+    def _uncompilable(
+        self, project: str, constraint: CustomConstraint, mode: Enforcement,
+        error: ConditionError, calls: list[tuple[DesiredTopic, str]],
+    ) -> Diagnostic:
+        cid = constraint.constraint_id
+        severity = self.gate.severity(Why.UNCOMPILABLE, mode, cid, f"{cid} in {project}")
+        return _diagnostic(
+            calls[0][0], severity, Why.UNCOMPILABLE.code,
+            f"custom constraint {cid} ({mode} in project {project}) was not judged on the "
+            f"{_calls(calls)} this plan makes: its condition {_why_not(error)}"
+            + self.gate.note(Why.UNCOMPILABLE, mode, cid),
+            uncompilable_hint(error),
+        )
+
+
+def _why_not(error: ConditionError) -> str:
+    return (
+        f"uses what reconcile's CEL library does not have ({error.message}, line "
+        f"{error.line}, column {error.column} of the condition)"
+        if error.unsupported else
+        f"does not compile ({error.message}, line {error.line}, column {error.column} of "
+        "the condition)"
+    )
+
+
+def _calls(calls: list[tuple[DesiredTopic, str]]) -> str:
+    """`CreateTopic of projects/P/topics/T` / `3 calls (projects/P/topics/a, ...)`."""
+    if len(calls) == 1:
+        topic, method = calls[0]
+        return f"{'CreateTopic' if method == 'CREATE' else 'UpdateTopic'} of {topic.address}"
+    names = [t.address for t, _ in calls]
+    shown = ", ".join(names[:5]) + (f" and {len(names) - 5} more" if len(names) > 5 else "")
+    return f"{len(calls)} calls ({shown})"

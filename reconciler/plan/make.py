@@ -35,10 +35,11 @@ from datetime import UTC, datetime
 from reconciler.adoption import import_command, topic_id
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
+from reconciler.orgpolicy.unjudged import Gate
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
-from reconciler.plan.customcheck import judge_change
+from reconciler.plan.customcheck import Unjudged, judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.origin import made_at
@@ -65,10 +66,16 @@ def make_plan(
     observation: Observation,
     options: PlanOptions = PlanOptions(),
     validation: Iterable[Diagnostic] = (),
+    gate: Gate | None = None,
 ) -> Plan:
     """One plan over every project the specs name, made once and complete.
     `validation`: what validation already reported, kept first in the plan's
-    diagnostics and not repeated."""
+    diagnostics and not repeated. `gate`: how custom constraints that could not be
+    judged are treated (reconciler/orgpolicy/unjudged.py: errors, unless
+    --allow-unjudged lets them through; the run's gate, which validation used too:
+    its report of the opt-out ends the diagnostics)."""
+    gate = gate if gate is not None else Gate(live=True)
+    unjudged = Unjudged(gate)
     diagnostics = list(validation)
     already = {(d.file, d.code, d.message) for d in diagnostics}
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
@@ -97,10 +104,11 @@ def make_plan(
         if over is not None:  # the service would refuse the call: not planned
             diagnostics.append(over)
             continue
+        unjudged.call(change, topic)
         constraints = observation.custom.get(topic.project)
         if constraints:
             judged = judge_change(
-                change, topic, live, constraints, owner.name, facts.enforce_in_transit
+                change, topic, live, constraints, owner.name, facts.enforce_in_transit, gate
             )
             diagnostics.extend(judged)
             if any(d.is_error for d in judged):  # the service would refuse the call
@@ -128,6 +136,7 @@ def make_plan(
     for rc in step.deletes:
         topic_prints[rc.address] = topic_fingerprint(observation.topics[rc.address])
         changes.append(rc)
+    diagnostics.extend(unjudged.findings(observation))
     if left_alone:
         diagnostics.append(emulator_inherit_warning(left_alone))
     for project, found in sorted(observation.stale.items()):
@@ -142,6 +151,9 @@ def make_plan(
     }
     if options.strict_groups:
         diagnostics = promote_inferred(diagnostics)
+    report = gate.report()
+    if report is not None:
+        diagnostics.append(report)
     return Plan(
         owner=owner.name,
         resource_changes=changes,
@@ -154,6 +166,7 @@ def make_plan(
         prune=options.prune,
         created_at=created_at,
         projects=sorted(set(options.projects)),
+        custom_constraints=unjudged.summary(observation, desired.projects),
     )
 
 

@@ -62,7 +62,7 @@ from reconciler.topic import (
     settings_json,
 )
 
-FORMAT_VERSION = "4.4"
+FORMAT_VERSION = "4.5"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -389,6 +389,23 @@ class Drift(Record, frozen=True):
     missing: Strings = always(EMPTY)
 
 
+class ProjectConstraints(Record, frozen=True):
+    """The custom constraints on topics in effect for one project, as the plan treated
+    them: judged (each call the plan makes was judged against them), or not, with
+    why."""
+
+    judged: Annotated[
+        Strings,
+        doc("`custom.NAME (enforced)` or `custom.NAME (dry-run)`, by name."),
+    ] = EMPTY
+    not_judged: Annotated[
+        Strings,
+        doc("`custom.NAME (MODE): why`, or `all: why` when the project's custom "
+            "constraints are not known at all (its organization is unknown, a read "
+            "failed); the plan's diagnostics say what this means for its calls."),
+    ] = EMPTY
+
+
 class Fingerprints(Record, frozen=True):
     """What the plan was made against: sha256 of every observed topic (or "absent") and
     of each project's effective org policy inputs (its custom constraints on topics
@@ -500,6 +517,12 @@ class Plan(Record, frozen=True):
         doc("Only with plan --project: the projects planned (sorted); absent when every "
             "declared project was planned."),
     ] = EMPTY
+    custom_constraints: Annotated[
+        Mapping[str, ProjectConstraints],
+        doc("Per project (by id): the custom constraints on topics it enforces or "
+            "dry-runs that the plan judged, and those it could not judge, with why; "
+            "absent when no project has any, or none could be unknown."),
+    ] = FrozenDict()
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -4,8 +4,10 @@ compares with the live state again). Plain values and pure functions: make_plan 
 everything it calls read only this.
 
     Observation(service, topics, projects, org, subscriptions, subscriptions_unknown,
-                gauges, custom, organizations, hierarchy, hierarchy_unavailable,
-                ancestry, stale, stale_ancestry, snapshot_file)
+                gauges, custom, custom_unavailable, organizations, hierarchy,
+                hierarchy_unavailable, ancestry, stale, stale_ancestry, snapshot_file)
+    observation.custom_unknown(project) -> str | None   why its custom constraints are
+                                                        not known (None: they were read)
     topic_fingerprint(ObservedTopic | None) -> str
     org_fingerprint(OrgInputs, custom, parents=None) -> str
 """
@@ -75,6 +77,8 @@ class Observation:
     # project -> the custom constraints on topics it enforces or dry-runs, and the
     # organization they were read for (the top of its `hierarchy`)
     custom: dict[str, CustomConstraints] = field(default_factory=dict)
+    # project -> why reading its custom constraints failed (a permission, the network)
+    custom_unavailable: dict[str, str] = field(default_factory=dict)
     organizations: dict[str, str] = field(default_factory=dict)
     hierarchy: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hierarchy_unavailable: dict[str, str] = field(default_factory=dict)
@@ -108,6 +112,24 @@ class Observation:
         if known is None:
             known = self._facts[project] = facts_of(self.org[project], self.ancestry)
         return known
+
+    def custom_unknown(self, project: str) -> str | None:
+        """Why the custom constraints that apply to `project` are not known, so that
+        none of them could be judged (None: they were read, and `custom` holds those
+        it enforces or dry-runs). The one place that decides it: the project's place
+        in the hierarchy could not be learnt (`hierarchy_unavailable`: Resource
+        Manager's answer, or a snapshot target that does not place it), or reading
+        the constraints failed. A project known to have no organization has no custom
+        constraints (judged: none apply)."""
+        failed = self.custom_unavailable.get(project)
+        if failed is not None:
+            return f"reading them failed: {failed}"
+        why = self.hierarchy_unavailable.get(project)
+        if why is not None:
+            return f"its organization is unknown ({why})"
+        if project not in self.hierarchy:
+            return f"its organization is unknown (the ancestry of projects/{project} was not read)"
+        return None
 
     def subscriptions_of(self, name: str) -> list[ObservedSubscription] | None:
         """The subscriptions of topic `name` (projects/P/topics/T); None: unknown."""

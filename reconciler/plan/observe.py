@@ -62,7 +62,7 @@ def observe(
         out.ancestry = dict(snapshot[1].ancestry)
     started = _start_topics(reads, names, background)
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
-    _collect_topics(out, *started)
+    _collect_topics(out, *started, custom_failures=True)
     _compare_snapshot(out, snapshot)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
@@ -144,10 +144,14 @@ def _placed(reads: Reads, project: str) -> Placed:
 def _collect_topics(
     out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
     inputs: dict[str, Future[OrgInputs]], placed: dict[str, Future[Placed]],
+    custom_failures: bool = False,
 ) -> None:
     """The topics, org inputs, ancestry and custom constraints into `out`; every
     failure raised together, once all are in (an ancestry that cannot be read is
-    recorded as such, never raised)."""
+    recorded as such, never raised). `custom_failures` (a plan's): a project whose
+    custom constraints cannot be read is noted (`custom_unavailable`), not a failure of
+    the reads: the plan names them as not judged (and fails unless told to let them
+    through)."""
     errors: list[str] = []
     for p, fut in listing.items():
         try:
@@ -161,10 +165,12 @@ def _collect_topics(
     for p, placing in placed.items():
         ancestry, custom = placing.result()
         out.place(p, ancestry)
-        if isinstance(custom, BackendError):
-            errors.append(str(custom))
-        else:
+        if not isinstance(custom, BackendError):
             out.custom[p] = custom
+        elif custom_failures:
+            out.custom_unavailable[p] = str(custom)
+        else:
+            errors.append(str(custom))
     _raise_all(errors)
 
 

@@ -52,6 +52,7 @@ def _header(plan: Plan) -> list[str]:
         f"{md_code(plan.target.describe_policy())}",
         *projects,
         f"- Owner: {md_code(plan.owner)}",
+        *(f"- {md_prose(line)}" for line in text.custom_constraint_lines(plan)),
         f"- Digest: `{plan.digest}` (apply exactly this plan with "
         f"`reconcile apply PLANFILE --expect-digest {plan.digest}`)",
         "",

@@ -60,15 +60,34 @@ def header(plan: Plan) -> list[str]:
     if plan.projects:
         projects = [f"Projects: {esc(', '.join(plan.projects))} only (--project)"]
     owner = f"Owner: {esc(plan.owner)}"
+    custom = [esc(line) for line in custom_constraint_lines(plan)]
     if not plan.target.kind and not plan.target.address:
-        return [*projects, owner, f"Digest: {digest}"]
+        return [*projects, owner, *custom, f"Digest: {digest}"]
     return [
         f"Target: {esc(plan.target.describe())}; org policy: "
         f"{esc(plan.target.describe_policy())}",
         *projects,
         owner,
+        *custom,
         f"Digest: {digest}",
     ]
+
+
+def custom_constraint_lines(plan: Plan) -> list[str]:
+    """One line per project with custom constraints in effect: those the plan judged,
+    and those it could not (why: the plan's diagnostics). Plain text, not escaped."""
+    out = []
+    for project, found in plan.custom_constraints.items():
+        parts = []
+        if found.judged:
+            parts.append("judged " + ", ".join(found.judged))
+        names = [n.split(":", 1)[0] for n in found.not_judged]
+        if "all" in names:
+            parts.append("not known, so none judged (the diagnostics say why)")
+        elif names:
+            parts.append("not judged " + ", ".join(names) + " (the diagnostics say why)")
+        out.append(f"Custom constraints in {project}: {'; '.join(parts)}")
+    return out
 
 
 def summary_line(plan: Plan) -> str:

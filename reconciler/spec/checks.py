@@ -30,21 +30,26 @@ from reconciler.spec.topics import check_topic
 from reconciler.spec.tree import Located, SpecTree
 
 if TYPE_CHECKING:  # the CEL evaluator loads only when the snapshot has custom constraints
+    from reconciler.orgpolicy.unjudged import Gate
     from reconciler.spec.customrules import CustomRules
 
 __all__ = ["OrgFacts", "check_tree"]
 
 
-def custom_rules(store: PolicyStore | None, owner: str, diags: Diagnostics) -> CustomRules | None:
+def custom_rules(
+    store: PolicyStore | None, owner: str, diags: Diagnostics, gate: Gate | None = None
+) -> CustomRules | None:
     """The custom-constraint checks, when the snapshot holds custom constraints."""
     if store is None or not store.custom_constraints:
         return None
     from reconciler.spec.customrules import CustomRules
 
-    return CustomRules(store, owner, diags)
+    return CustomRules(store, owner, diags, gate)
 
 
-def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) -> DesiredState:
+def check_tree(
+    tree: SpecTree, store: PolicyStore | None, diags: Diagnostics, gate: Gate | None = None
+) -> DesiredState:
     profiles = index_profiles(tree.profiles, diags)
     defaults = index_defaults(tree.defaults, diags)
     state = DesiredState(owner=check_owner(tree.owners, diags))
@@ -52,7 +57,7 @@ def check_tree(tree: SpecTree, store: PolicyStore | None, diags: Diagnostics) ->
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()
     listed: set[str] = set()  # projects whose allowed regions were printed
-    rules = custom_rules(store, state.owner.name, diags)
+    rules = custom_rules(store, state.owner.name, diags, gate)
     chains: dict[Path, list[Located[DefaultsDoc]]] = {}
     for located in tree.topics:
         if located.directory not in chains:

@@ -3,7 +3,7 @@ service would judge reconcile's CreateTopic (`reconciler.orgpolicy.cel`, the eva
 `plan` and the local server use: `ConstraintSet.objections`, whose verdicts are
 `judge`'s).
 
-    CustomRules(store, owner, diags)        only for a snapshot with custom constraints
+    CustomRules(store, owner, diags, gate)  only for a snapshot with custom constraints
     rules.check(topic, located)             note one declared topic
     rules.finish()                          judge them; the once-per-constraint notes
 
@@ -17,7 +17,11 @@ For each constraint the project enforces (or dry-runs: then a warning) on topics
   be decided from the spec: the live topic decides it, so `plan` judges it; one
   warning per constraint says so, naming how many topics it concerns;
 - a condition the evaluator cannot evaluate on the topic is an error naming the
-  constraint and why, never a silent pass.
+  constraint and why, never a silent pass (a warning where `--allow-unjudged` lets
+  it through: reconciler/orgpolicy/unjudged.py);
+- a condition reconcile's CEL library cannot compile is skipped here: the snapshot's
+  reader names it once per project that enforces it (validate), the plan once per
+  project it makes calls in.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.orgpolicy.cel import (
     TIMESTAMP_FIELDS,
     Condition,
+    ConditionError,
     ConstraintSet,
     Judgement,
     Outcome,
@@ -42,6 +47,7 @@ from reconciler.orgpolicy.cel import (
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
 from reconciler.orgpolicy.store import Enforcement, PolicyStore
+from reconciler.orgpolicy.unjudged import Gate, Why
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
 from reconciler.spec.resource import managed_fields, topic_resource
@@ -49,8 +55,8 @@ from reconciler.spec.tree import Located
 from reconciler.yamlio import Document, PathKey
 
 REFUSED = "org-custom-constraint"
-UNEVALUABLE = "org-custom-unevaluable"
-AT_PLAN = "org-custom-at-plan"
+UNEVALUABLE = Why.UNEVALUABLE.code
+AT_PLAN = Why.AT_PLAN.code
 MEMO_LIMIT = 8192  # judgements remembered per group of topics
 NAME: PathKey = ("metadata", "name")
 # Where in a Topic document each resource field is declared.
@@ -194,10 +200,13 @@ def unevaluable_hint(outcome: Outcome, *, in_spec: bool) -> str:
 class CustomRules:
     """The custom-constraint checks of one validate run."""
 
-    def __init__(self, store: PolicyStore, owner: str, diags: Diagnostics) -> None:
+    def __init__(
+        self, store: PolicyStore, owner: str, diags: Diagnostics, gate: Gate | None = None
+    ) -> None:
         self.store = store
         self.owner = owner
         self.diags = diags
+        self.gate = gate if gate is not None else Gate()
         self._by_project: dict[str, list[_Applicable]] = {}
         self._in_transit: dict[str, bool] = {}
         self._groups: dict[tuple[str, frozenset[str]], _Group] = {}
@@ -211,7 +220,10 @@ class CustomRules:
             found = []
             for c, mode in self.store.custom_constraints_for(parent, TOPIC):
                 if "CREATE" in c.method_types:
-                    condition = condition_for(c)
+                    try:
+                        condition = condition_for(c)
+                    except ConditionError:
+                        continue  # named once per project by the snapshot's reader
                     heads = frozenset(r.split(".", 1)[0] for r in condition.reads)
                     found.append((c, mode, condition, heads))
             self._by_project[project] = found
@@ -317,13 +329,16 @@ class CustomRules:
         # A field whose presentation decided is declared: point at it.
         m = doc.mark_for(deciding_path(outcome.presentation, doc))
         dry_run = mode == "dry-run"
+        cid = constraint.constraint_id
         self.diags.add(Diagnostic(
-            doc.file, m.line, m.col, Severity.WARNING if dry_run else Severity.ERROR,
+            doc.file, m.line, m.col,
+            self.gate.severity(Why.UNEVALUABLE, mode, cid, f"{cid} on {topic.address}"),
             UNEVALUABLE,
-            f"custom constraint {constraint.constraint_id} cannot be evaluated on topic "
+            f"custom constraint {cid} cannot be evaluated on topic "
             f"{topic.address}: {outcome.reason}; reconcile cannot tell whether the service "
             "would accept it" + (" (the constraint is in dry run: it would only log)"
-                                 if dry_run else ""),
+                                 if dry_run else "")
+            + self.gate.note(Why.UNEVALUABLE, mode, cid),
             unevaluable_hint(outcome, in_spec=True),
         ))
 

@@ -16,6 +16,7 @@ from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
 from reconciler.orgpolicy.snapshot import read_snapshot
 from reconciler.orgpolicy.store import PolicyStore
+from reconciler.orgpolicy.unjudged import Gate
 from reconciler.spec.checks import check_tree
 from reconciler.spec.desired import DesiredState
 from reconciler.spec.loader import load_tree
@@ -44,13 +45,21 @@ def validate_paths(
     missing_snapshot: MissingSnapshot = "ignore",
     on_document: Callable[[str | None], None] | None = None,
     strict_groups: bool = False,
+    gate: Gate | None = None,
 ) -> ValidationResult:
     """Load and check every spec under `paths` (default: specs/); `org_policy`
     overrides the snapshot discovered at the spec root; `on_document`: see load_tree;
     `strict_groups`: refusals resting on inferred value-group membership are errors
-    (spec/orgrules.py). Raises InputError only for a named snapshot file that does not
-    exist (one that is not a regular file is a diagnostic). The commands pause the
-    cyclic collector around this (reconciler/perf.py)."""
+    (spec/orgrules.py); `gate`: how custom constraints that cannot be judged are
+    treated (reconciler/orgpolicy/unjudged.py; by default as `missing_snapshot`
+    says: "ignore" is a plan's validation, which leaves them to the live org policy,
+    "require" is --require-org-policy). Offline (`not gate.live`), what cannot be
+    judged is named per project, and the opt-out's use is reported. Raises InputError
+    only for a named snapshot file that does not exist (one that is not a regular
+    file is a diagnostic). The commands pause the cyclic collector around this
+    (reconciler/perf.py)."""
+    if gate is None:
+        gate = Gate(live=missing_snapshot == "ignore", require=missing_snapshot == "require")
     diags = Diagnostics()
     if paths:
         paths = list(paths)
@@ -69,12 +78,16 @@ def validate_paths(
                 hint="pass an existing file to --org-policy, or write one with "
                 "`reconcile policy pull`",
             )
-        store = read_snapshot(source, diags, tree.projects())
+        store = read_snapshot(source, diags, tree.projects(), gate)
     elif missing_snapshot != "ignore":
         _report_missing(tree, paths, diags, missing_snapshot)
-    desired = check_tree(tree, store, diags)
+    desired = check_tree(tree, store, diags, gate)
     if strict_groups:
         diags.items = promote_inferred(diags.items)
+    if not gate.live:
+        report = gate.report(str(paths[0]) if paths else str(DEFAULT_PATH))
+        if report is not None:
+            diags.add(report)
     return ValidationResult(desired, diags, store, source, tree.files)
 
 
@@ -98,7 +111,7 @@ def _report_missing(
     message = (
         f"no org-policy snapshot found (looked for org-policy.yaml in {looked}), so the "
         "org-policy checks (allowed regions, in-transit enforcement, publishers' regions, "
-        "customer-managed keys) did not run"
+        "customer-managed keys, custom constraints) did not run"
     )
     hint = (
         "write one with `reconcile policy pull --project P... --out org-policy.yaml` at "

@@ -23,6 +23,9 @@ spec:
   rules:
     - values:
         allowedValues: [in:eu-locations]
+---
+ancestry:
+  projects/acme-analytics: organizations/1001
 """
 TOPIC = """\
 apiVersion: reconcile.pubsub/v1

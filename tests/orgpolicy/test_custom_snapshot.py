@@ -159,7 +159,7 @@ def test_problems_are_errors_at_their_lines(run_cli: Any, tmp_path: Path) -> Non
         (at("colour: red", 1), "error[policy-unknown-field]", "unknown field 'colour'"),
         # the end of the block scalar's last line, where the expression stops short
         (at("resource.kmsKeyName.startsWith('projects/') ||", 51),
-         "error[custom-condition]", "the condition of custom.syntax does not compile"),
+         "error[custom-condition]", "the condition of custom.syntax is not valid CEL"),
         (at("methodTypes: [CREATE, DELETE]", 23), "error[custom-constraint]",
          "unknown method type 'DELETE'"),
         # column 25 of the condition, after `condition: "` (12 characters)
@@ -181,7 +181,7 @@ def test_problems_are_errors_at_their_lines(run_cli: Any, tmp_path: Path) -> Non
             line.startswith(where) and kind in line and words in line
             for line in out.splitlines()
         ), f"{where} {kind} {words}\n{out}"
-    assert "custom.syntax does not compile" in out and "(line 3, column 1 of the condition)" in out
+    assert "custom.syntax is not valid CEL" in out and "(line 3, column 1 of the condition)" in out
 
 
 def test_policy_on_an_undefined_constraint_is_a_warning_naming_the_pull(

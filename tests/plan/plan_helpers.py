@@ -13,6 +13,7 @@ from reconciler.plan.model import (
     LeftBehind,
     Plan,
     PlanTarget,
+    ProjectConstraints,
     ResourceChange,
     SubscriptionRef,
 )
@@ -20,7 +21,8 @@ from reconciler.plan.reasons import Reason, ReasonKind
 
 
 def every_kind_plan(projects: list[str] | None = None) -> Plan:
-    """A plan with one change of each action, a diagnostic, drift and fingerprints."""
+    """A plan with one change of each action, a diagnostic, drift and fingerprints
+    (with `projects`, also the organizations and the custom constraints judged)."""
     labels = {"team": "a", "reconcile-managed": "true"}
     policy = {"allowed_persistence_regions": ["us-east1"], "enforce_in_transit": True}
     create = ResourceChange(
@@ -74,6 +76,9 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
         prune=True,
         created_at="2026-11-30T16:00:00+00:00",
         projects=projects or [],
+        custom_constraints={"p": ProjectConstraints(
+            ["custom.a (enforced)"], ["custom.b (dry-run): its condition does not compile"]
+        )} if projects else {},
     )
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from reconciler.orgpolicy import locations
 from reconciler.orgpolicy.locations import catalog
-from tests.specs_support import location_policy_doc
+from tests.specs_support import ancestry_doc, location_policy_doc
 
 PROJECT = "projects/acme-payments"
 
@@ -31,7 +31,9 @@ spec:
 def tree(tmp_path: Path, allowed: str, region: str) -> Path:
     root = tmp_path / "specs"
     root.mkdir()
-    (root / "org-policy.yaml").write_text(location_policy_doc(PROJECT, allowed))
+    (root / "org-policy.yaml").write_text(
+        location_policy_doc(PROJECT, allowed) + "---\n" + ancestry_doc(PROJECT)
+    )
     (root / "topics.yaml").write_text(TOPIC.format(region=region))
     return root
 

@@ -33,7 +33,8 @@ def test_missing_snapshot_is_a_warning_naming_where_it_looked(run_cli, tmp_path:
         f"{tmp_path / 'specs'}: warning[org-policy-missing]: no org-policy snapshot found "
         f"(looked for org-policy.yaml in {tmp_path / 'specs'}, {tmp_path}), so the "
         "org-policy checks (allowed regions, in-transit enforcement, publishers' regions, "
-        "customer-managed keys) did not run (write one with `reconcile policy pull "
+        "customer-managed keys, custom constraints) did not run (write one with "
+        "`reconcile policy pull "
         "--project P... --out org-policy.yaml` at the spec root, or pass --org-policy FILE)\n"
     )
     assert "0 errors, 1 warning" in result.stderr

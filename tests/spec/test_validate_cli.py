@@ -18,7 +18,10 @@ metadata: {project: acme-payments, name: orders}
 """
 
 
-NO_POLICIES = "# org-policy snapshot: no org policies set\n"
+NO_POLICIES = (
+    "# org-policy snapshot: no org policies set\n"
+    "ancestry: {projects/acme-payments: organizations/1001}\n"
+)
 
 
 def write(tmp_path: Path, name: str, content: str | bytes) -> Path:
@@ -92,7 +95,7 @@ def test_default_path_is_specs_directory(run_cli, tmp_path: Path, monkeypatch) -
     """Only specs/ is read: a broken spec beside it (which `.` would pick up) is not."""
     monkeypatch.chdir(tmp_path)
     write(tmp_path, "specs/a.yaml", GOOD)
-    write(tmp_path, "specs/org-policy.yaml", "")
+    write(tmp_path, "specs/org-policy.yaml", NO_POLICIES)
     write(tmp_path, "elsewhere/broken.yaml", "kind: Topik\n")
     result = run_cli("validate")
     assert result.exit_code == 0, result.stdout

@@ -6,7 +6,12 @@ whose `custom_constraints` the evaluator reads (`reconciler.orgpolicy.cel`).
 A constraint is checked by the rules the snapshot file uses
 (`reconciler.orgpolicy.custom`, and its condition compiled by the evaluator), so a
 constraint the server accepts is one a snapshot may hold and the other way round;
-a broken one is INVALID_ARGUMENT naming the rule. Update replaces every field (the
+a broken one is INVALID_ARGUMENT naming the rule. A condition that is not valid CEL
+is refused; one that uses what the evaluator's CEL library does not have (a function,
+a macro or a syntax the service's environment may have: `ConditionError.unsupported`)
+is accepted, as the service may accept it, and a call it would judge is answered
+FAILED_PRECONDITION saying the server cannot evaluate it
+(`reconciler.localserver.pubsub.constraints`). Update replaces every field (the
 service's documented behaviour), except that `resourceTypes` is immutable.
 The constraints are kept in the server's state (journaled with the policies, so a
 `--state-dir` server keeps them across a restart); the Pub/Sub services enforce them
@@ -68,6 +73,8 @@ def from_proto(pb: Any) -> CustomConstraint:
     try:
         compile_condition(constraint.condition)
     except ConditionError as exc:
+        if exc.unsupported:
+            return constraint
         raise invalid(
             f"Invalid custom constraint {pb.name}: the condition does not compile: "
             f"{exc.message} (line {exc.line}, column {exc.column})"

@@ -25,7 +25,9 @@ services' documentation shows; no Pub/Sub page shows one). A managed constraint 
 named `constraints/pubsub.managed.NAME` in the same ErrorInfo, as IAM's managed
 constraints are. A condition the evaluator cannot evaluate on the resource is
 refused too (FAILED_PRECONDITION saying why, without the ErrorInfo): the local server
-does not guess the service's answer.
+does not guess the service's answer. So is a condition the evaluator's CEL library
+cannot compile (the Org Policy service accepted it: it uses a function or macro the
+library does not have); a dry-run one is logged.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from google.protobuf import json_format
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.status import ServiceError
-from reconciler.orgpolicy.cel import Verdict, judge
+from reconciler.orgpolicy.cel import ConditionError, Verdict, judge
 from reconciler.orgpolicy.custom import (
     SNAPSHOT,
     SUBSCRIPTION,
@@ -107,7 +109,11 @@ def check_call(
     prior = rest_json(before, resource_type) if before is not None else None
     refused: list[CustomConstraint] = []
     for constraint, mode in applicable:
-        judgement = judge(constraint, resource, method, prior, resource_type=resource_type)
+        try:
+            judgement = judge(constraint, resource, method, prior, resource_type=resource_type)
+        except ConditionError as exc:
+            _uncompilable(constraint, mode, method, resource.get("name", ""), exc)
+            continue
         if judgement is None or judgement.verdict is Verdict.ALLOWED:
             continue
         if mode == "dry-run":
@@ -129,6 +135,28 @@ def check_call(
             denial_message(refused),
             ",".join(f"customConstraints/{c.constraint_id}" for c in refused),
         )
+
+
+def _uncompilable(
+    constraint: CustomConstraint, mode: str, method: str, name: str, error: ConditionError
+) -> None:
+    """A condition the library cannot compile: refused (enforced) or logged (dry run),
+    saying the server cannot evaluate it; never a pass, never a crash."""
+    reason = (
+        f"its condition does not compile with the local server's CEL library: "
+        f"{error.message} (line {error.line}, column {error.column})"
+    )
+    if mode == "dry-run":
+        log.info(
+            "local server: cannot evaluate dry-run custom constraint %s on %s of %s: %s",
+            constraint.constraint_id, method, name, reason,
+        )
+        return
+    raise ServiceError(
+        grpc.StatusCode.FAILED_PRECONDITION,
+        f"The local server could not evaluate the condition of custom constraint "
+        f"customConstraints/{constraint.constraint_id} on {name}: {reason}.",
+    )
 
 
 def _refusal(message: str, constraints: str) -> ServiceError:
