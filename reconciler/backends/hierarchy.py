@@ -31,17 +31,25 @@ PERMISSION = {"projects": "resourcemanager.projects.get", "folders": "resourcema
 
 
 def snapshot_ancestry(store: PolicyStore, project: str) -> Ancestry:
-    """The project's parents as a snapshot's `ancestry:` records them; a project it
+    """The project's parents as a snapshot's `ancestry:` records them. A project it
     does not place is unknown, not "in no organization" (a snapshot has no spelling for
     that, and a project left out by mistake must not pass as one without custom
-    constraints)."""
+    constraints), unless the snapshot holds no custom constraint and no policy of one:
+    then none can apply, wherever the project sits."""
     parents = tuple(store.chain(f"projects/{project}")[1:])
-    if not parents:
-        return Ancestry(unavailable=(
-            f"the org-policy snapshot's `ancestry:` does not place projects/{project} "
-            "under a folder or organization"
-        ))
-    return Ancestry(parents)
+    if parents or not _has_custom(store):
+        return Ancestry(parents)
+    return Ancestry(unavailable=(
+        f"the org-policy snapshot's `ancestry:` does not place projects/{project} "
+        "under a folder or organization"
+    ))
+
+
+def _has_custom(store: PolicyStore) -> bool:
+    """Does the snapshot hold a custom constraint, or a policy on one?"""
+    return bool(store.custom_constraints) or any(
+        "/policies/custom." in name for name in store.policies
+    )
 
 
 def why_not(exc: Exception, name: str) -> str:

@@ -103,11 +103,13 @@ def test_one_read_per_project_and_per_distinct_folder(
     assert local_server.counters.get("GetFolder") == 1
 
 
-def test_an_ancestry_that_cannot_be_read_is_recorded_and_the_plan_goes_on(
+def test_an_ancestry_that_cannot_be_read_is_recorded_and_named_as_not_judged(
     run_cli: Any, local_server: Any, hierarchy: ResourceManager, tmp_path: Path,
 ) -> None:
     """The plan's account may not read the project (the service answers alike for a
-    project that does not exist): why is recorded for it, and nothing stops."""
+    project that does not exist): why is recorded for it, the plan names its custom
+    constraints as not judged, with that reason, and fails before any call unless
+    told to let them through."""
     hierarchy.project(OTHER, hierarchy.folder(ORG, "Engineering"))
     local_server.faults.add("GetProject", error="PERMISSION_DENIED",
                             resource=f"projects/{PROJECT}")
@@ -122,9 +124,18 @@ def test_an_ancestry_that_cannot_be_read_is_recorded_and_the_plan_goes_on(
     assert "resourcemanager.projects.get" in why and "roles/browser" in why
     assert PROJECT not in seen.hierarchy and PROJECT not in seen.organizations
     assert seen.organizations == {OTHER: ORG}  # the other project is read all the same
+    local_server.counters.reset()
     result = run_cli("plan", str(root), "--emulator", local_server.address)
-    assert result.exit_code == 0, result.stderr
+    assert result.exit_code == 1, result.stderr
+    (row,) = [r for r in result.stderr.splitlines() if "org-custom-no-ancestry" in r]
+    assert f"custom constraints not judged for project {PROJECT}: its organization is " \
+           "unknown" in row and "resourcemanager.projects.get" in row, row
     assert "Traceback" not in result.stderr
+    assert local_server.counters.get("CreateTopic") == 0
+    let_through = run_cli("plan", str(root), "--emulator", local_server.address,
+                          "--allow-unjudged", "all")
+    assert let_through.exit_code == 0, let_through.stderr
+    assert "warning[org-custom-unjudged-allowed]" in let_through.stdout + let_through.stderr
 
 
 def test_a_snapshot_that_places_a_project_elsewhere_is_named_at_its_line(

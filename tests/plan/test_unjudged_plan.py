@@ -1,7 +1,8 @@
 """`plan` and `apply` fail, before any call, on a custom constraint they could not
 judge, each said once per project (and constraint), not once per topic: a project
-whose organization is unknown (the issue's case: no snapshot in the tree, a DENY
-constraint set through the real Org Policy client), a live condition reconcile's
+whose organization is unknown (no snapshot in the tree, and Resource Manager does
+not let the plan's account read the project; a DENY constraint set through the real
+Org Policy client on its organization), a live condition reconcile's
 CEL library cannot compile (which the Org Policy API accepted), a read that failed.
 `--allow-unjudged` lets them through as warnings that say so, and its use is
 reported; the service then decides."""
@@ -77,10 +78,16 @@ def _calls(server: Any) -> dict[str, int]:
     return {m: server.counters.get(m) for m in CALLS}
 
 
+def _unreadable(server: Any) -> None:
+    """The plan's account may not read the project in Resource Manager."""
+    server.faults.add("GetProject", error="PERMISSION_DENIED", resource=f"projects/{PROJECT}")
+
+
 def test_no_snapshot_no_ancestry_plan_and_apply_fail_before_any_call(
     run_cli: Any, org: Any, tmp_path: Path
 ) -> None:
     root = _specs(tmp_path, ancestry=False)
+    _unreadable(org)
     result = run_cli("plan", str(root), "--emulator", org.address)
     assert result.exit_code == 1, result.stderr
     rows = [r for r in result.stderr.splitlines() if "org-custom-no-ancestry" in r]
@@ -88,8 +95,8 @@ def test_no_snapshot_no_ancestry_plan_and_apply_fail_before_any_call(
     (row,) = rows
     assert row.startswith(f"{root}/topics.yaml:")
     assert f"error[org-custom-no-ancestry]: custom constraints not judged for project " \
-           f"{PROJECT}: its organization is unknown (the spec tree has no org-policy " \
-           f"snapshot whose `ancestry:` places projects/{PROJECT} under an organization)" in row
+           f"{PROJECT}: its organization is unknown (" in row
+    assert "resourcemanager.projects.get" in row
     assert "3 calls (projects/gate-proj/topics/audit, projects/gate-proj/topics/billing, " \
            "projects/gate-proj/topics/orders)" in row
     assert "no plan made, nothing changed" in result.stderr
@@ -104,6 +111,7 @@ def test_the_opt_out_plans_says_so_and_the_service_decides(
     run_cli: Any, org: Any, tmp_path: Path
 ) -> None:
     root = _specs(tmp_path, ancestry=False)
+    _unreadable(org)
     result = run_cli("plan", str(root), "--emulator", org.address, "--format", "json",
                      "--allow-unjudged", "all")
     assert result.exit_code == 0, result.stderr
