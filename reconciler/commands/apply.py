@@ -346,7 +346,7 @@ def apply_specs(
             hint="review `reconcile plan` and rerun with --auto-approve, or apply a "
             "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
         )
-    result = validate_specs(paths, target.org_policy, options.strict_groups)
+    result = validate_specs(paths, target.org_policy, options.strict_groups, planned=True)
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
     desired = select_projects(result.desired, options.projects, options.prune)

@@ -32,7 +32,6 @@ from reconciler.commands._options import (
 from reconciler.commands._planning import (
     conflict,
     errors_only,
-    new_diagnostics,
     open_reads,
     show_plan,
     tree_snapshot,
@@ -122,6 +121,7 @@ def _run(
         target.org_policy,
         options.strict_groups,
         read_ahead.document if read_ahead is not None else None,
+        planned=True,
     )
     validation = result.diagnostics.sorted()
     if result.diagnostics.has_errors:
@@ -140,7 +140,7 @@ def _run(
     )
     plan = make_plan(desired, observation, planning, validation)
     if plan.has_errors:
-        output.stderr().document(report.text(new_diagnostics(plan, validation)))
+        output.stderr().document(report.text(plan.diagnostics))
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
         return _refused(errors_only(plan.diagnostics, plan.target, plan.owner), options.fmt)
     if options.out is not None:

@@ -7,6 +7,15 @@ it unless the change fixes the violation: the topic after the call decides).
 
     judge_change(rc, desired, live, constraints, owner, org_enforces_in_transit)
         -> [Diagnostic]       errors stop the topic (a refused call is not planned)
+    existing_refusals(rc, desired, live, constraints, owner, org_enforces_in_transit)
+        -> [Diagnostic]       warnings: a topic that exists and stays against a
+                              constraint that binds only creation
+
+A constraint whose methodTypes is CREATE only judges no UpdateTopic: a topic that
+exists is never refused by it. What it would refuse of the topic as the plan leaves it
+is reported once (`existing-custom-constraint`), as the other existing violations
+(plan/orgcheck.py), and `validate`, which cannot know whether a topic exists, leaves
+its refusals to plan (spec/customrules.py).
 
 A condition that reads a field reconcile does not manage (ingestion sources, message
 transforms) is judged on a create with the field absent (reconcile does not send it)
@@ -24,10 +33,12 @@ from typing import Any
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.orgpolicy.cel import Judgement, Verdict, condition_for, judge
+from reconciler.orgpolicy.custom import TOPIC as TOPIC_TYPE
 from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.customrules import (
+    EXISTING_REFUSED,
     REFUSED,
     UNEVALUABLE,
     describe,
@@ -105,9 +116,7 @@ def judge_change(
     for constraint, mode in constraints:
         condition = condition_for(constraint)
         unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in LIVE_FIELDS)
-        if unmanaged and method == "UPDATE" and constraint.applies_to(
-            "pubsub.googleapis.com/Topic", method
-        ):
+        if unmanaged and method == "UPDATE" and constraint.applies_to(TOPIC_TYPE, method):
             out.append(_diagnostic(
                 desired, Severity.WARNING, NOT_CHECKED,
                 f"custom constraint {constraint.constraint_id} reads "
@@ -121,6 +130,49 @@ def judge_change(
         if judgement is None or judgement.verdict is Verdict.ALLOWED:
             continue
         out.append(_refusal(judgement, mode, rc.address, desired, after, method))
+    return out
+
+
+def existing_refusals(
+    rc: ResourceChange,
+    desired: DesiredTopic,
+    live: ObservedTopic | None,
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+    owner: str,
+    org_enforces_in_transit: bool,
+) -> list[Diagnostic]:
+    """The enforced constraints that bind only creation, on a topic that exists as the
+    plan leaves it (after its UpdateTopic, or as it is): the service judges no call of
+    the plan by them, so what they would refuse is reported, once a constraint, and
+    never stops the plan. A condition that reads a field the plan does not read, or
+    that cannot be evaluated, says nothing here: nothing is refused either way."""
+    if live is None or rc.action not in ("update", "no-op"):
+        return []
+    create_only = [
+        c for c, mode in constraints
+        if mode == "enforced" and c.applies_to(TOPIC_TYPE, "CREATE")
+        and not c.applies_to(TOPIC_TYPE, "UPDATE")
+    ]
+    if not create_only:
+        return []
+    _, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
+    standing = after if rc.action == "update" or before is None else before
+    out = []
+    for constraint in create_only:
+        condition = condition_for(constraint)
+        if any(r.split(".", 1)[0] not in LIVE_FIELDS for r in condition.reads):
+            continue
+        judgement = judge(constraint, standing, "CREATE")
+        if judgement is None or judgement.verdict is not Verdict.REFUSED:
+            continue
+        out.append(_diagnostic(
+            desired, Severity.WARNING, EXISTING_REFUSED,
+            f"topic {rc.address} exists and breaks custom constraint "
+            f"{describe(constraint)}, which binds only creation (methodTypes: CREATE): "
+            f"the service judges none of the plan's calls by it, and the plan leaves the "
+            f"topic so; the condition sees {seen(standing, condition.reads)}",
+            f"to comply, {fix_hint(constraint)}",
+        ))
     return out
 
 
@@ -167,5 +219,5 @@ def _diagnostic(
 ) -> Diagnostic:
     return Diagnostic(
         desired.file or desired.address, desired.line, 1 if desired.line else 0,
-        severity, code, message, hint,
+        severity, code, message, hint, topic=desired.address,
     )

@@ -62,7 +62,7 @@ from reconciler.topic import (
     settings_json,
 )
 
-FORMAT_VERSION = "4.4"
+FORMAT_VERSION = "4.5"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]

@@ -17,7 +17,12 @@ For each constraint the project enforces (or dry-runs: then a warning) on topics
   be decided from the spec: the live topic decides it, so `plan` judges it; one
   warning per constraint says so, naming how many topics it concerns;
 - a condition the evaluator cannot evaluate on the topic is an error naming the
-  constraint and why, never a silent pass.
+  constraint and why, never a silent pass;
+- a constraint that binds only creation (methodTypes CREATE only) refuses a new topic
+  and no change of one that exists, and nothing offline says whether the topic
+  exists: its refusal is a warning that says `plan` decides (spec/orgrules.py's
+  PLAN_DECIDES), and `plan` refuses a new topic and reports an existing one
+  (plan/customcheck.py).
 """
 
 from __future__ import annotations
@@ -44,11 +49,13 @@ from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
 from reconciler.orgpolicy.store import Enforcement, PolicyStore
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
+from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.spec.resource import managed_fields, topic_resource
 from reconciler.spec.tree import Located
 from reconciler.yamlio import Document, PathKey
 
 REFUSED = "org-custom-constraint"
+EXISTING_REFUSED = "existing-custom-constraint"  # plan/customcheck.py
 UNEVALUABLE = "org-custom-unevaluable"
 AT_PLAN = "org-custom-at-plan"
 MEMO_LIMIT = 8192  # judgements remembered per group of topics
@@ -152,6 +159,20 @@ def seen(resource: dict[str, Any], reads: tuple[str, ...]) -> str:
         shown = "not set" if value is None else json.dumps(value, sort_keys=True)
         parts.append(f"resource{'.' + read if read else ''} = {shown}")
     return "; ".join(parts)
+
+
+def create_only(constraint: CustomConstraint) -> bool:
+    """The constraint judges CreateTopic and no UpdateTopic."""
+    return "UPDATE" not in constraint.method_types
+
+
+def left_to_plan(existing: str) -> str:
+    """What a create-only constraint's refusal says in `validate`: plan decides
+    (`existing`: what plan does with a topic that exists)."""
+    return (
+        f" [{PLAN_DECIDES}: the constraint binds only a topic's creation: plan refuses "
+        f"a new topic before any call, and {existing}]"
+    )
 
 
 def describe(constraint: CustomConstraint) -> str:
@@ -300,6 +321,12 @@ class CustomRules:
                 "the constraint is in dry run for the project: the service would log the "
                 "violation and create the topic"
             )
+        elif create_only(constraint):
+            severity = Severity.WARNING
+            consequence = (
+                "the service would refuse CreateTopic with FAILED_PRECONDITION"
+                + left_to_plan(f"reports an existing one as {EXISTING_REFUSED}")
+            )
         else:
             severity = Severity.ERROR
             consequence = "the service would refuse CreateTopic with FAILED_PRECONDITION"
@@ -307,7 +334,7 @@ class CustomRules:
             doc.file, m.line, m.col, severity, REFUSED,
             f"topic {topic.address} breaks custom constraint {describe(constraint)}; the "
             f"condition saw {seen(resource, condition.reads)}; {consequence}",
-            fix_hint(constraint),
+            fix_hint(constraint), topic=topic.address,
         ))
 
     def _unevaluable(
@@ -317,14 +344,17 @@ class CustomRules:
         # A field whose presentation decided is declared: point at it.
         m = doc.mark_for(deciding_path(outcome.presentation, doc))
         dry_run = mode == "dry-run"
+        later = not dry_run and create_only(constraint)
         self.diags.add(Diagnostic(
-            doc.file, m.line, m.col, Severity.WARNING if dry_run else Severity.ERROR,
-            UNEVALUABLE,
+            doc.file, m.line, m.col,
+            Severity.WARNING if dry_run or later else Severity.ERROR, UNEVALUABLE,
             f"custom constraint {constraint.constraint_id} cannot be evaluated on topic "
             f"{topic.address}: {outcome.reason}; reconcile cannot tell whether the service "
             "would accept it" + (" (the constraint is in dry run: it would only log)"
-                                 if dry_run else ""),
-            unevaluable_hint(outcome, in_spec=True),
+                                 if dry_run else "")
+            + (left_to_plan("the service judges no change of an existing one by it")
+               if later else ""),
+            unevaluable_hint(outcome, in_spec=True), topic=topic.address,
         ))
 
     def _defer(
