@@ -32,6 +32,7 @@ from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import (
     EXISTING_CMEK,
+    EXISTING_IN_TRANSIT,
     EXISTING_KEY_PROJECT,
     EXISTING_LOCATION,
     OrgFacts,
@@ -96,7 +97,7 @@ def _meets_update(problem: OrgProblem, sends_policy: bool, kept: StoragePolicy |
         return False  # the CMEK constraints bind only creation
     if problem.existing == EXISTING_LOCATION:
         return sends_policy  # refused only in a call that sets the storage policy
-    if problem.code == "org-in-transit":
+    if problem.existing == EXISTING_IN_TRANSIT:
         # Said by existing-in-transit-off when the plan keeps the live value off.
         return sends_policy or kept is None or kept.enforce_in_transit
     return True

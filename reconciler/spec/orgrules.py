@@ -180,7 +180,7 @@ def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
 
 
 def plan_decides(problem: OrgProblem) -> OrgProblem:
-    """`validate`'s form of a refusal that only a new topic, or a change to the value,
+    """`validate`'s form of a problem that only a new topic, or a change to the value,
     meets (`problem.existing`): a warning saying that the topic may exist and that
     `plan` decides, from the live topic."""
     if problem.existing is None:
@@ -190,6 +190,12 @@ def plan_decides(problem: OrgProblem) -> OrgProblem:
             "it refuses a new topic before any call, and any change of the storage "
             "policy to it; a topic that lists it already keeps it, reported as "
             f"{EXISTING_LOCATION}"
+        )
+    elif problem.existing == EXISTING_IN_TRANSIT:
+        what = (
+            "a new topic, or a call that sets the storage policy, gets true; a topic "
+            "that has it off and keeps its regions keeps it off, reported as "
+            f"{EXISTING_IN_TRANSIT}"
         )
     else:
         what = (
@@ -317,6 +323,7 @@ def org_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
                     "policy (on the wire false and unset are the same); the plan expects "
                     "true. Write true, or omit it",
                     (*POLICY, "enforceInTransit"),
+                    existing=EXISTING_IN_TRANSIT,
                 )
             )
     out.extend(_publisher_problems(topic, facts))
