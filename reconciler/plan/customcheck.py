@@ -114,8 +114,7 @@ def judge_change(
     method, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     out = []
     for constraint, mode in constraints:
-        condition = condition_for(constraint)
-        unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in LIVE_FIELDS)
+        unmanaged = _unread(constraint)
         if unmanaged and method == "UPDATE" and constraint.applies_to(TOPIC_TYPE, method):
             out.append(_diagnostic(
                 desired, Severity.WARNING, NOT_CHECKED,
@@ -131,6 +130,13 @@ def judge_change(
             continue
         out.append(_refusal(judgement, mode, rc.address, desired, after, method))
     return out
+
+
+def _unread(constraint: CustomConstraint) -> list[str]:
+    """The fields the constraint's condition reads that a plan does not read of a live
+    topic (spec/resource.py LIVE_FIELDS)."""
+    reads = condition_for(constraint).reads
+    return sorted(r for r in reads if r.split(".", 1)[0] not in LIVE_FIELDS)
 
 
 def existing_refusals(
@@ -159,8 +165,7 @@ def existing_refusals(
     standing = after if rc.action == "update" or before is None else before
     out = []
     for constraint in create_only:
-        condition = condition_for(constraint)
-        if any(r.split(".", 1)[0] not in LIVE_FIELDS for r in condition.reads):
+        if _unread(constraint):
             continue
         judgement = judge(constraint, standing, "CREATE")
         if judgement is None or judgement.verdict is not Verdict.REFUSED:
@@ -170,7 +175,7 @@ def existing_refusals(
             f"topic {rc.address} exists and breaks custom constraint "
             f"{describe(constraint)}, which binds only creation (methodTypes: CREATE): "
             f"the service judges none of the plan's calls by it, and the plan leaves the "
-            f"topic so; the condition sees {seen(standing, condition.reads)}",
+            f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
             f"to comply, {fix_hint(constraint)}",
         ))
     return out

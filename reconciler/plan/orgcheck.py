@@ -23,7 +23,7 @@ topic's name to another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic
@@ -35,6 +35,7 @@ from reconciler.spec.orgrules import (
     EXISTING_IN_TRANSIT,
     EXISTING_KEY_PROJECT,
     EXISTING_LOCATION,
+    TOPIC_WORDS,
     OrgFacts,
     OrgProblem,
     OrgSubject,
@@ -44,7 +45,7 @@ from reconciler.spec.orgrules import (
     subject_of,
 )
 from reconciler.spec.positions import position
-from reconciler.topic import STORAGE_POLICY, StoragePolicy
+from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
 
 # The refusals a topic that exists does not meet on a call that leaves the value: the
 # standing verdict (`existing_problems`) speaks for them instead.
@@ -78,7 +79,10 @@ class OrgCheck:
             return _diagnostics(desired, problems)
         sends_policy = STORAGE_POLICY in change.update_mask
         kept = live_policy_of(live.shape.policy)
-        on_call = [p for p in problems if _meets_update(p, sends_policy, kept)]
+        on_call = [
+            _carried(p, kept, change) if p.existing == EXISTING_LOCATION else p
+            for p in problems if _meets_update(p, sends_policy, kept)
+        ]
         found = _diagnostics(desired, on_call)
         if any(d.is_error for d in found):  # the call is refused: nothing is left
             return found
@@ -101,6 +105,31 @@ def _meets_update(problem: OrgProblem, sends_policy: bool, kept: StoragePolicy |
         # Said by existing-in-transit-off when the plan keeps the live value off.
         return sends_policy or kept is None or kept.enforce_in_transit
     return True
+
+
+def _carried(problem: OrgProblem, kept: StoragePolicy | None, change: ResourceChange
+             ) -> OrgProblem:
+    """A region refusal met by the UpdateTopic of a topic that exists: said as what it
+    is, the call that sets the storage policy (and why it does) while the region
+    stays, not as a creation."""
+    after = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY))
+    if after is None:
+        why = "the org policy's, recomputed"
+    elif region_set(kept) != region_set(after):
+        why = f"regions {', '.join(after.regions)}"
+    else:
+        was = "on" if kept is not None and kept.enforce_in_transit else "off"
+        now = "on" if after.enforce_in_transit else "off"
+        why = f"enforceInTransit {was} -> {now}"
+    head, _, rest = problem.message.partition("; the service would refuse")
+    tail = rest.partition("(FAILED_PRECONDITION)")[2]  # what the refusal rests on
+    return replace(problem, message=(
+        f"{head}; the plan's UpdateTopic of {TOPIC_WORDS} sets its storage policy ({why}) "
+        f"while it keeps the region, which the service refuses (FAILED_PRECONDITION){tail}"
+    ), hint=(
+        f"{problem.hint}; or, to leave the topic's storage policy as it is, declare it as "
+        "it is (its regions, and enforceInTransit: false where it is off)"
+    ))
 
 
 def _diagnostics(desired: DesiredTopic, problems: list[OrgProblem]) -> list[Diagnostic]:

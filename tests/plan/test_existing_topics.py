@@ -227,7 +227,10 @@ def test_a_change_that_carries_a_refused_region_is_refused_before_the_call(
     assert [(d["code"], d["topic"]) for d in errors] == [
         ("org-location-denied", _address("legacy-us")),
     ], errors
-    assert "changing the topic's storage policy to it" in errors[0]["message"]
+    assert (
+        "the plan's UpdateTopic of topic projects/proj-trial/topics/legacy-us sets its "
+        "storage policy (regions europe-west1, us-east1) while it keeps the region"
+    ) in errors[0]["message"]
 
 
 def test_in_transit_off_is_kept_unless_the_spec_asks_for_true(
@@ -265,3 +268,29 @@ def test_in_transit_off_is_kept_unless_the_spec_asks_for_true(
     assert publisher_client.get_topic(
         topic=_address("refunds")
     ).message_storage_policy.enforce_in_transit is False
+
+
+def test_a_spec_that_omits_in_transit_asks_for_the_orgs_value(
+    run_cli: Any, trial: Any, tmp_path: Path
+) -> None:
+    """Omitted, enforceInTransit is what the org policy decides (true): the plan turns
+    it on, with an UpdateTopic that carries the storage policy; for a topic that keeps
+    a region the org no longer allows, that call is refused, and the error says why
+    the policy is in it."""
+    specs = _adopt(run_cli, trial, tmp_path)
+    path = specs / f"{PROJECT}.yaml"
+    docs = list(yaml.safe_load_all(path.read_text()))
+    for doc in docs:
+        policy = (doc.get("spec") or {}).get("messageStoragePolicy")
+        if isinstance(policy, dict) and policy["allowedPersistenceRegions"] == ["us-east1"]:
+            del policy["enforceInTransit"]
+    path.write_text(dump_all(docs))
+    result = run_cli("plan", str(specs), "--emulator", trial.address)
+    assert result.exit_code == 1, result.output
+    (error,) = [x for x in result.stderr.splitlines() if "error[" in x]
+    assert "error[org-location-denied]: region 'us-east1' is not allowed" in error
+    assert (
+        "the plan's UpdateTopic of topic projects/proj-trial/topics/legacy-us sets its "
+        "storage policy (enforceInTransit off -> on) while it keeps the region"
+    ) in error
+    assert "declare it as it is (its regions, and enforceInTransit: false" in error
