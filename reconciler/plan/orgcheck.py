@@ -23,7 +23,7 @@ topic's name to another.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic
@@ -35,7 +35,6 @@ from reconciler.spec.orgrules import (
     EXISTING_IN_TRANSIT,
     EXISTING_KEY_PROJECT,
     EXISTING_LOCATION,
-    TOPIC_WORDS,
     OrgFacts,
     OrgProblem,
     OrgSubject,
@@ -121,15 +120,7 @@ def _carried(problem: OrgProblem, kept: StoragePolicy | None, change: ResourceCh
         was = "on" if kept is not None and kept.enforce_in_transit else "off"
         now = "on" if after.enforce_in_transit else "off"
         why = f"enforceInTransit {was} -> {now}"
-    head, _, rest = problem.message.partition("; the service would refuse")
-    tail = rest.partition("(FAILED_PRECONDITION)")[2]  # what the refusal rests on
-    return replace(problem, message=(
-        f"{head}; the plan's UpdateTopic of {TOPIC_WORDS} sets its storage policy ({why}) "
-        f"while it keeps the region, which the service refuses (FAILED_PRECONDITION){tail}"
-    ), hint=(
-        f"{problem.hint}; or, to leave the topic's storage policy as it is, declare it as "
-        "it is (its regions, and enforceInTransit: false where it is off)"
-    ))
+    return problem.on_update(why)
 
 
 def _diagnostics(desired: DesiredTopic, problems: list[OrgProblem]) -> list[Diagnostic]:

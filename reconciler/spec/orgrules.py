@@ -69,6 +69,7 @@ PLAN_DECIDES = "the topic may exist, so `reconcile plan` decides"
 # Where a message names its topic (a control character: no spec or policy holds one).
 TOPIC_SLOT = "\x00topic\x00"
 TOPIC_WORDS = f"topic {TOPIC_SLOT}"
+WHY_SLOT = "\x00why\x00"  # what an UpdateTopic sets (`OrgProblem.on_update`)
 # The existing family: a value the org would refuse today on a topic that has it.
 EXISTING_CMEK = "existing-cmek-required"
 EXISTING_KEY_PROJECT = "existing-cmek-key-project"
@@ -152,11 +153,25 @@ class OrgProblem:
     value: str | None = None
     hint: str | None = None
     existing: str | None = None
+    # A refusal a topic that exists meets in an UpdateTopic too: what it says then,
+    # why the call carries the value in `WHY_SLOT` (`on_update` fills it in).
+    update_message: str | None = None
 
     def worded(self, address: str) -> tuple[str, str | None]:
         """(message, hint) naming the topic `address`."""
         hint = None if self.hint is None else self.hint.replace(TOPIC_SLOT, address)
         return self.message.replace(TOPIC_SLOT, address), hint
+
+    def on_update(self, why: str) -> OrgProblem:
+        """The refusal as the UpdateTopic of a topic that exists meets it: the call
+        carries the value (`why`: what the call sets) while the topic keeps it."""
+        if self.update_message is None:
+            return self
+        return replace(
+            self, message=self.update_message.replace(WHY_SLOT, why),
+            hint=f"{self.hint}; or, to leave the topic's storage policy as it is, declare "
+            "it as it is (its regions, and enforceInTransit: false where it is off)",
+        )
 
 
 def allowed_text(regions: Iterable[str]) -> str:
@@ -297,21 +312,31 @@ def org_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
         allowed = allowed_text(restriction.allowed_regions())
         for region in storage.regions:
             if not restriction.allows(region):
-                severity, message = _inferred(
-                    Severity.ERROR,
+                basis = restriction.inferred_basis(region)
+                denied = (
                     f"region {region!r} is not allowed by the effective "
                     f"constraints/gcp.resourceLocations of project {topic.project}"
-                    f"{allowed}{_outside(region, restriction)}; the service would refuse "
-                    f"creating {TOPIC_WORDS} with it, or changing the topic's storage "
-                    "policy to it (FAILED_PRECONDITION)",
-                    restriction.inferred_basis(region),
+                    f"{allowed}{_outside(region, restriction)}; "
+                )
+                severity, message = _inferred(
+                    Severity.ERROR,
+                    f"{denied}the service would refuse creating {TOPIC_WORDS} with it, or "
+                    "changing the topic's storage policy to it (FAILED_PRECONDITION)",
+                    basis,
+                )
+                _, on_update = _inferred(
+                    Severity.ERROR,
+                    f"{denied}the plan's UpdateTopic of {TOPIC_WORDS} sets its storage "
+                    f"policy ({WHY_SLOT}) while it keeps the region, which the service "
+                    "refuses (FAILED_PRECONDITION)",
+                    basis,
                 )
                 out.append(OrgProblem(
                     severity, "org-location-denied", message, REGIONS, region,
                     hint=f"drop {region!r} from allowedPersistenceRegions, or write "
                     "`messageStoragePolicy: inherit` to take the regions the org policy "
                     "allows",
-                    existing=EXISTING_LOCATION,
+                    existing=EXISTING_LOCATION, update_message=on_update,
                 ))
         if facts.enforce_in_transit and storage.enforce_in_transit is False:
             out.append(
