@@ -25,6 +25,10 @@ class Diagnostic:
     code: str
     message: str
     hint: str | None = field(default=None, compare=False)
+    # The topic (projects/P/topics/T) the problem is about, when it is about one: its
+    # message names it, and the text reporter groups a finding that repeats across
+    # topics by it (render/grouping.py). None for a file, a value or a project.
+    topic: str | None = field(default=None, compare=False)
 
     def render(self, escape: Callable[[str], str] = str) -> str:
         """`file:line:col: severity[code]: message (hint)`; `escape` makes each piece of
@@ -47,6 +51,7 @@ class Diagnostic:
         """Inverse of to_json (a plan file's `diagnostics[]`); tolerant of missing keys,
         ValueError on an unknown severity."""
         hint = data.get("hint")
+        topic = data.get("topic")
         return cls(
             str(data.get("file", "")),
             int(str(data.get("line") or 0)),
@@ -55,6 +60,7 @@ class Diagnostic:
             str(data.get("code", "")),
             str(data.get("message", "")),
             hint if isinstance(hint, str) else None,
+            topic if isinstance(topic, str) else None,
         )
 
     @property

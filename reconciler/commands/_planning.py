@@ -2,14 +2,15 @@
 is never planned; --strict-groups is an input to validation and to `make_plan`, never
 applied afterwards), open the target; and the plan document shown for errors.
 
-    validate_specs(paths, org_policy, strict_groups, on_document=None, gate=None)
-        -> ValidationResult          every diagnostic printed on stderr
+    validate_specs(paths, org_policy, strict_groups, on_document=None, gate=None,
+                   planned=False) -> ValidationResult   every diagnostic printed on stderr
+                                  (with `planned`, only when errors stop the plan: the
+                                  plan shows its warnings)
     planning_gate(paths, allow) -> Gate   how plan and apply treat what they cannot judge
     open_target(options, result, client_retry=True) -> Backend   (the caller closes it)
     open_reads(options, result, read_ahead, projects) -> Reads   what the read-ahead
                                           read, or the target opened here
     say_target(info)                      what the target turned out to be, on stderr
-    new_diagnostics(plan, validation)     what the live org policy added
     errors_only(diagnostics, origin, owner) -> Plan   no changes, only the errors
     conflict(diagnostics) -> str          what the live state conflicts with
     show_plan(plan, fmt, colour=False, to=stdout)   (plan, show, apply)
@@ -49,16 +50,19 @@ def validate_specs(
     strict_groups: bool = False,
     on_document: Callable[[str | None], None] | None = None,
     gate: Gate | None = None,
+    planned: bool = False,
 ) -> ValidationResult:
     """Validate PATH... (default specs/), printing every diagnostic on stderr;
     `strict_groups` is an input to validation (spec/validate.py); `on_document`:
     spec/loader.py's load_tree (the plan's read-ahead); `gate`: the run's
-    (`planning_gate`)."""
+    (`planning_gate`). `planned`: a plan is made from the tree and shows its warnings
+    (and decides what validation left to it), so they are printed here only when
+    errors stop the plan: each finding said once."""
     result = validate_paths(
         paths, org_policy, on_document=on_document, strict_groups=strict_groups, gate=gate
     )
     diagnostics = result.diagnostics.sorted()
-    if diagnostics:
+    if diagnostics and (not planned or result.diagnostics.has_errors):
         output.stderr().document(report.text(diagnostics))
     return result
 
@@ -136,10 +140,6 @@ def say_target(info: BackendInfo) -> None:
         )
 
 
-def new_diagnostics(plan: Plan, validation: Sequence[Diagnostic]) -> list[Diagnostic]:
-    """What the live org policy added to the plan (validation's were printed already)."""
-    seen = set(validation)
-    return [d for d in plan.diagnostics if d not in seen]
 
 
 def conflict(diagnostics: Sequence[Diagnostic]) -> str:

@@ -362,7 +362,9 @@ def apply_specs(
             "saved plan: `reconcile plan --out PLANFILE` then `reconcile apply PLANFILE`",
         )
     gate = planning_gate(paths, options.allow_unjudged)
-    result = validate_specs(paths, target.org_policy, options.strict_groups, gate=gate)
+    result = validate_specs(
+        paths, target.org_policy, options.strict_groups, gate=gate, planned=True
+    )
     if result.diagnostics.has_errors:
         raise ValidationFailed("the specs have errors; nothing was applied")
     desired = select_projects(result.desired, options.projects, options.prune)

@@ -33,7 +33,6 @@ from reconciler.commands._options import (
 from reconciler.commands._planning import (
     conflict,
     errors_only,
-    new_diagnostics,
     open_reads,
     planning_gate,
     show_plan,
@@ -134,6 +133,7 @@ def _run(
         options.strict_groups,
         read_ahead.document if read_ahead is not None else None,
         gate,
+        planned=True,
     )
     validation = result.diagnostics.sorted()
     promised.findings = validation
@@ -155,7 +155,7 @@ def _run(
     plan = make_plan(desired, observation, planning, validation, gate)
     promised.findings = plan.diagnostics
     if plan.has_errors:
-        output.stderr().document(report.text(new_diagnostics(plan, validation)))
+        output.stderr().document(report.text(plan.diagnostics))
         for line in custom_constraint_lines(plan):
             output.stderr().line(line)
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")

@@ -303,6 +303,7 @@ def paused_export_diagnostic(
         f"{topic.address}: delivery is paused for {names}: the topic enforces in-transit "
         "regions and the destination is outside them; messages wait in the backlog",
         hint="allow the destination's region in the topic's policy, or move the destination",
+        topic=topic.address,
     )
 
 
@@ -407,6 +408,7 @@ def prune_refusal(
         "deleting it would cut them off (they are detached and stop receiving messages)",
         hint="pass --prune-subscribed to delete subscribed topics too, or list this one "
         "under the Owner document's pruneSubscribed (docs/ownership.md)",
+        topic=name,
     )
 
 

@@ -11,6 +11,15 @@ it unless the change fixes the violation: the topic after the call decides).
         .call(rc, desired)             note a call the plan makes
         .findings(observation)         -> [Diagnostic]
         .summary(observation, projects) -> {project: ProjectConstraints}   judged or not
+    existing_refusals(rc, desired, live, constraints, owner, org_enforces_in_transit)
+        -> [Diagnostic]       warnings: a topic that exists and stays against a
+                              constraint that binds only creation
+
+A constraint whose methodTypes is CREATE only judges no UpdateTopic: a topic that
+exists is never refused by it. What it would refuse of the topic as the plan leaves it
+is reported once (`existing-custom-constraint`), as the other existing violations
+(plan/orgcheck.py), and `validate`, which cannot know whether a topic exists, leaves
+its refusals to plan (spec/customrules.py).
 
 A condition that reads a field reconcile does not manage (ingestion sources, message
 transforms) is judged on a create with the field absent (reconcile does not send it)
@@ -47,6 +56,7 @@ from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hi
 from reconciler.plan.model import ProjectConstraints, ResourceChange
 from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
+    EXISTING_REFUSED,
     REFUSED,
     describe,
     fix_hint,
@@ -125,11 +135,9 @@ def judge_change(
     method, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     out = []
     for constraint, mode in constraints:
-        try:
-            condition = condition_for(constraint)
-        except ConditionError:
-            continue
-        unmanaged = sorted(r for r in condition.reads if r.split(".", 1)[0] not in LIVE_FIELDS)
+        unmanaged = _unread(constraint)
+        if unmanaged is None:
+            continue  # does not compile here: `Unjudged` names it once for the project
         if unmanaged and method == "UPDATE" and constraint.applies_to(TOPIC, method):
             cid = constraint.constraint_id
             out.append(_diagnostic(
@@ -146,6 +154,59 @@ def judge_change(
         if judgement is None or judgement.verdict is Verdict.ALLOWED:
             continue
         out.append(_refusal(judgement, mode, rc.address, desired, after, method, gate))
+    return out
+
+
+def _unread(constraint: CustomConstraint) -> list[str] | None:
+    """The fields the constraint's condition reads that a plan does not read of a live
+    topic (spec/resource.py LIVE_FIELDS); None when the condition does not compile
+    here (`Unjudged` names it)."""
+    try:
+        reads = condition_for(constraint).reads
+    except ConditionError:
+        return None
+    return sorted(r for r in reads if r.split(".", 1)[0] not in LIVE_FIELDS)
+
+
+def existing_refusals(
+    rc: ResourceChange,
+    desired: DesiredTopic,
+    live: ObservedTopic | None,
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+    owner: str,
+    org_enforces_in_transit: bool,
+) -> list[Diagnostic]:
+    """The enforced constraints that bind only creation, on a topic that exists as the
+    plan leaves it (after its UpdateTopic, or as it is): the service judges no call of
+    the plan by them, so what they would refuse is reported, once a constraint, and
+    never stops the plan. A condition that reads a field the plan does not read, or
+    that cannot be evaluated, says nothing here: nothing is refused either way."""
+    if live is None or rc.action not in ("update", "no-op"):
+        return []
+    create_only = [
+        c for c, mode in constraints
+        if mode == "enforced" and c.applies_to(TOPIC, "CREATE")
+        and not c.applies_to(TOPIC, "UPDATE")
+    ]
+    if not create_only:
+        return []
+    _, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
+    standing = after if rc.action == "update" or before is None else before
+    out = []
+    for constraint in create_only:
+        if _unread(constraint) != []:
+            continue  # a field the plan does not read, or a condition that does not compile
+        judgement = judge(constraint, standing, "CREATE")
+        if judgement is None or judgement.verdict is not Verdict.REFUSED:
+            continue
+        out.append(_diagnostic(
+            desired, Severity.WARNING, EXISTING_REFUSED,
+            f"topic {rc.address} exists and breaks custom constraint "
+            f"{describe(constraint)}, which binds only creation (methodTypes: CREATE): "
+            f"the service judges none of the plan's calls by it, and the plan leaves the "
+            f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
+            f"to comply, {fix_hint(constraint)}",
+        ))
     return out
 
 
@@ -195,7 +256,7 @@ def _diagnostic(
 ) -> Diagnostic:
     return Diagnostic(
         desired.file or desired.address, desired.line, 1 if desired.line else 0,
-        severity, code, message, hint,
+        severity, code, message, hint, topic=desired.address,
     )
 
 

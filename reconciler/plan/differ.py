@@ -13,8 +13,8 @@ Stable entry points (make_plan and apply use them):
     delete_change(live, owner) -> ResourceChange                --prune
     label_budget(desired, rc) -> Diagnostic | None          over the service's 64 labels
     unmanaged_drift(desired, live, facts) -> Drift | None   warnings only
-    org_diagnostics(desired, facts) -> list[Diagnostic]     spec/orgrules.py's rules, on
-                                                            the live org policy
+
+(The org policy's verdicts on each topic and call: plan/orgcheck.py.)
 """
 
 from __future__ import annotations
@@ -55,15 +55,7 @@ from reconciler.plan.policy import (
 )
 from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
-from reconciler.spec.orgrules import (
-    OrgFacts,
-    OrgProblem,
-    allowed_note,
-    created_only,
-    kept_as_is,
-    org_problems,
-)
-from reconciler.spec.positions import position
+from reconciler.spec.orgrules import OrgFacts
 from reconciler.topic import (
     KMS_KEY,
     LABELS,
@@ -314,7 +306,7 @@ def wanted_policy(
         return live_policy
     if mode == "inherit" and in_transit_only(live_policy, facts):
         return live_policy  # what the service computes there: no permanent diff
-    return expected_policy(desired, facts)
+    return expected_policy(desired, facts, live_policy)
 
 
 def _adoption(live: Mapping[str, str], owner: str) -> list[Reason]:
@@ -454,54 +446,5 @@ def label_budget(desired: DesiredTopic, rc: ResourceChange) -> Diagnostic | None
         hint=f"remove {total - MAX_LABELS} or more of them: foreign labels you no longer "
         f"need with `gcloud pubsub topics update {desired.topic} --project "
         f"{desired.project} --remove-labels=KEY,...`, or declared ones from the spec",
+        topic=desired.address,
     )
-
-
-def org_diagnostics(
-    desired: DesiredTopic,
-    facts: OrgFacts,
-    seen: dict[tuple[Any, ...], list[OrgProblem]] | None = None,
-    listed: set[str] | None = None,
-    live: ObservedTopic | None = None,
-) -> list[Diagnostic]:
-    """The org-policy rules `validate` applies to the snapshot, applied to the live org
-    policy (errors stop the topic before any call; warnings are reported). `seen`: the
-    problems found so far for each distinct (project, storage, publishers), when the
-    caller checks many topics against one project's facts each (a plan: most topics
-    of a large tree share a few combinations); `listed`: the projects whose allowed
-    regions a message printed already (spec/orgrules.py's `allowed_note`); `live`:
-    the topic as it is, whose storage policy, left unchanged, the service does not
-    check again."""
-    if seen is None:
-        problems = org_problems(desired, facts)
-    else:
-        key = (
-            desired.project, desired.storage, desired.publisher_regions,
-            desired.publisher_endpoint, desired.message_ordering, desired.kms_key_name,
-        )  # every field org_problems reads
-        found = seen.get(key)
-        problems = found if found is not None else seen.setdefault(
-            key, org_problems(desired, facts)
-        )
-    if not problems:
-        return []
-    if live is not None and desired.storage.mode == "explicit" and (
-        live_policy_of(live.shape.policy) == expected_policy(desired, facts)
-    ):  # the plan does not set the storage policy: only such a call is refused
-        problems = [kept_as_is(p, desired.address) for p in problems]
-    if live is not None:  # the CMEK constraints bind only a create
-        problems = [created_only(p, desired.address) for p in problems]
-    where = desired.file or desired.address
-    listed = set() if listed is None else listed
-    out = []
-    for p in problems:
-        # At the key or value at fault, as validate places it (the file is read again:
-        # a plan keeps no positions, and topics with org problems are few).
-        line, col = position(desired.file, desired.line, p.path, p.value) or (
-            desired.line, 1 if desired.line else 0
-        )
-        out.append(Diagnostic(
-            where, line, col, p.severity, p.code,
-            allowed_note(p, desired.project, listed), p.hint,
-        ))
-    return out

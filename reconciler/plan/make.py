@@ -39,13 +39,15 @@ from reconciler.orgpolicy.unjudged import Gate
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
-from reconciler.plan.customcheck import Unjudged, judge_change
+from reconciler.plan.customcheck import Unjudged, existing_refusals, judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
+from reconciler.plan.orgcheck import OrgCheck
 from reconciler.plan.origin import made_at
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
+from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
-from reconciler.spec.orgrules import OrgProblem, promote_inferred
+from reconciler.spec.orgrules import PLAN_DECIDES, promote_inferred
 
 
 @dataclass(frozen=True)
@@ -70,13 +72,16 @@ def make_plan(
 ) -> Plan:
     """One plan over every project the specs name, made once and complete.
     `validation`: what validation already reported, kept first in the plan's
-    diagnostics and not repeated. `gate`: how custom constraints that could not be
-    judged are treated (reconciler/orgpolicy/unjudged.py: errors, unless
-    --allow-unjudged lets them through; the run's gate, which validation used too:
-    its report of the opt-out ends the diagnostics)."""
+    diagnostics and not repeated, but for what it left to plan (the topic may exist):
+    the plan's own verdict on it, from the live topic, takes its place. `gate`: how
+    custom constraints that could not be judged are treated
+    (reconciler/orgpolicy/unjudged.py: errors, unless --allow-unjudged lets them
+    through; the run's gate, which validation used too: its report of the opt-out ends
+    the diagnostics)."""
     gate = gate if gate is not None else Gate(live=True)
     unjudged = Unjudged(gate)
-    diagnostics = list(validation)
+    planned = set(desired.projects)
+    diagnostics = [d for d in validation if not _decided_here(d, planned, observation)]
     already = {(d.file, d.code, d.message) for d in diagnostics}
     created_at = datetime.now(UTC).isoformat(timespec="seconds")
     changes: list[ResourceChange] = []
@@ -85,21 +90,22 @@ def make_plan(
     info = observation.service
     owner = desired.owner
     left_alone: list[DesiredTopic] = []
-    org_seen: dict[tuple[object, ...], list[OrgProblem]] = {}
+    org = OrgCheck()
     for topic in sorted(desired.topics, key=lambda t: t.address):
         facts = observation.facts(topic.project)
         live = observation.topics.get(topic.address)
         topic_prints[topic.address] = topic_fingerprint(live)
-        problems = differ.org_diagnostics(topic, facts, org_seen, live=live)
+        diffed = topic
+        if not info.computes_storage_policy and topic.storage.mode == "inherit":
+            diffed = replace(topic, storage=StorageIntent("unmanaged"))
+        change = differ.diff_topic(diffed, live, facts, owner.name)
+        problems = org.verdicts(topic, facts, live, change)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):
                 continue
-        diffed = topic
-        if not info.computes_storage_policy and topic.storage.mode == "inherit":
-            diffed = replace(topic, storage=StorageIntent("unmanaged"))
+        if diffed is not topic:
             left_alone.append(topic)
-        change = differ.diff_topic(diffed, live, facts, owner.name)
         over = differ.label_budget(topic, change)
         if over is not None:  # the service would refuse the call: not planned
             diagnostics.append(over)
@@ -113,6 +119,9 @@ def make_plan(
             diagnostics.extend(judged)
             if any(d.is_error for d in judged):  # the service would refuse the call
                 continue
+            diagnostics.extend(existing_refusals(
+                change, topic, live, constraints, owner.name, facts.enforce_in_transit
+            ))
         if (other := differ.taken_from(change)) is not None:
             diagnostics.append(takeover_warning(topic, other, owner))
         changes.append(change)
@@ -170,6 +179,23 @@ def make_plan(
     )
 
 
+def _decided_here(d: Diagnostic, planned: set[str], observation: Observation) -> bool:
+    """A finding validation left to plan (the topic may exist) that a plan decides
+    again from the live topic: this one for the topics it plans (the org-policy rules,
+    and the custom constraints where it read them for the topic's project), the plan
+    of its own project for a topic of a project this one leaves out (--project)."""
+    if d.topic is None or PLAN_DECIDES not in d.message:
+        return False
+    split = split_topic_name(d.topic)
+    if split is None:
+        return False
+    if split[0] not in planned:
+        return True
+    if d.code in (REFUSED, UNEVALUABLE):
+        return bool(observation.custom.get(split[0]))
+    return True
+
+
 def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnostic:
     """A declared topic that another spec tree owns: planned (so the reviewer sees it),
     and refused by apply unless it is told `--adopt-from OTHER`."""
@@ -182,6 +208,7 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
         hint=f"if {other!r} should keep it, remove it from this tree's specs; if this tree "
         f"takes it over, remove it from the specs of {other!r} and apply with --adopt-from "
         f"{other}",
+        topic=topic.address,
     )
 
 
@@ -212,6 +239,7 @@ def legacy_warning(address: str, owner: Owner) -> Diagnostic:
         hint=f"to let this tree prune it, claim it: `gcloud pubsub topics update {topic} "
         f"--project {project} --update-labels={OWNER_LABEL}={owner.name}` (or declare it, "
         "apply, then remove it from the specs); to keep it, nothing to do",
+        topic=address,
     )
 
 

@@ -21,20 +21,47 @@ def computed_policy(facts: OrgFacts) -> StoragePolicy | None:
     return norm_policy(StoragePolicy.of(allowed, facts.enforce_in_transit))
 
 
-def explicit_request_policy(desired: DesiredTopic, facts: OrgFacts) -> StoragePolicy:
+def explicit_request_policy(
+    desired: DesiredTopic, facts: OrgFacts, live: StoragePolicy | None = None
+) -> StoragePolicy:
     """The whole object an explicit intent sends (regions and enforce_in_transit); an
     omitted enforceInTransit is what the org policy decides, and an enforcing org policy
     makes it true whatever the spec says (the service forces it: `false` and unset are
-    the same on the wire), so the plan expects what the topic will carry."""
+    the same on the wire), so the plan expects what the topic will carry; but a topic
+    that exists with it off, as the spec says, keeps it off (`keeps_in_transit_off`)."""
     eit = desired.storage.enforce_in_transit
+    if keeps_in_transit_off(desired, live, facts):
+        return StoragePolicy.of(desired.storage.regions, False)
     return StoragePolicy.of(desired.storage.regions, facts.enforce_in_transit or bool(eit))
 
 
-def expected_policy(desired: DesiredTopic, facts: OrgFacts) -> StoragePolicy | None:
-    """What the topic's storage policy should be once applied (managed modes only)."""
+def keeps_in_transit_off(
+    desired: DesiredTopic, live: StoragePolicy | None, facts: OrgFacts
+) -> bool:
+    """An explicit `enforceInTransit: false` on a topic that exists with it off and
+    the declared regions, under an enforcing in-transit constraint: org policy changes
+    do not reach existing topics, so the topic is what the spec says, and no call
+    turns it on (an existing violation, reported: spec/orgrules.py). A change of the
+    regions is a call that sets the policy, where the service turns it on."""
+    storage = desired.storage
+    return (
+        facts.enforce_in_transit
+        and storage.mode == "explicit"
+        and storage.enforce_in_transit is False
+        and live is not None
+        and not live.enforce_in_transit
+        and region_set(live) == frozenset(storage.regions)
+    )
+
+
+def expected_policy(
+    desired: DesiredTopic, facts: OrgFacts, live: StoragePolicy | None = None
+) -> StoragePolicy | None:
+    """What the topic's storage policy should be once applied (managed modes only);
+    `live`: its policy now, when it exists."""
     if desired.storage.mode == "inherit":
         return computed_policy(facts)
-    return norm_policy(explicit_request_policy(desired, facts))
+    return norm_policy(explicit_request_policy(desired, facts, live))
 
 
 def drift_category(

@@ -1,5 +1,7 @@
-"""Diagnostics rendered: one line per problem for people, a JSON list for machines,
-GitHub workflow annotations (render/github.py), a SARIF log (render/sarif.py).
+"""Diagnostics rendered: one line per problem for people (a finding that repeats
+across topics once, with each topic's line under it: render/grouping.py), a JSON list
+for machines, GitHub workflow annotations (render/github.py), a SARIF log
+(render/sarif.py); the three for machines keep one entry per topic and line.
 
 `REPORTERS` maps each `--format` name to its reporter (as check-jsonschema chooses its
 reporter by name): `validate` offers all of them, `plan` and `show` the two for CI
@@ -18,6 +20,7 @@ from reconciler import __version__
 from reconciler.diagnostics import Diagnostic
 from reconciler.render import github, sarif
 from reconciler.render.escape import text as esc
+from reconciler.render.grouping import Group, grouped
 
 
 def line(d: Diagnostic) -> str:
@@ -25,8 +28,33 @@ def line(d: Diagnostic) -> str:
     return d.render(esc)
 
 
+def where(d: Diagnostic) -> str:
+    """`file:line:col` (the file alone when there is no line), escaped."""
+    return f"{esc(d.file)}:{d.line}:{d.col or 1}" if d.line else esc(d.file)
+
+
+def group_lines(group: Group) -> list[str]:
+    """`projects/P: severity[code]: message (hint)`, then `  file:line:col: TOPIC`
+    for each topic, escaped."""
+    head = (
+        f"projects/{esc(group.project)}: {group.severity.value}[{esc(group.code)}]: "
+        f"{esc(group.message)}"
+    )
+    if group.hint:
+        head += f" ({esc(group.hint)})"
+    return [head, *(f"  {where(d)}: {esc(d.topic or '')}" for d in group.members)]
+
+
+def lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
+    """One line per diagnostic, a finding about several topics as a group."""
+    out: list[str] = []
+    for item in grouped(diagnostics):
+        out += group_lines(item) if isinstance(item, Group) else [line(item)]
+    return out
+
+
 def text(diagnostics: Sequence[Diagnostic]) -> str:
-    return "".join(line(d) + "\n" for d in diagnostics)
+    return "".join(x + "\n" for x in lines(diagnostics))
 
 
 def summary(diagnostics: list[Diagnostic], files: int) -> str:

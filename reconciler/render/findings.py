@@ -63,7 +63,10 @@ def findings(plan: Plan) -> list[Diagnostic]:
     for rc in plan.resource_changes:
         file, line = where[rc.address]
         found += [
-            Diagnostic(file, line, 0, Severity.WARNING, "plan-warning", f"{rc.address}: {w}")
+            Diagnostic(
+                file, line, 0, Severity.WARNING, "plan-warning", f"{rc.address}: {w}",
+                topic=rc.address,
+            )
             for w in rc.warnings
         ]
     for d in plan.drift:
@@ -71,7 +74,7 @@ def findings(plan: Plan) -> list[Diagnostic]:
         found.append(
             Diagnostic(
                 file, line, 0, Severity.WARNING, f"drift-{d.category}",
-                f"{d.address}: {d.message}", f"fix: {d.fix}",
+                f"{d.address}: {d.message}", f"fix: {d.fix}", topic=d.address,
             )
         )
     return found

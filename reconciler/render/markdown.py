@@ -15,6 +15,7 @@ from reconciler.plan.model import Plan
 from reconciler.render import text
 from reconciler.render.escape import md_code, md_fence, md_prose
 from reconciler.render.findings import drift_summary, sources, where_declared
+from reconciler.render.grouping import Group, grouped
 
 ICON = {"create": "➕ create", "update": "🔄 update", "delete": "🗑️ delete"}
 
@@ -23,12 +24,20 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
-def _diagnostic(d: Diagnostic) -> str:
-    where = f"{d.file}:{d.line}:{d.col or 1}" if d.line else d.file
+def _where(d: Diagnostic) -> str:
+    return f"{d.file}:{d.line}:{d.col or 1}" if d.line else d.file
+
+
+def _diagnostic(d: Diagnostic | Group) -> list[str]:
+    """A list item; a finding about several topics (render/grouping.py) with each
+    topic under it."""
+    where = "projects/" + d.project if isinstance(d, Group) else _where(d)
     out = f"- {md_code(where)} {d.severity.value}\\[{md_prose(d.code)}\\]: {md_prose(d.message)}"
     if d.hint:
         out += f" ({md_prose(d.hint)})"
-    return out
+    if not isinstance(d, Group):
+        return [out]
+    return [out, *(f"  - {md_code(_where(m))} {md_code(m.topic or '')}" for m in d.members)]
 
 
 def _header(plan: Plan) -> list[str]:
@@ -81,7 +90,8 @@ def _table(plan: Plan) -> list[str]:
 def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
     if not diagnostics:
         return []
-    return [f"**{title}**", "", *(_diagnostic(d) for d in diagnostics), ""]
+    items = [x for d in grouped(diagnostics) for x in _diagnostic(d)]
+    return [f"**{title}**", "", *items, ""]
 
 
 def render(plan: Plan) -> str:

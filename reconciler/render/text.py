@@ -130,7 +130,7 @@ def render(plan: Plan, color: bool = False) -> str:
     for title, found in (("Errors:", plan.errors), ("Warnings:", plan.warnings)):
         if found:
             lines.append(title)
-            lines += [f"  {report.line(d)}" for d in found]
+            lines += [f"  {x}" for x in report.lines(found)]
             lines.append("")
     lines.append(summary_line(plan))
     return "\n".join(lines) + "\n"

@@ -18,10 +18,11 @@ from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.orgrules import (
     OrgFacts,
-    allowed_note,
     locate,
     org_facts,
     org_problems,
+    plan_decides,
+    subject_of,
     unknown_group_problems,
 )
 from reconciler.spec.owner import check_opt_in_projects, check_owner
@@ -56,7 +57,6 @@ def check_tree(
     seen: dict[tuple[str, str], Located[TopicDoc]] = {}
     facts_cache: dict[str, OrgFacts | None] = {}
     reported_groups: set[tuple[str, str]] = set()
-    listed: set[str] = set()  # projects whose allowed regions were printed
     rules = custom_rules(store, state.owner.name, diags, gate)
     chains: dict[Path, list[Located[DefaultsDoc]]] = {}
     for located in tree.topics:
@@ -78,7 +78,7 @@ def check_tree(
             facts_cache[topic.project] = org_facts(store, topic.project)
         facts = facts_cache[topic.project]
         if facts is not None:
-            _check_against_org(topic, located, facts, diags, reported_groups, listed)
+            _check_against_org(topic, located, facts, diags, reported_groups)
         if valid:
             if rules is not None:
                 rules.check(topic, located)
@@ -112,19 +112,23 @@ def _check_against_org(
     facts: OrgFacts,
     diags: Diagnostics,
     reported_groups: set[tuple[str, str]],
-    listed: set[str],
 ) -> None:
-    problems = [
-        p
-        for p in unknown_group_problems(topic.project, facts)
-        if (topic.project, p.message) not in reported_groups
-    ]
-    reported_groups.update((topic.project, p.message) for p in problems)
-    for problem in problems + org_problems(topic, facts):
-        m = located.doc.mark_for(locate(located.doc, problem.path, problem.value))
-        diags.add(
-            Diagnostic(
-                located.doc.file, m.line, m.col, problem.severity, problem.code,
-                allowed_note(problem, topic.project, listed), problem.hint,
-            )
-        )
+    """The org-policy rules on one topic. A refusal that only a new topic meets is a
+    warning here (`plan_decides`): offline, nothing says whether the topic exists."""
+    doc = located.doc
+    for problem in unknown_group_problems(topic.project, facts):  # once per project
+        if (topic.project, problem.message) not in reported_groups:
+            reported_groups.add((topic.project, problem.message))
+            m = doc.mark_for(locate(doc, problem.path, problem.value))
+            diags.add(Diagnostic(
+                doc.file, m.line, m.col, problem.severity, problem.code, problem.message,
+                problem.hint,
+            ))
+    for problem in org_problems(subject_of(topic), facts):
+        problem = plan_decides(problem)
+        m = doc.mark_for(locate(doc, problem.path, problem.value))
+        message, hint = problem.worded(topic.address)
+        diags.add(Diagnostic(
+            doc.file, m.line, m.col, problem.severity, problem.code, message, hint,
+            topic=topic.address,
+        ))

@@ -21,7 +21,12 @@ For each constraint the project enforces (or dry-runs: then a warning) on topics
   it through: reconciler/orgpolicy/unjudged.py);
 - a condition reconcile's CEL library cannot compile is skipped here: the snapshot's
   reader names it once per project that enforces it (validate), the plan once per
-  project it makes calls in.
+  project it makes calls in;
+- a constraint that binds only creation (methodTypes CREATE only) refuses a new topic
+  and no change of one that exists, and nothing offline says whether the topic
+  exists: its refusal is a warning that says `plan` decides (spec/orgrules.py's
+  PLAN_DECIDES), and `plan` refuses a new topic and reports an existing one
+  (plan/customcheck.py).
 """
 
 from __future__ import annotations
@@ -50,11 +55,13 @@ from reconciler.orgpolicy.store import Enforcement, PolicyStore
 from reconciler.orgpolicy.unjudged import Gate, Why
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
+from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.spec.resource import managed_fields, topic_resource
 from reconciler.spec.tree import Located
 from reconciler.yamlio import Document, PathKey
 
 REFUSED = "org-custom-constraint"
+EXISTING_REFUSED = "existing-custom-constraint"  # plan/customcheck.py
 UNEVALUABLE = Why.UNEVALUABLE.code
 AT_PLAN = Why.AT_PLAN.code
 MEMO_LIMIT = 8192  # judgements remembered per group of topics
@@ -158,6 +165,20 @@ def seen(resource: dict[str, Any], reads: tuple[str, ...]) -> str:
         shown = "not set" if value is None else json.dumps(value, sort_keys=True)
         parts.append(f"resource{'.' + read if read else ''} = {shown}")
     return "; ".join(parts)
+
+
+def create_only(constraint: CustomConstraint) -> bool:
+    """The constraint judges CreateTopic and no UpdateTopic."""
+    return "UPDATE" not in constraint.method_types
+
+
+def left_to_plan(existing: str) -> str:
+    """What a create-only constraint's refusal says in `validate`: plan decides
+    (`existing`: what plan does with a topic that exists)."""
+    return (
+        f" [{PLAN_DECIDES}: the constraint binds only a topic's creation: plan refuses "
+        f"a new topic before any call, and {existing}]"
+    )
 
 
 def describe(constraint: CustomConstraint) -> str:
@@ -312,6 +333,12 @@ class CustomRules:
                 "the constraint is in dry run for the project: the service would log the "
                 "violation and create the topic"
             )
+        elif create_only(constraint):
+            severity = Severity.WARNING
+            consequence = (
+                "the service would refuse CreateTopic with FAILED_PRECONDITION"
+                + left_to_plan(f"reports an existing one as {EXISTING_REFUSED}")
+            )
         else:
             severity = Severity.ERROR
             consequence = "the service would refuse CreateTopic with FAILED_PRECONDITION"
@@ -319,7 +346,7 @@ class CustomRules:
             doc.file, m.line, m.col, severity, REFUSED,
             f"topic {topic.address} breaks custom constraint {describe(constraint)}; the "
             f"condition saw {seen(resource, condition.reads)}; {consequence}",
-            fix_hint(constraint),
+            fix_hint(constraint), topic=topic.address,
         ))
 
     def _unevaluable(
@@ -330,16 +357,20 @@ class CustomRules:
         m = doc.mark_for(deciding_path(outcome.presentation, doc))
         dry_run = mode == "dry-run"
         cid = constraint.constraint_id
+        later = not dry_run and create_only(constraint)
         self.diags.add(Diagnostic(
             doc.file, m.line, m.col,
-            self.gate.severity(Why.UNEVALUABLE, mode, cid, f"{cid} on {topic.address}"),
+            Severity.WARNING if later else self.gate.severity(
+                Why.UNEVALUABLE, mode, cid, f"{cid} on {topic.address}"
+            ),
             UNEVALUABLE,
             f"custom constraint {cid} cannot be evaluated on topic "
             f"{topic.address}: {outcome.reason}; reconcile cannot tell whether the service "
             "would accept it" + (" (the constraint is in dry run: it would only log)"
                                  if dry_run else "")
-            + self.gate.note(Why.UNEVALUABLE, mode, cid),
-            unevaluable_hint(outcome, in_spec=True),
+            + (left_to_plan("the service judges no change of an existing one by it")
+               if later else self.gate.note(Why.UNEVALUABLE, mode, cid)),
+            unevaluable_hint(outcome, in_spec=True), topic=topic.address,
         ))
 
     def _defer(

@@ -4,6 +4,19 @@
 offending key or value of the spec; `plan` applies them to the live effective org
 policy and places them on the topic. Both report the same codes and messages.
 
+The rules read an `OrgSubject`: everything of a topic they judge except its name, so
+that a plan of many topics works a verdict out once per distinct subject; a message
+names its topic through `TOPIC_SLOT`, filled in for each topic (`OrgProblem.worded`),
+so no verdict can carry one topic's name to another.
+
+Existing is not new: a refusal that only a new topic (or a change to the value) meets
+(`OrgProblem.existing`: the CMEK constraints bind only creation; a region the location
+constraint no longer allows is refused only in a call that sets the storage policy)
+cannot be decided offline, where nothing says whether the topic exists. `validate`
+reports it as a warning that says so (`plan_decides`); `plan` refuses it for a new
+topic and for a call that carries it, and reports a topic that has the value already
+once, in the `existing-*` family (`existing_problems`), without changing it.
+
 A refusal that rests on an inferred value-group membership (`in:us-locations` and
 the other unverified groups of reconciler/data/locations.yaml) is a warning that says
 so: the region may well be a member. `--strict-groups` (validate, plan) turns those
@@ -15,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.orgpolicy.cmek import PUBSUB_SERVICE, cmek_required, key_project_verdict
@@ -34,7 +48,8 @@ from reconciler.orgpolicy.model import (
 )
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
 from reconciler.orgpolicy.store import PolicyStore, ancestry_chain
-from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.desired import DesiredTopic, StorageIntent
+from reconciler.topic import StoragePolicy
 from reconciler.topicrules import split_kms_key
 from reconciler.yamlio import Document, PathKey
 
@@ -47,6 +62,19 @@ TOPIC = ("metadata", "name")
 # Every diagnostic that rests on inferred group membership carries this phrase; it is
 # how `promote_inferred` finds them again (one place writes it, one place reads it).
 INFERRED_MARK = "rests on inferred value-group membership"
+# Every refusal `validate` leaves to plan because only an existing topic escapes it
+# carries this phrase: `promote_inferred` leaves it a warning, and a plan, which
+# decides it from the live topic, puts its own verdict in its place.
+PLAN_DECIDES = "the topic may exist, so `reconcile plan` decides"
+# Where a message names its topic (a control character: no spec or policy holds one).
+TOPIC_SLOT = "\x00topic\x00"
+TOPIC_WORDS = f"topic {TOPIC_SLOT}"
+WHY_SLOT = "\x00why\x00"  # what an UpdateTopic sets (`OrgProblem.on_update`)
+# The existing family: a value the org would refuse today on a topic that has it.
+EXISTING_CMEK = "existing-cmek-required"
+EXISTING_KEY_PROJECT = "existing-cmek-key-project"
+EXISTING_LOCATION = "existing-location-denied"
+EXISTING_IN_TRANSIT = "existing-in-transit-off"
 
 
 @dataclass(frozen=True)
@@ -90,10 +118,33 @@ def org_facts(store: PolicyStore | None, project: str) -> OrgFacts | None:
     )
 
 
+class OrgSubject(NamedTuple):
+    """What the org-policy rules read of a declared topic: all of it but its name
+    (`org_problems` cannot read the name, so a verdict may serve every topic with the
+    same subject)."""
+
+    project: str
+    storage: StorageIntent
+    publisher_regions: tuple[str, ...]
+    publisher_endpoint: str | None
+    message_ordering: bool
+    kms_key_name: str | None
+
+
+def subject_of(topic: DesiredTopic) -> OrgSubject:
+    return OrgSubject(
+        topic.project, topic.storage, topic.publisher_regions, topic.publisher_endpoint,
+        topic.message_ordering, topic.kms_key_name,
+    )
+
+
 @dataclass(frozen=True)
 class OrgProblem:
     """One broken rule. `path` is the spec key at fault; `value`, when set, is the list
-    item under it (a region) that the caller locates."""
+    item under it (a region) that the caller locates. The message and hint name the
+    topic as `TOPIC_SLOT` (`worded` fills it in). `existing`: the code of the
+    existing family this refusal becomes for a topic that has the value already (None:
+    a refusal whatever exists)."""
 
     severity: Severity
     code: str
@@ -101,27 +152,31 @@ class OrgProblem:
     path: tuple[str, ...]
     value: str | None = None
     hint: str | None = None
-    # The regions the org policy allows, for `allowed_note` to print once per project.
-    allowed: tuple[str, ...] | None = None
+    existing: str | None = None
+    # A refusal a topic that exists meets in an UpdateTopic too: what it says then,
+    # why the call carries the value in `WHY_SLOT` (`on_update` fills it in).
+    update_message: str | None = None
+
+    def worded(self, address: str) -> tuple[str, str | None]:
+        """(message, hint) naming the topic `address`."""
+        hint = None if self.hint is None else self.hint.replace(TOPIC_SLOT, address)
+        return self.message.replace(TOPIC_SLOT, address), hint
+
+    def on_update(self, why: str) -> OrgProblem:
+        """The refusal as the UpdateTopic of a topic that exists meets it: the call
+        carries the value (`why`: what the call sets) while the topic keeps it."""
+        if self.update_message is None:
+            return self
+        return replace(
+            self, message=self.update_message.replace(WHY_SLOT, why),
+            hint=f"{self.hint}; or, to leave the topic's storage policy as it is, declare "
+            "it as it is (its regions, and enforceInTransit: false where it is off)",
+        )
 
 
-# Where `allowed_note` puts the allowed regions in a message (control characters:
-# nothing from a spec or a policy can contain them).
-ALLOWED_SLOT = "\x00allowed\x00"
-
-
-def allowed_note(problem: OrgProblem, project: str, listed: set[str]) -> str:
-    """The problem's message with the regions its org policy allows: listed in full
-    the first time for `project` (then recorded in `listed`), referred to after that,
-    so that adopting many topics does not repeat a long list on every line."""
-    if problem.allowed is None:
-        return problem.message.replace(ALLOWED_SLOT, "")
-    if project in listed:
-        note = f" (allowed: as listed in the first {problem.code} message of project {project})"
-    else:
-        listed.add(project)
-        note = f" (allowed: {', '.join(problem.allowed) or 'none'})"
-    return problem.message.replace(ALLOWED_SLOT, note)
+def allowed_text(regions: Iterable[str]) -> str:
+    """` (allowed: ...)`, the regions the org policy allows, for a message."""
+    return f" (allowed: {', '.join(regions) or 'none'})"
 
 
 def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
@@ -139,43 +194,31 @@ def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
     return path
 
 
-def kept_as_is(problem: OrgProblem, address: str) -> OrgProblem:
-    """A region refusal for a live topic whose storage policy the plan leaves as it
-    is: the service refuses only a call that sets the policy, so the plan's other
-    changes go through; a warning saying what the service would refuse."""
-    if problem.code != "org-location-denied" or problem.value is None:
+def plan_decides(problem: OrgProblem) -> OrgProblem:
+    """`validate`'s form of a problem that only a new topic, or a change to the value,
+    meets (`problem.existing`): a warning saying that the topic may exist and that
+    `plan` decides, from the live topic."""
+    if problem.existing is None:
         return problem
+    if problem.existing == EXISTING_LOCATION:
+        what = (
+            "it refuses a new topic before any call, and any change of the storage "
+            "policy to it; a topic that lists it already keeps it, reported as "
+            f"{EXISTING_LOCATION}"
+        )
+    elif problem.existing == EXISTING_IN_TRANSIT:
+        what = (
+            "a new topic, or a call that sets the storage policy, gets true; a topic "
+            "that has it off and keeps its regions keeps it off, reported as "
+            f"{EXISTING_IN_TRANSIT}"
+        )
+    else:
+        what = (
+            "the constraint binds only a topic's creation: it refuses a new topic "
+            f"before any call, and reports an existing one as {problem.existing}"
+        )
     return replace(
-        problem,
-        severity=Severity.WARNING,
-        message=(
-            f"topic {address} exists with region {problem.value!r} in its storage policy, "
-            f"which the effective constraints/gcp.resourceLocations no longer allows"
-            f"{ALLOWED_SLOT}; the plan leaves the policy as it is, and the service refuses "
-            "changing it while it lists the region"
-        ),
-    )
-
-
-CMEK_CODES = frozenset({"org-cmek-required", "org-cmek-key-project"})
-
-
-def created_only(problem: OrgProblem, address: str) -> OrgProblem:
-    """A CMEK problem of a topic that exists: the CMEK constraints bind only a new
-    topic (reconciler/orgpolicy/cmek.py), so the service refuses none of the plan's
-    calls for it; a warning saying what the constraint asks and that it was not asked
-    of this topic."""
-    if problem.code not in CMEK_CODES or problem.severity is not Severity.ERROR:
-        return problem
-    return replace(
-        problem,
-        severity=Severity.WARNING,
-        message=(
-            f"topic {address} exists, and the CMEK constraints apply only when a topic "
-            f"is created, so the service does not refuse changing it; for a new topic: "
-            f"{problem.message}"
-        ),
-        hint=None,  # what to do for a new topic: nothing is asked of this one
+        problem, severity=Severity.WARNING, message=f"{problem.message} [{PLAN_DECIDES}: {what}]"
     )
 
 
@@ -218,7 +261,7 @@ def _inferred(
     return Severity.WARNING, (
         f"{message} [{INFERRED_MARK}: membership not verified for {groups}; the "
         "region may be a member. "
-        "--strict-groups makes this an error]"
+        "--strict-groups counts it as refused]"
     )
 
 
@@ -236,17 +279,21 @@ def _outside(region: str, restriction: LocationRestriction) -> str:
 
 
 def promote_inferred(diagnostics: Iterable[Diagnostic]) -> list[Diagnostic]:
-    """`--strict-groups`: every warning that rests on inferred membership is an error."""
+    """`--strict-groups`: every warning that rests on inferred membership is an error,
+    but for one that only `plan` can decide (the topic may exist): it counts as
+    refused there."""
     return [
         replace(d, severity=Severity.ERROR)
         if d.severity is Severity.WARNING and INFERRED_MARK in d.message
+        and PLAN_DECIDES not in d.message
         else d
         for d in diagnostics
     ]
 
 
-def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
-    """Every semantics rule that ties a topic to the effective org policy."""
+def org_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
+    """Every semantics rule that ties a topic to the effective org policy (a topic's
+    subject: `subject_of`)."""
     restriction = facts.restriction
     storage = topic.storage
     out: list[OrgProblem] = []
@@ -255,90 +302,105 @@ def org_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
             OrgProblem(
                 Severity.ERROR, "org-deny-all",
                 f"the effective constraints/gcp.resourceLocations of project {topic.project} "
-                "allows no region, so `inherit` has no storage policy to follow; the service "
-                "would answer FAILED_PRECONDITION (fix the org policy, or list the regions)",
+                f"allows no region, so `inherit` has no storage policy to follow for "
+                f"{TOPIC_WORDS}; the service would answer FAILED_PRECONDITION (fix the org "
+                "policy, or list the regions)",
                 POLICY,
             )
         )
     if storage.mode == "explicit":
+        allowed = allowed_text(restriction.allowed_regions())
         for region in storage.regions:
             if not restriction.allows(region):
-                severity, message = _inferred(
-                    Severity.ERROR,
+                basis = restriction.inferred_basis(region)
+                denied = (
                     f"region {region!r} is not allowed by the effective "
                     f"constraints/gcp.resourceLocations of project {topic.project}"
-                    f"{ALLOWED_SLOT}{_outside(region, restriction)}; the service would refuse "
-                    f"creating topic {topic.address} with it, or changing the topic's storage "
-                    "policy to it (FAILED_PRECONDITION)",
-                    restriction.inferred_basis(region),
+                    f"{allowed}{_outside(region, restriction)}; "
+                )
+                severity, message = _inferred(
+                    Severity.ERROR,
+                    f"{denied}the service would refuse creating {TOPIC_WORDS} with it, or "
+                    "changing the topic's storage policy to it (FAILED_PRECONDITION)",
+                    basis,
+                )
+                _, on_update = _inferred(
+                    Severity.ERROR,
+                    f"{denied}the plan's UpdateTopic of {TOPIC_WORDS} sets its storage "
+                    f"policy ({WHY_SLOT}) while it keeps the region, which the service "
+                    "refuses (FAILED_PRECONDITION)",
+                    basis,
                 )
                 out.append(OrgProblem(
                     severity, "org-location-denied", message, REGIONS, region,
                     hint=f"drop {region!r} from allowedPersistenceRegions, or write "
                     "`messageStoragePolicy: inherit` to take the regions the org policy "
                     "allows",
-                    allowed=tuple(restriction.allowed_regions()),
+                    existing=EXISTING_LOCATION, update_message=on_update,
                 ))
         if facts.enforce_in_transit and storage.enforce_in_transit is False:
             out.append(
                 OrgProblem(
                     Severity.WARNING, "org-in-transit",
                     f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project "
-                    f"{topic.project}, so the service stores enforceInTransit: true whatever "
-                    "the spec says (on the wire false and unset are the same); the plan "
-                    "expects true. Write true, or omit it",
+                    f"{topic.project}, so the service stores enforceInTransit: true on "
+                    f"{TOPIC_WORDS} whatever the spec says when a call sets its storage "
+                    "policy (on the wire false and unset are the same); the plan expects "
+                    "true. Write true, or omit it",
                     (*POLICY, "enforceInTransit"),
+                    existing=EXISTING_IN_TRANSIT,
                 )
             )
     out.extend(_publisher_problems(topic, facts))
-    out.extend(cmek_problems(topic, facts))
+    out.extend(cmek_problems(topic.project, topic.kms_key_name, facts))
     return out
 
 
-def cmek_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
-    """The CMEK constraints (reconciler/orgpolicy/cmek.py): a topic without a key where
-    new topics need one, a key from a project the org does not allow. A key's location
-    against the storage policy's regions is not checked: the service's documentation
-    states no rule for a Pub/Sub topic."""
-    key = topic.kms_key_name
+def _allowed_key_projects(facts: OrgFacts) -> str:
+    assert facts.key_projects is not None
+    return ", ".join(
+        v for r in facts.key_projects.rules if not r.condition for v in r.allowed_values
+    ) or "none listed"
+
+
+def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgProblem]:
+    """The CMEK constraints (reconciler/orgpolicy/cmek.py) on a new topic of `project`
+    with the key `key`: none where new topics need one, a key from a project the org
+    does not allow. A key's location against the storage policy's regions is not
+    checked: the service's documentation states no rule for a Pub/Sub topic."""
     if key is None:
         if not facts.cmek_required:
             return []
         return [OrgProblem(
             Severity.ERROR, "org-cmek-required",
-            f"the effective constraints/{RESTRICT_NON_CMEK} of project {topic.project} "
+            f"the effective constraints/{RESTRICT_NON_CMEK} of project {project} "
             f"requires a customer-managed key for {PUBSUB_SERVICE}, so the service refuses "
-            f"to create topic {topic.address} without one",
+            f"to create {TOPIC_WORDS} without one",
             TOPIC,
-            hint="declare kmsKeyName here or in a Defaults document; the constraint "
-            "binds only a new topic: if this one exists already, `reconcile plan` reads it "
-            "and reports this as a warning",
+            hint="declare kmsKeyName here or in a Defaults document",
+            existing=EXISTING_CMEK,
         )]
-    if facts.key_projects is None:
+    verdict = _key_verdict(key, facts)
+    if verdict is None:
         return []
-    split = split_kms_key(key)
-    if split is None:
-        return []  # reported as a malformed name already
-    key_project = f"projects/{split[0]}"
-    verdict = key_project_verdict(facts.key_projects, ancestry_chain(facts.ancestry, key_project))
-    allowed = ", ".join(
-        v for r in facts.key_projects.rules if not r.condition for v in r.allowed_values
-    ) or "none listed"
-    if verdict == "denied":
+    key_project = verdict[1]
+    if verdict[0] == "denied":
         return [OrgProblem(
             Severity.ERROR, "org-cmek-key-project",
-            f"kmsKeyName is a key of {key_project}, which the effective "
-            f"constraints/{RESTRICT_KEY_PROJECTS} of project {topic.project} does not "
-            f"allow (allowed: {allowed}); the service refuses a topic protected by it. "
-            "Use a key from an allowed project",
+            f"kmsKeyName of {TOPIC_WORDS} is a key of {key_project}, which the effective "
+            f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not "
+            f"allow (allowed: {_allowed_key_projects(facts)}); the service refuses to "
+            "create a topic protected by it. Use a key from an allowed project",
             KMS_KEY,
+            existing=EXISTING_KEY_PROJECT,
         )]
-    if verdict == "unknown":
+    if verdict[0] == "unknown":
         return [OrgProblem(
             Severity.WARNING, "org-cmek-key-project",
             f"cannot tell whether constraints/{RESTRICT_KEY_PROJECTS} of project "
-            f"{topic.project} allows keys of {key_project} (allowed: {allowed}): the "
-            f"org-policy snapshot does not say where {key_project} sits in the hierarchy. "
+            f"{project} allows keys of {key_project} (allowed: "
+            f"{_allowed_key_projects(facts)}), the key of {TOPIC_WORDS}: the org-policy "
+            f"snapshot does not say where {key_project} sits in the hierarchy. "
             f"Add `ancestry: {{{key_project}: folders/F}}` (and its folders) to the "
             "snapshot, or name the project itself in the policy",
             KMS_KEY,
@@ -346,7 +408,107 @@ def cmek_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
     return []
 
 
-def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem]:
+def _key_verdict(key: str, facts: OrgFacts) -> tuple[str, str] | None:
+    """(verdict, the key's project) under the effective restrictCmekCryptoKeyProjects;
+    None when no such policy applies or the key name is malformed (reported as such
+    already)."""
+    if facts.key_projects is None:
+        return None
+    split = split_kms_key(key)
+    if split is None:
+        return None
+    key_project = f"projects/{split[0]}"
+    chain = ancestry_chain(facts.ancestry, key_project)
+    return key_project_verdict(facts.key_projects, chain), key_project
+
+
+@dataclass(frozen=True)
+class Standing:
+    """A topic that exists, as the plan leaves it, as far as the org's rules read it:
+    its key, its storage policy, and whether the plan's call sends the policy (then
+    the call is judged, not the standing value) and whether the spec declares regions
+    (an unmanaged policy out of step with the org is reported as drift instead)."""
+
+    project: str
+    kms_key_name: str | None
+    policy: StoragePolicy | None
+    policy_sent: bool
+    regions_declared: bool
+
+
+def existing_problems(standing: Standing, facts: OrgFacts) -> list[OrgProblem]:
+    """The existing family: what the effective org policy would refuse of a new topic,
+    on a topic that has it and keeps it (one problem per rule and topic). None of them
+    stops a plan: the CMEK constraints bind only creation (Google's "CMEK organization
+    policies" page) and the location constraint only what is created or set (its
+    "Restricting resource locations" page; the Pub/Sub page: org policy changes do not
+    propagate to existing topics); the plan leaves the value as it is (docs/validate.md,
+    "Existing topics")."""
+    out: list[OrgProblem] = []
+    project = standing.project
+    key = standing.kms_key_name
+    if key is None and facts.cmek_required:
+        out.append(OrgProblem(
+            Severity.WARNING, EXISTING_CMEK,
+            f"{TOPIC_WORDS} exists without a customer-managed key, which the effective "
+            f"constraints/{RESTRICT_NON_CMEK} of project {project} requires of a new "
+            f"{PUBSUB_SERVICE} topic; the constraint binds only creation, so the plan's "
+            "calls are not refused, and the plan leaves the topic without a key",
+            TOPIC,
+            hint="to comply, declare kmsKeyName (UpdateTopic sets it) or recreate the "
+            "topic with a key",
+        ))
+    if key is not None and (verdict := _key_verdict(key, facts)) and verdict[0] == "denied":
+        out.append(OrgProblem(
+            Severity.WARNING, EXISTING_KEY_PROJECT,
+            f"{TOPIC_WORDS} is protected by a key of {verdict[1]}, which the effective "
+            f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not allow "
+            f"for a new topic (allowed: {_allowed_key_projects(facts)}); the constraint "
+            "binds only creation, so the plan's calls are not refused, and the key stays",
+            KMS_KEY,
+            hint="to comply, declare a kmsKeyName of an allowed project",
+        ))
+    policy = standing.policy
+    if policy is None or standing.policy_sent or not policy.regions:
+        return out
+    restriction = facts.restriction
+    if standing.regions_declared:
+        refused = [r for r in policy.regions if not restriction.allows(r)]
+        if refused:
+            inferred = sorted({
+                f"in:{g.name}" for r in refused for g in restriction.inferred_basis(r)
+            })
+            maybe = (
+                f" (resting on inferred value-group membership of {', '.join(inferred)}: "
+                "they may be allowed)" if inferred else ""
+            )
+            listed = ", ".join(repr(r) for r in refused)
+            out.append(OrgProblem(
+                Severity.WARNING, EXISTING_LOCATION,
+                f"{TOPIC_WORDS} exists with region{'s' if len(refused) > 1 else ''} "
+                f"{listed} in its storage policy, which the effective "
+                f"constraints/gcp.resourceLocations of project {project} does not allow"
+                f"{maybe}{allowed_text(restriction.allowed_regions())}; the plan leaves the "
+                "policy as it is, which the service does not refuse, but it refuses any "
+                "change of the policy that keeps a disallowed region",
+                REGIONS, refused[0],
+                hint="to comply, drop the region from allowedPersistenceRegions, or "
+                "write `messageStoragePolicy: inherit`",
+            ))
+    if facts.enforce_in_transit and not policy.enforce_in_transit:
+        out.append(OrgProblem(
+            Severity.WARNING, EXISTING_IN_TRANSIT,
+            f"{TOPIC_WORDS} exists with enforceInTransit off, and "
+            f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project {project} now; "
+            "the plan leaves it off (the org policy does not reach existing topics), "
+            "and the service turns it on with any call that sets the storage policy",
+            (*POLICY, "enforceInTransit"),
+            hint="to comply, write `enforceInTransit: true`",
+        ))
+    return out
+
+
+def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
     """Where publishers' messages go: decidable only when the policy is managed.
 
     With in-transit enforcement, publishers outside the allowed regions must publish
@@ -375,7 +537,7 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
     def basis(region: str) -> tuple[ValueGroup, ...]:
         return restriction.inferred_basis(region) if restriction is not None else ()
 
-    allowed_text = ", ".join(sorted(allowed))
+    allowed_list = ", ".join(sorted(allowed))
     example = f"{sorted(allowed)[0]}-pubsub.googleapis.com"
     out: list[OrgProblem] = []
 
@@ -396,24 +558,26 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
         if Refusal.IN_TRANSIT in through.refusals:
             add(
                 Severity.ERROR, "publisher-endpoint-denied",
-                f"publishers.endpoint {endpoint!r} ({host}) is outside the allowed regions "
-                f"({allowed_text}) and enforceInTransit is on: publishing through it will "
+                f"publishers.endpoint {endpoint!r} ({host}) of {TOPIC_WORDS} is outside the "
+                f"allowed regions "
+                f"({allowed_list}) and enforceInTransit is on: publishing through it will "
                 "fail with FAILED_PRECONDITION; use an endpoint in an allowed region",
                 PUBLISHER_ENDPOINT, endpoint,
             )
         elif Refusal.ORDERING in through.refusals:
             add(
                 Severity.ERROR, "publisher-ordering-region",
-                f"publishers use ordering keys through {host}, but the storage policy "
-                f"excludes {endpoint!r} (allowed: {allowed_text}); publishing with an "
-                "ordering key will fail; use an endpoint in an allowed region",
+                f"publishers of {TOPIC_WORDS} use ordering keys through {host}, but the "
+                f"storage policy excludes {endpoint!r} (allowed: {allowed_list}); publishing "
+                "with an ordering key will fail; use an endpoint in an allowed region",
                 PUBLISHER_ENDPOINT, endpoint,
             )
         elif through.rerouted:
             add(
                 Severity.WARNING, "publisher-region-rerouted",
-                f"publishers.endpoint {endpoint!r} is outside the allowed regions "
-                f"({allowed_text}); messages published through it are rerouted to the "
+                f"publishers.endpoint {endpoint!r} of {TOPIC_WORDS} is outside the allowed "
+                f"regions "
+                f"({allowed_list}); messages published through it are rerouted to the "
                 "nearest allowed region (added latency)",
                 PUBLISHER_ENDPOINT, endpoint,
             )
@@ -423,33 +587,34 @@ def _publisher_problems(topic: DesiredTopic, facts: OrgFacts) -> list[OrgProblem
         if Refusal.ORDERING in found.refusals:
             add(
                 Severity.ERROR, "publisher-ordering-region",
-                f"publishers in {region!r} use ordering keys, but the storage policy "
-                f"excludes their nearest region (allowed: {allowed_text}); publishing "
-                "with an ordering key will fail; publish through a regional endpoint in an "
-                f"allowed region (publishers.endpoint, e.g. {example})",
+                f"publishers of {TOPIC_WORDS} in {region!r} use ordering keys, but the "
+                f"storage policy excludes their nearest region (allowed: {allowed_list}); "
+                "publishing with an ordering key will fail; publish through a regional "
+                f"endpoint in an allowed region (publishers.endpoint, e.g. {example})",
                 PUBLISHER_REGIONS, region,
             )
         elif Refusal.IN_TRANSIT in found.refusals:
             add(
                 Severity.WARNING, "publisher-region-denied",
-                f"publishers in {region!r} will get FAILED_PRECONDITION unless they publish "
+                f"publishers of {TOPIC_WORDS} in {region!r} will get FAILED_PRECONDITION "
+                "unless they publish "
                 "through a regional endpoint in an allowed region: enforceInTransit is on and "
-                f"the policy allows only {allowed_text}; use e.g. {example} and declare "
+                f"the policy allows only {allowed_list}; use e.g. {example} and declare "
                 "it as publishers.endpoint, or add the region",
                 PUBLISHER_REGIONS, region,
             )
         elif found.rerouted:
             add(
                 Severity.WARNING, "publisher-region-rerouted",
-                f"publishers in {region!r} are outside the allowed regions "
-                f"({allowed_text}); their messages are rerouted to the nearest allowed "
+                f"publishers of {TOPIC_WORDS} in {region!r} are outside the allowed regions "
+                f"({allowed_list}); their messages are rerouted to the nearest allowed "
                 "region (added latency)",
                 PUBLISHER_REGIONS, region,
             )
     return out
 
 
-def _nowhere_to_publish(topic: DesiredTopic, by_org_policy: bool) -> list[OrgProblem]:
+def _nowhere_to_publish(topic: OrgSubject, by_org_policy: bool) -> list[OrgProblem]:
     """Publishers of a topic whose policy allows no region at all: no endpoint or
     region of theirs can help (the error on the policy itself says what to fix)."""
     if by_org_policy:
@@ -469,7 +634,7 @@ def _nowhere_to_publish(topic: DesiredTopic, by_org_policy: bool) -> list[OrgPro
     return [
         OrgProblem(
             Severity.WARNING, "publisher-region-denied",
-            f"{who} cannot publish to this topic, from any region or through any "
+            f"{who} cannot publish to {TOPIC_WORDS}, from any region or through any "
             f"endpoint: {cause}",
             path, region,
         )

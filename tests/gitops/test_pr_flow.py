@@ -221,16 +221,31 @@ def test_validation_errors_and_plan_warnings_reach_the_comment(repo: Repo) -> No
     assert [p for p, _, _ in DIGEST.findall(body)] == ["acme-platform"]
     # A second push breaks the tree: the same comment now shows the errors, no digest.
     repo.git("checkout", "-q", branch)
-    repo.edit("specs/acme-analytics/topics.yaml", "europe-west4", "asia-east1")
-    repo.git("commit", "-q", "-am", "a region the org policy denies")
+    repo.edit("specs/acme-analytics/topics.yaml", "europe-west4", "europe-west4-b")
+    repo.git("commit", "-q", "-am", "a zone where a region goes")
     repo.git("checkout", "-q", "main")
     assert pr_run(repo, number, branch, 102) == ["acme-analytics", "acme-platform"]
     body = sticky(repo, number)
     assert "**Validation**: ❌ 1 error(s), 0 warning(s)" in body
-    assert "error[org-location-denied]: region 'asia-east1' is not allowed" in body
+    assert "error[region-zone]: 'europe-west4-b' is a zone" in body
     assert "### `acme-analytics`: ❌ ERROR" in body and "### `acme-platform`: ❌ ERROR" in body
     assert DIGEST.findall(body) == []  # a plan that failed has no digest to apply
     assert "add-or-update" not in repo.github["labels"][str(number)]
+    # A third: a region the org policy denies. Validation cannot know whether the topic
+    # exists (a warning); the project's plan refuses the call, the other plans go on.
+    repo.git("checkout", "-q", branch)
+    repo.edit("specs/acme-analytics/topics.yaml", "europe-west4-b", "asia-east1")
+    repo.git("commit", "-q", "-am", "a region the org policy denies")
+    repo.git("checkout", "-q", "main")
+    assert pr_run(repo, number, branch, 103) == ["acme-analytics", "acme-platform"]
+    body = sticky(repo, number)
+    assert "**Validation**: ⚠️ 0 error(s), 1 warning(s)" in body
+    assert "error\\[org-location-denied\\]: region 'asia-east1' is not allowed" in body
+    assert "### `acme-analytics`: ❌ ERROR" in body
+    assert [p for p, _, _ in DIGEST.findall(body)] == ["acme-platform"]
+    # acme-platform's plan does not speak of acme-analytics' topics
+    platform = body.split("### `acme-platform`", 1)[1]
+    assert "asia-east1" not in platform
 
 
 def test_a_partial_failure_is_reported_as_such_not_as_a_stale_plan(

@@ -47,7 +47,7 @@ def _config_from_example(source: Path, rev: str) -> str:
 
 
 @pytest.mark.slow
-def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
+def test_example_config_blocks_a_broken_spec_and_lets_a_clean_tree_in(
     tmp_path: Path,
 ) -> None:
     if shutil.which("git") is None:
@@ -73,16 +73,20 @@ def test_example_config_blocks_a_forbidden_region_and_lets_a_clean_tree_in(
     assert clean.returncode == 0, clean.stdout + clean.stderr
     assert re.search(r"reconcile validate\.+Passed", clean.stdout + clean.stderr)
 
+    # A zone where a region goes, and a region the org policy does not allow: the zone
+    # blocks the commit; the region is a warning (a topic that lists it already keeps
+    # it: `plan` decides).
     (repo / "specs" / "exports.yaml").write_text(
-        TOPIC.replace("NAME", "exports").replace("REGION", "us-east1")
+        TOPIC.replace("NAME", "exports").replace("REGION", "us-east1, europe-west1-b")
     )
     run_git(repo, env, "add", "-A")
-    blocked = run_git(repo, env, "commit", "-m", "a topic in a forbidden region")
+    blocked = run_git(repo, env, "commit", "-m", "a topic in a zone")
     output = blocked.stdout + blocked.stderr
     assert blocked.returncode != 0, output
     assert re.search(r"reconcile validate\.+Failed", output), output
+    assert "specs/exports.yaml:6:43: error[region-zone]: 'europe-west1-b' is a zone" in output
     assert (
-        "specs/exports.yaml:6:33: error[org-location-denied]: region 'us-east1' is not "
+        "specs/exports.yaml:6:33: warning[org-location-denied]: region 'us-east1' is not "
         "allowed by the effective constraints/gcp.resourceLocations of project acme-analytics"
     ) in output
     assert run_git(repo, env, "rev-list", "--count", "HEAD").stdout.strip() == "1"

@@ -14,14 +14,9 @@ the test sets them through the real client.
   unmanaged, naming it); validate reporting no error and deferring none, the server
   accepts. A dry-run constraint is a warning and never refuses.
 - `plan` (its exit code and error lines), from a snapshot made before the
-  constraints (stale: the plan names each constraint the snapshot lacks), or with no
-  snapshot at all (the organization then known only from Resource Manager): the call
+  constraints (stale: the plan names each constraint the snapshot lacks): the call
   the plan makes (CreateTopic, or UpdateTopic of a live topic that may already
   violate) is refused by the server exactly when the plan reports an error.
-
-Each project sits in a folder of its organization, built through the real Resource
-Manager clients (the snapshot's `ancestry:` says the same), and each constraint is
-enforced or dry-run by a policy on the project, the folder or the organization.
 
 The CreateTopic request `validate` is compared with is the test's own model of what
 apply sends (the declared labels plus reconcile's three, the storage policy as
@@ -44,6 +39,7 @@ from google.api_core import exceptions
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.yamltext import dump_all
 from tests.server_support import running_local_server
 
@@ -157,15 +153,12 @@ def conditions(draw: Any) -> str:
     return template.format(draw(st.sampled_from(choices)))
 
 
-# Where a constraint's policy is set (an explicit example's 4-tuple: on the project).
-LEVELS = ("projects", "folders", "organizations")
 constraints = st.lists(
     st.tuples(
         conditions(),
         st.sampled_from(["ALLOW", "DENY"]),
         st.sampled_from([["CREATE"], ["CREATE", "UPDATE"]]),
         st.sampled_from(["enforced", "enforced", "dry-run"]),
-        st.sampled_from(LEVELS),
     ),
     min_size=1, max_size=4,
 )
@@ -215,6 +208,14 @@ def _spec(project: str, topic: dict[str, Any], revisions: dict[str, str],
           unmanaged: bool = False) -> str:
     """The Topic document (`regions` None: `inherit`, or, `unmanaged`, no policy;
     retention, key and schema None: not declared)."""
+    # The tool's own writer: a revision id such as 4e354008 is quoted (bare, YAML 1.2
+    # reads a number).
+    return dump_all([_doc(project, topic, revisions, unmanaged)])
+
+
+def _doc(project: str, topic: dict[str, Any], revisions: dict[str, str],
+         unmanaged: bool = False) -> dict[str, Any]:
+    """The Topic document `_spec` writes."""
     spec: dict[str, Any] = {"labels": topic["labels"]} if topic["labels"] else {}
     if topic["regions"] is None and unmanaged:
         pass
@@ -231,12 +232,10 @@ def _spec(project: str, topic: dict[str, Any], revisions: dict[str, str],
         spec["kmsKeyName"] = topic["kms"]
     if topic["schema"] is not None:
         spec["schemaSettings"] = _schema_settings(project, topic["schema"], revisions, True)
-    # The tool's own writer: a revision id such as 4e354008 is quoted (bare, YAML 1.2
-    # reads a number).
-    return dump_all([{
+    return {
         "apiVersion": "reconcile.pubsub/v1", "kind": "Topic",
         "metadata": {"project": project, "name": topic["name"]}, "spec": spec,
-    }])
+    }
 
 
 def _request(project: str, topic: dict[str, Any], org_in_transit: bool,
@@ -269,13 +268,11 @@ def _settings_request(project: str, shape: dict[str, Any], revisions: dict[str, 
 
 
 def _documents(org: str, project: str, generated: list[Any], org_in_transit: bool,
-               folder: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(custom constraints, policies) in the Org Policy v2 JSON shape, each policy on
-    the project, its folder or its organization."""
+               org_cmek: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(custom constraints, policies) in the Org Policy v2 JSON shape; `org_cmek`: the
+    organization requires a customer-managed key of new topics."""
     custom, policies = [], []
-    for i, (text, action, methods, mode, *level) in enumerate(generated):
-        node = {"projects": f"projects/{project}", "folders": folder,
-                "organizations": org}[level[0] if level else "projects"]
+    for i, (text, action, methods, mode) in enumerate(generated):
         constraint_id = f"custom.rule{i}"
         custom.append({
             "name": f"{org}/customConstraints/{constraint_id}",
@@ -283,12 +280,23 @@ def _documents(org: str, project: str, generated: list[Any], org_in_transit: boo
             "condition": text, "actionType": action, "description": f"Rule {i}.",
         })
         key = "spec" if mode == "enforced" else "dryRunSpec"
-        policies.append({"name": f"{node}/policies/{constraint_id}",
+        policies.append({"name": f"projects/{project}/policies/{constraint_id}",
                          key: {"rules": [{"enforce": True}]}})
     if org_in_transit:
         policies.append({"name": f"{org}/policies/pubsub.enforceInTransitRegions",
                          "spec": {"rules": [{"enforce": True}]}})
+    if org_cmek:
+        policies.append({"name": f"{org}/policies/gcp.restrictNonCmekServices", "spec": {
+            "rules": [{"values": {"deniedValues": ["pubsub.googleapis.com"]}}]}})
     return custom, policies
+
+
+def _snake(value: Any) -> Any:
+    """A policy's JSON with the field names the client's proto-plus types take."""
+    if isinstance(value, dict):
+        return {re.sub(r"(?<!^)([A-Z])", r"_\1", k).lower(): _snake(v)
+                for k, v in value.items()}
+    return [_snake(v) for v in value] if isinstance(value, list) else value
 
 
 def _put(orgpolicy: Any, org: str, custom: list[dict[str, Any]],
@@ -302,18 +310,8 @@ def _put(orgpolicy: Any, org: str, custom: list[dict[str, Any]],
         })
     for policy in policies:
         orgpolicy.create_policy(parent=policy["name"].split("/policies/")[0], policy={
-            "name": policy["name"], **{
-                ("dry_run_spec" if k == "dryRunSpec" else k): v
-                for k, v in policy.items() if k != "name"
-            }})
-
-
-def _place(hierarchy: Any, org: str, project: str) -> tuple[str, dict[str, str]]:
-    """The project in a folder of `org`, through the real Resource Manager clients;
-    the folder, and the snapshot's `ancestry:` saying the same."""
-    folder = hierarchy.folder(org, "Team")
-    hierarchy.project(project, folder)
-    return folder, {f"projects/{project}": folder, folder: org}
+            "name": policy["name"], **_snake({k: v for k, v in policy.items() if k != "name"}),
+        })
 
 
 def _schemas(client: Any, project: str) -> dict[str, str]:
@@ -375,7 +373,6 @@ class DryRuns(logging.Handler):
 @pytest.fixture(scope="module")
 def world() -> Any:
     from reconciler.backends.clients import orgpolicy_client, publisher_client, schema_client
-    from tests.server_support import resource_manager
 
     logger = logging.getLogger("reconciler.localserver.pubsub.constraints")
     dry_runs, level = DryRuns(), logger.level
@@ -384,69 +381,85 @@ def world() -> Any:
     try:
         with running_local_server() as server:
             yield (server, publisher_client(server.address), orgpolicy_client(server.address),
-                   schema_client(server.address), dry_runs, resource_manager(server.address))
+                   schema_client(server.address), dry_runs)
     finally:
         logger.removeHandler(dry_runs)
         logger.setLevel(level)
 
 
+trees = st.lists(st.tuples(topics, st.booleans()), min_size=1, max_size=2,
+                 unique_by=lambda t: t[0]["name"])
+
+
 @settings(max_examples=50, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(topic=topics, generated=constraints, org_in_transit=st.booleans())
+@given(tree=trees, generated=constraints, org_in_transit=st.booleans(),
+       org_cmek=st.booleans())
 @example(  # reconcile's own three labels count: one declared label makes four
-    topic=_topic(labels={"team": "pay"}, regions=["us-east1"]),
+    tree=[(_topic(labels={"team": "pay"}, regions=["us-east1"]), False)],
     generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
-    org_in_transit=False,
-)
-@example(  # policies on the organization and the folder decide as on the project
-    topic=_topic(labels={"tmp-x": "pay"}, regions=["us-east1"]),
-    generated=[
-        (condition("labels", 3, 0), "DENY", ["CREATE"], "enforced", "organizations"),
-        (condition("storage", 0, 1), "ALLOW", ["CREATE"], "dry-run", "folders"),
-    ],
-    org_in_transit=False,
+    org_in_transit=False, org_cmek=False,
 )
 @example(  # the org's in-transit policy sends enforceInTransit: true
-    topic=_topic(regions=["us-east1"]),
+    tree=[(_topic(regions=["us-east1"]), False)],
     generated=[(condition("in_transit"), "DENY", ["CREATE"], "enforced")],
-    org_in_transit=True,
+    org_in_transit=True, org_cmek=False,
 )
 @example(  # one declared field of each family the specs manage, each refused ...
-    topic=_topic(retention="10m", kms=KEYS[1],
-                 schema={"id": "audit", "encoding": "JSON", "first": True, "last": False}),
+    tree=[(_topic(retention="10m", kms=KEYS[1],
+                  schema={"id": "audit", "encoding": "JSON", "first": True, "last": False}),
+           False)],
     generated=[
         (condition("retention", 1, 1), "ALLOW", ["CREATE"], "enforced"),
         (condition("kms", 1, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
         (condition("schema", 0, 1), "ALLOW", ["CREATE"], "enforced"),
         (condition("schema", 1, 0), "DENY", ["CREATE"], "dry-run"),  # ... but this one
     ],
-    org_in_transit=False,
+    org_in_transit=False, org_cmek=False,
 )
 @example(  # the fields a spec leaves unmanaged: deferred, and what the server says
-    topic=_topic(name="audit"),
+    tree=[(_topic(name="audit"), False)],
     generated=[
         (condition("ingestion"), "DENY", ["CREATE"], "enforced"),
         (condition("transforms", 1, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
         (condition("kms", 2, 0), "ALLOW", ["CREATE"], "dry-run"),
     ],
-    org_in_transit=False,
+    org_in_transit=False, org_cmek=False,
+)
+@example(  # create-only and CMEK: the new topic is refused, the existing one is not
+    tree=[(_topic(labels={"team": "pay"}), True), (_topic(name="audit"), False)],
+    generated=[(condition("labels", 0, 1), "ALLOW", ["CREATE"], "enforced")],
+    org_in_transit=False, org_cmek=True,
+)
+@example(  # create-and-update: refused whether or not the topic exists
+    tree=[(_topic(regions=["us-east1"]), True), (_topic(name="audit", regions=["us-east1"]),
+                                                 False)],
+    generated=[(condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    org_in_transit=True, org_cmek=False,
 )
 def test_validate_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
-    topic: dict[str, Any], generated: list[Any], org_in_transit: bool,
+    tree: list[tuple[dict[str, Any], bool]], generated: list[Any], org_in_transit: bool,
+    org_cmek: bool,
 ) -> None:
-    _server, publisher, orgpolicy, schemas, dry_runs, hierarchy = world
+    """Offline, nothing says whether a topic exists: what validate reports as an error
+    the server refuses whether it creates the topic or updates it to what the spec
+    says; what it leaves to plan (a constraint that binds only creation, CMEK) the
+    server refuses of a new topic only. Some topics of the tree exist (made through
+    the real client before the constraints, as the spec says but for reconcile's plan
+    marker, so that the call reconcile makes, an UpdateTopic of the labels, leaves the
+    topic as the CreateTopic would make it)."""
+    server, publisher, orgpolicy, schemas, dry_runs = world
     n = next(_numbers)
     org, project = f"organizations/{9000 + n}", f"agree-{n}"
     revisions = _schemas(schemas, project)
-    folder, ancestry = _place(hierarchy, org, project)
-    custom, policies = _documents(org, project, generated, org_in_transit, folder)
+    custom, policies = _documents(org, project, generated, org_in_transit, org_cmek)
     tmp = tmp_path_factory.mktemp("agree")
-    spec = _spec(project, topic, revisions)
+    spec = dump_all([_doc(project, topic, revisions) for topic, _ in tree])
     (tmp / "specs").mkdir()
     (tmp / "specs" / "topic.yaml").write_text(spec)
     (tmp / "org-policy.yaml").write_text(yaml.safe_dump_all(
-        [*custom, *policies, {"ancestry": ancestry}]
+        [*custom, *policies, {"ancestry": {f"projects/{project}": org}}]
     ))
     result = run_cli("validate", str(tmp / "specs"), "--org-policy",
                      str(tmp / "org-policy.yaml"), "--format", "json")
@@ -455,59 +468,115 @@ def test_validate_agrees_with_the_local_server(
     assert result.exit_code == (1 if errors else 0), result.output
     assert all(d["code"].startswith("org-custom") for d in errors), (
         [d["message"] for d in errors], spec)
-
-    def ids(code: str, severity: str | None = None) -> dict[str, dict[str, Any]]:
-        return {_ID.search(d["message"]).group(1): d  # type: ignore[union-attr]
-                for d in said if d["code"] == code and severity in (None, d["severity"])}
-
-    # Deferred: once per constraint reading a field the spec does not manage, naming it.
-    deferred = ids("org-custom-at-plan")
-    unmanaged = {f"custom.rule{i}": _unmanaged_reads(g[0], topic)
-                 for i, g in enumerate(generated)}
-    assert set(deferred) == {c for c, fields in unmanaged.items() if fields}, said
-    assert len([d for d in said if d["code"] == "org-custom-at-plan"]) == len(deferred)
-    for cid, d in deferred.items():
-        assert all(field in d["message"] for field in unmanaged[cid]), d["message"]
-    refused_by = ids("org-custom-constraint", "error")
-    unevaluable = ids("org-custom-unevaluable", "error")
-    # Each refusal at the line of a field its condition reads (the name when the
-    # document declares none of them).
-    for cid, d in refused_by.items():
-        text = generated[int(cid.removeprefix("custom.rule"))][0]
-        keys = {"name"}.union(*(READS[f][1] for f in _fields_read(text)))
-        assert _key_at(spec, d["line"]) in keys, (d, spec)
     modes = {f"custom.rule{i}": g[3] for i, g in enumerate(generated)}
-    deferred_enforced = {c for c in deferred if modes[c] == "enforced"}
-    # Dry run: warned of (refused or not evaluable), never an error.
-    dry_warned = {c for code in ("org-custom-constraint", "org-custom-unevaluable")
-                  for c in ids(code, "warning")}
-    assert all(modes[c] == "dry-run" for c in dry_warned), said
-    assert all(modes[c] == "enforced" for c in [*refused_by, *unevaluable]), said
-    deferred_dry = set(deferred) - deferred_enforced
-    name = f"projects/{project}/topics/{topic['name']}"
+    updates = {f"custom.rule{i}" for i, g in enumerate(generated) if "UPDATE" in g[2]}
+    # Deferred: once per constraint reading a field some spec does not manage, naming it.
+    deferred = {_ID.search(d["message"]).group(1): d  # type: ignore[union-attr]
+                for d in said if d["code"] == "org-custom-at-plan"}
+    unmanaged = {(f"custom.rule{i}", t["name"]): _unmanaged_reads(g[0], t)
+                 for i, g in enumerate(generated) for t, _ in tree}
+    assert set(deferred) == {c for (c, _), fields in unmanaged.items() if fields}, said
+    assert len([d for d in said if d["code"] == "org-custom-at-plan"]) == len(deferred)
+    for (cid, _), fields in unmanaged.items():
+        assert all(field in deferred[cid]["message"] for field in fields), deferred[cid]
+    for d in said:  # a finding about one topic names it and sits in its document
+        if d["code"] != "org-custom-at-plan" and d["topic"] is not None:
+            assert d["topic"] in d["message"], d
+            assert f"name: {d['topic'].rsplit('/', 1)[1]}" in _document_at(spec, d["line"])
 
+    server.set_ancestry(f"projects/{project}", org)
+    live = [t for t, exists in tree if exists]
+    for topic in live:  # made before the constraints, as the spec says
+        request = _request(project, topic, org_in_transit, revisions)
+        request["labels"] = {k: v for k, v in request["labels"].items()
+                             if k != "reconcile-plan"}
+        publisher.create_topic(request=request)
     _put(orgpolicy, org, custom, policies)
-    try:
-        publisher.create_topic(request=_request(project, topic, org_in_transit, revisions))
-    except exceptions.FailedPrecondition as exc:
-        assert errors or deferred_enforced, (
-            f"the server refused what validate accepts and decides: {exc.message}"
-        )
-        if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":
-            assert not unevaluable, exc.message  # the server cannot evaluate them either
-            named = {c.removeprefix("customConstraints/")
-                     for c in exc.metadata["customConstraints"].split(",")}
-            assert set(refused_by) <= named <= set(refused_by) | deferred_enforced, (
-                exc.message, said)
-            logged = dry_runs.of(name)  # every constraint was judged: so was each dry run
-            assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
-        else:  # a condition the server could not evaluate
-            assert "could not evaluate" in exc.message, exc.message
-            assert unevaluable or deferred_enforced, exc.message
-        return
-    assert not errors, f"validate refuses what the server accepts: {errors}"
-    logged = dry_runs.of(name)
-    assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
+    for topic, exists in tree:
+        name = f"projects/{project}/topics/{topic['name']}"
+        mine = [d for d in said if d["topic"] == name]
+
+        def ids(code: str, severity: str, mine: list[dict[str, Any]] = mine) -> set[str]:
+            return {_ID.search(d["message"]).group(1)  # type: ignore[union-attr]
+                    for d in mine if d["code"] == code and d["severity"] == severity}
+
+        refused_by = ids("org-custom-constraint", "error")
+        unevaluable = ids("org-custom-unevaluable", "error")
+        left = {_ID.search(d["message"]).group(1)  # type: ignore[union-attr]
+                for d in mine if d["code"].startswith("org-custom") and PLAN_DECIDES
+                in d["message"]}
+        dry_warned = {c for code in ("org-custom-constraint", "org-custom-unevaluable")
+                      for c in ids(code, "warning")} - left
+        # Each refusal at the line of a field its condition reads (the name when the
+        # document declares none of them).
+        for cid in refused_by:
+            text = generated[int(cid.removeprefix("custom.rule"))][0]
+            keys = {"name"}.union(*(READS[f][1] for f in _fields_read(text)))
+            (line,) = [d["line"] for d in mine if d["code"] == "org-custom-constraint"
+                       and cid in d["message"]]
+            assert _key_at(spec, line) in keys, (cid, line, spec)
+        assert all(modes[c] == "dry-run" for c in dry_warned), said
+        assert all(modes[c] == "enforced" for c in [*refused_by, *unevaluable, *left]), said
+        # An error is a refusal whether the topic is created or updated (it may exist);
+        # what binds creation alone is left to plan.
+        assert refused_by | unevaluable <= updates, said
+        assert not left & updates, said
+        cmek = [d for d in mine if d["code"] == "org-cmek-required"]
+        assert len(cmek) == (1 if org_cmek and topic["kms"] is None else 0), mine
+        assert all(PLAN_DECIDES in d["message"] and d["severity"] == "warning" for d in cmek)
+        mine_deferred = {c for (c, t), fields in unmanaged.items()
+                         if t == topic["name"] and fields}
+        deferred_enforced = {c for c in mine_deferred if modes[c] == "enforced"}
+        deferred_dry = mine_deferred - deferred_enforced
+        request = _request(project, topic, org_in_transit, revisions)
+        if exists:  # the call reconcile makes: the labels, with its plan marker
+            refused_by &= updates
+            unevaluable &= updates
+            deferred_enforced &= updates
+            deferred_dry &= updates
+            dry_warned &= updates
+            left, cmek = set(), []
+            call = lambda request=request: publisher.update_topic(  # noqa: E731
+                request={"topic": {"name": request["name"], "labels": request["labels"]},
+                         "update_mask": {"paths": ["labels"]}})
+        else:
+            call = lambda request=request: publisher.create_topic(  # noqa: E731
+                request=request)
+        try:
+            call()
+        except exceptions.FailedPrecondition as exc:
+            assert refused_by or unevaluable or left or cmek or deferred_enforced, (
+                f"the server refused what validate accepts and decides: {exc.message}"
+            )
+            if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":
+                assert not unevaluable and not cmek, exc.message
+                named = {c.removeprefix("customConstraints/")
+                         for c in exc.metadata["customConstraints"].split(",")}
+                assert refused_by | left <= named <= refused_by | left | deferred_enforced, (
+                    exc.message, said)
+                logged = dry_runs.of(name)  # every constraint was judged: each dry run too
+                assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
+            elif "restrictNonCmekServices" in exc.message:
+                assert cmek, exc.message  # checked first, before the custom constraints
+            else:  # a condition the server could not evaluate
+                assert "could not evaluate" in exc.message, exc.message
+                assert unevaluable or left or deferred_enforced, exc.message
+            continue
+        assert not (refused_by or unevaluable or left or cmek), (
+            f"validate refuses what the server accepts: {mine}")
+        logged = dry_runs.of(name)
+        assert dry_warned <= logged <= dry_warned | deferred_dry, (logged, said)
+
+
+def _document_at(spec: str, line: int) -> str:
+    """The YAML document of a multi-document file that holds `line` (1-based)."""
+    start = 0
+    lines = spec.splitlines()
+    for i, text in enumerate(lines[:line]):
+        if text.startswith("---"):
+            start = i
+    end = next((i for i in range(line, len(lines)) if lines[i].startswith("---")), len(lines))
+    return "\n".join(lines[start:end])
 
 
 def test_the_request_model_is_what_apply_sends(
@@ -560,12 +629,14 @@ plan_constraints = st.lists(
     st.tuples(
         conditions(),
         st.sampled_from(["ALLOW", "DENY"]),
-        st.just(["CREATE", "UPDATE"]),
+        st.sampled_from([["CREATE", "UPDATE"], ["CREATE", "UPDATE"], ["CREATE"]]),
         st.sampled_from(["enforced", "enforced", "dry-run"]),
-        st.sampled_from(LEVELS),
     ),
     min_size=1, max_size=3,
 )
+# Trees where some topics exist and some do not.
+plan_trees = st.lists(st.tuples(live_topics, topics), min_size=1, max_size=2,
+                      unique_by=lambda entry: entry[1]["name"])
 
 
 def _live(**fields: Any) -> dict[str, Any]:
@@ -603,119 +674,142 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(live=live_topics, topic=topics, generated=plan_constraints, snapshot=st.booleans())
+@given(tree=plan_trees, generated=plan_constraints, org_cmek=st.booleans())
 @example(  # a live topic that already violates; the change only adds a label
-    live=_live(regions=["us-east1"]),
-    topic=_topic(labels={"team": "pay"}),
+    tree=[(_live(regions=["us-east1"]), _topic(labels={"team": "pay"}))],
     generated=[(condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    snapshot=True,
-)
-@example(  # no snapshot: the organization known from Resource Manager alone, the
-    # constraints enforced on the organization and on the folder
-    live=None,
-    topic=_topic(labels={"tmp-x": "ops"}, regions=["us-east1"]),
-    generated=[
-        (condition("labels", 3, 0), "DENY", ["CREATE", "UPDATE"], "enforced", "organizations"),
-        (condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced", "folders"),
-    ],
-    snapshot=False,
+    org_cmek=False,
 )
 @example(  # already violating by its retention: a label change is refused ...
-    live=_live(retention="10m"),
-    topic=_topic(labels={"team": "pay"}),
+    tree=[(_live(retention="10m"), _topic(labels={"team": "pay"}))],
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    snapshot=True,
+    org_cmek=False,
 )
 @example(  # ... and a change that fixes it goes through
-    live=_live(retention="10m"),
-    topic=_topic(labels={"team": "pay"}, retention="2d"),
+    tree=[(_live(retention="10m"), _topic(labels={"team": "pay"}, retention="2d"))],
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    snapshot=True,
+    org_cmek=False,
 )
 @example(  # the live ingestion source and transforms, which specs do not manage, decide
-    live=_live(ingestion="cloudStorage", transforms="redact", kms=KEYS[0]),
-    topic=_topic(labels={"team": "pay"}),
+    tree=[(_live(ingestion="cloudStorage", transforms="redact", kms=KEYS[0]),
+           _topic(labels={"team": "pay"}))],
     generated=[
         (condition("ingestion", 1, 1), "DENY", ["CREATE", "UPDATE"], "enforced"),
         (condition("transforms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "dry-run"),
         (condition("kms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
     ],
-    snapshot=True,
+    org_cmek=False,
 )
 @example(  # a schema set by another tool is kept, and judged, when the spec omits it
-    live=_live(schema={"id": "orders", "encoding": "JSON", "first": False, "last": True}),
-    topic=_topic(labels={"tier": "ops"}),
+    tree=[(_live(schema={"id": "orders", "encoding": "JSON", "first": False, "last": True}),
+           _topic(labels={"tier": "ops"}))],
     generated=[(condition("schema", 0, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    snapshot=True,
+    org_cmek=False,
+)
+@example(  # what binds only creation: the new topic refused, the existing one reported
+    tree=[(_live(), _topic(labels={"team": "pay"})), (None, _topic(name="audit"))],
+    generated=[(condition("labels", 0, 1), "ALLOW", ["CREATE"], "enforced")],
+    org_cmek=True,
 )
 def test_plan_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
-    live: dict[str, Any] | None, topic: dict[str, Any], generated: list[Any],
-    snapshot: bool,
+    tree: list[tuple[dict[str, Any] | None, dict[str, Any]]], generated: list[Any],
+    org_cmek: bool,
 ) -> None:
+    """Per topic of a tree where some exist and some do not: the call the plan makes
+    (CreateTopic, or UpdateTopic of a live topic that may already violate) is refused
+    by the server exactly when the plan reports an error for that topic; what the org
+    would refuse of a new topic only (CMEK, a constraint that binds only creation) is
+    reported for a topic that exists as an existing violation, once, never an error."""
     from reconciler.backends.topicproto import topic_to_proto
 
-    server, publisher, orgpolicy, schemas, dry_runs, hierarchy = world
+    server, publisher, orgpolicy, schemas, dry_runs = world
     n = next(_numbers)
     org, project = f"organizations/{19000 + n}", f"plan-{n}"
     revisions = _schemas(schemas, project)
-    folder, ancestry = _place(hierarchy, org, project)
-    name = f"projects/{project}/topics/{topic['name']}"
-    if live is not None:
-        _create_live(publisher, name, live, project, revisions)
+    for live, topic in tree:
+        if live is not None:
+            name = f"projects/{project}/topics/{topic['name']}"
+            _create_live(publisher, name, live, project, revisions)
     root = tmp_path_factory.mktemp("plan") / "specs"
     root.mkdir()
     # No regions: `inherit` for a new topic, left unmanaged for a live one.
-    (root / "topic.yaml").write_text(_spec(project, topic, revisions, unmanaged=live is not None))
-    if snapshot:  # else the organization is known from Resource Manager alone
-        (root / "org-policy.yaml").write_text(yaml.safe_dump({"ancestry": ancestry}))
-    # The call apply would make, from a plan made before the constraints exist.
+    (root / "topic.yaml").write_text(dump_all([
+        _doc(project, topic, revisions, unmanaged=live is not None) for live, topic in tree
+    ]))
+    (root / "org-policy.yaml").write_text(f"ancestry:\n  projects/{project}: {org}\n")
+    server.set_ancestry(f"projects/{project}", org)
+    # The calls apply would make, from a plan made before the constraints exist.
     code, before, stderr = _plan_json(run_cli, server, root)
     assert code == 0 and before is not None, stderr
-    (rc,) = [c for c in before["resource_changes"] if c["address"] == name]
-    custom, policies = _documents(org, project, generated, False, folder)
+    calls = {c["address"]: c for c in before["resource_changes"]}
+    custom, policies = _documents(org, project, generated, False, org_cmek)
     _put(orgpolicy, org, custom, policies)
     code, planned, stderr = _plan_json(run_cli, server, root)
     assert planned is not None, stderr
     diagnostics = planned["diagnostics"]
-    # The tree's snapshot knows none of the constraints: the plan names each of them
-    # (and nothing else: the snapshot places the project where Resource Manager does).
-    stale = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
-    assert len(stale) == (1 if snapshot else 0), stale
-    for i, (_, _, _, mode, *_) in enumerate(generated if snapshot else ()):
-        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale[0], stale
-    said = [d for d in diagnostics if d["code"].startswith("org-custom")]
-    assert not [d for d in said if d["code"] == "org-custom-not-checked"], said
-    errors = [d for d in said if d["severity"] == "error"]
-    for d in errors:  # on the terminal too, at the topic's line
-        assert f"{d['file']}:{d['line']}:{d['col']}: error[{d['code']}]" in stderr, stderr
-    dry_warned = {_ID.search(d["message"]).group(1)  # type: ignore[union-attr]
-                  for d in said if d["severity"] == "warning"}
-    assert all(generated[int(c.removeprefix("custom.rule"))][3] == "dry-run"
-               for c in dry_warned), said
-    if rc["request"] is None:  # nothing to send: nothing to judge
-        assert not errors
-        return
-    body = dict(rc["request"]["topic"])
-    if rc["request"]["method"] == "CreateTopic":
-        body["labels"] = {**body.get("labels", {}), "reconcile-plan": MARKER}
-        call = lambda: publisher.create_topic(request=topic_to_proto(body))  # noqa: E731
-    else:  # as apply makes it: the labels read now, merged, and the plan's marker
-        labels = dict(publisher.get_topic(topic=name).labels)
-        merge = rc["request"].get("label_merge") or {}
-        labels = {k: v for k, v in labels.items() if k not in merge.get("remove", [])}
-        labels.update(merge.get("set", {}))
-        body["labels"] = {**labels, "reconcile-plan": MARKER}
-        mask = sorted(set(rc["request"]["update_mask"]) | {"labels"})
-        call = lambda: publisher.update_topic(  # noqa: E731
-            request={"topic": topic_to_proto(body), "update_mask": {"paths": mask}}
-        )
-    try:
-        call()
-    except exceptions.FailedPrecondition as exc:
-        assert code == 1 and errors, f"the server refused what plan accepts: {exc.message}"
-        if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":  # every constraint was judged
-            assert dry_runs.of(name) == dry_warned, said
-        return
-    assert code == 0 and not errors, f"plan refuses what the server accepts: {errors}"
-    assert dry_runs.of(name) == dry_warned, said  # the dry runs it would log, warned of
+    # The tree's snapshot knows none of the constraints: the plan names each of them.
+    (stale,) = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
+    for i, (_, _, _, mode) in enumerate(generated):
+        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale, stale
+    assert not [d for d in diagnostics if d["code"] == "org-custom-not-checked"], diagnostics
+    assert code == (1 if any(d["severity"] == "error" for d in diagnostics) else 0), stderr
+    create_only = {f"custom.rule{i}" for i, g in enumerate(generated)
+                   if "UPDATE" not in g[2] and g[3] == "enforced"}
+    for live, topic in tree:
+        name = f"projects/{project}/topics/{topic['name']}"
+        mine = [d for d in diagnostics if d["topic"] == name]
+        assert all(name in d["message"] for d in mine), mine
+        errors = [d for d in mine if d["severity"] == "error"]
+        for d in errors:  # on the terminal too, at the topic's line (alone or grouped)
+            at = f"{d['file']}:{d['line']}:{d['col']}"
+            assert f"{at}: error[{d['code']}]" in stderr or (
+                f"\n  {at}: {name}\n" in stderr and f": error[{d['code']}]: " in stderr
+            ), stderr
+        said = [d for d in mine if d["code"].startswith("org-custom")]
+        dry_warned = {_ID.search(d["message"]).group(1)  # type: ignore[union-attr]
+                      for d in said if d["severity"] == "warning"}
+        assert all(generated[int(c.removeprefix("custom.rule"))][3] == "dry-run"
+                   for c in dry_warned), said
+        # Existing violations: reported once each, never errors, only of a live topic.
+        existing = [d for d in mine if d["code"].startswith("existing-")]
+        assert all(d["severity"] == "warning" for d in existing), existing
+        assert live is not None or not existing, existing
+        key = topic["kms"] if topic["kms"] is not None else (live or {}).get("kms")
+        keyless = org_cmek and key is None
+        if live is not None:
+            assert [d["code"] for d in existing].count("existing-cmek-required") == keyless
+            assert not [d for d in mine if d["code"] == "org-cmek-required"], mine
+            for d in existing:
+                if d["code"] == "existing-custom-constraint":
+                    assert _ID.search(d["message"]).group(1) in create_only, d  # type: ignore[union-attr]
+        rc = calls[name]
+        if rc["request"] is None:  # nothing to send: nothing to judge
+            assert not errors
+            continue
+        body = dict(rc["request"]["topic"])
+        if rc["request"]["method"] == "CreateTopic":
+            body["labels"] = {**body.get("labels", {}), "reconcile-plan": MARKER}
+            call = lambda body=body: publisher.create_topic(  # noqa: E731
+                request=topic_to_proto(body))
+        else:  # as apply makes it: the labels read now, merged, and the plan's marker
+            labels = dict(publisher.get_topic(topic=name).labels)
+            merge = rc["request"].get("label_merge") or {}
+            labels = {k: v for k, v in labels.items() if k not in merge.get("remove", [])}
+            labels.update(merge.get("set", {}))
+            body["labels"] = {**labels, "reconcile-plan": MARKER}
+            mask = sorted(set(rc["request"]["update_mask"]) | {"labels"})
+            call = lambda body=body, mask=mask: publisher.update_topic(  # noqa: E731
+                request={"topic": topic_to_proto(body), "update_mask": {"paths": mask}}
+            )
+        try:
+            call()
+        except exceptions.FailedPrecondition as exc:
+            assert errors, f"the server refused what plan accepts for {name}: {exc.message}"
+            if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":  # every constraint was judged
+                assert dry_runs.of(name) == dry_warned, said
+            elif "restrictNonCmekServices" in exc.message:
+                assert [d["code"] for d in errors] == ["org-cmek-required"], errors
+            continue
+        assert not errors, f"plan refuses what the server accepts for {name}: {errors}"
+        assert dry_runs.of(name) == dry_warned, said  # the dry runs it would log, warned of

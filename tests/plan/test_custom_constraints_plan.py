@@ -235,10 +235,12 @@ def test_a_live_topic_in_a_region_no_longer_allowed_gets_its_labels(
     result = run_cli("apply", str(root), "--emulator", local_server.address, "--auto-approve")
     assert result.exit_code == 0, result.stderr
     out = result.stdout + result.stderr
-    assert "warning[org-location-denied]" in out
+    assert out.count("warning[existing-location-denied]") == 1, out  # said once
+    assert "org-location-denied" not in out
     assert (
         "topic projects/proj-a/topics/old exists with region 'us-east1' in its storage "
-        "policy, which the effective constraints/gcp.resourceLocations no longer allows"
+        "policy, which the effective constraints/gcp.resourceLocations of project proj-a "
+        "does not allow (allowed: europe-west1); the plan leaves the policy as it is"
     ) in out
     assert "the service would refuse creating" not in out
     live = publisher_client.get_topic(topic=f"projects/{PROJECT}/topics/old")

@@ -15,11 +15,12 @@ from hypothesis import strategies as st
 from reconciler.backends.base import ObservedTopic
 from reconciler.orgpolicy.locations import LocationRestriction
 from reconciler.ownership import OWNERSHIP_LABEL, RESERVED_PREFIX
-from reconciler.plan.differ import diff_topic, org_diagnostics
+from reconciler.plan.differ import diff_topic
 from reconciler.plan.model import Request
 from reconciler.plan.policy import computed_policy
 from reconciler.spec.checks import OrgFacts
 from reconciler.spec.desired import DesiredTopic, StorageIntent
+from reconciler.spec.orgrules import org_problems, subject_of
 from reconciler.topic import MASK_PATHS, is_managed_key, policy_json
 
 REGIONS = ["us-central1", "us-east1", "europe-west1", "asia-east1", "europe-west4"]
@@ -76,7 +77,7 @@ def case_st(draw: Any) -> tuple[DesiredTopic, OrgFacts]:
             StorageIntent("explicit", regions, draw(st.sampled_from(eits))),
             file=desired.file, line=desired.line,
         )
-    assert not org_diagnostics(desired, facts)
+    assert not org_problems(subject_of(desired), facts)
     return desired, facts
 
 

@@ -259,9 +259,10 @@ def test_publishers_are_checked_against_the_live_org_policy(
     # europe-west1 is certain, an error without --strict-groups.
     result = plan(run_cli, local_server, specs(rerouted, ordered))
     assert result.exit_code == 1
-    assert "error[publisher-ordering-region]: publishers in 'europe-west1' use ordering " in (
-        result.stderr
-    )
+    assert (
+        "error[publisher-ordering-region]: publishers of topic projects/proj-a/topics/ordered "
+        "in 'europe-west1' use ordering "
+    ) in result.stderr
     assert "membership not verified" not in result.stderr
     assert result.stdout == ""
     assert local_server.counters.get("CreateTopic") == 0

@@ -103,7 +103,10 @@ def test_explicit_false_under_enforcement_is_forced_true_by_both(
     checked = run_cli("validate", str(root), "--org-policy", str(policy))
     assert checked.exit_code == 0
     assert "warning[org-in-transit]" in checked.stdout
-    assert "stores enforceInTransit: true whatever the spec says" in checked.stdout
+    assert (
+        "stores enforceInTransit: true on topic projects/proj-a/topics/orders whatever the "
+        "spec says"
+    ) in checked.stdout
     applied = run_cli(
         "apply",
         str(root),

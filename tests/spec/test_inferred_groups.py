@@ -1,8 +1,11 @@
 """Value groups whose membership is inferred (issue 13): a refusal that rests on one is
 a warning that says so, `--strict-groups` makes it an error, and the location data
 records where every group comes from. A region outside the geography an inferred
-group can hold is certainly not a member: refusing it is an error (issue 21), in
-`validate` (snapshot) and `plan` (live org policy) alike."""
+group can hold is certainly not a member: refusing it is an error (issue 21). Whether
+a region refusal stops anything depends on whether the topic exists (a topic that
+lists it already keeps it): `plan` refuses a new topic (live org policy), and
+`validate` (snapshot), which cannot know, says so in a warning that still tells a
+certain refusal from an inferred one."""
 
 from __future__ import annotations
 
@@ -47,25 +50,40 @@ def test_a_refusal_resting_on_an_inferred_group_is_a_warning(run_cli: Any, tmp_p
     assert line.startswith(f"{root / 'topics.yaml'}:7:")
     assert "warning[org-location-denied]: region 'asia-southeast3' is not allowed" in line
     assert "membership not verified for in:asia-locations" in line
-    assert "--strict-groups makes this an error" in line
+    assert "--strict-groups counts it as refused" in line
+    assert "the topic may exist, so `reconcile plan` decides" in line
 
 
-def test_strict_groups_makes_it_an_error(run_cli: Any, tmp_path: Path) -> None:
+def test_strict_groups_makes_it_an_error_for_a_new_topic(
+    run_cli: Any, local_server: Any, tmp_path: Path
+) -> None:
+    from reconciler.orgpolicy.model import Policy
+
     root = tree(tmp_path, "in:asia-locations", "asia-southeast3")
-    result = run_cli("validate", str(root), "--strict-groups")
+    local_server.put_policy(Policy.from_dict(
+        yaml.safe_load(location_policy_doc(PROJECT, "in:asia-locations"))
+    ))
+    result = run_cli("plan", str(root), "--emulator", local_server.address, "--strict-groups")
     assert result.exit_code == 1
-    assert "error[org-location-denied]: region 'asia-southeast3' is not allowed" in result.stdout
+    assert "error[org-location-denied]: region 'asia-southeast3' is not allowed" in (
+        result.stderr
+    )
+    # Offline, the topic may exist: validate leaves it to plan, strict or not.
+    validated = run_cli("validate", str(root), "--strict-groups")
+    assert validated.exit_code == 0, validated.stdout
+    assert "warning[org-location-denied]: region 'asia-southeast3'" in validated.stdout
 
 
-def test_a_region_outside_the_groups_geography_is_an_error(run_cli: Any, tmp_path: Path) -> None:
+def test_a_region_outside_the_groups_geography_is_certain(run_cli: Any, tmp_path: Path) -> None:
     root = tree(tmp_path, "in:us-locations", "asia-east1")
     result = run_cli("validate", str(root))
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # the topic may exist: plan decides
     (line,) = result.stdout.splitlines()
     assert line.startswith(f"{root / 'topics.yaml'}:7:")
-    assert "error[org-location-denied]: region 'asia-east1' is not allowed" in line
+    assert "warning[org-location-denied]: region 'asia-east1' is not allowed" in line
     assert "asia-east1 is in none of the allowed groups: in:us-locations holds only us-*" in line
     assert "inferred" not in line and "may be a member" not in line
+    assert "a new topic before any call" in line
 
 
 def test_plan_refuses_it_from_the_live_org_policy(
@@ -97,11 +115,11 @@ def test_plan_refuses_it_from_the_live_org_policy(
     assert "membership not verified for in:us-locations" in maybe.stdout
 
 
-def test_a_refusal_by_a_verified_group_stays_an_error(run_cli: Any, tmp_path: Path) -> None:
+def test_a_refusal_by_a_verified_group_is_certain(run_cli: Any, tmp_path: Path) -> None:
     root = tree(tmp_path, "in:eu-locations", "europe-west2")  # London: not in eu-locations
-    result = run_cli("validate", str(root))
-    assert result.exit_code == 1
-    assert "error[org-location-denied]: region 'europe-west2' is not allowed" in result.stdout
+    result = run_cli("validate", str(root), "--strict-groups")
+    assert result.exit_code == 0  # the topic may exist: plan decides
+    assert "warning[org-location-denied]: region 'europe-west2' is not allowed" in result.stdout
     assert "inferred" not in result.stdout
 
 

@@ -87,6 +87,7 @@ def test_json_format_lists_the_same_diagnostics(run_cli, tmp_path: Path) -> None
             "message": "unknown kind 'Topik'; expected one of: Topic, HedgingProfile, "
             "Defaults, Owner; did you mean 'Topic'?",
             "hint": None,
+            "topic": None,  # not about a topic: a document
         }
     ]
 
