@@ -391,12 +391,6 @@ class LocalServer:
         """The same across every subscription attached to the topic."""
         return self.state.subs.topic_stats(topic)
 
-    def set_limits(self, limits: Limits) -> None:
-        """Change the front's bounds (timeouts, sizes); new connections follow them."""
-        self.limits = limits
-        if self._front is not None:
-            self._front.limits = limits
-
     @property
     def open_connections(self) -> int:
         """Client connections the front holds now (each counts against

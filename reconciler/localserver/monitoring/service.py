@@ -131,7 +131,7 @@ class MonitoringService:
         subs = self.state.subs
         out = []
         if resource_type == "pubsub_snapshot":
-            for snapshot_id, retained in subs.snapshot_stats(project, only):
+            for snapshot_id, retained in subs.snapshots.stats(project, only):
                 labels = {"project_id": project, "snapshot_id": snapshot_id}
                 if keep(labels):
                     out.append((labels, retained))

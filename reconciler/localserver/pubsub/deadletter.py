@@ -1,6 +1,7 @@
 """Dead-letter policies as the service applies them: what a policy must name, the
-message a forward publishes to the dead-letter topic, where that publish lands, and
-the thread that forwards what nobody pulls again.
+message a forward publishes to the dead-letter topic, where that publish lands, the
+thread that forwards what nobody pulls again, and the subscriptions' attempts
+(`DeadLetters`, owned by `subscriptions.Subscriptions`).
 
 The facts (Google Cloud's "Handle message failures" page,
 https://cloud.google.com/pubsub/docs/handling-failures, and the `DeadLetterPolicy`
@@ -29,18 +30,21 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import grpc
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.names import parse_topic
 from reconciler.localserver.api.status import ServiceError, not_found
+from reconciler.localserver.persistence import journal as j
 from reconciler.localserver.persistence.journal import StateWriteError
-from reconciler.localserver.pubsub.backlog import Batch
+from reconciler.localserver.pubsub.backlog import Backlog, Batch, Delivered
+from reconciler.localserver.pubsub.journaled import Writes
+from reconciler.localserver.pubsub.records import decode_attempts, encode_attempts
 from reconciler.localserver.schemas.settings import has_schema, validate_request
 from reconciler.orgpolicy.publishing import Refusal, land
 
@@ -271,3 +275,153 @@ class Sweeper:
                 if not self._poked and not self._stopping.is_set():
                     self._cond.wait(None if due is None else max(0.0, due - time.monotonic()))
                 self._poked = False
+
+
+# ------------------------------------------------------------------ the bookkeeping
+
+
+class State(Writes, Protocol):
+    """What the dead letters need of the server state besides its writes."""
+
+    def get_topic(self, name: str) -> Any | None: ...
+    def schema_revisions(self, name: str) -> list[Any] | None: ...
+
+
+class Sources(Protocol):
+    """What the dead letters need of the subscriptions (`subscriptions.Subscriptions`,
+    which owns them), called under the state's `lock`."""
+
+    def backlog(self, name: str) -> Backlog | None: ...
+    def raw(self, name: str) -> Any | None: ...
+    def wake(self, name: str) -> None: ...
+    def dead_lettered(
+        self, source: str, topic_name: str, topic: Any, forward: Forward, raw: bytes
+    ) -> None: ...
+
+
+class DeadLetters:
+    """The subscriptions with a dead-letter policy, under the state's locks: their
+    delivery attempts (counted in each backlog, journaled by a pull, replayed) and
+    the `Sweeper` that forwards what used up its attempts."""
+
+    def __init__(self, state: State, subs: Sources, stopping: threading.Event) -> None:
+        self.state = state
+        self.subs = subs
+        self._counting: set[str] = set()  # subscriptions with a policy
+        self._replayed: dict[str, dict[int, int]] = {}  # applied once loaded
+        self._ready = False
+        self._stopping = stopping
+        self.sweeper = Sweeper(self._sweep, stopping)
+
+    def track(self, name: str, backlog: Backlog, config: Any) -> None:
+        """Under `lock`, as a subscription's config is stored: its attempts are
+        counted while it has a policy."""
+        backlog.set_max_attempts(max_attempts(config))
+        if backlog.max_attempts:
+            self._counting.add(name)
+            if self._ready:
+                self.sweeper.start()
+                self.sweeper.poke()
+        else:
+            self._counting.discard(name)
+
+    def forget(self, name: str) -> None:
+        """Under `lock`: the subscription is gone."""
+        self._counting.discard(name)
+        self._replayed.pop(name, None)
+
+    def reset(self, name: str) -> None:
+        """Under `lock`, while the journal is replayed: the attempts replayed so far
+        are for messages a detach or a Seek reset."""
+        self._replayed.pop(name, None)
+
+    def handed_out(self, name: str, got: list[Delivered]) -> None:
+        """After a pull leased `got`: with a policy, the attempts handed out are
+        durable before the reply."""
+        state = self.state
+        if not got or not state.durable or name not in self._counting:
+            return
+        handed = [(d.batch.first_id + d.index, d.attempt) for d in got]
+        with state.wlock:
+            ticket = state.write_grouped([(j.DELIVERY_ATTEMPTS, name, encode_attempts(handed))])
+        state.sync_grouped(ticket, lambda: None)
+
+    def replay_attempts(self, name: str, value: bytes) -> None:
+        """A DELIVERY_ATTEMPTS record, kept until the state is loaded."""
+        counts = self._replayed.setdefault(name, {})
+        for msg_id, count in decode_attempts(value):
+            counts[msg_id] = max(counts.get(msg_id, 0), count)
+
+    def loaded(self) -> None:
+        """The journal is replayed: the backlogs get their replayed attempts."""
+        for name, counts in self._replayed.items():
+            backlog = self.subs.backlog(name)
+            if backlog is not None:
+                backlog.set_attempts(counts)
+        self._replayed.clear()
+
+    def records(self) -> Iterator[j.Record]:
+        """The attempts of every subscription with a policy, for a snapshot."""
+        for name in self._counting:
+            backlog = self.subs.backlog(name)
+            counts = backlog.attempt_counts() if backlog is not None else None
+            if counts:
+                yield j.DELIVERY_ATTEMPTS, name, encode_attempts(counts)
+
+    def ready(self) -> None:
+        """The state is loaded (and its journal open): forwarding may start."""
+        with self.state.lock:
+            self._ready = True
+            if self._counting:
+                self.sweeper.start()
+                self.sweeper.poke()
+
+    def watch(self, backlog: Backlog) -> None:
+        """Under `lock`, after a backlog changed: the sweeper forwards what is
+        exhausted and waits for the deadlines of subscriptions with a policy."""
+        if backlog.max_attempts:
+            self.sweeper.poke()
+
+    def _sweep(self) -> float | None:
+        """The sweeper's round."""
+        state = self.state
+        due: float | None = None
+        with state.lock:
+            now = time.monotonic()
+            exhausted = []
+            for name in self._counting:
+                backlog = self.subs.backlog(name)
+                if backlog is None:
+                    continue
+                backlog.release_expired(now)
+                if backlog.exhausted:
+                    exhausted.append(name)
+                deadline = backlog.next_deadline()
+                if deadline is not None and (due is None or deadline < due):
+                    due = deadline
+        for name in exhausted:
+            with state.wlock:
+                if self._stopping.is_set():
+                    return None
+                self._forward(name)
+        return due
+
+    def _forward(self, name: str) -> None:
+        """Under `wlock`: forward the subscription's exhausted messages to its
+        dead-letter topic (one DEAD_LETTERED record per request, durable first)."""
+        state = self.state
+        with state.lock:
+            backlog = self.subs.backlog(name)
+            config = self.subs.raw(name)
+            if backlog is None or config is None or not backlog.exhausted:
+                return
+            held = list(backlog.exhausted.items())
+        topic_name = config.dead_letter_policy.dead_letter_topic
+        topic = state.get_topic(topic_name)
+        forwards, refused = plan_forwards(name, topic_name, topic, held, state.schema_revisions)
+        if refused:
+            with state.lock:
+                backlog.unexhaust(refused)
+                self.subs.wake(name)
+        for forward, raw in forwards:
+            self.subs.dead_lettered(name, topic_name, topic, forward, raw)

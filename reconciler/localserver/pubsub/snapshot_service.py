@@ -32,8 +32,8 @@ from reconciler.localserver.pubsub.snapshots import (
     expire_time_ns,
 )
 from reconciler.localserver.pubsub.state import ServerState
+from reconciler.localserver.pubsub.subindex import DELETED_TOPIC
 from reconciler.localserver.pubsub.subscriber_service import parse_subscription
-from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
 from reconciler.orgpolicy.custom import SNAPSHOT
 
 UPDATABLE_PATHS = ("labels", "expire_time")
@@ -56,7 +56,7 @@ def _iso(ns: int) -> str:
 class SnapshotService:
     def __init__(self, state: ServerState) -> None:
         self.state = state
-        self.subs = state.subs
+        self.snapshots = state.subs.snapshots
 
     # ------------------------------------------------------------------- admin
 
@@ -86,14 +86,14 @@ class SnapshotService:
             check_call(self.state.policy_store, project, SNAPSHOT, "CREATE", config)
             return config, expire_ns
 
-        created = self.subs.create_snapshot(name, request.subscription, build)
+        created = self.snapshots.create(name, request.subscription, build)
         if created is None:
             raise already_exists("Snapshot already exists")
         return created
 
     def get_snapshot(self, request: Any, call: CallInfo) -> Any:
         parse_snapshot(request.snapshot)
-        found = self.subs.get_snapshot(request.snapshot)
+        found = self.snapshots.get(request.snapshot)
         if found is None:
             raise not_found(NO_SNAPSHOT)
         return found.config
@@ -102,8 +102,7 @@ class SnapshotService:
         project = parse_project(request.project)
         size = page_size(request.page_size)
         after = decode_token(request.page_token, f"projects/{project}/snapshots/")
-        snapshots = self.subs.snapshots
-        page, last = self.subs.snapshot_page(lambda: snapshots.in_project(project), after, size)
+        page, last = self.snapshots.page(lambda index: index.in_project(project), after, size)
         response = protos.ListSnapshotsResponse(snapshots=[s.config for s in page])
         if last:
             response.next_page_token = encode_token(last)
@@ -115,8 +114,7 @@ class SnapshotService:
         after = decode_token(request.page_token, f"projects/{project}/snapshots/")
         if self.state.get_topic(request.topic) is None:
             raise not_found("Topic not found")
-        snapshots = self.subs.snapshots
-        page, last = self.subs.snapshot_page(lambda: snapshots.of_topic(request.topic), after, size)
+        page, last = self.snapshots.page(lambda index: index.of_topic(request.topic), after, size)
         response = protos.ListTopicSnapshotsResponse(snapshots=[s.name for s in page])
         if last:
             response.next_page_token = encode_token(last)
@@ -167,14 +165,14 @@ class SnapshotService:
             )
             return config
 
-        updated = self.subs.update_snapshot(given.name, change)
+        updated = self.snapshots.update(given.name, change)
         if updated is None:
             raise not_found(NO_SNAPSHOT)
         return updated
 
     def delete_snapshot(self, request: Any, call: CallInfo) -> Any:
         parse_snapshot(request.snapshot)
-        if not self.subs.delete_snapshot(request.snapshot):
+        if not self.snapshots.delete(request.snapshot):
             raise not_found(NO_SNAPSHOT)
         return protos.Empty()
 
@@ -218,7 +216,7 @@ class SnapshotService:
                     "considered a distinct topic for these purposes."
                 )
 
-        self.subs.seek(request.subscription, time_ns, snapshot_name, check)
+        self.snapshots.seek(request.subscription, time_ns, snapshot_name, check)
         return protos.SeekResponse()
 
     # ------------------------------------------------------------------ wiring

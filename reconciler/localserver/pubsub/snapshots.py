@@ -1,6 +1,6 @@
 """Snapshots and Seek in the server state: what a snapshot retains, when it expires,
 how a Seek resets a subscription's acknowledgement state, and their journal values.
-Plain data: the state lock guards it, `subscriptions.Subscriptions` journals the
+Plain data: the state lock guards it, `snapshotstore.SnapshotStore` journals the
 changes (durable before visible) and replays them here.
 
 The service's rules (docs/local-server.md cites where each comes from):

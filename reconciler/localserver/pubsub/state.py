@@ -1,30 +1,18 @@
 """Server state: topics, org policies and custom constraints, the resource hierarchy
 (`policy_store.ancestry`: child -> parent, the one record of where a project or a
 folder sits, which the org-policy evaluation walks; and the Resource Manager fields
-of the projects and folders created through its API), (in `subscriptions`)
-subscriptions with their messages, and (in `schemas.registry`) schemas with their
-revisions.
+of the projects and folders created through its API), IAM policies, (in
+`subscriptions`) subscriptions with their messages, and (in `schemas.registry`)
+schemas with their revisions.
 
-Durable before visible: a change is journaled and fsynced *before* memory changes,
-so nothing a reader or a reply has seen can be lost by a crash, and a write that
-fails (`StateWriteError`: a full or failing disk) leaves memory as it was; the
-caller answers with an error and reads go on.
-
-Two locks. `wlock` orders every change and the journal (held while a change is
-decided and written; admin changes also hold it through their fsync, so one admin
-change is durable before the next is decided); `lock` guards memory, held briefly
-by readers and by each change as it is applied. Publish and Acknowledge, the hot
-paths, write under `wlock` but wait for their fsync outside it, sharing one fsync
-with every other writer then waiting (group commit), and are applied afterwards;
-compaction waits for those in flight. Stored protos are never mutated in place, so
-a handler may serialize what it read after letting go of the lock.
+How a change is written (durable before visible, two locks, group commit,
+compaction) and how the state is opened from its journal: `journaled`.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -33,12 +21,10 @@ from typing import Any
 
 from google.protobuf import json_format
 
-from reconciler.errors import InputError
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
-from reconciler.localserver.api.wellknown import check_times
 from reconciler.localserver.persistence import journal as j
-from reconciler.localserver.persistence.loading import StateDamaged
+from reconciler.localserver.pubsub.journaled import JournaledState
 from reconciler.localserver.pubsub.messages import DEFAULT_KEEP_MESSAGES, DEFAULT_MAX_BACKLOG
 from reconciler.localserver.pubsub.subscriptions import Subscriptions
 from reconciler.localserver.schemas.registry import DELETED_REVISION, SchemaRegistry
@@ -48,27 +34,6 @@ from reconciler.orgpolicy.custom import CustomConstraint
 from reconciler.orgpolicy.model import Policy
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.topicrules import DELETED_SCHEMA
-
-log = logging.getLogger(__name__)
-
-UNUSABLE_HINT = (
-    "restart with `reconcile local-server --state {dir} --recover`: it keeps every "
-    "other record, sets the unusable ones aside in a file beside the state (named in "
-    "its report) and writes a fresh snapshot without them"
-)
-
-
-# Records holding a resource a request carried: replayed only if the request's own
-# checks of durations and timestamps (`wellknown`, applied to every request) pass.
-_CHECKED_ON_REPLAY: dict[int, Any] = {
-    j.PUT_TOPIC: protos.Topic,
-    j.PUT_SUBSCRIPTION: protos.Subscription,
-    j.DETACH_SUBSCRIPTION: protos.Subscription,
-    j.PUT_POLICY: protos.Policy,
-    j.SNAPSHOT_CONFIG: protos.Snapshot,
-    j.PUT_IAM_POLICY: protos.IamPolicy,
-    j.PUT_SCHEMA: protos.ListSchemaRevisionsResponse,
-}
 
 
 def policy_from_proto(pb: Any) -> Policy:
@@ -81,7 +46,7 @@ def policy_to_proto(policy: Policy) -> Any:
     return json_format.ParseDict(policy.to_dict(), protos.Policy(), ignore_unknown_fields=True)
 
 
-class ServerState:
+class ServerState(JournaledState):
     """In memory when `state_dir` is None; otherwise journaled under `state_dir`.
 
     Opening a damaged state raises `StateDamaged` unless `recover`; `loaded` then
@@ -103,10 +68,7 @@ class ServerState:
     ) -> None:
         if keep_messages < 0:
             raise ValueError("keep_messages must not be negative")
-        self.wlock = threading.RLock()
-        self.lock = threading.RLock()
-        self._idle = threading.Condition(self.lock)
-        self._in_flight = 0  # grouped writes journaled but not yet applied
+        super().__init__()
         self._topics: dict[str, Any] = {}
         self._by_project: dict[str, list[str]] = {}
         self.keep_messages = keep_messages
@@ -120,83 +82,31 @@ class ServerState:
         # IAM policies by resource name; a resource's goes when the resource does.
         self._iam: dict[str, Any] = {}
         # Collection ("topics") -> whether a resource of it exists: the Pub/Sub
-        # resources a policy may be set on (`add_resource_kind` adds more).
+        # resources a policy may be set on.
         self._resource_kinds: dict[str, Callable[[str], bool]] = {
             "topics": lambda name: name in self._topics,
             "subscriptions": lambda name: self.subs.raw(name) is not None,
             "schemas": lambda name: self.schemas.revisions(name) is not None,
-            "snapshots": lambda name: self.subs.get_snapshot(name) is not None,
+            "snapshots": lambda name: self.subs.snapshots.get(name) is not None,
         }
-        self._journal: j.Journal | None = None
-        self.loaded: j.Loaded | None = None
         self.subs = Subscriptions(
             self, keep_messages, destination_locations or {}, max_backlog=max_backlog
         )
         self.schemas = SchemaRegistry(self)
         if state_dir is not None:
-            journal = j.Journal(
-                Path(state_dir), fsync=fsync, compact_after_bytes=compact_after_bytes
+            self._open(
+                state_dir, fsync=fsync, compact_after_bytes=compact_after_bytes, recover=recover
             )
-            try:
-                self.loaded = journal.load(recover=recover)
-                for note in self.loaded.notes:
-                    log.warning("local server: %s", note)
-                unusable = self._replay(self.loaded.records)
-                self.loaded.records = []  # applied; do not keep a second copy
-                self.subs.loaded()
-                if unusable:
-                    self._set_aside(journal, unusable, recover)
-                if self.loaded.rewrite or unusable:  # recovery or migration: a fresh snapshot
-                    journal.compact(self._all_records())
-            except BaseException:
-                journal.close()
-                raise
-            self._journal = journal
         self.subs.ready()  # after the journal is open: forwards are journaled
 
-    @property
-    def durable(self) -> bool:
-        return self._journal is not None
+    def _replayed(self) -> None:
+        self.subs.loaded()
 
-    # ----------------------------------------------------------------- journal plumbing
-
-    def _replay(self, records: list[j.Record]) -> list[tuple[j.Record, str]]:
-        """Apply the loaded records; those that cannot be applied (a value an earlier
-        version journaled without checking it, such as a push endpoint that is no
-        URL or a duration no JSON can hold, or bytes that decode as no record of
-        their kind) are returned with the reason, having changed nothing."""
-        unusable = []
-        with self.lock:  # nobody else yet; the conditions want it held
-            for record in records:
-                try:
-                    checked = _CHECKED_ON_REPLAY.get(record[0])
-                    if checked is not None:  # what a request's check would refuse
-                        check_times(checked.FromString(record[2]))
-                    self._apply(record)
-                except InputError:  # a record of a newer writer: its own message
-                    raise
-                except Exception as exc:  # whatever a reader of the record refuses
-                    unusable.append((record, str(exc) or type(exc).__name__))
-        return unusable
-
-    def _set_aside(
-        self, journal: j.Journal, unusable: list[tuple[j.Record, str]], recover: bool
-    ) -> None:
-        """Refuse a state holding records it cannot use, naming the first; under
-        `recover`, keep them in a file of their own and say so in the recovery's
-        report (`Loaded.report`; the caller then writes the state without them)."""
-        loaded = self.loaded
-        assert loaded is not None
-        if not recover:
-            record, why = unusable[0]
-            more = f" (and {len(unusable) - 1} more)" if len(unusable) > 1 else ""
-            raise StateDamaged(
-                f"{journal.directory}: the state holds {j.describe(record)}{more}, which "
-                f"this local server cannot use: {why}; it refuses to start on it",
-                hint=UNUSABLE_HINT.format(dir=journal.directory),
-            )
-        loaded.unusable_file = journal.set_aside([record for record, _ in unusable])
-        loaded.unusable = [(j.describe(record), why) for record, why in unusable]
+    def close(self, *, compact: bool = True) -> None:
+        """Release the state directory (`JournaledState.close`), after waking every
+        waiting pull: the server is stopping."""
+        self.subs.stop()
+        super().close(compact=compact)
 
     def _apply(self, record: j.Record) -> None:
         kind, key, value = record
@@ -226,64 +136,6 @@ class ServerState:
         else:
             self.subs.apply(record)
 
-    def commit(self, *records: j.Record) -> None:
-        """Make `records` durable, under `wlock` and before memory changes; raises
-        `StateWriteError` (nothing written) when the disk refuses."""
-        if self._journal is None or not records:
-            return
-        self._journal.append(list(records))
-
-    def write_grouped(self, records: list[j.Record]) -> int:
-        """Under `wlock`: journal `records` (not yet durable) for a change applied
-        after `sync_grouped`; a ticket (0 in memory). Compaction waits for it."""
-        if self._journal is None:
-            return 0
-        ticket = self._journal.write(records)
-        with self.lock:
-            self._in_flight += 1
-        return ticket
-
-    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any:
-        """Outside `wlock`: wait for the shared fsync, then apply under `lock`."""
-        try:
-            if ticket:
-                assert self._journal is not None
-                self._journal.sync(ticket)
-            with self.lock:
-                return apply()
-        finally:
-            if ticket:
-                with self.lock:
-                    self._in_flight -= 1
-                    self._idle.notify_all()
-
-    def settle(self) -> None:
-        """Under `wlock`: wait until every grouped write journaled so far (a Publish,
-        an Acknowledge) is applied, so that memory is what replaying the journal up
-        to here gives (a snapshot or a Seek computed from it replays the same)."""
-        with self.lock:
-            while self._in_flight:
-                self._idle.wait()
-
-    def maybe_compact(self) -> None:
-        """Fold the journal into the snapshot once it has grown enough (under `wlock`,
-        after a change is in memory, which the snapshot must hold). A failure is
-        logged, not raised: the change is durable in the journal, which stays valid."""
-        journal = self._journal
-        if journal is None or not journal.should_compact():
-            return
-        try:
-            self._compact(journal)
-        except j.StateWriteError as exc:
-            journal.compact_after_bytes *= 2  # not on every later write
-            log.warning("local server: %s; the journal keeps every change", exc)
-
-    def _compact(self, journal: j.Journal) -> None:
-        self.settle()
-        with self.lock:
-            records = list(self._all_records())
-        journal.compact(records)
-
     def _all_records(self) -> Iterator[j.Record]:
         for child, parent in self.policy_store.ancestry.items():
             yield j.SET_ANCESTRY, child, parent.encode("utf-8")
@@ -301,36 +153,6 @@ class ServerState:
         yield from self.subs.records()
         for name, policy in self._iam.items():  # after the resources they belong to
             yield j.PUT_IAM_POLICY, name, policy.SerializeToString()
-
-    def inject_write_failure(self, code: int, *, count: int, at: str) -> None:
-        if self._journal is None:
-            raise ValueError("an in-memory server writes no state to fail")
-        self._journal.inject_failure(code, count=count, at=at)
-
-    def compact(self) -> None:
-        """Fold the journal into the snapshot now (also done automatically)."""
-        with self.wlock:
-            if self._journal is not None:
-                self._compact(self._journal)
-
-    def close(self, *, compact: bool = True) -> None:
-        """Release the state directory; `compact=False` leaves the journal exactly as
-        a crash would. A compaction the disk refuses is skipped with a warning: the
-        journal alone holds every acknowledged change."""
-        self.subs.stop()
-        with self.wlock:
-            if self._journal is not None:
-                if compact and self._journal.broken is None:
-                    try:
-                        self._compact(self._journal)
-                    except j.StateWriteError as exc:
-                        log.warning(
-                            "local server: not compacted at stop (%s); the journal keeps "
-                            "every acknowledged change",
-                            exc,
-                        )
-                self._journal.close()
-                self._journal = None
 
     # ------------------------------------------------------------------------ topics
 
@@ -587,13 +409,6 @@ class ServerState:
             self.maybe_compact()
 
     # ------------------------------------------------------------------ IAM policies
-
-    def add_resource_kind(self, collection: str, exists: Callable[[str], bool]) -> None:
-        """Let IAM policies be set on the resources of `collection` ("snapshots"):
-        `exists(name)` says whether one exists (called under `wlock`). The room that
-        keeps them calls `forget_iam_policy(name)` when one is dropped (live and when
-        the journal is replayed)."""
-        self._resource_kinds[collection] = exists
 
     def resource_exists(self, name: str) -> bool:
         """Whether "projects/P/COLLECTION/ID" names a resource this server holds."""

@@ -56,7 +56,7 @@ from reconciler.localserver.pubsub.subconfig import (
     clear_outputs,
     updated,
 )
-from reconciler.localserver.pubsub.subscriptions import DELETED_TOPIC
+from reconciler.localserver.pubsub.subindex import DELETED_TOPIC
 from reconciler.orgpolicy.custom import SUBSCRIPTION
 from reconciler.orgpolicy.publishing import (
     declared_region_problem,

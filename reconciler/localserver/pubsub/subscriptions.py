@@ -23,9 +23,10 @@ time), as the service acknowledges them on the subscriber's behalf: they are nev
 delivered, count in no unacknowledged figure, and with retain_acked_messages are
 retained acked. Replaying a PUBLISH applies the same filter (it cannot change) again.
 
-Dead-letter policies (`deadletter`): attempts are counted in the backlog while a
-subscription has one; a pull journals the attempts it hands out; messages that used
-up theirs are forwarded by the `deadletter.Sweeper` thread, journaled as one record.
+Dead-letter policies (`deadletter.DeadLetters`): attempts are counted in the backlog
+while a subscription has one; a pull journals the attempts it hands out; messages
+that used up theirs are forwarded by the `deadletter.Sweeper` thread, journaled as
+one record. Snapshots and Seek: `snapshotstore.SnapshotStore`.
 """
 
 from __future__ import annotations
@@ -40,73 +41,40 @@ from typing import Any, Protocol
 from reconciler.errors import InputError
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.paging import page_after
-from reconciler.localserver.api.wire import length_delimited
 from reconciler.localserver.persistence import journal as j
-from reconciler.localserver.pubsub import ackids, deadletter, exports
+from reconciler.localserver.pubsub import ackids, deadletter
 from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Backlog, BacklogStats, Batch, Delivered, Ref
 from reconciler.localserver.pubsub.filters import Filter, FilterError, compile_filter
+from reconciler.localserver.pubsub.journaled import Writes
 from reconciler.localserver.pubsub.limits import DEFAULT_SUBSCRIPTION_RETENTION_S, duration_seconds
 from reconciler.localserver.pubsub.messages import DEFAULT_MAX_BACKLOG, MessageLog
 from reconciler.localserver.pubsub.records import (
     decode_ack,
-    decode_attempts,
     decode_backlog,
     decode_forward,
     decode_next_id,
     decode_publish,
     encode_ack,
-    encode_attempts,
     encode_backlog,
     encode_forward,
     encode_next_id,
     encode_publish,
 )
-from reconciler.localserver.pubsub.snapshots import (
-    Held,
-    Snapshot,
-    SnapshotIndex,
-    decode_seek,
-    decode_snapshot,
-    encode_seek,
-    encode_snapshot,
-    message_id,
-    published_from,
-    seek_sets,
-)
-from reconciler.names import project_of
+from reconciler.localserver.pubsub.snapshotstore import SnapshotStore
+from reconciler.localserver.pubsub.subindex import DELETED_TOPIC, SubscriptionIndex
 
 log = logging.getLogger(__name__)
 
 
-class ServerState(Protocol):
+class ServerState(Writes, Protocol):
     """What subscriptions need of the server state (`state.ServerState`, which owns
-    them): its two locks and its journal. Stated here so that the two modules do not
-    import each other."""
+    them) besides its writes. Stated here so that the two modules do not import each
+    other."""
 
-    wlock: threading.RLock
-    lock: threading.RLock
-
-    @property
-    def durable(self) -> bool: ...
     def get_topic(self, name: str) -> Any | None: ...
-    def commit(self, *records: j.Record) -> None: ...
-    def write_grouped(self, records: list[j.Record]) -> int: ...
-    def sync_grouped(self, ticket: int, apply: Callable[[], Any]) -> Any: ...
-    def settle(self) -> None: ...
-    def maybe_compact(self) -> None: ...
     def forget_iam_policy(self, name: str) -> None: ...
     def schema_revisions(self, name: str) -> list[Any] | None: ...
-
-
-DELETED_TOPIC = "_deleted-topic_"
-def _write_view(out: Any, config: Any, topic: Any | None, state: str | None) -> None:
-    """`config` as the service answers it: its delivery state, and the topic's
-    message retention (an output-only field)."""
-    out.CopyFrom(config)
-    exports.set_state(out, state)
-    if topic is not None and topic.HasField("message_retention_duration"):
-        out.topic_message_retention_duration.CopyFrom(topic.message_retention_duration)
 
 
 class Subscriptions:
@@ -123,40 +91,25 @@ class Subscriptions:
         self.state = state
         self.keep_messages = keep_messages
         self.max_backlog = max_backlog
-        self.locations = {exports.check_key(k): v for k, v in destination_locations.items()}
-        self._subs: dict[str, Any] = {}
-        self._kind: dict[str, str | None] = {}  # name -> destination key (None: pull)
-        self._by_project: dict[str, list[str]] = {}
-        self._by_topic: dict[str, list[str]] = {}  # attached subscriptions, sorted
+        self.index = SubscriptionIndex(state, destination_locations)
+        self._subs = self.index.configs  # read as is on the hot paths
         self._backlogs: dict[str, Backlog] = {}
         self._filters: dict[str, Filter] = {}  # subscriptions with a filter
-        # name -> (config, topic, state, serialized view): see `_listed_field`
-        self._listed: dict[str, tuple[Any, Any, str | None, bytes]] = {}
         self._conds: dict[str, threading.Condition] = {}
         self._maintained: dict[str, float] = {}
         self._logs: dict[str, MessageLog] = {}
         self._next_id = 1
         self._loading: dict[int, Batch] = {}
-        self.snapshots = SnapshotIndex(on_drop=state.forget_iam_policy)
+        self.snapshots = SnapshotStore(state, self)
         self.stopping = threading.Event()
-        self._counting: set[str] = set()  # subscriptions with a dead-letter policy
-        self._replayed_attempts: dict[str, dict[int, int]] = {}  # applied once loaded
-        self._ready = False
-        self.sweeper = deadletter.Sweeper(self._sweep, self.stopping)
+        self.dead_letters = deadletter.DeadLetters(state, self, self.stopping)
 
     # ---------------------------------------------------------------- configs
 
     def _put(self, config: Any) -> None:
         name = config.name
-        kind = exports.destination_key(config)  # first: a config it refuses changes nothing
-        old = self._subs.get(name)
-        if old is None:
-            bisect.insort(self._by_project.setdefault(project_of(name), []), name)
+        if self.index.put(config):  # first: a config it refuses changes nothing
             self._conds[name] = threading.Condition(self.state.lock)
-        elif old.topic in self._by_topic:
-            self._unlink(old.topic, name)
-        self._subs[name] = config
-        self._kind[name] = kind
         self._put_filter(name, config.filter)
         backlog = self._backlogs.get(name)
         retention = (
@@ -174,19 +127,10 @@ class Subscriptions:
         else:
             backlog.retention_s = retention
             backlog.retain_acked = config.retain_acked_messages
-        backlog.set_max_attempts(deadletter.max_attempts(config))
-        if backlog.max_attempts:
-            self._counting.add(name)
-            if self._ready:
-                self.sweeper.start()
-                self.sweeper.poke()
-        else:
-            self._counting.discard(name)
+        self.dead_letters.track(name, backlog, config)
         if config.detached:
-            self._replayed_attempts.pop(name, None)
+            self.dead_letters.reset(name)
             backlog.purge()
-        elif config.topic != DELETED_TOPIC:
-            bisect.insort(self._by_topic.setdefault(config.topic, []), name)
 
     def _put_filter(self, name: str, text: str) -> None:
         """Compile the subscription's filter (checked at create; immutable after). One
@@ -204,26 +148,11 @@ class Subscriptions:
         if compiled is not None:
             self._filters[name] = compiled
 
-    def _unlink(self, topic: str, name: str) -> None:
-        names = self._by_topic.get(topic, [])
-        if name in names:
-            names.remove(name)
-        if not names:
-            self._by_topic.pop(topic, None)
-
     def _drop(self, name: str) -> None:
-        config = self._subs.pop(name)
-        self._kind.pop(name, None)
-        self._unlink(config.topic, name)
-        names = self._by_project.get(project_of(name), [])
-        i = bisect.bisect_left(names, name)
-        if i < len(names) and names[i] == name:
-            del names[i]
+        self.index.drop(name)
         self._backlogs.pop(name, None)
-        self._counting.discard(name)
-        self._replayed_attempts.pop(name, None)
+        self.dead_letters.forget(name)
         self._filters.pop(name, None)
-        self._listed.pop(name, None)
         self._maintained.pop(name, None)
         cond = self._conds.pop(name)
         cond.notify_all()  # waiting pulls see it gone
@@ -233,54 +162,19 @@ class Subscriptions:
         """Under `lock`: the topic's subscriptions stay, pointing at _deleted-topic_;
         its log of recent messages goes; its snapshots name _deleted-topic_ too."""
         self._logs.pop(topic, None)
-        self.snapshots.topic_deleted(topic, DELETED_TOPIC, _orphaned)
-        for name in self._by_topic.pop(topic, []):
-            config = protos.Subscription()
-            config.CopyFrom(self._subs[name])
-            config.topic = DELETED_TOPIC
-            self._subs[name] = config
+        self.snapshots.topic_deleted(topic, DELETED_TOPIC)
+        self.index.topic_deleted(topic)
 
     def get(self, name: str) -> Any | None:
         """The stored config with its delivery state as of now (None if missing)."""
         out = protos.Subscription()
         with self.state.lock:
-            return out if self._view_into(name, out) else None
-
-    def _view_into(self, name: str, out: Any) -> bool:
-        """Under `lock`: write what `get` answers into `out` (False if missing)."""
-        config = self._subs.get(name)
-        if config is None:
-            return False
-        topic = self.state.get_topic(config.topic)
-        _write_view(out, config, topic, self._state_of(name, topic))
-        return True
-
-    def _listed_field(self, name: str) -> bytes:
-        """Under `lock`: what `get` answers, serialized as field 1 of a
-        ListSubscriptionsResponse. Kept while the config, its topic (both replaced,
-        never changed in place) and the delivery state stay the same: a page is 1,000
-        of them, and a plan lists every page of every project."""
-        config = self._subs[name]
-        topic = self.state.get_topic(config.topic)
-        state = self._state_of(name, topic)
-        kept = self._listed.get(name)
-        if kept is not None and kept[0] is config and kept[1] is topic and kept[2] == state:
-            return kept[3]
-        view = protos.Subscription()
-        _write_view(view, config, topic, state)
-        field = length_delimited(1, view.SerializeToString())
-        self._listed[name] = (config, topic, state, field)
-        return field
+            return out if self.index.view_into(name, out) else None
 
     def raw(self, name: str) -> Any | None:
         """The config as stored (no computed fields)."""
         with self.state.lock:
             return self._subs.get(name)
-
-    def _state_of(self, name: str, topic: Any | None) -> str | None:
-        if self._kind.get(name) is None:
-            return None
-        return exports.delivery_state(self._subs[name], topic, self.locations)
 
     def create(self, name: str, build: Any) -> Any | None:
         """Store `build()` (run under `wlock`: it checks the topic) unless `name`
@@ -343,16 +237,15 @@ class Subscriptions:
         the `subscriptions` of a ListSubscriptionsResponse, in one hold of the lock;
         the last name listed when more follow, else ""."""
         with self.state.lock:
-            page, last = page_after(self._by_project.get(project, []), after, limit)
-            return b"".join(map(self._listed_field, page)), last  # index and configs agree
+            return self.index.page(project, after, limit)
 
     def names_in_project(self, project: str) -> list[str]:
         with self.state.lock:
-            return list(self._by_project.get(project, ()))
+            return self.index.in_project(project)
 
     def list_topic(self, topic: str, after: str, limit: int) -> tuple[list[str], str]:
         with self.state.lock:
-            return page_after(self._by_topic.get(topic, []), after, limit)
+            return page_after(self.index.attached(topic), after, limit)
 
     # ------------------------------------------------------------ exports and push
 
@@ -362,9 +255,7 @@ class Subscriptions:
         state = self.state
         topic = state.get_topic(topic_name)
         now_ns = time.time_ns()
-        for name in list(self._by_topic.get(topic_name, [])):
-            if self._kind.get(name) is None or self._state_of(name, topic) != exports.ACTIVE:
-                continue
+        for name in self.index.delivering(topic_name, topic):
             backlog = self._backlogs[name]
             with state.lock:
                 ids = sorted(b.first_id + i for b, i in backlog.unacked_refs())
@@ -376,19 +267,10 @@ class Subscriptions:
 
     def set_location(self, key: str, location: str | None) -> None:
         """Declare (None: forget) where an export or push destination is."""
-        exports.check_key(key)
         with self.state.wlock:
-            if location is None:
-                self.locations.pop(key, None)
-            else:
-                self.locations[key] = location
-            for topic in list(self._by_topic):
+            self.index.set_location(key, location)
+            for topic in self.index.topics_attached():
                 self.settle_exports(topic)
-
-    def _receives(self, name: str, topic: Any) -> bool:
-        """False for an export or push subscription that is ACTIVE: it delivers each
-        message on arrival (nothing held)."""
-        return self._kind[name] is None or self._state_of(name, topic) != exports.ACTIVE
 
     # -------------------------------------------------------------------- publish
 
@@ -406,7 +288,7 @@ class Subscriptions:
             if topic is None:
                 return None
             region = place(topic)
-            receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
+            receivers = self.index.receivers(topic_name, topic)
             first = self._next_id
             self._next_id += count
             publish_ns = time.time_ns()
@@ -424,7 +306,7 @@ class Subscriptions:
         if log is None:
             log = self._logs[batch.topic] = MessageLog(self.keep_messages)
         log.add(batch)
-        self.snapshots.receive(batch)
+        self.snapshots.index.receive(batch)
         for name in receivers:
             backlog = self._backlogs.get(name)
             if backlog is None or self._subs[name].detached:
@@ -451,7 +333,7 @@ class Subscriptions:
 
     def _maintain(self, name: str, backlog: Backlog, now: float) -> None:
         backlog.release_expired(now)
-        self._watch(backlog)
+        self.dead_letters.watch(backlog)
         if now - self._maintained.get(name, 0.0) >= 1.0:
             self._maintained[name] = now
             backlog.expire(time.time_ns())
@@ -470,12 +352,8 @@ class Subscriptions:
         None when the subscription does not exist (or went away meanwhile). With a
         dead-letter policy the attempts handed out are durable before the reply."""
         got = self._lease(name, max_messages, ack_deadline, wait, max_bytes, cancelled)
-        if got and self.state.durable and name in self._counting:
-            handed = [(d.batch.first_id + d.index, d.attempt) for d in got]
-            record = encode_attempts(handed)
-            with self.state.wlock:
-                ticket = self.state.write_grouped([(j.DELIVERY_ATTEMPTS, name, record)])
-            self.state.sync_grouped(ticket, lambda: None)
+        if got:
+            self.dead_letters.handed_out(name, got)
         return got
 
     def _lease(
@@ -498,7 +376,7 @@ class Subscriptions:
                 self._maintain(name, backlog, now)
                 got = backlog.take(max_messages, now + ack_deadline, max_bytes)
                 if got:
-                    self._watch(backlog)  # a new deadline the sweeper waits for
+                    self.dead_letters.watch(backlog)  # a new deadline the sweeper waits for
                 if got or now >= end or self.stopping.is_set():
                     return got
                 if cancelled is not None and cancelled():
@@ -527,7 +405,7 @@ class Subscriptions:
     def stop(self) -> None:
         """Wake every waiting pull and the sweeper: the server is stopping."""
         self.stopping.set()
-        self.sweeper.poke()
+        self.dead_letters.sweeper.poke()
         with self.state.lock:
             for cond in self._conds.values():
                 cond.notify_all()
@@ -545,7 +423,7 @@ class Subscriptions:
                 if backlog is None:
                     return None
                 ids, stale = backlog.current(ack_ids, time.monotonic())
-                self._watch(backlog)
+                self.dead_letters.watch(backlog)
             if not ids:
                 return ids, stale
             ticket = state.write_grouped([(j.ACK, name, encode_ack(now_ns, ids))])
@@ -571,7 +449,7 @@ class Subscriptions:
             now = time.monotonic()
             ids, stale = backlog.current(ack_ids, now)
             backlog.modify(ids, seconds, now)
-            self._watch(backlog)
+            self.dead_letters.watch(backlog)
             if seconds <= 0:
                 self._conds[name].notify_all()
             return ids, stale
@@ -581,70 +459,36 @@ class Subscriptions:
             backlog = self._backlogs.get(name)
             return backlog is not None and backlog.is_leased(msg_id)
 
-    # ------------------------------------------------------------ dead letters
+    # ------------------------------------------------------- dead letters, Seek
 
     def ready(self) -> None:
         """The state is loaded (and its journal open): forwarding may start."""
+        self.dead_letters.ready()
+
+    def backlog(self, name: str) -> Backlog | None:
+        """Under `lock`: the subscription's backlog (None if missing)."""
+        return self._backlogs.get(name)
+
+    def keeps(self, name: str) -> Callable[[Ref], bool]:
+        """Whether the subscription's filter keeps a message (all without a filter)."""
+        flt = self._filters.get(name)
+        if flt is None:
+            return lambda ref: True
+        matches = flt.matches
+        return lambda ref: matches(ref[0].stamped()[ref[1]].attributes)
+
+    def dead_lettered(
+        self, source: str, topic_name: str, topic: Any, forward: deadletter.Forward, raw: bytes
+    ) -> None:
+        """Under `wlock`: publish `forward` (its request's bytes `raw`) to the
+        dead-letter topic and acknowledge its messages on `source`, as one record
+        (durable first)."""
+        receivers = self.index.receivers(topic_name, topic)
+        head = encode_publish(self._next_id, time.time_ns(), forward.region, receivers)
+        value = encode_forward(time.time_ns(), forward.ids, topic_name, head + raw)
+        self.state.commit((j.DEAD_LETTERED, source, value))
         with self.state.lock:
-            self._ready = True
-            if self._counting:
-                self.sweeper.start()
-                self.sweeper.poke()
-
-    def _watch(self, backlog: Backlog) -> None:
-        """Under `lock`, after a backlog changed: the sweeper forwards what is
-        exhausted and waits for the deadlines of subscriptions with a policy."""
-        if backlog.max_attempts:
-            self.sweeper.poke()
-
-    def _sweep(self) -> float | None:
-        """The sweeper's round (`deadletter.Sweeper`)."""
-        state = self.state
-        due: float | None = None
-        with state.lock:
-            now = time.monotonic()
-            exhausted = []
-            for name in self._counting:
-                backlog = self._backlogs[name]
-                backlog.release_expired(now)
-                if backlog.exhausted:
-                    exhausted.append(name)
-                deadline = backlog.next_deadline()
-                if deadline is not None and (due is None or deadline < due):
-                    due = deadline
-        for name in exhausted:
-            with state.wlock:
-                if self.stopping.is_set():
-                    return None
-                self._dead_letter(name)
-        return due
-
-    def _dead_letter(self, name: str) -> None:
-        """Under `wlock`: forward the subscription's exhausted messages to its
-        dead-letter topic (one DEAD_LETTERED record per request, durable first)."""
-        state = self.state
-        with state.lock:
-            backlog = self._backlogs.get(name)
-            config = self._subs.get(name)
-            if backlog is None or config is None or not backlog.exhausted:
-                return
-            held = list(backlog.exhausted.items())
-        topic_name = config.dead_letter_policy.dead_letter_topic
-        topic = state.get_topic(topic_name)
-        forwards, refused = deadletter.plan_forwards(
-            name, topic_name, topic, held, state.schema_revisions
-        )
-        if refused:
-            with state.lock:
-                backlog.unexhaust(refused)
-                self._conds[name].notify_all()
-        for forward, raw in forwards:
-            receivers = [n for n in self._by_topic.get(topic_name, ()) if self._receives(n, topic)]
-            head = encode_publish(self._next_id, time.time_ns(), forward.region, receivers)
-            value = encode_forward(time.time_ns(), forward.ids, topic_name, head + raw)
-            state.commit((j.DEAD_LETTERED, name, value))
-            with state.lock:
-                self._apply_forward(name, value)
+            self._apply_forward(source, value)
 
     def _apply_forward(self, source: str, value: bytes) -> None:
         """Under `lock`: a DEAD_LETTERED record (live or replayed)."""
@@ -658,168 +502,6 @@ class Subscriptions:
         if backlog is not None:
             backlog.ack(ids, ack_ns)
 
-    # ------------------------------------------------------------ snapshots, Seek
-
-    def create_snapshot(
-        self, name: str, source: str, build: Callable[[Any, int | None, int], tuple[Any, int]]
-    ) -> Any | None:
-        """Make snapshot `name` of subscription `source` (durable first): it retains the
-        source's unacknowledged messages and every later one of the topic. `build(source
-        config or None, oldest unacked publish ns or None, now ns)` runs under `wlock`,
-        returns (the Snapshot proto, its latest expire ns) or raises to refuse; None when
-        `name` exists."""
-        state = self.state
-        with state.wlock:
-            state.settle()  # what replaying the journal to here gives
-            now_ns = time.time_ns()
-            with state.lock:
-                self.snapshots.prune(now_ns)
-                if self.snapshots.get(name) is not None:
-                    return None
-                backlog = self._backlogs.get(source)
-                refs = sorted(backlog.unacked_refs(), key=message_id) if backlog else []
-            oldest = min((batch.publish_ns for batch, _ in refs), default=None)
-            config, max_expire_ns = build(self._subs.get(source), oldest, now_ns)
-            snapshot = Snapshot(config, now_ns, max_expire_ns, refs, self.max_backlog)
-            state.commit((j.PUT_SNAPSHOT, name, encode_snapshot(snapshot, source)))
-            with state.lock:
-                self.snapshots.put(snapshot)
-            state.maybe_compact()
-        return config
-
-    def _restore_snapshot(self, name: str, value: bytes) -> None:
-        """Replay a PUT_SNAPSHOT: its messages are found in the source subscription
-        (a snapshot made while the journal ran) or in a compacted state's batches."""
-        created_ns, max_expire_ns, source, ids, raw = decode_snapshot(value)
-        known: dict[int, Ref] = {}
-        backlog = self._backlogs.get(source)
-        if backlog is not None:
-            known = {message_id(ref): ref for ref in backlog.unacked_refs()}
-        loaded = self._loaded_refs()
-        refs = [r for r in (known.get(i) or loaded(i) for i in ids) if r is not None]
-        config = protos.Snapshot.FromString(raw)
-        self.snapshots.put(Snapshot(config, created_ns, max_expire_ns, refs, self.max_backlog))
-
-    def get_snapshot(self, name: str) -> Snapshot | None:
-        """The snapshot, unless missing or expired."""
-        with self.state.lock:
-            found = self.snapshots.get(name)
-            return found if found is not None and found.expire_ns() > time.time_ns() else None
-
-    def update_snapshot(self, name: str, change: Callable[[Snapshot], Any]) -> Any | None:
-        """Replace the snapshot's config with `change(snapshot)` (run under `wlock`; it
-        raises to refuse); None when it does not exist."""
-        state = self.state
-        with state.wlock:
-            with state.lock:
-                self.snapshots.prune(time.time_ns())
-                found = self.snapshots.get(name)
-            if found is None:
-                return None
-            config = change(found)
-            state.commit((j.SNAPSHOT_CONFIG, name, config.SerializeToString()))
-            with state.lock:
-                self.snapshots.set_config(name, config)
-            state.maybe_compact()
-        return config
-
-    def delete_snapshot(self, name: str) -> bool:
-        state = self.state
-        with state.wlock:
-            with state.lock:
-                self.snapshots.prune(time.time_ns())
-                if self.snapshots.get(name) is None:
-                    return False
-            state.commit((j.DELETE_SNAPSHOT, name, b""))
-            with state.lock:
-                self.snapshots.drop(name)
-            state.maybe_compact()
-        return True
-
-    def snapshot_page(
-        self, names: Callable[[], list[str]], after: str, limit: int
-    ) -> tuple[list[Snapshot], str]:
-        """A page of the unexpired snapshots `names()` lists (called under the lock),
-        and the last name returned when more follow (else "")."""
-        with self.state.lock:
-            now_ns = time.time_ns()
-            live: dict[str, Snapshot] = {}
-            for name in names():
-                found = self.snapshots.get(name)
-                if found is not None and found.expire_ns() > now_ns:
-                    live[name] = found
-            page, last = page_after(list(live), after, limit)
-            return [live[n] for n in page], last
-
-    def seek(
-        self,
-        name: str,
-        time_ns: int | None,
-        snapshot: str | None,
-        check: Callable[[Any | None, Snapshot | None], None],
-    ) -> None:
-        """Seek subscription `name` to a time or to a snapshot (durable first).
-        `check(subscription config or None, snapshot or None)` runs under `wlock` and
-        raises to refuse."""
-        state = self.state
-        with state.wlock:
-            state.settle()
-            now_ns = time.time_ns()
-            with state.lock:
-                self.snapshots.prune(now_ns)
-                target = self.snapshots.get(snapshot) if snapshot is not None else None
-            check(self._subs.get(name), target)
-            state.commit((j.SEEK, name, encode_seek(now_ns, time_ns, snapshot)))
-            with state.lock:
-                self._seek(name, now_ns, time_ns, snapshot)
-            state.maybe_compact()
-
-    def _seek(self, name: str, now_ns: int, time_ns: int | None, snapshot: str | None) -> None:
-        """Under `lock`: reset the subscription's acknowledgement state (`snapshots`)."""
-        backlog = self._backlogs.get(name)
-        if backlog is None:
-            return
-        held: list[Held] = [(b, i, None) for b, i in backlog.unacked_refs()]
-        held += backlog.acked_refs()
-        if snapshot is None:
-            assert time_ns is not None
-            target: Any = published_from(held, time_ns)
-        else:
-            found = self.snapshots.get(snapshot)
-            if found is None:
-                return
-            target = found.refs()
-        unacked, acked = seek_sets(held, target, now_ns, self._keeps(name))
-        backlog.purge()
-        backlog.restore(unacked, acked if backlog.retain_acked else [])
-        self._conds[name].notify_all()
-
-    def _keeps(self, name: str) -> Callable[[Ref], bool]:
-        """Whether the subscription's filter keeps a message (all without a filter)."""
-        flt = self._filters.get(name)
-        if flt is None:
-            return lambda ref: True
-        matches = flt.matches
-        return lambda ref: matches(ref[0].stamped()[ref[1]].attributes)
-
-    def snapshot_stats(
-        self, project: str, only: Any = None
-    ) -> list[tuple[str, BacklogStats]]:
-        """(snapshot ID, what it retains per region) of the project's unexpired
-        snapshots, in name order; `only`: none but these IDs."""
-        prefix = f"projects/{project}/snapshots/"
-        out = []
-        with self.state.lock:
-            now_ns = time.time_ns()
-            names = self.snapshots.in_project(project) if only is None else sorted(
-                prefix + i for i in only
-            )
-            for name in names:
-                found = self.snapshots.get(name)
-                if found is not None and found.expire_ns() > now_ns:
-                    out.append((name[len(prefix):], found.stats()))
-        return out
-
     # ------------------------------------------------------------------ read API
 
     def subscription_stats(self, name: str) -> BacklogStats | None:
@@ -832,7 +514,7 @@ class Subscriptions:
         """The same across every subscription attached to the topic."""
         out = BacklogStats()
         with self.state.lock:
-            for name in self._by_topic.get(topic, []):
+            for name in self.index.attached(topic):
                 out.merge(self._backlogs[name].stats())
         return out
 
@@ -858,7 +540,7 @@ class Subscriptions:
                 self._deliver(batch, [r for r in receivers if r in self._subs])
             else:
                 self._loading[first] = batch  # a snapshot's batch; BACKLOG refers to it
-                self.snapshots.receive(batch)  # (a compacted state lists them first)
+                self.snapshots.index.receive(batch)  # (a compacted state lists them first)
         elif kind == j.ACK:
             now_ns, ids = decode_ack(value)
             backlog = self._backlogs.get(key)
@@ -868,20 +550,12 @@ class Subscriptions:
             self._next_id = max(self._next_id, decode_next_id(value))
         elif kind == j.BACKLOG:
             self._restore_backlog(key, value)
-        elif kind == j.PUT_SNAPSHOT:
-            self._restore_snapshot(key, value)
-        elif kind == j.SNAPSHOT_CONFIG:
-            self.snapshots.set_config(key, protos.Snapshot.FromString(value))
-        elif kind == j.DELETE_SNAPSHOT:
-            self.snapshots.drop(key)
-        elif kind == j.SEEK:
-            now_ns, time_ns, snapshot = decode_seek(value)
-            self._replayed_attempts.pop(key, None)
-            self._seek(key, now_ns, time_ns, snapshot)
+        elif kind in (j.PUT_SNAPSHOT, j.SNAPSHOT_CONFIG, j.DELETE_SNAPSHOT, j.SEEK):
+            if kind == j.SEEK:
+                self.dead_letters.reset(key)
+            self.snapshots.apply(record, self._loaded_refs())
         elif kind == j.DELIVERY_ATTEMPTS:
-            counts = self._replayed_attempts.setdefault(key, {})
-            for msg_id, count in decode_attempts(value):
-                counts[msg_id] = max(counts.get(msg_id, 0), count)
+            self.dead_letters.replay_attempts(key, value)
         elif kind == j.DEAD_LETTERED:
             self._apply_forward(key, value)
         else:
@@ -891,13 +565,9 @@ class Subscriptions:
             )
 
     def loaded(self) -> None:
-        for name, counts in self._replayed_attempts.items():
-            backlog = self._backlogs.get(name)
-            if backlog is not None:
-                backlog.set_attempts(counts)
-        self._replayed_attempts.clear()
+        self.dead_letters.loaded()
         self._loading.clear()
-        self.snapshots.prune(time.time_ns())  # expiry is not journaled: it is a time
+        self.snapshots.index.prune(time.time_ns())  # expiry is not journaled: it is a time
 
     def _loaded_refs(self) -> Callable[[int], Ref | None]:
         """Finds a message of the batches a compacted state lists, by ID."""
@@ -946,7 +616,7 @@ class Subscriptions:
                 acked.append((batch.first_id + index, ack_ns))
             lists[name] = (sorted(unacked), acked)
         now_ns = time.time_ns()
-        kept = [s for s in self.snapshots.all() if s.expire_ns() > now_ns]
+        kept = self.snapshots.live(now_ns)
         for snapshot in kept:
             for batch, _ in snapshot.refs():
                 held[batch.first_id] = batch
@@ -956,17 +626,6 @@ class Subscriptions:
             yield j.PUBLISH, batch.topic, head + batch.request_bytes()
         for name, (unacked, acked) in lists.items():
             yield j.BACKLOG, name, encode_backlog(unacked, acked)
-        for name in self._counting:
-            counts = self._backlogs[name].attempt_counts()
-            if counts:
-                yield j.DELIVERY_ATTEMPTS, name, encode_attempts(counts)
-        for snapshot in kept:
-            yield j.PUT_SNAPSHOT, snapshot.name, encode_snapshot(snapshot, "")
+        yield from self.dead_letters.records()
+        yield from self.snapshots.records(kept)
 
-
-def _orphaned(config: Any) -> Any:
-    """A snapshot's config once its topic is deleted."""
-    out = protos.Snapshot()
-    out.CopyFrom(config)
-    out.topic = DELETED_TOPIC
-    return out
