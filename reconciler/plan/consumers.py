@@ -11,14 +11,18 @@ topics: `gauge_queries`), and the backlogs of the subscriptions of prune's candi
 (`prune_gauge_queries`). A subscribed candidate is deleted only with
 --prune-subscribed or the Owner document's pruneSubscribed entry naming it.
 
-    consumer_step(changes, topics, candidates, observation, prune_subscribed, owner)
+    consumer_step(changes, topics, owned, observation, tree_owner, prune,
+                  prune_subscribed) -> ConsumerStep   what make_plan adds to its changes
     gauge_queries(desired, observation) -> [GaugeQuery]   the topics that lose regions
+    backlog_queries(observation, queries) -> [GaugeQuery]   their subscriptions' gauges
     prune_gauge_queries(desired, observation) -> [GaugeQuery]   candidates' backlogs
     undeclared(desired, observation) -> (owned, legacy)   prune's candidates
+    outside_review(desired, observation) -> {project: [name]}   named, never changed
     affected_regions(rc) -> AffectedPolicy | None       what a change does to where
     consumer_warnings(subs, affected) -> list[str]
     paused_export_diagnostic(topic, subs) -> Diagnostic | None
-    left_behind(affected, stored, unknown) -> (figures, why unknown, warnings, notes)
+    left_behind(affected, stored, unknown, backlogs, retentions, topic_retains)
+        -> (figures, why unknown, warnings, notes)
     delete_said(subs, backlog) -> (warnings, notes)   what a delete does to consumers
     prune_refusal(name, subs, unknown, backlog) -> Diagnostic
     probable_renames(creates, undeclared) -> {address: warning}
