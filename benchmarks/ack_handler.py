@@ -6,6 +6,7 @@ same request. Prints the medians of the rounds after the first fifth
 (microseconds); the last line is one JSON object.
 
     python benchmarks/ack_handler.py [--rounds 3000]
+    python benchmarks/ack_handler.py --smoke   # a few rounds: that it runs (the suite's check)
     PYTHONPATH=DIR python benchmarks/ack_handler.py   # an extracted older tree
 """
 
@@ -33,7 +34,11 @@ SUB = "projects/bench-project/subscriptions/sub-one"
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rounds", type=int, default=3000)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 5
     state = ServerState()
     state.create_topic(TOPIC, lambda: protos.Topic(name=TOPIC))
     service = SubscriberService(state)

@@ -34,6 +34,7 @@ the prediction's 95% interval is within 10% of every value in the measurement's,
     python benchmarks/advise_hedged.py                      # 6,000 a run at 100/s (~15 min)
     python benchmarks/advise_hedged.py --per-shape 2000     # ~6 min, noisier
     python benchmarks/advise_hedged.py --shape 2            # one shape
+    python benchmarks/advise_hedged.py --smoke              # seconds: that it runs
 
 The last line of output is one JSON object with every figure.
 """
@@ -51,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import hedging as bench  # benchmarks/hedging.py: server, runs, verdicts
 
-CALIBRATION = 1_000
+CALIBRATION = 1_000  # messages of the calibration run (--smoke: 50)
 PREDICTED = bench.PREDICTED
 
 
@@ -83,7 +84,8 @@ def shape_case(
 
     profile = HedgingProfile(hedge_delay_ms=bench.HEDGE_DELAY_MS)
     srv.ask("faults", [])
-    cal = bench.run(srv, "ours", f"projects/{bench.PROJECT}/topics/calibrate-{n}", CALIBRATION,
+    calibration = 50 if args.smoke else CALIBRATION
+    cal = bench.run(srv, "ours", f"projects/{bench.PROJECT}/topics/calibrate-{n}", calibration,
                     100, one, args.rate, 2_000)
     own = cal.pop("server_metric").latencies.mean()
     overhead = [max(0.0, x - own) for x in cal["call_latencies_ms"]]
@@ -133,6 +135,7 @@ def shape_case(
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PREDICTED  # --smoke shrinks it
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--seed", type=int, default=2026, help="fault injection seed")
     parser.add_argument("--rate", type=float, default=100.0, help="offered load (messages/s)")
@@ -140,7 +143,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--server-workers", type=int, default=512)
     parser.add_argument("--shape", action="append", type=int,
                         choices=range(len(bench.SHAPES)), help="only this shape (repeatable)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny counts: checks that the script runs (no figures)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        args.per_shape, args.rate, args.shape = 100, 1000.0, [0]
+        PREDICTED = 2_000
 
     from google.cloud.pubsub_v1 import types
 

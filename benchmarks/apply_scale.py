@@ -14,6 +14,7 @@ least 12.5 s whatever the concurrency; this benchmark measures the executor.
     python benchmarks/apply_scale.py                 # 1,000 updates, concurrency 1, 8, 32
     python benchmarks/apply_scale.py --updates 200   # quicker
     python benchmarks/apply_scale.py --creates 5000  # creates: RPCs by method
+    python benchmarks/apply_scale.py --smoke         # 10 updates, 10 creates: that it runs
 
 `--creates N` plans N absent topics with `make_plan` and applies the plan with the
 executor (in-process server, so its RPC counters are read directly), 20 ms per RPC,
@@ -239,7 +240,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--creates", type=int, default=0, help="measure creating N topics instead"
     )
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args(argv)
+    if args.smoke:
+        print(json.dumps(run(10, [1, 8], args.server)))
+        print(json.dumps(run_creates(10, 8)))
+        return 0
     if args.creates:
         level = args.concurrency[0] if len(args.concurrency) == 1 else 8
         print(json.dumps(run_creates(args.creates, level)))

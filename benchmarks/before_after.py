@@ -21,6 +21,8 @@ Scenarios (`--only` picks some):
                        state, seeded by a first run not counted)
 
     python benchmarks/before_after.py --before DIR [--pairs 7] [--only SCENARIO ...]
+    python benchmarks/before_after.py --smoke   # this checkout against itself, 1/1000 of
+                                                # the sizes, one pair: that it runs
 
 The local servers run in this process (their CPU is not counted: the same for both).
 Both checkouts' bytecode is compiled first, as an install does. The last line printed
@@ -75,33 +77,34 @@ def reconcile(*args: str) -> list[str]:
 
 
 @contextmanager
-def plan_50k(work: Path, stack: ExitStack) -> Iterator[list[str]]:
+def plan_50k(work: Path, stack: ExitStack, topics: int) -> Iterator[list[str]]:
     from reconciler.localserver import LocalServer
 
-    tree = scale.make_tree(work / "t50k", 50_000)
+    tree = scale.make_tree(work / "t50k", topics)
     server = stack.enter_context(LocalServer(state_dir=None, fsync=False))
     scale.seed_live(server, tree)
     yield [str(tree), "--emulator", server.address]
 
 
 @contextmanager
-def residency_10k(work: Path, stack: ExitStack) -> Iterator[list[str]]:
+def residency_10k(work: Path, stack: ExitStack, topics: int) -> Iterator[list[str]]:
     from reconciler.localserver import LocalServer
 
-    specs = residency.write_tree(work, 10, 10_000, narrow=True)
+    specs = residency.write_tree(work, 10, topics, narrow=True)
     policy = work / "org-policy.yaml"  # restricts nothing
     policy.write_text("[]\n")
     server = stack.enter_context(LocalServer(state_dir=None, fsync=False))
-    residency.seed(server, 10, 10_000, 2)
+    residency.seed(server, 10, topics, 2)
     yield [str(specs), "--emulator", server.address, "--org-policy", str(policy)]
 
 
-def commands(only: list[str], work: Path, before: Path,
-             stack: ExitStack) -> dict[str, Callable[[str], list[str]]]:
-    """Each scenario's command for a side ("before" or "after")."""
+def commands(only: list[str], work: Path, before: Path, stack: ExitStack,
+             divisor: int = 1) -> dict[str, Callable[[str], list[str]]]:
+    """Each scenario's command for a side ("before" or "after"); `divisor` shrinks
+    every tree (the smoke run's 1/1000)."""
     out: dict[str, Callable[[str], list[str]]] = {}
     if {"plan-50k", "plan-out-50k", "show-50k"} & set(only):
-        target = stack.enter_context(plan_50k(work, stack))
+        target = stack.enter_context(plan_50k(work, stack, 50_000 // divisor))
         out["plan-50k"] = lambda side: reconcile("plan", *target)
         out["plan-out-50k"] = lambda side: reconcile(
             "plan", *target, "--out", str(work / f"plan-{side}.json"))
@@ -109,17 +112,18 @@ def commands(only: list[str], work: Path, before: Path,
         run(reconcile("plan", *target, "--out", str(shown)), before, work)
         out["show-50k"] = lambda side: reconcile("show", str(shown))
     if "residency-plan-10k" in only:
-        args = stack.enter_context(residency_10k(work, stack))
+        args = stack.enter_context(residency_10k(work, stack, 10_000 // divisor))
         out["residency-plan-10k"] = lambda side: reconcile("plan", *args)
     if "validate-cold" in only:
         small = work / "small"
         scale.small_tree(small)
         out["validate-cold"] = lambda side: reconcile("validate", str(small))
     if "validate-100k" in only:
-        big = scale.make_tree(work / "t100k", 100_000)
+        big = scale.make_tree(work / "t100k", 100_000 // divisor)
         out["validate-100k"] = lambda side: reconcile("validate", str(big))
     if "plan-local-specs" in only:
-        for side, checkout in (("before", before), ("after", ROOT)):
+        sides = {"after": ROOT} if before == ROOT else {"before": before, "after": ROOT}
+        for side, checkout in sides.items():
             repo = work / f"local-{side}"
             (repo / ".git").mkdir(parents=True)
             shutil.copytree(ROOT / "specs", repo / "specs")
@@ -132,10 +136,19 @@ def commands(only: list[str], work: Path, before: Path,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--before", required=True, type=Path, help="the older checkout")
+    parser.add_argument("--before", type=Path, help="the older checkout (required)")
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds: this checkout against itself at tiny sizes (no figures)")
     args = parser.parse_args()
+    divisor = 1
+    if args.smoke:
+        args.before, args.pairs, divisor = args.before or ROOT, 1, 1000
+        if args.only == list(SCENARIOS):  # plan-out and validate-100k: the same code again
+            args.only = [n for n in SCENARIOS if n not in ("plan-out-50k", "validate-100k")]
+    if args.before is None:
+        parser.error("--before DIR is required (an older checkout)")
     before = args.before.resolve()
     sides = {"before": before, "after": ROOT}
     for checkout in sides.values():
@@ -144,10 +157,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         work = Path(tmp)
         started = time.perf_counter()
-        scenarios = commands(args.only, work, before, stack)
+        scenarios = commands(args.only, work, before, stack, divisor)
         print(f"set up in {time.perf_counter() - started:.0f} s; {args.pairs} pairs each, "
               f"load average {os.getloadavg()[0]:.1f}", flush=True)
         for name, command in scenarios.items():
+            if args.smoke:  # each command once: that it runs
+                cpu_s, _ = run(command("after"), ROOT, work)
+                print(f"{name:20} ran ({cpu_s:.2f} s CPU)")
+                continue
             cpu: dict[str, list[float]] = {"before": [], "after": []}
             wall: dict[str, list[float]] = {"before": [], "after": []}
             for pair in range(args.pairs):

@@ -1,6 +1,7 @@
 """Compare the CEL libraries for Python that could evaluate org-policy custom constraints.
 
     python benchmarks/cel_libraries.py [--shared ../shared] [--rounds 7] [--json] [--failures]
+    python benchmarks/cel_libraries.py --smoke   # one round: that it runs
 
 Candidates: `cel-expr-python` (Google's, wraps cel-cpp), `common-expression-language`
 (Rust bindings), `cel-python` (pure Python). A library that is not installed is reported
@@ -674,7 +675,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--failures", action="store_true", help="list each failing test")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.rounds = 1
     data = args.shared / "data" / "cel-spec"
     if not data.is_dir():
         print(f"no cel-spec data at {data}: pass --shared DIR", file=sys.stderr)

@@ -2,6 +2,8 @@
 benchmarks/README.md.
 
     python benchmarks/custom_constraints.py [--topics 10000] [--pairs 7] [--set mixed]
+    python benchmarks/custom_constraints.py --smoke   # 20 topics, one pair, one cold pair
+                                                      # against this checkout: that it runs
 
 1. Scale: validate of the same generated tree (benchmarks/scale.py's topics, ten
    projects) with two snapshots: the location and in-transit policies alone, and the
@@ -175,7 +177,14 @@ def main() -> None:
     parser.add_argument("--no-scale", action="store_true", help="the cold start only")
     parser.add_argument("--floor", action="store_true",
                         help="only the library's cost per call for the conditions on the name")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.topics, args.pairs, args.cold_pairs = 20, 1, 1
+        args.before = args.before or ROOT
+        for what, micros in floor(args.topics).items():
+            print(f"{micros:7.1f} us  {what}")
     if args.floor:
         for what, micros in floor(args.topics).items():
             print(f"{micros:7.1f} us  {what}")

@@ -3,6 +3,7 @@
 to a topic with one subscription, without a filter and with one, CPU per call.
 
     python benchmarks/filters.py --calls 2000 --rounds 7
+    python benchmarks/filters.py --smoke   # a few calls: that it runs (the suite's check)
 
 Each round measures the two setups alternately (fresh in-memory servers, the same
 request bytes: 100 messages of 1 KiB, half of them with the attribute the filter
@@ -59,7 +60,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.calls, args.rounds = 5, 1
     wire, raw = _request()
     figures: dict[str, list[float]] = {"no filter": [], "filter": []}
     for _ in range(args.rounds):

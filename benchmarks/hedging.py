@@ -44,6 +44,7 @@ client's bound (attempts in flight when their batch ended).
     python benchmarks/hedging.py --only-shapes --rate 100 --per-shape 10000 --shape 1
     python benchmarks/hedging.py            # + throughput/saturation, 500/s (long)
     python benchmarks/hedging.py --quick    # 15,000 / 3,000 (sampling noise!)
+    python benchmarks/hedging.py --smoke    # seconds, tiny counts, one shape: that it runs
     python benchmarks/hedging.py --latencies-out lat.txt   # then: reconcile hedging advise lat.txt
 
 The last line of output is one JSON object with every figure.
@@ -546,6 +547,7 @@ def tail_shape(
 
 
 def main(argv: list[str] | None = None) -> int:
+    global PREDICTED, CALIBRATION  # --smoke shrinks them
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer messages (~2 min)")
     parser.add_argument("--seed", type=int, default=2026, help="fault injection seed")
@@ -562,9 +564,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--latencies-out", help="write the official client's 2%%-tail latencies (ms) here"
     )
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny counts: checks that the script runs (no figures)")
     args = parser.parse_args(argv)
     bulk = 15_000 if args.quick else 60_000
     tail = args.per_shape or (3_000 if args.quick else 30_000)
+    if args.smoke:
+        bulk, tail, args.runs, args.rate, args.shape = 200, 100, 1, 1000.0, [0]
+        args.only_shapes = True  # the bulk cases run the same run() as the shapes
+        PREDICTED, CALIBRATION = 2_000, 50
 
     from google.cloud.pubsub_v1 import types
 

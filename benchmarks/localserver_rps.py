@@ -16,6 +16,8 @@ writers). The last line printed is one JSON object.
     python benchmarks/localserver_rps.py --publish-pull [--batches 1000] [--rounds 5]
     python benchmarks/localserver_rps.py --publish-pull --front-only   # the front's cost
     python benchmarks/localserver_rps.py --publish-pull --before /tmp/before  # vs a commit
+    python benchmarks/localserver_rps.py --smoke   # seconds: the RPC mode, the soak and the
+                                                   # front-only publish-pull, tiny (no JVM)
 
 --publish-pull measures publish -> pull end to end beside Google's emulator:
 per round and server, B Publish calls of 100 messages, then B Pull calls of 100, then
@@ -657,7 +659,13 @@ def main() -> None:
         action="store_true",
         help="with --publish-cpu: also ours with gRPC alone on the port (no front)",
     )
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.seconds, args.clients, args.topics = 0.3, 2, 20
+        publish_soak(2_000)
+        publish_pull(20, 1, 20, True, None)
     before = Path(args.before).resolve() if args.before else None
     if before is not None and not (before / "reconciler" / "__main__.py").is_file():
         parser.error(f"--before {args.before}: not a checkout of this repository")

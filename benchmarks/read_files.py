@@ -3,6 +3,7 @@ checkout beside an older checkout's, over the same files, rounds interleaved.
 
     python benchmarks/read_files.py --before /tmp/read-before            # 100,000 files
     python benchmarks/read_files.py --before /tmp/read-before --files 1001 --topics 100
+    python benchmarks/read_files.py --smoke   # 50 files, this checkout against itself
 
 The files are spec files as `scale.py` writes them (`--topics` per file). Each round
 reads every file once with each reader (alternating which goes first); the figures
@@ -69,11 +70,17 @@ def bare(path: Path) -> bytes:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--before", required=True, help="an older checkout")
+    parser.add_argument("--before", help="an older checkout (required)")
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--topics", type=int, default=1, help="topics per file")
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds: this checkout against itself at tiny sizes (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.before, args.files, args.rounds = args.before or str(ROOT), 50, 1
+    if args.before is None:
+        parser.error("--before DIR is required (an older checkout)")
     after, before = load_fileio(ROOT), load_fileio(Path(args.before).resolve())
     limit = 8 * 1024 * 1024
     readers: dict[str, Callable[[Path], object]] = {

@@ -12,6 +12,7 @@ topic; the RPCs each plan made, per project; and `reconcile residency` beside
 
     python benchmarks/residency.py [--projects 10] [--topics 10000] [--subs-per-topic 2]
         [--runs 3] [--before REV]
+    python benchmarks/residency.py --smoke   # 2 projects, 20 topics, one run: that it runs
 """
 
 from __future__ import annotations
@@ -194,7 +195,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--before", default=None,
                         help="a commit as the baseline (default: this tree without the reads)")
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.projects, args.topics, args.runs = 2, 20, 1
 
     from reconciler.localserver import LocalServer
 

@@ -4,6 +4,7 @@ its baseline in the same run; figures recorded in benchmarks/README.md.
     python benchmarks/scale.py            # the full sizes (several minutes)
     python benchmarks/scale.py --quick    # smaller trees, under a minute
     python benchmarks/scale.py --before /tmp/scale-before   # also an older checkout
+    python benchmarks/scale.py --smoke    # tens of topics, one run each: that it runs
 
 Every measurement is a child process (wall time from outside, peak RSS from `wait4`):
 - bare read: `yaml.load_all` with `yaml.CSafeLoader` over every file of the tree (the
@@ -312,6 +313,11 @@ def apply_creates(fig: Figures, label: str, tree: Path, topics: int,
                 raise SystemExit(f"apply {label}{name}: {created} topics, expected {topics}")
 
 
+def _label(n: int) -> str:
+    """10k for 10,000; a smoke run's sizes as they are."""
+    return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="small trees, under a minute")
@@ -319,8 +325,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, help="runs of each large measurement")
     parser.add_argument("--cold-runs", type=int, help="runs of each cold start")
     parser.add_argument("--only", nargs="*", default=["cold", "validate", "plan", "apply"])
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
-    if args.quick:
+    if args.smoke:
+        small_n, big_n, plan_n, apply_n = 20, 200, 100, 20
+        runs, cold_runs = 1, 1
+    elif args.quick:
         small_n, big_n, plan_n, apply_n = 2_000, 20_000, 10_000, 2_000
         runs, cold_runs = args.runs or 1, args.cold_runs or 5
     else:
@@ -347,7 +358,7 @@ def main() -> None:
                 out["cold_ratio_before"] = fig.ratio("cold validate (before)",
                                                      "cold check-jsonschema")
         if "validate" in args.only:
-            s_label, b_label = f"{small_n // 1000}k", f"{big_n // 1000}k"
+            s_label, b_label = _label(small_n), _label(big_n)
             print(f"validate {s_label} and {b_label}", flush=True)
             trees = {s_label: make_tree(base / s_label, small_n),
                      b_label: make_tree(base / b_label, big_n)}
@@ -361,7 +372,7 @@ def main() -> None:
                 out[f"validate_big_s{tag}"] = round(fig.wall(big), 2)
             out["bare_read_big_s"] = round(fig.wall(f"bare read {b_label}"), 2)
         if "plan" in args.only:
-            label = f"{plan_n // 1000}k"
+            label = _label(plan_n)
             print(f"plan {label}", flush=True)
             tree = base / label
             if not tree.exists():
@@ -374,7 +385,7 @@ def main() -> None:
                 out[f"plan_rss_mib{tag}"] = round(fig.peak(f"plan {label}{suffix}"))
                 out[f"plan_s{tag}"] = round(fig.wall(f"plan {label}{suffix}"), 2)
         if "apply" in args.only:
-            label = f"{apply_n // 1000}k"
+            label = _label(apply_n)
             print(f"apply {label} (creates)", flush=True)
             tree = base / label
             if not tree.exists():

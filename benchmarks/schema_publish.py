@@ -22,6 +22,7 @@ of the schema check alone on the 100 messages (the compiled definition's check),
 taking turns, medians of the rounds after the first.
 
     python benchmarks/schema_publish.py --handler [--encoding BINARY|JSON]
+    python benchmarks/schema_publish.py --smoke   # both modes, a few batches, no emulator
 
 The last line printed is one JSON object.
 """
@@ -170,7 +171,12 @@ def main() -> None:
     parser.add_argument(
         "--handler", action="store_true", help="the handler's and the check's CPU in-process"
     )
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        args.batches, args.rounds, args.warmup = 5, 1, 5
+        _handler(args.encoding, args.batches, args.rounds)
     if args.handler:
         _handler(args.encoding, args.batches, args.rounds)
         return
@@ -179,7 +185,7 @@ def main() -> None:
 
     servers = [_ours()]
     servers[0].name = "reconcile local-server"
-    emulator, why = _add_emulator(servers)
+    emulator, why = (None, "not run (--smoke)") if args.smoke else _add_emulator(servers)
     payloads = _payloads(args.encoding)
     pairs: list[tuple[str, Any, Any]] = []  # (label, client, request)
     try:

@@ -3,6 +3,7 @@ pydantic models generate (`spec/documents.py`, read by `spec/fastshape.py`), msg
 (structs made from the same table), or pydantic-core (the models' own validator).
 
     python benchmarks/shape_mechanisms.py   # msgspec measured when importable (a dependency)
+    python benchmarks/shape_mechanisms.py --smoke   # one short run of each: that it runs
 
 Two figures each, medians: the time to check one typical Topic document (scale.py's,
 parsed by CSafeLoader) in this process, and the import a cold `validate` would add
@@ -12,6 +13,8 @@ is one JSON object.
 
 from __future__ import annotations
 
+import argparse
+import functools
 import json
 import statistics
 import subprocess
@@ -93,6 +96,14 @@ def msgspec_topic() -> Callable[[Any], Any] | None:
 
 
 def main() -> None:
+    global per_document, import_ms  # --smoke shortens both
+    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds: one short run of each, checks that the script runs")
+    if parser.parse_args().smoke:
+        per_document = functools.partial(per_document, runs=1, n=10)
+        import_ms = functools.partial(import_ms, runs=1)
+
     from reconciler.spec.models import MODEL_BY_KIND
     from reconciler.spec.slowshape import to_record
 

@@ -18,6 +18,7 @@ any check. `over_floor` is, per pair, the command's extra CPU (with - without) l
 the bare read's, as a share of the command's CPU without the fields.
 
     python benchmarks/topic_settings.py [--pairs 7] [--only validate-100k plan-50k]
+    python benchmarks/topic_settings.py --smoke   # 1/1000 of the sizes, one pair: that it runs
 
 The last line printed is one JSON object with every figure.
 """
@@ -138,7 +139,12 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    divisor = 1000 if args.smoke else 1
+    if args.smoke:
+        args.pairs = 1
     compileall.compile_dir(ROOT / "reconciler", quiet=1)
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
@@ -147,7 +153,7 @@ def main() -> None:
         trees: dict[str, dict[str, Path]] = {}
         if "validate-100k" in args.only:
             trees["validate-100k"] = {
-                side: make_tree(work / f"v-{side}", 100_000, side == "with",
+                side: make_tree(work / f"v-{side}", 100_000 // divisor, side == "with",
                                 side == "defaults")
                 for side in ("without", "with", "defaults")
             }
@@ -157,7 +163,7 @@ def main() -> None:
             }
         if "plan-50k" in args.only:
             trees["plan-50k"] = {
-                side: make_tree(work / f"p-{side}", 50_000, side == "with")
+                side: make_tree(work / f"p-{side}", 50_000 // divisor, side == "with")
                 for side in ("without", "with")
             }
             commands["plan-50k"] = {

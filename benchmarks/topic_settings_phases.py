@@ -16,6 +16,8 @@ Phases, each including the ones before it but the first two:
   live topics are read in the same process).
 
     python benchmarks/topic_settings_phases.py [--only bare compose ...]
+    python benchmarks/topic_settings_phases.py --smoke   # each phase's command once on 20
+                                                         # topics, without valgrind: that it runs
 
 Needs valgrind; takes a few minutes (each run is ~50x slower under valgrind).
 """
@@ -82,11 +84,29 @@ def command(phase: str, tree: Path, servers: dict[Path, str]) -> list[str]:
     return [sys.executable, "-c", PHASE, phase, str(tree)]
 
 
+def smoke(phases: list[str]) -> None:
+    """Each phase's command once, on 20 topics with the settings, not under valgrind."""
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        tree = topic_settings.make_tree(Path(tmp) / "with-20", 20, True)
+        servers = {tree: topic_settings.seeded_server(stack, tree)} if "plan" in phases else {}
+        for phase in phases:
+            done = subprocess.run(command(phase, tree, servers), capture_output=True,
+                                  text=True, check=False, cwd=ROOT)
+            if done.returncode not in (0, 2):
+                raise SystemExit(f"{phase} exited {done.returncode}: {done.stderr[-2000:]}")
+            print(f"{phase:15} ran")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", default=list(PHASES), choices=PHASES)
+    parser.add_argument("--smoke", action="store_true",
+                        help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
+    if args.smoke:
+        smoke(args.only)
+        return
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         trees = {(size, side): topic_settings.make_tree(Path(tmp) / f"{side}-{size}", size,
                                                         side == "with")
