@@ -100,7 +100,8 @@ def main() -> None:
     )
     print(
         f"scale: {topics} topics in {big_files + 1} files: "
-        f"{figures['scale_wall_median_s']} s median of {args.scale_runs}, peak RSS {figures['scale_peak_rss_mib']} MiB"
+        f"{figures['scale_wall_median_s']} s median of {args.scale_runs}, "
+        f"peak RSS {figures['scale_peak_rss_mib']} MiB"
     )
     print(json.dumps(figures))
 
