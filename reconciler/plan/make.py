@@ -21,7 +21,7 @@ alone with a warning saying how to claim it. A change that would put a topic ove
 service's 64 labels is an error, not planned.
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
-every topic planned for deletion, each `observe.topic_fingerprint(live or None)`;
+every topic planned for deletion, each `observation.topic_fingerprint(live or None)`;
 `org_policy` has each named project's `observation.org_fingerprint(OrgInputs, custom)`,
 and `organizations` each project's organization whose custom constraints were read.
 """

@@ -474,7 +474,7 @@ def digest_of(data: Any) -> str:
 
 
 class Plan(Record, frozen=True):
-    """A reconcile plan (format_version 3.x): what `reconcile plan --format json`
+    """A reconcile plan (format_version 4.x, `FORMAT_VERSION`): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
     format_version: Annotated[
