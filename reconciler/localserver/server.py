@@ -434,6 +434,8 @@ class LocalServer:
         command's `--org-policy` seeds with `seed_org_policy`, which never overwrites."""
         for child, parent in store.ancestry.items():
             self.set_ancestry(child, parent)
+        for child in store.unparented:  # `projects/P: none`
+            self.set_ancestry(child, None)
         for policy in store.policies.values():
             self.put_policy(policy)
         for constraint in store.custom_constraints.values():
@@ -453,6 +455,10 @@ class LocalServer:
                 if have.ancestry.get(child, parent) != parent
             ]
             conflicts += [
+                f"ancestry of {child} (stored: {have.ancestry[child]}, seed: none)"
+                for child in sorted(store.unparented) if child in have.ancestry
+            ]
+            conflicts += [
                 f"policy {name}"
                 for name, policy in sorted(store.policies.items())
                 if name in have.policies and not _same_policy(have.policies[name], policy)
@@ -468,6 +474,10 @@ class LocalServer:
             for child, parent in store.ancestry.items():
                 if have.ancestry.get(child) != parent:
                     self.set_ancestry(child, parent)
+                    written += 1
+            for child in store.unparented:
+                if child in have.ancestry:
+                    self.set_ancestry(child, None)
                     written += 1
             for name, policy in store.policies.items():
                 current = have.policies.get(name)
