@@ -93,6 +93,8 @@ def place(
             f"{organization} as --organization says"
         )
     if found is None:
+        if not ancestry.parents:  # written `projects/P: none`: known, not left out
+            pulled.store.unparented.add(name)
         pulled.notes.append(
             f"{name} is in no organization (Resource Manager places it "
             f"{placed(ancestry.parents)}): no custom constraint applies to it"

@@ -31,13 +31,13 @@ PERMISSION = {"projects": "resourcemanager.projects.get", "folders": "resourcema
 
 
 def snapshot_ancestry(store: PolicyStore, project: str) -> Ancestry:
-    """The project's parents as a snapshot's `ancestry:` records them. A project it
-    does not place is unknown, not "in no organization" (a snapshot has no spelling for
-    that, and a project left out by mistake must not pass as one without custom
+    """The project's parents as a snapshot's `ancestry:` records them (none for
+    `projects/P: none`). A project it does not place is unknown, not "in no
+    organization" (a project left out by mistake must not pass as one without custom
     constraints), unless the snapshot holds no custom constraint and no policy of one:
     then none can apply, wherever the project sits."""
     parents = tuple(store.chain(f"projects/{project}")[1:])
-    if parents or not _has_custom(store):
+    if parents or f"projects/{project}" in store.unparented or not _has_custom(store):
         return Ancestry(parents)
     return Ancestry(unavailable=(
         f"the org-policy snapshot's `ancestry:` does not place projects/{project} "

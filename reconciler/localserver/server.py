@@ -428,6 +428,8 @@ class LocalServer:
         command's `--org-policy` seeds with `seed_org_policy`, which never overwrites."""
         for child, parent in store.ancestry.items():
             self.set_ancestry(child, parent)
+        for child in store.unparented:  # `projects/P: none`
+            self.set_ancestry(child, None)
         for policy in store.policies.values():
             self.put_policy(policy)
         for constraint in store.custom_constraints.values():
@@ -447,6 +449,10 @@ class LocalServer:
                 if have.ancestry.get(child, parent) != parent
             ]
             conflicts += [
+                f"ancestry of {child} (stored: {have.ancestry[child]}, seed: none)"
+                for child in sorted(store.unparented) if child in have.ancestry
+            ]
+            conflicts += [
                 f"policy {name}"
                 for name, policy in sorted(store.policies.items())
                 if name in have.policies and not _same_policy(have.policies[name], policy)
@@ -462,6 +468,10 @@ class LocalServer:
             for child, parent in store.ancestry.items():
                 if have.ancestry.get(child) != parent:
                     self.set_ancestry(child, parent)
+                    written += 1
+            for child in store.unparented:
+                if child in have.ancestry:
+                    self.set_ancestry(child, None)
                     written += 1
             for name, policy in store.policies.items():
                 current = have.policies.get(name)

@@ -23,7 +23,10 @@ Documents: Policy resources (Org Policy v2 JSON shape, `spec` and `dryRunSpec`),
 CustomConstraint resources (the shape `gcloud org-policies set-custom-constraint`
 takes: `name: organizations/ORG/customConstraints/custom.NAME`, `resourceTypes`,
 `methodTypes`, `condition`, `actionType`, `displayName`, `description`), and an
-`ancestry:` mapping (a project's organization names the custom constraints it obeys).
+`ancestry:` mapping (a project's organization names the custom constraints it obeys;
+`projects/P: none` says Resource Manager places P in no folder or organization, so
+no custom constraint applies to it: `policy pull` writes it so, and a project the
+mapping leaves out is unknown, never taken for one in no organization).
 
     read_snapshot(path, diags, projects=(), gate=None) -> PolicyStore   validate
     load_snapshot(path) -> PolicyStore       servers and backends: an InputError instead
@@ -72,6 +75,7 @@ _RESOURCE = re.compile(r"(projects|folders|organizations)/([^/]+)")
 _CONSTRAINT = re.compile(r"[A-Za-z][A-Za-z0-9]*(\.[A-Za-z0-9]+)+")
 _CHILDREN = ("projects", "folders")  # what an ancestry entry places
 _PARENTS = ("folders", "organizations")  # what it places them under
+NO_PARENT = "none"  # `projects/P: none`: in no folder or organization
 _LOCATION_KINDS = ("region", "zone", "multi_region", "dual_region")
 _CUSTOM_KEYS = frozenset(
     {"resourceTypes", "resource_types", "methodTypes", "method_types", "condition",
@@ -232,6 +236,8 @@ def _not_judged(
     here."""
     for project in projects:
         parent = f"projects/{project}"
+        if parent in store.unparented:
+            continue  # in no organization: no custom constraint applies to it
         if store.organization(parent) is None:
             why = Why.NO_ANCESTRY
             what = f"the custom constraints of project {project}"
@@ -248,9 +254,10 @@ def _not_judged(
                 f"custom constraints not judged for project {project}: the snapshot's "
                 f"`ancestry:` {placed}, so which custom constraints apply to its topics "
                 "is unknown and none was judged" + gate.note(why, None, None),
-                f"`reconcile policy pull --project {project} --organization ORG` writes "
-                "the project's ancestry and its organization's custom constraints, or add "
-                f"`{parent}: organizations/ORG` under `ancestry:`; {ALLOW_HINT}",
+                f"`reconcile policy pull --project {project}` writes the project's "
+                "ancestry as Resource Manager states it, and its organization's custom "
+                f"constraints; or add `{parent}: organizations/ORG` under `ancestry:` "
+                f"(`{parent}: {NO_PARENT}` for a project in no organization); {ALLOW_HINT}",
             ))
             continue
         if not read.uncompilable:
@@ -381,9 +388,12 @@ def _custom_policy_target(
     if org is None:
         checker.warning(
             path, "policy-ancestry",
-            f"{policy.parent} enforces {constraint_id}, but the snapshot's ancestry does not "
-            f"name its organization, so the constraint checks nothing: add `ancestry: "
-            f"{{{policy.parent}: organizations/ORG}}` (policy pull --organization writes it)",
+            f"{policy.parent} enforces {constraint_id}, but the snapshot's ancestry "
+            + ("places it in no organization" if policy.parent in store.unparented
+               else "does not name its organization")
+            + ", so the constraint checks nothing: add `ancestry: "
+            f"{{{policy.parent}: organizations/ORG}}` (`reconcile policy pull` writes it "
+            "as Resource Manager states it)",
         )
     elif (name := f"{org}/customConstraints/{constraint_id}") in broken:
         return  # defined with an error, which is said at its line
@@ -431,7 +441,7 @@ def _ancestry(
         if problem is not None:
             checker.error(where, "policy-ancestry-entry", problem)
             continue
-        if child in store.ancestry:
+        if child in store.ancestry or child in store.unparented:
             first, first_path = read.ancestry[child]
             m = first.doc.key_mark(first_path)
             checker.error(
@@ -441,7 +451,10 @@ def _ancestry(
                 key=True,
             )
             continue
-        store.ancestry[child] = parent
+        if parent == NO_PARENT:
+            store.unparented.add(child)
+        else:
+            store.ancestry[child] = parent
         read.ancestry[child] = (checker, where)
 
 
@@ -450,11 +463,15 @@ def _ancestry_problem(child: Any, parent: Any) -> str | None:
     folder or an organization, each named as the service names it), or None."""
     shape = (
         "an ancestry entry maps projects/P or folders/F to its parent, folders/F or "
-        "organizations/O"
+        f"organizations/O (or a project to `{NO_PARENT}`, when it is in no folder or "
+        "organization)"
     )
     if not isinstance(child, str) or not isinstance(parent, str):
         return f"ancestry entry {child!r}: {parent!r}: {shape}"
-    for text, kinds, role in ((child, _CHILDREN, "child"), (parent, _PARENTS, "parent")):
+    checked = [(child, _CHILDREN, "child")]
+    if parent != NO_PARENT:
+        checked.append((parent, _PARENTS, "parent"))
+    for text, kinds, role in checked:
         match = _RESOURCE.fullmatch(text)
         if match is None or match.group(1) not in kinds:
             return f"ancestry entry {child}: {parent}: {text!r} cannot be a {role}; {shape}"
@@ -467,6 +484,11 @@ def _ancestry_problem(child: Any, parent: Any) -> str | None:
                 f"ancestry entry {child}: {parent}: {kind} are named by number, e.g. "
                 f"{kind}/123456"
             )
+    if parent == NO_PARENT and not child.startswith("projects/"):
+        return (
+            f"ancestry entry {child}: {NO_PARENT}: only a project may be in no folder or "
+            "organization; a folder's parent is a folder or the organization"
+        )
     return None
 
 
@@ -724,8 +746,9 @@ def dump_snapshot(store: PolicyStore, path: Path, header: str = "") -> None:
     """Write the snapshot atomically (a reader never sees half a file)."""
     docs: list[object] = [c.to_dict() for _, c in sorted(store.custom_constraints.items())]
     docs += [p.to_dict() for _, p in sorted(store.policies.items())]
-    if store.ancestry:
-        docs.append({"ancestry": dict(sorted(store.ancestry.items()))})
+    ancestry = {**store.ancestry, **{p: NO_PARENT for p in store.unparented}}
+    if ancestry:
+        docs.append({"ancestry": dict(sorted(ancestry.items()))})
     text = dump_all(docs)  # every string reads back as one (an etag `1e5` is quoted)
     if header:
         text = "".join(f"# {line}\n" for line in header.splitlines()) + text

@@ -42,6 +42,10 @@ def is_boolean(constraint: str) -> bool:
 class PolicyStore:
     policies: dict[str, Policy] = field(default_factory=dict)
     ancestry: dict[str, str] = field(default_factory=dict)
+    # projects/P that Resource Manager places in no folder or organization (a
+    # snapshot's `projects/P: none`): known to obey no custom constraint, where a
+    # project the ancestry leaves out is unknown.
+    unparented: set[str] = field(default_factory=set)
     # organizations/ORG/customConstraints/custom.NAME -> the constraint
     custom_constraints: dict[str, CustomConstraint] = field(default_factory=dict)
 

@@ -331,12 +331,7 @@ class Unjudged:
                 f"lets it list the custom constraints, and plan again; {ALLOW_HINT}"
             )
         else:
-            hint = (
-                f"`reconcile policy pull --project {project} --organization ORG --out "
-                "org-policy.yaml` at the spec root records the project's organization, or "
-                f"add `ancestry: {{projects/{project}: organizations/ORG}}` to the "
-                f"snapshot; {ALLOW_HINT}"
-            )
+            hint = _placing_hint(project, observation) + f"; {ALLOW_HINT}"
         return _diagnostic(
             calls[0][0], severity, reason.code,
             f"custom constraints not judged for project {project}: {why}, so they were "
@@ -359,6 +354,23 @@ class Unjudged:
             + self.gate.note(Why.UNCOMPILABLE, mode, cid),
             uncompilable_hint(error),
         )
+
+
+def _placing_hint(project: str, observation: Observation) -> str:
+    """How to let the plan learn where `project` sits: from what it read that."""
+    info = observation.service
+    if info.org_policy == "snapshot":
+        return (
+            f"place the project in the snapshot's `ancestry:` ({info.snapshot}): "
+            f"`projects/{project}: organizations/ORG`, or `projects/{project}: none` for "
+            f"one in no organization (`reconcile policy pull --project {project}` writes "
+            "it as Resource Manager states it)"
+        )
+    return (
+        "let the plan's account read where the project sits in Resource Manager "
+        "(resourcemanager.projects.get on it and resourcemanager.folders.get on the "
+        "folders above it: roles/browser), and plan again"
+    )
 
 
 def _why_not(error: ConditionError) -> str:

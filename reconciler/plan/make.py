@@ -117,7 +117,10 @@ def make_plan(
                 change, topic, live, constraints, owner.name, facts.enforce_in_transit, gate
             )
             diagnostics.extend(judged)
-            if any(d.is_error for d in judged):  # the service would refuse the call
+            # The service would refuse the call: not planned. A constraint the plan
+            # could not judge on it (org-custom-not-checked, -unevaluable) fails the
+            # plan without being a refusal: the topic's other findings are still said.
+            if any(d.is_error and d.code == REFUSED for d in judged):
                 continue
             diagnostics.extend(existing_refusals(
                 change, topic, live, constraints, owner.name, facts.enforce_in_transit

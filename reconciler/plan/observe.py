@@ -96,7 +96,8 @@ def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | Non
             out.stale[p] = found
     for p, live in out.hierarchy.items():
         recorded = tuple(store.chain(f"projects/{p}")[1:])
-        if recorded and recorded != live:
+        placed = bool(recorded) or f"projects/{p}" in store.unparented
+        if placed and recorded != live:
             line = ancestry_line(path, f"projects/{p}")
             out.stale_ancestry[p] = (line, ancestry_difference(p, recorded, live))
 

@@ -91,6 +91,9 @@ def test_pulled_snapshot_loads_and_drives_validate(
     assert allowed.spec is not None
     assert "us-east1" in allowed.spec.rules[0].allowed_values
     assert store.ancestry == {f"projects/{PROJECT}": "folders/42"}
+    # OTHER is written as in no organization (`projects/P: none`), not left out.
+    assert store.unparented == {f"projects/{OTHER}"}
+    assert f"  projects/{OTHER}: none\n" in text
 
     ok = run_cli("validate", str(spec_tree(tmp_path, "us-east1")), "--org-policy", str(snapshot))
     assert ok.exit_code == 0, ok.stdout + ok.stderr
@@ -105,11 +108,14 @@ def test_pulled_snapshot_loads_and_drives_validate(
     assert "warning[org-location-denied]: region 'europe-west1' is not allowed" in denied.stdout
     assert "europe-west1 is in none of the allowed groups" in denied.stdout
 
-    # A project without policies gets the defaults: anything goes.
+    # A project without policies gets the defaults: anything goes; and, known to be
+    # in no organization, no custom constraint goes unjudged, even where required.
     free = run_cli(
-        "validate", str(spec_tree(tmp_path, "asia-east1", OTHER)), "--org-policy", str(snapshot)
+        "validate", str(spec_tree(tmp_path, "asia-east1", OTHER)), "--org-policy", str(snapshot),
+        "--require-org-policy",
     )
     assert free.exit_code == 0, free.stdout + free.stderr
+    assert "org-custom-no-ancestry" not in free.stdout
 
 
 def _pull(run_cli: Any, server: Any, out: Path) -> Any:
@@ -297,7 +303,8 @@ def live_hierarchy(hierarchy: Any, orgpolicy_client: Any) -> str:
     hierarchy.project(PROJECT, folder)
     orgpolicy_client.create_custom_constraint(parent=LIVE_ORG, custom_constraint={
         "name": f"{LIVE_ORG}/customConstraints/custom.noTmp",
-        "resource_types": ["pubsub.googleapis.com/Topic"], "method_types": ["CREATE"],
+        "resource_types": ["pubsub.googleapis.com/Topic"],
+        "method_types": ["CREATE", "UPDATE"],  # binds a topic that exists too
         "condition": NO_TMP, "action_type": "DENY", "description": "No tmp topics.",
     })
     orgpolicy_client.create_policy(parent=LIVE_ORG, policy={
@@ -319,7 +326,8 @@ def test_the_projects_organization_comes_from_resource_manager(
     store = load_snapshot(snapshot)
     assert list(store.custom_constraints) == [f"{LIVE_ORG}/customConstraints/custom.noTmp"]
     assert store.ancestry == {f"projects/{PROJECT}": folder, folder: LIVE_ORG}
-    # Offline, validate now refuses what the organization refuses.
+    # Offline, validate now refuses what the organization refuses (on a topic that may
+    # exist as well as on a new one: the constraint binds updates too).
     root = tmp_path / "specs"
     root.mkdir()
     (root / "orders.yaml").write_text(

@@ -110,3 +110,24 @@ def test_a_differing_ancestry_link_is_a_conflict_too(tmp_path: Path) -> None:
         assert server.state.policy_store.ancestry == {P: "folders/1"}
     with LocalServer(state_dir=tmp_path, policy_store=moved, reset_org_policy=True) as server:
         assert server.state.policy_store.ancestry == {P: "folders/2"}
+
+
+def test_a_seed_that_places_a_placed_project_in_no_organization_is_a_conflict(
+    tmp_path: Path,
+) -> None:
+    """`projects/P: none` (what `policy pull` writes for a project in no organization)
+    against a state that places P: a conflict, and with reset P is detached."""
+    from reconciler.localserver import LocalServer
+    from reconciler.localserver.server import SeedConflict
+    from reconciler.orgpolicy.store import PolicyStore
+
+    with LocalServer(state_dir=tmp_path) as server:
+        server.set_ancestry(P, "folders/1")
+    nowhere = PolicyStore(unparented={P})
+    with pytest.raises(SeedConflict, match=f"ancestry of {P} \\(stored: folders/1, seed: none\\)"):
+        LocalServer(state_dir=tmp_path, policy_store=nowhere)
+    with LocalServer(state_dir=tmp_path, policy_store=nowhere, reset_org_policy=True) as server:
+        assert server.state.policy_store.ancestry == {}
+    # Nothing placed, nothing to say.
+    with LocalServer(state_dir=tmp_path, policy_store=nowhere) as server:
+        assert server.state.policy_store.ancestry == {}

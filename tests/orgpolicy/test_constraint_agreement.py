@@ -41,7 +41,7 @@ from hypothesis import strategies as st
 
 from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.yamltext import dump_all
-from tests.server_support import running_local_server
+from tests.server_support import resource_manager, running_local_server
 
 REGIONS = ("europe-west1", "europe-west4", "us-east1", "us-central1")
 LABEL_KEYS = ("team", "tier", "tmp-x")
@@ -268,9 +268,11 @@ def _settings_request(project: str, shape: dict[str, Any], revisions: dict[str, 
 
 
 def _documents(org: str, project: str, generated: list[Any], org_in_transit: bool,
-               org_cmek: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+               org_cmek: bool = False, enforced_at: str | None = None,
+               ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """(custom constraints, policies) in the Org Policy v2 JSON shape; `org_cmek`: the
-    organization requires a customer-managed key of new topics."""
+    organization requires a customer-managed key of new topics; `enforced_at`: the
+    resource whose policies enforce the custom constraints (the project by default)."""
     custom, policies = [], []
     for i, (text, action, methods, mode) in enumerate(generated):
         constraint_id = f"custom.rule{i}"
@@ -280,7 +282,8 @@ def _documents(org: str, project: str, generated: list[Any], org_in_transit: boo
             "condition": text, "actionType": action, "description": f"Rule {i}.",
         })
         key = "spec" if mode == "enforced" else "dryRunSpec"
-        policies.append({"name": f"projects/{project}/policies/{constraint_id}",
+        policies.append({"name": f"{enforced_at or 'projects/' + project}/policies/"
+                                 f"{constraint_id}",
                          key: {"rules": [{"enforce": True}]}})
     if org_in_transit:
         policies.append({"name": f"{org}/policies/pubsub.enforceInTransitRegions",
@@ -380,8 +383,13 @@ def world() -> Any:
     logger.setLevel(logging.INFO)
     try:
         with running_local_server() as server:
-            yield (server, publisher_client(server.address), orgpolicy_client(server.address),
-                   schema_client(server.address), dry_runs)
+            hierarchy = resource_manager(server.address)
+            try:
+                yield (server, publisher_client(server.address),
+                       orgpolicy_client(server.address), schema_client(server.address),
+                       dry_runs, hierarchy)
+            finally:
+                hierarchy.close()
     finally:
         logger.removeHandler(dry_runs)
         logger.setLevel(level)
@@ -449,7 +457,7 @@ def test_validate_agrees_with_the_local_server(
     the real client before the constraints, as the spec says but for reconcile's plan
     marker, so that the call reconcile makes, an UpdateTopic of the labels, leaves the
     topic as the CreateTopic would make it)."""
-    server, publisher, orgpolicy, schemas, dry_runs = world
+    server, publisher, orgpolicy, schemas, dry_runs, _ = world
     n = next(_numbers)
     org, project = f"organizations/{9000 + n}", f"agree-{n}"
     revisions = _schemas(schemas, project)
@@ -634,6 +642,9 @@ plan_constraints = st.lists(
     ),
     min_size=1, max_size=3,
 )
+# Where the policies that enforce the custom constraints are set, in a hierarchy of
+# organization > folder > project built through Resource Manager.
+LEVELS = ("organization", "folder", "project")
 # Trees where some topics exist and some do not.
 plan_trees = st.lists(st.tuples(live_topics, topics), min_size=1, max_size=2,
                       unique_by=lambda entry: entry[1]["name"])
@@ -674,21 +685,22 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[
     HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(tree=plan_trees, generated=plan_constraints, org_cmek=st.booleans())
+@given(tree=plan_trees, generated=plan_constraints, org_cmek=st.booleans(),
+       snapshot=st.booleans(), level=st.sampled_from(LEVELS))
 @example(  # a live topic that already violates; the change only adds a label
     tree=[(_live(regions=["us-east1"]), _topic(labels={"team": "pay"}))],
     generated=[(condition("storage", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    org_cmek=False,
+    org_cmek=False, snapshot=True, level="project",
 )
 @example(  # already violating by its retention: a label change is refused ...
     tree=[(_live(retention="10m"), _topic(labels={"team": "pay"}))],
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    org_cmek=False,
+    org_cmek=False, snapshot=True, level="project",
 )
 @example(  # ... and a change that fixes it goes through
     tree=[(_live(retention="10m"), _topic(labels={"team": "pay"}, retention="2d"))],
     generated=[(condition("retention", 2, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    org_cmek=False,
+    org_cmek=False, snapshot=True, level="project",
 )
 @example(  # the live ingestion source and transforms, which specs do not manage, decide
     tree=[(_live(ingestion="cloudStorage", transforms="redact", kms=KEYS[0]),
@@ -698,34 +710,41 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
         (condition("transforms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "dry-run"),
         (condition("kms", 1, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced"),
     ],
-    org_cmek=False,
+    org_cmek=False, snapshot=True, level="project",
 )
 @example(  # a schema set by another tool is kept, and judged, when the spec omits it
     tree=[(_live(schema={"id": "orders", "encoding": "JSON", "first": False, "last": True}),
            _topic(labels={"tier": "ops"}))],
     generated=[(condition("schema", 0, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
-    org_cmek=False,
+    org_cmek=False, snapshot=True, level="project",
 )
 @example(  # what binds only creation: the new topic refused, the existing one reported
     tree=[(_live(), _topic(labels={"team": "pay"})), (None, _topic(name="audit"))],
     generated=[(condition("labels", 0, 1), "ALLOW", ["CREATE"], "enforced")],
-    org_cmek=True,
+    org_cmek=True, snapshot=False, level="folder",
 )
 def test_plan_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
     tree: list[tuple[dict[str, Any] | None, dict[str, Any]]], generated: list[Any],
-    org_cmek: bool,
+    org_cmek: bool, snapshot: bool, level: str,
 ) -> None:
     """Per topic of a tree where some exist and some do not: the call the plan makes
     (CreateTopic, or UpdateTopic of a live topic that may already violate) is refused
     by the server exactly when the plan reports an error for that topic; what the org
     would refuse of a new topic only (CMEK, a constraint that binds only creation) is
-    reported for a topic that exists as an existing violation, once, never an error."""
+    reported for a topic that exists as an existing violation, once, never an error.
+    The project sits in a folder of an organization, built through Resource Manager;
+    the constraints are enforced at the organization, the folder or the project; the
+    tree has a snapshot made before them (`snapshot`), or none, and the plan learns
+    the project's place from Resource Manager."""
     from reconciler.backends.topicproto import topic_to_proto
 
-    server, publisher, orgpolicy, schemas, dry_runs = world
+    server, publisher, orgpolicy, schemas, dry_runs, hierarchy = world
     n = next(_numbers)
     org, project = f"organizations/{19000 + n}", f"plan-{n}"
+    folder = hierarchy.folder(org, f"Team {n}")
+    hierarchy.project(project, folder)
+    enforced_at = {"organization": org, "folder": folder, "project": f"projects/{project}"}
     revisions = _schemas(schemas, project)
     for live, topic in tree:
         if live is not None:
@@ -737,21 +756,27 @@ def test_plan_agrees_with_the_local_server(
     (root / "topic.yaml").write_text(dump_all([
         _doc(project, topic, revisions, unmanaged=live is not None) for live, topic in tree
     ]))
-    (root / "org-policy.yaml").write_text(f"ancestry:\n  projects/{project}: {org}\n")
-    server.set_ancestry(f"projects/{project}", org)
+    if snapshot:
+        (root / "org-policy.yaml").write_text(
+            f"ancestry:\n  projects/{project}: {folder}\n  {folder}: {org}\n")
     # The calls apply would make, from a plan made before the constraints exist.
     code, before, stderr = _plan_json(run_cli, server, root)
     assert code == 0 and before is not None, stderr
     calls = {c["address"]: c for c in before["resource_changes"]}
-    custom, policies = _documents(org, project, generated, False, org_cmek)
+    custom, policies = _documents(org, project, generated, False, org_cmek,
+                                  enforced_at[level])
     _put(orgpolicy, org, custom, policies)
     code, planned, stderr = _plan_json(run_cli, server, root)
     assert planned is not None, stderr
     diagnostics = planned["diagnostics"]
     # The tree's snapshot knows none of the constraints: the plan names each of them.
-    (stale,) = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
-    for i, (_, _, _, mode) in enumerate(generated):
-        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale, stale
+    stale = [d["message"] for d in diagnostics if d["code"] == "org-policy-stale"]
+    assert len(stale) == snapshot, stale
+    for i, (_, _, _, mode) in enumerate(generated if snapshot else ()):
+        assert f"custom.rule{i} is {mode} now, and not in the snapshot" in stale[0], stale
+    # Every enforced custom constraint was judged, wherever it is set.
+    assert not [d for d in diagnostics if d["code"].startswith(
+        ("org-custom-no-ancestry", "org-custom-unreadable", "org-custom-uncompilable"))]
     assert not [d for d in diagnostics if d["code"] == "org-custom-not-checked"], diagnostics
     assert code == (1 if any(d["severity"] == "error" for d in diagnostics) else 0), stderr
     create_only = {f"custom.rule{i}" for i, g in enumerate(generated)

@@ -61,7 +61,8 @@ def test_no_ancestry_is_said_once_per_project(run_cli: Any, tmp_path: Path) -> N
     assert row.startswith(f"{snap}:1:1: warning[org-custom-no-ancestry]: custom constraints not "
                           f"judged for project {PROJECT}: the snapshot's `ancestry:` does "
                           f"not place projects/{PROJECT} under an organization")
-    assert f"reconcile policy pull --project {PROJECT} --organization ORG" in row
+    assert f"`reconcile policy pull --project {PROJECT}` writes the project's ancestry" in row
+    assert f"`projects/{PROJECT}: none` for a project in no organization" in row
     required = _validate(run_cli, specs, snap, "--require-org-policy")
     assert required.exit_code == 1
     (row,) = _rows(required.stdout, "org-custom-no-ancestry")
@@ -73,6 +74,30 @@ def test_no_ancestry_is_said_once_per_project(run_cli: Any, tmp_path: Path) -> N
     (row,) = _rows(placed.stdout, "org-custom-no-ancestry")
     assert f"{snap}:4:1: error[org-custom-no-ancestry]" in row  # at `ancestry:`
     assert "places projects/shop-prod under folders/9 but no organization above it" in row
+
+
+def test_a_project_in_no_organization_is_said_so_and_judged(run_cli: Any, tmp_path: Path
+                                                             ) -> None:
+    """`projects/P: none` (what `policy pull` writes for a project Resource Manager
+    places in no folder or organization): no custom constraint applies to it, so
+    nothing is left unjudged, even with --require-org-policy."""
+    specs, snap = _tree(tmp_path, NO_ANCESTRY + f"---\nancestry: {{projects/{PROJECT}: none}}\n")
+    required = _validate(run_cli, specs, snap, "--require-org-policy")
+    assert required.exit_code == 0, required.stdout
+    assert required.stdout == ""
+    # Only a project may be in none; said at the entry, as any malformed one.
+    snap.write_text(NO_ANCESTRY + "---\nancestry: {folders/9: none}\n")
+    folder = _validate(run_cli, specs, snap)
+    assert folder.exit_code == 1
+    assert (f"{snap}:4:23: error[policy-ancestry-entry]: ancestry entry folders/9: none: "
+            "only a project may be in no folder or organization") in folder.stdout
+    # Given twice, once placed and once not: the second is the error.
+    snap.write_text(NO_ANCESTRY + f"---\nancestry: {{projects/{PROJECT}: organizations/1}}\n"
+                    f"---\nancestry: {{projects/{PROJECT}: none}}\n")
+    twice = _validate(run_cli, specs, snap)
+    assert twice.exit_code == 1
+    assert f"{snap}:6:12: error[policy-duplicate]: the ancestry of projects/{PROJECT} is " \
+           "given twice (first at" in twice.stdout
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])

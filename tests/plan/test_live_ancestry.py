@@ -156,6 +156,44 @@ def test_a_snapshot_that_places_a_project_elsewhere_is_named_at_its_line(
     ) in line
 
 
+def test_a_snapshot_that_places_a_project_in_no_organization(
+    run_cli: Any, local_server: Any, hierarchy: ResourceManager, tmp_path: Path,
+) -> None:
+    """`projects/P: none` is a place like any other: compared with Resource Manager's
+    by a live plan, and, as an --org-policy target, a project known to obey no custom
+    constraint (where a project left out is unknown)."""
+    team = hierarchy.folder(ORG, "Engineering")
+    hierarchy.project(PROJECT, team)
+    root = tree(tmp_path, topic_doc("orders", PROJECT),
+                snapshot=f"ancestry:\n  projects/{PROJECT}: none\n")
+    result = run_cli("plan", str(root), "--emulator", local_server.address)
+    assert result.exit_code == 0, result.stderr
+    [line] = [x.strip() for x in result.stdout.splitlines() if "[org-policy-stale]" in x]
+    assert line.startswith(f"{root / 'org-policy.yaml'}:2:1: warning[org-policy-stale]: "
+                           f"the org-policy snapshot places projects/{PROJECT} outside any "
+                           f"folder or organization; Resource Manager places it under {team} "
+                           f"under {ORG}"), line
+    # The snapshot as the target: its custom constraint is another organization's.
+    target = tmp_path / "target.yaml"
+    enforced = (
+        f"name: {ORG}/customConstraints/custom.noTmp\n"
+        "resourceTypes: [pubsub.googleapis.com/Topic]\nmethodTypes: [CREATE]\n"
+        "condition: \"'tmp' in resource.labels\"\nactionType: DENY\n"
+        f"---\nname: {ORG}/policies/custom.noTmp\nspec: {{rules: [{{enforce: true}}]}}\n"
+    )
+    target.write_text(enforced + f"---\nancestry:\n  projects/{PROJECT}: none\n")
+    planned = run_cli("plan", str(root), "--org-policy", str(target), "--emulator",
+                      local_server.address)
+    assert planned.exit_code == 0, planned.stderr
+    assert "org-custom-no-ancestry" not in planned.stdout + planned.stderr
+    target.write_text(enforced)
+    unknown = run_cli("plan", str(root), "--org-policy", str(target), "--emulator",
+                      local_server.address)
+    assert unknown.exit_code == 1
+    assert "error[org-custom-no-ancestry]" in unknown.stderr
+    assert f"`projects/{PROJECT}: none` for one in no organization" in unknown.stderr
+
+
 def test_a_saved_plan_whose_project_moved_is_stale(
     run_cli: Any, local_server: Any, hierarchy: ResourceManager, tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -182,6 +182,7 @@ def test_a_key_from_a_project_the_live_policy_does_not_allow(
     pulled.write_text(
         f"name: projects/{PROJECT}/policies/gcp.restrictCmekCryptoKeyProjects\n"
         "spec: {rules: [{values: {allowedValues: [projects/keys-ok]}}]}\n"
+        f"---\nancestry: {{projects/{PROJECT}: none}}\n"  # as Resource Manager places it
     )
     # (Offline, either may exist: a warning for each that says plan decides.)
     validated = run_cli("validate", str(root), "--org-policy", str(pulled), "--format", "json")

@@ -151,14 +151,25 @@ def test_with_the_ancestry_the_constraint_is_judged(
     result = run_cli("plan", str(root), "--emulator", org.address)
     assert result.exit_code == 1, result.stderr
     assert "org-custom-no-ancestry" not in result.stderr
+    # Text groups the two CreateTopic refusals (one finding, each topic at its line),
+    # the UpdateTopic's is its own.
     refused = [r for r in result.stderr.splitlines() if "error[org-custom-constraint]" in r]
-    assert len(refused) == 3, result.stderr
+    assert len(refused) == 2, result.stderr
+    assert "the CreateTopic of each of these 2 topics breaks" in refused[0], refused
+    for name in ("audit", "billing"):
+        assert f": projects/{PROJECT}/topics/{name}\n" in result.stderr
+    assert f"the UpdateTopic of projects/{PROJECT}/topics/orders breaks" in refused[1]
     # Which constraints the plan judged, per project.
     assert f"Custom constraints in {PROJECT}: judged custom.noTeamLabel (enforced)\n" in (
         result.stderr)
     as_json = run_cli("plan", str(root), "--emulator", org.address, "--format", "json")
-    assert json.loads(as_json.stdout)["custom_constraints"] == {
+    planned = json.loads(as_json.stdout)
+    assert planned["custom_constraints"] == {
         PROJECT: {"judged": ["custom.noTeamLabel (enforced)"]}}
+    # One per topic in json.
+    assert sorted(d["topic"] for d in planned["diagnostics"]
+                  if d["code"] == "org-custom-constraint") == [
+        f"projects/{PROJECT}/topics/{name}" for name in ("audit", "billing", "orders")]
     assert _calls(org) == {"CreateTopic": 0, "UpdateTopic": 0}
 
 

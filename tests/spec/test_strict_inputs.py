@@ -48,9 +48,12 @@ def test_require_org_policy_checks_the_forbidden_region(run_cli, tmp_path: Path)
     assert f"{tmp_path}: error[org-policy-missing]: no org-policy snapshot found" in (
         required.stdout
     )
-    # With the snapshot in place the region itself is reported, at its value: a
+    # With the snapshot in place (and the project placed, so that which custom
+    # constraints apply is known) the region itself is reported, at its value: a
     # warning, since a topic that lists it already keeps it (plan decides).
-    (tmp_path / "org-policy.yaml").write_text(FORBIDS_ASIA)
+    (tmp_path / "org-policy.yaml").write_text(
+        FORBIDS_ASIA + "---\nancestry: {projects/acme-payments: organizations/1}\n"
+    )
     checked = run_cli("validate", str(tmp_path), "--require-org-policy")
     assert checked.exit_code == 0
     assert f"{tmp_path / 't.yaml'}:5:54: warning[org-location-denied]: region 'asia-east1'" in (

@@ -156,7 +156,7 @@ def test_a_topic_without_a_key_where_cmek_is_required_is_left_to_plan_at_its_lin
     """The CMEK constraints bind only creation, and offline nothing says whether the
     topic exists: a warning at the topic's line that says plan decides."""
     _tree(tmp_path, _topic("keyed", f"kmsKeyName: {KEY}") + "---\n" + _topic("bare"),
-          NON_CMEK)
+          NON_CMEK + "---\nancestry: {projects/proj-a: none}\n")
     result = run_cli("validate", str(tmp_path))
     assert result.exit_code == 0, result.stdout
     (warning,) = result.stdout.splitlines()
