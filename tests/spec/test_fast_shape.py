@@ -6,6 +6,7 @@ tree, the examples, every test case, and generated documents near the schema."""
 from __future__ import annotations
 
 import copy
+import functools
 import math
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,7 @@ def test_the_well_formed_trees_take_the_fast_path() -> None:
     assert slow == []
 
 
+@functools.cache  # one strategy per kind: building them anew each draw was most of the time
 def _scalar() -> st.SearchStrategy[Any]:
     return st.one_of(
         st.none(), st.booleans(), st.integers(-(2**70), 2**70),
@@ -82,6 +84,7 @@ _DURATIONS = ["500ms", "5s", "1m30s", "1.5s", "0.5ms", "25h", "24h", "5", "s", "
               "1m1.0005s", "1.0s", "9" * 45 + "ms", "10ms5s", "5S"]
 
 
+@functools.cache  # one strategy per kind: building them anew each draw was most of the time
 def _value(kind: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     """Mostly values of the right kind, now and then one of a wrong kind."""
     if kind[0] == "union":
@@ -89,6 +92,7 @@ def _value(kind: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     return st.integers(0, 11).flatmap(lambda n: _scalar() if n == 0 else _right(kind))
 
 
+@functools.cache  # one strategy per kind: building them anew each draw was most of the time
 def _right(kind: tuple[Any, ...]) -> st.SearchStrategy[Any]:
     name = kind[0]
     if name == "union":
@@ -116,6 +120,7 @@ def _right(kind: tuple[Any, ...]) -> st.SearchStrategy[Any]:
                                 st.floats(-10, 10), st.floats())}[name]
 
 
+@functools.cache  # one strategy per kind: building them anew each draw was most of the time
 def _document(model: str) -> st.SearchStrategy[Any]:
     """A mapping for `model`: each field present or not, by alias or (wrongly) by its
     attribute name, sometimes an unknown key; now and then not a mapping at all."""
