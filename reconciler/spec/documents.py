@@ -3,10 +3,10 @@
 Each Struct is at once the shape `validate` checks (`shape.py`: `msgspec.convert` with
 strict types, unknown keys forbidden, camelCase names), the read-only record the
 checks read (`located.model.spec.labels`), and what the JSON Schema
-(`specs/schema.json`, `reconcile schema`) and docs/spec-reference.md are generated
-from (`shapegen.py`). A field's `Meta(description=...)` is its one description (a field
-without one has an empty cell); a kind's docstring introduces it. Adding a field is
-one edit here and `python -m reconciler.spec.shapegen`.
+(`schema.py`: `reconcile schema`, specs/schema.json) and docs/spec-reference.md
+(`reference.py`) are generated from. A field's `Meta(description=...)` is its one
+description (a field without one has an empty cell); a kind's docstring introduces it.
+Adding a field is one edit here, then regenerating the two files (docs/development.md).
 
 Semantic rules (regions, label rules, hedging ranges, org policy) live in
 `reconciler.spec.checks`, which sees the whole tree and reports every problem with its
