@@ -241,7 +241,7 @@ class _Check:
             if isinstance(value, dict | list):
                 message = f"{where} must be {expected}, not a {type_name(value)}"
             else:
-                written = self.doc.raw.get(path)
+                written = self.doc.written(path)
                 shown = written if written is not None else repr(value)
                 quoted = written is not None and expected == "text"
                 quote = f"; quote it: '{written}'" if quoted else ""
