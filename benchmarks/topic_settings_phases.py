@@ -9,7 +9,7 @@ Phases, each including the ones before it but the first two:
 - bare: `yaml.load_all` with libyaml's CSafeLoader (scale.py's bare read);
 - compose: libyaml's composer with yamlio's loader (nodes only, no data built);
 - load_documents: yamlio's position-less read of every file (what validate reads);
-- load_tree: spec/loader.py's load_tree (the records, `fastshape.py`);
+- load_tree: spec/loader.py's load_tree (the records, `shape.py`);
 - validate: `python -m reconciler validate TREE` (the checks, the summary);
 - plan: `python -m reconciler plan TREE --emulator ADDR` against a local server in
   this process, seeded as topic_settings.py seeds it (below the read-ahead size, the

@@ -58,9 +58,6 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.commands.validate": "git's index reader (reconciler/gitrev.py) and tempfile "
     "only for --staged",
     "reconciler.commands.local_server": "gRPC and the server only once the options are checked",
-    "reconciler.spec.loader": "pydantic and the spec models only for a document whose shape "
-    "the fast check (spec/fastshape.py) is not sure of",
-    "reconciler.spec.fastshape": "the generated records, once the first document is checked",
     "reconciler.fileio": "tempfile only when a file is written",
     "reconciler.orgpolicy.snapshot": "the custom constraints' rules and the condition evaluator "
     "only for a snapshot that holds custom constraints (validate's cold start without them "

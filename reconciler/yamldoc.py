@@ -22,14 +22,16 @@ class Mark:
 class Document:
     """One YAML document: plain data plus where each key and value sits in the file.
 
-    Positions (and the non-string scalars as written) serve only diagnostics, and a
-    large tree has hundreds of thousands of values and almost no problems: a document
-    read with `positions=False` records none, and the first diagnostic that asks for
-    one re-reads its file with positions (once per file, see `Source`). `release()`
-    drops the data once it has been validated; it is re-read the same way if a
-    message needs it."""
+    `data` is what was loaded, an attribute that never reads anything. Positions (and
+    the non-string scalars as written) serve only diagnostics, and a large tree has
+    hundreds of thousands of values and almost no problems: a document read with
+    `positions=False` records none, and the first diagnostic that asks for one
+    (`positions()`, `mark_for`, `written`) reads its file again with positions, once
+    per file (see `Source`). `release()` drops the data once it has been validated
+    (`data` is then None); `data_for_message()` gets it back from that same reading of
+    the file, for a message that must place or quote a value."""
 
-    __slots__ = ("_data", "_marks", "_source", "file", "index", "problems", "start")
+    __slots__ = ("_marks", "_released", "_source", "data", "file", "index", "problems", "start")
 
     def __init__(
         self,
@@ -45,49 +47,47 @@ class Document:
         self.start = start
         # Problems that do not stop reading the document: (code, message, line, col).
         self.problems: list[tuple[str, str, int, int]] = _NO_PROBLEMS  # shared until one
-        self._data = data
+        self.data = data
+        self._released = False
         self._marks: _Marks | None = None if source is not None else _Marks()
         self._source = source
 
-    @property
-    def data(self) -> Any:
-        if self._data is _RELEASED:
-            self._recover()
-        return self._data
-
-    @data.setter
-    def data(self, value: Any) -> None:
-        self._data = value
-
     def release(self) -> None:
-        """Drop the data (it can be re-read from the file on demand)."""
+        """Drop the data (a document loaded without positions: `data_for_message()`
+        reads it again from the file, with them, if a message needs it)."""
         if self._source is not None:
-            self._data = _RELEASED
+            self.data = None
+            self._released = True
 
-    @property
-    def marks(self) -> _Marks:
+    def positions(self) -> _Marks:
+        """Where each key and value sits: for a document loaded without positions, the
+        file is read again on the first call (once per file, `Source`); none when it
+        changed or vanished since."""
         if self._marks is None:
-            self._recover()
+            assert self._source is not None
+            self._source.recover()
+            if self._marks is None:  # the file changed or vanished since: no positions
+                self._marks = _Marks()
         assert self._marks is not None
         return self._marks
 
-    @property
-    def raw(self) -> dict[PathKey, str]:
-        """Non-string scalars as written (`0.2000001`, `on`), for messages that quote them."""
-        return self.marks.raw
+    def data_for_message(self) -> Any:
+        """The data, for a diagnostic that places or quotes a value: after `release()`,
+        as the reading of the file with positions gave it back (None if the file changed
+        into something unreadable)."""
+        if self._released:
+            self.positions()
+        return self.data
 
-    def _recover(self) -> None:
-        assert self._source is not None
-        self._source.recover()
-        if self._marks is None:  # the file changed or vanished since: no positions
-            self._marks = _Marks()
-        if self._data is _RELEASED:
-            self._data = None
+    def written(self, path: PathKey) -> str | None:
+        """The non-string scalar at `path` as written (`0.2000001`, `on`), for messages
+        that quote it (`positions()`)."""
+        return self.positions().raw.get(path)
 
     def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
         """The best position for a problem at `path`: the value, else the key, else the
         nearest enclosing node, else the document start."""
-        marks = self.marks
+        marks = self.positions()
         probe = tuple(path)
         while True:
             first, second = (
@@ -106,7 +106,6 @@ class Document:
         return self.mark_for(path, prefer_key=True)
 
 
-_RELEASED: Any = object()
 _NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)
 
 
@@ -133,8 +132,8 @@ class Source:
         again = self.reread()  # [] when the file changed into something unreadable
         for doc, full in zip(self.documents, again, strict=False):
             doc._marks = full._marks
-            if doc._data is _RELEASED:
-                doc._data = full._data
+            if doc._released:
+                doc.data, doc._released = full.data, False
         self.documents = []  # every document now has what it can get
 
 

@@ -131,7 +131,7 @@ def spec_path(read: str, doc: Document) -> PathKey:
     if path is None:
         path = SPEC_PATHS.get(head, NAME)
     while len(path) >= 2:  # the nearest part the document declares, below `spec`
-        if path in doc.marks.values or path in doc.marks.keys:
+        if path in doc.positions().values or path in doc.positions().keys:
             return path
         path = path[:-1]
     return NAME

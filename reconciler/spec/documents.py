@@ -1,357 +1,294 @@
-# ruff: noqa: E501, RUF023
-"""Plain records of the spec documents and their shape table: generated from the
-pydantic models in `models.py` by `python -m reconciler.spec.shapegen`; do not edit.
+"""The spec documents as msgspec Structs: the one source of the spec language.
 
-The checks read these records; `fastshape.py` builds them from YAML data by the
-table, and hands anything it is not sure of to the models."""
+Each Struct is at once the shape `validate` checks (`shape.py`: `msgspec.convert` with
+strict types, unknown keys forbidden, camelCase names), the read-only record the
+checks read (`located.model.spec.labels`), and what the JSON Schema
+(`schema.py`: `reconcile schema`, specs/schema.json) and docs/spec-reference.md
+(`reference.py`) are generated from. A field's `Meta(description=...)` is its one
+description (a field without one has an empty cell); a kind's docstring introduces it.
+Adding a field is one edit here, then regenerating the two files (docs/development.md).
+
+Semantic rules (regions, label rules, hedging ranges, org policy) live in
+`reconciler.spec.checks`, which sees the whole tree and reports every problem with its
+position; the Structs only make sure the shapes are right.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from reconciler.spec.record import Record as _Record
+import msgspec
+from msgspec import Meta, field
 
-_set = object.__setattr__
+from reconciler.spec.durations import parse_duration_ms
 
+API_VERSION = "reconcile.pubsub/v1"
+KINDS = ("Topic", "HedgingProfile", "Defaults", "Owner")
 
-API_VERSION = 'reconcile.pubsub/v1'
-KINDS = ('Topic', 'HedgingProfile', 'Defaults', 'Owner')
 
+class DurationMs(int):
+    """A duration written with a unit (`500ms`, `5s`, `1m30s`) and held as whole
+    milliseconds. A type of its own only so that `msgspec.convert` hands the text to
+    `decode_hook`; the records then hold a plain int (`_plain_durations`)."""
 
-class TopicMetadata(_Record):
-    """The record of `models.TopicMetadata`."""
 
-    __slots__ = ('project', 'name')
-    project: str | None
-    name: str
+def decode_hook(kind: type, value: Any) -> Any:
+    """msgspec's hook for the one type it does not know: a duration's text -> ms
+    (`DurationError` or `DurationRangeError` when the text is not one)."""
+    if kind is DurationMs and type(value) is str:
+        return DurationMs(parse_duration_ms(value))
+    raise TypeError("a duration must be text with a unit, e.g. 500ms, 5s or 1m")
 
-    def __init__(self, *, project: str | None = None, name: str) -> None:
-        _set(self, 'project', project)
-        _set(self, 'name', name)
 
+def _plain_durations(record: msgspec.Struct, names: tuple[str, ...]) -> None:
+    """Each duration field as a plain int, as every other number the records hold."""
+    for name in names:
+        value = getattr(record, name)
+        if value is not None:
+            msgspec.structs.force_setattr(record, name, int(value))
 
-class StoragePolicySpec(_Record):
-    """The record of `models.StoragePolicySpec`."""
 
-    __slots__ = ('allowed_persistence_regions', 'enforce_in_transit')
-    allowed_persistence_regions: list[str]
-    enforce_in_transit: bool | None
-
-    def __init__(self, *, allowed_persistence_regions: list[str], enforce_in_transit: bool | None = None) -> None:
-        _set(self, 'allowed_persistence_regions', allowed_persistence_regions)
-        _set(self, 'enforce_in_transit', enforce_in_transit)
-
-
-class SchemaSettingsSpec(_Record):
-    """The record of `models.SchemaSettingsSpec`."""
-
-    __slots__ = ('schema_', 'encoding', 'first_revision_id', 'last_revision_id')
-    schema_: str
-    encoding: Literal['JSON', 'BINARY']
-    first_revision_id: str | None
-    last_revision_id: str | None
-
-    def __init__(self, *, schema_: str, encoding: Literal['JSON', 'BINARY'], first_revision_id: str | None = None, last_revision_id: str | None = None) -> None:
-        _set(self, 'schema_', schema_)
-        _set(self, 'encoding', encoding)
-        _set(self, 'first_revision_id', first_revision_id)
-        _set(self, 'last_revision_id', last_revision_id)
-
-
-class Retry(_Record):
-    """The record of `models.Retry`."""
-
-    __slots__ = ('initial_rpc_timeout', 'total_timeout')
-    initial_rpc_timeout: int | None
-    total_timeout: int | None
-
-    def __init__(self, *, initial_rpc_timeout: int | None = None, total_timeout: int | None = None) -> None:
-        _set(self, 'initial_rpc_timeout', initial_rpc_timeout)
-        _set(self, 'total_timeout', total_timeout)
-
-
-class HedgingProfileSpec(_Record):
-    """The record of `models.HedgingProfileSpec`."""
-
-    __slots__ = ('hedge_delay', 'max_tokens', 'refill_ratio')
-    hedge_delay: int | None
-    max_tokens: int | None
-    refill_ratio: float | None
-
-    def __init__(self, *, hedge_delay: int | None = None, max_tokens: int | None = None, refill_ratio: float | None = None) -> None:
-        _set(self, 'hedge_delay', hedge_delay)
-        _set(self, 'max_tokens', max_tokens)
-        _set(self, 'refill_ratio', refill_ratio)
-
-
-class Publishers(_Record):
-    """The record of `models.Publishers`."""
-
-    __slots__ = ('regions', 'endpoint', 'message_ordering', 'retry', 'hedging')
-    regions: list[str]
-    endpoint: str | None
-    message_ordering: bool
-    retry: Retry | None
-    hedging: str | HedgingProfileSpec | None
-
-    def __init__(self, *, regions: list[str] | None = None, endpoint: str | None = None, message_ordering: bool = False, retry: Retry | None = None, hedging: str | HedgingProfileSpec | None = None) -> None:
-        _set(self, 'regions', [] if regions is None else regions)
-        _set(self, 'endpoint', endpoint)
-        _set(self, 'message_ordering', message_ordering)
-        _set(self, 'retry', retry)
-        _set(self, 'hedging', hedging)
-
-
-class TopicSpec(_Record):
-    """The record of `models.TopicSpec`."""
-
-    __slots__ = ('labels', 'message_storage_policy', 'message_retention_duration', 'kms_key_name', 'schema_settings', 'publishers')
-    labels: dict[str, str]
-    message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
-    message_retention_duration: str | None
-    kms_key_name: str | None
-    schema_settings: SchemaSettingsSpec | None
-    publishers: Publishers | None
-
-    def __init__(self, *, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, message_retention_duration: str | None = None, kms_key_name: str | None = None, schema_settings: SchemaSettingsSpec | None = None, publishers: Publishers | None = None) -> None:
-        _set(self, 'labels', {} if labels is None else labels)
-        _set(self, 'message_storage_policy', message_storage_policy)
-        _set(self, 'message_retention_duration', message_retention_duration)
-        _set(self, 'kms_key_name', kms_key_name)
-        _set(self, 'schema_settings', schema_settings)
-        _set(self, 'publishers', publishers)
-
-
-class TopicDoc(_Record):
-    """The record of `models.TopicDoc`."""
-
-    __slots__ = ('api_version', 'kind', 'metadata', 'spec')
-    api_version: str
-    kind: Literal['Topic']
-    metadata: TopicMetadata
-    spec: TopicSpec
-
-    def __init__(self, *, api_version: str, kind: Literal['Topic'], metadata: TopicMetadata, spec: TopicSpec | None = None) -> None:
-        _set(self, 'api_version', api_version)
-        _set(self, 'kind', kind)
-        _set(self, 'metadata', metadata)
-        _set(self, 'spec', TopicSpec() if spec is None else spec)
-
-
-class ProfileMetadata(_Record):
-    """The record of `models.ProfileMetadata`."""
-
-    __slots__ = ('name',)
-    name: str
-
-    def __init__(self, *, name: str) -> None:
-        _set(self, 'name', name)
-
-
-class HedgingProfileDoc(_Record):
-    """The record of `models.HedgingProfileDoc`."""
-
-    __slots__ = ('api_version', 'kind', 'metadata', 'spec')
-    api_version: str
-    kind: Literal['HedgingProfile']
-    metadata: ProfileMetadata
-    spec: HedgingProfileSpec
-
-    def __init__(self, *, api_version: str, kind: Literal['HedgingProfile'], metadata: ProfileMetadata, spec: HedgingProfileSpec | None = None) -> None:
-        _set(self, 'api_version', api_version)
-        _set(self, 'kind', kind)
-        _set(self, 'metadata', metadata)
-        _set(self, 'spec', HedgingProfileSpec() if spec is None else spec)
-
-
-class DefaultsMetadata(_Record):
-    """The record of `models.DefaultsMetadata`."""
-
-    __slots__ = ('name',)
-    name: str | None
-
-    def __init__(self, *, name: str | None = None) -> None:
-        _set(self, 'name', name)
-
-
-class DefaultsSpec(_Record):
-    """The record of `models.DefaultsSpec`."""
-
-    __slots__ = ('project', 'labels', 'message_storage_policy', 'message_retention_duration', 'kms_key_name', 'schema_settings', 'publishers')
-    project: str | None
-    labels: dict[str, str]
-    message_storage_policy: Literal['inherit'] | StoragePolicySpec | None
-    message_retention_duration: str | None
-    kms_key_name: str | None
-    schema_settings: SchemaSettingsSpec | None
-    publishers: Publishers | None
-
-    def __init__(self, *, project: str | None = None, labels: dict[str, str] | None = None, message_storage_policy: Literal['inherit'] | StoragePolicySpec | None = None, message_retention_duration: str | None = None, kms_key_name: str | None = None, schema_settings: SchemaSettingsSpec | None = None, publishers: Publishers | None = None) -> None:
-        _set(self, 'project', project)
-        _set(self, 'labels', {} if labels is None else labels)
-        _set(self, 'message_storage_policy', message_storage_policy)
-        _set(self, 'message_retention_duration', message_retention_duration)
-        _set(self, 'kms_key_name', kms_key_name)
-        _set(self, 'schema_settings', schema_settings)
-        _set(self, 'publishers', publishers)
-
-
-class DefaultsDoc(_Record):
-    """The record of `models.DefaultsDoc`."""
-
-    __slots__ = ('api_version', 'kind', 'metadata', 'spec')
-    api_version: str
-    kind: Literal['Defaults']
-    metadata: DefaultsMetadata
-    spec: DefaultsSpec
-
-    def __init__(self, *, api_version: str, kind: Literal['Defaults'], metadata: DefaultsMetadata | None = None, spec: DefaultsSpec | None = None) -> None:
-        _set(self, 'api_version', api_version)
-        _set(self, 'kind', kind)
-        _set(self, 'metadata', DefaultsMetadata() if metadata is None else metadata)
-        _set(self, 'spec', DefaultsSpec() if spec is None else spec)
-
-
-class OwnerMetadata(_Record):
-    """The record of `models.OwnerMetadata`."""
-
-    __slots__ = ('name',)
-    name: str
-
-    def __init__(self, *, name: str) -> None:
-        _set(self, 'name', name)
-
-
-class OwnerSpec(_Record):
-    """The record of `models.OwnerSpec`."""
-
-    __slots__ = ('prune_subscribed',)
-    prune_subscribed: list[str]
-
-    def __init__(self, *, prune_subscribed: list[str] | None = None) -> None:
-        _set(self, 'prune_subscribed', [] if prune_subscribed is None else prune_subscribed)
-
-
-class OwnerDoc(_Record):
-    """The record of `models.OwnerDoc`."""
-
-    __slots__ = ('api_version', 'kind', 'metadata', 'spec')
-    api_version: str
-    kind: Literal['Owner']
-    metadata: OwnerMetadata
-    spec: OwnerSpec
-
-    def __init__(self, *, api_version: str, kind: Literal['Owner'], metadata: OwnerMetadata, spec: OwnerSpec | None = None) -> None:
-        _set(self, 'api_version', api_version)
-        _set(self, 'kind', kind)
-        _set(self, 'metadata', metadata)
-        _set(self, 'spec', OwnerSpec() if spec is None else spec)
-
-
-Record = TopicMetadata | StoragePolicySpec | SchemaSettingsSpec | Retry | HedgingProfileSpec | Publishers | TopicSpec | TopicDoc | ProfileMetadata | HedgingProfileDoc | DefaultsMetadata | DefaultsSpec | DefaultsDoc | OwnerMetadata | OwnerSpec | OwnerDoc
-RECORDS: dict[str, type[_Record]] = {
-    'TopicMetadata': TopicMetadata,
-    'StoragePolicySpec': StoragePolicySpec,
-    'SchemaSettingsSpec': SchemaSettingsSpec,
-    'Retry': Retry,
-    'HedgingProfileSpec': HedgingProfileSpec,
-    'Publishers': Publishers,
-    'TopicSpec': TopicSpec,
-    'TopicDoc': TopicDoc,
-    'ProfileMetadata': ProfileMetadata,
-    'HedgingProfileDoc': HedgingProfileDoc,
-    'DefaultsMetadata': DefaultsMetadata,
-    'DefaultsSpec': DefaultsSpec,
-    'DefaultsDoc': DefaultsDoc,
-    'OwnerMetadata': OwnerMetadata,
-    'OwnerSpec': OwnerSpec,
-    'OwnerDoc': OwnerDoc,
+# Value types as the JSON Schema shows them (`extra_json_schema`; never checked here:
+# a retention's form is a rule of `spec/settings.py`, with its own diagnostics).
+DURATION_PATTERN = r"^([0-9]+(\.[0-9]+)?(ms|s|m|h))+$"
+DURATION_SCHEMA = {
+    "type": "string",
+    "pattern": DURATION_PATTERN,
+    "description": "A duration with a unit: 500ms, 5s, 1m, 1m30s.",
 }
-RECORD_BY_KIND: dict[str, type[_Record]] = {'Topic': TopicDoc, 'HedgingProfile': HedgingProfileDoc, 'Defaults': DefaultsDoc, 'Owner': OwnerDoc}
+Retention = Annotated[
+    str,
+    Meta(extra_json_schema={
+        "pattern": r"^([0-9]+(\.[0-9]+)?(d|h|m|s|ms))+$",
+        "description": "A duration with a unit: 2d, 48h, 1h30m, 600s, 600.5s.",
+    }),
+]
+ApiVersion = Annotated[str, Meta(extra_json_schema={"const": API_VERSION})]
 
-# Model name -> fields: (alias, attribute, default, kind).
-SHAPES: dict[str, tuple[tuple[Any, ...], ...]] = {
-    'TopicMetadata': (
-        ('project', 'project', ('value', None), ('union', (('str',), ('none',)))),
-        ('name', 'name', ('required',), ('str',)),
-    ),
-    'StoragePolicySpec': (
-        ('allowedPersistenceRegions', 'allowed_persistence_regions', ('required',), ('list_str',)),
-        ('enforceInTransit', 'enforce_in_transit', ('value', None), ('union', (('bool',), ('none',)))),
-    ),
-    'SchemaSettingsSpec': (
-        ('schema', 'schema_', ('required',), ('str',)),
-        ('encoding', 'encoding', ('required',), ('literal', ('JSON', 'BINARY'))),
-        ('firstRevisionId', 'first_revision_id', ('value', None), ('union', (('str',), ('none',)))),
-        ('lastRevisionId', 'last_revision_id', ('value', None), ('union', (('str',), ('none',)))),
-    ),
-    'Retry': (
-        ('initialRpcTimeout', 'initial_rpc_timeout', ('value', None), ('union', (('duration',), ('none',)))),
-        ('totalTimeout', 'total_timeout', ('value', None), ('union', (('duration',), ('none',)))),
-    ),
-    'HedgingProfileSpec': (
-        ('hedgeDelay', 'hedge_delay', ('value', None), ('union', (('duration',), ('none',)))),
-        ('maxTokens', 'max_tokens', ('value', None), ('union', (('whole',), ('none',)))),
-        ('refillRatio', 'refill_ratio', ('value', None), ('union', (('number',), ('none',)))),
-    ),
-    'Publishers': (
-        ('regions', 'regions', ('factory', 'list'), ('list_str',)),
-        ('endpoint', 'endpoint', ('value', None), ('union', (('str',), ('none',)))),
-        ('messageOrdering', 'message_ordering', ('value', False), ('bool',)),
-        ('retry', 'retry', ('value', None), ('union', (('model', 'Retry'), ('none',)))),
-        ('hedging', 'hedging', ('value', None), ('union', (('str',), ('model', 'HedgingProfileSpec'), ('none',)))),
-    ),
-    'TopicSpec': (
-        ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
-        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
-        ('messageRetentionDuration', 'message_retention_duration', ('value', None), ('union', (('str',), ('none',)))),
-        ('kmsKeyName', 'kms_key_name', ('value', None), ('union', (('str',), ('none',)))),
-        ('schemaSettings', 'schema_settings', ('value', None), ('union', (('model', 'SchemaSettingsSpec'), ('none',)))),
-        ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
-    ),
-    'TopicDoc': (
-        ('apiVersion', 'api_version', ('required',), ('str',)),
-        ('kind', 'kind', ('required',), ('literal', ('Topic',))),
-        ('metadata', 'metadata', ('required',), ('model', 'TopicMetadata')),
-        ('spec', 'spec', ('factory', 'TopicSpec'), ('model', 'TopicSpec')),
-    ),
-    'ProfileMetadata': (
-        ('name', 'name', ('required',), ('str',)),
-    ),
-    'HedgingProfileDoc': (
-        ('apiVersion', 'api_version', ('required',), ('str',)),
-        ('kind', 'kind', ('required',), ('literal', ('HedgingProfile',))),
-        ('metadata', 'metadata', ('required',), ('model', 'ProfileMetadata')),
-        ('spec', 'spec', ('factory', 'HedgingProfileSpec'), ('model', 'HedgingProfileSpec')),
-    ),
-    'DefaultsMetadata': (
-        ('name', 'name', ('value', None), ('union', (('str',), ('none',)))),
-    ),
-    'DefaultsSpec': (
-        ('project', 'project', ('value', None), ('union', (('str',), ('none',)))),
-        ('labels', 'labels', ('factory', 'dict'), ('dict_str_str',)),
-        ('messageStoragePolicy', 'message_storage_policy', ('value', None), ('union', (('literal', ('inherit',)), ('model', 'StoragePolicySpec'), ('none',)))),
-        ('messageRetentionDuration', 'message_retention_duration', ('value', None), ('union', (('str',), ('none',)))),
-        ('kmsKeyName', 'kms_key_name', ('value', None), ('union', (('str',), ('none',)))),
-        ('schemaSettings', 'schema_settings', ('value', None), ('union', (('model', 'SchemaSettingsSpec'), ('none',)))),
-        ('publishers', 'publishers', ('value', None), ('union', (('model', 'Publishers'), ('none',)))),
-    ),
-    'DefaultsDoc': (
-        ('apiVersion', 'api_version', ('required',), ('str',)),
-        ('kind', 'kind', ('required',), ('literal', ('Defaults',))),
-        ('metadata', 'metadata', ('factory', 'DefaultsMetadata'), ('model', 'DefaultsMetadata')),
-        ('spec', 'spec', ('factory', 'DefaultsSpec'), ('model', 'DefaultsSpec')),
-    ),
-    'OwnerMetadata': (
-        ('name', 'name', ('required',), ('str',)),
-    ),
-    'OwnerSpec': (
-        ('pruneSubscribed', 'prune_subscribed', ('factory', 'list'), ('list_str',)),
-    ),
-    'OwnerDoc': (
-        ('apiVersion', 'api_version', ('required',), ('str',)),
-        ('kind', 'kind', ('required',), ('literal', ('Owner',))),
-        ('metadata', 'metadata', ('required',), ('model', 'OwnerMetadata')),
-        ('spec', 'spec', ('factory', 'OwnerSpec'), ('model', 'OwnerSpec')),
-    ),
+
+class _Shape(
+    msgspec.Struct, kw_only=True, frozen=True, forbid_unknown_fields=True, rename="camel"
+):
+    # Read-only, compared by value, keyword-only constructors; written by their
+    # camelCase names (`schema_` is `schema`: `field(name=...)`).
+    pass
+
+
+# What each field means: its description is the one source of docs/spec-reference.md
+# and of the published schema's descriptions.
+_API_VERSION = Meta(description=f"Always `{API_VERSION}`.")
+_KIND = Meta(description="The document kind.")
+_METADATA = Meta(description="Which object the document is about.")
+_SPEC = Meta(description="The desired state.")
+_LABELS = Meta(description=(
+    "Managed label keys and values; labels others set on the topic are kept. Keys "
+    "starting with `reconcile-` are reserved."
+))
+_STORAGE = Meta(description=(
+    "Omitted: unmanaged (never touched). `inherit`: follow the effective org policy "
+    "(recompute). An object: these regions exactly."
+))
+_RETENTION = Meta(description=(
+    "How long the topic keeps every published message, acknowledged or not: 10 minutes "
+    "to 31 days, written with a unit (`2d`, `48h`, `1h30m`, `600s`; compared in the "
+    "service's seconds, so `2d` equals `172800s`). Omitted: unmanaged (never sent, never "
+    "cleared)."
+))
+_KMS_KEY = Meta(description=(
+    "The Cloud KMS key that protects the topic's messages (CMEK): "
+    "`projects/P/locations/L/keyRings/R/cryptoKeys/K`. Omitted: unmanaged."
+))
+_SCHEMA_SETTINGS = Meta(description=(
+    "The schema published messages are validated against. Omitted: unmanaged (a schema "
+    "set by another tool is kept)."
+))
+_PUBLISHERS = Meta(description=(
+    "Where and how the topic's publishers run; checked against the storage policy and "
+    "recorded on the topic as `reconcile-` labels."
+))
+
+
+class TopicMetadata(_Shape, kw_only=True, frozen=True):
+    project: Annotated[str | None, Meta(
+        description="Google Cloud project ID; may come from a `Defaults` document.",
+    )] = None
+    name: Annotated[str, Meta(
+        description="Topic ID (3-255 characters, starts with a letter, not `goog`).",
+    )]
+
+
+class StoragePolicySpec(_Shape, kw_only=True, frozen=True):
+    allowed_persistence_regions: Annotated[list[str], Meta(
+        description="Region names only (no zones, multi-regions, dual-regions, exclusions "
+        "or value groups); a set, order is not a diff; never empty; each must be allowed by "
+        "the org policy.",
+    )]
+    enforce_in_transit: Annotated[bool | None, Meta(
+        description="Reject Publish/Pull received outside the allowed regions; absent and "
+        "`false` are equal.",
+    )] = None
+
+
+class SchemaSettingsSpec(_Shape, kw_only=True, frozen=True):
+    schema_: Annotated[str, Meta(
+        description="`projects/P/schemas/S` (the schema may be in another project); "
+        "it must exist when the plan is applied.",
+    )] = field(name="schema")
+    encoding: Annotated[Literal["JSON", "BINARY"], Meta(
+        description="How published messages are encoded: `JSON` or `BINARY`.",
+    )]
+    first_revision_id: Annotated[str | None, Meta(
+        description="The oldest schema revision messages may match; omitted: no lower bound.",
+    )] = None
+    last_revision_id: Annotated[str | None, Meta(
+        description="The newest schema revision messages may match; omitted: no upper bound.",
+    )] = None
+
+
+class Retry(_Shape, kw_only=True, frozen=True):
+    initial_rpc_timeout: Annotated[DurationMs | None, Meta(
+        description="Initial RPC timeout; must exceed the hedge delay.",
+    )] = None
+    total_timeout: Annotated[DurationMs | None, Meta(
+        description="Total timeout; must exceed the hedge delay.",
+    )] = None
+
+    def __post_init__(self) -> None:
+        _plain_durations(self, ("initial_rpc_timeout", "total_timeout"))
+
+
+class HedgingProfileSpec(_Shape, kw_only=True, frozen=True):
+    hedge_delay: Annotated[DurationMs | None, Meta(
+        description="Send a hedged attempt when one has not completed within this delay.",
+    )] = None
+    max_tokens: Annotated[int | None, Meta(
+        description="Token bucket size: at most this many hedged attempts in a burst.",
+    )] = None
+    refill_ratio: Annotated[float | None, Meta(
+        description="Tokens refilled per successful publish, 0.001 to 0.2. Validation "
+        "accepts six decimals (the labels carry six); the hedged publisher counts "
+        "thousandths of a token and rounds to three: write at most three.",
+    )] = None
+
+    def __post_init__(self) -> None:
+        _plain_durations(self, ("hedge_delay",))
+
+
+class Publishers(_Shape, kw_only=True, frozen=True):
+    regions: Annotated[list[str], Meta(description="Regions the publishers run in.")] = []
+    endpoint: Annotated[str | None, Meta(
+        description="Region of the locational endpoint publishers use "
+        "(REGION-pubsub.googleapis.com), e.g. us-east1.",
+    )] = None
+    message_ordering: Annotated[bool, Meta(
+        description="Publishers use ordering keys (cannot be combined with hedging).",
+    )] = False
+    retry: Annotated[Retry | None, Meta(
+        description="The publishers' retry timeouts (client defaults 5s / 60s).",
+    )] = None
+    hedging: Annotated[str | HedgingProfileSpec | None, Meta(
+        description="A `HedgingProfile` name, or an inline profile object (fields as in "
+        "`HedgingProfile.spec`).",
+    )] = None
+
+
+class TopicSpec(_Shape, kw_only=True, frozen=True):
+    labels: Annotated[dict[str, str], _LABELS] = {}
+    message_storage_policy: Annotated[
+        Literal["inherit"] | StoragePolicySpec | None, _STORAGE
+    ] = None
+    message_retention_duration: Annotated[Retention | None, _RETENTION] = None
+    kms_key_name: Annotated[str | None, _KMS_KEY] = None
+    schema_settings: Annotated[SchemaSettingsSpec | None, _SCHEMA_SETTINGS] = None
+    publishers: Annotated[Publishers | None, _PUBLISHERS] = None
+
+
+class TopicDoc(_Shape, kw_only=True, frozen=True):
+    """One Pub/Sub topic: its labels, message storage policy and publishers."""
+
+    api_version: Annotated[ApiVersion, _API_VERSION]
+    kind: Annotated[Literal["Topic"], _KIND]
+    metadata: Annotated[TopicMetadata, _METADATA]
+    spec: Annotated[TopicSpec, _SPEC] = field(default_factory=TopicSpec)
+
+
+class ProfileMetadata(_Shape, kw_only=True, frozen=True):
+    name: Annotated[str, Meta(description="Profile name, referenced by `publishers.hedging`.")]
+
+
+class HedgingProfileDoc(_Shape, kw_only=True, frozen=True):
+    """A named publish-hedging profile that topics refer to."""
+
+    api_version: Annotated[ApiVersion, _API_VERSION]
+    kind: Annotated[Literal["HedgingProfile"], _KIND]
+    metadata: Annotated[ProfileMetadata, _METADATA]
+    spec: Annotated[HedgingProfileSpec, _SPEC] = field(default_factory=HedgingProfileSpec)
+
+
+class DefaultsMetadata(_Shape, kw_only=True, frozen=True):
+    name: Annotated[str | None, Meta(description="Optional name, for readers.")] = None
+
+
+class DefaultsSpec(_Shape, kw_only=True, frozen=True):
+    """Applies to every Topic in the same directory and below; topics override."""
+
+    project: Annotated[str | None, Meta(
+        description="Project for every Topic in this directory and below that does not "
+        "name one.",
+    )] = None
+    labels: Annotated[dict[str, str], _LABELS] = {}
+    message_storage_policy: Annotated[
+        Literal["inherit"] | StoragePolicySpec | None, _STORAGE
+    ] = None
+    message_retention_duration: Annotated[Retention | None, _RETENTION] = None
+    kms_key_name: Annotated[str | None, _KMS_KEY] = None
+    schema_settings: Annotated[SchemaSettingsSpec | None, _SCHEMA_SETTINGS] = None
+    publishers: Annotated[Publishers | None, _PUBLISHERS] = None
+
+
+class DefaultsDoc(_Shape, kw_only=True, frozen=True):
+    """Values merged under every Topic in the same directory and below (topics override;
+    labels are merged)."""
+
+    api_version: Annotated[ApiVersion, _API_VERSION]
+    kind: Annotated[Literal["Defaults"], _KIND]
+    metadata: Annotated[DefaultsMetadata, _METADATA] = field(default_factory=DefaultsMetadata)
+    spec: Annotated[DefaultsSpec, _SPEC] = field(default_factory=DefaultsSpec)
+
+
+class OwnerMetadata(_Shape, kw_only=True, frozen=True):
+    name: Annotated[str, Meta(
+        description="The spec tree's owner identity, recorded on every topic it creates "
+        "or adopts as the label `reconcile-owner`: 1-63 lowercase letters, digits, `_` "
+        "and `-`. Without an `Owner` document the tree is owner `default`.",
+    )]
+
+
+class OwnerSpec(_Shape, kw_only=True, frozen=True):
+    prune_subscribed: Annotated[list[str], Meta(
+        description="Topics this tree no longer declares that `--prune` may delete even "
+        "though subscriptions are attached (they are detached and stop receiving): each "
+        "`projects/PROJECT/topics/TOPIC`, where TOPIC may use `*` and `?` to match "
+        "several. Without an entry, a subscribed topic is pruned only with "
+        "`--prune-subscribed`.",
+    )] = []
+
+
+class OwnerDoc(_Shape, kw_only=True, frozen=True):
+    """Who this spec tree is: declared once per tree (any file), never `default`.
+    `--prune` needs it and deletes only topics that carry this owner, and a topic
+    another tree owns is never taken over without `apply --adopt-from OWNER`
+    (docs/ownership.md)."""
+
+    api_version: Annotated[ApiVersion, _API_VERSION]
+    kind: Annotated[Literal["Owner"], _KIND]
+    metadata: Annotated[OwnerMetadata, _METADATA]
+    spec: Annotated[OwnerSpec, _SPEC] = field(default_factory=OwnerSpec)
+
+
+RECORD_BY_KIND: dict[str, type[_Shape]] = {
+    "Topic": TopicDoc,
+    "HedgingProfile": HedgingProfileDoc,
+    "Defaults": DefaultsDoc,
+    "Owner": OwnerDoc,
 }

@@ -1,9 +1,9 @@
 """Files -> YAML documents -> typed spec records, every problem kept as a diagnostic.
 
-Each document goes through the fast shape check (`fastshape.py`, no pydantic); one it
-is not sure of goes to the pydantic models (`slowshape.py`, imported only then), which
-report every shape problem and repair the document so that the semantic checks still
-see every other field of it. Both give the same records (`documents.py`).
+Each document's data goes through the shape check (`shape.py`: msgspec into the
+Structs of `documents.py`), which reports every shape problem and repairs the document
+so that the semantic checks still see every other field of it; the records it gives
+are what the checks read from then on.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
 from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, OwnerDoc, TopicDoc
-from reconciler.spec.fastshape import fast_record
+from reconciler.spec.shape import check_shape
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.spec.values import did_you_mean, type_name
 from reconciler.yamlio import Document, PathKey, YamlProblem, load_documents
@@ -126,13 +126,7 @@ def _load_document(doc: Document, path: Path, tree: SpecTree, diags: Diagnostics
         return
     if invalid:
         data = {**data, "apiVersion": API_VERSION}
-    record: Any = fast_record(kind, data)
-    if record is None:
-        from reconciler.spec.slowshape import slow_record
-
-        record = slow_record(kind, data, doc, diags, invalid)
-        if record is None:
-            return
+    record: Any = check_shape(kind, data, doc, diags, invalid)
     located = Located(record, doc, path, frozenset(invalid) if invalid else _VALID)
     if isinstance(record, TopicDoc):
         tree.topics.append(located)

@@ -182,7 +182,7 @@ def allowed_text(regions: Iterable[str]) -> str:
 def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
     """The path of `value` inside the list at `path` in this document (a region may be
     declared here or come from a Defaults document: then the topic itself is blamed)."""
-    node = doc.data
+    node = doc.data_for_message()
     for part in path:
         if not isinstance(node, dict) or part not in node:
             return ("metadata", "name")

@@ -36,9 +36,9 @@ class PositionedDiagnostics:
 
     def as_written(self, path: PathKey, fallback: str) -> str:
         """The value at `path` as the file spells it (`0.2000001`, not `0.2`)."""
-        raw = self.doc.raw.get(path)
+        raw = self.doc.written(path)
         if raw is None:
-            value = value_at(self.doc.data, path)
+            value = value_at(self.doc.data_for_message(), path)
             raw = value if isinstance(value, str) else None
         if raw is not None:
             return raw if len(raw) <= 40 else raw[:20] + "..." + raw[-8:]

@@ -1,11 +1,10 @@
-"""The spec reference (docs/spec-reference.md), generated from the pydantic models so
-that the documentation cannot fall behind the format: every field of every kind, its
-type, whether it is required, its default and its meaning (the field's `description`;
-each kind's introduction is its model's docstring). `shapegen --check` (run by
-tests/spec/test_fast_shape.py) fails when the checked-in page differs.
+"""The spec reference (docs/spec-reference.md), generated from the Structs of
+`documents.py` so that the documentation cannot fall behind the format: every field of
+every kind, its type, whether it is required, its default and its meaning (the field's
+`Meta(description=...)`; each kind's introduction is its docstring).
+tests/gitops/test_docs.py fails when the checked-in page differs.
 
-    python -m reconciler.spec.shapegen    # this page, specs/schema.json, documents.py
-    python -m reconciler.spec.reference > docs/spec-reference.md   # this page only
+    python -m reconciler.spec.reference > docs/spec-reference.md
 """
 
 from __future__ import annotations
@@ -17,14 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
-from pydantic_core import PydanticUndefined
+import msgspec
 
 from reconciler.hedging import labels as hedge_labels
 from reconciler.hedging import profile as hedging
 from reconciler.ownership import DEFAULT_OWNER, MARKER_DIGITS, OWNER_LABEL, PLAN_LABEL
-from reconciler.spec.models import API_VERSION, MODEL_BY_KIND
+from reconciler.spec.documents import API_VERSION, RECORD_BY_KIND, DurationMs
+from reconciler.spec.schema import metas
+from reconciler.spec.shape import bare, struct_in
 
 
 @dataclass(frozen=True)
@@ -36,18 +35,13 @@ class Row:
     description: str
 
 
-def _is_model(tp: Any) -> bool:
-    return isinstance(tp, type) and issubclass(tp, BaseModel)
+def _is_struct(tp: Any) -> bool:
+    return isinstance(tp, type) and issubclass(tp, msgspec.Struct)
 
 
 def _type_name(tp: Any) -> str:
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
-    if origin is typing.Annotated:
-        base, *meta = args
-        if any(getattr(m, "func", None) and "duration" in m.func.__name__ for m in meta):
-            return "duration"
-        return _type_name(base)
     if origin in (typing.Union, types.UnionType):
         return " \\| ".join(_type_name(a) for a in args if a is not type(None))
     if origin is typing.Literal:
@@ -56,45 +50,36 @@ def _type_name(tp: Any) -> str:
         return f"list of {_type_name(args[0])}"
     if origin is dict:
         return f"map of {_type_name(args[0])} to {_type_name(args[1])}"
-    if _is_model(tp):
+    if tp is DurationMs:
+        return "duration"
+    if _is_struct(tp):
         return "object"
     names = {str: "string", int: "integer", float: "number", bool: "boolean"}
     return names.get(tp, getattr(tp, "__name__", str(tp)))
 
 
-def _submodels(tp: Any) -> list[type[BaseModel]]:
-    if _is_model(tp):
-        return [tp]
-    return [m for a in typing.get_args(tp) for m in _submodels(a)]
-
-
-def _default(field: FieldInfo) -> str:
-    if field.is_required():
+def _default(field: msgspec.structs.FieldInfo) -> str:
+    if field.required:
         return ""
-    if field.default_factory is not None:
-        empty = field.default_factory()  # type: ignore[call-arg]
-        return "empty" if not isinstance(empty, BaseModel) else ""
-    if field.default is None or field.default is PydanticUndefined:
+    if field.default_factory is not msgspec.NODEFAULT:
+        return "" if _is_struct(field.default_factory) else "empty"
+    if field.default is None:
         return ""
     value = field.default
     return f"`{str(value).lower() if isinstance(value, bool) else value}`"
 
 
-def rows(kind: str, model: type[BaseModel], prefix: str = "") -> list[Row]:
-    """Every field of `model`, depth first, nested objects expanded under their path."""
+def rows(kind: str, struct: type[msgspec.Struct], prefix: str = "") -> list[Row]:
+    """Every field of `struct`, depth first, nested objects expanded under their path."""
     out: list[Row] = []
-    for name, field in model.model_fields.items():
-        path = f"{prefix}{field.alias or name}"
+    for field in msgspec.structs.fields(struct):
+        path = f"{prefix}{field.encode_name}"
+        description = next((m.description for m in metas(field.type) if m.description), "")
         out.append(
-            Row(
-                path,
-                _type_name(field.annotation),
-                field.is_required(),
-                _default(field),
-                field.description or "",
-            )
+            Row(path, _type_name(bare(field.type)), field.required, _default(field), description)
         )
-        for sub in _submodels(field.annotation):
+        sub = struct_in(bare(field.type))
+        if sub is not None:
             out.extend(rows(kind, sub, f"{path}."))
     return out
 
@@ -122,9 +107,8 @@ def render() -> str:
     lines = [
         "# Spec reference",
         "",
-        "<!-- Generated by `python -m reconciler.spec.shapegen` (with specs/schema.json and"
-        " reconciler/spec/documents.py); do not edit by hand (a test fails when this page"
-        " is stale). -->",
+        "<!-- Generated by `python -m reconciler.spec.reference > docs/spec-reference.md`;"
+        " do not edit by hand (a test fails when this page is stale). -->",
         "",
         f"Every document has `apiVersion: {API_VERSION}` and a `kind`. Unknown keys are "
         "errors (with a \"did you mean\" suggestion). Durations are written `500ms`, `5s`, "
@@ -132,7 +116,7 @@ def render() -> str:
         "`reconcile schema` (checked in as `specs/schema.json`).",
         "",
     ]
-    for kind, model in MODEL_BY_KIND.items():
+    for kind, model in RECORD_BY_KIND.items():
         intro = " ".join((model.__doc__ or "").split())
         lines += [f"## {kind}", "", intro, ""]
         lines += ["| field | type | required | default | meaning |",

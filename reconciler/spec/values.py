@@ -1,5 +1,5 @@
-"""Small helpers for messages about spec values, shared by the fast path and the
-pydantic error mapping (`errormap.py`), without importing pydantic."""
+"""Small helpers for messages about spec values (a did-you-mean, a value's type name),
+shared by the loader and the shape check (`shape.py`)."""
 
 from __future__ import annotations
 

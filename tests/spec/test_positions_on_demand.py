@@ -87,13 +87,27 @@ def test_positions_are_recovered_once_per_file(
     assert {m.col for m in marks} == {3}
 
 
-def test_released_data_comes_back_for_a_message(tmp_path: Path) -> None:
+def test_released_data_comes_back_for_a_message_and_data_never_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(many_topics(3, {}))
+    reads: list[Path] = []
+    real = yamlio._reread
+
+    def counting(p: Path, display: str) -> list[yamlio.Document]:
+        reads.append(p)
+        return real(p, display)
+
+    monkeypatch.setattr(yamlio, "_reread", counting)
     docs = load_documents(path, positions=False)
     for doc in docs:
         doc.release()
-    assert docs[2].data["metadata"]["name"] == "topic-2"
+    assert [doc.data for doc in docs] == [None, None, None]
+    assert reads == []  # `data` is an attribute: reading it reads no file
+    assert docs[2].data_for_message()["metadata"]["name"] == "topic-2"
+    assert docs[0].data_for_message()["metadata"]["name"] == "topic-0"
+    assert reads == [path]  # once per file, with the positions
 
 
 def test_a_file_that_vanished_before_a_message_gives_the_document_start(
