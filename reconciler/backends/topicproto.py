@@ -14,7 +14,8 @@ from google.protobuf import json_format
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.topic import INGESTION, TRANSFORMS, TopicShape, request_shape
+from reconciler.topic import TopicShape, request_shape
+from reconciler.topicfields import INGESTION, TRANSFORMS
 from reconciler.topicrules import NANOS, duration_text, parse_duration_ns
 
 _POLICY_FIELD = "message_storage_policy"

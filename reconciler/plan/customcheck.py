@@ -71,14 +71,8 @@ from reconciler.spec.resource import (
     topic_resource,
     updated_resource,
 )
-from reconciler.topic import (
-    KMS_KEY,
-    RETENTION,
-    SCHEMA_SETTINGS,
-    STORAGE_POLICY,
-    SchemaSettings,
-    StoragePolicy,
-)
+from reconciler.topic import StoragePolicy
+from reconciler.topicfields import SETTINGS, STORAGE_POLICY
 
 NOT_CHECKED = Why.NOT_READ.code
 
@@ -105,14 +99,12 @@ def resources(
     mask = rc.update_mask
     merge = request.label_merge if request is not None else None
     labels = merge.onto(shape.labels) if merge is not None else None
-    sent = StoragePolicy.from_json(body.get(STORAGE_POLICY))
-    sets = settings_resource(
-        body.get(RETENTION) if RETENTION in mask else None,
-        body.get(KMS_KEY) if KMS_KEY in mask else None,
-        SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)) if SCHEMA_SETTINGS in mask else None,
-    )
+    sent = StoragePolicy.from_json(body.get(STORAGE_POLICY.proto))
+    sets = settings_resource(*(
+        f.from_json(body.get(f.proto)) if f.proto in mask else None for f in SETTINGS
+    ))
     after = updated_resource(
-        before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask, settings=sets
+        before, labels, _policy(sent), sets_policy=STORAGE_POLICY.proto in mask, settings=sets
     )
     return "UPDATE", after, before
 

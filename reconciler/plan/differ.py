@@ -57,12 +57,6 @@ from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts
 from reconciler.topic import (
-    KMS_KEY,
-    LABELS,
-    MASK_PATHS,
-    RETENTION,
-    SCHEMA_SETTINGS,
-    STORAGE_POLICY,
     SchemaSettings,
     StoragePolicy,
     TopicShape,
@@ -70,6 +64,14 @@ from reconciler.topic import (
     norm_policy,
     policy_json,
     region_set,
+)
+from reconciler.topicfields import (
+    KMS_KEY,
+    LABELS,
+    MASK_PATHS,
+    RETENTION,
+    SCHEMA_SETTINGS,
+    STORAGE_POLICY,
 )
 
 LABEL_BUDGET = "label-budget"  # the diagnostic code
@@ -110,15 +112,15 @@ def comparable(
     desired_labels(desired), when the caller has them already. A field the spec
     omits is not in it: unmanaged, it can never reach a mask."""
     declared = desired_labels(desired) if keys is None else keys
-    shape: dict[str, Any] = {LABELS: topic.managed_labels(declared)}
+    shape: dict[str, Any] = {LABELS.proto: topic.managed_labels(declared)}
     if desired.storage.mode != "unmanaged":
-        shape[STORAGE_POLICY] = policy_json(live_policy_of(topic.policy))
+        shape[STORAGE_POLICY.proto] = policy_json(live_policy_of(topic.policy))
     if desired.message_retention_duration is not None:
-        shape[RETENTION] = topic.retention
+        shape[RETENTION.proto] = topic.retention
     if desired.kms_key_name is not None:
-        shape[KMS_KEY] = topic.kms_key_name
+        shape[KMS_KEY.proto] = topic.kms_key_name
     if desired.schema_settings is not None:
-        shape[SCHEMA_SETTINGS] = topic.schema_settings
+        shape[SCHEMA_SETTINGS.proto] = topic.schema_settings
     return shape
 
 
@@ -262,15 +264,16 @@ def diff_topic(
     )
     if not mask:
         return _no_op(desired, before, live_shape.unmanaged)
-    after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
+    labelled = LABELS.proto in mask
+    after_labels = merged_labels(live_shape, keys) if labelled else dict(live_shape.labels)
     reasons: list[Reason] = []
     warnings: list[str] = []
     computed: list[str] = []
-    if LABELS in mask:
+    if LABELS.proto in mask:
         reasons += _adoption(live_shape.labels, owner)
-    if STORAGE_POLICY in mask:
+    if STORAGE_POLICY.proto in mask:
         if mode == "inherit":
-            computed.append(STORAGE_POLICY)
+            computed.append(STORAGE_POLICY.proto)
             found = drift_category(live_policy, facts)
             reasons.append(Reason(DRIFT_REASONS[found[0]]) if found else IN_TRANSIT_REASON)
         if is_regionless(live_policy):
@@ -392,7 +395,7 @@ def _create(desired: DesiredTopic, facts: OrgFacts, owner: str) -> ResourceChang
             actions=ONE_ACTION["create"],
             before=None,
             after=topic_state(labels, after_policy, declared_settings(desired)),
-            computed=[] if explicit else [STORAGE_POLICY],  # type: ignore[list-item]
+            computed=[] if explicit else [STORAGE_POLICY.proto],  # type: ignore[list-item]
         ),
         source=_source(desired),
     )
@@ -427,7 +430,7 @@ def label_budget(desired: DesiredTopic, rc: ResourceChange) -> Diagnostic | None
     the call ("at most 64 labels"); the plan says so first, naming the foreign keys."""
     if rc.action not in ("create", "update"):
         return None
-    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS.proto) or {}
     total = len(after) + (PLAN_LABEL not in after)
     if total <= MAX_LABELS:
         return None

@@ -44,7 +44,8 @@ from reconciler.spec.orgrules import (
     subject_of,
 )
 from reconciler.spec.positions import position
-from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
+from reconciler.topic import StoragePolicy, region_set
+from reconciler.topicfields import STORAGE_POLICY
 
 # The refusals a topic that exists does not meet on a call that leaves the value: the
 # standing verdict (`existing_problems`) speaks for them instead.
@@ -76,7 +77,7 @@ class OrgCheck:
         problems = self.problems(desired, facts)
         if live is None:
             return _diagnostics(desired, problems)
-        sends_policy = STORAGE_POLICY in change.update_mask
+        sends_policy = STORAGE_POLICY.proto in change.update_mask
         kept = live_policy_of(live.shape.policy)
         on_call = [
             _carried(p, kept, change) if p.existing == EXISTING_LOCATION else p
@@ -111,7 +112,7 @@ def _carried(problem: OrgProblem, kept: StoragePolicy | None, change: ResourceCh
     """A region refusal met by the UpdateTopic of a topic that exists: said as what it
     is, the call that sets the storage policy (and why it does) while the region
     stays, not as a creation."""
-    after = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY))
+    after = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY.proto))
     if after is None:
         why = "the org policy's, recomputed"
     elif region_set(kept) != region_set(after):

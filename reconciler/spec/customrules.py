@@ -58,6 +58,7 @@ from reconciler.spec.documents import TopicDoc
 from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.spec.resource import managed_fields, topic_resource
 from reconciler.spec.tree import Located
+from reconciler.topicfields import SENT
 from reconciler.yamlio import Document, PathKey
 
 REFUSED = "org-custom-constraint"
@@ -66,24 +67,12 @@ UNEVALUABLE = Why.UNEVALUABLE.code
 AT_PLAN = Why.AT_PLAN.code
 MEMO_LIMIT = 8192  # judgements remembered per group of topics
 NAME: PathKey = ("metadata", "name")
-# Where in a Topic document each resource field is declared.
+# Where in a Topic document each resource field, and each member a condition may read
+# of one, is declared (the table's REST names: a spec key is the same word).
 SPEC_PATHS: dict[str, PathKey] = {
     "name": NAME,
-    "labels": ("spec", "labels"),
-    "messageStoragePolicy": ("spec", "messageStoragePolicy"),
-    "messageStoragePolicy.allowedPersistenceRegions": (
-        "spec", "messageStoragePolicy", "allowedPersistenceRegions",
-    ),
-    "messageStoragePolicy.enforceInTransit": (
-        "spec", "messageStoragePolicy", "enforceInTransit",
-    ),
-    "messageRetentionDuration": ("spec", "messageRetentionDuration"),
-    "kmsKeyName": ("spec", "kmsKeyName"),
-    "schemaSettings": ("spec", "schemaSettings"),
-    "schemaSettings.schema": ("spec", "schemaSettings", "schema"),
-    "schemaSettings.encoding": ("spec", "schemaSettings", "encoding"),
-    "schemaSettings.firstRevisionId": ("spec", "schemaSettings", "firstRevisionId"),
-    "schemaSettings.lastRevisionId": ("spec", "schemaSettings", "lastRevisionId"),
+    **{f.rest: f.spec_path for f in SENT},
+    **{f"{f.rest}.{part}": (*f.spec_path, part) for f in SENT for part in f.parts},
 }
 
 

@@ -15,7 +15,8 @@ only for explicit regions (`inherit` sends none: the service computes it), with
 `enforceInTransit` present only when true (the wire has no false: the local
 server's REST JSON leaves it out the same way); `messageRetentionDuration`,
 `kmsKeyName` and `schemaSettings` when declared, as the REST JSON writes them (a
-revision id only when set: proto3 JSON leaves empty strings out). A field the spec does not manage
+revision id only when set: proto3 JSON leaves empty strings out); the names and the
+conversions are the table's (reconciler/topicfields.py). A field the spec does not manage
 is not sent, so it is absent here; `managed_fields` says which are decided, so that
 a condition reading another field is decided against the live topic by `plan`.
 """
@@ -33,16 +34,15 @@ from reconciler.ownership import (
     PLAN_LABEL,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.topic import INGESTION, TRANSFORMS, SchemaSettings
+from reconciler.topic import SchemaSettings
+from reconciler.topicfields import LABELS, SENT, SETTINGS, STORAGE_POLICY, UNMANAGED_REST
+from reconciler.topicvalues import rest_policy
 
 PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
-STORAGE = "messageStoragePolicy"
-RETENTION = "messageRetentionDuration"
-KMS_KEY = "kmsKeyName"
-SCHEMA = "schemaSettings"
-_ALWAYS = frozenset({"name", "labels"})
+STORAGE = STORAGE_POLICY.rest
+_ALWAYS = frozenset({"name", LABELS.rest})
 # What a plan reads of a live topic (the rest of it is not read: `live_resource`).
-LIVE_FIELDS = _ALWAYS | {STORAGE, RETENTION, KMS_KEY, SCHEMA, INGESTION, TRANSFORMS}
+LIVE_FIELDS = _ALWAYS | {f.rest for f in SENT} | set(UNMANAGED_REST)
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
@@ -63,12 +63,9 @@ def settings_resource(
     """The retention, key and schema settings that are set, as a condition sees them
     (the REST JSON's names; a field not set is absent)."""
     out: dict[str, Any] = {}
-    if retention is not None:
-        out[RETENTION] = retention
-    if kms_key_name is not None:
-        out[KMS_KEY] = kms_key_name
-    if schema is not None:
-        out[SCHEMA] = schema.to_rest()
+    for entry, value in zip(SETTINGS, (retention, kms_key_name, schema), strict=True):
+        if value is not None:
+            out[entry.rest] = entry.to_rest(value)
     return out
 
 
@@ -83,7 +80,7 @@ def topic_resource(
     labels[OWNERSHIP_LABEL] = OWNERSHIP_VALUE
     labels[OWNER_LABEL] = owner
     labels[PLAN_LABEL] = PLAN_MARKER_PLACEHOLDER
-    resource: dict[str, Any] = {"name": topic.address, "labels": labels}
+    resource: dict[str, Any] = {"name": topic.address, LABELS.rest: labels}
     storage = topic.storage
     if storage.mode == "explicit":
         resource[STORAGE] = policy_resource(
@@ -97,10 +94,7 @@ def topic_resource(
 
 def policy_resource(regions: Sequence[str], enforce_in_transit: bool) -> dict[str, Any]:
     """A storage policy as a condition sees it (enforceInTransit only when true)."""
-    policy: dict[str, Any] = {"allowedPersistenceRegions": list(regions)}
-    if enforce_in_transit:
-        policy["enforceInTransit"] = True
-    return policy
+    return rest_policy(regions, enforce_in_transit)
 
 
 def live_resource(
@@ -131,8 +125,8 @@ def updated_resource(
     the retention, key and schema settings it sets (`settings`)."""
     after = dict(before)
     after.update(settings or {})
-    after["labels"] = {**(before.get("labels") or {} if labels is None else labels),
-                       PLAN_LABEL: PLAN_MARKER_PLACEHOLDER}
+    after[LABELS.rest] = {**(before.get(LABELS.rest) or {} if labels is None else labels),
+                         PLAN_LABEL: PLAN_MARKER_PLACEHOLDER}
     if sets_policy:
         after.pop(STORAGE, None)
         if policy is not None:
