@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from reconciler.topicvalues import (
@@ -90,11 +90,11 @@ class TopicField:
     to_rest: Callable[[Any], Any] = _same_value
     same: Callable[[Any, Any], bool] = operator.eq
     parts: tuple[str, ...] = ()
+    # Where a Topic or Defaults document declares it: ("spec", spec).
+    spec_path: tuple[str, str] = field(init=False, repr=False, compare=False)
 
-    @property
-    def spec_path(self) -> tuple[str, str]:
-        """Where a Topic or Defaults document declares it."""
-        return ("spec", self.spec)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "spec_path", ("spec", self.spec))
 
 
 LABELS = TopicField(

@@ -9,14 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.spec.defaults import nearest
 from reconciler.spec.documents import DefaultsDoc, SchemaSettingsSpec, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.topic import SchemaSettings
-from reconciler.topicfields import KMS_KEY, RETENTION, SCHEMA_SETTINGS, TopicField
+from reconciler.topicfields import KMS_KEY, RETENTION, SCHEMA_SETTINGS
 from reconciler.topicrules import (
     DurationProblem,
     canonical_retention,
@@ -61,29 +61,14 @@ def check_settings(
                 rep.error(path, code, message)
         return settings
     rep = PositionedDiagnostics(located, diags)
-    retention, retention_rep = _declared(retention, RETENTION, rep, chain)
-    kms, kms_rep = _declared(kms, KMS_KEY, rep, chain)
-    schema, schema_rep = _declared(schema, SCHEMA_SETTINGS, rep, chain)
+    retention, retention_rep = nearest(retention, RETENTION, rep, chain)
+    kms, kms_rep = nearest(kms, KMS_KEY, rep, chain)
+    schema, schema_rep = nearest(schema, SCHEMA_SETTINGS, rep, chain)
     settings, problems = _evaluate(retention, kms, _schema_key(schema))
     reps = {RETENTION_PATH: retention_rep, KMS_KEY_PATH: kms_rep, SCHEMA_PATH: schema_rep}
     for path, code, message in problems:
         reps[path[:2]].error(path, code, message)
     return settings
-
-
-def _declared(
-    value: Any, entry: TopicField, rep: PositionedDiagnostics,
-    chain: list[Located[DefaultsDoc]],
-) -> tuple[Any, PositionedDiagnostics]:
-    """The topic's own value, else the nearest Defaults document's (a value of the
-    topic's that did not parse is not replaced by a default: it was reported)."""
-    if value is not None or rep.silent(entry.spec_path):
-        return value, rep
-    for defaults in chain:
-        found = getattr(defaults.model.spec, entry.attr)
-        if found is not None:
-            return found, PositionedDiagnostics(defaults, rep.diags)
-    return None, rep
 
 
 def _schema_key(model: SchemaSettingsSpec | None) -> SchemaKey | None:
