@@ -76,13 +76,17 @@ class TopicShape:
         )
 
 
-def settings_json(
-    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
-) -> dict[str, Any]:
-    """The fields of a topic besides labels and the storage policy that are set, as
-    the plan and the requests write them (a field not set has no key)."""
+# One value per entry of topicfields.SETTINGS, in its order (None: not set): the
+# retention, key and schema settings as TopicShape holds them.
+Settings = tuple[Any, ...]
+
+
+def settings_json(*values: Any) -> dict[str, Any]:
+    """The fields of a topic besides labels and the storage policy (`values`: one per
+    entry of topicfields.SETTINGS) that are set, as the plan and the requests write
+    them (a field not set has no key)."""
     out: dict[str, Any] = {}
-    for entry, value in zip(SETTINGS, (retention, kms_key_name, schema), strict=True):
+    for entry, value in zip(SETTINGS, values, strict=True):
         if value is not None:
             out[entry.proto] = entry.to_json(value)
     return out

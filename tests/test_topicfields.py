@@ -78,3 +78,15 @@ def test_the_settings_convert_to_the_plans_and_the_conditions_json() -> None:
     rest = {e.rest: e.to_rest(v) for e, v in zip(SETTINGS, values, strict=True)}
     assert rest["schemaSettings"] == {"schema": "projects/p/schemas/s", "encoding": "BINARY"}
     assert rest["messageRetentionDuration"] == "172800s"
+
+
+def test_every_setting_goes_to_the_wire_and_back() -> None:
+    from reconciler.backends.topicproto import observed, topic_to_proto
+
+    schema = SchemaSettings("projects/p/schemas/s", "BINARY", "a", "b")
+    shape = TopicShape({"a": "1"}, StoragePolicy.of(["us-east1"], True), "600.500s",
+                       "projects/p/locations/l/keyRings/r/cryptoKeys/k", schema)
+    back = observed(topic_to_proto(shape.body(NAME))).shape
+    for entry in SETTINGS:
+        assert getattr(back, entry.shape) == getattr(shape, entry.shape), entry
+    assert (back.labels, back.policy) == (shape.labels, shape.policy)

@@ -51,14 +51,14 @@ from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
 from reconciler.plan.reasons import Reason
 from reconciler.topic import (
-    SchemaSettings,
+    Settings,
     StoragePolicy,
     norm_policy,
     policy_json,
     region_set,
     settings_json,
 )
-from reconciler.topicfields import LABELS, MASK_PATHS, STORAGE_POLICY
+from reconciler.topicfields import LABELS, MASK_PATHS, SETTINGS, STORAGE_POLICY
 
 FORMAT_VERSION = "4.5"
 DIGEST_PREFIX = "sha256:"
@@ -141,7 +141,7 @@ else:
 def topic_state(
     labels: Mapping[str, str],
     policy: StoragePolicy | None,
-    settings: tuple[str | None, str | None, SchemaSettings | None] | None = None,
+    settings: Settings | None = None,
 ) -> FrozenDict[str, Any]:
     """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
     JSON once per distinct policy (most topics share a few), the labels copied once;
@@ -152,11 +152,11 @@ def topic_state(
     return FrozenDict(state)
 
 
-_NO_SETTINGS = (None, None, None)
+_NO_SETTINGS: Settings = (None,) * len(SETTINGS)
 
 
 @lru_cache(maxsize=1024)
-def _settings_state(settings: tuple[str | None, str | None, SchemaSettings | None]) -> Any:
+def _settings_state(settings: Settings) -> Any:
     return freeze(settings_json(*settings))
 
 
