@@ -140,7 +140,9 @@ SETTINGS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 # The only paths a plan ever masks (top level), in the order a mask names them.
 MASK_PATHS = tuple(f.proto for f in SENT)
 BY_PROTO: Mapping[str, TopicField] = {f.proto: f for f in SENT}
-# The fields of Topic reconcile does not manage but shows, by their REST JSON names.
+# The fields of Topic reconcile does not manage but shows, by their REST JSON names and
+# by their proto names (the local server updates them too).
 INGESTION = "ingestionDataSourceSettings"
 TRANSFORMS = "messageTransforms"
 UNMANAGED_REST = (INGESTION, TRANSFORMS)
+UNMANAGED_PROTO = ("ingestion_data_source_settings", "message_transforms")

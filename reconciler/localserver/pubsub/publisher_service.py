@@ -7,6 +7,7 @@ exists`, the update-mask sentences) and say more where it is silent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -46,17 +47,18 @@ from reconciler.orgpolicy.model import (
     RESTRICT_NON_CMEK,
 )
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
+from reconciler.topicfields import (
+    KMS_KEY,
+    LABELS,
+    MASK_PATHS,
+    RETENTION,
+    SENT,
+    UNMANAGED_PROTO,
+)
 from reconciler.topicrules import KMS_KEY_FORMAT, NANOS, retention_problem, split_kms_key
 
-UPDATABLE_PATHS = (
-    "labels",
-    "message_storage_policy",
-    "message_retention_duration",
-    "schema_settings",
-    "kms_key_name",
-    "ingestion_data_source_settings",
-    "message_transforms",
-)
+# The fields reconcile manages (the table's) and those it does not.
+UPDATABLE_PATHS = (*MASK_PATHS, *UNMANAGED_PROTO)
 # A mask may name a field inside these too (`masks`): python-pubsub's
 # update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
 # emulator takes each part of schema_settings.
@@ -90,6 +92,32 @@ def _described(topic: Any, given: Any, fields: tuple[str, ...]) -> Any:
     described.CopyFrom(topic)
     described.ClearField("message_storage_policy")
     return described
+
+
+def _check_labels(topic: Any) -> None:
+    check_labels(topic.labels, "topic")
+
+
+def _check_retention(topic: Any) -> None:
+    if topic.HasField(RETENTION.proto):
+        d = topic.message_retention_duration
+        if problem := retention_problem(d.seconds * NANOS + d.nanos):
+            raise invalid(f"{RETENTION.proto} out of bounds: {problem}")
+
+
+def _check_kms_key(topic: Any) -> None:
+    key = topic.kms_key_name
+    if key and split_kms_key(key) is None:
+        raise invalid(f"Invalid {KMS_KEY.proto} {key!r}: expected {KMS_KEY_FORMAT}.")
+
+
+# The checks a field's value gets wherever a call sets it, by the table's proto names
+# (the schema settings are checked against the schema store, under the write lock).
+_FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
+    LABELS.proto: _check_labels,
+    RETENTION.proto: _check_retention,
+    KMS_KEY.proto: _check_kms_key,
+}
 
 
 class _SchemaCheck(Exception):
@@ -214,15 +242,12 @@ class PublisherService:
 
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
-        if "labels" in fields:
-            check_labels(topic.labels, "topic")
-        if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
-            d = topic.message_retention_duration
-            if problem := retention_problem(d.seconds * NANOS + d.nanos):
-                raise invalid(f"message_retention_duration out of bounds: {problem}")
-        key = topic.kms_key_name
-        if "kms_key_name" in fields and key and split_kms_key(key) is None:
-            raise invalid(f"Invalid kms_key_name {key!r}: expected {KMS_KEY_FORMAT}.")
+        """The service's rules (reconciler/topicrules.py) for the table's fields that
+        `fields` names and that have one here, in the table's order."""
+        for entry in SENT:
+            check = _FIELD_CHECKS.get(entry.proto)
+            if check is not None and entry.proto in fields:
+                check(topic)
 
     # ------------------------------------------------------------------------ RPCs
 
