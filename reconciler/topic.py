@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from reconciler.ownership import PLAN_LABEL, is_reserved
@@ -26,6 +27,11 @@ from reconciler.topicvalues import is_regionless as is_regionless
 from reconciler.topicvalues import norm_policy as norm_policy
 from reconciler.topicvalues import policy_json as policy_json
 from reconciler.topicvalues import region_set as region_set
+
+# One value per entry of topicfields.SETTINGS, in its order (None: not set): the
+# retention, key and schema settings as TopicShape holds them.
+Settings = tuple[Any, ...]
+_SETTINGS_OF = attrgetter(*(entry.shape for entry in SETTINGS))
 
 
 @dataclass(frozen=True)
@@ -59,7 +65,13 @@ class TopicShape:
 
     def settings_json(self) -> dict[str, Any]:
         """The retention, key and schema settings that are set, by their JSON keys."""
-        return settings_json(self.retention, self.kms_key_name, self.schema_settings)
+        return settings_json(*self.settings())
+
+    def settings(self) -> Settings:
+        """The retention, key and schema settings: one value per entry of
+        topicfields.SETTINGS, in its order (None: not set)."""
+        values: Settings = _SETTINGS_OF(self)
+        return values
 
     def body(self, name: str) -> dict[str, Any]:
         """An observed topic's body: the policy exactly as set (None = unset)."""
@@ -76,9 +88,6 @@ class TopicShape:
         )
 
 
-# One value per entry of topicfields.SETTINGS, in its order (None: not set): the
-# retention, key and schema settings as TopicShape holds them.
-Settings = tuple[Any, ...]
 
 
 def settings_json(*values: Any) -> dict[str, Any]:

@@ -92,7 +92,7 @@ def resources(
     shape = live.shape
     before = live_resource(
         live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
-        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
+        settings=settings_resource(*shape.settings()),
     )
     request = rc.request
     body: Mapping[str, Any] = request.topic if request is not None else {}

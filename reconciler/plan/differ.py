@@ -117,14 +117,12 @@ def comparable(
     return shape
 
 
-_LIVE_SETTINGS = attrgetter(*(entry.shape for entry in SETTINGS))
 _DECLARED_SETTINGS = attrgetter(*(entry.desired for entry in SETTINGS))
 _UNDECLARED: Settings = (None,) * len(SETTINGS)
 
 
 def live_settings(live: TopicShape) -> Settings:
-    settings: Settings = _LIVE_SETTINGS(live)
-    return settings
+    return live.settings()
 
 
 def wanted_settings(desired: DesiredTopic, live: Settings) -> Settings:

@@ -3,7 +3,7 @@ reconcile's CreateTopic would send, in the REST JSON shape
 (`reconciler.orgpolicy.cel`), built in this one place for `validate` and `plan`.
 
     topic_resource(topic, owner, org_enforces_in_transit=False) -> dict   CREATE
-    settings_resource(retention, kms_key_name, schema) -> dict            those fields
+    settings_resource(*values) -> dict   the retention, key and schema settings
     live_resource(name, labels, policy, unmanaged, settings) -> dict      a live topic
     updated_resource(before, labels, policy, sets_policy=...) -> dict     UPDATE
     managed_fields(topic) -> frozenset        top-level fields the spec decides
@@ -34,7 +34,7 @@ from reconciler.ownership import (
     PLAN_LABEL,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.topic import SchemaSettings
+from reconciler.topic import Settings
 from reconciler.topicfields import LABELS, SENT, SETTINGS, STORAGE_POLICY, UNMANAGED_REST
 from reconciler.topicvalues import rest_policy
 
@@ -51,19 +51,22 @@ def managed_fields(topic: DesiredTopic) -> frozenset[str]:
     fields = set(_ALWAYS)
     if topic.storage.mode != "unmanaged":
         fields.add(STORAGE)
-    fields.update(settings_resource(
-        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
-    ))
+    fields.update(settings_resource(*declared_settings(topic)))
     return frozenset(fields)
 
 
-def settings_resource(
-    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
-) -> dict[str, Any]:
-    """The retention, key and schema settings that are set, as a condition sees them
-    (the REST JSON's names; a field not set is absent)."""
+def declared_settings(topic: DesiredTopic) -> Settings:
+    """The topic's retention, key and schema settings, one per entry of
+    topicfields.SETTINGS (None: not declared)."""
+    return tuple(getattr(topic, entry.desired) for entry in SETTINGS)
+
+
+def settings_resource(*values: Any) -> dict[str, Any]:
+    """The retention, key and schema settings that are set (`values`: one per entry of
+    topicfields.SETTINGS), as a condition sees them (the REST JSON's names; a field
+    not set is absent)."""
     out: dict[str, Any] = {}
-    for entry, value in zip(SETTINGS, (retention, kms_key_name, schema), strict=True):
+    for entry, value in zip(SETTINGS, values, strict=True):
         if value is not None:
             out[entry.rest] = entry.to_rest(value)
     return out
@@ -86,9 +89,7 @@ def topic_resource(
         resource[STORAGE] = policy_resource(
             storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
         )
-    resource.update(settings_resource(
-        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
-    ))
+    resource.update(settings_resource(*declared_settings(topic)))
     return resource
 
 
