@@ -24,9 +24,21 @@ Each entry declares, once, how every layer names and treats the field:
 
 The rules of each value stay in reconciler/topicrules.py; the value types in
 reconciler/topicvalues.py. This module imports no layer, and every layer may read it
-(an import-linter contract in pyproject.toml): adding a field is an entry here, its
-rules, and its tests. The conversions from and to the wire (`google.pubsub_v1.Topic`)
-are in reconciler/backends/topicproto.py, by these proto names.
+(an import-linter contract in pyproject.toml). The conversions from and to the wire
+(`google.pubsub_v1.Topic`) are in reconciler/backends/topicproto.py, by these proto
+names.
+
+Adding a field of Topic that holds one value (as the key name does): its entry here,
+in SETTINGS; its rules (topicrules.py) and their check at the spec line
+(spec/settings.py); its key in the spec format (spec/documents.py); where the
+desired state and a live topic hold it (spec/desired.py, set in spec/topics.py;
+topic.py's TopicShape and ObservedTopic.from_row); its wire read and write
+(backends/topicproto.py); the plan format's MaskPath and TopicState (plan/model.py,
+then docs/plan.schema.json regenerated); how import writes it (spec/export.py); and
+the local server's check when the service has one (localserver/pubsub/
+publisher_service.py's _FIELD_CHECKS). Inheritance, the diff, masks, the request,
+freshness, the custom-constraint resource, the Defaults import writes and the local
+server's update paths follow from the entry.
 """
 
 from __future__ import annotations
