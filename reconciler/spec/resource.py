@@ -24,6 +24,8 @@ a condition reading another field is decided against the live topic by `plan`.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from reconciler.ownership import (
@@ -48,17 +50,29 @@ LIVE_FIELDS = _ALWAYS | {f.rest for f in SENT} | set(UNMANAGED_REST)
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
     """The resource's top-level fields whose value the spec decides (an omitted
     field, the storage policy included, is left as it is: unmanaged)."""
+    return _managed_fields(topic.storage.mode != "unmanaged", _DECLARED(topic))
+
+
+@lru_cache(maxsize=1024)  # a tree repeats a few combinations
+def _managed_fields(sets_policy: bool, declared: Settings) -> frozenset[str]:
     fields = set(_ALWAYS)
-    if topic.storage.mode != "unmanaged":
+    if sets_policy:
         fields.add(STORAGE)
-    fields.update(settings_resource(*declared_settings(topic)))
+    for entry, value in zip(SETTINGS, declared, strict=True):
+        if value is not None:
+            fields.add(entry.rest)
     return frozenset(fields)
+
+
+_DECLARED = attrgetter(*(entry.desired for entry in SETTINGS))
+_UNSET: Settings = (None,) * len(SETTINGS)
 
 
 def declared_settings(topic: DesiredTopic) -> Settings:
     """The topic's retention, key and schema settings, one per entry of
     topicfields.SETTINGS (None: not declared)."""
-    return tuple(getattr(topic, entry.desired) for entry in SETTINGS)
+    values: Settings = _DECLARED(topic)
+    return values
 
 
 def settings_resource(*values: Any) -> dict[str, Any]:
@@ -66,10 +80,15 @@ def settings_resource(*values: Any) -> dict[str, Any]:
     topicfields.SETTINGS), as a condition sees them (the REST JSON's names; a field
     not set is absent)."""
     out: dict[str, Any] = {}
+    if values != _UNSET:  # most topics: none of them set
+        _put_settings(out, values)
+    return out
+
+
+def _put_settings(resource: dict[str, Any], values: Settings) -> None:
     for entry, value in zip(SETTINGS, values, strict=True):
         if value is not None:
-            out[entry.rest] = entry.to_rest(value)
-    return out
+            resource[entry.rest] = entry.to_rest(value)
 
 
 def topic_resource(
@@ -89,7 +108,9 @@ def topic_resource(
         resource[STORAGE] = policy_resource(
             storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
         )
-    resource.update(settings_resource(*declared_settings(topic)))
+    declared = _DECLARED(topic)
+    if declared != _UNSET:
+        _put_settings(resource, declared)
     return resource
 
 
