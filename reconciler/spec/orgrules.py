@@ -50,14 +50,15 @@ from reconciler.orgpolicy.publishing import Landing, Refusal, land
 from reconciler.orgpolicy.store import PolicyStore, ancestry_chain
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.topic import StoragePolicy
+from reconciler.topicfields import HEDGING, KMS_KEY, STORAGE_POLICY
 from reconciler.topicrules import split_kms_key
 from reconciler.yamlio import Document, PathKey
 
-POLICY = ("spec", "messageStoragePolicy")
+POLICY = STORAGE_POLICY.spec_path
 REGIONS = (*POLICY, "allowedPersistenceRegions")
-PUBLISHER_REGIONS = ("spec", "publishers", "regions")
-PUBLISHER_ENDPOINT = ("spec", "publishers", "endpoint")
-KMS_KEY = ("spec", "kmsKeyName")
+PUBLISHER_REGIONS = (*HEDGING.spec_path, "regions")
+PUBLISHER_ENDPOINT = (*HEDGING.spec_path, "endpoint")
+KMS_KEY_PATH = KMS_KEY.spec_path
 TOPIC = ("metadata", "name")
 # Every diagnostic that rests on inferred group membership carries this phrase; it is
 # how `promote_inferred` finds them again (one place writes it, one place reads it).
@@ -391,7 +392,7 @@ def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgPro
             f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not "
             f"allow (allowed: {_allowed_key_projects(facts)}); the service refuses to "
             "create a topic protected by it. Use a key from an allowed project",
-            KMS_KEY,
+            KMS_KEY_PATH,
             existing=EXISTING_KEY_PROJECT,
         )]
     if verdict[0] == "unknown":
@@ -403,7 +404,7 @@ def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgPro
             f"snapshot does not say where {key_project} sits in the hierarchy. "
             f"Add `ancestry: {{{key_project}: folders/F}}` (and its folders) to the "
             "snapshot, or name the project itself in the policy",
-            KMS_KEY,
+            KMS_KEY_PATH,
         )]
     return []
 
@@ -465,7 +466,7 @@ def existing_problems(standing: Standing, facts: OrgFacts) -> list[OrgProblem]:
             f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not allow "
             f"for a new topic (allowed: {_allowed_key_projects(facts)}); the constraint "
             "binds only creation, so the plan's calls are not refused, and the key stays",
-            KMS_KEY,
+            KMS_KEY_PATH,
             hint="to comply, declare a kmsKeyName of an allowed project",
         ))
     policy = standing.policy

@@ -146,7 +146,7 @@ def check_storage(
     if model == "inherit":
         return StorageIntent("inherit")
     assert isinstance(model, StoragePolicySpec)
-    base: PathKey = ("spec", "messageStoragePolicy", "allowedPersistenceRegions")
+    base: PathKey = (*STORAGE_POLICY.spec_path, "allowedPersistenceRegions")
     if not model.allowed_persistence_regions:
         rep.error(
             base, "storage-empty-regions",
