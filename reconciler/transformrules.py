@@ -12,7 +12,8 @@ must have a unique `function_name`"; `AIInference.endpoint` REQUIRED, "of the fo
 `projects/{project}/locations/{location}/endpoints/{endpoint}` or
 `projects/{project}/locations/{location}/publishers/{publisher}/models/{model}`";
 `Compression.compression_algorithm` and `compression_mode` REQUIRED); Pub/Sub's
-"Create a topic with SMTs" page (at most five SMTs a topic); the 20 KB bound on a
+"Create a topic with SMTs" page (at most five SMTs a topic; Google's emulator counts
+only the enabled ones, in the words used here); the 20 KB bound on a
 UDF's code is the "Limitations" of Pub/Sub's UDF overview as a public third-party
 note quotes it (the page's own text was not at hand): the docs say so.
 """
@@ -68,10 +69,12 @@ def transform_problems(
     """What the service refuses in a resource's transforms, each problem naming the
     field (`messageTransforms[1].javascriptUdf.functionName ...`); [] when none."""
     problems: list[str] = []
-    if len(transforms) > MAX_TRANSFORMS:
+    enabled = sum(1 for t in transforms if not t.get("disabled"))
+    if enabled > MAX_TRANSFORMS:
+        # Google's emulator's words (0.8.20): only enabled transforms count
         problems.append(
-            f"{field} has {len(transforms)} transforms; a topic or subscription takes at "
-            f"most {MAX_TRANSFORMS}."
+            "The request exceeds the maximum number of enabled message transforms. "
+            f"Maximum enabled transforms: {MAX_TRANSFORMS}. Enabled transforms: {enabled}"
         )
     seen: dict[str, int] = {}
     for index, transform in enumerate(transforms):

@@ -37,7 +37,9 @@ def refusal(publisher_client: Any, **fields: Any) -> str:
 
 T0 = "messageTransforms[0]"
 REFUSED = [
-    ([udf(f"f{i}") for i in range(6)], "has 6 transforms; a topic or subscription takes at most 5"),
+    ([udf(f"f{i}") for i in range(6)],
+     "The request exceeds the maximum number of enabled message transforms. Maximum enabled "
+     "transforms: 5. Enabled transforms: 6"),
     ([udf("")], f"{T0}.javascriptUdf.functionName is required"),
     ([{"javascript_udf": {"function_name": "f"}}], f"{T0}.javascriptUdf.code is required"),
     ([udf("f"), udf("f")],
@@ -56,28 +58,26 @@ REFUSED = [
 def test_transforms_the_service_refuses(
     publisher_client: Any, transforms: list[Any], words: str
 ) -> None:
-    message = refusal(publisher_client, message_transforms=transforms)
-    assert message.startswith("Invalid message transforms: "), message
-    assert words in message
+    assert words in refusal(publisher_client, message_transforms=transforms)
 
 
 def test_transforms_at_their_bounds_are_taken_and_returned(publisher_client: Any) -> None:
     transforms = [
+        udf("disabled-sixth", "x") | {"disabled": True},  # only enabled ones count
         udf("f0", "x" * 20480),
         udf("f1"),
         {"ai_inference": {"endpoint": ENDPOINT}},
         {"ai_inference": {"endpoint": MODEL, "unstructured_inference": {"parameters": {"t": 1}}}},
-        {"compression": {"compression_algorithm": "ZLIB", "compression_mode": "COMPRESS"},
-         "disabled": True},
+        {"compression": {"compression_algorithm": "ZLIB", "compression_mode": "COMPRESS"}},
     ]
     created = publisher_client.create_topic(
         request={"name": TOPIC, "message_transforms": transforms}
     )
-    assert len(created.message_transforms) == 5
+    assert len(created.message_transforms) == 6
     got = publisher_client.get_topic(topic=TOPIC)
     assert got == created
-    assert got.message_transforms[3].ai_inference.endpoint == MODEL
-    assert got.message_transforms[4].disabled
+    assert got.message_transforms[4].ai_inference.endpoint == MODEL
+    assert got.message_transforms[0].disabled
     # An update that breaks a rule is refused and leaves the topic as it was.
     with pytest.raises(exceptions.InvalidArgument, match="functionName 'f1' is also"):
         publisher_client.update_topic(request={
@@ -113,9 +113,9 @@ KINESIS = {
 @pytest.mark.parametrize(
     ("source", "missing"),
     [
-        ("aws_kinesis", "consumerArn"),
-        ("aws_msk", "topic"),
-        ("confluent_cloud", "identityPoolId"),
+        ("aws_kinesis", "AwsKinesis ingestion settings: consumer_arn"),
+        ("aws_msk", "AwsMsk ingestion settings: topic"),
+        ("confluent_cloud", "ConfluentCloud ingestion settings: identity_pool_id"),
     ],
 )
 def test_an_ingestion_source_missing_a_required_field_is_refused(
@@ -132,11 +132,8 @@ def test_an_ingestion_source_missing_a_required_field_is_refused(
     message = refusal(
         publisher_client, ingestion_data_source_settings={source: bodies[source]}
     )
-    camel = "".join(p.title() if i else p for i, p in enumerate(source.split("_")))
-    assert message == (
-        f"Invalid ingestion data source settings: ingestionDataSourceSettings.{camel}."
-        f"{missing} is required."
-    )
+    # Google's emulator's words (it refuses these three the same way)
+    assert message == f"Missing required fields for {missing}"
 
 
 def test_ingestion_state_is_output_only_and_the_source_can_change(publisher_client: Any) -> None:

@@ -35,7 +35,7 @@ def check_transforms(transforms: Any) -> None:
     given = [json_format.MessageToDict(t) for t in transforms]
     problems = transform_problems(given)
     if problems:
-        raise invalid(f"Invalid message transforms: {problems[0]}")
+        raise invalid(problems[0])
 
 
 def check_ingestion(topic: Any) -> None:
@@ -44,7 +44,7 @@ def check_ingestion(topic: Any) -> None:
         return
     problems = ingestion_problems(json_format.MessageToDict(topic.ingestion_data_source_settings))
     if problems:
-        raise invalid(f"Invalid ingestion data source settings: {problems[0]}")
+        raise invalid(problems[0])
 
 
 def settle_output_fields(topic: Any) -> None:

@@ -47,7 +47,7 @@ class TransformService:
         transform = request.message_transform
         problems = one_transform_problems(json_format.MessageToDict(transform))
         if problems:
-            raise invalid(f"Invalid message transform: {problems[0]}")
+            raise invalid(problems[0])
         if transform.WhichOneof("transform") == "javascript_udf":
             try:
                 check_udf(transform.javascript_udf)
@@ -92,7 +92,7 @@ class TransformService:
         given = request.message_transforms.message_transforms
         problems = transform_problems([json_format.MessageToDict(t) for t in given])
         if problems:
-            raise invalid(f"Invalid message transforms: {problems[0]}")
+            raise invalid(problems[0])
         return given
 
     def rpcs(self) -> list[Rpc]:
