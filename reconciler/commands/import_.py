@@ -11,6 +11,9 @@ applying to DIR is taken into account: each topic is written so that it keeps it
 live values under it, and where a spec cannot refuse an inherited value (a label the
 topic lacks, a retention, key or schema it does not have) the import is refused,
 naming the document's line, the value and the topics, and nothing is written.
+Every live value is written as it is, those the org policy would refuse on a new
+topic included, each marked with the finding the plan will raise on it
+(importer.py `mark_findings`).
 """
 
 from __future__ import annotations
@@ -28,10 +31,12 @@ from reconciler.fileio import write_atomically
 from reconciler.importer import (
     existing_profiles,
     header,
+    mark_findings,
     missing_topics,
     other_specs,
     read_live,
     select,
+    standing_findings,
 )
 from reconciler.spec.export import build_documents, render_documents
 from reconciler.spec.inherited import inherited_values
@@ -133,6 +138,7 @@ def run(
             "factors only what every topic shares), or move the value from the Defaults "
             "document onto its topics",
         )
+    marks = standing_findings(chosen, read.facts, read.computed)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for warning in [*read.warnings, *result.warnings]:
         output.stderr().line(f"warning: {warning}")
@@ -145,6 +151,7 @@ def run(
         text = render_documents(
             docs, header(source, stamp, project, count), result.notes.get(project)
         )
+        text = mark_findings(text, marks.get(project, {}))
         write_atomically(files[project], text, "spec file", umask=True)
         output.stderr().line(f"wrote {files[project]} ({count} topic(s))")
     return EXIT_OK
