@@ -14,6 +14,8 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                             what plan will say of each imported value
                                             the org would refuse today
     mark_findings(text, marks) -> str       those findings as comments at the values
+    other_tools_notices(topics, notes) -> [warning]  topics another tool labels as its
+                                            own: a warning each, and a comment above it
     header(source, stamp, project, count)   its comment
 
 Import keeps every live value, those the org would refuse today included (a region
@@ -38,6 +40,7 @@ from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
+from reconciler.othertools import ADOPTION_GUIDE, managed_by
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import computed_policy
 from reconciler.spec.defaults import defaults_chain, index_defaults
@@ -294,3 +297,29 @@ def _same_data(one: str, other: str) -> bool:
         return list(yaml.safe_load_all(one)) == list(yaml.safe_load_all(other))
     except yaml.YAMLError:
         return False
+
+
+def other_tools_notices(
+    topics: dict[str, list[ObservedTopic]], notes: dict[str, dict[str, list[str]]]
+) -> list[str]:
+    """A warning for each imported topic that another tool labels as its own
+    (reconciler/othertools.py), and a comment line above it in the file (added to
+    `notes`: project -> topic ID -> lines): adopting it while that tool manages it
+    starts a tug of war. Its label is left out of the spec (spec/export.py)."""
+    warnings: list[str] = []
+    for project, listed in sorted(topics.items()):
+        for topic in listed:
+            for tool in managed_by(topic.shape.labels):
+                warnings.append(
+                    f"{topic.name} carries {tool.label}, the label {tool.name} puts on "
+                    "what it manages: hand it over before you apply the plan that adopts "
+                    f"it ({tool.let_go}; {ADOPTION_GUIDE}); the label is left out of the spec"
+                )
+                notes.setdefault(project, {}).setdefault(
+                    topic.name.rsplit("/", 1)[-1], []
+                ).append(
+                    f"managed by {tool.name} too (label {tool.label}, left out of this "
+                    f"spec): hand it over before applying the plan that adopts it "
+                    f"({ADOPTION_GUIDE})"
+                )
+    return warnings

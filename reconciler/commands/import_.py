@@ -13,7 +13,9 @@ topic lacks, a retention, key or schema it does not have) the import is refused,
 naming the document's line, the value and the topics, and nothing is written.
 Every live value is written as it is, those the org policy would refuse on a new
 topic included, each marked with the finding the plan will raise on it
-(importer.py `mark_findings`).
+(importer.py `mark_findings`). A topic another tool labels as its own (Terraform,
+Config Connector) is imported with a warning and a comment saying to hand it over
+first (docs/adoption.md), its label left to that tool.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from reconciler.importer import (
     mark_findings,
     missing_topics,
     other_specs,
+    other_tools_notices,
     read_live,
     select,
     standing_findings,
@@ -139,8 +142,9 @@ def run(
             "document onto its topics",
         )
     marks = standing_findings(chosen, read.facts, read.computed)
+    tools = other_tools_notices(chosen, result.notes)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in [*read.warnings, *result.warnings]:
+    for warning in [*read.warnings, *result.warnings, *tools]:
         output.stderr().line(f"warning: {warning}")
     for project in names:
         docs = result.documents.get(project, [])

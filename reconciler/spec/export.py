@@ -4,7 +4,9 @@ Pure: no I/O, no clients. The documents reproduce what `plan` compares, so that 
 fresh import validates and plans as "no changes" apart from adopting the ownership
 label (`render_documents` writes every string so that it reads back as that string:
 a label value `1e3` or `yes` is quoted):
-user labels (reserved `reconcile-` keys left out, they are derived), the storage
+user labels (reserved `reconcile-` keys left out, they are derived, and so are the
+labels other tools put on what they manage, reconciler/othertools.py: the spec leaves
+them to their tool, and removing one after a hand-over is not undone), the storage
 policy as `inherit` when it is exactly what the org policy computes for the project
 (`computed`, worked out by the caller from the effective org policy), else as explicit
 regions and enforceInTransit, `false` included (the policy omitted when the topic has
@@ -33,6 +35,7 @@ from typing import Any
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
+from reconciler.othertools import is_other_tools_label
 from reconciler.ownership import is_reserved
 from reconciler.spec.defaults_export import factor_defaults
 from reconciler.spec.documents import API_VERSION
@@ -146,7 +149,10 @@ def topic_doc(
     shape: TopicShape = topic.shape
     labels = shape.labels
     spec: Doc = {}
-    user = {k: v for k, v in sorted(labels.items()) if not is_reserved(k)}
+    user = {
+        k: v for k, v in sorted(labels.items())
+        if not is_reserved(k) and not is_other_tools_label(k)
+    }
     if user:
         spec["labels"] = user
     policy = policy_value(shape.policy, computed)
