@@ -5,8 +5,8 @@ server, then org policies that agree or disagree with them (locations, in-transi
 CMEK constraints: set after the topics, as an org tightens its rules), and a Defaults
 document above the output directory or none. `reconcile import`, then `reconcile
 plan` of the tree: nothing but reconcile's ownership labels is planned, no finding is
-an error, and every value the org would refuse today is marked in the file with the
-finding the plan raises on it."""
+an error (nor in `validate` against the pulled snapshot), and every value the org
+would refuse today is marked in the file with the finding the plan raises on it."""
 
 from __future__ import annotations
 
@@ -32,7 +32,9 @@ REGIONS = ("us-east1", "us-central1", "europe-west1", "europe-west4", "asia-east
 ALLOWED = (None, ("europe-west1", "europe-west4"), ("us-east1",), ("in:eu-locations",))
 KEY_PROJECTS = ("keys-a", "keys-b")
 RETENTIONS = (600, 3600, 5400, 86400, 90061, 172800, 2678400)
-LABEL_KEYS = ("team", "tier", "cost-center", "yes")
+# With the labels Terraform and Config Connector put on what they manage: left to them.
+LABEL_KEYS = ("team", "tier", "cost-center", "yes", "goog-terraform-provisioned",
+              "managed-by-cnrm")
 LABEL_VALUES = ("payments", "1e3", "yes", "", "0o17", "2001-12-14", "x")
 OWNERSHIP = {OWNERSHIP_LABEL, OWNER_LABEL}
 _projects = itertools.count()
@@ -192,6 +194,13 @@ def test_import_then_plan_adds_only_the_ownership_labels(
                              "--emulator", address)
         assert imported.exit_code == 0, imported.stderr
         text = (out / f"{project}.yaml").read_text()
+        pulled = reconcile("policy", "pull", "--project", project, "--out",
+                           str(root / "org-policy.yaml"), "--emulator", address)
+        assert pulled.exit_code == 0, pulled.stderr
+        # Offline, nothing says the topics exist: what the org refuses of a new topic
+        # is a warning that leaves it to plan, never an error.
+        validated = reconcile("validate", str(root), "--require-org-policy")
+        assert validated.exit_code == 0, (validated.stdout, text)
 
         planned = reconcile("plan", str(root), "--emulator", address, "--format", "json",
                             "--detailed-exitcode")
