@@ -236,3 +236,55 @@ def _marks(text: str) -> list[tuple[str, str]]:
             codes = line.split("# plan warns: ", 1)[1]
             out += [(code.strip(), name) for code in codes.split(",")]
     return out
+
+
+def test_publishers_of_a_topic_that_keeps_in_transit_off_are_not_refused(
+    world: dict[str, Any], tmp_path: Path
+) -> None:
+    """An imported topic with in-transit enforcement off under an org that enforces it,
+    whose publishers use an endpoint outside its regions: the topic keeps enforcement
+    off, so they are not refused; validate says plan decides, plan reports only
+    existing-in-transit-off. The same spec for a topic that does not exist yet is
+    refused: the service turns enforcement on for it."""
+    project = f"estate-{next(_projects)}"
+    parent = f"projects/{project}"
+    world["publisher"].create_topic(request={
+        "name": f"{parent}/topics/orders",
+        "labels": {"reconcile-publish-endpoint": "us-east1"},
+        "message_storage_policy": {"allowed_persistence_regions": ["europe-west1"]},
+    })
+    world["orgpolicy"].create_policy(parent=parent, policy={
+        "name": f"{parent}/policies/pubsub.enforceInTransitRegions",
+        "spec": {"rules": [{"enforce": True}]},
+    })
+    address = world["server"].address
+    root = tmp_path / "repo"
+    (root / ".git").mkdir(parents=True)
+    out = root / "imported"
+    assert reconcile("import", "--project", project, "--out", str(out),
+                     "--emulator", address).exit_code == 0
+    text = (out / f"{project}.yaml").read_text()
+    assert "enforceInTransit: false  # plan warns: existing-in-transit-off" in text
+    assert "endpoint: us-east1" in text
+    assert reconcile("policy", "pull", "--project", project, "--out",
+                     str(root / "org-policy.yaml"), "--emulator", address).exit_code == 0
+
+    validated = reconcile("validate", str(root), "--format", "json")
+    assert validated.exit_code == 0, validated.stdout
+    (endpoint,) = [d for d in json.loads(validated.stdout)
+                   if d["code"] == "publisher-endpoint-denied"]
+    assert endpoint["severity"] == "warning"
+    assert "the topic may exist, so `reconcile plan` decides" in endpoint["message"]
+
+    plan = reconcile("plan", str(root), "--emulator", address, "--format", "json")
+    assert plan.exit_code == 0, plan.stdout + plan.stderr
+    codes = [d["code"] for d in json.loads(plan.stdout)["diagnostics"] if d["topic"]]
+    assert codes == ["existing-in-transit-off"], codes
+
+    (out / "new.yaml").write_text(text.replace("name: orders", "name: payouts"))
+    refused = reconcile("plan", str(out / "new.yaml"), "--emulator", address,
+                        "--format", "json")
+    assert refused.exit_code == 1, refused.stdout
+    errors = [(d["code"], d["topic"]) for d in json.loads(refused.stdout)["diagnostics"]
+              if d["severity"] == "error"]
+    assert errors == [("publisher-endpoint-denied", f"{parent}/topics/payouts")], errors
