@@ -46,7 +46,11 @@ from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.orgcheck import OrgCheck
 from reconciler.plan.origin import made_at
-from reconciler.plan.othertopics import keep_from_prune, other_tool_warnings
+from reconciler.plan.othertopics import (
+    keep_from_prune,
+    other_tool_warnings,
+    undeclared_tools_note,
+)
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
@@ -142,7 +146,9 @@ def make_plan(
         diagnostics.extend(legacy_warning(name, owner) for name in legacy)
         diagnostics.extend(tools_topics)
     diagnostics.extend(
-        undeclared_warning(project, names)
+        undeclared_warning(
+            project, names, undeclared_tools_note(observation.topics[n] for n in names)
+        )
         for project, names in outside_review(desired, observation).items()
     )
     step = consumer_step(
@@ -221,15 +227,16 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
     )
 
 
-def undeclared_warning(project: str, names: list[str]) -> Diagnostic:
+def undeclared_warning(project: str, names: list[str], tools: str = "") -> Diagnostic:
     """A managed project's live topics that no spec declares and no tree owns: named
-    (a compliance review must see topics made outside it), never planned as changes."""
+    (a compliance review must see topics made outside it), never planned as changes;
+    `tools`: which of them another tool labels as its own (plan/othertopics.py)."""
     n = len(names)
     return Diagnostic(
         f"projects/{project}", 0, 0, Severity.WARNING, "undeclared-topics",
         f"{n} live topic{'s' if n != 1 else ''} in project {project} that no spec declares "
         f"(not planned; `reconcile residency --all-live` reports where their messages are "
-        f"stored): {', '.join(topic_id(x) for x in names)}",
+        f"stored): {', '.join(topic_id(x) for x in names)}{tools}",
         hint=f"adopt them with `{import_command(project, names)}` and move the file into "
         "the spec tree, or delete them if they should not exist",
     )

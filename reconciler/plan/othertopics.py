@@ -4,6 +4,8 @@ a warning before it adopts one, or on one it manages already, and none of them a
 
     other_tool_warnings(topic, live) -> [Diagnostic]       a declared topic
     keep_from_prune(owned) -> (candidates, [Diagnostic])    prune's candidates
+    undeclared_tools_note(topics) -> str                    undeclared topics: which
+                                                            a tool labels
 
 Nothing is refused: the label says that a tool manages the topic or did (it stays
 after the tool lets go), which only the team can tell; the warning says which tool and
@@ -12,7 +14,7 @@ how to hand the topic over (docs/adoption.md).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic, Severity
@@ -81,3 +83,20 @@ def keep_from_prune(
             topic=live.name,
         ))
     return kept, said
+
+
+def undeclared_tools_note(topics: Iterable[ObservedTopic]) -> str:
+    """For the undeclared-topics warning, whose hint says how to adopt them: those of
+    `topics` another tool labels as its own, to hand over before adopting ("" when
+    none)."""
+    named: dict[str, list[str]] = {}
+    for live in topics:
+        for tool in managed_by(live.shape.labels):
+            named.setdefault(tool.name, []).append(live.name.rsplit("/", 1)[-1])
+    if not named:
+        return ""
+    parts = "; ".join(f"{', '.join(ids)} by {tool}" for tool, ids in named.items())
+    return (
+        f"; labelled as managed by another tool, to hand over before adopting them "
+        f"({ADOPTION_GUIDE}): {parts}"
+    )

@@ -142,3 +142,21 @@ def test_prune_never_deletes_a_topic_another_tool_labels(
                       "--auto-approve")
     assert applied.exit_code == 0, applied.output
     assert publisher_client.get_topic(topic="projects/proj-a/topics/shared").name
+
+
+def test_undeclared_topics_another_tool_labels_are_named_with_it(
+    run_cli: Any, local_server: Any, estate: Any, tmp_path: Path
+) -> None:
+    """A tree that declares only `plain`: the undeclared-topics warning says which of
+    the others Terraform and Config Connector label, before anyone adopts them."""
+    root = tmp_path / "specs"
+    root.mkdir()
+    (root / "topics.yaml").write_text(topic_doc("plain", project=PROJECT))
+    plan = _plan(run_cli, root, local_server.address)
+    (undeclared,) = [d for d in plan["diagnostics"] if d["code"] == "undeclared-topics"]
+    assert undeclared["message"].endswith(
+        "cnrm-events, tf-orders; labelled as managed by another tool, to hand over before "
+        "adopting them (docs/adoption.md): cnrm-events by Config Connector; tf-orders by "
+        "Terraform (the Google provider)"
+    ), undeclared["message"]
+    assert not [d for d in plan["diagnostics"] if d["code"] == "other-tool-topic"]
