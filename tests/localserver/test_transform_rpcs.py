@@ -211,3 +211,26 @@ def test_without_the_engine_a_udf_is_refused_saying_why() -> None:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+def test_a_subscriptions_transforms_and_data_that_does_not_decompress(
+    local_server: Any, publisher_client: Any, subscriber_client: Any
+) -> None:
+    sub = f"projects/{PROJECT}/subscriptions/orders-sub"
+    publisher_client.create_topic(name=TOPIC)
+    subscriber_client.create_subscription(request={
+        "name": sub, "topic": TOPIC, "message_transforms": [{"compression": {
+            "compression_algorithm": "ZLIB", "compression_mode": "DECOMPRESS"}}]})
+    answer = rest(local_server.address, "POST", TEST, {
+        "message": {"data": b64(zlib.compress(b"packed"))}, "subscription": sub})
+    assert answer.status == 200, answer.body
+    data = answer.body["transformedMessages"][0]["transformedMessage"]["data"]
+    assert base64.b64decode(data) == b"packed"
+    answer = rest(local_server.address, "POST", TEST, {
+        "message": {"data": b64(b"not zlib")}, "subscription": sub})
+    error = answer.body["transformedMessages"][0]["failedMessage"]["error"]
+    assert error["message"].startswith("The message data is not zlib-compressed data")
+    answer = rest(local_server.address, "POST", TEST, {
+        "message": {"data": b64(b"x")}, "subscription": f"projects/{PROJECT}/subscriptions/none"})
+    assert answer.status == 404
+    assert answer.body["error"]["message"] == "Subscription does not exist"
