@@ -11,17 +11,15 @@ from typing import Any
 import pytest
 
 from reconciler.orgpolicy.cel import (
-    _COMPILE_AFTER,
     ConditionError,
     ConstraintSet,
     Verdict,
-    _answers,
-    _batches,
     compile_condition,
     evaluate_all,
     freeze_fields,
     judge,
 )
+from reconciler.orgpolicy.cel.condition import _COMPILE_AFTER, _answers, _batches
 from reconciler.orgpolicy.custom import CustomConstraint
 
 EU = ["europe-west1", "europe-west4"]
