@@ -55,7 +55,7 @@ from reconciler.orgpolicy.unjudged import Gate, Why
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
 from reconciler.spec.orgrules import PLAN_DECIDES
-from reconciler.spec.resource import managed_fields, topic_resource
+from reconciler.spec.resource import declared_resource, managed_fields
 from reconciler.spec.tree import Located
 from reconciler.yamlio import Document, PathKey
 
@@ -282,7 +282,7 @@ class CustomRules:
         processor's caches: benchmarks/README.md)."""
         named: list[tuple[_Group, dict[str, Any], DesiredTopic, Document]] = []
         for topic, doc in self._topics:
-            resource = topic_resource(
+            resource = declared_resource(
                 topic, self.owner, org_enforces_in_transit=self._in_transit[topic.project]
             )
             group = self._group(topic.project, managed_fields(topic))

@@ -20,7 +20,8 @@ The parts, each with one job: library.py (the CEL library, loaded at the first
 compile, and its errors), reads.py (which fields a condition's text reads),
 values.py (a resource's values by path: the memo's keys, what the library is
 handed), condition.py (a compiled condition, its evaluation, memo and batched calls),
-judge.py (verdicts). The CEL library (cel-expr-python, Google's wrapper of cel-cpp;
+judge.py (verdicts), resource.py (the one builder of what a condition sees of a
+topic, from reconcile's topic value). The CEL library (cel-expr-python, Google's wrapper of cel-cpp;
 the choice and its measurements: docs/org-policy.md, benchmarks/README.md) is
 imported at the first compile, so that validate loads it only when a snapshot holds
 custom constraints.
