@@ -66,7 +66,7 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "snapshot that holds custom constraints",
     "reconciler.orgpolicy.unjudged": "the custom constraints' rules only when "
     "--allow-unjudged is given (every validate parses the option)",
-    "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
+    "reconciler.orgpolicy.cel.library": "the CEL library only when a custom constraint's condition is "
     "compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
     "removes regions, a prune's backlogs) and the read-ahead process that would read them is "
