@@ -18,13 +18,13 @@ topic of theirs is left: nothing to plan), `changes` (per project, what moved),
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import click
 
+from reconciler.codec import indented_json
 from reconciler.commands import output
 from reconciler.commands._options import format_option
 from reconciler.errors import EXIT_OK
@@ -68,7 +68,7 @@ def command(paths: tuple[Path, ...], changed_from: str | None, fmt: str) -> int:
             changes=changes,
         )
     if fmt == "json":
-        output.stdout().data(json.dumps(document, indent=2) + "\n")
+        output.stdout().data(indented_json(document, ascii=True))
     else:
         for project in document["touched"]:
             output.stdout().line(project)

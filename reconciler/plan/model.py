@@ -393,7 +393,7 @@ def digest_of(data: Any) -> str:
     return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
 
 
-class Plan(Record, frozen=True):
+class Plan(Record, frozen=True, dict=True):
     """A reconcile plan (format_version 4.x, `FORMAT_VERSION`): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
@@ -452,8 +452,18 @@ class Plan(Record, frozen=True):
             # so that a key missing from a file changes the digest as any other would.
             derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
                                                    self.diagnostics))
+        # The digest it was given (a file's: the reader compares it with the derived
+        # one), kept beside the members: a plan file is parsed once.
+        self.__dict__["_given_digest"] = self.digest
         derive(self, "digest", "")  # the content: the plan while it has no digest
         derive(self, "digest", digest_of(self))
+
+    @property
+    def given_digest(self) -> str:
+        """The digest the plan was made or read with ("" when none), before its own
+        was derived: a plan file's stored one."""
+        given: str = self.__dict__.get("_given_digest", "")
+        return given
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)

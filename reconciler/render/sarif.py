@@ -23,7 +23,6 @@ records a failed analysis, not a clean one that would close the open alerts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from reconciler.codec import indented_json
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.render.escape import unicode_text
 
@@ -92,7 +92,7 @@ def _log(
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    return indented_json(log)
 
 
 def _rule(code: str) -> dict[str, Any]:

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from reconciler.codec import replace
 from reconciler.orgpolicy.cel import (
     ConditionError,
     ConstraintSet,
@@ -309,7 +310,7 @@ def test_a_constraint_set_objects_as_judge_does() -> None:
         _constraint("resource.kmsKeyName.startsWith('projects/')", "ALLOW"),
     ]
     rules = [
-        CustomConstraint(**{**vars(r), "name": f"{r.name}{i}"}) for i, r in enumerate(rules)
+        replace(r, name=f"{r.name}{i}") for i, r in enumerate(rules)
     ]
     constraints = ConstraintSet(rules)
     for after, method, before in [
