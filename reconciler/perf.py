@@ -66,6 +66,9 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "policy on a custom constraint",
     "reconciler.spec.checks": "the custom-constraint checks and their evaluator only for a "
     "snapshot that holds custom constraints",
+    "reconciler.render.diagnostics": "the documents' codec only for --format json (the text "
+    "output is validate's cold start)",
+    "reconciler.render.sarif": "the documents' codec only when a SARIF log is written",
     "reconciler.orgpolicy.unjudged": "the custom constraints' rules only when "
     "--allow-unjudged is given (every validate parses the option)",
     "reconciler.orgpolicy.cel.library": "the CEL library only when a custom constraint's "

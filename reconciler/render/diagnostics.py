@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from reconciler import __version__
-from reconciler.codec import indented_json
 from reconciler.diagnostics import Diagnostic
 from reconciler.render import github, sarif
 from reconciler.render.escape import text as esc
@@ -70,6 +69,8 @@ def summary(diagnostics: list[Diagnostic], files: int) -> str:
 def as_json(diagnostics: Sequence[Diagnostic]) -> str:
     """The findings as a JSON array of their members (reconciler/codec.py, as the plan
     file holds them), non-ASCII characters escaped."""
+    from reconciler.codec import indented_json  # not on the text output's path
+
     return indented_json(list(diagnostics), ascii=True)
 
 

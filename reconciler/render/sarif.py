@@ -30,7 +30,6 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from reconciler.codec import indented_json
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.render.escape import unicode_text
 
@@ -92,6 +91,8 @@ def _log(
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
+    from reconciler.codec import indented_json  # not on validate's text output's path
+
     return indented_json(log)
 
 
