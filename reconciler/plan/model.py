@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 from msgspec import Meta
 from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
+from reconciler.acceptance import AcceptedDiagnostic
 from reconciler.codec import (
     Record,
     always,
@@ -62,7 +63,7 @@ from reconciler.topic import (
     settings_json,
 )
 
-FORMAT_VERSION = "4.5"
+FORMAT_VERSION = "4.6"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -495,6 +496,12 @@ class Plan(Record, frozen=True):
         doc("Validation and live org-policy findings; a plan with an error cannot be "
             "applied."),
     ] = always(EMPTY)
+    accepted: Annotated[
+        Sequence[AcceptedDiagnostic],
+        doc("Warnings the spec tree accepts (a comment in the spec, or the Owner "
+            "document's acceptedFindings), each with its `acceptance`: where, why and until "
+            "when; counted and listed, not among `diagnostics`. Absent when none."),
+    ] = EMPTY
     drift: Annotated[
         Sequence[Drift],
         doc("Live topics out of step with the org policy whose storage policy is "
@@ -532,6 +539,13 @@ class Plan(Record, frozen=True):
             # so that a key missing from a file changes the digest as any other would.
             derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
                                                    self.diagnostics))
+        if self.accepted:  # and each one's acceptance
+            derive(self, "accepted", FrozenList(
+                dataclasses.replace(d, acceptance=d.acceptance and dataclasses.replace(
+                    d.acceptance
+                ))
+                for d in self.accepted
+            ))
         derive(self, "digest", "")  # the content: the plan while it has no digest
         derive(self, "digest", digest_of(self))
 
