@@ -178,3 +178,36 @@ def test_a_saved_plan_keeps_its_accepted_findings_for_show_and_apply(
     assert applied.exit_code == 0, applied.output
     topic = keyless.counters.get("UpdateTopic")
     assert topic == 1  # the ownership labels: the accepted finding stops nothing
+
+
+SNAPSHOT = f"""\
+name: projects/{PROJECT}/policies/gcp.restrictNonCmekServices
+spec:
+  rules:
+    - values:
+        deniedValues: [pubsub.googleapis.com]
+---
+ancestry:
+  projects/{PROJECT}: {ORG}
+"""
+
+
+def test_a_plan_refused_by_validation_still_lists_what_the_tree_accepts(
+    run_cli: Any, local_server: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    root = _specs(tmp_path, _topic("legacy", INLINE), _topic("goog-bad"))
+    (root / "org-policy.yaml").write_text(SNAPSHOT)
+    refused = _plan(run_cli, local_server, Path("specs"), "--format", "json")
+    assert refused.exit_code == 1
+    document = json.loads(refused.stdout)
+    assert [d["code"] for d in document["diagnostics"]] == ["org-cmek-required", "topic-id"]
+    assert [(d["code"], d["topic"]) for d in document["accepted"]] == [
+        ("org-cmek-required", f"projects/{PROJECT}/topics/legacy")
+    ]
+    assert "1 file checked: 1 error, 1 warning, 1 accepted; no plan made" in refused.stderr
+    text = _plan(run_cli, local_server, Path("specs"))
+    assert text.exit_code == 1
+    assert (
+        "specs/topics.yaml:5:9: accepted[org-cmek-required]: " in text.stderr
+    ), text.stderr
