@@ -126,16 +126,8 @@ class Acceptance:
 class AcceptedDiagnostic(Diagnostic):
     """A finding an acceptance covers: listed and counted, not a problem."""
 
+    # Written as it is (`validate --format json`, a plan's `accepted[]`): one shape.
     acceptance: Acceptance | None = field(default=None, compare=False)
-
-    def to_json(self) -> dict[str, object]:
-        """The finding's JSON (Diagnostic.to_json) with `acceptance`: its kind, reason,
-        expiry and where it is written."""
-        data = super().to_json()
-        a = data.pop("acceptance", None)
-        if isinstance(a, dict):
-            data["acceptance"] = {k: a[k] for k in ("kind", "reason", "until", "file", "line")}
-        return data
 
 
 def is_accepted(d: Diagnostic) -> bool:

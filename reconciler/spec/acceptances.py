@@ -137,16 +137,11 @@ class InlineReader:
 
 def _spans(starts: list[int], separators: list[int], last: int) -> list[tuple[int, int]]:
     """Each document's lines, first to last: from just after the separator before its
-    start (or line 1) to just before the next document's first line."""
-    firsts = []
-    for start in starts:
-        before = [s for s in separators if s < start]
-        firsts.append(before[-1] + 1 if before else 1)
-    firsts[0] = 1
-    return [
-        (first, (firsts[i + 1] - 1) if i + 1 < len(firsts) else last)
-        for i, first in enumerate(firsts)
-    ]
+    start (or line 1) to just before the separator of the next document."""
+    before = [max((s for s in separators if s < start), default=0) for start in starts]
+    firsts = [1, *(b + 1 for b in before[1:])]
+    ends = [max(b - 1, f) for b, f in zip(before[1:], firsts, strict=False)]
+    return list(zip(firsts, [*ends, last], strict=True))
 
 
 def owner_acceptances(

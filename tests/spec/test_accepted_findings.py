@@ -84,8 +84,9 @@ def test_json_github_and_sarif_carry_the_acceptance(
     assert [d["topic"] for d in accepted] == ["projects/acme-payments/topics/legacy"]
     assert accepted[0]["severity"] == "warning"
     assert accepted[0]["acceptance"] == {
-        "kind": "inSource", "reason": "keys rotate in Q3", "until": "2999-03-31",
-        "file": "specs/topics.yaml", "line": 4,
+        "code": "org-cmek-required", "reason": "keys rotate in Q3", "until": "2999-03-31",
+        "file": "specs/topics.yaml", "line": 4, "col": 3, "kind": "inSource",
+        "first": 1, "last": 6, "topic": "projects/acme-payments/topics/legacy", "topics": [],
     }
     github = validate(run_cli, tmp_path, monkeypatch, "--format", "github")
     assert github.exit_code == 0
