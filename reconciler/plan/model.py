@@ -34,6 +34,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
+from reconciler.acceptance import AcceptedDiagnostic
 from reconciler.codec import (
     Record,
     always,
@@ -58,7 +59,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "4.5"
+FORMAT_VERSION = "4.6"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -415,6 +416,12 @@ class Plan(Record, frozen=True, dict=True):
         doc("Validation and live org-policy findings; a plan with an error cannot be "
             "applied."),
     ] = always(EMPTY)
+    accepted: Annotated[
+        Sequence[AcceptedDiagnostic],
+        doc("Warnings the spec tree accepts (a comment in the spec, or the Owner "
+            "document's acceptedFindings), each with its `acceptance`: where, why and until "
+            "when; counted and listed, not among `diagnostics`. Absent when none."),
+    ] = EMPTY
     drift: Annotated[
         Sequence[Drift],
         doc("Live topics out of step with the org policy whose storage policy is "
@@ -452,6 +459,13 @@ class Plan(Record, frozen=True, dict=True):
             # so that a key missing from a file changes the digest as any other would.
             derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
                                                    self.diagnostics))
+        if self.accepted:  # and each one's acceptance
+            derive(self, "accepted", FrozenList(
+                dataclasses.replace(d, acceptance=d.acceptance and dataclasses.replace(
+                    d.acceptance
+                ))
+                for d in self.accepted
+            ))
         # The digest it was given (a file's: the reader compares it with the derived
         # one), kept beside the members: a plan file is parsed once.
         self.__dict__["_given_digest"] = self.digest

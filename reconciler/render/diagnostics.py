@@ -16,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from reconciler import __version__
+from reconciler.acceptance import counts
 from reconciler.diagnostics import Diagnostic
-from reconciler.render import github, sarif
+from reconciler.render import accepted, github, sarif
 from reconciler.render.escape import text as esc
 from reconciler.render.grouping import Group, grouped
 
@@ -45,11 +46,13 @@ def group_lines(group: Group) -> list[str]:
 
 
 def lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
-    """One line per diagnostic, a finding about several topics as a group."""
+    """One line per diagnostic, a finding about several topics as a group; accepted
+    findings after the problems (render/accepted.py)."""
+    problems, accepted_ones = accepted.split(diagnostics)
     out: list[str] = []
-    for item in grouped(diagnostics):
+    for item in grouped(problems):
         out += group_lines(item) if isinstance(item, Group) else [line(item)]
-    return out
+    return out + accepted.text_lines(accepted_ones)
 
 
 def text(diagnostics: Sequence[Diagnostic]) -> str:
@@ -57,12 +60,12 @@ def text(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def summary(diagnostics: list[Diagnostic], files: int) -> str:
-    errors = sum(1 for d in diagnostics if d.is_error)
-    warnings = len(diagnostics) - errors
+    errors, warnings, accepted_count = counts(diagnostics)
     return (
         f"{files} file{'s' if files != 1 else ''} checked: "
         f"{errors} error{'s' if errors != 1 else ''}, "
         f"{warnings} warning{'s' if warnings != 1 else ''}"
+        + (f", {accepted_count} accepted" if accepted_count else "")
     )
 
 

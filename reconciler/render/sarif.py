@@ -31,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.render import accepted
 from reconciler.render.escape import unicode_text
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -120,6 +121,9 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
                 }
             }
         ]
+    suppressions = accepted.suppressions(d, uri)
+    if suppressions is not None:
+        result["suppressions"] = suppressions
     return result
 
 
