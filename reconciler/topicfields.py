@@ -36,8 +36,10 @@ topic.py's TopicShape and ObservedTopic.from_row); its wire read and write
 (backends/topicproto.py); the plan format's MaskPath and TopicState (plan/model.py,
 then docs/plan.schema.json regenerated); how import writes it (spec/export.py); and
 the local server's check when the service has one (localserver/pubsub/
-publisher_service.py's _FIELD_CHECKS). Inheritance, the diff, masks, the request,
-freshness, the custom-constraint resource, the Defaults import writes and the local
+publisher_service.py's _FIELD_CHECKS); and its value in the resource a custom
+constraint's condition sees (orgpolicy/cel/resource.py's topic_resource, given it by
+spec/resource.py and plan/customcheck.py). Inheritance, the diff, masks, the request,
+freshness, the condition's field names, the Defaults import writes and the local
 server's update paths follow from the entry.
 """
 
@@ -152,9 +154,7 @@ SETTINGS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 # The only paths a plan ever masks (top level), in the order a mask names them.
 MASK_PATHS = tuple(f.proto for f in SENT)
 BY_PROTO: Mapping[str, TopicField] = {f.proto: f for f in SENT}
-# The fields of Topic reconcile does not manage but shows, by their REST JSON names and
-# by their proto names (the local server updates them too).
+# The fields of Topic reconcile does not manage but shows, by their REST JSON names.
 INGESTION = "ingestionDataSourceSettings"
 TRANSFORMS = "messageTransforms"
 UNMANAGED_REST = (INGESTION, TRANSFORMS)
-UNMANAGED_PROTO = ("ingestion_data_source_settings", "message_transforms")

@@ -35,6 +35,14 @@ from reconciler.localserver.pubsub.subscriber_service import (
     parse_subscription,
     received_text,
 )
+from reconciler.localserver.pubsub.topicextras import (
+    INGESTION,
+    TAGS,
+    TRANSFORMS,
+    check_ingestion,
+    check_transforms,
+    settle_output_fields,
+)
 from reconciler.localserver.schemas.settings import check_settings, has_schema, validate_request
 from reconciler.names import topics_prefix
 from reconciler.orgpolicy.cmek import cmek_required, key_project_verdict
@@ -53,12 +61,11 @@ from reconciler.topicfields import (
     MASK_PATHS,
     RETENTION,
     SENT,
-    UNMANAGED_PROTO,
 )
 from reconciler.topicrules import KMS_KEY_FORMAT, NANOS, retention_problem, split_kms_key
 
 # The fields reconcile manages (the table's) and those it does not.
-UPDATABLE_PATHS = (*MASK_PATHS, *UNMANAGED_PROTO)
+UPDATABLE_PATHS = (*MASK_PATHS, INGESTION, TRANSFORMS)
 # A mask may name a field inside these too (`masks`): python-pubsub's
 # update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
 # emulator takes each part of schema_settings.
@@ -68,7 +75,8 @@ TOPIC_MASKS = masks.MaskRules(
     example="schema_settings",
     misspelt="schemaSetings",
     mutable=frozenset(UPDATABLE_PATHS),
-    immutable=frozenset(),
+    # input-only and immutable (pubsub.proto): taken on CreateTopic only
+    immutable=frozenset({TAGS}),
 )
 
 _KIND_TEXT = {
@@ -243,11 +251,16 @@ class PublisherService:
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
         """The service's rules (reconciler/topicrules.py) for the table's fields that
-        `fields` names and that have one here, in the table's order."""
+        `fields` names and that have one here, in the table's order; then those of the
+        fields reconcile does not manage."""
         for entry in SENT:
             check = _FIELD_CHECKS.get(entry.proto)
             if check is not None and entry.proto in fields:
                 check(topic)
+        if TRANSFORMS in fields:
+            check_transforms(topic.message_transforms)
+        if INGESTION in fields:
+            check_ingestion(topic)
 
     # ------------------------------------------------------------------------ RPCs
 
@@ -272,6 +285,7 @@ class PublisherService:
             topic.CopyFrom(request)
             topic.ClearField("state")
             topic.ClearField("satisfies_pzs")
+            settle_output_fields(topic)
             self.set_storage_policy(project, topic, request)
             return topic
 
@@ -311,8 +325,9 @@ class PublisherService:
                 self._check_schema_settings(topic)
             check_call(
                 self.state.policy_store, project, TOPIC, "UPDATE", _described(topic, given, fields),
-                current, sets_transforms=masks.touches(fields, "message_transforms"),
+                current, sets_transforms=masks.touches(fields, TRANSFORMS),
             )
+            settle_output_fields(topic)
             return topic
 
         updated = self.state.update_topic(given.name, change)
