@@ -12,9 +12,9 @@ From the installed distribution's `direct_url.json` (PEP 610, written by pip):
 A remote is written as the https URL a CI job reaches it by; one a CI job cannot
 reach (a local path, `file://`: an origin on this machine) gives no requirement but
 what to fill in instead, never a line pip rejects (`git+/srv/...` is "Invalid
-requirement" to pip). A requirement always names the distribution `pubsub-reconcile` (`reconcile` on the
-package index is someone else's). Only `git` is run (rev-parse, remote, status,
-branch), in the checkout, never anything it names.
+requirement" to pip). A requirement always names the distribution
+`pubsub-reconcile` (`reconcile` on the package index is someone else's). Only `git`
+is run (rev-parse, remote, status, branch), in the checkout, never anything it names.
 """
 
 from __future__ import annotations
