@@ -101,6 +101,13 @@ class Platform:
     protections: tuple[str, ...]
 
 
+# What plan reads besides Pub/Sub, for both accounts (docs/authentication.md's rows
+# for plan and apply, which tests/docs/test_permissions_table.py holds this to).
+_READ_ROLES = (
+    "roles/orgpolicy.policyViewer, roles/browser and roles/monitoring.viewer on each "
+    "project, roles/browser on the folders above them and roles/orgpolicy.policyViewer "
+    "on their organization"
+)
 GITHUB = Platform(
     title="GitHub Actions",
     files=(
@@ -113,10 +120,10 @@ GITHUB = Platform(
     variables=(
         "GCP_WIF_PROVIDER = projects/NUMBER/locations/global/workloadIdentityPools/POOL/"
         "providers/PROVIDER",
-        "GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer and "
-        "roles/orgpolicy.policyViewer on each project)",
-        "GCP_APPLY_SA = the service account that applies (roles/pubsub.editor and "
-        "roles/orgpolicy.policyViewer on each project; impersonated from main only)",
+        "GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer, "
+        f"{_READ_ROLES}; docs/authentication.md)",
+        "GCP_APPLY_SA = the service account that applies (roles/pubsub.editor, "
+        f"{_READ_ROLES}; impersonated from main only)",
     ),
     secret=(
         "Secret, only when the reconcile repository is private:",
