@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import multiprocessing as mp
 import os
 import platform
@@ -382,8 +383,11 @@ def publish_cpu(
     }
     ours = summary[servers[0].name]["cpu_ms_median"]
     if emulator is not None:
-        ratio = ours / summary[emulator.name]["cpu_ms_median"]
-        best = summary[servers[0].name]["cpu_ms_min"] / summary[emulator.name]["cpu_ms_min"]
+        # NaN where the emulator read no CPU at all (below the clock's tick, --smoke)
+        theirs = summary[emulator.name]
+        ratio = ours / theirs["cpu_ms_median"] if theirs["cpu_ms_median"] else math.nan
+        best = (summary[servers[0].name]["cpu_ms_min"] / theirs["cpu_ms_min"]
+                if theirs["cpu_ms_min"] else math.nan)
         print(
             f"server CPU ratio (ours / emulator): medians {ratio:.2f}x, best rounds {best:.2f}x",
             flush=True,
@@ -508,7 +512,10 @@ def _cpu_ratios(
 ) -> dict[str, float]:
     """Median server CPU per call of `num` over `den`, per phase."""
     return {
-        k: round(summary[num][f"{k}_cpu_ms_median"] / summary[den][f"{k}_cpu_ms_median"], digits)
+        k: (
+            round(summary[num][f"{k}_cpu_ms_median"] / summary[den][f"{k}_cpu_ms_median"], digits)
+            if summary[den][f"{k}_cpu_ms_median"] else math.nan  # below the clock's tick (--smoke)
+        )
         for k in ("publish", "pull", "ack")
     }
 

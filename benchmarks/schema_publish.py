@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import math
 import multiprocessing as mp
 import platform
 import statistics
@@ -160,6 +161,12 @@ def _handler(encoding: str, batches: int, rounds: int) -> None:
     }))
 
 
+def _ratio(num: float, den: float) -> float:
+    """num / den, or NaN when the denominator read no CPU at all: a --smoke run's few
+    batches can fall below the clock's tick, which is no figure, not a crash."""
+    return num / den if den else math.nan
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--encoding", choices=("BINARY", "JSON"), default="BINARY")
@@ -223,16 +230,22 @@ def main() -> None:
     }
     ours = servers[0].name
     ratios = {
-        "ours: schema / no schema": summary[f"{ours}, Avro schema"]["cpu_ms_median"]
-        / summary[f"{ours}, no schema"]["cpu_ms_median"],
+        "ours: schema / no schema": _ratio(
+            summary[f"{ours}, Avro schema"]["cpu_ms_median"],
+            summary[f"{ours}, no schema"]["cpu_ms_median"],
+        ),
     }
     if emulator is not None:
-        ratios["schema: ours / emulator"] = (
-            summary[f"{ours}, Avro schema"]["cpu_ms_median"]
-            / summary[f"{emulator.name}, Avro schema"]["cpu_ms_median"]
+        ratios["schema: ours / emulator"] = _ratio(
+            summary[f"{ours}, Avro schema"]["cpu_ms_median"],
+            summary[f"{emulator.name}, Avro schema"]["cpu_ms_median"],
         )
     for name, ratio in ratios.items():
-        print(f"{name}: {ratio:.2f}x (medians)", flush=True)
+        shown = (
+            "not measurable (a median of 0 CPU: too few batches)"
+            if math.isnan(ratio) else f"{ratio:.2f}x (medians)"
+        )
+        print(f"{name}: {shown}", flush=True)
     print(json.dumps({
         "benchmark": "schema_publish", "encoding": args.encoding, "batch": BATCH,
         "message_bytes": len(payloads[0]), "batches_per_round": args.batches,

@@ -173,7 +173,8 @@ def test_a_missing_topic_fails_as_the_official_client_says_nothing_more(
 
 
 def test_ordered_messages_are_never_hedged_and_it_is_said_once(
-    make_client: Make, local_server: Any, caplog: pytest.LogCaptureFixture
+    make_client: Make, local_server: Any, caplog: pytest.LogCaptureFixture,
+    wait_until: Callable[..., None],
 ) -> None:
     """With message ordering on, the topic's profile still hedges the messages without
     a key; keyed ones go through the official client's ordered publisher."""
@@ -187,6 +188,8 @@ def test_ordered_messages_are_never_hedged_and_it_is_said_once(
     held.wait_arrived(1)
     plain = client.publish(TOPIC, b"plain")  # a hedge delay later, its hedge
     held.wait_arrived(3)  # the keyed message's check would have come first: no token
+    # The hedge reaches the server as it is sent; the client counts it just after.
+    wait_until(lambda: client.counters(TOPIC).hedges_sent >= 1, what="the hedge counted")
     assert client.counters(TOPIC).hedges_sent == 1
     held.release_all()
     keyed.result(timeout=30)
