@@ -46,7 +46,12 @@ from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
 from reconciler.plan.customcheck import Unjudged, existing_refusals, judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
-from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
+from reconciler.plan.observation import (
+    Observation,
+    org_fingerprint,
+    org_parts,
+    topic_fingerprint,
+)
 from reconciler.plan.orgcheck import OrgCheck
 from reconciler.plan.origin import made_at
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
@@ -177,7 +182,11 @@ def make_plan(
         diagnostics=diagnostics,
         drift=drifts,
         fingerprints=Fingerprints(
-            topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None
+            topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None,
+            org_policy_parts={
+                p: org_parts(inputs, observation.custom.get(p, ()), observation.hierarchy.get(p))
+                for p, inputs in sorted(observation.org.items())
+            } or None,
         ),
         target=made_at(info),
         prune=options.prune,

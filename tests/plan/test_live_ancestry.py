@@ -255,6 +255,8 @@ def test_a_saved_plan_whose_project_moved_is_stale(
     result = run_cli("apply", str(plan_file))
     assert result.exit_code == 4, result.stderr
     assert "the saved plan is stale; nothing was applied" in result.stderr
-    assert f"projects/{PROJECT}: effective org policy changed since the plan" in result.stderr
-    assert "the project's folders and organization" in result.stderr
+    assert (
+        f"projects/{PROJECT}: effective org policy changed since the plan (the project's "
+        "folders or organization changed)"
+    ) in result.stderr
     assert calls(local_server) == NO_CALLS
