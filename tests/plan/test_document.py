@@ -36,6 +36,8 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     del data["digest"]
     if not data["projects"]:
         del data["projects"]
+    if not data["accepted"]:
+        del data["accepted"]
     for key in ("organizations", "org_policy_parts"):
         if data["fingerprints"][key] is None:
             del data["fingerprints"][key]
