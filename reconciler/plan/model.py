@@ -59,7 +59,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "4.6"
+FORMAT_VERSION = "4.7"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -342,6 +342,14 @@ class Fingerprints(Record, frozen=True):
             "constraints the plan read. A record: apply PLANFILE reads the ancestry "
             "again, and the project's org_policy fingerprint covers it. Absent when no "
             "project's organization was known."),
+    ] = None
+    org_policy_parts: Annotated[
+        Mapping[str, Mapping[str, str]] | None,
+        doc("Each project's org policy inputs fingerprinted one by one (the location, "
+            "in-transit and two CMEK constraints by name, `custom`: the custom "
+            "constraints on topics and their enforcement, `parents`: where the project "
+            "sits; `absent`: none), so that apply PLANFILE names the one that changed. "
+            "Absent in a plan made before they were recorded."),
     ] = None
 
 
