@@ -10,8 +10,21 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                             output tree, read, and the Defaults
                                             documents that apply in out_dir
     existing_profiles(tree)                 profiles those files define
-    render(docs, header) -> str             one spec file's text
+    standing_findings(topics, facts, computed) -> {project: {topic ID: [Finding]}}
+                                            what plan will say of each imported value
+                                            the org would refuse today
+    mark_findings(text, marks) -> str       those findings as comments at the values
+    other_tools_notices(topics, notes) -> [warning]  topics another tool labels as its
+                                            own: a warning each, and a comment above it
     header(source, stamp, project, count)   its comment
+
+Import keeps every live value, those the org would refuse today included (a region
+outside the allowed set, enforceInTransit off under an org that enforces it, no key or
+another project's key under the CMEK constraints): the org policy binds creation and
+the calls that set a value, not a topic that has it, so the plan after an import
+changes only reconcile's ownership labels and reports each such value once, in the
+existing family (spec/orgrules.py `existing_problems`). The written file names that
+finding at the value, so a reviewer sees it before the plan does.
 """
 
 from __future__ import annotations
@@ -20,21 +33,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from reconciler.backends.base import ObservedTopic, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.errors import BackendError
 from reconciler.names import topic_name, topics_prefix
+from reconciler.othertools import ADOPTION_GUIDE, managed_by
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import computed_policy
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
 from reconciler.spec.documents import API_VERSION, DefaultsDoc
-from reconciler.spec.export import settings_key
+from reconciler.spec.export import policy_value, settings_key
 from reconciler.spec.loader import discover, load_tree
+from reconciler.spec.orgrules import OrgFacts, Standing, existing_problems, locate
 from reconciler.spec.profiles import profile_from_settings
 from reconciler.spec.tree import Located, SpecTree
-from reconciler.topic import StoragePolicy
+from reconciler.topic import StoragePolicy, is_regionless, norm_policy
+from reconciler.yamlio import YamlProblem, load_documents
 
 
 def select(
@@ -157,6 +175,7 @@ class Live:
     source: str  # the backend's label: where the topics were read
     computed: dict[str, StoragePolicy | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    facts: dict[str, OrgFacts] = field(default_factory=dict)  # the org policy's, read
 
 
 def read_live(target: TargetOptions, projects: Sequence[str]) -> Live:
@@ -175,6 +194,7 @@ def read_live(target: TargetOptions, projects: Sequence[str]) -> Live:
                     "storage policies are written as explicit regions, none as `inherit`"
                 )
                 continue
+            live.facts[project] = facts
             live.computed[project] = computed_policy(facts)
         return live
     finally:
@@ -187,5 +207,123 @@ def header(source: str, stamp: str, project: str, count: int) -> str:
         f"Imported by `reconcile import` from {source} at {stamp}.\n"
         f"Project {project}: {count} topic(s). Review, then `reconcile plan` "
         "(expect only reconcile's ownership labels, reconcile-managed and "
-        "reconcile-owner, to be added)."
+        "reconcile-owner, to be added, and a warning for each value marked "
+        f"`# {MARK}`: the live value, kept, which the org policy would refuse on a "
+        "new topic)."
     )
+
+
+MARK = "plan warns:"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A finding the plan will raise on an imported topic: its code, and where the
+    rule places it in a Topic document (spec/orgrules.py `OrgProblem.path`, `value`)."""
+
+    code: str
+    path: tuple[str, ...]
+    value: str | None = None
+
+
+def standing_findings(
+    topics: dict[str, list[ObservedTopic]],
+    facts: dict[str, OrgFacts],
+    computed: dict[str, StoragePolicy | None],
+) -> dict[str, dict[str, list[Finding]]]:
+    """Per project and topic ID, the existing-family findings the plan will raise on
+    the imported topics: the same rule the plan applies (`existing_problems`) to the
+    topic as the import leaves it (its key, its storage policy, written explicitly or
+    as `inherit`). A project whose org policy could not be read: nothing known."""
+    out: dict[str, dict[str, list[Finding]]] = {}
+    for project, listed in topics.items():
+        known = facts.get(project)
+        if known is None:
+            continue
+        for topic in listed:
+            policy = topic.shape.policy
+            written = policy_value(policy, computed.get(project))
+            standing = Standing(
+                project, topic.shape.kms_key_name,
+                policy if is_regionless(policy) else norm_policy(policy),
+                False, isinstance(written, dict),
+            )
+            found = [
+                Finding(p.code, p.path, p.value) for p in existing_problems(standing, known)
+            ]
+            if found:
+                out.setdefault(project, {})[topic.name.rsplit("/", 1)[-1]] = found
+    return out
+
+
+def mark_findings(text: str, marks: dict[str, list[Finding]]) -> str:
+    """`text` (one imported spec file) with each finding of `marks` (topic ID ->
+    findings) as a comment at the end of the line where the plan will place it: the
+    value, or the topic's name when the value is in a Defaults document. The comment
+    holds only the codes, never text from the service; the file reads back as the same
+    data, or a finding goes on a comment line of its own above the value."""
+    if not marks:
+        return text
+    try:
+        docs = load_documents(Path("import"), text=text)
+    except YamlProblem:
+        return text
+    lines = text.split("\n")
+    codes: dict[int, list[str]] = {}
+    for doc in docs:
+        data = doc.data
+        if not isinstance(data, dict) or data.get("kind") != "Topic":
+            continue
+        name = (data.get("metadata") or {}).get("name")
+        for finding in marks.get(name, []) if isinstance(name, str) else []:
+            line = doc.mark_for(locate(doc, finding.path, finding.value)).line
+            codes.setdefault(line - 1, []).append(finding.code)
+    marked = list(lines)
+    for index, found in codes.items():
+        marked[index] += f"  # {MARK} {', '.join(dict.fromkeys(found))}"
+    out = "\n".join(marked)
+    data = _data(text)
+    if data is not None and _data(out) == data:
+        return out
+    above = list(lines)  # a value that does not end on its line: a line of its own
+    for index in sorted(codes, reverse=True):
+        indent = lines[index][: len(lines[index]) - len(lines[index].lstrip(" -"))]
+        above.insert(index, f"{' ' * len(indent)}# {MARK} {', '.join(codes[index])}")
+    out = "\n".join(above)
+    return out if data is not None and _data(out) == data else text
+
+
+def _data(text: str) -> list[object] | None:
+    """The documents of `text` as YAML reads them (libyaml's loader where the build has
+    it: 10x the pure-Python one on an import of thousands of topics); None: unreadable."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        return list(yaml.load_all(text, Loader=loader))
+    except yaml.YAMLError:
+        return None
+
+
+def other_tools_notices(
+    topics: dict[str, list[ObservedTopic]], notes: dict[str, dict[str, list[str]]]
+) -> list[str]:
+    """A warning for each imported topic that another tool labels as its own
+    (reconciler/othertools.py), and a comment line above it in the file (added to
+    `notes`: project -> topic ID -> lines): adopting it while that tool manages it
+    starts a tug of war. Its label is left out of the spec (spec/export.py)."""
+    warnings: list[str] = []
+    for project, listed in sorted(topics.items()):
+        for topic in listed:
+            for tool in managed_by(topic.shape.labels):
+                warnings.append(
+                    f"{topic.name} carries {tool.label}, the label {tool.name} puts on "
+                    "what it manages: hand it over before you apply the plan that adopts "
+                    f"it ({tool.let_go}; {ADOPTION_GUIDE}); the label is left out of the spec"
+                )
+                notes.setdefault(project, {}).setdefault(
+                    topic.name.rsplit("/", 1)[-1], []
+                ).append(
+                    f"managed by {tool.name} too (label {tool.label}, left out of this "
+                    f"spec): hand it over before applying the plan that adopts it "
+                    f"({ADOPTION_GUIDE})"
+                )
+    return warnings

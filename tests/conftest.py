@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli_support import CliResult, reconcile
 from tests.server_support import ResourceManager, resource_manager, running_local_server
+from tests.wheelhouse import gather
 
 
 @pytest.fixture
@@ -176,3 +177,13 @@ def google_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def local_wheels(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """pip settings for installing this project's dependencies from wheels gathered
+    once per session (tests/wheelhouse.py); empty when they could not be gathered."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, shared by its workers
+    return gather(base / "reconcile-wheelhouse") or {}

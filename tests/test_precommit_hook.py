@@ -42,12 +42,15 @@ def _pre_commit(
 
 
 @pytest.mark.slow
-def test_hook_passes_good_specs_and_fails_bad_ones(tmp_path: Path) -> None:
+def test_hook_passes_good_specs_and_fails_bad_ones(
+    tmp_path: Path, local_wheels: dict[str, str]
+) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
     env = _git_env(tmp_path / "pre-commit-home")
+    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
     subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
     (repo / "specs" / "good.yaml").write_text(GOOD)
     subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)

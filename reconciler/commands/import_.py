@@ -11,6 +11,11 @@ applying to DIR is taken into account: each topic is written so that it keeps it
 live values under it, and where a spec cannot refuse an inherited value (a label the
 topic lacks, a retention, key or schema it does not have) the import is refused,
 naming the document's line, the value and the topics, and nothing is written.
+Every live value is written as it is, those the org policy would refuse on a new
+topic included, each marked with the finding the plan will raise on it
+(importer.py `mark_findings`). A topic another tool labels as its own (Terraform,
+Config Connector) is imported with a warning and a comment saying to hand it over
+first (docs/adoption.md), its label left to that tool.
 """
 
 from __future__ import annotations
@@ -28,10 +33,13 @@ from reconciler.fileio import write_atomically
 from reconciler.importer import (
     existing_profiles,
     header,
+    mark_findings,
     missing_topics,
     other_specs,
+    other_tools_notices,
     read_live,
     select,
+    standing_findings,
 )
 from reconciler.spec.export import build_documents, render_documents
 from reconciler.spec.inherited import inherited_values
@@ -133,8 +141,10 @@ def run(
             "factors only what every topic shares), or move the value from the Defaults "
             "document onto its topics",
         )
+    marks = standing_findings(chosen, read.facts, read.computed)
+    tools = other_tools_notices(chosen, result.notes)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    for warning in [*read.warnings, *result.warnings]:
+    for warning in [*read.warnings, *result.warnings, *tools]:
         output.stderr().line(f"warning: {warning}")
     for project in names:
         docs = result.documents.get(project, [])
@@ -145,6 +155,7 @@ def run(
         text = render_documents(
             docs, header(source, stamp, project, count), result.notes.get(project)
         )
+        text = mark_findings(text, marks.get(project, {}))
         write_atomically(files[project], text, "spec file", umask=True)
         output.stderr().line(f"wrote {files[project]} ({count} topic(s))")
     return EXIT_OK

@@ -17,7 +17,9 @@ Ownership (docs/cli.md): the plan records the tree's owner; its creates and
 adoptions label the topics with it, a topic another tree owns is planned with a
 warning (apply refuses it unless told `--adopt-from`), `--prune` deletes only
 undeclared topics of this owner, and one labelled by a reconcile before owners is left
-alone with a warning saying how to claim it. A change that would put a topic over the
+alone with a warning saying how to claim it, as is one another tool labels as its own
+(Terraform, Config Connector: plan/othertopics.py), which is also named, with a
+warning, when the plan adopts or manages it. A change that would put a topic over the
 service's 64 labels is an error, not planned.
 
 Fingerprints (what `apply PLANFILE` re-checks): `topics` has every declared address and
@@ -45,6 +47,11 @@ from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
 from reconciler.plan.orgcheck import OrgCheck
 from reconciler.plan.origin import made_at
+from reconciler.plan.othertopics import (
+    keep_from_prune,
+    other_tool_warnings,
+    undeclared_tools_note,
+)
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
@@ -128,16 +135,21 @@ def make_plan(
             ))
         if (other := differ.taken_from(change)) is not None:
             diagnostics.append(takeover_warning(topic, other, owner))
+        diagnostics.extend(other_tool_warnings(topic, live))
         changes.append(change)
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
             if drift is not None:
                 drifts.append(drift)
     owned, legacy = undeclared(desired, observation)
+    owned, tools_topics = keep_from_prune(owned)
     if options.prune:
         diagnostics.extend(legacy_warning(name, owner) for name in legacy)
+        diagnostics.extend(tools_topics)
     diagnostics.extend(
-        undeclared_warning(project, names)
+        undeclared_warning(
+            project, names, undeclared_tools_note(observation.topics[n] for n in names)
+        )
         for project, names in outside_review(desired, observation).items()
     )
     step = consumer_step(
@@ -218,15 +230,16 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
     )
 
 
-def undeclared_warning(project: str, names: list[str]) -> Diagnostic:
+def undeclared_warning(project: str, names: list[str], tools: str = "") -> Diagnostic:
     """A managed project's live topics that no spec declares and no tree owns: named
-    (a compliance review must see topics made outside it), never planned as changes."""
+    (a compliance review must see topics made outside it), never planned as changes;
+    `tools`: which of them another tool labels as its own (plan/othertopics.py)."""
     n = len(names)
     return Diagnostic(
         f"projects/{project}", 0, 0, Severity.WARNING, "undeclared-topics",
         f"{n} live topic{'s' if n != 1 else ''} in project {project} that no spec declares "
         f"(not planned; `reconcile residency --all-live` reports where their messages are "
-        f"stored): {', '.join(topic_id(x) for x in names)}",
+        f"stored): {', '.join(topic_id(x) for x in names)}{tools}",
         hint=f"adopt them with `{import_command(project, names)}` and move the file into "
         "the spec tree, or delete them if they should not exist",
     )

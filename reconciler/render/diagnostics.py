@@ -13,7 +13,6 @@ escaped (render/escape.py), so no control character reaches a terminal or a log.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from reconciler import __version__
@@ -71,7 +70,11 @@ def summary(diagnostics: list[Diagnostic], files: int) -> str:
 
 
 def as_json(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+    """The findings as a JSON array of their members (reconciler/codec.py, as the plan
+    file holds them), non-ASCII characters escaped."""
+    from reconciler.codec import indented_json  # not on the text output's path
+
+    return indented_json(list(diagnostics), ascii=True)
 
 
 def as_sarif(diagnostics: Sequence[Diagnostic]) -> str:

@@ -23,7 +23,6 @@ records a failed analysis, not a clean one that would close the open alerts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -93,7 +92,9 @@ def _log(
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    from reconciler.codec import indented_json  # not on validate's text output's path
+
+    return indented_json(log)
 
 
 def _rule(code: str) -> dict[str, Any]:

@@ -4,10 +4,13 @@ Pure: no I/O, no clients. The documents reproduce what `plan` compares, so that 
 fresh import validates and plans as "no changes" apart from adopting the ownership
 label (`render_documents` writes every string so that it reads back as that string:
 a label value `1e3` or `yes` is quoted):
-user labels (reserved `reconcile-` keys left out, they are derived), the storage
+user labels (reserved `reconcile-` keys left out, they are derived, and so are the
+labels other tools put on what they manage, reconciler/othertools.py: the spec leaves
+them to their tool, and removing one after a hand-over is not undone), the storage
 policy as `inherit` when it is exactly what the org policy computes for the project
 (`computed`, worked out by the caller from the effective org policy), else as explicit
-regions and enforceInTransit (omitted when the topic has none), the message
+regions and enforceInTransit, `false` included (the policy omitted when the topic has
+none), the message
 retention (in the largest unit that holds it: `172800s` is written `2d`), the key
 name and the schema settings as set, and a `publishers:` block decoded from the
 hedging labels. What reconcile does not manage (an ingestion source, message
@@ -32,6 +35,7 @@ from typing import Any
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
+from reconciler.othertools import is_other_tools_label
 from reconciler.ownership import is_reserved
 from reconciler.spec.defaults_export import factor_defaults
 from reconciler.spec.documents import API_VERSION
@@ -71,16 +75,29 @@ def profile_doc(profile: HedgingProfile) -> Doc:
 
 
 def storage_policy(policy: StoragePolicy | None) -> Doc | None:
-    """Explicit regions (a sorted set) and enforceInTransit when it is on (false and
-    absent are equal, and an omitted value lets an org policy that enforces in-transit
-    regions decide); None when the topic has no policy, or one without regions (the
-    spec cannot state an empty region list)."""
+    """Explicit regions (a sorted set) and enforceInTransit as the topic has it, `false`
+    included: an omitted value is what the org policy decides, so under an org that
+    enforces in-transit regions (now, or once it starts to) a spec that leaves it out
+    asks for `true`, and the next plan would turn it on (issue 46); `false` written
+    keeps the live topic as it is (plan/policy.py `keeps_in_transit_off`). None when
+    the topic has no policy, or one without regions (the spec cannot state an empty
+    region list)."""
     if policy is None or not policy.regions:
         return None
-    out: Doc = {"allowedPersistenceRegions": list(policy.regions)}
-    if policy.enforce_in_transit:
-        out["enforceInTransit"] = True
-    return out
+    return {
+        "allowedPersistenceRegions": list(policy.regions),
+        "enforceInTransit": policy.enforce_in_transit,
+    }
+
+
+def policy_value(policy: StoragePolicy | None, computed: StoragePolicy | None) -> str | Doc | None:
+    """What import writes as a topic's messageStoragePolicy: `inherit` when the live
+    policy is exactly what the org policy computes (`computed`; None: unknown or no
+    location constraint), else the explicit policy (`storage_policy`), else None (left
+    unmanaged)."""
+    if computed is not None and norm_policy(policy) == norm_policy(computed):
+        return "inherit"
+    return storage_policy(policy)
 
 
 @dataclass
@@ -132,13 +149,14 @@ def topic_doc(
     shape: TopicShape = topic.shape
     labels = shape.labels
     spec: Doc = {}
-    user = {k: v for k, v in sorted(labels.items()) if not is_reserved(k)}
+    user = {
+        k: v for k, v in sorted(labels.items())
+        if not is_reserved(k) and not is_other_tools_label(k)
+    }
     if user:
         spec["labels"] = user
-    policy = storage_policy(shape.policy)
-    if computed is not None and norm_policy(shape.policy) == norm_policy(computed):
-        spec["messageStoragePolicy"] = "inherit"
-    elif policy is not None:
+    policy = policy_value(shape.policy, computed)
+    if policy is not None:
         spec["messageStoragePolicy"] = policy
     elif shape.policy is not None:
         warnings.append(

@@ -541,9 +541,20 @@ def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
     example = f"{sorted(allowed)[0]}-pubsub.googleapis.com"
     out: list[OrgProblem] = []
 
-    def add(severity: Severity, code: str, text: str, path: tuple[str, ...], region: str) -> None:
+    # Enforcement the spec turns off and only the org policy turns on: a topic that
+    # exists with it off and keeps it off (plan/policy.py `keeps_in_transit_off`) does
+    # not refuse these publishers, so what rests on it is decided where existence is
+    # known, like the enforcement itself (`existing`: plan/orgcheck.py drops it there).
+    org_only = (
+        storage.mode == "explicit" and storage.enforce_in_transit is False
+        and facts.enforce_in_transit
+    )
+
+    def add(severity: Severity, code: str, text: str, path: tuple[str, ...], region: str,
+            in_transit: bool = False) -> None:
         severity, text = _inferred(severity, text, basis(region))
-        out.append(OrgProblem(severity, code, text, path, region))
+        existing = EXISTING_IN_TRANSIT if in_transit and org_only else None
+        out.append(OrgProblem(severity, code, text, path, region, existing=existing))
 
     regions = sorted(allowed)  # ties between equally near regions: name order
 
@@ -562,7 +573,7 @@ def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
                 f"allowed regions "
                 f"({allowed_list}) and enforceInTransit is on: publishing through it will "
                 "fail with FAILED_PRECONDITION; use an endpoint in an allowed region",
-                PUBLISHER_ENDPOINT, endpoint,
+                PUBLISHER_ENDPOINT, endpoint, in_transit=True,
             )
         elif Refusal.ORDERING in through.refusals:
             add(
@@ -601,7 +612,7 @@ def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
                 "through a regional endpoint in an allowed region: enforceInTransit is on and "
                 f"the policy allows only {allowed_list}; use e.g. {example} and declare "
                 "it as publishers.endpoint, or add the region",
-                PUBLISHER_REGIONS, region,
+                PUBLISHER_REGIONS, region, in_transit=True,
             )
         elif found.rerouted:
             add(

@@ -83,7 +83,9 @@ def test_import_validates_and_plans_only_the_adoption(
     assert by_name["plain"]["spec"] == {}  # no policy, no labels: nothing managed
     hedged = by_name["hedged"]["spec"]
     # enforceInTransit false is the proto default: written as absent, never `false`.
-    assert hedged["messageStoragePolicy"] == {"allowedPersistenceRegions": ["europe-west1"]}
+    assert hedged["messageStoragePolicy"] == {  # off, as live: written, not left to the org
+        "allowedPersistenceRegions": ["europe-west1"], "enforceInTransit": False,
+    }
     assert not any(k.startswith("reconcile-") for k in hedged["labels"])
     assert hedged["publishers"] == {
         "retry": {"initialRpcTimeout": "3s", "totalTimeout": "1m30s"},
@@ -254,7 +256,9 @@ def test_a_topic_with_the_policy_the_org_policy_computes_is_imported_as_inherit(
     by_name = {d["metadata"]["name"]: d["spec"] for d in docs(out / f"{project}.yaml")}
     assert by_name["computed"] == {"messageStoragePolicy": "inherit"}
     assert by_name["pinned"] == {
-        "messageStoragePolicy": {"allowedPersistenceRegions": ["us-east1"]}
+        "messageStoragePolicy": {
+            "allowedPersistenceRegions": ["us-east1"], "enforceInTransit": False,
+        }
     }
     assert "us-central2" not in (out / f"{project}.yaml").read_text()
     plan = run_cli("plan", str(out), "--emulator", addr, "--format", "json")

@@ -101,7 +101,7 @@ def test_two_projects_imported_into_one_directory_plan_only_the_adoption(
     c_topic, d_topic = _docs(out / f"{SECOND}.yaml")
     assert c_topic["spec"]["labels"] == {"team": "y", "cost-center": "c2"}
     assert c_topic["spec"]["messageStoragePolicy"] == {
-        "allowedPersistenceRegions": ["europe-west1"]
+        "allowedPersistenceRegions": ["europe-west1"], "enforceInTransit": False,
     }
     assert d_topic["spec"]["messageStoragePolicy"] == "inherit"  # none, as live
     assert d_topic["spec"]["messageRetentionDuration"] == "3h"

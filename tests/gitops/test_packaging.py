@@ -25,8 +25,11 @@ def run(*args: str | Path, cwd: Path, env: dict[str, str]) -> subprocess.Complet
 
 
 @pytest.mark.slow
-def test_sdist_and_wheel_install_into_a_fresh_venv_and_validate(tmp_path: Path) -> None:
+def test_sdist_and_wheel_install_into_a_fresh_venv_and_validate(
+    tmp_path: Path, local_wheels: dict[str, str]
+) -> None:
     env = git_env(tmp_path / "home")
+    env.update(local_wheels)  # the dependencies from the session's wheels, not the index
     (tmp_path / "home").mkdir()
     env.pop("VIRTUAL_ENV", None)
     env.pop("PYTHONPATH", None)

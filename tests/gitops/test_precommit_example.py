@@ -48,11 +48,12 @@ def _config_from_example(source: Path, rev: str) -> str:
 
 @pytest.mark.slow
 def test_example_config_blocks_a_broken_spec_and_lets_a_clean_tree_in(
-    tmp_path: Path,
+    tmp_path: Path, local_wheels: dict[str, str]
 ) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
     source, env, rev = working_tree_repository(tmp_path)
+    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
 
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
@@ -111,11 +112,14 @@ def test_example_config_blocks_a_broken_spec_and_lets_a_clean_tree_in(
 
 
 @pytest.mark.slow
-def test_the_hook_checks_what_is_committed_not_the_working_tree(tmp_path: Path) -> None:
+def test_the_hook_checks_what_is_committed_not_the_working_tree(
+    tmp_path: Path, local_wheels: dict[str, str]
+) -> None:
     """An untracked file does not block a commit that leaves it out; a staged deletion
     blocks one although the file is still on disk; one validation of the whole staged
     tree, not one per staged file (the topic's profile is in a file it does not stage)."""
     source, env, rev = working_tree_repository(tmp_path)
+    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
     repo = tmp_path / "specs-repo"
     shutil.copytree(ROOT / "examples" / "specs", repo / "specs")
     assert run_git(repo, env, "init", "-q").returncode == 0

@@ -9,10 +9,9 @@ ownership labels, and reports each existing violation once; a new topic that bre
 the same constraints, and a call that would carry a refused value, are refused before
 any call.
 
-`import` writes a topic whose enforceInTransit is off without the key (what the org
-policy would decide); writing `enforceInTransit: false` there is another change
-(issue 46), so the trial writes it into the imported files, as a team that keeps the
-value would: the specs then state the live values.
+`import` writes the live values as they are (`enforceInTransit: false` where the
+topic has it off, the region the org no longer allows), each marked with the finding
+the plan raises on it (issue 46): the files are used as written.
 """
 
 from __future__ import annotations
@@ -84,8 +83,7 @@ def trial(local_server: Any, publisher_client: Any, orgpolicy_client: Any) -> An
 
 
 def _adopt(run_cli: Any, server: Any, tmp_path: Path) -> Path:
-    """import and policy pull into specs/, and enforceInTransit: false written where the
-    live topic has it off (import leaves the key out there)."""
+    """import and policy pull into specs/, the files as written."""
     specs = tmp_path / "specs"
     imported = run_cli("import", "--project", PROJECT, "--out", str(specs),
                        "--emulator", server.address)
@@ -93,16 +91,33 @@ def _adopt(run_cli: Any, server: Any, tmp_path: Path) -> Path:
     pulled = run_cli("policy", "pull", "--project", PROJECT, "--organization", ORG,
                      "--out", str(specs / "org-policy.yaml"), "--emulator", server.address)
     assert pulled.exit_code == 0, pulled.output
-    path = specs / f"{PROJECT}.yaml"
-    text = path.read_text()
-    header = "".join(line + "\n" for line in text.splitlines() if line.startswith("#"))
-    docs = list(yaml.safe_load_all(text))
-    for doc in docs:
-        policy = (doc.get("spec") or {}).get("messageStoragePolicy")
-        if isinstance(policy, dict) and "enforceInTransit" not in policy:
-            policy["enforceInTransit"] = False
-    path.write_text(header + dump_all(docs))
     return specs
+
+
+def test_import_writes_the_live_values_and_marks_each_finding_at_its_value(
+    run_cli: Any, trial: Any, tmp_path: Path
+) -> None:
+    """enforceInTransit false and the region the org no longer allows are written as
+    they are, each with the code of the warning the plan raises on it at its line; the
+    comments change no value."""
+    specs = _adopt(run_cli, trial, tmp_path)
+    text = (specs / f"{PROJECT}.yaml").read_text()
+    lines = text.splitlines()
+    assert "    - us-east1  # plan warns: existing-location-denied" in lines, text
+    off = [x for x in lines if x.strip().startswith("enforceInTransit: false")]
+    assert len(off) == 4 and all(
+        x.endswith("# plan warns: existing-in-transit-off") for x in off
+    ), text
+    named = [x for x in lines if x.startswith("  name: ") and x != "  name: imported"]
+    assert sorted(named) == sorted(
+        f"  name: {n}" + ("" if key else "  # plan warns: existing-cmek-required")
+        for n, _, _, key in LIVE
+    ), text
+    docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(text) if d["kind"] == "Topic"}
+    for name, regions, eit, key in LIVE:
+        policy = docs[name]["spec"]["messageStoragePolicy"]
+        assert policy == {"allowedPersistenceRegions": regions, "enforceInTransit": eit}
+        assert docs[name]["spec"].get("kmsKeyName") == key
 
 
 def _codes_by_topic(diagnostics: list[dict[str, Any]]) -> dict[str, list[str]]:
@@ -220,7 +235,10 @@ def test_a_change_that_carries_a_refused_region_is_refused_before_the_call(
     change of the same topic is not refused (the test above)."""
     specs = _adopt(run_cli, trial, tmp_path)
     path = specs / f"{PROJECT}.yaml"
-    path.write_text(path.read_text().replace("- us-east1\n", "- us-east1\n    - europe-west1\n"))
+    text = path.read_text()
+    kept = "- us-east1  # plan warns: existing-location-denied\n"
+    assert kept in text
+    path.write_text(text.replace(kept, kept + "    - europe-west1\n"))
     result = run_cli("plan", str(specs), "--emulator", trial.address, "--format", "json")
     assert result.exit_code == 1, result.output
     errors = [d for d in json.loads(result.stdout)["diagnostics"] if d["severity"] == "error"]

@@ -76,7 +76,9 @@ def test_own_values_refuse_inherited_ones_and_the_rest_are_conflicts(tmp_path: P
     ]
     result = build_documents({P: topics}, computed={P: None}, inherited=inherited)
     docs = {d["metadata"]["name"]: d["spec"] for d in result.documents[P]}
-    assert docs["stated"]["messageStoragePolicy"] == {"allowedPersistenceRegions": ["europe-west1"]}
+    assert docs["stated"]["messageStoragePolicy"] == {
+        "allowedPersistenceRegions": ["europe-west1"], "enforceInTransit": False,
+    }
     assert docs["no-policy"]["messageStoragePolicy"] == "inherit"
     assert docs["stated"]["publishers"] == {} == docs["no-policy"]["publishers"]
     messages = [c.message() for c in result.conflicts]
