@@ -51,10 +51,15 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("publisher-region-rerouted",),
     ("region-restricted",),
     ("region-duplicate",),
+    ("drift-allows-disallowed-locations",),
+    ("drift-misses-allowed-locations",),
+    ("drift-allowed-and-disallowed-stale",),
 )
 ACCEPTABLE: frozenset[str] = frozenset(code for family in FAMILIES for code in family)
 # The codes only a plan reports (it reads the live topics): validate never sees them.
-PLAN_ONLY: frozenset[str] = frozenset(c for c in ACCEPTABLE if c.startswith("existing-"))
+PLAN_ONLY: frozenset[str] = frozenset(
+    c for c in ACCEPTABLE if c.startswith(("existing-", "drift-"))
+)
 # The codes that need the org policy (a snapshot for validate).
 ORG_POLICY: frozenset[str] = frozenset(
     c for c in ACCEPTABLE if c.startswith(("org-", "existing-", "publisher-"))
@@ -197,9 +202,13 @@ def settle(
 
 
 def seen_by_validate(a: Acceptance, org_checked: bool) -> bool:
-    """Could validate have reported a finding this acceptance covers? Not an org-policy
-    finding when no snapshot was read (`org_checked` False)."""
-    return org_checked or not set(family(a.code)) <= ORG_POLICY
+    """Could validate have reported a finding this acceptance covers? Not one only a
+    plan reports (drift), nor an org-policy finding when no snapshot was read
+    (`org_checked` False)."""
+    names = set(family(a.code))
+    if names <= PLAN_ONLY:
+        return False
+    return org_checked or not names <= ORG_POLICY
 
 
 def seen_by_plan(a: Acceptance, projects: Collection[str]) -> bool:

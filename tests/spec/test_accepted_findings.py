@@ -224,8 +224,9 @@ def test_malformed_acceptances_are_errors_at_their_lines(
     assert errors[4].startswith(
         "specs/topics.yaml:20:3: error[acceptance-invalid]: 'org-cmek-requird' is not a "
         "finding that can be accepted; did you mean 'org-cmek-required'? (accepted can be: "
-        "existing-cmek-key-project, existing-cmek-required, "
+        "drift-allowed-and-disallowed-stale, drift-allows-disallowed-locations, "
     )
+    assert " existing-cmek-required, " in errors[4]
     assert errors[5:8] == [
         f"specs/topics.yaml:27:3: {no_reason}",
         "specs/topics.yaml:34:3: error[acceptance-invalid]: util= is unknown in the "
