@@ -189,7 +189,7 @@ def make_plan(
     report = gate.report()
     if report is not None:
         diagnostics.append(report)
-    diagnostics, accepted = _settled(diagnostics, desired)
+    diagnostics, drifts, accepted = _settled(diagnostics, drifts, desired)
     return Plan(
         owner=owner.name,
         resource_changes=changes,
@@ -317,16 +317,25 @@ def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:
 
 
 def _settled(
-    diagnostics: list[Diagnostic], desired: DesiredState
-) -> tuple[list[Diagnostic], list[AcceptedDiagnostic]]:
-    """The tree's acceptances applied (reconciler/acceptance.py): (the diagnostics,
-    the accepted findings); an unused acceptance is reported only where this plan
-    could have seen its finding (its project planned)."""
+    diagnostics: list[Diagnostic], drifts: list[Drift], desired: DesiredState
+) -> tuple[list[Diagnostic], list[Drift], list[AcceptedDiagnostic]]:
+    """The tree's acceptances applied (reconciler/acceptance.py) to the diagnostics and
+    the drift (as findings at the line that declares each topic): (the diagnostics,
+    the drift not accepted, the accepted findings); an unused acceptance is reported
+    only where this plan could have seen its finding (its project planned)."""
     if not desired.acceptances:
-        return diagnostics, []
+        return diagnostics, drifts, []
+    declared = {t.address: (t.file, t.line) for t in desired.topics}
+    drifting = {id(f): f for f in (d.finding(*declared.get(d.address, ("", 0))) for d in drifts)}
     projects = set(desired.projects)
-    settled = settle(diagnostics, desired.acceptances, lambda a: seen_by_plan(a, projects))
+    settled = settle(
+        [*diagnostics, *drifting.values()], desired.acceptances,
+        lambda a: seen_by_plan(a, projects),
+    )
+    accepted = [d for d in settled if isinstance(d, AcceptedDiagnostic)]
+    gone = {(d.topic, d.code) for d in accepted if d.code.startswith("drift-")}
     return (
-        [d for d in settled if not isinstance(d, AcceptedDiagnostic)],
-        [d for d in settled if isinstance(d, AcceptedDiagnostic)],
+        [d for d in settled if not isinstance(d, AcceptedDiagnostic) and id(d) not in drifting],
+        [d for d in drifts if (d.address, f"drift-{d.category}") not in gone],
+        accepted,
     )

@@ -45,7 +45,7 @@ from reconciler.codec import (
     replace,
     to_data,
 )
-from reconciler.diagnostics import Diagnostic
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.frozen import EMPTY, FrozenDict, FrozenList
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
@@ -308,6 +308,14 @@ class Drift(Record, frozen=True):
     fix: str
     disallowed: Strings = always(EMPTY)
     missing: Strings = always(EMPTY)
+
+    def finding(self, file: str, line: int) -> Diagnostic:
+        """The drift as a finding at the line that declares its topic, code
+        `drift-CATEGORY` (the CI reporters; an acceptance may cover it)."""
+        return Diagnostic(
+            file, line, 0, Severity.WARNING, f"drift-{self.category}",
+            f"{self.address}: {self.message}", f"fix: {self.fix}", topic=self.address,
+        )
 
 
 class ProjectConstraints(Record, frozen=True):
