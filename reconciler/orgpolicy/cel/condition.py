@@ -96,19 +96,10 @@ class Condition:
     def __post_init__(self) -> None:
         self.per_resource = any(r == "" or r == "name" for r in self.reads)
 
-    def key(
-        self, resource: Mapping[str, Any], keys: dict[tuple[str, ...], Any] | None = None
-    ) -> Any:
-        """What the outcome on `resource` depends on: the values of the fields the
-        condition reads (`freeze_fields`). `keys`: a cache of the resource's keys,
-        shared by the conditions judged on the same resource (conditions reading the
-        same fields share one)."""
-        return freeze_fields(resource, self.reads, keys)
-
     def evaluate(
         self, resource: Mapping[str, Any], keys: dict[tuple[str, ...], Any] | None = None
     ) -> Outcome:
-        """The condition on `resource`; `keys`: see `key`."""
+        """The condition on `resource`; `keys`: see `evaluate_all`."""
         return evaluate_all((self,), resource, keys)[0]
 
     def _evaluate(self, resource: Mapping[str, Any]) -> Outcome:
@@ -211,8 +202,9 @@ def evaluate_all(
     keys: dict[tuple[str, ...], Any] | None = None,
 ) -> list[Outcome]:
     """Each condition's outcome on `resource`, in order: the remembered ones looked up,
-    the others evaluated together in one call of the library (`keys`: see
-    `Condition.key`)."""
+    the others evaluated together in one call of the library. `keys`: a cache of the
+    resource's memo keys (the values of the fields a condition reads, `freeze_fields`),
+    shared by the conditions judged on the same resource."""
     if keys is None:
         keys = {}
     outcomes: list[Outcome | None] = []
