@@ -141,7 +141,7 @@ def run(
             "factors only what every topic shares), or move the value from the Defaults "
             "document onto its topics",
         )
-    marks = standing_findings(chosen, read.facts, read.computed)
+    marks = standing_findings(chosen, read.facts, read.computed, read.custom)
     tools = other_tools_notices(chosen, result.notes)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for warning in [*read.warnings, *result.warnings, *tools]:

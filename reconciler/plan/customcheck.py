@@ -14,6 +14,10 @@ it unless the change fixes the violation: the topic after the call decides).
     existing_refusals(rc, desired, live, constraints, owner, org_enforces_in_transit)
         -> [Diagnostic]       warnings: a topic that exists and stays against a
                               constraint that binds only creation
+    standing_refusals(standing, constraints) -> [CustomConstraint]   which ones, of the
+                              topic as the plan leaves it (`import` marks them too)
+    adopted_resource(live, owner) -> resource   a live topic as the plan's adopting
+                              UpdateTopic leaves it (its ownership labels set)
 
 A constraint whose methodTypes is CREATE only judges no UpdateTopic: a topic that
 exists is never refused by it. What it would refuse of the topic as the plan leaves it
@@ -53,6 +57,7 @@ from reconciler.orgpolicy.cel import (
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
+from reconciler.ownership import ownership_labels
 from reconciler.plan.model import ProjectConstraints, ResourceChange
 from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
@@ -181,24 +186,12 @@ def existing_refusals(
     the plan by them, so what they would refuse is reported, once a constraint, and
     never stops the plan. A condition that reads a field the plan does not read, or
     that cannot be evaluated, says nothing here: nothing is refused either way."""
-    if live is None or rc.action not in ("update", "no-op"):
-        return []
-    create_only = [
-        c for c, mode in constraints
-        if mode == "enforced" and c.applies_to(TOPIC, "CREATE")
-        and not c.applies_to(TOPIC, "UPDATE")
-    ]
-    if not create_only:
+    if live is None or rc.action not in ("update", "no-op") or not _create_only(constraints):
         return []
     _, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     standing = after if rc.action == "update" or before is None else before
     out = []
-    for constraint in create_only:
-        if _unread(constraint) != []:
-            continue  # a field the plan does not read, or a condition that does not compile
-        judgement = judge(constraint, standing, "CREATE")
-        if judgement is None or judgement.verdict is not Verdict.REFUSED:
-            continue
+    for constraint in standing_refusals(standing, constraints):
         out.append(_diagnostic(
             desired, Severity.WARNING, EXISTING_REFUSED,
             f"topic {rc.address} exists and breaks custom constraint "
@@ -208,6 +201,49 @@ def existing_refusals(
             f"to comply, {fix_hint(constraint)}",
         ))
     return out
+
+
+def _create_only(
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[CustomConstraint]:
+    """The enforced constraints that bind only a topic's creation."""
+    return [
+        c for c, mode in constraints
+        if mode == "enforced" and c.applies_to(TOPIC, "CREATE")
+        and not c.applies_to(TOPIC, "UPDATE")
+    ]
+
+
+def standing_refusals(
+    standing: Mapping[str, Any],
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[CustomConstraint]:
+    """The enforced constraints binding only creation that the topic `standing` (a
+    topic that exists, as the plan leaves it) breaks, as a CreateTopic of it would be
+    judged; a condition that reads a field the plan does not read, or that does not
+    compile or cannot be evaluated, refuses nothing here. The one rule for the plan's
+    `existing-custom-constraint` and the marks `import` writes for it."""
+    out = []
+    for constraint in _create_only(constraints):
+        if _unread(constraint) != []:
+            continue  # a field the plan does not read, or a condition that does not compile
+        judgement = judge(constraint, dict(standing), "CREATE")
+        if judgement is not None and judgement.verdict is Verdict.REFUSED:
+            out.append(constraint)
+    return out
+
+
+def adopted_resource(live: ObservedTopic, owner: str) -> dict[str, Any]:
+    """The live topic as the UpdateTopic of a plan that adopts it leaves it: its
+    ownership labels set (`ownership.ownership_labels`), nothing else changed (what a
+    plan after `import` sends)."""
+    shape = live.shape
+    before = live_resource(
+        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
+        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
+    )
+    labels = {**shape.labels, **ownership_labels(owner)}
+    return updated_resource(before, labels, None, sets_policy=False)
 
 
 def _refusal(
