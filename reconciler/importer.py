@@ -16,6 +16,9 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
     mark_findings(text, marks) -> str       those findings as comments at the values
     other_tools_notices(topics, notes) -> [warning]  topics another tool labels as its
                                             own: a warning each, and a comment above it
+    refused_adoption_notices(topics, custom, notes) -> [warning]  topics whose adoption
+                                            a custom constraint restricting UPDATE
+                                            refuses: a warning each, and a comment
     header(source, stamp, project, count)   its comment
 
 Import keeps every live value, those the org would refuse today included (a region
@@ -48,10 +51,10 @@ from reconciler.hedging.labels import endpoint as endpoint_label
 from reconciler.names import topic_name, topics_prefix
 from reconciler.othertools import ADOPTION_GUIDE, managed_by
 from reconciler.ownership import DEFAULT_OWNER
-from reconciler.plan.customcheck import adopted_resource, standing_refusals
+from reconciler.plan.customcheck import adopted_resource, adoption_refusals, standing_refusals
 from reconciler.plan.observe import read_topics
 from reconciler.plan.policy import computed_policy
-from reconciler.spec.customrules import EXISTING_REFUSED
+from reconciler.spec.customrules import EXISTING_REFUSED, REFUSED, fix_hint
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
 from reconciler.spec.documents import API_VERSION, DefaultsDoc
@@ -284,9 +287,11 @@ def standing_findings(
                 Finding(p.code, p.path, p.value) for p in existing_problems(standing, known)
             ]
             constraints = custom.get(project, ())
+            # A topic whose adopting call is refused is not planned: the plan judges
+            # no standing constraint on it (refused_adoption_notices says why).
             if constraints and standing_refusals(
                 adopted_resource(topic, DEFAULT_OWNER), constraints
-            ):
+            ) and not adoption_refusals(topic, constraints, DEFAULT_OWNER):
                 found.append(Finding(EXISTING_REFUSED, TOPIC))
             if found:
                 out.setdefault(project, {})[topic.name.rsplit("/", 1)[-1]] = found
@@ -362,5 +367,38 @@ def other_tools_notices(
                     f"managed by {tool.name} too (label {tool.label}, left out of this "
                     f"spec): hand it over before applying the plan that adopts it "
                     f"({ADOPTION_GUIDE})"
+                )
+    return warnings
+
+
+def refused_adoption_notices(
+    topics: dict[str, list[ObservedTopic]],
+    custom: dict[str, CustomConstraints],
+    notes: dict[str, dict[str, list[str]]],
+) -> list[str]:
+    """A warning for each imported topic that an enforced custom constraint restricting
+    UPDATE refuses to change (customcheck.py `adoption_refusals`: it breaks the
+    constraint already, and its ownership labels do not fix it), and a comment line
+    above it in the file: the plan that adopts it is refused (org-custom-constraint) until
+    the topic complies. The service refuses that call, so no spec can avoid it."""
+    warnings: list[str] = []
+    for project, listed in sorted(topics.items()):
+        constraints = custom.get(project, ())
+        if not constraints:
+            continue
+        for topic in listed:
+            for constraint in adoption_refusals(topic, constraints, DEFAULT_OWNER):
+                cid = constraint.constraint_id
+                warnings.append(
+                    f"{topic.name} breaks custom constraint {cid}, which restricts UPDATE: "
+                    "the service refuses changing it unless the change fixes that, so the "
+                    f"plan refuses the UpdateTopic that adopts it ({REFUSED}); to adopt "
+                    f"it, {fix_hint(constraint)}"
+                )
+                notes.setdefault(project, {}).setdefault(
+                    topic.name.rsplit("/", 1)[-1], []
+                ).append(
+                    f"breaks custom constraint {cid} (methodTypes UPDATE): the plan that "
+                    f"adopts it is refused ({REFUSED}) until the topic complies"
                 )
     return warnings

@@ -18,6 +18,8 @@ it unless the change fixes the violation: the topic after the call decides).
                               topic as the plan leaves it (`import` marks them too)
     adopted_resource(live, owner) -> resource   a live topic as the plan's adopting
                               UpdateTopic leaves it (its ownership labels set)
+    adoption_refusals(live, constraints, owner) -> [CustomConstraint]   the enforced
+                              ones that refuse that UpdateTopic (`import` warns of them)
 
 A constraint whose methodTypes is CREATE only judges no UpdateTopic: a topic that
 exists is never refused by it. What it would refuse of the topic as the plan leaves it
@@ -101,10 +103,7 @@ def resources(
         resource = topic_resource(desired, owner, org_enforces_in_transit=org_enforces_in_transit)
         return "CREATE", resource, None
     shape = live.shape
-    before = live_resource(
-        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
-        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
-    )
+    before = _live(live)
     request = rc.request
     body: Mapping[str, Any] = request.topic if request is not None else {}
     mask = rc.update_mask
@@ -233,17 +232,44 @@ def standing_refusals(
     return out
 
 
+def _live(live: ObservedTopic) -> dict[str, Any]:
+    """The live topic as a condition sees it."""
+    shape = live.shape
+    return live_resource(
+        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
+        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
+    )
+
+
 def adopted_resource(live: ObservedTopic, owner: str) -> dict[str, Any]:
     """The live topic as the UpdateTopic of a plan that adopts it leaves it: its
     ownership labels set (`ownership.ownership_labels`), nothing else changed (what a
     plan after `import` sends)."""
-    shape = live.shape
-    before = live_resource(
-        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
-        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
-    )
-    labels = {**shape.labels, **ownership_labels(owner)}
-    return updated_resource(before, labels, None, sets_policy=False)
+    labels = {**live.shape.labels, **ownership_labels(owner)}
+    return updated_resource(_live(live), labels, None, sets_policy=False)
+
+
+def adoption_refusals(
+    live: ObservedTopic,
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+    owner: str,
+) -> list[CustomConstraint]:
+    """The enforced constraints restricting UPDATE that refuse the UpdateTopic which
+    adopts `live` (`adopted_resource`): the topic breaks them already and its
+    ownership labels do not fix that, so the service refuses the call, and the plan
+    (`judge_change`, the same judgement) says org-custom-constraint. A condition that
+    reads a field the plan does not read, or that does not compile, refuses nothing
+    here (the plan says it was not judged)."""
+    before = _live(live)
+    after = adopted_resource(live, owner)
+    out = []
+    for constraint, mode in constraints:
+        if mode != "enforced" or _unread(constraint) != []:
+            continue
+        judgement = judge(constraint, after, "UPDATE", before)
+        if judgement is not None and judgement.verdict is Verdict.REFUSED:
+            out.append(constraint)
+    return out
 
 
 def _refusal(
