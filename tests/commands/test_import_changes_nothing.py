@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL
@@ -231,6 +231,23 @@ def _defaults_doc(spec: dict[str, Any]) -> str:
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(estate=estates())
+# The topic's own key under a key-project policy naming the folder the project is not
+# in: denied only with the project's place in the hierarchy, which import reads.
+@example(estate=Estate(
+    [{"labels": {}, "kms_key_name": "projects/{project}/locations/us-east1/keyRings/r/"
+      "cryptoKeys/k"}], None, False, False, "under:{folder}", None, False, [],
+))
+# A label a custom constraint binding creation denies, another it requires for updates
+# too, which the topic has; and the endpoint label outside the topic's own regions.
+@example(estate=Estate(
+    [{"labels": {"team": "x", "tier": "yes", "reconcile-publish-endpoint": "us-east1"},
+      "message_storage_policy": {"allowed_persistence_regions": ["europe-west1"],
+                                 "enforce_in_transit": True}}],
+    None, False, False, None, None, True,
+    [("'team' in resource.labels", "DENY", ("CREATE",), True),
+     ("has(resource.labels.tier) && resource.labels.tier == 'yes'", "ALLOW",
+      ("CREATE", "UPDATE"), True)],
+))
 def test_import_then_plan_adds_only_the_ownership_labels(
     world: dict[str, Any], estate: Estate
 ) -> None:
