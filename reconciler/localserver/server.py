@@ -45,6 +45,7 @@ from reconciler.localserver.pubsub.schema_service import SchemaService
 from reconciler.localserver.pubsub.snapshot_service import SnapshotService
 from reconciler.localserver.pubsub.state import ServerState, policy_to_proto
 from reconciler.localserver.pubsub.subscriber_service import SubscriberService
+from reconciler.localserver.pubsub.transform_service import TransformService
 from reconciler.localserver.resourcemanager.service import (
     FOLDERS_SERVICE,
     OPERATIONS_SERVICE,
@@ -107,6 +108,7 @@ def method_names() -> list[str]:
         SubscriberService(state),
         SchemaService(state),
         SnapshotService(state),
+        TransformService(state),
         IamService(state),
         OrgPolicyService(state),
         CustomConstraintService(state),
@@ -198,6 +200,7 @@ class LocalServer:
         self.subscriber = SubscriberService(self.state)
         self.schema_service = SchemaService(self.state)
         self.snapshots = SnapshotService(self.state)
+        self.transforms = TransformService(self.state)
         self.iam = IamService(self.state)
         self.orgpolicy = OrgPolicyService(self.state)
         self.custom_constraints = CustomConstraintService(self.state)
@@ -222,9 +225,9 @@ class LocalServer:
     def method_names(self) -> list[str]:
         """Every RPC method this server answers (what a fault rule may name)."""
         return _method_names(
-            self.publisher, self.subscriber, self.schema_service, self.snapshots, self.iam,
-            self.orgpolicy, self.custom_constraints, self.monitoring, self.projects,
-            self.folders, self.organizations, self.operations,
+            self.publisher, self.subscriber, self.schema_service, self.snapshots,
+            self.transforms, self.iam, self.orgpolicy, self.custom_constraints,
+            self.monitoring, self.projects, self.folders, self.organizations, self.operations,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -286,7 +289,9 @@ class LocalServer:
     def _services(self) -> dict[str, list[Rpc]]:
         """The dispatch table the gRPC face serves: service name -> its `Rpc`s."""
         return {
-            PUBLISHER_SERVICE: self.publisher.rpcs() + self.snapshots.publisher_rpcs(),
+            PUBLISHER_SERVICE: self.publisher.rpcs()
+            + self.snapshots.publisher_rpcs()
+            + self.transforms.rpcs(),
             SUBSCRIBER_SERVICE: self.subscriber.rpcs() + self.snapshots.subscriber_rpcs(),
             SCHEMA_SERVICE: self.schema_service.rpcs(),
             IAM_SERVICE: self.iam.rpcs(),

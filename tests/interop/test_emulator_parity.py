@@ -62,6 +62,19 @@ class Probe:
             return err.code, err.read()
 
 
+    def post(self, path: str, body: Any) -> int:
+        """A plain HTTP POST of JSON on the server's REST face: its status."""
+        request = urllib.request.Request(
+            f"http://{self.address}{path}", data=json.dumps(body).encode(), method="POST",
+            headers={"Content-Type": "application/json"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:
+                return int(answer.status)
+        except urllib.error.HTTPError as err:
+            return int(err.code)
+
+
 def _probe(address: str, project: str) -> Iterator[Probe]:
     from reconciler.backends.clients import orgpolicy_client, publisher_client, subscriber_client
 
@@ -185,6 +198,36 @@ def _create_sub(p: Probe, **fields: Any) -> str:
         "name": p.name("subscriptions", "configured"), "topic": p.topic, **fields}, **CALL))
 
 
+def _create_topic(p: Probe, **fields: Any) -> str:
+    return _outcome(lambda: p.publisher.create_topic(request={
+        "name": p.name("topics", "extras"), **fields}, **CALL))
+
+
+KINESIS = {
+    "stream_arn": "arn:aws:kinesis:us-east-1:111:stream/s",
+    "consumer_arn": "arn:aws:kinesis:us-east-1:111:stream/s/consumer/c:1",
+    "aws_role_arn": "arn:aws:iam::111:role/r",
+    "gcp_service_account": "ingest@parity.iam.gserviceaccount.com",
+}
+
+
+def _returned_extras(p: Probe) -> str:
+    """What GetTopic returns of tags and of an ingestion source's state sent on
+    create."""
+    name = p.name("topics", "extras")
+    p.publisher.create_topic(request={
+        "name": name, "tags": {"123/environment": "production"},
+        "ingestion_data_source_settings": {"aws_kinesis": {
+            **KINESIS, "state": "CONFLICTING_REGION_CONSTRAINTS"}}}, **CALL)
+    got = p.publisher.get_topic(topic=name, **CALL)
+    tags = "tags returned" if got.tags else "no tags"
+    return f"{tags}, {got.ingestion_data_source_settings.aws_kinesis.state.name}"
+
+
+def _udf(code: str = "function f(m) { return m; }", name: str = "f") -> dict[str, Any]:
+    return {"javascript_udf": {"function_name": name, "code": code}}
+
+
 DELIVERY_COUNT = "CloudPubSubDeadLetterSourceDeliveryCount"
 DEAD_LETTER_ATTRIBUTES = (
     f"forwarded 5: {DELIVERY_COUNT}, CloudPubSubDeadLetterSourceSubscription, "
@@ -284,6 +327,39 @@ ROWS = [
     Row("BigQuery use_topic_schema with use_table_schema", lambda p: _create_sub(
         p, bigquery_config={"table": "proj-alpha.sales.orders", "use_topic_schema": True,
                             "use_table_schema": True}), "INVALID_ARGUMENT", "OK"),
+    Row("message transforms: a UDF without code", lambda p: _create_topic(
+        p, message_transforms=[_udf("")]), "INVALID_ARGUMENT", "OK"),
+    Row("message transforms: six enabled", lambda p: _create_topic(
+        p, message_transforms=[_udf(f"function f{i}() {{}}", f"f{i}") for i in range(6)]),
+        "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("message transforms: two UDFs of one function name", lambda p: _create_topic(
+        p, message_transforms=[_udf()] * 2), "INVALID_ARGUMENT", "OK"),
+    Row("message transforms: six, one disabled", lambda p: _create_topic(
+        p, message_transforms=[{**_udf(f"function f{i}() {{}}", f"f{i}"), "disabled": i == 0}
+                               for i in range(6)]), "OK", "OK"),
+    Row("message transforms: an AI Inference endpoint us-central1/endpoints/1", lambda p:
+        _create_topic(p, message_transforms=[{"ai_inference": {
+            "endpoint": "us-central1/endpoints/1"}}]), "INVALID_ARGUMENT", "OK"),
+    Row("ingestion: Kinesis without its consumer ARN", lambda p: _create_topic(
+        p, ingestion_data_source_settings={"aws_kinesis": {
+            k: v for k, v in KINESIS.items() if k != "consumer_arn"}}),
+        "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("ingestion: Cloud Storage with a bucket alone", lambda p: _create_topic(
+        p, ingestion_data_source_settings={"cloud_storage": {"bucket": "landing"}}),
+        "OK", "INVALID_ARGUMENT"),
+    Row("tags and ingestion state returned by GetTopic", _returned_extras,
+        "no tags, ACTIVE", "tags returned, CONFLICTING_REGION_CONSTRAINTS"),
+    Row("update mask tags", lambda p: _outcome(lambda: p.publisher.update_topic(request={
+        "topic": {"name": p.topic, "tags": {"123/environment": "test"}},
+        "update_mask": {"paths": ["tags"]}}, **CALL)), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),
+    Row("REST: validateMessageTransform", lambda p: str(p.post(
+        f"/v1/projects/{p.project}:validateMessageTransform",
+        {"messageTransform": {"javascriptUdf": {"functionName": "f",
+                                                "code": "function f(m) { return m; }"}}})),
+        "200", "404"),
+    Row("REST: testMessageTransforms", lambda p: str(p.post(
+        f"/v1/projects/{p.project}:testMessageTransforms",
+        {"message": {"data": "eA=="}, "topic": p.topic})), "200", "404"),
     Row("REST: Google's Python REST clients", _rest_round_trip, "OK", "OK"),
     Row("REST: fields and prettyPrint", _partial_response, "honoured", "ignored"),
     Row("REST: an unknown $parameter", _unknown_parameter, "refused", "ignored"),

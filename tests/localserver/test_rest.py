@@ -1077,7 +1077,9 @@ def test_every_supported_method_has_a_twin(local_server: Any) -> None:
     by_clients = {r.ORGPOLICY, r.PROJECTS, r.FOLDERS, r.ORGANIZATIONS, r.OPERATIONS}
     routed = {method for _, _, service, method, _ in r.ROUTES if service not in by_clients}
     served = routed & set(local_server.method_names())
-    assert {t.id.split("-", 1)[0] for t in TWINS} >= served
+    # REST only, no gRPC twin (no public proto): tests/localserver/test_transform_rpcs.py
+    rest_only = {"ValidateMessageTransform", "TestMessageTransforms"}
+    assert {t.id.split("-", 1)[0] for t in TWINS} >= served - rest_only
     assert routed == served and len(served) >= 27
 
 

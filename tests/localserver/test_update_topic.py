@@ -129,7 +129,12 @@ def test_labels_mask_replaces_only_labels(publisher_client: Any, schema_client: 
         ),
         ("kms_key_name", "", lambda t: t.kms_key_name == ""),
         ("schema_settings", None, lambda t: "schema_settings" not in t),
-        ("message_transforms", [{"disabled": True}], lambda t: len(t.message_transforms) == 1),
+        (
+            "message_transforms",
+            [{"compression": {"compression_algorithm": "ZLIB", "compression_mode": "COMPRESS"},
+              "disabled": True}],
+            lambda t: len(t.message_transforms) == 1 and t.message_transforms[0].disabled,
+        ),
     ],
 )
 def test_each_top_level_path_changes_only_itself(

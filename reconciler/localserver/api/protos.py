@@ -137,6 +137,74 @@ def _wire_publish_request() -> Any:
 WirePublishRequest: Any = _wire_publish_request()
 
 
+def _transform_rpc_messages() -> dict[str, Any]:
+    """The requests and responses of `projects.validateMessageTransform` and
+    `projects.testMessageTransforms`: public only as REST (gcloud's generated client
+    of Pub/Sub v1: `ValidateMessageTransformRequest {messageTransform}`,
+    `TestMessageTransformsRequest {message, messageTransforms {messageTransforms},
+    topic, subscription}`, `TestMessageTransformsResponse {transformedMessages}`,
+    `TransformedMessage {transformedMessage | filteredMessage | failedMessage
+    {error}}`); googleapis' pubsub.proto has no such RPC, so no gRPC client can call
+    them and their field numbers here are this server's own (JSON uses the names)."""
+    file = descriptor_pb2.FileDescriptorProto(
+        name="reconcile/pubsub_transform_rpcs.proto",
+        package="reconcile.transforms",
+        syntax="proto3",
+        dependency=[_ps.Topic.pb().DESCRIPTOR.file.name, status_pb2.DESCRIPTOR.name],
+    )
+    message, string, repeated, optional = 11, 9, 3, 1
+
+    def add(name: str, *fields: tuple[str, int, str, int]) -> None:
+        out = file.message_type.add(name=name)
+        for number, (field, kind, type_name, label) in enumerate(fields, start=1):
+            added = out.field.add(name=field, number=number, type=kind, label=label)
+            if type_name:
+                added.type_name = type_name
+
+    pubsub = ".google.pubsub.v1."
+    own = ".reconcile.transforms."
+    add("ValidateMessageTransformRequest",
+        ("project", string, "", optional),
+        ("message_transform", message, pubsub + "MessageTransform", optional))
+    add("ValidateMessageTransformResponse")
+    add("MessageTransforms",
+        ("message_transforms", message, pubsub + "MessageTransform", repeated))
+    add("TestMessageTransformsRequest",
+        ("project", string, "", optional),
+        ("message", message, pubsub + "PubsubMessage", optional),
+        ("message_transforms", message, own + "MessageTransforms", optional),
+        ("topic", string, "", optional),
+        ("subscription", string, "", optional))
+    add("FailedMessage", ("error", message, ".google.rpc.Status", optional))
+    add("FilteredMessage")
+    add("TransformedMessage",
+        ("failed_message", message, own + "FailedMessage", optional),
+        ("filtered_message", message, own + "FilteredMessage", optional),
+        ("transformed_message", message, pubsub + "PubsubMessage", optional))
+    add("TestMessageTransformsResponse",
+        ("transformed_messages", message, own + "TransformedMessage", repeated))
+    pool = descriptor_pool.Default()
+    try:
+        pool.FindFileByName(file.name)
+    except KeyError:
+        pool.Add(file)
+    return {
+        m.name: message_factory.GetMessageClass(
+            pool.FindMessageTypeByName(f"reconcile.transforms.{m.name}")
+        )
+        for m in file.message_type
+    }
+
+
+_TRANSFORM_RPCS = _transform_rpc_messages()
+MessageTransform: Any = _ps.MessageTransform.pb()
+ValidateMessageTransformRequest: Any = _TRANSFORM_RPCS["ValidateMessageTransformRequest"]
+ValidateMessageTransformResponse: Any = _TRANSFORM_RPCS["ValidateMessageTransformResponse"]
+TestMessageTransformsRequest: Any = _TRANSFORM_RPCS["TestMessageTransformsRequest"]
+TestMessageTransformsResponse: Any = _TRANSFORM_RPCS["TestMessageTransformsResponse"]
+TransformedMessage: Any = _TRANSFORM_RPCS["TransformedMessage"]
+
+
 class LazyMessage:
     """A protobuf message class imported on first use: the Monitoring types are slow
     to import, which a server never asked for metrics (every `--local` run) should

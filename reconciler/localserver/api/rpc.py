@@ -58,6 +58,9 @@ class Rpc:
     # The handler may answer the serialized response (`bytes`) where the face sends it
     # as it is (gRPC: CallInfo.serialized_reply); a raw RPC always may.
     serialized_reply: bool = False
+    # Served on REST only: a method Google publishes as a REST binding but not in a
+    # public proto, so no gRPC client can call it (the transform RPCs).
+    rest_only: bool = False
 
 
 class Stream(Protocol):

@@ -18,6 +18,14 @@ ACTIVE and each message counts as delivered (acknowledged) on arrival. The state
 computed whenever it is read, from the topic's policy as it is then, so it can never
 disagree with a later policy change; a backlog held while paused is delivered once
 the state is ACTIVE again.
+
+A BigQuery or Cloud Storage export whose declared location is not where the Vertex AI
+model of an enabled AI Inference transform (the topic's or the subscription's) is
+deployed reads VERTEX_AI_LOCATION_RESTRICTION ("the table is not in the same location
+as where Vertex AI models used in `message_transform`s are deployed", pubsub.proto)
+and holds its backlog the same way. "The same location" is taken as the same name
+(`us-central1` and `us-central1`): how the service compares a multi-region dataset
+with a regional model is not documented.
 """
 
 from __future__ import annotations
@@ -25,8 +33,13 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
+from google.protobuf import json_format
+
+from reconciler.transformrules import model_locations
+
 ACTIVE = "ACTIVE"
 PAUSED = "IN_TRANSIT_LOCATION_RESTRICTION"
+VERTEX_AI = "VERTEX_AI_LOCATION_RESTRICTION"
 KEY_KINDS = ("bigquery", "storage", "push")
 
 
@@ -72,18 +85,35 @@ def check_key(key: str) -> str:
 
 
 def delivery_state(sub: Any, topic: Any | None, locations: dict[str, str]) -> str | None:
-    """ACTIVE or IN_TRANSIT_LOCATION_RESTRICTION for an export or push subscription;
-    None for a pull subscription."""
+    """ACTIVE, IN_TRANSIT_LOCATION_RESTRICTION or VERTEX_AI_LOCATION_RESTRICTION for
+    an export or push subscription; None for a pull subscription."""
     key = destination_key(sub)
     if key is None:
         return None
     where = locations.get(key)
-    if where is None or topic is None or not topic.HasField("message_storage_policy"):
+    if where is None:
         return ACTIVE
-    policy = topic.message_storage_policy
-    if policy.enforce_in_transit and where not in policy.allowed_persistence_regions:
-        return PAUSED
+    if topic is not None and topic.HasField("message_storage_policy"):
+        policy = topic.message_storage_policy
+        if policy.enforce_in_transit and where not in policy.allowed_persistence_regions:
+            return PAUSED
+    if not key.startswith("push:") and any(
+        model != where for model in _models(sub, topic)
+    ):
+        return VERTEX_AI
     return ACTIVE
+
+
+def _models(sub: Any, topic: Any | None) -> list[str]:
+    """The locations of the enabled AI Inference models the messages pass through on
+    their way to this subscription's destination (the topic's transforms, then its
+    own)."""
+    found: list[str] = []
+    for owner in (topic, sub):
+        if owner is not None and len(owner.message_transforms):
+            given = [json_format.MessageToDict(t) for t in owner.message_transforms]
+            found.extend(model_locations(given))
+    return found
 
 
 def set_state(out: Any, state: str | None) -> None:

@@ -34,6 +34,14 @@ from reconciler.localserver.pubsub.subscriber_service import (
     parse_subscription,
     received_text,
 )
+from reconciler.localserver.pubsub.topicextras import (
+    INGESTION,
+    TAGS,
+    TRANSFORMS,
+    check_ingestion,
+    check_transforms,
+    settle_output_fields,
+)
 from reconciler.localserver.schemas.settings import check_settings, has_schema, validate_request
 from reconciler.names import topics_prefix
 from reconciler.orgpolicy.cmek import cmek_required, key_project_verdict
@@ -54,8 +62,8 @@ UPDATABLE_PATHS = (
     "message_retention_duration",
     "schema_settings",
     "kms_key_name",
-    "ingestion_data_source_settings",
-    "message_transforms",
+    INGESTION,
+    TRANSFORMS,
 )
 # A mask may name a field inside these too (`masks`): python-pubsub's
 # update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
@@ -66,7 +74,8 @@ TOPIC_MASKS = masks.MaskRules(
     example="schema_settings",
     misspelt="schemaSetings",
     mutable=frozenset(UPDATABLE_PATHS),
-    immutable=frozenset(),
+    # input-only and immutable (pubsub.proto): taken on CreateTopic only
+    immutable=frozenset({TAGS}),
 )
 
 _KIND_TEXT = {
@@ -223,6 +232,10 @@ class PublisherService:
         key = topic.kms_key_name
         if "kms_key_name" in fields and key and split_kms_key(key) is None:
             raise invalid(f"Invalid kms_key_name {key!r}: expected {KMS_KEY_FORMAT}.")
+        if TRANSFORMS in fields:
+            check_transforms(topic.message_transforms)
+        if INGESTION in fields:
+            check_ingestion(topic)
 
     # ------------------------------------------------------------------------ RPCs
 
@@ -247,6 +260,7 @@ class PublisherService:
             topic.CopyFrom(request)
             topic.ClearField("state")
             topic.ClearField("satisfies_pzs")
+            settle_output_fields(topic)
             self.set_storage_policy(project, topic, request)
             return topic
 
@@ -286,8 +300,9 @@ class PublisherService:
                 self._check_schema_settings(topic)
             check_call(
                 self.state.policy_store, project, TOPIC, "UPDATE", _described(topic, given, fields),
-                current, sets_transforms=masks.touches(fields, "message_transforms"),
+                current, sets_transforms=masks.touches(fields, TRANSFORMS),
             )
+            settle_output_fields(topic)
             return topic
 
         updated = self.state.update_topic(given.name, change)

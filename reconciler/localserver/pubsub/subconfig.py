@@ -24,6 +24,7 @@ from reconciler.localserver.pubsub.limits import (
     check_labels,
     duration_seconds,
 )
+from reconciler.localserver.pubsub.topicextras import check_transforms
 from reconciler.topicrules import MIN_RETENTION_S  # a subscription's floor is a topic's
 
 MUTABLE_PATHS = (
@@ -77,6 +78,8 @@ def check_config(sub: Any, fields: Iterable[str]) -> None:
                 f"message_retention_duration out of bounds: {seconds:g} s (it must be 10 "
                 "minutes to 7 days)"
             )
+    if "message_transforms" in fields:
+        check_transforms(sub.message_transforms)
     if "labels" in fields:
         check_labels(sub.labels, "subscription")
     given = [c for c in DELIVERY_CONFIGS if sub.HasField(c) and delivers(sub, c)]

@@ -102,6 +102,8 @@ class GrpcFace:
         deserializer would answer INTERNAL and log a traceback for the client's bytes)."""
         handlers = {}
         for rpc in rpcs:
+            if rpc.rest_only:
+                continue
             if rpc.stream:
                 handlers[rpc.name] = grpc.stream_stream_rpc_method_handler(
                     self._wrap_stream(rpc),

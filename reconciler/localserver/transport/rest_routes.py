@@ -2,8 +2,8 @@
 Google's own REST clients send them (google/pubsub/v1/pubsub.proto and schema.proto
 with the IAM mixin's bindings of pubsub_v1.yaml, google/cloud/orgpolicy/v2/
 orgpolicy.proto, google/cloud/resourcemanager/v3/projects.proto, folders.proto and
-organizations.proto, google/monitoring/v3/metric_service.proto), and finding the
-route of a request.
+organizations.proto, google/monitoring/v3/metric_service.proto, and the transform
+calls gcloud's generated Pub/Sub client binds), and finding the route of a request.
 
 A route whose method the server does not serve answers as its gRPC twin does
 (UNIMPLEMENTED).
@@ -47,6 +47,22 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ("GET", f"/v1/{{topic={_TOPIC}}}/snapshots", PUBLISHER, "ListTopicSnapshots", ""),
     ("DELETE", f"/v1/{{topic={_TOPIC}}}", PUBLISHER, "DeleteTopic", ""),
     ("POST", f"/v1/{{subscription={_SUB}}}:detach", PUBLISHER, "DetachSubscription", ""),
+    # REST bindings with no public proto (gcloud's generated Pub/Sub v1 client:
+    # pubsub.projects.validateMessageTransform, pubsub.projects.testMessageTransforms).
+    (
+        "POST",
+        "/v1/{project=projects/*}:validateMessageTransform",
+        PUBLISHER,
+        "ValidateMessageTransform",
+        "*",
+    ),
+    (
+        "POST",
+        "/v1/{project=projects/*}:testMessageTransforms",
+        PUBLISHER,
+        "TestMessageTransforms",
+        "*",
+    ),
     ("PUT", f"/v1/{{name={_SUB}}}", SUBSCRIBER, "CreateSubscription", "*"),
     ("GET", f"/v1/{{subscription={_SUB}}}", SUBSCRIBER, "GetSubscription", ""),
     ("PATCH", f"/v1/{{subscription.name={_SUB}}}", SUBSCRIBER, "UpdateSubscription", "*"),
