@@ -4,7 +4,8 @@ filters (its message keeps an ID and is never delivered), one that throws and on
 past its CPU bound (the whole Publish fails, nothing stored), a disabled one skipped,
 two in order, Compression, and the transformed bytes kept across a --state restart
 without the UDF running again. Without the JavaScript engine a Publish to a topic
-with an enabled UDF is refused, never stored untransformed."""
+with an enabled UDF is refused, never stored untransformed, and a Pull from a
+subscription with one is refused, never delivered untransformed."""
 
 from __future__ import annotations
 
@@ -189,6 +190,15 @@ def test_without_the_engine_a_udf_topic_refuses_publish() -> None:
             pub.publish(topic=TOPIC, messages=[{"data": b'{"id": 1}'}])
         assert "pip install 'pubsub-reconcile[udf]'" in str(info.value.message)
         assert pulled(sub) == []
+        # A subscription's UDF: the message is stored, and Pull is refused rather
+        # than deliver it untransformed.
+        plain, smt = f"{TOPIC}-plain", f"{SUB}-smt"
+        pub.create_topic(name=plain)
+        sub.create_subscription(request={
+            "name": smt, "topic": plain, "message_transforms": [udf("redact", REWRITE)]})
+        pub.publish(topic=plain, messages=[{"data": b'{"id": 2}'}])
+        with pytest.raises(exceptions.FailedPrecondition, match="optional JavaScript engine"):
+            sub.pull(request={"subscription": smt, "max_messages": 1})
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
