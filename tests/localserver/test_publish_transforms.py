@@ -9,6 +9,7 @@ subscription with one is refused, never delivered untransformed."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import zlib
@@ -203,3 +204,28 @@ def test_without_the_engine_a_udf_topic_refuses_publish() -> None:
         assert proc.stdin is not None
         proc.stdin.close()
         proc.wait(timeout=60)
+
+
+ORDER_SCHEMA = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
+TO_ORDER = "function wrap(m) { return {data: JSON.stringify({id: Number(m.data)})}; }"
+
+
+def test_transforms_run_before_the_schema_check(
+    publisher_client: Any, subscriber_client: Any, schema_client: Any
+) -> None:
+    schema = schema_client.create_schema(
+        parent=f"projects/{PROJECT}", schema_id="order",
+        schema={"type_": "AVRO", "definition": json.dumps(ORDER_SCHEMA)},
+    )
+    publisher_client.create_topic(request={
+        "name": TOPIC, "message_transforms": [udf("wrap", TO_ORDER)],
+        "schema_settings": {"schema": schema.name, "encoding": "JSON"},
+    })
+    subscriber_client.create_subscription(request={"name": SUB, "topic": TOPIC})
+    # "7" alone is no Order; what the UDF makes of it is.
+    publisher_client.publish(topic=TOPIC, messages=[{"data": b"7"}])
+    [message] = pulled(subscriber_client)
+    assert json.loads(message.data) == {"id": 7}
+    # What the UDF makes of "x" ({"id": null}) is no Order: the Publish is refused.
+    with pytest.raises(exceptions.InvalidArgument, match="Message failed schema validation"):
+        publisher_client.publish(topic=TOPIC, messages=[{"data": b"x"}])

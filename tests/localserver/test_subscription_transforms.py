@@ -103,3 +103,31 @@ def test_subscribe_streams_transformed_messages(
     while unacked(local_server, SUB):  # the filtered one acknowledged by the server
         assert time.monotonic() < end, "acks did not settle"
         local_server.state.subs.wait_change(SUB, 0.2)
+
+
+def test_a_failing_message_reaches_the_dead_letter_topic(
+    publisher_client: Any, subscriber_client: Any
+) -> None:
+    dead = f"projects/{PROJECT}/topics/orders-dead"
+    dead_sub = f"projects/{PROJECT}/subscriptions/orders-dead-sub"
+    publisher_client.create_topic(name=TOPIC)
+    publisher_client.create_topic(name=dead)
+    subscriber_client.create_subscription(name=dead_sub, topic=dead)
+    subscriber_client.create_subscription(request={
+        "name": SUB, "topic": TOPIC,
+        "message_transforms": [{"javascript_udf": {"function_name": "tag", "code": TAG}}],
+        "dead_letter_policy": {"dead_letter_topic": dead, "max_delivery_attempts": 5},
+    })
+    publisher_client.publish(topic=TOPIC, messages=[{"data": b"bad"}])
+    for _ in range(5):  # each failure is a delivery attempt (nacked at once)
+        assert pulled(subscriber_client, SUB) == []
+    got: list[Any] = []
+    for _ in range(10):  # the forward runs on the server's own thread
+        got += subscriber_client.pull(
+            request={"subscription": dead_sub, "max_messages": 10}, timeout=30
+        ).received_messages
+        if got:
+            break
+    [forwarded] = got
+    assert forwarded.message.data == b"bad"  # as stored: the SMT made nothing of it
+    assert forwarded.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"

@@ -8,12 +8,13 @@ cited in docs/local-server.md), by the engine that answers TestMessageTransforms
 - A message a transform filters is acknowledged and never sent (the service: "When an
   SMT filters a message on a subscription, Pub/Sub acknowledges it, and the message is
   never sent to subscribers").
-- A message a transform fails on is not sent and stays leased until its ack deadline,
-  like a delivery not acknowledged: it is tried again, and with a dead-letter policy
-  its delivery attempts count, so it reaches the dead-letter topic after
-  max_delivery_attempts (the service routes such failures to the dead-letter topic;
-  when, and the error attribute it adds, `CloudPubSubDeadLetterSourceSMTErrorMessage`,
-  are not modelled: a local-server choice).
+- A message a transform fails on is not sent. With a dead-letter policy it is
+  nacked at once: each failure is a delivery attempt, so it reaches the dead-letter
+  topic after max_delivery_attempts (the service routes such failures to the
+  dead-letter topic; when, and the error attribute it adds,
+  `CloudPubSubDeadLetterSourceSMTErrorMessage`, are not modelled: a local-server
+  choice). Without one it stays leased until its ack deadline, like a delivery not
+  acknowledged, and is tried again then (not at once: a stream would spin on it).
 - AI Inference passes the message unchanged (`publish_transforms.enabled`).
 - Without the JavaScript engine a subscription with an enabled UDF refuses Pull and
   StreamingPull (FAILED_PRECONDITION naming the `udf` extra), before leasing anything:
@@ -41,17 +42,22 @@ def check_runnable(transforms: Any) -> None:
 
 
 def at_delivery(
-    transforms: Any, got: list[Delivered], acknowledge: Callable[[list[str]], Any]
+    transforms: Any,
+    got: list[Delivered],
+    acknowledge: Callable[[list[str]], Any],
+    release: Callable[[list[str]], Any] | None = None,
 ) -> tuple[list[Delivered], list[Any] | None]:
     """The deliveries to send and the message each carries, transformed (None: as
     stored, no transform runs); the filtered ones acknowledged through
-    `acknowledge(ack_ids)`, the failed ones left leased."""
+    `acknowledge(ack_ids)`, the failed ones released through `release(ack_ids)`
+    (a nack) when given, else left leased."""
     steps = enabled(transforms) if got else ()
     if not steps:
         return got, None
     sent: list[Delivered] = []
     messages: list[Any] = []
     filtered: list[str] = []
+    failed: list[str] = []
     for d in got:
         message = d.batch.stamped()[d.index]
         ran = run_transforms(steps, message)
@@ -64,6 +70,10 @@ def at_delivery(
         elif last.error is None:
             sent.append(d)
             messages.append(last.message)
+        else:
+            failed.append(d.ack_id)
     if filtered:
         acknowledge(filtered)
+    if failed and release is not None:
+        release(failed)
     return sent, messages

@@ -270,13 +270,18 @@ class SubscriberService:
         if got is None:
             raise not_found("Subscription does not exist")
         response = protos.PullResponse()
-        got, messages = at_delivery(sub.message_transforms, got, self.acker(name))
+        got, messages = at_delivery(sub.message_transforms, got, *self.settlers(name, sub))
         _fill(response.received_messages, got, sub.HasField("dead_letter_policy"), messages)
         return response
 
-    def acker(self, name: str) -> Callable[[list[str]], Any]:
-        """Acknowledges ack IDs of `name` (what a subscription's transform filtered)."""
-        return lambda sent: self.subs.ack(name, self.ack_ids(name, sent))
+    def settlers(self, name: str, sub: Any) -> tuple[Callable[[list[str]], Any], Any]:
+        """How `delivery_transforms` acknowledges ack IDs of `name` (a transform
+        filtered them) and nacks them (one failed; only with a dead-letter policy)."""
+        nack = lambda sent: self.subs.modify(name, self.ack_ids(name, sent), 0)  # noqa: E731
+        return (
+            lambda sent: self.subs.ack(name, self.ack_ids(name, sent)),
+            nack if sub.HasField("dead_letter_policy") else None,
+        )
 
     def ack_ids(self, name: str, sent: Any) -> AckIds:
         """The ack IDs a request sends `name`, parsed; INVALID_ARGUMENT for one that is
@@ -604,9 +609,8 @@ class PullStream:
                 return
             if self.subs.stopping.is_set():
                 raise unavailable("local server is stopping")
-            config = self.subs.raw(self.name)
-            transforms = config.message_transforms if config is not None else ()
-            check_runnable(transforms)
+            config = self.subs.raw(self.name) or self.sub
+            check_runnable(config.message_transforms)
             with self._lock:
                 confirmations, self._confirmations = self._confirmations, []
             for response in confirmations:
@@ -626,7 +630,9 @@ class PullStream:
             )
             if got is None:
                 raise not_found("Subscription does not exist")
-            got, messages = at_delivery(transforms, got, self.service.acker(self.name))
+            got, messages = at_delivery(
+                config.message_transforms, got, *self.service.settlers(self.name, config)
+            )
             if not got:
                 continue
             with self._lock:
