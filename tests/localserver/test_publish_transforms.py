@@ -9,6 +9,7 @@ subscription with one is refused, never delivered untransformed."""
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 from google.api_core import exceptions
+from rest_support import rest
 
 from reconciler.backends.clients import publisher_client as make_publisher
 from reconciler.backends.clients import subscriber_client as make_subscriber
@@ -229,3 +231,27 @@ def test_transforms_run_before_the_schema_check(
     # What the UDF makes of "x" ({"id": null}) is no Order: the Publish is refused.
     with pytest.raises(exceptions.InvalidArgument, match="Message failed schema validation"):
         publisher_client.publish(topic=TOPIC, messages=[{"data": b"x"}])
+
+
+def test_the_batching_publisher_and_rest_take_a_filtered_message_s_id(
+    local_server: Any, publisher_client: Any, subscriber_client: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from google.cloud import pubsub_v1
+
+    topic_with(publisher_client, subscriber_client, [udf("drop", DROP_TESTS)])
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", local_server.address)
+    client = pubsub_v1.PublisherClient()
+    futures = [
+        client.publish(TOPIC, b"kept", kind="real"),
+        client.publish(TOPIC, b"dropped", kind="test"),
+    ]
+    ids = [future.result(timeout=60) for future in futures]
+    assert len(set(ids)) == 2
+    answer = rest(local_server.address, "POST", f"/v1/{TOPIC}:publish", {"messages": [
+        {"data": base64.b64encode(b"too").decode(), "attributes": {"kind": "test"}},
+        {"data": base64.b64encode(b"rest").decode(), "attributes": {"kind": "real"}},
+    ]})
+    assert answer.status == 200 and len(answer.body["messageIds"]) == 2
+    got = [(m.data, m.message_id) for m in pulled(subscriber_client)]
+    assert got == [(b"kept", ids[0]), (b"rest", answer.body["messageIds"][1])]
