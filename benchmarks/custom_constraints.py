@@ -12,8 +12,10 @@ benchmarks/README.md.
    field the specs do not manage). Whole processes in alternating pairs; CPU time
    (user + system, from `wait4`) and wall time of each; the median of the per-pair
    ratios with their range.
+   With `--before DIR`, also validate with the custom constraints of this checkout
+   against an older one (`PYTHONPATH=DIR`), the same tree and snapshot, alternating.
 2. Cold start: validate of the project's `specs/` (no custom constraints) with this
-   checkout and, with `--before DIR`, an older one (`PYTHONPATH=DIR`), alternating.
+   checkout and, with `--before DIR`, the older one, alternating.
 3. `--floor`: the CEL library's own cost, in one process, for the conditions on
    `resource.name` (the ones no two topics share): each alone and the five as one
    list, per call, back to back and with other work between the calls (as when
@@ -164,6 +166,41 @@ def floor(topics: int) -> dict[str, float]:
     return out
 
 
+def _env(checkout: Path) -> dict[str, str]:
+    """This interpreter's site-packages with `checkout`'s reconciler first."""
+    site = [p for p in sys.path if p.endswith("site-packages")]
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site])}
+
+
+def against_before(arguments: list[str], before: Path, pairs: int) -> dict[str, object]:
+    """`validate ARGUMENTS` with this checkout and with `before`, alternating pairs:
+    CPU medians and the median of the per-pair ratios (here / before)."""
+    compileall.compile_dir(before / "reconciler", quiet=1)
+    here: list[float] = []
+    there: list[float] = []
+    for i in range(pairs):
+        runs = [(here, ROOT), (there, before)]
+        for into, checkout in runs if i % 2 == 0 else reversed(runs):
+            c, _, code, out = run(
+                [sys.executable, "-S", "-m", "reconciler", "validate", *arguments],
+                _env(checkout),
+            )
+            assert code == 0, f"validate with {checkout} exited {code}: {out[-2000:]}"
+            into.append(c)
+    ratios = [h / t for h, t in zip(here, there, strict=True)]
+    figures: dict[str, object] = {
+        "custom_here_cpu_median_s": round(statistics.median(here), 3),
+        "custom_before_cpu_median_s": round(statistics.median(there), 3),
+        "custom_before_ratio": round(statistics.median(ratios), 3),
+        "custom_before_ratio_range": [round(min(ratios), 3), round(max(ratios), 3)],
+    }
+    print(f"validate with the custom constraints, CPU medians of {pairs}: "
+          f"{figures['custom_here_cpu_median_s']} s here, "
+          f"{figures['custom_before_cpu_median_s']} s before; per-pair ratio "
+          f"{figures['custom_before_ratio']}x ({figures['custom_before_ratio_range']})")
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--topics", type=int, default=10_000)
@@ -213,6 +250,10 @@ def main() -> None:
         for name in cpu if args.pairs else ():
             figures[f"{name}_cpu_median_s"] = round(statistics.median(cpu[name]), 3)
             figures[f"{name}_wall_median_s"] = round(statistics.median(wall[name]), 3)
+        if args.before is not None and args.pairs:
+            figures.update(against_before(
+                [str(tree), "--org-policy", str(custom)], args.before, args.pairs
+            ))
     if args.pairs:
         for what, times in (("cpu", cpu), ("wall", wall)):
             ratios = [c / p for c, p in zip(times["custom"], times["plain"], strict=True)]
@@ -227,14 +268,12 @@ def main() -> None:
         compileall.compile_dir(args.before / "reconciler", quiet=1)
         ours: list[float] = []
         theirs: list[float] = []
-        site = [p for p in sys.path if p.endswith("site-packages")]
         for i in range(args.cold_pairs):
             runs = [(ours, ROOT), (theirs, args.before)]
             for into, checkout in runs if i % 2 == 0 else reversed(runs):
-                env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), *site])}
                 c, _, code, _ = run(
                     [sys.executable, "-S", "-m", "reconciler", "validate", str(ROOT / "specs")],
-                    env,
+                    _env(checkout),
                 )
                 assert code == 0
                 into.append(c)

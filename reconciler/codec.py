@@ -1,6 +1,7 @@
 """The documents the tool writes and reads, as JSON, and their JSON Schemas: one
-mechanism, msgspec, for the plan (its file and `--format json`), the residency report
-and apply's outcome.
+mechanism, msgspec, for the plan (its file and `--format json`), the residency report,
+apply's outcome, the diagnostics' `--format json` and SARIF, `projects`' output, the
+org-policy snapshot's custom constraints and the plan's fingerprints.
 
 A document's model is a set of `Record`s (msgspec Structs: frozen, built in C, cheap
 for the code that makes one per declared topic) and plain dataclasses; msgspec reads
@@ -9,10 +10,13 @@ published schema, so that a member added to a model is written, read, checked an
 documented without another edit:
 
     to_data(obj) -> JSON value            plain dicts and lists, members in their order
-    canonical_json(obj) -> bytes          sorted keys, no whitespace, UTF-8
-    indented_json(obj) -> str             two-space indentation, members in their order
+    canonical_json(obj, ascii=False) -> bytes   sorted keys, no whitespace, UTF-8
+    indented_json(obj, ascii=False) -> str      two-space indentation, members in order
+                                          (`ascii`: non-ASCII as `\\uXXXX`, as `json.dumps`
+                                          writes by default: diagnostics, fingerprints)
     from_json(cls, text) -> obj           strict: every value of the type the model says,
                                           no key the model does not have
+    from_data(cls, data) -> obj           the same, of a JSON value already read
         DocumentError(where, what)        at its first problem, e.g.
                                           ("prune", "expected `bool`, got `str`")
     first_difference(written, read)       the first key a document read lacks or adds
@@ -140,26 +144,47 @@ def to_data(obj: Any) -> Any:
     return msgspec.to_builtins(obj, enc_hook=_encode_text)
 
 
-def canonical_json(value: Any) -> bytes:
-    """Sorted keys, no whitespace, UTF-8 (non-ASCII characters as themselves). What
-    msgspec refuses (a str subclass, keys of mixed types, a lone surrogate) goes to
-    `json`."""
+def canonical_json(value: Any, *, ascii: bool = False) -> bytes:
+    """Sorted keys, no whitespace, UTF-8 (non-ASCII characters as themselves, or with
+    `ascii` as their `\\uXXXX` escapes). What msgspec refuses (a str subclass, keys of
+    mixed types, a lone surrogate) goes to `json`."""
     try:
-        return _SORTED.encode(value)
+        data = _SORTED.encode(value)
     except (TypeError, ValueError):
         text = json.dumps(
-            value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=to_data
+            value, sort_keys=True, separators=(",", ":"), ensure_ascii=ascii, default=to_data
         )
         return _surrogates_escaped(text).encode("utf-8")
+    return _ascii_escaped(data.decode()).encode() if ascii else data
 
 
-def indented_json(value: Any) -> str:
-    """Two-space indentation, members and keys in their order, a final newline."""
+def indented_json(value: Any, *, ascii: bool = False) -> str:
+    """Two-space indentation, members and keys in their order, a final newline
+    (`ascii`: non-ASCII characters as their `\\uXXXX` escapes)."""
     try:
-        return msgspec.json.format(_IN_ORDER.encode(value), indent=2).decode() + "\n"
+        text = msgspec.json.format(_IN_ORDER.encode(value), indent=2).decode()
     except (TypeError, ValueError):
-        text = json.dumps(value, indent=2, ensure_ascii=False, default=to_data)
+        text = json.dumps(value, indent=2, ensure_ascii=ascii, default=to_data)
         return _surrogates_escaped(text) + "\n"
+    return (_ascii_escaped(text) if ascii else text) + "\n"
+
+
+_NOT_ASCII = re.compile("[\x7f-\U0010ffff]")
+
+
+def _escape(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000  # a UTF-16 surrogate pair, as `json` writes it
+    return f"\\u{0xD800 | (code >> 10):04x}\\u{0xDC00 | (code & 0x3FF):04x}"
+
+
+def _ascii_escaped(text: str) -> str:
+    """JSON text with every character past `~` as its escape: what `json.dumps`
+    writes with `ensure_ascii` (the default). Such characters are only ever inside
+    strings (JSON's own syntax is ASCII)."""
+    return _NOT_ASCII.sub(lambda m: _escape(m.group()), text)
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -202,6 +227,16 @@ def from_json(cls: type[T], text: bytes | str) -> T:
         if "surrogate" in str(exc):  # a lone one: what the writer escapes (see above)
             return _with_surrogates(cls, text)
         raise DocumentError("", f"not JSON: {exc}") from None
+    return result
+
+
+def from_data(cls: type[T], data: Any) -> T:
+    """`from_json` of a document already read as plain JSON data (a JSON value from
+    another reader: YAML, a protobuf message's JSON form), as strictly."""
+    try:
+        result: T = msgspec.convert(data, cls, dec_hook=_decode_text)
+    except msgspec.ValidationError as exc:
+        raise _problem(str(exc)) from None
     return result
 
 

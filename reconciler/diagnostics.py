@@ -4,7 +4,7 @@ reported in one run, each pointing at the key or value that caused it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -40,28 +40,6 @@ class Diagnostic:
         if self.hint:
             text += f" ({escape(self.hint)})"
         return text
-
-    def to_json(self) -> dict[str, object]:
-        data = asdict(self)
-        data["severity"] = self.severity.value
-        return data
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> Diagnostic:
-        """Inverse of to_json (a plan file's `diagnostics[]`); tolerant of missing keys,
-        ValueError on an unknown severity."""
-        hint = data.get("hint")
-        topic = data.get("topic")
-        return cls(
-            str(data.get("file", "")),
-            int(str(data.get("line") or 0)),
-            int(str(data.get("col") or 0)),
-            Severity(str(data.get("severity", "error"))),
-            str(data.get("code", "")),
-            str(data.get("message", "")),
-            hint if isinstance(hint, str) else None,
-            topic if isinstance(topic, str) else None,
-        )
 
     @property
     def is_error(self) -> bool:

@@ -59,15 +59,20 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "only for --staged",
     "reconciler.commands.local_server": "gRPC and the server only once the options are checked",
     "reconciler.fileio": "tempfile only when a file is written",
-    "reconciler.orgpolicy.snapshot": "the custom constraints' rules and the condition evaluator "
-    "only for a snapshot that holds custom constraints (validate's cold start without them "
-    "is unchanged)",
+    "reconciler.orgpolicy.snapshot.custom": "the custom constraints' rules and the condition "
+    "evaluator only for a snapshot that holds custom constraints (validate's cold start "
+    "without them is unchanged)",
+    "reconciler.orgpolicy.snapshot.policies": "the custom constraints' rules only for a "
+    "policy on a custom constraint",
     "reconciler.spec.checks": "the custom-constraint checks and their evaluator only for a "
     "snapshot that holds custom constraints",
+    "reconciler.render.diagnostics": "the documents' codec only for --format json (the text "
+    "output is validate's cold start)",
+    "reconciler.render.sarif": "the documents' codec only when a SARIF log is written",
     "reconciler.orgpolicy.unjudged": "the custom constraints' rules only when "
     "--allow-unjudged is given (every validate parses the option)",
-    "reconciler.orgpolicy.cel": "the CEL library only when a custom constraint's condition is "
-    "compiled (a snapshot or the live org holds custom constraints)",
+    "reconciler.orgpolicy.cel.library": "the CEL library only when a custom constraint's "
+    "condition is compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
     "removes regions, a prune's backlogs) and the read-ahead process that would read them is "
     "gone",

@@ -8,6 +8,7 @@ without bound and every value keeps its position for diagnostics.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -340,14 +341,18 @@ def load_documents(
     budget: Budget | None = None,
     *,
     positions: bool = True,
+    text_read: Callable[[str], None] | None = None,
 ) -> list[Document]:
     """All documents of one file; raises YamlProblem with a position on any defect.
     `budget` (one per file by default) records the work spent converting it. With
     `positions=False` (only when the file itself is read, `text` None) the documents
-    record no positions until a diagnostic asks for one (see `Document`)."""
+    record no positions until a diagnostic asks for one (see `Document`).
+    `text_read` is handed the file's text as read, for what YAML drops (comments)."""
     name = display or str(path)
     if text is None:
         text = read_text(path)
+        if text_read is not None:
+            text_read(text)
     else:
         positions = True  # nothing to re-read positions from
     if budget is None:

@@ -29,11 +29,13 @@ def _git_env(home: Path) -> dict[str, str]:
     return env
 
 
-def _pre_commit(repo: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _pre_commit(
+    repo: Path, env: dict[str, str], *extra: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [
             sys.executable, "-m", "pre_commit", "try-repo", str(ROOT),
-            "reconcile-validate", "--all-files",
+            "reconcile-validate", "--all-files", *extra,
         ],
         cwd=repo, env=env, capture_output=True, text=True, timeout=600,
     )
@@ -65,4 +67,60 @@ def test_hook_passes_good_specs_and_fails_bad_ones(
     assert (
         "specs/bad.yaml:6:9: error[topic-id]: topic ID 'goog-hello' must not start with "
         "'goog' (reserved by Google)"
+    ) in failed.stdout
+
+
+CMEK_SNAPSHOT = """\
+name: projects/acme-payments/policies/gcp.restrictNonCmekServices
+spec:
+  rules:
+    - values:
+        deniedValues: [pubsub.googleapis.com]
+---
+ancestry:
+  projects/acme-payments: organizations/1001
+"""
+ACCEPTED = """\
+apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata:
+  project: acme-payments
+  # reconcile: accept existing-cmek-required REASON until=2999-03-31
+  name: ledger
+"""
+
+
+@pytest.mark.slow
+def test_hook_lists_an_accepted_finding_and_refuses_one_without_a_reason(
+    tmp_path: Path,
+) -> None:
+    """The hook validates the staged tree: an acceptance with a reason passes and is
+    counted, under the repository's own path; one without a reason fails the commit
+    at its line."""
+    if shutil.which("git") is None:
+        pytest.fail("git is required for the pre-commit test")
+    repo = tmp_path / "specs-repo"
+    (repo / "specs").mkdir(parents=True)
+    env = _git_env(tmp_path / "pre-commit-home")
+    subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    (repo / "specs" / "org-policy.yaml").write_text(CMEK_SNAPSHOT)
+    topic = repo / "specs" / "ledger.yaml"
+    topic.write_text(ACCEPTED.replace("REASON", 'reason="keys rotate in Q3"'))
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+
+    passed = _pre_commit(repo, env, "--verbose")  # a hook that passes shows its output
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "specs/ledger.yaml:6:9: accepted[org-cmek-required]: " in passed.stdout
+    assert (
+        "(accepted at specs/ledger.yaml:5: keys rotate in Q3 (until 2999-03-31))"
+    ) in passed.stdout
+    assert "1 file checked: 0 errors, 0 warnings, 1 accepted" in passed.stdout
+
+    topic.write_text(ACCEPTED.replace("REASON ", ""))
+    subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
+    failed = _pre_commit(repo, env)
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    assert (
+        "specs/ledger.yaml:5:3: error[acceptance-invalid]: the acceptance of "
+        "existing-cmek-required has no reason"
     ) in failed.stdout

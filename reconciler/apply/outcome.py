@@ -17,14 +17,13 @@ writes it from their fields, and docs/apply-outcome.schema.json is generated fro
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
 from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
 from reconciler.apply.result import TopicResult, TopicResults
-from reconciler.codec import doc, to_data
+from reconciler.codec import doc, indented_json
 from reconciler.errors import (
     EXIT_INTERRUPTED,
     EXIT_OK,
@@ -112,7 +111,7 @@ class ApplyOutcome:
     ] = FORMAT_VERSION
 
     def dumps(self) -> str:
-        return json.dumps(to_data(self), indent=2) + "\n"
+        return indented_json(self, ascii=True)
 
 
 def _summary(result: TopicResults) -> Summary:

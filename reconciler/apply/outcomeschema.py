@@ -9,12 +9,11 @@ reconciler/codec.py, never written by hand:
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 from reconciler.apply.outcome import ApplyOutcome
-from reconciler.codec import json_schema
+from reconciler.codec import indented_json, json_schema
 
 COMMAND = "python -m reconciler.apply.outcomeschema > docs/apply-outcome.schema.json"
 SCHEMA_ID = "https://reconcile.invalid/schemas/apply-outcome-v1.json"
@@ -30,7 +29,7 @@ def outcome_schema() -> dict[str, Any]:
 
 
 def outcome_schema_text() -> str:
-    return json.dumps(outcome_schema(), indent=2, ensure_ascii=False) + "\n"
+    return indented_json(outcome_schema())
 
 
 if __name__ == "__main__":

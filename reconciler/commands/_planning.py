@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from reconciler.acceptance import AcceptedDiagnostic, settle
 from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
@@ -61,6 +62,11 @@ def validate_specs(
     result = validate_paths(
         paths, org_policy, on_document=on_document, strict_groups=strict_groups, gate=gate
     )
+    if result.diagnostics.has_errors:  # no plan: the tree's acceptances apply here
+        # (none is called unused: the plan that would have used it was not made)
+        result.diagnostics.items = settle(
+            result.diagnostics.items, result.desired.acceptances, lambda a: False
+        )
     diagnostics = result.diagnostics.sorted()
     if diagnostics and (not planned or result.diagnostics.has_errors):
         output.stderr().document(report.text(diagnostics))
@@ -163,11 +169,13 @@ def errors_only(
     custom_constraints: Mapping[str, ProjectConstraints] | None = None,
 ) -> Plan:
     """No plan is made from a tree with errors; JSON and markdown still print a plan
-    document carrying them (and the tree's owner, and, from a plan refused for what
-    the live org policy said, which custom constraints it judged)."""
+    document carrying them (and the tree's owner, the accepted findings apart, and,
+    from a plan refused for what the live org policy said, which custom constraints
+    it judged)."""
     return Plan(
         owner=owner,
-        diagnostics=list(diagnostics),
+        diagnostics=[d for d in diagnostics if not isinstance(d, AcceptedDiagnostic)],
+        accepted=[d for d in diagnostics if isinstance(d, AcceptedDiagnostic)],
         target=origin,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
         custom_constraints=custom_constraints or {},

@@ -155,11 +155,12 @@ def _run(
     plan = make_plan(desired, observation, planning, validation, gate)
     promised.findings = plan.diagnostics
     if plan.has_errors:
-        output.stderr().document(report.text(plan.diagnostics))
+        found = [*plan.diagnostics, *plan.accepted]
+        output.stderr().document(report.text(found))
         for line in custom_constraint_lines(plan):
             output.stderr().line(line)
         output.stderr().line(f"{conflict(plan.diagnostics)}; no plan made, nothing changed")
-        refused = errors_only(plan.diagnostics, plan.target, plan.owner, plan.custom_constraints)
+        refused = errors_only(found, plan.target, plan.owner, plan.custom_constraints)
         return _refused(refused, options.fmt, promised)
     if options.out is not None:
         write_plan(plan, options.out)

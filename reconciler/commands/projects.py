@@ -18,19 +18,34 @@ topic of theirs is left: nothing to plan), `changes` (per project, what moved),
 
 from __future__ import annotations
 
-import json
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import click
 
+from reconciler.codec import indented_json
 from reconciler.commands import output
 from reconciler.commands._options import format_option
 from reconciler.errors import EXIT_OK
 from reconciler.gitrev import at_revision, repository_of, resolve
 from reconciler.spec.touched import declared, touched
 from reconciler.spec.validate import DEFAULT_PATH, ValidationResult, validate_paths
+
+
+@dataclass
+class ProjectsReport:
+    """`--format json`'s document, written by reconciler/codec.py (every member, in
+    this order): the declared projects, the touched ones, those touched with no topic
+    left (`undeclared`), what moved per project, and the ref and its commit (null
+    without `--changed-from`)."""
+
+    declared: list[str]
+    changed_from: str | None
+    commit: str | None
+    touched: list[str]
+    undeclared: list[str]
+    changes: dict[str, list[str]]
 
 
 @click.command("projects")
@@ -51,28 +66,19 @@ def command(paths: tuple[Path, ...], changed_from: str | None, fmt: str) -> int:
     """List the projects the specs under PATH... declare (default: specs/)."""
     specs = list(paths) or [DEFAULT_PATH]
     now = _validated(specs, "the specs")
-    document: dict[str, Any] = {
-        "declared": declared(now),
-        "changed_from": changed_from,
-        "commit": None,
-        "touched": declared(now),
-        "undeclared": [],
-        "changes": {},
-    }
+    report = ProjectsReport(declared(now), changed_from, None, declared(now), [], {})
     if changed_from is not None:
         changes, commit = _changes(specs, now, changed_from)
-        document.update(
-            commit=commit,
-            touched=[p for p in changes if p in document["declared"]],
-            undeclared=[p for p in changes if p not in document["declared"]],
-            changes=changes,
-        )
+        report.commit = commit
+        report.touched = [p for p in changes if p in report.declared]
+        report.undeclared = [p for p in changes if p not in report.declared]
+        report.changes = changes
     if fmt == "json":
-        output.stdout().data(json.dumps(document, indent=2) + "\n")
+        output.stdout().data(indented_json(report, ascii=True))
     else:
-        for project in document["touched"]:
+        for project in report.touched:
             output.stdout().line(project)
-        output.stderr().line(_summary(document))
+        output.stderr().line(_summary(report))
     return EXIT_OK
 
 
@@ -100,18 +106,17 @@ def _changes(
         return touched(then, now), commit
 
 
-def _summary(document: dict[str, Any]) -> str:
-    declared_ = document["declared"]
-    head = f"{len(declared_)} project(s) declared: {', '.join(declared_) or 'none'}"
-    if document["changed_from"] is None:
+def _summary(report: ProjectsReport) -> str:
+    head = f"{len(report.declared)} project(s) declared: {', '.join(report.declared) or 'none'}"
+    if report.changed_from is None:
         return head
-    lines = [head + f"; touched since {document['changed_from']}: "
-             + (", ".join(document["touched"]) or "none")]
-    for project, reasons in document["changes"].items():
+    lines = [head + f"; touched since {report.changed_from}: "
+             + (", ".join(report.touched) or "none")]
+    for project, reasons in report.changes.items():
         lines += [f"  {project}: {reason}" for reason in reasons]
-    if document["undeclared"]:
+    if report.undeclared:
         lines.append(
-            "no topic is declared any more in " + ", ".join(document["undeclared"])
+            "no topic is declared any more in " + ", ".join(report.undeclared)
             + ": nothing to plan there (their topics are left as they are)"
         )
     return "\n".join(lines)

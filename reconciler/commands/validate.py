@@ -9,12 +9,14 @@ diagnostic is an error, else 0.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import NamedTuple
 
 import click
 
+from reconciler.acceptance import AcceptedDiagnostic, seen_by_validate, settle
 from reconciler.commands import output
 from reconciler.commands._options import (
     allow_unjudged_option,
@@ -116,6 +118,12 @@ def _validated(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
         strict_groups=options.strict_groups,
         gate=Gate(require=options.require_org_policy, allow=options.allow_unjudged),
     )
+    org_checked = result.policy_store is not None
+    result.diagnostics.items = settle(
+        result.diagnostics.items,
+        result.desired.acceptances,
+        lambda a: seen_by_validate(a, org_checked),
+    )
     return result.diagnostics.sorted(), result.files
 
 
@@ -141,11 +149,21 @@ def _staged(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
         )
         shown = Relocation(where, root).shown
         return [
-            replace(
-                d,
-                file=shown(d.file),
-                message=shown(d.message),
-                hint=None if d.hint is None else shown(d.hint),
+            _accepted_at(
+                replace(
+                    d,
+                    file=shown(d.file),
+                    message=shown(d.message),
+                    hint=None if d.hint is None else shown(d.hint),
+                ),
+                shown,
             )
             for d in diagnostics
         ], files
+
+
+def _accepted_at(d: Diagnostic, shown: Callable[[str], str]) -> Diagnostic:
+    """An accepted finding's acceptance under the repository's own path too."""
+    if isinstance(d, AcceptedDiagnostic) and d.acceptance is not None:
+        return replace(d, acceptance=replace(d.acceptance, file=shown(d.acceptance.file)))
+    return d

@@ -4,6 +4,7 @@ RPCs and the evaluator, so that each says the same thing about a bad constraint.
 
     CustomConstraint.from_dict(data) -> CustomConstraint    PolicyFormatError on a bad shape
     constraint.to_dict() -> dict                            the gcloud / REST JSON shape
+                                                            (both by reconciler/codec.py)
     constraint_problems(data) -> [(path, message)]          every rule a field breaks
     denial_message(constraints) -> str                      the service's refusal text
 
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from reconciler.codec import Record, derive, from_data, to_data
 from reconciler.orgpolicy.model import CUSTOM_PREFIX, PolicyFormatError
 
 MAX_ID = 70
@@ -77,8 +78,11 @@ def name_problem(name: str) -> str | None:
     return id_problem(constraint_id)
 
 
-@dataclass(frozen=True)
-class CustomConstraint:
+class CustomConstraint(Record, frozen=True, rename="camel"):
+    """A custom constraint, written and read by reconciler/codec.py in the gcloud /
+    REST JSON shape (camelCase keys, `displayName` and `description` left out when
+    empty)."""
+
     name: str
     resource_types: tuple[str, ...]
     method_types: tuple[str, ...]
@@ -86,6 +90,14 @@ class CustomConstraint:
     action_type: str
     display_name: str = ""
     description: str = ""
+
+    def __post_init__(self) -> None:
+        # Its lists are tuples (read-only already, and what its users compare with),
+        # not the read-only lists Record would make of them.
+        for name in ("resource_types", "method_types"):
+            value = getattr(self, name)
+            if type(value) is not tuple:
+                derive(self, name, tuple(value))
 
     @property
     def constraint_id(self) -> str:
@@ -102,35 +114,29 @@ class CustomConstraint:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CustomConstraint:
-        """Parse the JSON or YAML form (camelCase or snake_case keys); the first
-        problem `constraint_problems` finds is raised with its path."""
+        """Parse the JSON or YAML form (camelCase or snake_case keys; others, such as
+        the service's `updateTime`, ignored); the first problem `constraint_problems`
+        finds is raised with its path."""
         problems = constraint_problems(data)
         if problems:
             path, message = problems[0]
             raise PolicyFormatError(message, path)
-        return cls(
-            name=_get(data, "name"),
-            resource_types=tuple(_get(data, "resourceTypes")),
-            method_types=tuple(_get(data, "methodTypes")),
-            condition=_get(data, "condition"),
-            action_type=_get(data, "actionType"),
-            display_name=_get(data, "displayName") or "",
-            description=_get(data, "description") or "",
-        )
+        return from_data(cls, {
+            camel: value for camel in _MEMBERS if (value := _get(data, camel)) is not None
+        })
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "name": self.name,
-            "resourceTypes": list(self.resource_types),
-            "methodTypes": list(self.method_types),
-            "condition": self.condition,
-            "actionType": self.action_type,
-        }
-        if self.display_name:
-            out["displayName"] = self.display_name
-        if self.description:
-            out["description"] = self.description
-        return out
+        """The gcloud / REST JSON shape, a plain copy the caller may change (its lists
+        as lists: msgspec leaves a tuple one)."""
+        data: dict[str, Any] = to_data(self)
+        data["resourceTypes"] = list(self.resource_types)
+        data["methodTypes"] = list(self.method_types)
+        return data
+
+
+# The members as the document names them.
+_MEMBERS = ("name", "resourceTypes", "methodTypes", "condition", "actionType",
+            "displayName", "description")
 
 
 def _snake(camel: str) -> str:

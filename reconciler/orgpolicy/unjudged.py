@@ -16,7 +16,7 @@ Why a constraint may go unjudged (`Why`), each with its diagnostic code:
 - UNREADABLE (`org-custom-unreadable`): reading them failed (a permission, the
   network);
 - UNCOMPILABLE (`org-custom-uncompilable`): the condition uses what reconcile's CEL
-  library does not have (reconciler/orgpolicy/cel.py, `ConditionError.unsupported`);
+  library does not have (reconciler/orgpolicy/cel/, `ConditionError.unsupported`);
 - NOT_READ (`org-custom-not-checked`): an UpdateTopic's verdict depends on a field of
   the live topic that the plan does not read;
 - UNEVALUABLE (`org-custom-unevaluable`): the condition cannot be evaluated on the

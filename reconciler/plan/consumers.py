@@ -57,10 +57,10 @@ from reconciler.plan.model import (
     LeftBehind,
     ResourceChange,
     SubscriptionRef,
-    topic_state,
 )
 from reconciler.plan.observation import Observation
 from reconciler.plan.reasons import Reason, ReasonKind
+from reconciler.plan.topicstate import topic_state
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner
 from reconciler.spec.durations import age_text
 from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set

@@ -24,7 +24,7 @@ its refusals to plan (spec/customrules.py).
 A condition that reads a field reconcile does not manage (ingestion sources, message
 transforms) is judged on a create with the field absent (reconcile does not send it)
 and on an update with the live topic's value (the call leaves it as it is). One that
-reads a field the plan does not read at all (`spec/resource.py` LIVE_FIELDS) is judged
+reads a field the plan does not read at all (`orgpolicy/cel/resource.py` LIVE_FIELDS) is judged
 on a create; on an update it would need the live topic's value: it was not judged
 (`org-custom-not-checked`). What could not be judged is an error for an enforced
 constraint and a warning for a dry-run one, unless `--allow-unjudged` lets it through
@@ -50,9 +50,11 @@ from reconciler.orgpolicy.cel import (
     condition_for,
     judge,
 )
+from reconciler.orgpolicy.cel.resource import LIVE_FIELDS, shape_resource, topic_resource
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
+from reconciler.ownership import PLAN_LABEL
 from reconciler.plan.model import ProjectConstraints, ResourceChange
 from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
@@ -64,13 +66,7 @@ from reconciler.spec.customrules import (
     unevaluable_hint,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.spec.resource import (
-    LIVE_FIELDS,
-    live_resource,
-    settings_resource,
-    topic_resource,
-    updated_resource,
-)
+from reconciler.spec.resource import PLAN_MARKER_PLACEHOLDER, declared_resource
 from reconciler.topic import (
     KMS_KEY,
     RETENTION,
@@ -83,36 +79,43 @@ from reconciler.topic import (
 NOT_CHECKED = Why.NOT_READ.code
 
 
-def _policy(policy: StoragePolicy | None) -> tuple[Sequence[str], bool] | None:
-    return None if policy is None else (policy.regions, policy.enforce_in_transit)
-
-
 def resources(
     rc: ResourceChange, desired: DesiredTopic, live: ObservedTopic | None, owner: str,
     org_enforces_in_transit: bool,
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None]:
-    """(method, the topic after the call, the topic before it: None for a create)."""
+    """(method, the topic after the call, the topic before it: None for a create),
+    each built by the one builder of what a condition sees (`topic_resource`): the
+    live topic as read, and as reconcile's UpdateTopic leaves it: its labels (merged,
+    or as they are) with the plan marker apply stamps, and each field the mask names
+    and the request sets replaced (a storage policy the mask names and the request
+    leaves out is cleared: the service then computes one, which the condition does
+    not see, as on a create without one)."""
     if live is None or rc.action == "create":
-        resource = topic_resource(desired, owner, org_enforces_in_transit=org_enforces_in_transit)
+        resource = declared_resource(
+            desired, owner, org_enforces_in_transit=org_enforces_in_transit
+        )
         return "CREATE", resource, None
     shape = live.shape
-    before = live_resource(
-        live.name, shape.labels, _policy(shape.policy), shape.unmanaged_json,
-        settings=settings_resource(shape.retention, shape.kms_key_name, shape.schema_settings),
-    )
+    before = shape_resource(live.name, shape)
     request = rc.request
     body: Mapping[str, Any] = request.topic if request is not None else {}
     mask = rc.update_mask
     merge = request.label_merge if request is not None else None
-    labels = merge.onto(shape.labels) if merge is not None else None
-    sent = StoragePolicy.from_json(body.get(STORAGE_POLICY))
-    sets = settings_resource(
-        body.get(RETENTION) if RETENTION in mask else None,
-        body.get(KMS_KEY) if KMS_KEY in mask else None,
-        SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)) if SCHEMA_SETTINGS in mask else None,
+    labels = merge.onto(shape.labels) if merge is not None else dict(shape.labels)
+    labels[PLAN_LABEL] = PLAN_MARKER_PLACEHOLDER
+    sent_retention = body.get(RETENTION) if RETENTION in mask else None
+    sent_key = body.get(KMS_KEY) if KMS_KEY in mask else None
+    sent_schema = (
+        SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)) if SCHEMA_SETTINGS in mask else None
     )
-    after = updated_resource(
-        before, labels, _policy(sent), sets_policy=STORAGE_POLICY in mask, settings=sets
+    after = topic_resource(
+        live.name, labels,
+        StoragePolicy.from_json(body.get(STORAGE_POLICY)) if STORAGE_POLICY in mask
+        else shape.policy,
+        shape.retention if sent_retention is None else sent_retention,
+        shape.kms_key_name if sent_key is None else sent_key,
+        shape.schema_settings if sent_schema is None else sent_schema,
+        shape.unmanaged_json,
     )
     return "UPDATE", after, before
 
@@ -159,7 +162,7 @@ def judge_change(
 
 def _unread(constraint: CustomConstraint) -> list[str] | None:
     """The fields the constraint's condition reads that a plan does not read of a live
-    topic (spec/resource.py LIVE_FIELDS); None when the condition does not compile
+    topic (orgpolicy/cel/resource.py LIVE_FIELDS); None when the condition does not compile
     here (`Unjudged` names it)."""
     try:
         reads = condition_for(constraint).reads

@@ -45,7 +45,6 @@ from reconciler.plan.model import (
     Change,
     Drift,
     ResourceChange,
-    topic_state,
 )
 from reconciler.plan.policy import (
     computed_policy,
@@ -54,6 +53,7 @@ from reconciler.plan.policy import (
     narrowing_warning,
 )
 from reconciler.plan.reasons import DRIFT_REASONS, Reason, ReasonKind
+from reconciler.plan.topicstate import topic_state
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts
 from reconciler.topic import (

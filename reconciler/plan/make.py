@@ -34,6 +34,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from reconciler.acceptance import AcceptedDiagnostic, seen_by_plan, settle
 from reconciler.adoption import import_command, topic_id
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
@@ -178,10 +179,12 @@ def make_plan(
     report = gate.report()
     if report is not None:
         diagnostics.append(report)
+    diagnostics, accepted = _settled(diagnostics, desired)
     return Plan(
         owner=owner.name,
         resource_changes=changes,
         diagnostics=diagnostics,
+        accepted=accepted,
         drift=drifts,
         fingerprints=Fingerprints(
             topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None
@@ -272,4 +275,20 @@ def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:
         f"Google's Pub/Sub emulator computes no message storage policy from the org "
         f"policy, so `messageStoragePolicy: inherit` is not planned there ({named}); "
         "use --local to see what the org policy makes of these topics",
+    )
+
+
+def _settled(
+    diagnostics: list[Diagnostic], desired: DesiredState
+) -> tuple[list[Diagnostic], list[AcceptedDiagnostic]]:
+    """The tree's acceptances applied (reconciler/acceptance.py): (the diagnostics,
+    the accepted findings); an unused acceptance is reported only where this plan
+    could have seen its finding (its project planned)."""
+    if not desired.acceptances:
+        return diagnostics, []
+    projects = set(desired.projects)
+    settled = settle(diagnostics, desired.acceptances, lambda a: seen_by_plan(a, projects))
+    return (
+        [d for d in settled if not isinstance(d, AcceptedDiagnostic)],
+        [d for d in settled if isinstance(d, AcceptedDiagnostic)],
     )

@@ -16,7 +16,8 @@ plan/planfile.py). The request states all apply sends: the body, the update mask
 `show` renders it, so what a reviewer sees is what apply sends.
 
 Topic shapes (`before`, `after`, `request.topic`) are `reconciler.topic.TopicShape` as
-JSON: the proto field names, the same names that appear in update masks.
+JSON: the proto field names, the same names that appear in update masks (their
+read-only form and published shape: plan/topicstate.py).
 
 The major version changes when a reader of the previous one would misread a file;
 plan/planfile.py refuses a file of another major before reading it, with a message to
@@ -29,12 +30,11 @@ import dataclasses
 import hashlib
 import typing
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
+from typing import Annotated, Any, Literal
 
 from msgspec import Meta
-from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11 too
 
+from reconciler.acceptance import AcceptedDiagnostic
 from reconciler.codec import (
     Record,
     always,
@@ -46,23 +46,20 @@ from reconciler.codec import (
     to_data,
 )
 from reconciler.diagnostics import Diagnostic
-from reconciler.frozen import EMPTY, FrozenDict, FrozenList, freeze
+from reconciler.frozen import EMPTY, FrozenDict, FrozenList
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
 from reconciler.plan.reasons import Reason
+from reconciler.plan.topicstate import SourceJSON, TopicJSON
 from reconciler.topic import (
     LABELS,
     MASK_PATHS,
     STORAGE_POLICY,
-    SchemaSettings,
     StoragePolicy,
-    norm_policy,
-    policy_json,
     region_set,
-    settings_json,
 )
 
-FORMAT_VERSION = "4.5"
+FORMAT_VERSION = "4.6"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -89,82 +86,6 @@ TARGET_KINDS = ("gcp", "local", "emulator")
 POLICY_SOURCES = ("api", "snapshot")
 
 Strings = Sequence[str]
-
-
-# -- JSON objects held as read-only dicts --------------------------------------------
-
-
-class PolicyState(TypedDict):
-    """A message storage policy as the plan shows it."""
-
-    allowed_persistence_regions: Strings
-    enforce_in_transit: bool
-
-
-class SchemaState(TypedDict):
-    """A topic's schema settings: the schema's name, the encoding, the revision range
-    ("" = that side open)."""
-
-    schema: str
-    encoding: str
-    first_revision_id: str
-    last_revision_id: str
-
-
-class TopicState(TypedDict):
-    """A topic as the plan compares it, with proto field names (the names of update
-    masks); null when the topic does not exist. The retention (the service's seconds,
-    e.g. `172800s`), key and schema settings are there when they are set."""
-
-    labels: Mapping[str, str]
-    message_storage_policy: PolicyState | None
-    message_retention_duration: NotRequired[str]
-    kms_key_name: NotRequired[str]
-    schema_settings: NotRequired[SchemaState]
-
-
-class Source(TypedDict):
-    """Where the topic is declared."""
-
-    file: str
-    line: int
-
-
-# Read and documented as the TypedDicts; to the code, plain read-only mappings it looks
-# up by key.
-if TYPE_CHECKING:
-    TopicJSON = Mapping[str, Any] | None
-    SourceJSON = Mapping[str, Any] | None
-else:
-    TopicJSON = TopicState | None
-    SourceJSON = Source | None
-
-
-def topic_state(
-    labels: Mapping[str, str],
-    policy: StoragePolicy | None,
-    settings: tuple[str | None, str | None, SchemaSettings | None] | None = None,
-) -> FrozenDict[str, Any]:
-    """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
-    JSON once per distinct policy (most topics share a few), the labels copied once;
-    `settings`: the retention, key and schema settings, each there when set."""
-    state = {LABELS: FrozenDict(labels), STORAGE_POLICY: _policy_state(policy)}
-    if settings is not None and settings != _NO_SETTINGS:
-        state.update(_settings_state(settings))
-    return FrozenDict(state)
-
-
-_NO_SETTINGS = (None, None, None)
-
-
-@lru_cache(maxsize=1024)
-def _settings_state(settings: tuple[str | None, str | None, SchemaSettings | None]) -> Any:
-    return freeze(settings_json(*settings))
-
-
-@lru_cache(maxsize=1024)
-def _policy_state(policy: StoragePolicy | None) -> Any:
-    return freeze(policy_json(norm_policy(policy)))
 
 
 # -- the model ----------------------------------------------------------------------
@@ -473,7 +394,7 @@ def digest_of(data: Any) -> str:
     return DIGEST_PREFIX + hashlib.sha256(canonical(data)).hexdigest()
 
 
-class Plan(Record, frozen=True):
+class Plan(Record, frozen=True, dict=True):
     """A reconcile plan (format_version 4.x, `FORMAT_VERSION`): what `reconcile plan --format json`
     prints and `--out PLANFILE` saves. Its digest is computed over the rest."""
 
@@ -495,6 +416,12 @@ class Plan(Record, frozen=True):
         doc("Validation and live org-policy findings; a plan with an error cannot be "
             "applied."),
     ] = always(EMPTY)
+    accepted: Annotated[
+        Sequence[AcceptedDiagnostic],
+        doc("Warnings the spec tree accepts (a comment in the spec, or the Owner "
+            "document's acceptedFindings), each with its `acceptance`: where, why and until "
+            "when; counted and listed, not among `diagnostics`. Absent when none."),
+    ] = EMPTY
     drift: Annotated[
         Sequence[Drift],
         doc("Live topics out of step with the org policy whose storage policy is "
@@ -532,8 +459,25 @@ class Plan(Record, frozen=True):
             # so that a key missing from a file changes the digest as any other would.
             derive(self, "diagnostics", FrozenList(dataclasses.replace(d) for d in
                                                    self.diagnostics))
+        if self.accepted:  # and each one's acceptance
+            derive(self, "accepted", FrozenList(
+                dataclasses.replace(d, acceptance=d.acceptance and dataclasses.replace(
+                    d.acceptance
+                ))
+                for d in self.accepted
+            ))
+        # The digest it was given (a file's: the reader compares it with the derived
+        # one), kept beside the members: a plan file is parsed once.
+        self.__dict__["_given_digest"] = self.digest
         derive(self, "digest", "")  # the content: the plan while it has no digest
         derive(self, "digest", digest_of(self))
+
+    @property
+    def given_digest(self) -> str:
+        """The digest the plan was made or read with ("" when none), before its own
+        was derived: a plan file's stored one."""
+        given: str = self.__dict__.get("_given_digest", "")
+        return given
 
     def counts(self) -> dict[Action, int]:
         out: dict[Action, int] = dict.fromkeys(ACTION_ORDER, 0)

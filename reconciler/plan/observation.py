@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -34,6 +33,7 @@ from reconciler.backends.base import (
     StoredMessages,
     SubscriptionListing,
 )
+from reconciler.codec import canonical_json
 from reconciler.orgpolicy.cmek import cmek_required, key_projects_restricted
 from reconciler.orgpolicy.model import (
     ENFORCE_IN_TRANSIT,
@@ -178,8 +178,9 @@ def attach_subscriptions(out: Observation, project: str, listing: SubscriptionLi
 
 
 def _sha(data: Any) -> str:
-    text = json.dumps(data, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """sha256 of the canonical JSON of `data` (non-ASCII escaped: the digests of
+    plans made before stay true)."""
+    return hashlib.sha256(canonical_json(data, ascii=True)).hexdigest()
 
 
 def topic_fingerprint(topic: ObservedTopic | None) -> str:

@@ -31,8 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import msgspec
-
 from reconciler.codec import DocumentError, first_difference, from_json
 from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
@@ -132,22 +130,14 @@ def read_plan(path: Path) -> Plan:
     raw = _read(path)
     try:
         plan = from_json(Plan, raw)
-        stored = from_json(_Stored, raw).digest
     except DocumentError as exc:
         raise _not_read(path, _parse(path, raw), exc) from None
-    if plan.digest != stored:
+    if plan.digest != plan.given_digest:
         raise _not_as_written(path, _parse(path, raw), plan)
     found = inconsistencies(plan)
     if found:
         raise _not_consistent(path, found)
     return plan
-
-
-class _Stored(msgspec.Struct):
-    """The digest a plan file stores, read on its own (the rest is skipped): the plan
-    read derives its own."""
-
-    digest: str
 
 
 def _not_read(path: Path, data: Any, exc: DocumentError) -> PlanRefused:

@@ -7,11 +7,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
-from reconciler.codec import json_schema
+from reconciler.codec import indented_json, json_schema
 from reconciler.plan.model import MAJOR, Plan
 
 COMMAND = "python -m reconciler.plan.planschema > docs/plan.schema.json"
@@ -30,7 +29,7 @@ def plan_schema() -> dict[str, Any]:
 
 
 def plan_schema_text() -> str:
-    return json.dumps(plan_schema(), indent=2, ensure_ascii=False) + "\n"
+    return indented_json(plan_schema())
 
 
 if __name__ == "__main__":

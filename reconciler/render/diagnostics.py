@@ -13,12 +13,12 @@ escaped (render/escape.py), so no control character reaches a terminal or a log.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 
 from reconciler import __version__
+from reconciler.acceptance import counts
 from reconciler.diagnostics import Diagnostic
-from reconciler.render import github, sarif
+from reconciler.render import accepted, github, sarif
 from reconciler.render.escape import text as esc
 from reconciler.render.grouping import Group, grouped
 
@@ -46,11 +46,13 @@ def group_lines(group: Group) -> list[str]:
 
 
 def lines(diagnostics: Sequence[Diagnostic]) -> list[str]:
-    """One line per diagnostic, a finding about several topics as a group."""
+    """One line per diagnostic, a finding about several topics as a group; accepted
+    findings after the problems (render/accepted.py)."""
+    problems, accepted_ones = accepted.split(diagnostics)
     out: list[str] = []
-    for item in grouped(diagnostics):
+    for item in grouped(problems):
         out += group_lines(item) if isinstance(item, Group) else [line(item)]
-    return out
+    return out + accepted.text_lines(accepted_ones)
 
 
 def text(diagnostics: Sequence[Diagnostic]) -> str:
@@ -58,17 +60,21 @@ def text(diagnostics: Sequence[Diagnostic]) -> str:
 
 
 def summary(diagnostics: list[Diagnostic], files: int) -> str:
-    errors = sum(1 for d in diagnostics if d.is_error)
-    warnings = len(diagnostics) - errors
+    errors, warnings, accepted_count = counts(diagnostics)
     return (
         f"{files} file{'s' if files != 1 else ''} checked: "
         f"{errors} error{'s' if errors != 1 else ''}, "
         f"{warnings} warning{'s' if warnings != 1 else ''}"
+        + (f", {accepted_count} accepted" if accepted_count else "")
     )
 
 
 def as_json(diagnostics: Sequence[Diagnostic]) -> str:
-    return json.dumps([d.to_json() for d in diagnostics], indent=2) + "\n"
+    """The findings as a JSON array of their members (reconciler/codec.py, as the plan
+    file holds them), non-ASCII characters escaped."""
+    from reconciler.codec import indented_json  # not on the text output's path
+
+    return indented_json(list(diagnostics), ascii=True)
 
 
 def as_sarif(diagnostics: Sequence[Diagnostic]) -> str:

@@ -77,7 +77,7 @@ def findings(plan: Plan) -> list[Diagnostic]:
                 f"{d.address}: {d.message}", f"fix: {d.fix}", topic=d.address,
             )
         )
-    return found
+    return found + list(plan.accepted)  # the reporters list them apart
 
 
 def _source(rc: ResourceChange) -> tuple[str, int]:

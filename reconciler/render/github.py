@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.render import accepted
 from reconciler.render.escape import text as esc
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
@@ -45,4 +46,5 @@ def annotation(d: Diagnostic) -> str:
 
 
 def render(diagnostics: Sequence[Diagnostic]) -> str:
-    return "".join(annotation(d) + "\n" for d in diagnostics)
+    """One annotation per problem; an accepted finding has none (render/accepted.py)."""
+    return "".join(annotation(d) + "\n" for d in accepted.split(diagnostics)[0])

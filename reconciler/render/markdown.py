@@ -94,11 +94,27 @@ def _listed(title: str, diagnostics: list[Diagnostic]) -> list[str]:
     return [f"**{title}**", "", *items, ""]
 
 
+def _accepted(plan: Plan) -> list[str]:
+    """The findings the spec tree accepts, folded: each with where and why."""
+    if not plan.accepted:
+        return []
+    items = [
+        f"- {md_code(_where(d))} {md_prose(d.code)}: {md_prose(d.message)} (accepted at "
+        f"{md_code(d.acceptance.where)}: {md_prose(d.acceptance.justification)})"
+        for d in plan.accepted if d.acceptance is not None
+    ]
+    return [
+        f"<details><summary>Accepted ({len(plan.accepted)}): listed, not problems"
+        "</summary>", "", *items, "", "</details>", "",
+    ]
+
+
 def render(plan: Plan) -> str:
     lines = _header(plan)
     lines += _listed(f"Errors ({len(plan.errors)})", plan.errors)
     lines += _table(plan)
     lines += _listed(f"Warnings ({len(plan.warnings)})", plan.warnings)
+    lines += _accepted(plan)
     if plan.drift:
         lines.append(
             f"**Drift** ({_plural(len(plan.drift), 'topic')} out of step with the org "

@@ -23,7 +23,6 @@ records a failed analysis, not a clean one that would close the open alerts.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -32,6 +31,7 @@ from typing import Any
 from urllib.parse import quote
 
 from reconciler.diagnostics import Diagnostic, Severity
+from reconciler.render import accepted
 from reconciler.render.escape import unicode_text
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -92,7 +92,9 @@ def _log(
     run["columnKind"] = "unicodeCodePoints"
     run["results"] = results
     log = {"$schema": SCHEMA, "version": "2.1.0", "runs": [run]}
-    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+    from reconciler.codec import indented_json  # not on validate's text output's path
+
+    return indented_json(log)
 
 
 def _rule(code: str) -> dict[str, Any]:
@@ -119,6 +121,9 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
                 }
             }
         ]
+    suppressions = accepted.suppressions(d, uri)
+    if suppressions is not None:
+        result["suppressions"] = suppressions
     return result
 
 

@@ -127,7 +127,11 @@ def render(plan: Plan, color: bool = False) -> str:
         where = sources(plan)
         lines += [_drift(d, where.get(d.address, ("", 0)), style) for d in plan.drift]
         lines += ["", f"  {esc(drift_summary(plan))}", ""]
-    for title, found in (("Errors:", plan.errors), ("Warnings:", plan.warnings)):
+    for title, found in (
+        ("Errors:", plan.errors),
+        ("Warnings:", plan.warnings),
+        ("Accepted (listed, not problems: the spec tree accepts them):", plan.accepted),
+    ):
         if found:
             lines.append(title)
             lines += [f"  {x}" for x in report.lines(found)]

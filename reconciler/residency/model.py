@@ -10,7 +10,8 @@ from typing import Annotated, Any, Literal
 
 from reconciler.codec import Record, always, doc, indented_json, to_data
 from reconciler.frozen import EMPTY
-from reconciler.plan.model import SourceJSON, SubscriptionKind
+from reconciler.plan.model import SubscriptionKind
+from reconciler.plan.topicstate import SourceJSON
 
 FORMAT_VERSION = "1.1"
 Rule = Literal["live", "declared", "org"]

@@ -6,11 +6,10 @@ by reconciler/codec.py (msgspec), as the plan's schema is from the plan model:
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
-from reconciler.codec import json_schema
+from reconciler.codec import indented_json, json_schema
 from reconciler.residency.model import ResidencyReport
 
 COMMAND = "python -m reconciler.residency.schema > docs/residency.schema.json"
@@ -27,4 +26,4 @@ def residency_schema() -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.stdout.write(json.dumps(residency_schema(), indent=2, ensure_ascii=False) + "\n")
+    sys.stdout.write(indented_json(residency_schema()))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.orgpolicy.store import PolicyStore
+from reconciler.spec.acceptances import owner_acceptances, with_topics
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
@@ -86,6 +87,9 @@ def check_tree(
     if rules is not None:
         rules.finish()
     check_opt_in_projects(state.owner, (p for p, _ in seen), diags)
+    state.acceptances = with_topics(
+        [*tree.acceptances, *owner_acceptances(tree.owners, diags)], state.topics
+    )
     return state
 
 

@@ -45,7 +45,6 @@ from reconciler.orgpolicy.cel import (
     Outcome,
     Verdict,
     condition_for,
-    freeze_fields,
     outermost,
     project,
 )
@@ -56,7 +55,7 @@ from reconciler.orgpolicy.unjudged import Gate, Why
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
 from reconciler.spec.orgrules import PLAN_DECIDES
-from reconciler.spec.resource import managed_fields, topic_resource
+from reconciler.spec.resource import declared_resource, managed_fields
 from reconciler.spec.tree import Located
 from reconciler.yamlio import Document, PathKey
 
@@ -64,7 +63,6 @@ REFUSED = "org-custom-constraint"
 EXISTING_REFUSED = "existing-custom-constraint"  # plan/customcheck.py
 UNEVALUABLE = Why.UNEVALUABLE.code
 AT_PLAN = Why.AT_PLAN.code
-MEMO_LIMIT = 8192  # judgements remembered per group of topics
 NAME: PathKey = ("metadata", "name")
 # Where in a Topic document each resource field is declared.
 SPEC_PATHS: dict[str, PathKey] = {
@@ -96,17 +94,16 @@ _Applicable = tuple[CustomConstraint, Enforcement, Condition, frozenset[str]]
 class _Group:
     """A project's constraints, as they judge its topics whose specs manage the same
     fields. The constraints reading a field the specs leave unmanaged are left to
-    plan; of the others, those that do not read the name are judged once per distinct
-    set of values they read (most topics share labels and regions), those that read
-    it on every topic, all of them in one call of the evaluator."""
+    plan; of the others, those that do not read the name (`shared`: the evaluator
+    remembers their objections by the values they read, which most topics share) are
+    judged during the walk, those that read it (`own`) after it, all topics back to
+    back."""
 
     modes: dict[str, Enforcement]  # by constraint name
     deferred: list[tuple[CustomConstraint, frozenset[str]]]  # with the unmanaged fields
     shared: ConstraintSet | None
-    reads: tuple[str, ...]  # what the shared constraints read: the memo's key
     own: ConstraintSet | None
     own_reads: tuple[str, ...]  # what the others read: all of a topic they keep
-    said: dict[Any, list[Judgement]] = field(default_factory=dict)
 
 
 @dataclass
@@ -267,7 +264,6 @@ class CustomRules:
                     for c, _, condition, heads in constraints if not heads <= managed
                 ],
                 shared=ConstraintSet(a[0] for a in shared) if shared else None,
-                reads=outermost(r for a in shared for r in a[2].reads),
                 own=ConstraintSet(a[0] for a in own) if own else None,
                 own_reads=outermost(r for a in own for r in a[2].reads),
             )
@@ -286,20 +282,12 @@ class CustomRules:
         processor's caches: benchmarks/README.md)."""
         named: list[tuple[_Group, dict[str, Any], DesiredTopic, Document]] = []
         for topic, doc in self._topics:
-            resource = topic_resource(
+            resource = declared_resource(
                 topic, self.owner, org_enforces_in_transit=self._in_transit[topic.project]
             )
             group = self._group(topic.project, managed_fields(topic))
             if group.shared is not None:
-                said = group.said
-                signature = freeze_fields(resource, group.reads)
-                found = said.get(signature)
-                if found is None:
-                    found = group.shared.objections(resource, "CREATE")
-                    if len(said) >= MEMO_LIMIT:
-                        said.clear()
-                    said[signature] = found
-                for judgement in found:
+                for judgement in group.shared.objections(resource, "CREATE"):
                     self._object(judgement, group.modes, resource, topic, doc)
             if group.own is not None:  # kept until then: only what they read
                 named.append((group, project(resource, group.own_reads), topic, doc))

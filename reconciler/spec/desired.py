@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Literal
 
+from reconciler.acceptance import Acceptance
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
 from reconciler.names import topic_name
 from reconciler.ownership import DEFAULT_OWNER
@@ -105,6 +106,8 @@ class DesiredTopic:
 class DesiredState:
     topics: list[DesiredTopic] = field(default_factory=list)
     owner: Owner = field(default_factory=Owner)
+    # The tree's accepted findings, well formed (reconciler/acceptance.py applies them).
+    acceptances: tuple[Acceptance, ...] = ()
 
     @property
     def projects(self) -> list[str]:

@@ -64,6 +64,9 @@ Retention = Annotated[
     }),
 ]
 ApiVersion = Annotated[str, Meta(extra_json_schema={"const": API_VERSION})]
+# A calendar day (an accepted finding's expiry); whether it is one is a rule of
+# spec/acceptances.py, with its own diagnostic.
+Day = Annotated[str, Meta(extra_json_schema={"pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"})]
 
 
 class _Shape(
@@ -264,6 +267,27 @@ class OwnerMetadata(_Shape, kw_only=True, frozen=True):
     )]
 
 
+class AcceptedFinding(_Shape, kw_only=True, frozen=True):
+    """A finding the tree's owner knows of and accepts (docs/validate.md#accepted-findings)."""
+
+    code: Annotated[str, Meta(
+        description="The finding's code, e.g. `existing-cmek-required` (either name of a "
+        "finding `validate` and `plan` name differently accepts both).",
+    )]
+    reason: Annotated[str, Meta(
+        description="Why it is accepted, for the reader and the auditor; required, not "
+        "empty.",
+    )]
+    until: Annotated[Day | None, Meta(
+        description="The last day it is accepted, `YYYY-MM-DD` (UTC); after it the "
+        "findings are reported again, with the acceptance. Omitted: no expiry.",
+    )] = None
+    topics: Annotated[list[str], Meta(
+        description="The topics it covers, each `projects/PROJECT/topics/TOPIC` (TOPIC "
+        "may use `*` and `?`); omitted: every finding of this code in the tree.",
+    )] = []
+
+
 class OwnerSpec(_Shape, kw_only=True, frozen=True):
     prune_subscribed: Annotated[list[str], Meta(
         description="Topics this tree no longer declares that `--prune` may delete even "
@@ -271,6 +295,12 @@ class OwnerSpec(_Shape, kw_only=True, frozen=True):
         "`projects/PROJECT/topics/TOPIC`, where TOPIC may use `*` and `?` to match "
         "several. Without an entry, a subscribed topic is pruned only with "
         "`--prune-subscribed`.",
+    )] = []
+    accepted_findings: Annotated[list[AcceptedFinding], Meta(
+        description="Findings this tree accepts, each with its reason and maybe an expiry "
+        "date: counted and listed, not reported as problems (an error never is accepted). "
+        "A finding of one document can also be accepted by a comment in it, `# reconcile: "
+        "accept CODE reason=\"...\" until=YYYY-MM-DD`.",
     )] = []
 
 

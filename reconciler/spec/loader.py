@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.spec.acceptances import InlineReader
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
 from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, OwnerDoc, TopicDoc
 from reconciler.spec.shape import check_shape
@@ -51,13 +52,19 @@ def load_tree(
     tree = SpecTree(
         snapshot=found.snapshot, snapshot_looked=found.snapshot_looked, files=len(found.files)
     )
+    inline = InlineReader(diags)
     for path in found.files:
         display = str(path)
+        texts: list[str] = []
         try:
-            documents = load_documents(path, display=display, positions=False)
+            documents = load_documents(
+                path, display=display, positions=False, text_read=texts.append
+            )
         except YamlProblem as exc:
             diags.error(display, exc.mark.line, exc.mark.col, exc.code, exc.message)
             continue
+        if texts:
+            inline.read(texts[0], display, documents)
         if not documents or all(d.data is None for d in documents):
             diags.warning(display, 1, 1, "empty-file", "the file holds no spec documents")
             continue
@@ -69,6 +76,7 @@ def load_tree(
             if on_document is not None:
                 _tell(on_document, tree, topics, defaults)
             doc.release()  # validated: the data is re-read only if a message needs it
+    tree.acceptances = inline.found
     return tree
 
 

@@ -66,7 +66,7 @@ def _opt_ins(owner: Located[OwnerDoc], diags: Diagnostics) -> tuple[PruneOptIn, 
     report = PositionedDiagnostics(owner, diags)
     found = []
     for i, entry in enumerate(owner.model.spec.prune_subscribed):
-        problem = _entry_problem(entry)
+        problem = entry_problem(entry)
         if problem is not None:
             report.error((*OPT_INS, i), "prune-opt-in", f"pruneSubscribed entry {entry!r}: "
                          f"{problem}")
@@ -76,7 +76,8 @@ def _opt_ins(owner: Located[OwnerDoc], diags: Diagnostics) -> tuple[PruneOptIn, 
     return tuple(found)
 
 
-def _entry_problem(entry: str) -> str | None:
+def entry_problem(entry: str) -> str | None:
+    """What is wrong with a `projects/P/topics/PATTERN` entry, if anything."""
     match = _ENTRY.fullmatch(entry)
     if match is None:
         return f"not a topic name: write {ENTRY_FORM}"

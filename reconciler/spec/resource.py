@@ -1,30 +1,36 @@
 """A declared topic as the resource a custom constraint's condition sees: the topic
-reconcile's CreateTopic would send, in the REST JSON shape
-(`reconciler.orgpolicy.cel`), built in this one place for `validate` and `plan`.
+reconcile's CreateTopic would send, given to the one builder of that resource
+(`reconciler.orgpolicy.cel.resource.topic_resource`, which `plan` and the local server
+use too).
 
-    topic_resource(topic, owner, org_enforces_in_transit=False) -> dict   CREATE
-    settings_resource(retention, kms_key_name, schema) -> dict            those fields
-    live_resource(name, labels, policy, unmanaged, settings) -> dict      a live topic
-    updated_resource(before, labels, policy, sets_policy=...) -> dict     UPDATE
+    declared_resource(topic, owner, org_enforces_in_transit=False) -> dict   CREATE
     managed_fields(topic) -> frozenset        top-level fields the spec decides
+    PLAN_MARKER_PLACEHOLDER                   the plan label's value as a condition sees it
 
 What is sent: `name`; `labels`, the declared ones plus reconcile's own
 (`reconcile-managed`, `reconcile-owner`, and `reconcile-plan`, whose value apply
 stamps: a placeholder of the same form stands in for it); `messageStoragePolicy`
 only for explicit regions (`inherit` sends none: the service computes it), with
-`enforceInTransit` present only when true (the wire has no false: the local
-server's REST JSON leaves it out the same way); `messageRetentionDuration`,
-`kmsKeyName` and `schemaSettings` when declared, as the REST JSON writes them (a
-revision id only when set: proto3 JSON leaves empty strings out). A field the spec does not manage
-is not sent, so it is absent here; `managed_fields` says which are decided, so that
-a condition reading another field is decided against the live topic by `plan`.
+`enforceInTransit` true when the spec or the organization's in-transit policy says
+so; `messageRetentionDuration`, `kmsKeyName` and `schemaSettings` when declared. A
+field the spec does not manage is not sent, so it is absent here; `managed_fields`
+says which are decided, so that a condition reading another field is decided
+against the live topic by `plan`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
+from reconciler.orgpolicy.cel.resource import (
+    KMS_KEY,
+    LABELS,
+    NAME,
+    RETENTION,
+    SCHEMA,
+    STORAGE,
+    topic_resource,
+)
 from reconciler.ownership import (
     MARKER_DIGITS,
     OWNER_LABEL,
@@ -33,16 +39,10 @@ from reconciler.ownership import (
     PLAN_LABEL,
 )
 from reconciler.spec.desired import DesiredTopic
-from reconciler.topic import INGESTION, TRANSFORMS, SchemaSettings
+from reconciler.topic import StoragePolicy
 
 PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
-STORAGE = "messageStoragePolicy"
-RETENTION = "messageRetentionDuration"
-KMS_KEY = "kmsKeyName"
-SCHEMA = "schemaSettings"
-_ALWAYS = frozenset({"name", "labels"})
-# What a plan reads of a live topic (the rest of it is not read: `live_resource`).
-LIVE_FIELDS = _ALWAYS | {STORAGE, RETENTION, KMS_KEY, SCHEMA, INGESTION, TRANSFORMS}
+_ALWAYS = frozenset({NAME, LABELS})
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
@@ -51,28 +51,16 @@ def managed_fields(topic: DesiredTopic) -> frozenset[str]:
     fields = set(_ALWAYS)
     if topic.storage.mode != "unmanaged":
         fields.add(STORAGE)
-    fields.update(settings_resource(
-        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
-    ))
+    if topic.message_retention_duration is not None:
+        fields.add(RETENTION)
+    if topic.kms_key_name is not None:
+        fields.add(KMS_KEY)
+    if topic.schema_settings is not None:
+        fields.add(SCHEMA)
     return frozenset(fields)
 
 
-def settings_resource(
-    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
-) -> dict[str, Any]:
-    """The retention, key and schema settings that are set, as a condition sees them
-    (the REST JSON's names; a field not set is absent)."""
-    out: dict[str, Any] = {}
-    if retention is not None:
-        out[RETENTION] = retention
-    if kms_key_name is not None:
-        out[KMS_KEY] = kms_key_name
-    if schema is not None:
-        out[SCHEMA] = schema.to_rest()
-    return out
-
-
-def topic_resource(
+def declared_resource(
     topic: DesiredTopic, owner: str, *, org_enforces_in_transit: bool = False
 ) -> dict[str, Any]:
     """The CreateTopic resource reconcile would send for `topic` (tree owner
@@ -83,58 +71,13 @@ def topic_resource(
     labels[OWNERSHIP_LABEL] = OWNERSHIP_VALUE
     labels[OWNER_LABEL] = owner
     labels[PLAN_LABEL] = PLAN_MARKER_PLACEHOLDER
-    resource: dict[str, Any] = {"name": topic.address, "labels": labels}
     storage = topic.storage
+    policy = None
     if storage.mode == "explicit":
-        resource[STORAGE] = policy_resource(
+        policy = StoragePolicy(
             storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
         )
-    resource.update(settings_resource(
-        topic.message_retention_duration, topic.kms_key_name, topic.schema_settings
-    ))
-    return resource
-
-
-def policy_resource(regions: Sequence[str], enforce_in_transit: bool) -> dict[str, Any]:
-    """A storage policy as a condition sees it (enforceInTransit only when true)."""
-    policy: dict[str, Any] = {"allowedPersistenceRegions": list(regions)}
-    if enforce_in_transit:
-        policy["enforceInTransit"] = True
-    return policy
-
-
-def live_resource(
-    name: str, labels: Mapping[str, str], policy: tuple[Sequence[str], bool] | None,
-    unmanaged: Mapping[str, Any] | None = None, settings: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """A live topic as a condition sees it: its labels, its storage policy
-    ((regions, enforceInTransit), None when it has none), its retention, key and
-    schema settings (`settings`, from `settings_resource`) and the REST JSON of the
-    fields reconcile does not manage that it sets (`unmanaged`)."""
-    resource: dict[str, Any] = dict(unmanaged or {})
-    resource.update(settings or {})
-    resource.update(name=name, labels=dict(labels))
-    if policy is not None:
-        resource[STORAGE] = policy_resource(*policy)
-    return resource
-
-
-def updated_resource(
-    before: Mapping[str, Any], labels: Mapping[str, str] | None,
-    policy: tuple[Sequence[str], bool] | None, *, sets_policy: bool,
-    settings: Mapping[str, Any] | None = None,
-) -> dict[str, Any]:
-    """The live topic `before` as reconcile's UpdateTopic leaves it: `labels` (None:
-    unchanged) with the plan marker apply stamps, when the update sets the
-    storage policy (`sets_policy`), `policy` (None: cleared, the service then
-    computes one, which the condition does not see: as on a create without one), and
-    the retention, key and schema settings it sets (`settings`)."""
-    after = dict(before)
-    after.update(settings or {})
-    after["labels"] = {**(before.get("labels") or {} if labels is None else labels),
-                       PLAN_LABEL: PLAN_MARKER_PLACEHOLDER}
-    if sets_policy:
-        after.pop(STORAGE, None)
-        if policy is not None:
-            after[STORAGE] = policy_resource(*policy)
-    return after
+    return topic_resource(
+        topic.address, labels, policy, topic.message_retention_duration,
+        topic.kms_key_name, topic.schema_settings,
+    )

@@ -182,6 +182,11 @@ class _Check:
             parent[key] = normal
             return
         origin = typing.get_origin(kind)
+        if origin is list and type(value) is list:
+            item = struct_in(bare(typing.get_args(kind)[0]))
+            if item is not None:
+                self._records(item, value, path)
+                return
         if origin in (list, dict) and type(value) is origin:
             self._items(value, path)
             return
@@ -191,6 +196,19 @@ class _Check:
         else:
             del parent[key]
         self.invalid.add(path)
+
+    def _records(self, struct: type[msgspec.Struct], value: list[Any], path: PathKey) -> None:
+        """The items of a list of objects (the Owner's `acceptedFindings`): each checked
+        inside; one that is not a mapping reported and replaced by a placeholder (the
+        others keep their positions)."""
+        for i, item in enumerate(value):
+            here = (*path, i)
+            if type(item) is dict:
+                self.struct(struct, item, here)
+                continue
+            self._report(struct, item, here)
+            value[i] = placeholder(struct)
+            self.invalid.add(here)
 
     def _items(self, value: list[Any] | dict[str, Any], path: PathKey) -> None:
         """The items of a list or the values of a mapping of text: each that is not

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Generic, TypeVar
 
+from reconciler.acceptance import Acceptance
 from reconciler.spec.documents import DefaultsDoc, HedgingProfileDoc, OwnerDoc, TopicDoc
 from reconciler.yamlio import Document, PathKey
 
@@ -57,6 +58,8 @@ class SpecTree:
     # Directories searched for an org-policy snapshot, nearest first.
     snapshot_looked: list[Path] = field(default_factory=list)
     files: int = 0
+    # The acceptance comments found in the files (spec/acceptances.py).
+    acceptances: list[Acceptance] = field(default_factory=list)
 
     def projects(self) -> set[str]:
         """Every project the specs name (broken documents included)."""

@@ -10,18 +10,17 @@ from typing import Any
 
 import pytest
 
+from reconciler.codec import replace
 from reconciler.orgpolicy.cel import (
-    _COMPILE_AFTER,
     ConditionError,
     ConstraintSet,
     Verdict,
-    _answers,
-    _batches,
     compile_condition,
     evaluate_all,
     freeze_fields,
     judge,
 )
+from reconciler.orgpolicy.cel.condition import _COMPILE_AFTER, _answers, _batches
 from reconciler.orgpolicy.custom import CustomConstraint
 
 EU = ["europe-west1", "europe-west4"]
@@ -311,7 +310,7 @@ def test_a_constraint_set_objects_as_judge_does() -> None:
         _constraint("resource.kmsKeyName.startsWith('projects/')", "ALLOW"),
     ]
     rules = [
-        CustomConstraint(**{**vars(r), "name": f"{r.name}{i}"}) for i, r in enumerate(rules)
+        replace(r, name=f"{r.name}{i}") for i, r in enumerate(rules)
     ]
     constraints = ConstraintSet(rules)
     for after, method, before in [

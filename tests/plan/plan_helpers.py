@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from reconciler.acceptance import Acceptance, AcceptedDiagnostic
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.plan.model import (
     BacklogRef,
@@ -22,7 +23,8 @@ from reconciler.plan.reasons import Reason, ReasonKind
 
 def every_kind_plan(projects: list[str] | None = None) -> Plan:
     """A plan with one change of each action, a diagnostic, drift and fingerprints
-    (with `projects`, also the organizations and the custom constraints judged)."""
+    (with `projects`, also the organizations, the custom constraints judged and an
+    accepted finding)."""
     labels = {"team": "a", "reconcile-managed": "true"}
     policy = {"allowed_persistence_regions": ["us-east1"], "enforce_in_transit": True}
     create = ResourceChange(
@@ -66,6 +68,13 @@ def every_kind_plan(projects: list[str] | None = None) -> Plan:
     return Plan(
         resource_changes=[create, update, delete, noop],
         diagnostics=[Diagnostic("specs/p.yaml", 3, 1, Severity.WARNING, "w-code", "a warning")],
+        accepted=[AcceptedDiagnostic(
+            "specs/p.yaml", 9, 9, Severity.WARNING, "existing-cmek-required", "no key",
+            topic="projects/p/topics/same", acceptance=Acceptance(
+                "org-cmek-required", "keys rotate", "2999-01-31", "specs/p.yaml", 8, 3,
+                "inSource", first=7, last=12, topic="projects/p/topics/same",
+            ),
+        )] if projects else [],
         drift=[Drift("projects/p/topics/same", "misses-allowed-locations", "m", "f",
                      missing=["us-west1"])],
         fingerprints=Fingerprints(

@@ -36,6 +36,8 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
     del data["digest"]
     if not data["projects"]:
         del data["projects"]
+    if not data["accepted"]:
+        del data["accepted"]
     if data["fingerprints"]["organizations"] is None:
         del data["fingerprints"]["organizations"]
     for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):

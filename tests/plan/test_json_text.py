@@ -72,3 +72,21 @@ def test_a_lone_surrogate_is_written_as_its_escape_and_read_back() -> None:
     indented = indented_text(value)
     indented.encode("utf-8")
     assert json.loads(indented) == value
+
+
+def test_the_ascii_forms_are_what_json_writes_by_default() -> None:
+    """`ascii=True` (the diagnostics' JSON, apply's outcome, `projects`, the plan's
+    fingerprints): every character past `~` as its escape, astral ones as a surrogate
+    pair, lone surrogates too, byte for byte the standard library's default output."""
+    points = [chr(c) for c in range(0x110000) if not 0xD800 <= c <= 0xDFFF]
+    for start in range(0, len(points), 4096):
+        chunk = points[start : start + 4096]
+        value = {"".join(chunk[:64]): ["".join(chunk)], "keys": dict.fromkeys(chunk[::97], 1)}
+        assert canonical_bytes(value, ascii=True) == json.dumps(
+            value, sort_keys=True, separators=(",", ":")).encode(), start
+        assert indented_text(value, ascii=True) == json.dumps(value, indent=2) + "\n", start
+    odd = {"file": "bad\udcff", "sub": Text("é"), "big": 2**64}  # msgspec refuses each
+    assert canonical_bytes(odd, ascii=True) == json.dumps(
+        odd, sort_keys=True, separators=(",", ":")).encode()
+    assert indented_text({**odd, 1: "integer key"}, ascii=True) == json.dumps(
+        {**odd, 1: "integer key"}, indent=2) + "\n"

@@ -40,7 +40,9 @@ from google.protobuf import json_format
 
 from reconciler.localserver.api import protos
 from reconciler.localserver.api.status import ServiceError
+from reconciler.localserver.schemas.definitions import ENCODING_NAMES
 from reconciler.orgpolicy.cel import ConditionError, Verdict, judge
+from reconciler.orgpolicy.cel.resource import shape_resource
 from reconciler.orgpolicy.custom import (
     SNAPSHOT,
     SUBSCRIPTION,
@@ -50,6 +52,8 @@ from reconciler.orgpolicy.custom import (
 )
 from reconciler.orgpolicy.model import DISABLE_SUBSCRIPTION_TRANSFORMS, DISABLE_TOPIC_TRANSFORMS
 from reconciler.orgpolicy.store import PolicyStore
+from reconciler.topic import SchemaSettings, StoragePolicy, TopicShape
+from reconciler.topicrules import NANOS, duration_text
 
 log = logging.getLogger(__name__)
 
@@ -63,13 +67,53 @@ _LABELLED = (TOPIC, SUBSCRIPTION, SNAPSHOT)
 
 
 def rest_json(resource: Any, resource_type: str = TOPIC) -> dict[str, Any]:
-    """A Pub/Sub resource proto in the REST JSON shape conditions read; `labels` is
-    always there on a type that has them (a map has no presence: none is an empty one,
-    as `validate` sees a topic declared without labels)."""
+    """A Pub/Sub resource proto in the REST JSON shape conditions read: a topic
+    converted to reconcile's topic value and built by the builder `validate` and
+    `plan` use (`topic_resource`); another resource as protobuf's JSON writes it, with
+    `labels` always there on a type that has them (a map has no presence: none is an
+    empty one, as `validate` sees a topic declared without labels)."""
+    if resource_type == TOPIC:
+        return shape_resource(*topic_value(resource))
     out: dict[str, Any] = json_format.MessageToDict(resource)
     if resource_type in _LABELLED:
         out.setdefault("labels", {})
     return out
+
+
+# The fields of a Topic the topic value has by name; the others are kept in their
+# REST JSON shape (`TopicShape.unmanaged_json`).
+_VALUE_FIELDS = (
+    "name", "labels", "message_storage_policy", "message_retention_duration",
+    "kms_key_name", "schema_settings",
+)
+
+
+def topic_value(pb: Any) -> tuple[str, TopicShape]:
+    """The server's protobuf Topic as reconcile's topic value: its name and shape
+    (the regions in their order; the other fields it sets in their REST JSON shape,
+    as protobuf's JSON writes them)."""
+    policy = None
+    if pb.HasField("message_storage_policy"):
+        msp = pb.message_storage_policy
+        policy = StoragePolicy(tuple(msp.allowed_persistence_regions),
+                               bool(msp.enforce_in_transit))
+    retention = None
+    if pb.HasField("message_retention_duration"):
+        d = pb.message_retention_duration
+        retention = duration_text(d.seconds * NANOS + d.nanos)
+    schema = None
+    if pb.HasField("schema_settings"):
+        ss = pb.schema_settings
+        schema = SchemaSettings(ss.schema, ENCODING_NAMES.get(ss.encoding, str(ss.encoding)),
+                                ss.first_revision_id, ss.last_revision_id)
+    rest = protos.Topic()
+    rest.CopyFrom(pb)
+    for name in _VALUE_FIELDS:
+        rest.ClearField(name)
+    return pb.name, TopicShape(
+        dict(pb.labels), policy, retention, pb.kms_key_name or None, schema,
+        unmanaged_json=json_format.MessageToDict(rest) or None,
+    )
 
 
 def check_call(

@@ -1,0 +1,75 @@
+"""The resource a custom constraint's condition sees of a Pub/Sub topic, built in this
+one place from reconciler's topic value (`reconciler.topic`: the name, the labels, the
+storage policy, retention, key and schema settings, and what reconcile does not manage
+in its REST JSON shape), whichever form the topic came in: the topic `validate`
+declares (spec/resource.py), the plan's live topic before and after its call
+(plan/customcheck.py) and the local server's protobuf Topic, which the server converts
+to the topic value first (localserver/pubsub/constraints.py).
+
+    topic_resource(name, labels, policy, retention, kms_key_name, schema, others) -> dict
+    shape_resource(name, shape) -> dict        the same from a TopicShape
+
+The shape is the REST JSON one (proto3 JSON), as the service presents a topic to a
+condition: `name`; `labels` always (a map has no presence: none is an empty one);
+`messageStoragePolicy` when the topic has one, its `allowedPersistenceRegions` when it
+lists any (a repeated field is left out when empty) and `enforceInTransit` only when
+true; `messageRetentionDuration`, `kmsKeyName` and `schemaSettings` when set, as the
+REST JSON writes them (a revision id only when set). A field not set is absent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from reconciler.topic import INGESTION, TRANSFORMS, SchemaSettings, StoragePolicy, TopicShape
+
+NAME = "name"
+LABELS = "labels"
+STORAGE = "messageStoragePolicy"
+RETENTION = "messageRetentionDuration"
+KMS_KEY = "kmsKeyName"
+SCHEMA = "schemaSettings"
+# The top-level fields the topic value carries: what a plan reads of a live topic (a
+# condition reading another field of one cannot be judged from the plan's reads).
+LIVE_FIELDS = frozenset({NAME, LABELS, STORAGE, RETENTION, KMS_KEY, SCHEMA, INGESTION,
+                         TRANSFORMS})
+
+
+def topic_resource(
+    name: str,
+    labels: dict[str, str],
+    policy: StoragePolicy | None = None,
+    retention: str | None = None,
+    kms_key_name: str | None = None,
+    schema: SchemaSettings | None = None,
+    others: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The topic as a condition sees it; `labels` is used as given (the caller's own
+    dict: a condition never changes it), `others` is the REST JSON of the fields
+    reconcile does not manage (the ingestion source, message transforms, ...)."""
+    resource: dict[str, Any] = dict(others) if others else {}
+    resource[NAME] = name
+    resource[LABELS] = labels
+    if policy is not None:
+        shown: dict[str, Any] = {}
+        if policy.regions:
+            shown["allowedPersistenceRegions"] = list(policy.regions)
+        if policy.enforce_in_transit:
+            shown["enforceInTransit"] = True
+        resource[STORAGE] = shown
+    if retention is not None:
+        resource[RETENTION] = retention
+    if kms_key_name is not None:
+        resource[KMS_KEY] = kms_key_name
+    if schema is not None:
+        resource[SCHEMA] = schema.to_rest()
+    return resource
+
+
+def shape_resource(name: str, shape: TopicShape) -> dict[str, Any]:
+    """`topic_resource` of a topic given as its shape (its labels copied)."""
+    return topic_resource(
+        name, dict(shape.labels), shape.policy, shape.retention, shape.kms_key_name,
+        shape.schema_settings, shape.unmanaged_json,
+    )
