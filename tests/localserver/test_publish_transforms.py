@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+import queue
 import subprocess
 import sys
 import zlib
@@ -20,6 +21,7 @@ from typing import Any
 import pytest
 from google.api_core import exceptions
 from rest_support import rest
+from subscriber_support import queued_requests
 
 from reconciler.backends.clients import publisher_client as make_publisher
 from reconciler.backends.clients import subscriber_client as make_subscriber
@@ -202,6 +204,14 @@ def test_without_the_engine_a_udf_topic_refuses_publish() -> None:
         pub.publish(topic=plain, messages=[{"data": b'{"id": 2}'}])
         with pytest.raises(exceptions.FailedPrecondition, match="optional JavaScript engine"):
             sub.pull(request={"subscription": smt, "max_messages": 1})
+        requests: queue.Queue[Any] = queue.Queue()
+        requests.put({"subscription": smt, "stream_ack_deadline_seconds": 10})
+        stream = sub.streaming_pull(requests=queued_requests(requests))  # kept open
+        try:
+            with pytest.raises(exceptions.FailedPrecondition, match="optional JavaScript"):
+                next(iter(stream))
+        finally:
+            requests.put(None)
     finally:
         assert proc.stdin is not None
         proc.stdin.close()
