@@ -265,3 +265,21 @@ def test_the_batching_publisher_and_rest_take_a_filtered_message_s_id(
     assert answer.status == 200 and len(answer.body["messageIds"]) == 2
     got = [(m.data, m.message_id) for m in pulled(subscriber_client)]
     assert got == [(b"kept", ids[0]), (b"rest", answer.body["messageIds"][1])]
+
+
+META = "function meta(m, metadata) { return {data: JSON.stringify(metadata)}; }"
+
+
+def test_a_topic_udf_sees_the_ordering_key_and_ai_inference_passes(
+    publisher_client: Any, subscriber_client: Any
+) -> None:
+    model = f"projects/{PROJECT}/locations/us-central1/endpoints/123"
+    topic_with(publisher_client, subscriber_client, [
+        {"ai_inference": {"endpoint": model}},  # the server sends nothing to a model
+        udf("meta", META),
+    ])
+    publisher_client.publish(topic=TOPIC, messages=[{"data": b"x", "ordering_key": "k1"}])
+    [message] = pulled(subscriber_client)
+    # No ID or publish time yet: the message is not stored when the topic's UDF runs.
+    assert json.loads(message.data) == {"ordering_key": "k1"}
+    assert message.ordering_key == "k1"
