@@ -24,7 +24,7 @@ calls the first an `inSource` suppression and the second an `external` one.
 
 from __future__ import annotations
 
-import datetime
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from fnmatch import fnmatchcase
@@ -51,10 +51,15 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("publisher-region-rerouted",),
     ("region-restricted",),
     ("region-duplicate",),
+    ("drift-allows-disallowed-locations",),
+    ("drift-misses-allowed-locations",),
+    ("drift-allowed-and-disallowed-stale",),
 )
 ACCEPTABLE: frozenset[str] = frozenset(code for family in FAMILIES for code in family)
 # The codes only a plan reports (it reads the live topics): validate never sees them.
-PLAN_ONLY: frozenset[str] = frozenset(c for c in ACCEPTABLE if c.startswith("existing-"))
+PLAN_ONLY: frozenset[str] = frozenset(
+    c for c in ACCEPTABLE if c.startswith(("existing-", "drift-"))
+)
 # The codes that need the org policy (a snapshot for validate).
 ORG_POLICY: frozenset[str] = frozenset(
     c for c in ACCEPTABLE if c.startswith(("org-", "existing-", "publisher-"))
@@ -102,8 +107,9 @@ class Acceptance:
             return True
         return d.topic is not None and any(fnmatchcase(d.topic, p) for p in self.topics)
 
-    def expired(self, today: datetime.date) -> bool:
-        return self.until is not None and datetime.date.fromisoformat(self.until) < today
+    def expired(self, today: str) -> bool:
+        """Past its last day (`today` and `until` are YYYY-MM-DD: compared as text)."""
+        return self.until is not None and self.until < today
 
     @property
     def where(self) -> str:
@@ -122,7 +128,7 @@ class Acceptance:
         return ", ".join(self.topics) if self.topics else "the whole spec tree"
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, eq=False)  # Diagnostic's equality and order (the acceptance aside)
 class AcceptedDiagnostic(Diagnostic):
     """A finding an acceptance covers: listed and counted, not a problem."""
 
@@ -134,16 +140,35 @@ def is_accepted(d: Diagnostic) -> bool:
     return isinstance(d, AcceptedDiagnostic)
 
 
-def today() -> datetime.date:
-    """The day acceptances are judged on: today in UTC, as CI runners keep time."""
-    return datetime.datetime.now(datetime.UTC).date()
+def today() -> str:
+    """The day acceptances are judged on, YYYY-MM-DD: today in UTC, as CI runners keep
+    time (no `datetime` import: validate's cold start stays light)."""
+    return time.strftime("%Y-%m-%d", time.gmtime())
+
+
+_DAYS = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
+
+
+def is_day(text: str) -> bool:
+    """Is `text` a calendar day written YYYY-MM-DD (2027-02-29 is not)?"""
+    if len(text) != 10 or text[4] != "-" or text[7] != "-":
+        return False
+    year, month, day = text[:4], text[5:7], text[8:]
+    if not (year.isdigit() and month.isdigit() and day.isdigit() and year.isascii()
+            and month.isascii() and day.isascii()):
+        return False
+    y, m, d = int(year), int(month), int(day)
+    if not 1 <= m <= 12 or d < 1:
+        return False
+    leap = y % 4 == 0 and (y % 100 != 0 or y % 400 == 0)
+    return d <= (28 if m == 2 and not leap else _DAYS[m - 1])
 
 
 def settle(
     findings: Sequence[Diagnostic],
     acceptances: Iterable[Acceptance],
     judged: Callable[[Acceptance], bool] = lambda a: True,
-    on: datetime.date | None = None,
+    on: str | None = None,
 ) -> list[Diagnostic]:
     """The findings with the acceptances applied (in order), then the acceptances'
     own findings: expired ones, and unused ones for which `judged` says the run could
@@ -177,9 +202,13 @@ def settle(
 
 
 def seen_by_validate(a: Acceptance, org_checked: bool) -> bool:
-    """Could validate have reported a finding this acceptance covers? Not an org-policy
-    finding when no snapshot was read (`org_checked` False)."""
-    return org_checked or not set(family(a.code)) <= ORG_POLICY
+    """Could validate have reported a finding this acceptance covers? Not one only a
+    plan reports (drift), nor an org-policy finding when no snapshot was read
+    (`org_checked` False)."""
+    names = set(family(a.code))
+    if names <= PLAN_ONLY:
+        return False
+    return org_checked or not names <= ORG_POLICY
 
 
 def seen_by_plan(a: Acceptance, projects: Collection[str]) -> bool:

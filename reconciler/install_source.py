@@ -9,9 +9,12 @@ From the installed distribution's `direct_url.json` (PEP 610, written by pip):
   checkout's `origin` remote at its HEAD commit, when the checkout is clean and HEAD
   is on a remote branch (a commit that exists only here cannot be installed in CI);
 - installed from a package index: the version, pinned with `==`.
-A requirement always names the distribution `pubsub-reconcile` (`reconcile` on the
-package index is someone else's). Only `git` is run (rev-parse, remote, status,
-branch), in the checkout, never anything it names.
+A remote is written as the https URL a CI job reaches it by; one a CI job cannot
+reach (a local path, `file://`: an origin on this machine) gives no requirement but
+what to fill in instead, never a line pip rejects (`git+/srv/...` is "Invalid
+requirement" to pip). A requirement always names the distribution
+`pubsub-reconcile` (`reconcile` on the package index is someone else's). Only `git`
+is run (rev-parse, remote, status, branch), in the checkout, never anything it names.
 """
 
 from __future__ import annotations
@@ -53,7 +56,10 @@ def from_direct_url(data: dict[str, object]) -> InstallSource:
     if isinstance(vcs, dict) and vcs.get("vcs") == "git" and COMMIT.fullmatch(
         str(vcs.get("commit_id", ""))
     ):
-        return InstallSource(f"{DISTRIBUTION} @ git+{url}@{vcs['commit_id']}")
+        reachable = https_url(url)
+        if reachable is None:
+            return unreachable(url, "installed from", str(vcs["commit_id"]))
+        return InstallSource(f"{DISTRIBUTION} @ git+{reachable}@{vcs['commit_id']}")
     parsed = urlparse(url)
     if parsed.scheme == "file" and isinstance(data.get("dir_info"), dict):
         return from_checkout(Path(unquote(parsed.path)))
@@ -95,15 +101,36 @@ def from_checkout(checkout: Path) -> InstallSource:
         return InstallSource(
             None, f"commit {commit[:12]} of {checkout} is on no remote branch: push it first"
         )
-    return InstallSource(f"{DISTRIBUTION} @ git+{https_url(remote)}@{commit}")
+    reachable = https_url(remote)
+    if reachable is None:
+        return unreachable(remote, f"the checkout {checkout} has the origin", commit)
+    return InstallSource(f"{DISTRIBUTION} @ git+{reachable}@{commit}")
 
 
-def https_url(remote: str) -> str:
-    """An scp-like or ssh:// remote as the https URL a CI job reaches it by (no user)."""
-    scp = re.fullmatch(r"(?:[\w.-]+@)?([\w.-]+):(?!//)(.+)", remote)
-    if scp:
-        return f"https://{scp.group(1)}/{scp.group(2)}"
+def unreachable(origin: str, what: str, commit: str) -> InstallSource:
+    """No requirement for an origin on this machine: what to pass instead."""
+    return InstallSource(
+        None,
+        f"{what} {origin}, a path on this machine that a CI job cannot reach; pass "
+        f"--install '{DISTRIBUTION} @ git+https://HOST/OWNER/REPO@{commit}' with the "
+        "https URL CI clones reconcile from",
+    )
+
+
+def https_url(remote: str) -> str | None:
+    """An scp-like, ssh://, git:// or http(s):// remote as the https URL a CI job
+    reaches it by (no user; an https remote's port kept); None for a local path or a
+    file:// URL, which only this machine can reach."""
     parsed = urlparse(remote)
-    if parsed.scheme in ("ssh", "git", "http", "https") and parsed.hostname:
-        return f"https://{parsed.hostname}{parsed.path}"
-    return remote
+    if parsed.scheme in ("ssh", "git", "http", "https", "git+ssh"):
+        if not parsed.hostname:
+            return None
+        port = f":{parsed.port}" if parsed.scheme == "https" and parsed.port else ""
+        return f"https://{parsed.hostname}{port}{parsed.path}"
+    if parsed.scheme == "file":
+        return None
+    # scp-like `[user@]host:path`; not a Windows drive (`C:/...`) nor a relative path.
+    scp = re.fullmatch(r"(?:[\w.-]+@)?([\w-][\w.-]+):(?!//)(.+)", remote)
+    if scp and "/" not in scp.group(1) and not remote.startswith((".", "/")):
+        return f"https://{scp.group(1)}/{scp.group(2).lstrip('/')}"
+    return None

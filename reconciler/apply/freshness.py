@@ -34,10 +34,15 @@ from enum import Enum
 from reconciler.backends.base import Backend, ObservedTopic
 from reconciler.errors import PlanRefused, Refusal
 from reconciler.names import project_of
-from reconciler.orgpolicy.model import RESOURCE_LOCATIONS, RESTRICT_KEY_PROJECTS, RESTRICT_NON_CMEK
+from reconciler.orgpolicy.model import (
+    ENFORCE_IN_TRANSIT,
+    RESOURCE_LOCATIONS,
+    RESTRICT_KEY_PROJECTS,
+    RESTRICT_NON_CMEK,
+)
 from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import LabelMerge, Plan, ResourceChange
-from reconciler.plan.observation import org_fingerprint, topic_fingerprint
+from reconciler.plan.observation import org_fingerprint, org_parts, topic_fingerprint
 from reconciler.plan.observe import read_topics
 from reconciler.topic import (
     KMS_KEY,
@@ -58,6 +63,16 @@ ORG_INPUTS = (
     "constraints on topics and their enforcement, or the project's folders and "
     "organization"
 )
+# Each of them by the name a plan records its fingerprint under (observation.ORG_PARTS):
+# a plan that has them is refused naming the one that changed.
+PART_WORDS = {
+    RESOURCE_LOCATIONS: f"constraints/{RESOURCE_LOCATIONS}",
+    ENFORCE_IN_TRANSIT: f"in-transit enforcement (constraints/{ENFORCE_IN_TRANSIT})",
+    RESTRICT_NON_CMEK: f"constraints/{RESTRICT_NON_CMEK}",
+    RESTRICT_KEY_PROJECTS: f"constraints/{RESTRICT_KEY_PROJECTS}",
+    "custom": "the custom constraints on topics or their enforcement",
+    "parents": "the project's folders or organization",
+}
 
 
 class Found(Enum):
@@ -102,10 +117,18 @@ def moved_since(plan: Plan, backend: Backend) -> list[Moved]:
         custom = seen.custom.get(project, ())
         parents = seen.hierarchy.get(project)
         if inputs is None or org_fingerprint(inputs, custom, parents) != expected:
+            recorded = (fps.org_policy_parts or {}).get(project)
+            changed = [] if inputs is None or not recorded else [
+                part for part, now in org_parts(inputs, custom, parents).items()
+                if recorded.get(part) != now
+            ]
+            what = (
+                ", ".join(PART_WORDS[part] for part in changed) + " changed"
+                if changed else ORG_INPUTS
+            )
             moved.append(Moved(
                 f"projects/{project}",
-                f"projects/{project}: effective org policy changed since the plan "
-                f"({ORG_INPUTS})",
+                f"projects/{project}: effective org policy changed since the plan ({what})",
             ))
     return moved
 

@@ -84,7 +84,7 @@ from reconciler.errors import (
 from reconciler.orgpolicy.unjudged import AllowUnjudged
 from reconciler.perf import gc_resumed
 from reconciler.plan.differ import taken_from
-from reconciler.plan.make import PlanOptions, make_plan
+from reconciler.plan.make import PlanOptions, make_plan, takeover_hint
 from reconciler.plan.model import Plan
 from reconciler.plan.observe import observe
 from reconciler.plan.origin import anchored, apply_target
@@ -428,12 +428,10 @@ def refuse_takeovers(plan: Plan, adopt_from: Sequence[str]) -> None:
             for other, addresses in sorted(refused.items())
             for address in addresses
         )
-        flags = " ".join(f"--adopt-from {o}" for o in sorted(refused))
         raise OwnershipRefused(
             f"refusing to take over topics that another spec tree owns (this plan is "
             f"owner {plan.owner!r}); nothing was applied:\n{listed}",
-            hint=f"if this tree should own them, remove them from the other tree's specs "
-            f"and apply again with {flags}; otherwise remove them from this tree's specs",
+            hint=takeover_hint(sorted(refused), plan.owner),
             details=[line.strip()[2:] for line in listed.splitlines()],
         )
 

@@ -3,6 +3,11 @@ unchanged on this spec tree: the files to copy as they are, the CI variables (th
 install line among them, from where this reconcile was installed:
 reconciler/install_source.py), one environment per declared project, the branch
 protection, and the `gh` commands that create them. Offline: nothing is contacted.
+
+A checklist is only printed for a tree `validate` accepts and that declares a topic:
+a mistyped PATH, a tree with errors or one with no project would list no environment,
+and GitHub creates a missing environment on first use without its reviewers; those
+are refused (exit 1) with the errors, as `validate` reports them.
 """
 
 from __future__ import annotations
@@ -15,8 +20,9 @@ from pathlib import Path
 import click
 
 from reconciler.commands import output
-from reconciler.errors import EXIT_OK
+from reconciler.errors import EXIT_OK, ValidationFailed
 from reconciler.install_source import InstallSource, install_spec
+from reconciler.render import diagnostics as report
 from reconciler.spec.touched import declared
 from reconciler.spec.validate import DEFAULT_PATH, validate_paths
 
@@ -46,7 +52,7 @@ def checklist(path: Path | None, platform: str, install: str | None) -> int:
     """Print what to create for the CI examples to run unchanged on the tree at PATH
     (default: specs/): variables, environments, protections."""
     tree = path or DEFAULT_PATH
-    projects = declared(validate_paths([tree]))
+    projects = _projects(tree)
     source = InstallSource(install) if install else install_spec()
     output.stdout().line("\n".join(_lines(PLATFORMS[platform], tree, projects, source)))
     if source.spec is None:
@@ -54,6 +60,30 @@ def checklist(path: Path | None, platform: str, install: str | None) -> int:
             f"note: the install line is not known ({source.why}); pass --install REQUIREMENT"
         )
     return EXIT_OK
+
+
+def _projects(tree: Path) -> list[str]:
+    """The tree's projects; ValidationFailed, with validate's errors on stderr, for a
+    tree that is missing, has errors or declares no topic."""
+    result = validate_paths([tree])
+    errors = [d for d in result.diagnostics.sorted() if d.is_error]
+    hint = f"`reconcile validate {tree}` lists each problem; fix them and run the " \
+        "checklist again"
+    if errors:
+        output.stderr().document(report.text(errors))
+        raise ValidationFailed(
+            f"no checklist for {tree}: the spec tree has {len(errors)} error(s), and a "
+            "checklist for it would miss the environments of the projects it cannot read",
+            hint=hint,
+        )
+    projects = declared(result)
+    if not projects:
+        raise ValidationFailed(
+            f"no checklist for {tree}: it declares no topic, so no project and no "
+            "environment to list",
+            hint="name the spec tree as PATH (default: specs/)",
+        )
+    return projects
 
 
 @dataclass(frozen=True)
@@ -71,6 +101,13 @@ class Platform:
     protections: tuple[str, ...]
 
 
+# What plan reads besides Pub/Sub, for both accounts (docs/authentication.md's rows
+# for plan and apply, which tests/docs/test_permissions_table.py holds this to).
+_READ_ROLES = (
+    "roles/orgpolicy.policyViewer, roles/browser and roles/monitoring.viewer on each "
+    "project, roles/browser on the folders above them and roles/orgpolicy.policyViewer "
+    "on their organization"
+)
 GITHUB = Platform(
     title="GitHub Actions",
     files=(
@@ -83,10 +120,10 @@ GITHUB = Platform(
     variables=(
         "GCP_WIF_PROVIDER = projects/NUMBER/locations/global/workloadIdentityPools/POOL/"
         "providers/PROVIDER",
-        "GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer and "
-        "roles/orgpolicy.policyViewer on each project)",
-        "GCP_APPLY_SA = the service account that applies (roles/pubsub.editor and "
-        "roles/orgpolicy.policyViewer on each project; impersonated from main only)",
+        "GCP_PLAN_SA = the read-only service account (roles/pubsub.viewer, "
+        f"{_READ_ROLES}; docs/authentication.md)",
+        "GCP_APPLY_SA = the service account that applies (roles/pubsub.editor, "
+        f"{_READ_ROLES}; impersonated from main only)",
     ),
     secret=(
         "Secret, only when the reconcile repository is private:",

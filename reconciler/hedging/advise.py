@@ -309,6 +309,7 @@ def render(advice: Advice, source: str) -> str:
             f"predicted: p99 {ms_text(b.p99_ms)} -> {ms_text(c.p99_ms)}, p99.9 "
             f"{ms_text(b.p999_ms)} -> {ms_text(c.p999_ms)}, {c.extra_fraction:.2%} extra "
             "requests",
+            *duplicates_lines(c),
         ]
     if rec is None:
         verb = "turn it off" if now is not None else "leave it off"
@@ -323,6 +324,7 @@ def render(advice: Advice, source: str) -> str:
         f"predicted: p99 {ms_text(b.p99_ms)} -> {ms_text(r.p99_ms)}, p99.9 {ms_text(b.p999_ms)} -> "
         f"{ms_text(r.p999_ms)}, {r.extra_fraction:.2%} extra requests "
         f"(budget {advice.max_extra:.1%})",
+        *duplicates_lines(r),
     ]
     if goal is not None:
         lines.append(f"p99 goal {ms_text(goal)}: met" if advice.goal_met else unmet)
@@ -332,6 +334,26 @@ def render(advice: Advice, source: str) -> str:
             "raise maxTokens or refillRatio for more"
         )
     return "\n".join(lines)
+
+
+# Where Pub/Sub says that a message published twice is two messages, each with its own
+# ID (docs/hedging.md cites it too).
+DUPLICATES_SOURCE = (
+    "Pub/Sub API reference, Subscription.enable_exactly_once_delivery: copies of a "
+    "message published more than once are distinct, with distinct message_id values"
+)
+
+
+def duplicates_lines(o: Outcome) -> list[str]:
+    """What extra requests cost besides requests: each batch a hedge answers first
+    may be stored twice (its original was cancelled, which does not undo a publish
+    the service already stored), and subscribers see two message IDs."""
+    return [
+        f"duplicates: a hedge answers first in {o.won_fraction:.2%} of batches; each such "
+        "batch can be delivered twice, under a new message ID (its cancelled original may "
+        "be stored too): deduplicate on a key of your own, not on the message ID",
+        f"  source: {DUPLICATES_SOURCE}",
+    ]
 
 
 def ms_text(value: float) -> str:

@@ -8,8 +8,10 @@ spends a token and sends a hedge, or finds none and drops the batch's hedging; a
 hedge slower than min(time left, 10 s) fails; the first answer completes the batch
 and refills the bucket. Batches arrive at `rate` per second (open loop, the token
 bucket shared by the batches in flight together), or with `rate=None` one after
-another. Out: latency percentiles (from each batch's start) and extra requests per
-batch. Pure Python: `reconcile hedging advise` imports no google or gRPC.
+another. Out: latency percentiles (from each batch's start), extra requests per
+batch, and the share of batches a hedge answered first (each may be stored twice:
+the original it beat is cancelled, and a cancel does not undo a stored publish).
+Pure Python: `reconcile hedging advise` imports no google or gRPC.
 
 What the client adds, optional inputs measured at the client:
 
@@ -49,6 +51,9 @@ class Outcome:
     extra_fraction: float  # hedged requests per batch
     dropped_fraction: float  # batches whose hedge found no token (and was dropped)
     latencies_ms: tuple[float, ...]  # sorted, for the CDF plot
+    # Batches a hedge answered first: their cancelled original may be stored too, so
+    # each can reach subscribers twice, under two message IDs.
+    won_fraction: float = 0.0
 
 
 def percentile(sorted_values: Sequence[float], p: float) -> float:
@@ -85,10 +90,11 @@ def simulate(
     delay = float(profile.hedge_delay_ms)
     cap, refill = profile.max_tokens * SCALE, refill_units(profile.refill_ratio)
     gap = 1000.0 / rate if rate else None
-    tokens = extra = dropped = 0
+    tokens = extra = dropped = won = 0
     start: list[float] = []
     done: list[float] = []  # each batch's earliest answer so far
     finished: list[bool] = []
+    hedge_first: list[bool] = []  # each batch's earliest answer so far is a hedge's
     results: list[float] = []
     events: list[tuple[float, int, int]] = []
 
@@ -97,6 +103,7 @@ def simulate(
         start.append(at)
         done.append(at + draw())
         finished.append(False)
+        hedge_first.append(False)
         heapq.heappush(events, (done[i], _DONE, i))
         check = at + delay + (late() if late else 0.0)
         if done[i] > check:
@@ -113,6 +120,7 @@ def simulate(
             if finished[i] or t != done[i]:
                 continue  # an answer a hedge beat
             finished[i] = True
+            won += hedge_first[i]
             tokens = min(cap, tokens + refill)
             answered = t - start[i] + (noticed() if noticed else 0.0)
             results.append(min(answered, total_timeout_ms))  # else it failed
@@ -130,16 +138,18 @@ def simulate(
         latency = draw()
         if latency <= min(HEDGE_TIMEOUT_CAP_MS, left) and t + latency < done[i]:
             done[i] = t + latency
+            hedge_first[i] = True
             heapq.heappush(events, (done[i], _DONE, i))
         check = t + delay + (late() if late else 0.0)
         if done[i] > check:
             heapq.heappush(events, (check, _CHECK, i))
     results.sort()
-    return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches)
+    return _outcome(profile.hedge_delay_ms, results, extra, dropped, batches, won)
 
 
 def _outcome(
-    delay: int | None, results: list[float], extra: int, dropped: int, batches: int
+    delay: int | None, results: list[float], extra: int, dropped: int, batches: int,
+    won: int = 0,
 ) -> Outcome:
     return Outcome(
         hedge_delay_ms=delay,
@@ -149,4 +159,5 @@ def _outcome(
         extra_fraction=extra / batches,
         dropped_fraction=dropped / batches,
         latencies_ms=tuple(results),
+        won_fraction=won / batches,
     )

@@ -352,8 +352,11 @@ def left_behind(
             distinct_messages_min=low, distinct_messages_max=high, clears=clears,
         ))
         distinct = f": {distinct_text(held)}" if held else ""
+        # The verb agrees with what it follows: the distinct count, else the copies.
+        one = distinct_bounds(held)[1] == 1 if held else r.messages == 1
         warnings.append(
-            f"{copies_text(r.messages, r.bytes, held)}{distinct} stay stored in {r.region}, "
+            f"{copies_text(r.messages, r.bytes, held)}{distinct} "
+            f"{'stays' if one else 'stay'} stored in {r.region}, "
             f"which the new policy no longer allows (oldest {age_text(r.oldest_age_seconds)}): "
             f"a policy change does not move stored messages; {clears}"
         )

@@ -39,12 +39,22 @@ from reconciler.adoption import import_command, topic_id
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.names import split_topic_name
 from reconciler.orgpolicy.unjudged import Gate
-from reconciler.ownership import OWNER_LABEL, OWNERSHIP_LABEL, OWNERSHIP_VALUE
+from reconciler.ownership import (
+    DEFAULT_OWNER,
+    OWNER_LABEL,
+    OWNERSHIP_LABEL,
+    OWNERSHIP_VALUE,
+)
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
 from reconciler.plan.customcheck import Unjudged, existing_refusals, judge_change
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
-from reconciler.plan.observation import Observation, org_fingerprint, topic_fingerprint
+from reconciler.plan.observation import (
+    Observation,
+    org_fingerprint,
+    org_parts,
+    topic_fingerprint,
+)
 from reconciler.plan.orgcheck import OrgCheck
 from reconciler.plan.origin import made_at
 from reconciler.plan.othertopics import (
@@ -179,7 +189,7 @@ def make_plan(
     report = gate.report()
     if report is not None:
         diagnostics.append(report)
-    diagnostics, accepted = _settled(diagnostics, desired)
+    diagnostics, drifts, accepted = _settled(diagnostics, drifts, desired)
     return Plan(
         owner=owner.name,
         resource_changes=changes,
@@ -187,7 +197,11 @@ def make_plan(
         accepted=accepted,
         drift=drifts,
         fingerprints=Fingerprints(
-            topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None
+            topic_prints, org_prints, dict(sorted(observation.organizations.items())) or None,
+            org_policy_parts={
+                p: org_parts(inputs, observation.custom.get(p, ()), observation.hierarchy.get(p))
+                for p, inputs in sorted(observation.org.items())
+            } or None,
         ),
         target=made_at(info),
         prune=options.prune,
@@ -223,11 +237,35 @@ def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnosti
         f"{topic.address} is owned by the spec tree {other!r} ({OWNER_LABEL}={other}), "
         f"not by this one ({owner.name!r}, {owner.where()}); applying this plan takes it "
         f"over, so apply refuses unless given --adopt-from {other}",
-        hint=f"if {other!r} should keep it, remove it from this tree's specs; if this tree "
-        f"takes it over, remove it from the specs of {other!r} and apply with --adopt-from "
-        f"{other}",
+        hint=takeover_hint([other], owner.name, "it"),
         topic=topic.address,
     )
+
+
+def takeover_hint(others: Sequence[str], owner: str, them: str = "them") -> str:
+    """What to do about topics owned by `others` that this tree (`owner`) declares:
+    the plan's warning and apply's refusal say it alike. Owner `default` is no other
+    tree in particular: it is what a tree without an Owner document applies as,
+    usually this very tree before its Owner document named it, whose topics need only
+    be adopted (there are no other specs to remove them from)."""
+    flags = " ".join(f"--adopt-from {o}" for o in others)
+    named = [o for o in others if o != DEFAULT_OWNER]
+    steps = []
+    if DEFAULT_OWNER in others:
+        steps.append(
+            f"owner {DEFAULT_OWNER!r} is any tree without an Owner document: if that was "
+            f"this tree before its Owner document named it {owner!r}, there is nothing to "
+            f"remove anywhere, apply with {flags} to move {them} to {owner!r}"
+            + ("" if named else "; if it is another tree, remove "
+               f"{them} from its specs first")
+        )
+    if named:
+        listed = ", ".join(repr(o) for o in named)
+        steps.append(
+            f"if this tree takes {them} over, remove {them} from the specs of {listed} "
+            f"and apply with {flags}"
+        )
+    return "; ".join(steps) + f"; otherwise remove {them} from this tree's specs"
 
 
 def undeclared_warning(project: str, names: list[str], tools: str = "") -> Diagnostic:
@@ -279,16 +317,25 @@ def emulator_inherit_warning(topics: list[DesiredTopic]) -> Diagnostic:
 
 
 def _settled(
-    diagnostics: list[Diagnostic], desired: DesiredState
-) -> tuple[list[Diagnostic], list[AcceptedDiagnostic]]:
-    """The tree's acceptances applied (reconciler/acceptance.py): (the diagnostics,
-    the accepted findings); an unused acceptance is reported only where this plan
-    could have seen its finding (its project planned)."""
+    diagnostics: list[Diagnostic], drifts: list[Drift], desired: DesiredState
+) -> tuple[list[Diagnostic], list[Drift], list[AcceptedDiagnostic]]:
+    """The tree's acceptances applied (reconciler/acceptance.py) to the diagnostics and
+    the drift (as findings at the line that declares each topic): (the diagnostics,
+    the drift not accepted, the accepted findings); an unused acceptance is reported
+    only where this plan could have seen its finding (its project planned)."""
     if not desired.acceptances:
-        return diagnostics, []
+        return diagnostics, drifts, []
+    declared = {t.address: (t.file, t.line) for t in desired.topics}
+    drifting = {id(f): f for f in (d.finding(*declared.get(d.address, ("", 0))) for d in drifts)}
     projects = set(desired.projects)
-    settled = settle(diagnostics, desired.acceptances, lambda a: seen_by_plan(a, projects))
+    settled = settle(
+        [*diagnostics, *drifting.values()], desired.acceptances,
+        lambda a: seen_by_plan(a, projects),
+    )
+    accepted = [d for d in settled if isinstance(d, AcceptedDiagnostic)]
+    gone = {(d.topic, d.code) for d in accepted if d.code.startswith("drift-")}
     return (
-        [d for d in settled if not isinstance(d, AcceptedDiagnostic)],
-        [d for d in settled if isinstance(d, AcceptedDiagnostic)],
+        [d for d in settled if not isinstance(d, AcceptedDiagnostic) and id(d) not in drifting],
+        [d for d in drifts if (d.address, f"drift-{d.category}") not in gone],
+        accepted,
     )

@@ -45,7 +45,7 @@ from reconciler.codec import (
     replace,
     to_data,
 )
-from reconciler.diagnostics import Diagnostic
+from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.frozen import EMPTY, FrozenDict, FrozenList
 from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
@@ -59,7 +59,7 @@ from reconciler.topic import (
     region_set,
 )
 
-FORMAT_VERSION = "4.6"
+FORMAT_VERSION = "4.7"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -309,6 +309,14 @@ class Drift(Record, frozen=True):
     disallowed: Strings = always(EMPTY)
     missing: Strings = always(EMPTY)
 
+    def finding(self, file: str, line: int) -> Diagnostic:
+        """The drift as a finding at the line that declares its topic, code
+        `drift-CATEGORY` (the CI reporters; an acceptance may cover it)."""
+        return Diagnostic(
+            file, line, 0, Severity.WARNING, f"drift-{self.category}",
+            f"{self.address}: {self.message}", f"fix: {self.fix}", topic=self.address,
+        )
+
 
 class ProjectConstraints(Record, frozen=True):
     """The custom constraints on topics in effect for one project, as the plan treated
@@ -342,6 +350,14 @@ class Fingerprints(Record, frozen=True):
             "constraints the plan read. A record: apply PLANFILE reads the ancestry "
             "again, and the project's org_policy fingerprint covers it. Absent when no "
             "project's organization was known."),
+    ] = None
+    org_policy_parts: Annotated[
+        Mapping[str, Mapping[str, str]] | None,
+        doc("Each project's org policy inputs fingerprinted one by one (the location, "
+            "in-transit and two CMEK constraints by name, `custom`: the custom "
+            "constraints on topics and their enforcement, `parents`: where the project "
+            "sits; `absent`: none), so that apply PLANFILE names the one that changed. "
+            "Absent in a plan made before they were recorded."),
     ] = None
 
 

@@ -201,6 +201,29 @@ def org_fingerprint(
     a project moved to another folder is another org policy's). A CMEK constraint
     that asks nothing, an empty list of custom constraints, and a project with no
     parent or an unknown one (None), add nothing to the hash."""
+    return _sha(_org_inputs(inputs, custom, parents))
+
+
+# The inputs an org fingerprint covers, each fingerprinted alone too (`org_parts`), so
+# that a stale plan's refusal names the one that changed.
+ORG_PARTS = (
+    RESOURCE_LOCATIONS, ENFORCE_IN_TRANSIT, RESTRICT_NON_CMEK, RESTRICT_KEY_PROJECTS,
+    "custom", "parents",
+)
+
+
+def org_parts(
+    inputs: OrgInputs, custom: CustomConstraints = (), parents: tuple[str, ...] | None = None
+) -> dict[str, str]:
+    """sha256 of each input `org_fingerprint` covers (ORG_PARTS; "absent" for one
+    that adds nothing to it)."""
+    data = _org_inputs(inputs, custom, parents)
+    return {part: _sha(data[part]) if part in data else "absent" for part in ORG_PARTS}
+
+
+def _org_inputs(
+    inputs: OrgInputs, custom: CustomConstraints, parents: tuple[str, ...] | None
+) -> dict[str, Any]:
 
     def spec(constraint: str, value: Any) -> Any:
         if value is None:
@@ -222,4 +245,4 @@ def org_fingerprint(
         )]
     if parents:
         data["parents"] = list(parents)
-    return _sha(data)
+    return data

@@ -125,13 +125,13 @@ def _carried(problem: OrgProblem, kept: StoragePolicy | None, change: ResourceCh
 
 def _diagnostics(desired: DesiredTopic, problems: list[OrgProblem]) -> list[Diagnostic]:
     """Each problem at the key or value at fault, as validate places it (the file is
-    read again: a plan keeps no positions, and topics with org problems are few),
-    naming the topic."""
-    where = desired.file or desired.address
+    read again: a plan keeps no positions, and topics with org problems are few), in
+    the Defaults document the topic inherits it from where the topic does not write
+    it, naming the topic."""
     out = []
     for p in problems:
-        line, col = position(desired.file, desired.line, p.path, p.value) or (
-            desired.line, 1 if desired.line else 0
+        where, line, col = position(desired.file, desired.line, p.path, p.value) or (
+            desired.file or desired.address, desired.line, 1 if desired.line else 0
         )
         message, hint = p.worded(desired.address)
         out.append(Diagnostic(

@@ -137,7 +137,7 @@ def stale_warning(snapshot: str, project: str, found: Sequence[str]) -> Diagnost
         f"{project}: {'; '.join(found)}; validate checked the specs against the snapshot, "
         "the plan against the live policy",
         f"refresh the snapshot: `reconcile policy pull --project {project} ... --out "
-        f"{snapshot}` (it pulls the custom constraints of the organization Resource "
+        f"{snapshot} --force` (it pulls the custom constraints of the organization Resource "
         "Manager places each project in)",
     )
 
@@ -157,5 +157,5 @@ def stale_ancestry_warning(snapshot: str, line: int, project: str, text: str) ->
         f"{text}: validate judged the specs by the snapshot's organization and folders, "
         "the plan by Resource Manager's",
         f"refresh the snapshot with `reconcile policy pull --project {project} ... --out "
-        f"{snapshot}`, which writes the ancestry Resource Manager states",
+        f"{snapshot} --force`, which writes the ancestry Resource Manager states",
     )

@@ -69,14 +69,7 @@ def findings(plan: Plan) -> list[Diagnostic]:
             )
             for w in rc.warnings
         ]
-    for d in plan.drift:
-        file, line = where.get(d.address, ("", 0))
-        found.append(
-            Diagnostic(
-                file, line, 0, Severity.WARNING, f"drift-{d.category}",
-                f"{d.address}: {d.message}", f"fix: {d.fix}", topic=d.address,
-            )
-        )
+    found += [d.finding(*where.get(d.address, ("", 0))) for d in plan.drift]
     return found + list(plan.accepted)  # the reporters list them apart
 
 

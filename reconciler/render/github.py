@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.render import accepted
 from reconciler.render.escape import text as esc
+from reconciler.render.repopath import repo_path
 
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
 
@@ -35,7 +36,7 @@ def annotation(d: Diagnostic) -> str:
     project-wide one has no line: the annotation is on the file, or the run)."""
     props = []
     if d.file:
-        props.append(f"file={_property(esc(d.file))}")
+        props.append(f"file={_property(esc(repo_path(d.file)))}")
         if d.line:
             props.append(f"line={d.line}")
             if d.col:

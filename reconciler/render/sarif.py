@@ -33,6 +33,7 @@ from urllib.parse import quote
 from reconciler.diagnostics import Diagnostic, Severity
 from reconciler.render import accepted
 from reconciler.render.escape import unicode_text
+from reconciler.render.repopath import repo_path
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
@@ -116,7 +117,7 @@ def _result(d: Diagnostic, rule_index: int) -> dict[str, Any]:
         result["locations"] = [
             {
                 "physicalLocation": {
-                    "artifactLocation": {"uri": uri(d.file)},
+                    "artifactLocation": {"uri": uri(repo_path(d.file))},
                     "region": region,
                 }
             }

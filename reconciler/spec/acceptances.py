@@ -20,12 +20,11 @@ YAML drops comments, so the loader hands each file's text here
 
 from __future__ import annotations
 
-import datetime
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from reconciler.acceptance import ACCEPTABLE, INVALID, Acceptance
+from reconciler.acceptance import ACCEPTABLE, INVALID, Acceptance, is_day
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import OwnerDoc
@@ -38,12 +37,11 @@ from reconciler.yamlio import Document
 MARKER = "reconcile:"
 FORM = '`# reconcile: accept CODE reason="..." until=YYYY-MM-DD` (until optional)'
 ENTRIES = ("spec", "acceptedFindings")
-_COMMENT = re.compile(r"(?:^|(?<=[ \t]))#[ \t]*reconcile:(?P<rest>.*)$", re.MULTILINE)
-_SEPARATOR = re.compile(r"^(?:---|\.\.\.)(?:[ \t]|$)", re.MULTILINE)
-_PAIR = re.compile(
-    r"""(?P<key>[A-Za-z_]+)=(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"']+))"""
-)
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# Patterns, compiled (and cached by `re`) only when a file holds MARKER: a tree without
+# acceptances pays nothing for them.
+_COMMENT = r"(?m)(?:^|(?<=[ \t]))#[ \t]*reconcile:(?P<rest>.*)$"
+_SEPARATOR = r"(?m)^(?:---|\.\.\.)(?:[ \t]|$)"
+_PAIR = r"""(?P<key>[A-Za-z_]+)=(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>[^\s"']+))"""
 _KEYS = ("reason", "until")
 
 
@@ -59,30 +57,25 @@ def problem(code: str, reason: str | None, until: str | None) -> str | None:
             f"the acceptance of {code} has no reason: say why it is accepted "
             '(reason="..."), for the reviewer and the auditor'
         )
-    if until is not None:
-        try:
-            if not _DATE.fullmatch(until):
-                raise ValueError
-            datetime.date.fromisoformat(until)
-        except ValueError:
-            return f"until {until!r} is not a date: write YYYY-MM-DD, e.g. 2027-03-31"
+    if until is not None and not is_day(until):
+        return f"until {until!r} is not a date: write YYYY-MM-DD, e.g. 2027-03-31"
     return None
 
 
-@dataclass
 class InlineReader:
     """Collects the acceptance comments of each file the loader reads."""
 
-    diags: Diagnostics
-    found: list[Acceptance] = field(default_factory=list)
+    def __init__(self, diags: Diagnostics) -> None:
+        self.diags = diags
+        self.found: list[Acceptance] = []
 
     def read(self, text: str, file: str, documents: Sequence[Document]) -> None:
         if MARKER not in text or not documents:
             return
         starts = [d.start.line for d in documents]
-        separators = [text.count("\n", 0, m.start()) + 1 for m in _SEPARATOR.finditer(text)]
+        separators = [text.count("\n", 0, m.start()) + 1 for m in re.finditer(_SEPARATOR, text)]
         spans = _spans(starts, separators, text.count("\n") + 1)
-        for m in _COMMENT.finditer(text):
+        for m in re.finditer(_COMMENT, text):
             line = text.count("\n", 0, m.start()) + 1
             col = m.start() - (text.rfind("\n", 0, m.start()) + 1) + 1
             span = next((s for s in spans if s[0] <= line <= s[1]), spans[-1])
@@ -108,7 +101,7 @@ class InlineReader:
         code = words[1]
         values: dict[str, str] = {}
         tail = words[2] if len(words) > 2 else ""
-        for m in _PAIR.finditer(tail):
+        for m in re.finditer(_PAIR, tail):
             key = m["key"]
             if key not in _KEYS or key in values:
                 what = "twice" if key in values else "unknown"
@@ -118,7 +111,7 @@ class InlineReader:
                 )
                 return
             values[key] = next(v for v in (m["dq"], m["sq"], m["bare"]) if v is not None)
-        left = _PAIR.sub("", tail).strip()
+        left = re.sub(_PAIR, "", tail).strip()
         if left:
             self.diags.error(
                 file, line, col, INVALID,

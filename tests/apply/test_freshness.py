@@ -86,7 +86,14 @@ def test_an_org_policy_change_is_named(
         Policy.from_dict(location_policy(f"projects/{PROJECT}", ["in:us-locations"]))
     )
     reasons = stale_reasons(plan, backend)
+    # Issue 46: the one that changed, not the five it might have been.
     assert reasons == [
+        f"projects/{PROJECT}: effective org policy changed since the plan "
+        "(constraints/gcp.resourceLocations changed)"
+    ]
+    # A plan made before each input was recorded on its own can only list them all.
+    older = replace(plan, fingerprints=replace(plan.fingerprints, org_policy_parts=None))
+    assert stale_reasons(older, backend) == [
         f"projects/{PROJECT}: effective org policy changed since the plan "
         "(constraints/gcp.resourceLocations, in-transit enforcement, "
         "constraints/gcp.restrictNonCmekServices, constraints/gcp.restrictCmekCryptoKeyProjects, "

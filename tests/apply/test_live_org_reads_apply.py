@@ -148,7 +148,16 @@ def test_a_constraint_changed_since_the_plan_makes_it_stale(
     result = run_cli("apply", str(plan_file))
     assert result.exit_code == 4, result.stderr
     assert "the saved plan is stale; nothing was applied" in result.stderr
-    assert f"projects/{PROJECT}: effective org policy changed since the plan" in result.stderr
+    # Issue 46: the input that changed is named, alone.
+    named = {
+        "custom constraint added": "the custom constraints on topics or their enforcement",
+        "enforcement to dry run": "the custom constraints on topics or their enforcement",
+        "CMEK required": "constraints/gcp.restrictNonCmekServices",
+        "key projects restricted": "constraints/gcp.restrictCmekCryptoKeyProjects",
+    }[change]
+    assert (
+        f"projects/{PROJECT}: effective org policy changed since the plan ({named} changed)"
+    ) in result.stderr
     assert mutating_calls(local_server) == NONE_MUTATED
 
 

@@ -374,9 +374,86 @@ def test_where_resource_manager_cannot_tell_the_given_organization_is_used(
     assert list(pulled.custom_constraints) == [f"{LIVE_ORG}/customConstraints/custom.noTmp"]
     # Without --organization, it says what is missing and why.
     again = run_cli("policy", "pull", "--project", PROJECT, "--out", str(out),
-                    "--emulator", local_server.address)
+                    "--emulator", local_server.address, "--force")
     assert again.exit_code == 0, again.stderr
     assert (
         f"note: custom constraints of projects/{PROJECT} not pulled: its organization is "
         "unknown"
     ) in again.stderr
+
+
+def test_an_existing_snapshot_is_kept_without_force_and_what_differs_is_said(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, tmp_path: Path
+) -> None:
+    """Issue 46: a pull refuses to overwrite a file (a hand edit would be lost) unless
+    --force, and says what differs: here a policy set since, a hand-edited one, and a
+    project the file placed elsewhere."""
+    local_server.set_ancestry(f"projects/{PROJECT}", "folders/42")
+    snapshot = tmp_path / "org-policy.yaml"
+    assert _pull(run_cli, local_server, snapshot).exit_code == 0
+    # Unchanged service, unchanged file: still refused, and said to be the same.
+    same = _pull(run_cli, local_server, snapshot)
+    assert same.exit_code == 1
+    assert f"refusing to overwrite {snapshot}; nothing written" in same.stderr
+    assert "only its comments or layout would change" in same.stderr
+    assert "--force" in same.stderr
+    # A hand edit: the file says in-transit is enforced and places the project elsewhere.
+    edited = snapshot.read_text().replace("folders/42", "folders/43") + "# kept by hand\n"
+    transit = f"projects/{PROJECT}/policies/{ENFORCE_IN_TRANSIT}"
+    edited = edited.replace(
+        f"name: {transit}\nspec:\n  rules:\n  - enforce: false",
+        f"name: {transit}\nspec:\n  rules:\n  - enforce: true",
+    )
+    assert "enforce: true" in edited, edited
+    snapshot.write_text(edited)
+    # ...and the service has a location policy since.
+    orgpolicy_client.create_policy(request={
+        "parent": "folders/42",
+        "policy": {
+            "name": f"folders/42/policies/{RESOURCE_LOCATIONS}",
+            "spec": {"rules": [{"values": {"allowed_values": ["in:eu-locations"]}}]},
+        },
+    })
+    refused = _pull(run_cli, local_server, snapshot)
+    assert refused.exit_code == 1
+    assert snapshot.read_text() == edited  # nothing written
+    location = f"projects/{PROJECT}/policies/{RESOURCE_LOCATIONS}"
+    assert f"  policies changed: 2 ({location}, {transit})\n" in refused.stderr
+    assert (
+        f"  ancestry changed: 1 (projects/{PROJECT} folders/43 -> folders/42)\n"
+    ) in refused.stderr
+    assert "Traceback" not in refused.stderr
+    # With --force it is replaced by what was pulled.
+    forced = run_cli("policy", "pull", "--project", PROJECT, "--out", str(snapshot),
+                     "--emulator", local_server.address, "--force")
+    assert forced.exit_code == 0, forced.stderr
+    assert "# kept by hand" not in snapshot.read_text()
+    assert load_snapshot(snapshot).ancestry == {f"projects/{PROJECT}": "folders/42"}
+
+
+def test_an_unreadable_existing_snapshot_is_kept_and_named(
+    run_cli: Any, local_server: Any, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "org-policy.yaml"
+    snapshot.write_text("name: [unclosed\n")
+    refused = _pull(run_cli, local_server, snapshot)
+    assert refused.exit_code == 1
+    assert "it cannot be compared with what was pulled: it has 1 error(s)" in refused.stderr
+    assert f"{snapshot}:" in refused.stderr
+    assert snapshot.read_text() == "name: [unclosed\n"
+
+
+def test_a_snapshot_that_gains_a_project_says_which_policies_are_added(
+    run_cli: Any, local_server: Any, tmp_path: Path
+) -> None:
+    snapshot = tmp_path / "org-policy.yaml"
+    assert _pull(run_cli, local_server, snapshot).exit_code == 0
+    more = run_cli("policy", "pull", "--project", PROJECT, "--project", OTHER, "--out",
+                   str(snapshot), "--emulator", local_server.address)
+    assert more.exit_code == 1
+    count = len(READ_CONSTRAINTS)
+    first = sorted(f"projects/{OTHER}/policies/{c}" for c in READ_CONSTRAINTS)[:3]
+    assert (
+        f"  policies added: {count} ({', '.join(first)} and {count - 3} more)\n"
+    ) in more.stderr
+    assert f"projects/{OTHER} (not recorded) -> none" in more.stderr

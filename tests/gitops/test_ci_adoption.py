@@ -91,6 +91,106 @@ def test_the_install_line_of_a_checkout_is_its_origin_at_its_pushed_commit(
     )
 
 
+# Every origin form git takes: those a CI job can reach give an https requirement;
+# one on this machine gives none, and says what to pass (issue 46: a local-path origin
+# gave `pubsub-reconcile @ git+/srv/...`, which pip refuses as "Invalid requirement").
+ORIGINS = {
+    "git@github.com:acme/reconcile.git": "https://github.com/acme/reconcile.git",
+    "ssh://git@github.com:22/acme/reconcile.git": "https://github.com/acme/reconcile.git",
+    "https://gitlab.example.com:8443/platform/reconcile": (
+        "https://gitlab.example.com:8443/platform/reconcile"
+    ),
+    "https://ci:SECRET@git.example.com/reconcile.git": "https://git.example.com/reconcile.git",
+    "git://git.example.com/reconcile.git": "https://git.example.com/reconcile.git",
+    "/srv/git/reconcile.git": None,
+    "../reconcile.git": None,
+    "file:///srv/git/reconcile.git": None,
+}
+
+
+@pytest.mark.parametrize("origin", ORIGINS)
+def test_the_install_line_is_one_pip_accepts_for_every_origin_or_says_what_to_fill_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str
+) -> None:
+    from pip._internal.exceptions import InstallationError
+    from pip._internal.req.constructors import install_req_from_line
+
+    from reconciler.install_source import from_direct_url
+
+    checkout, env, commit = _checkout_with_origin(tmp_path)
+    monkeypatch.setenv("HOME", env["HOME"])
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    run_git(checkout, env, "remote", "set-url", "origin", origin)
+    found = from_direct_url({"url": checkout.as_uri(), "dir_info": {"editable": True}})
+    expected = ORIGINS[origin]
+    if expected is None:
+        assert found.spec is None
+        assert f"the checkout {checkout} has the origin {origin}, a path on this machine" \
+            in found.why
+        assert (
+            f"pass --install 'pubsub-reconcile @ git+https://HOST/OWNER/REPO@{commit}'"
+        ) in found.why
+        # The old line, for the record: pip's own parser refuses it.
+        with pytest.raises(InstallationError, match="Invalid requirement"):
+            install_req_from_line(f"pubsub-reconcile @ git+{origin}@{commit}")
+        return
+    assert found.spec == f"pubsub-reconcile @ git+{expected}@{commit}"
+    assert "SECRET" not in found.spec
+    parsed = install_req_from_line(found.spec)  # pip's own parser, as `pip install` runs it
+    assert parsed.name == "pubsub-reconcile"
+    assert parsed.link is not None and parsed.link.is_vcs
+    # As a git URL (PEP 610's vcs_info), the same rule.
+    vcs = {"url": origin, "vcs_info": {"vcs": "git", "commit_id": commit}}
+    assert from_direct_url(vcs).spec == found.spec
+
+
+def test_the_checklist_of_a_local_origin_says_what_to_fill_in(run_cli: Any) -> None:
+    """Through the command, with --install left out: the note names the placeholder
+    (this checkout's own origin may be anything: only the form is checked)."""
+    result = run_cli("ci", "checklist", str(ROOT / "specs"))
+    assert result.exit_code == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if "RECONCILE_PIP_SPEC = " in x)
+    spec = line.split("RECONCILE_PIP_SPEC = ", 1)[1]
+    if spec.startswith("(set it"):
+        assert "note: the install line is not known (" in result.stderr
+        assert "pass --install REQUIREMENT" in result.stderr
+    else:
+        from pip._internal.req.constructors import install_req_from_line
+
+        assert install_req_from_line(spec).name == "pubsub-reconcile"
+
+
+@pytest.mark.parametrize("case", ["missing", "errors", "empty"])
+def test_the_checklist_refuses_a_tree_it_cannot_read(
+    run_cli: Any, tmp_path: Path, case: str
+) -> None:
+    """Issue 46: a mistyped path or a tree with errors printed "0 project(s)", no
+    environment, exit 0 (and GitHub creates a missing environment on first use,
+    without reviewers)."""
+    tree = tmp_path / "specs"
+    if case == "errors":
+        tree.mkdir()
+        (tree / "orders.yaml").write_text(
+            "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
+            "metadata: {project: acme-payments, name: orders}\nspec: {labelz: {}}\n"
+        )
+    elif case == "empty":
+        tree.mkdir()
+        (tree / "README.md").write_text("no specs here\n")
+    spec = "pubsub-reconcile @ git+https://github.com/acme/reconcile@" + "a" * 40
+    result = run_cli("ci", "checklist", str(tree), "--install", spec)
+    assert result.exit_code == 1, result.stdout
+    assert result.stdout == ""
+    assert f"Error: no checklist for {tree}: the spec tree has 1 error(s)" in result.stderr
+    assert f"hint: `reconcile validate {tree}` lists each problem" in result.stderr
+    code = {"missing": "path-missing", "errors": "unknown-field", "empty": "no-specs"}[case]
+    where = f"{tree}/orders.yaml:4:" if case == "errors" else f"{tree}:"
+    assert any(
+        line.startswith(where) and f"error[{code}]" in line
+        for line in result.stderr.splitlines()
+    ), result.stderr
+
+
 def test_the_glue_refuses_without_the_variable_and_says_which(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k != "RECONCILE_PIP_SPEC"}
     done = subprocess.run([sys.executable, str(CI_SCRIPT), "install"], env=env,

@@ -38,6 +38,10 @@ def test_simulated_hedging_cuts_the_tail_for_about_the_slow_fraction() -> None:
     # Every slow original is hedged, and 2% of the hedges are slow too: 2% + 2%².
     assert on.extra_fraction == pytest.approx(0.0204, abs=0.003)
     assert on.dropped_fraction < 0.001  # only while the empty bucket fills
+    # The hedge answers first for a slow original with a fast hedge: 2% x 98%; each such
+    # batch's cancelled original may be stored too (issue 46: a duplicate per win).
+    assert on.won_fraction == pytest.approx(0.02 * 0.98, abs=0.003)
+    assert off.won_fraction == 0.0
 
 
 def test_the_simulated_bucket_starts_empty_as_the_publishers() -> None:
@@ -147,6 +151,18 @@ def test_text_samples_and_the_recommendation(
     # 2% of batches need a hedge: a 5% budget bounds the bucket's refill to 0.05.
     assert "recommended: hedgeDelay 100ms, maxTokens " in result.stdout
     assert "predicted: p99 2000 ms -> 105 ms" in result.stdout
+    # Issue 46: besides extra requests, the duplicates each winning hedge can make,
+    # with where the service says so.
+    duplicates = lines[lines.index(next(x for x in lines if x.startswith("predicted:"))) + 1]
+    assert duplicates.startswith("duplicates: a hedge answers first in 1.")
+    assert duplicates.endswith(
+        "% of batches; each such batch can be delivered twice, under a new message ID "
+        "(its cancelled original may be stored too): deduplicate on a key of your own, "
+        "not on the message ID"
+    )
+    assert (
+        "  source: Pub/Sub API reference, Subscription.enable_exactly_once_delivery"
+    ) in result.stdout
 
 
 def test_fast_latencies_get_no_hedging(run_cli: Callable[..., Any], tmp_path: Path) -> None:

@@ -211,3 +211,43 @@ def test_a_plan_refused_by_validation_still_lists_what_the_tree_accepts(
     assert (
         "specs/topics.yaml:5:9: accepted[org-cmek-required]: " in text.stderr
     ), text.stderr
+
+
+def test_drift_a_team_accepts_is_listed_not_reported(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any
+) -> None:
+    seed("too-wide", {"reconcile-managed": "true", "reconcile-owner": "default"},
+         ["us-central1", "us-east1", "asia-east1"])
+    seed("also-wide", {"reconcile-managed": "true", "reconcile-owner": "default"},
+         ["us-central1", "asia-east1"])
+    accept = (
+        '  # reconcile: accept drift-allows-disallowed-locations reason="asia replicas '
+        'until the APAC exit, OPS-77"\n'
+    )
+    root = specs(
+        "apiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata:\n  project: proj-a\n"
+        f"  name: too-wide\n{accept}",
+        "apiVersion: reconcile.pubsub/v1\nkind: Topic\n"
+        "metadata: {project: proj-a, name: also-wide}\n",
+    )
+    policy = str(org_policy_file(["us-central1", "us-east1"]))
+    data = json.loads(_plan(run_cli, local_server, root, "--org-policy", policy,
+                            "--format", "json").stdout)
+    assert [d["address"] for d in data["drift"]] == ["projects/proj-a/topics/also-wide"]
+    (accepted,) = data["accepted"]
+    assert accepted["code"] == "drift-allows-disallowed-locations"
+    assert accepted["topic"] == "projects/proj-a/topics/too-wide"
+    assert accepted["acceptance"]["reason"] == "asia replicas until the APAC exit, OPS-77"
+    github = _plan(run_cli, local_server, root, "--org-policy", policy, "--format", "github")
+    drift = [x for x in github.stdout.splitlines() if "drift-" in x]
+    assert len(drift) == 1 and "also-wide" in drift[0], github.stdout
+    text = _plan(run_cli, local_server, root, "--org-policy", policy)
+    assert text.exit_code == 0, text.output
+    assert "1 topic drifts from the org policy" in text.stdout
+    assert (
+        f"  {root}/topics.yaml:1:1: accepted[drift-allows-disallowed-locations]: "
+        "projects/proj-a/topics/too-wide: "
+    ) in text.stdout
+    # validate never reports drift: the acceptance is not called unused there
+    validated = run_cli("validate", str(root), "--org-policy", policy)
+    assert "acceptance-unused" not in validated.output, validated.output

@@ -91,6 +91,24 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     assert "# warning: nothing unacknowledged" not in text
 
 
+def test_one_message_left_behind_is_said_in_the_singular(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+    publisher_client: Any, subscriber_client: Any,
+) -> None:
+    """Issue 46: "1 distinct message stay stored" read wrong; the verb agrees."""
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    sub = "projects/proj-a/subscriptions/orders-pull"
+    subscriber_client.create_subscription(request={"name": sub, "topic": T})
+    publish_from(publisher_client, T, "us-east1", 1)
+    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    text = _plan(run_cli, local_server, root, org_policy_file(["us-central1", "us-east1"])).stdout
+    assert (
+        "1 unacknowledged copy (10 B) in 1 subscription backlog: 1 distinct message "
+        "stays stored in us-east1, which the new policy no longer allows"
+    ) in text
+    assert "stay stored" not in text
+
+
 @pytest.mark.parametrize("read_ahead", ["0", "off"])
 def test_left_behind_figures_cost_two_promql_queries_per_project(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,

@@ -38,8 +38,9 @@ def _asdict_document(plan: Plan) -> dict[str, Any]:
         del data["projects"]
     if not data["accepted"]:
         del data["accepted"]
-    if data["fingerprints"]["organizations"] is None:
-        del data["fingerprints"]["organizations"]
+    for key in ("organizations", "org_policy_parts"):
+        if data["fingerprints"][key] is None:
+            del data["fingerprints"][key]
     for rc, made in zip(data["resource_changes"], plan.resource_changes, strict=True):
         rc["reasons"] = [str(r) for r in made.reasons]  # written as their text
         for key in ("notes", "subscriptions", "left_behind", "left_behind_unknown",

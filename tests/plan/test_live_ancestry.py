@@ -156,6 +156,47 @@ def test_a_snapshot_that_places_a_project_elsewhere_is_named_at_its_line(
     ) in line
 
 
+def test_the_stale_snapshot_finding_is_placed_at_the_repository_path(
+    run_cli: Any, local_server: Any, hierarchy: ResourceManager, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 46: `org-policy-stale` carried the snapshot's absolute path (it is found by
+    resolved path), which GitHub cannot place; in `github` and `sarif` every path is
+    relative to the repository root, here run from a folder below it."""
+    import json
+
+    from tests.plan.test_ci_reporters import valid_sarif
+
+    team = hierarchy.folder(ORG, "Engineering")
+    hierarchy.project(PROJECT, team)
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)  # the work tree's root, as git marks it
+    (repo / "teams").mkdir()
+    root = tree(repo / "teams", topic_doc("orders", PROJECT),
+                snapshot=f"ancestry:\n  projects/{PROJECT}: organizations/1\n")
+    monkeypatch.chdir(repo / "teams")
+    target = ("--emulator", local_server.address)
+    github = run_cli("plan", "specs", *target, "--format", "github")
+    assert github.exit_code == 0, github.stderr
+    [line] = [x for x in github.stdout.splitlines() if "org-policy-stale" in x]
+    assert line.startswith(
+        "::warning file=teams/specs/org-policy.yaml,line=2,col=1,title=reconcile "
+        "org-policy-stale::"
+    ), line
+    assert str(tmp_path) not in github.stdout.split("::")[1]
+    sarif = run_cli("plan", "specs", *target, "--format", "sarif")
+    results = valid_sarif(sarif.stdout)["runs"][0]["results"]
+    uris = {r["ruleId"]: r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in results}
+    assert uris["org-policy-stale"] == "teams/specs/org-policy.yaml"
+    assert all(not u.startswith("/") for u in uris.values()), uris
+    # The text and JSON keep the path as the finding has it (a terminal's is fine).
+    text = run_cli("plan", "specs", *target)
+    assert f"{root / 'org-policy.yaml'}:2:1: warning[org-policy-stale]" in text.stdout
+    data = json.loads(run_cli("plan", "specs", *target, "--format", "json").stdout)
+    assert any(d["file"] == str(root / "org-policy.yaml") for d in data["diagnostics"])
+
+
 def test_a_snapshot_that_places_a_project_in_no_organization(
     run_cli: Any, local_server: Any, hierarchy: ResourceManager, tmp_path: Path,
 ) -> None:
@@ -214,6 +255,8 @@ def test_a_saved_plan_whose_project_moved_is_stale(
     result = run_cli("apply", str(plan_file))
     assert result.exit_code == 4, result.stderr
     assert "the saved plan is stale; nothing was applied" in result.stderr
-    assert f"projects/{PROJECT}: effective org policy changed since the plan" in result.stderr
-    assert "the project's folders and organization" in result.stderr
+    assert (
+        f"projects/{PROJECT}: effective org policy changed since the plan (the project's "
+        "folders or organization changed)"
+    ) in result.stderr
     assert calls(local_server) == NO_CALLS

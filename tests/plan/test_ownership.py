@@ -101,6 +101,10 @@ def test_another_trees_topic_is_named_and_taken_over_only_when_told(
     assert refused.exit_code == 4
     assert "refusing to take over topics that another spec tree owns" in refused.stderr
     assert "projects/proj-a/topics/orders (owner team-a)" in refused.stderr
+    assert (
+        "hint: if this tree takes them over, remove them from the specs of 'team-a' and "
+        "apply with --adopt-from team-a; otherwise remove them from this tree's specs"
+    ) in refused.stderr
     assert mutations(local_server) == 0
     assert (labels(publisher_client, "orders") or {})[OWNER_LABEL] == "team-a"
 
@@ -197,6 +201,20 @@ def test_old_topics_of_owner_default_move_to_a_named_tree_then_prune_works(
                  topic_doc("retired"))
     refused = apply(run_cli, local_server, named)
     assert refused.exit_code == 4, refused.stdout + refused.stderr
+    # Issue 46: the advice fits a migration in the same tree: no "other tree's specs"
+    # to remove them from, adopt them (said alike by the plan and by apply).
+    advice = (
+        "owner 'default' is any tree without an Owner document: if that was this tree "
+        "before its Owner document named it 'team-a', there is nothing to remove "
+        "anywhere, apply with --adopt-from default to move {} to 'team-a'; if it is "
+        "another tree, remove {} from its specs first; otherwise remove {} from this "
+        "tree's specs"
+    )
+    assert "hint: " + advice.format("them", "them", "them") in refused.stderr
+    assert "other tree's specs" not in refused.stderr
+    plan = run_cli("plan", str(named), "--emulator", local_server.address)
+    assert advice.format("it", "it", "it") in plan.stdout
+    assert "remove it from the specs of 'default'" not in plan.stdout
     moved = apply(run_cli, local_server, named, "--adopt-from", "default")
     assert moved.exit_code == 0, moved.stdout + moved.stderr
     assert (labels(publisher_client, "retired") or {})[OWNER_LABEL] == "team-a"

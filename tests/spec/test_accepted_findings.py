@@ -224,8 +224,9 @@ def test_malformed_acceptances_are_errors_at_their_lines(
     assert errors[4].startswith(
         "specs/topics.yaml:20:3: error[acceptance-invalid]: 'org-cmek-requird' is not a "
         "finding that can be accepted; did you mean 'org-cmek-required'? (accepted can be: "
-        "existing-cmek-key-project, existing-cmek-required, "
+        "drift-allowed-and-disallowed-stale, drift-allows-disallowed-locations, "
     )
+    assert " existing-cmek-required, " in errors[4]
     assert errors[5:8] == [
         f"specs/topics.yaml:27:3: {no_reason}",
         "specs/topics.yaml:34:3: error[acceptance-invalid]: util= is unknown in the "
@@ -239,3 +240,21 @@ def test_malformed_acceptances_are_errors_at_their_lines(
     )
     assert errors[8].endswith("region-restricted; an error never is)")
     assert len(errors) == 9
+
+
+def test_until_is_the_last_day_it_holds_and_must_be_a_calendar_day() -> None:
+    from reconciler.acceptance import Acceptance, is_accepted, is_day, settle
+    from reconciler.diagnostics import Diagnostic, Severity
+
+    finding = Diagnostic("s.yaml", 3, 1, Severity.WARNING, "region-restricted", "m")
+    accept = Acceptance("region-restricted", "r", "2027-03-31", "s.yaml", 2, 1, "inSource",
+                        first=1, last=5)
+    on_the_day = settle([finding], [accept], on="2027-03-31")
+    assert [is_accepted(d) for d in on_the_day] == [True]
+    after = settle([finding], [accept], on="2027-04-01")
+    assert [(is_accepted(d), d.code) for d in after] == [
+        (False, "region-restricted"), (False, "acceptance-expired"),
+    ]
+    assert [is_day(t) for t in ("2028-02-29", "2027-02-29", "2100-02-29", "2027-4-30")] == [
+        True, False, False, False,
+    ]
