@@ -10,21 +10,30 @@ reconcile without retyping it (the `reconcile import` flow: commands/import_.py)
                                             output tree, read, and the Defaults
                                             documents that apply in out_dir
     existing_profiles(tree)                 profiles those files define
-    standing_findings(topics, facts, computed) -> {project: {topic ID: [Finding]}}
+    standing_findings(topics, facts, computed, custom) -> {project: {topic ID: [Finding]}}
                                             what plan will say of each imported value
                                             the org would refuse today
     mark_findings(text, marks) -> str       those findings as comments at the values
     other_tools_notices(topics, notes) -> [warning]  topics another tool labels as its
                                             own: a warning each, and a comment above it
+    refused_adoption_notices(topics, custom, notes) -> [warning]  topics whose adoption
+                                            a custom constraint restricting UPDATE
+                                            refuses: a warning each, and a comment
     header(source, stamp, project, count)   its comment
 
 Import keeps every live value, those the org would refuse today included (a region
 outside the allowed set, enforceInTransit off under an org that enforces it, no key or
-another project's key under the CMEK constraints): the org policy binds creation and
-the calls that set a value, not a topic that has it, so the plan after an import
-changes only reconcile's ownership labels and reports each such value once, in the
-existing family (spec/orgrules.py `existing_problems`). The written file names that
-finding at the value, so a reviewer sees it before the plan does.
+another project's key under the CMEK constraints, what a custom constraint binding
+only creation refuses, a publishers' endpoint outside the topic's regions with
+enforcement on): the org policy binds creation and the calls that set a value, not a
+topic that has it, so the plan after an import changes only reconcile's ownership
+labels and reports each such value once, in the existing family (spec/orgrules.py
+`existing_problems`, plan/customcheck.py `standing_refusals`). The written file names
+that finding at the value, so a reviewer sees it before the plan does. What import
+reads is what the plan reads, through the same code (plan/observe.py `read_topics`):
+the topics, each project's effective org policy, its place in Resource Manager's
+hierarchy (which places a key's project for the CMEK constraints) and its
+organization's custom constraints.
 """
 
 from __future__ import annotations
@@ -35,20 +44,23 @@ from pathlib import Path
 
 import yaml
 
-from reconciler.backends.base import ObservedTopic, TargetOptions
+from reconciler.backends.base import CustomConstraints, ObservedTopic, TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
-from reconciler.errors import BackendError
+from reconciler.hedging.labels import endpoint as endpoint_label
 from reconciler.names import topic_name, topics_prefix
 from reconciler.othertools import ADOPTION_GUIDE, managed_by
-from reconciler.plan.observation import facts_of
+from reconciler.ownership import DEFAULT_OWNER
+from reconciler.plan.customcheck import adopted_resource, adoption_refusals, standing_refusals
+from reconciler.plan.observe import read_topics
 from reconciler.plan.policy import computed_policy
+from reconciler.spec.customrules import EXISTING_REFUSED, REFUSED, fix_hint
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
 from reconciler.spec.documents import API_VERSION, DefaultsDoc
 from reconciler.spec.export import policy_value, settings_key
 from reconciler.spec.loader import discover, load_tree
-from reconciler.spec.orgrules import OrgFacts, Standing, existing_problems, locate
+from reconciler.spec.orgrules import TOPIC, OrgFacts, Standing, existing_problems, locate
 from reconciler.spec.profiles import profile_from_settings
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.topic import StoragePolicy, is_regionless, norm_policy
@@ -176,29 +188,47 @@ class Live:
     computed: dict[str, StoragePolicy | None] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     facts: dict[str, OrgFacts] = field(default_factory=dict)  # the org policy's, read
+    # the custom constraints on topics each project enforces or dry-runs, where known
+    custom: dict[str, CustomConstraints] = field(default_factory=dict)
 
 
 def read_live(target: TargetOptions, projects: Sequence[str]) -> Live:
-    """Every topic of each project, where they were read, and what each project's
-    effective org policy computes for a topic (its Org Policy API unreadable: said in
-    `warnings`, and the policies are written out explicitly)."""
+    """Every topic of each project, where they were read, what each project's
+    effective org policy computes for a topic, and the custom constraints of its
+    organization, read as the plan reads them (plan/observe.py `read_topics`: the
+    ancestry from Resource Manager places the project, and a key's project among the
+    projects read). An org policy that cannot be read: said in `warnings`, and the
+    policies are written out explicitly; custom constraints that cannot be: said, and
+    what they would refuse is not marked."""
     backend = open_backend(target)
     try:
-        live = Live({p: backend.list_topics(p) for p in projects}, backend.info.label)
-        for project in projects:
-            try:
-                facts = facts_of(backend.effective_policy(project))
-            except BackendError as exc:
-                live.warnings.append(
-                    f"projects/{project}: the org policy could not be read ({exc.message}); "
-                    "storage policies are written as explicit regions, none as `inherit`"
-                )
-                continue
-            live.facts[project] = facts
-            live.computed[project] = computed_policy(facts)
-        return live
+        seen = read_topics(backend, projects, lenient=True)
+        info = backend.info
     finally:
         backend.close()
+    live = Live(
+        {p: [seen.topics[n] for n in seen.projects.get(p, [])] for p in projects}, info.label
+    )
+    for project in projects:
+        failed = seen.org_unavailable.get(project)
+        if failed is not None:
+            live.warnings.append(
+                f"projects/{project}: the org policy could not be read ({failed}); "
+                "storage policies are written as explicit regions, none as `inherit`"
+            )
+            continue
+        facts = live.facts[project] = seen.facts(project)
+        live.computed[project] = computed_policy(facts)
+        unknown = seen.custom_unknown(project)
+        if unknown is None:
+            live.custom[project] = seen.custom.get(project, ())
+        else:
+            live.warnings.append(
+                f"projects/{project}: custom constraints not read ({unknown}); what they "
+                "would refuse of the imported topics is not marked, and the plan says "
+                "whether it could judge them"
+            )
+    return live
 
 
 def header(source: str, stamp: str, project: str, count: int) -> str:
@@ -230,12 +260,17 @@ def standing_findings(
     topics: dict[str, list[ObservedTopic]],
     facts: dict[str, OrgFacts],
     computed: dict[str, StoragePolicy | None],
+    custom: dict[str, CustomConstraints] | None = None,
 ) -> dict[str, dict[str, list[Finding]]]:
     """Per project and topic ID, the existing-family findings the plan will raise on
-    the imported topics: the same rule the plan applies (`existing_problems`) to the
-    topic as the import leaves it (its key, its storage policy, written explicitly or
-    as `inherit`). A project whose org policy could not be read: nothing known."""
+    the imported topics: the same rules the plan applies (`existing_problems`,
+    `standing_refusals`) to the topic as the import leaves it (its key, its storage
+    policy, written explicitly or as `inherit`, its publishers' endpoint, and, for the
+    custom constraints, the ownership labels the plan adds). A project whose org
+    policy could not be read: nothing known; whose custom constraints could not be
+    (not in `custom`): none of theirs."""
     out: dict[str, dict[str, list[Finding]]] = {}
+    custom = custom or {}
     for project, listed in topics.items():
         known = facts.get(project)
         if known is None:
@@ -246,11 +281,18 @@ def standing_findings(
             standing = Standing(
                 project, topic.shape.kms_key_name,
                 policy if is_regionless(policy) else norm_policy(policy),
-                False, isinstance(written, dict),
+                False, isinstance(written, dict), endpoint_label(topic.shape.labels),
             )
             found = [
                 Finding(p.code, p.path, p.value) for p in existing_problems(standing, known)
             ]
+            constraints = custom.get(project, ())
+            # A topic whose adopting call is refused is not planned: the plan judges
+            # no standing constraint on it (refused_adoption_notices says why).
+            if constraints and standing_refusals(
+                adopted_resource(topic, DEFAULT_OWNER), constraints
+            ) and not adoption_refusals(topic, constraints, DEFAULT_OWNER):
+                found.append(Finding(EXISTING_REFUSED, TOPIC))
             if found:
                 out.setdefault(project, {})[topic.name.rsplit("/", 1)[-1]] = found
     return out
@@ -325,5 +367,38 @@ def other_tools_notices(
                     f"managed by {tool.name} too (label {tool.label}, left out of this "
                     f"spec): hand it over before applying the plan that adopts it "
                     f"({ADOPTION_GUIDE})"
+                )
+    return warnings
+
+
+def refused_adoption_notices(
+    topics: dict[str, list[ObservedTopic]],
+    custom: dict[str, CustomConstraints],
+    notes: dict[str, dict[str, list[str]]],
+) -> list[str]:
+    """A warning for each imported topic that an enforced custom constraint restricting
+    UPDATE refuses to change (customcheck.py `adoption_refusals`: it breaks the
+    constraint already, and its ownership labels do not fix it), and a comment line
+    above it in the file: the plan that adopts it is refused (org-custom-constraint) until
+    the topic complies. The service refuses that call, so no spec can avoid it."""
+    warnings: list[str] = []
+    for project, listed in sorted(topics.items()):
+        constraints = custom.get(project, ())
+        if not constraints:
+            continue
+        for topic in listed:
+            for constraint in adoption_refusals(topic, constraints, DEFAULT_OWNER):
+                cid = constraint.constraint_id
+                warnings.append(
+                    f"{topic.name} breaks custom constraint {cid}, which restricts UPDATE: "
+                    "the service refuses changing it unless the change fixes that, so the "
+                    f"plan refuses the UpdateTopic that adopts it ({REFUSED}); to adopt "
+                    f"it, {fix_hint(constraint)}"
+                )
+                notes.setdefault(project, {}).setdefault(
+                    topic.name.rsplit("/", 1)[-1], []
+                ).append(
+                    f"breaks custom constraint {cid} (methodTypes UPDATE): the plan that "
+                    f"adopts it is refused ({REFUSED}) until the topic complies"
                 )
     return warnings

@@ -36,6 +36,12 @@ def is_reserved(key: str) -> bool:
     return key.startswith(RESERVED_PREFIX)
 
 
+def ownership_labels(owner: str = DEFAULT_OWNER) -> dict[str, str]:
+    """The labels a topic of the spec tree `owner` carries: what creating or adopting
+    it sets."""
+    return {OWNERSHIP_LABEL: OWNERSHIP_VALUE, OWNER_LABEL: owner}
+
+
 def is_owned(labels: Mapping[str, str]) -> bool:
     """Does a topic with these labels carry the ownership label (created or adopted by
     some reconcile, of any spec tree or of a version before owners)?"""

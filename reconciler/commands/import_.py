@@ -38,6 +38,7 @@ from reconciler.importer import (
     other_specs,
     other_tools_notices,
     read_live,
+    refused_adoption_notices,
     select,
     standing_findings,
 )
@@ -141,8 +142,9 @@ def run(
             "factors only what every topic shares), or move the value from the Defaults "
             "document onto its topics",
         )
-    marks = standing_findings(chosen, read.facts, read.computed)
+    marks = standing_findings(chosen, read.facts, read.computed, read.custom)
     tools = other_tools_notices(chosen, result.notes)
+    tools += refused_adoption_notices(chosen, read.custom, result.notes)
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     for warning in [*read.warnings, *result.warnings, *tools]:
         output.stderr().line(f"warning: {warning}")

@@ -14,6 +14,12 @@ it unless the change fixes the violation: the topic after the call decides).
     existing_refusals(rc, desired, live, constraints, owner, org_enforces_in_transit)
         -> [Diagnostic]       warnings: a topic that exists and stays against a
                               constraint that binds only creation
+    standing_refusals(standing, constraints) -> [CustomConstraint]   which ones, of the
+                              topic as the plan leaves it (`import` marks them too)
+    adopted_resource(live, owner) -> resource   a live topic as the plan's adopting
+                              UpdateTopic leaves it (its ownership labels set)
+    adoption_refusals(live, constraints, owner) -> [CustomConstraint]   the enforced
+                              ones that refuse that UpdateTopic (`import` warns of them)
 
 A constraint whose methodTypes is CREATE only judges no UpdateTopic: a topic that
 exists is never refused by it. What it would refuse of the topic as the plan leaves it
@@ -54,7 +60,7 @@ from reconciler.orgpolicy.cel.resource import LIVE_FIELDS, shape_resource, topic
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.store import Enforcement
 from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
-from reconciler.ownership import PLAN_LABEL
+from reconciler.ownership import PLAN_LABEL, ownership_labels
 from reconciler.plan.model import ProjectConstraints, ResourceChange
 from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
@@ -178,24 +184,12 @@ def existing_refusals(
     the plan by them, so what they would refuse is reported, once a constraint, and
     never stops the plan. A condition that reads a field the plan does not read, or
     that cannot be evaluated, says nothing here: nothing is refused either way."""
-    if live is None or rc.action not in ("update", "no-op"):
-        return []
-    create_only = [
-        c for c, mode in constraints
-        if mode == "enforced" and c.applies_to(TOPIC, "CREATE")
-        and not c.applies_to(TOPIC, "UPDATE")
-    ]
-    if not create_only:
+    if live is None or rc.action not in ("update", "no-op") or not _create_only(constraints):
         return []
     _, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     standing = after if rc.action == "update" or before is None else before
     out = []
-    for constraint in create_only:
-        if _unread(constraint) != []:
-            continue  # a field the plan does not read, or a condition that does not compile
-        judgement = judge(constraint, standing, "CREATE")
-        if judgement is None or judgement.verdict is not Verdict.REFUSED:
-            continue
+    for constraint in standing_refusals(standing, constraints):
         out.append(_diagnostic(
             desired, Severity.WARNING, EXISTING_REFUSED,
             f"topic {rc.address} exists and breaks custom constraint "
@@ -204,6 +198,73 @@ def existing_refusals(
             f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
             f"to comply, {fix_hint(constraint)}",
         ))
+    return out
+
+
+def _create_only(
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[CustomConstraint]:
+    """The enforced constraints that bind only a topic's creation."""
+    return [
+        c for c, mode in constraints
+        if mode == "enforced" and c.applies_to(TOPIC, "CREATE")
+        and not c.applies_to(TOPIC, "UPDATE")
+    ]
+
+
+def standing_refusals(
+    standing: Mapping[str, Any],
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[CustomConstraint]:
+    """The enforced constraints binding only creation that the topic `standing` (a
+    topic that exists, as the plan leaves it) breaks, as a CreateTopic of it would be
+    judged; a condition that reads a field the plan does not read, or that does not
+    compile or cannot be evaluated, refuses nothing here. The one rule for the plan's
+    `existing-custom-constraint` and the marks `import` writes for it."""
+    out = []
+    for constraint in _create_only(constraints):
+        if _unread(constraint) != []:
+            continue  # a field the plan does not read, or a condition that does not compile
+        judgement = judge(constraint, dict(standing), "CREATE")
+        if judgement is not None and judgement.verdict is Verdict.REFUSED:
+            out.append(constraint)
+    return out
+
+
+def adopted_resource(live: ObservedTopic, owner: str) -> dict[str, Any]:
+    """The live topic as the UpdateTopic of a plan that adopts it leaves it: its
+    ownership labels set (`ownership.ownership_labels`) with the plan marker apply
+    stamps, nothing else changed (what a plan after `import` sends)."""
+    shape = live.shape
+    labels = {
+        **shape.labels, **ownership_labels(owner), PLAN_LABEL: PLAN_MARKER_PLACEHOLDER
+    }
+    return topic_resource(
+        live.name, labels, shape.policy, shape.retention, shape.kms_key_name,
+        shape.schema_settings, shape.unmanaged_json,
+    )
+
+
+def adoption_refusals(
+    live: ObservedTopic,
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+    owner: str,
+) -> list[CustomConstraint]:
+    """The enforced constraints restricting UPDATE that refuse the UpdateTopic which
+    adopts `live` (`adopted_resource`): the topic breaks them already and its
+    ownership labels do not fix that, so the service refuses the call, and the plan
+    (`judge_change`, the same judgement) says org-custom-constraint. A condition that
+    reads a field the plan does not read, or that does not compile, refuses nothing
+    here (the plan says it was not judged)."""
+    before = shape_resource(live.name, live.shape)
+    after = adopted_resource(live, owner)
+    out = []
+    for constraint, mode in constraints:
+        if mode != "enforced" or _unread(constraint) != []:
+            continue
+        judgement = judge(constraint, after, "UPDATE", before)
+        if judgement is not None and judgement.verdict is Verdict.REFUSED:
+            out.append(constraint)
     return out
 
 

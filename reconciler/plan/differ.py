@@ -31,12 +31,12 @@ from reconciler.orgpolicy.locations import catalog
 from reconciler.ownership import (
     DEFAULT_OWNER,
     OWN_LABELS,
-    OWNER_LABEL,
     OWNERSHIP_LABEL,
     OWNERSHIP_VALUE,
     PLAN_LABEL,
     is_owned_by,
     owner_of,
+    ownership_labels,
 )
 from reconciler.plan.model import (
     DRIFT_ALLOWS_DISALLOWED,
@@ -90,7 +90,7 @@ CATEGORY_FIX = {
 
 def desired_labels(desired: DesiredTopic, owner: str = DEFAULT_OWNER) -> dict[str, str]:
     """The spec's labels (user + hedging) plus the ownership label and the tree's owner."""
-    return {**desired.labels, OWNERSHIP_LABEL: OWNERSHIP_VALUE, OWNER_LABEL: owner}
+    return {**desired.labels, **ownership_labels(owner)}
 
 
 def merged_labels(live: TopicShape, desired_keys: Mapping[str, str]) -> dict[str, str]:

@@ -79,6 +79,9 @@ class Observation:
     custom: dict[str, CustomConstraints] = field(default_factory=dict)
     # project -> why reading its custom constraints failed (a permission, the network)
     custom_unavailable: dict[str, str] = field(default_factory=dict)
+    # project -> why its org policy could not be read (only an import's reads note it:
+    # `observe.read_topics(lenient=True)`; a plan's fail)
+    org_unavailable: dict[str, str] = field(default_factory=dict)
     organizations: dict[str, str] = field(default_factory=dict)
     hierarchy: dict[str, tuple[str, ...]] = field(default_factory=dict)
     hierarchy_unavailable: dict[str, str] = field(default_factory=dict)

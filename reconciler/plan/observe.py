@@ -19,7 +19,8 @@ Stable entry points:
     observe(reads, desired, prune=False) -> Observation     what make_plan is given
     read_topics(reads, projects) -> Observation          topics, org policy, ancestry and
                                                      custom constraints only (apply's
-                                                     freshness check)
+                                                     freshness check; `import`'s reads,
+                                                     `lenient`)
 The observation itself, and its fingerprints, are plan/observation.py's.
 """
 
@@ -103,16 +104,22 @@ def _compare_snapshot(out: Observation, snapshot: tuple[Path, PolicyStore] | Non
 
 
 def read_topics(
-    reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS
+    reads: Reads, projects: Iterable[str], workers: int = MAX_WORKERS, lenient: bool = False
 ) -> Observation:
     """The live topics, org inputs, ancestry and custom constraints of `projects` only
     (no subscription, no gauge): what a saved plan's fingerprints are checked
-    against."""
+    against, and what `import` reads to write the topics and mark what the plan will
+    find on them (`lenient`: a project whose org policy or custom constraints cannot be
+    read is noted, `org_unavailable` and `custom_unavailable`, not a failure: the
+    import still writes its topics)."""
     out = Observation(reads.info)
     names = sorted(set(projects))
     if names:
         background = Background(workers, "observe")
-        _collect_topics(out, *_start_topics(reads, names, background))
+        _collect_topics(
+            out, *_start_topics(reads, names, background),
+            custom_failures=lenient, org_failures=lenient,
+        )
     return out
 
 
@@ -145,14 +152,15 @@ def _placed(reads: Reads, project: str) -> Placed:
 def _collect_topics(
     out: Observation, listing: dict[str, Future[list[ObservedTopic]]],
     inputs: dict[str, Future[OrgInputs]], placed: dict[str, Future[Placed]],
-    custom_failures: bool = False,
+    custom_failures: bool = False, org_failures: bool = False,
 ) -> None:
     """The topics, org inputs, ancestry and custom constraints into `out`; every
     failure raised together, once all are in (an ancestry that cannot be read is
     recorded as such, never raised). `custom_failures` (a plan's): a project whose
     custom constraints cannot be read is noted (`custom_unavailable`), not a failure of
     the reads: the plan names them as not judged (and fails unless told to let them
-    through)."""
+    through). `org_failures` (an import's): a project whose org policy cannot be read
+    is noted (`org_unavailable`)."""
     errors: list[str] = []
     for p, fut in listing.items():
         try:
@@ -162,7 +170,11 @@ def _collect_topics(
             continue
         out.projects[p] = [t.name for t in topics]
         out.topics.update((t.name, t) for t in topics)
-    errors += _gather(inputs, out.org)
+    failed = _gather(inputs, out.org)
+    if org_failures:
+        out.org_unavailable.update(failed)
+    else:
+        errors += failed.values()
     for p, placing in placed.items():
         ancestry, custom = placing.result()
         out.place(p, ancestry)
@@ -178,14 +190,14 @@ def _collect_topics(
 T = TypeVar("T")
 
 
-def _gather(futures: dict[str, Future[T]], into: dict[str, T]) -> list[str]:
-    """Each project's answer into `into`; the failures' messages."""
-    errors = []
+def _gather(futures: dict[str, Future[T]], into: dict[str, T]) -> dict[str, str]:
+    """Each project's answer into `into`; the failures' messages, by project."""
+    errors = {}
     for p, fut in futures.items():
         try:
             into[p] = fut.result()
         except BackendError as exc:
-            errors.append(str(exc))
+            errors[p] = str(exc)
     return errors
 
 

@@ -12,8 +12,10 @@ the storage policy (a labels-only mask does not carry it), nothing of the CMEK
 constraints, which bind only creation. What the org would refuse of it today and the
 plan leaves as it is (no key under CMEK, a key of a project the org no longer allows,
 a region the location constraint no longer allows, in-transit enforcement off under
-the in-transit constraint) is reported once per rule and topic, in the existing
-family (`orgrules.existing_problems`), and changed only where the spec asks.
+the in-transit constraint, a publishers' endpoint outside the topic's regions with
+enforcement on: reconcile's own guard, as the service refuses no label) is reported
+once per rule and topic, in the existing family (`orgrules.existing_problems`), and
+changed only where the spec asks.
 
 A plan of many topics meets few distinct subjects: the rules' verdict on a subject
 (`orgrules.OrgSubject`, everything of a topic they read but its name) is worked out
@@ -27,11 +29,13 @@ from dataclasses import dataclass, field
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.diagnostics import Diagnostic
+from reconciler.hedging.labels import endpoint as endpoint_label
 from reconciler.plan.differ import live_policy_of
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import (
     EXISTING_CMEK,
+    EXISTING_ENDPOINT,
     EXISTING_IN_TRANSIT,
     EXISTING_KEY_PROJECT,
     EXISTING_LOCATION,
@@ -79,9 +83,11 @@ class OrgCheck:
             return _diagnostics(desired, problems)
         sends_policy = STORAGE_POLICY.proto in change.update_mask
         kept = live_policy_of(live.shape.policy)
+        has = endpoint_label(live.shape.labels)
+        endpoint = has if has is not None and has == desired.publisher_endpoint else None
         on_call = [
             _carried(p, kept, change) if p.existing == EXISTING_LOCATION else p
-            for p in problems if _meets_update(p, sends_policy, kept)
+            for p in problems if _meets_update(p, sends_policy, kept, endpoint)
         ]
         found = _diagnostics(desired, on_call)
         if any(d.is_error for d in found):  # the call is refused: nothing is left
@@ -90,13 +96,17 @@ class OrgCheck:
             live.shape.kms_key_name
         )
         standing = Standing(
-            desired.project, key, kept, sends_policy, desired.storage.mode == "explicit"
+            desired.project, key, kept, sends_policy, desired.storage.mode == "explicit",
+            endpoint,
         )
         return found + _diagnostics(desired, existing_problems(standing, facts))
 
 
-def _meets_update(problem: OrgProblem, sends_policy: bool, kept: StoragePolicy | None) -> bool:
-    """Does the UpdateTopic of a topic that exists meet this problem of its spec?"""
+def _meets_update(
+    problem: OrgProblem, sends_policy: bool, kept: StoragePolicy | None, endpoint: str | None
+) -> bool:
+    """Does the UpdateTopic of a topic that exists meet this problem of its spec?
+    (`endpoint`: the publishers' endpoint the topic has and keeps.)"""
     if problem.existing in _CREATE_ONLY:
         return False  # the CMEK constraints bind only creation
     if problem.existing == EXISTING_LOCATION:
@@ -104,6 +114,10 @@ def _meets_update(problem: OrgProblem, sends_policy: bool, kept: StoragePolicy |
     if problem.existing == EXISTING_IN_TRANSIT:
         # Said by existing-in-transit-off when the plan keeps the live value off.
         return sends_policy or kept is None or kept.enforce_in_transit
+    if problem.existing == EXISTING_ENDPOINT:
+        # Said by existing-publisher-endpoint when the topic keeps both the endpoint
+        # and its storage policy: the service refuses no label.
+        return sends_policy or endpoint is None or problem.value != endpoint
     return True
 
 

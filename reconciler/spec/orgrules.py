@@ -46,7 +46,13 @@ from reconciler.orgpolicy.model import (
     RESTRICT_NON_CMEK,
     PolicySpec,
 )
-from reconciler.orgpolicy.publishing import Landing, Refusal, land
+from reconciler.orgpolicy.publishing import (
+    Landing,
+    Refusal,
+    land,
+    receiving_region,
+    refuses_in_transit,
+)
 from reconciler.orgpolicy.store import PolicyStore, ancestry_chain
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.topic import StoragePolicy
@@ -76,6 +82,10 @@ EXISTING_CMEK = "existing-cmek-required"
 EXISTING_KEY_PROJECT = "existing-cmek-key-project"
 EXISTING_LOCATION = "existing-location-denied"
 EXISTING_IN_TRANSIT = "existing-in-transit-off"
+# reconcile's own guard, not the service's: a `reconcile-publish-endpoint` label is a
+# label to the service, which refuses none; publishing through that endpoint is what
+# fails, for a topic that has the label already as for a new one.
+EXISTING_ENDPOINT = "existing-publisher-endpoint"
 
 
 @dataclass(frozen=True)
@@ -206,6 +216,12 @@ def plan_decides(problem: OrgProblem) -> OrgProblem:
             "it refuses a new topic before any call, and any change of the storage "
             "policy to it; a topic that lists it already keeps it, reported as "
             f"{EXISTING_LOCATION}"
+        )
+    elif problem.existing == EXISTING_ENDPOINT:
+        what = (
+            "a new topic, or a change that sets this endpoint or the storage policy, is "
+            "refused; a topic that has both already keeps them, reported as "
+            f"{EXISTING_ENDPOINT}"
         )
     elif problem.existing == EXISTING_IN_TRANSIT:
         what = (
@@ -435,6 +451,9 @@ class Standing:
     policy: StoragePolicy | None
     policy_sent: bool
     regions_declared: bool
+    # The publishers' endpoint (`reconcile-publish-endpoint`) the topic has and the
+    # spec declares, so the plan leaves it (None: none, or the plan sets another).
+    endpoint: str | None = None
 
 
 def existing_problems(standing: Standing, facts: OrgFacts) -> list[OrgProblem]:
@@ -496,6 +515,20 @@ def existing_problems(standing: Standing, facts: OrgFacts) -> list[OrgProblem]:
                 hint="to comply, drop the region from allowedPersistenceRegions, or "
                 "write `messageStoragePolicy: inherit`",
             ))
+    if standing.endpoint is not None and policy.enforce_in_transit and refuses_in_transit(
+        receiving_region(standing.endpoint), policy.regions, True
+    ):
+        host = f"{standing.endpoint}-pubsub.googleapis.com"
+        out.append(OrgProblem(
+            Severity.WARNING, EXISTING_ENDPOINT,
+            f"{TOPIC_WORDS} exists with publishers.endpoint {standing.endpoint!r} ({host}) "
+            f"outside its storage policy's regions ({', '.join(policy.regions)}) and "
+            "enforceInTransit on: publishing through it fails with FAILED_PRECONDITION, "
+            "today as after the plan; the endpoint is reconcile's label, which the "
+            "service does not refuse, so the plan leaves it as it is",
+            PUBLISHER_ENDPOINT, standing.endpoint,
+            hint="to comply, declare an endpoint in one of the topic's regions",
+        ))
     if facts.enforce_in_transit and not policy.enforce_in_transit:
         out.append(OrgProblem(
             Severity.WARNING, EXISTING_IN_TRANSIT,
@@ -552,9 +585,10 @@ def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
     )
 
     def add(severity: Severity, code: str, text: str, path: tuple[str, ...], region: str,
-            in_transit: bool = False) -> None:
+            in_transit: bool = False, existing: str | None = None) -> None:
         severity, text = _inferred(severity, text, basis(region))
-        existing = EXISTING_IN_TRANSIT if in_transit and org_only else None
+        if in_transit and org_only:
+            existing = EXISTING_IN_TRANSIT
         out.append(OrgProblem(severity, code, text, path, region, existing=existing))
 
     regions = sorted(allowed)  # ties between equally near regions: name order
@@ -574,7 +608,7 @@ def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
                 f"allowed regions "
                 f"({allowed_list}) and enforceInTransit is on: publishing through it will "
                 "fail with FAILED_PRECONDITION; use an endpoint in an allowed region",
-                PUBLISHER_ENDPOINT, endpoint, in_transit=True,
+                PUBLISHER_ENDPOINT, endpoint, in_transit=True, existing=EXISTING_ENDPOINT,
             )
         elif Refusal.ORDERING in through.refusals:
             add(

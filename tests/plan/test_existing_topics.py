@@ -11,7 +11,8 @@ any call.
 
 `import` writes the live values as they are (`enforceInTransit: false` where the
 topic has it off, the region the org no longer allows), each marked with the finding
-the plan raises on it (issue 46): the files are used as written.
+the plan raises on it (issue 46), the custom constraint's included: the files are used
+as written.
 """
 
 from __future__ import annotations
@@ -108,9 +109,12 @@ def test_import_writes_the_live_values_and_marks_each_finding_at_its_value(
     assert len(off) == 4 and all(
         x.endswith("# plan warns: existing-in-transit-off") for x in off
     ), text
+    # No topic names its team: each breaks the custom constraint that binds creation,
+    # read by import from the organization Resource Manager places the project in.
     named = [x for x in lines if x.startswith("  name: ") and x != "  name: imported"]
     assert sorted(named) == sorted(
-        f"  name: {n}" + ("" if key else "  # plan warns: existing-cmek-required")
+        f"  name: {n}  # plan warns: "
+        + ("" if key else "existing-cmek-required, ") + "existing-custom-constraint"
         for n, _, _, key in LIVE
     ), text
     docs = {d["metadata"]["name"]: d for d in yaml.safe_load_all(text) if d["kind"] == "Topic"}
