@@ -60,7 +60,8 @@ from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
 from reconciler.spec.documents import API_VERSION, DefaultsDoc
 from reconciler.spec.export import policy_value, settings_key
 from reconciler.spec.loader import discover, load_tree
-from reconciler.spec.orgrules import TOPIC, OrgFacts, Standing, existing_problems, locate
+from reconciler.spec.orgexisting import Standing, existing_problems
+from reconciler.spec.orgrules import TOPIC, OrgFacts, locate
 from reconciler.spec.profiles import profile_from_settings
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.topic import StoragePolicy, is_regionless, norm_policy

@@ -14,7 +14,7 @@ plan leaves as it is (no key under CMEK, a key of a project the org no longer al
 a region the location constraint no longer allows, in-transit enforcement off under
 the in-transit constraint, a publishers' endpoint outside the topic's regions with
 enforcement on: reconcile's own guard, as the service refuses no label) is reported
-once per rule and topic, in the existing family (`orgrules.existing_problems`), and
+once per rule and topic, in the existing family (`orgexisting.existing_problems`), and
 changed only where the spec asks.
 
 A plan of many topics meets few distinct subjects: the rules' verdict on a subject
@@ -33,6 +33,7 @@ from reconciler.hedging.labels import endpoint as endpoint_label
 from reconciler.plan.differ import live_policy_of
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.orgexisting import Standing, existing_problems
 from reconciler.spec.orgrules import (
     EXISTING_CMEK,
     EXISTING_ENDPOINT,
@@ -42,8 +43,6 @@ from reconciler.spec.orgrules import (
     OrgFacts,
     OrgProblem,
     OrgSubject,
-    Standing,
-    existing_problems,
     org_problems,
     subject_of,
 )
