@@ -12,8 +12,6 @@ from __future__ import annotations
 import base64
 import json
 import queue
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,7 @@ import pytest
 from google.api_core import exceptions
 from rest_support import rest
 from subscriber_support import queued_requests
+from udf_support import no_engine_server
 
 from reconciler.backends.clients import publisher_client as make_publisher
 from reconciler.backends.clients import subscriber_client as make_subscriber
@@ -171,24 +170,10 @@ def test_transformed_messages_survive_a_restart_as_stored(tmp_path: Path) -> Non
         assert later[0] not in ids
 
 
-NO_ENGINE_SERVER = """
-import sys
-sys.modules["quickjs"] = None  # as if the optional engine were not installed
-from reconciler.localserver import LocalServer
-with LocalServer() as server:
-    print(server.address, flush=True)
-    sys.stdin.read()
-"""
 
 
 def test_without_the_engine_a_udf_topic_refuses_publish() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", NO_ENGINE_SERVER], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        address = proc.stdout.readline().strip()
+    with no_engine_server() as address:
         pub, sub = make_publisher(address), make_subscriber(address)
         topic_with(pub, sub, [udf("redact", REWRITE)])
         with pytest.raises(exceptions.FailedPrecondition) as info:
@@ -212,10 +197,6 @@ def test_without_the_engine_a_udf_topic_refuses_publish() -> None:
                 next(iter(stream))
         finally:
             requests.put(None)
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=60)
 
 
 ORDER_SCHEMA = {"type": "record", "name": "Order", "fields": [{"name": "id", "type": "long"}]}
