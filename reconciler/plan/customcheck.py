@@ -108,14 +108,13 @@ def resources(
         entry.from_json(body.get(entry.proto)) if entry.proto in mask else None
         for entry in SETTINGS
     ]
-    retention, key, schema = (
-        now if sent is None else sent for sent, now in zip(settings, shape.settings(), strict=True)
-    )
     after = topic_resource(
         live.name, labels,
         StoragePolicy.from_json(body.get(STORAGE_POLICY.proto)) if STORAGE_POLICY.proto in mask
         else shape.policy,
-        retention, key, schema, shape.unmanaged_json,
+        [now if sent is None else sent
+         for sent, now in zip(settings, shape.settings(), strict=True)],
+        shape.unmanaged_json,
     )
     return "UPDATE", after, before
 
@@ -240,8 +239,7 @@ def adopted_resource(live: ObservedTopic, owner: str) -> dict[str, Any]:
         **shape.labels, **ownership_labels(owner), PLAN_LABEL: PLAN_MARKER_PLACEHOLDER
     }
     return topic_resource(
-        live.name, labels, shape.policy, shape.retention, shape.kms_key_name,
-        shape.schema_settings, shape.unmanaged_json,
+        live.name, labels, shape.policy, shape.settings(), shape.unmanaged_json
     )
 
 
