@@ -33,14 +33,13 @@ in SETTINGS; its rules (topicrules.py) and their check at the spec line
 (spec/settings.py); its key in the spec format (spec/documents.py); where the
 desired state and a live topic hold it (spec/desired.py, set in spec/topics.py;
 topic.py's TopicShape and ObservedTopic.from_row); its wire read and write
-(backends/topicproto.py); the plan format's MaskPath and TopicState (plan/model.py,
-then docs/plan.schema.json regenerated); how import writes it (spec/export.py); and
-the local server's check when the service has one (localserver/pubsub/
-publisher_service.py's _FIELD_CHECKS); and its value in the resource a custom
-constraint's condition sees (orgpolicy/cel/resource.py's topic_resource, given it by
-spec/resource.py and plan/customcheck.py). Inheritance, the diff, masks, the request,
-freshness, the condition's field names, the Defaults import writes and the local
-server's update paths follow from the entry.
+(backends/topicproto.py); the plan format's MaskPath (plan/model.py) and TopicState
+(plan/topicstate.py), then docs/plan.schema.json regenerated; how import writes it (spec/export.py);
+and the local server's check when the service has one (localserver/pubsub/
+publisher_service.py's _FIELD_CHECKS). Inheritance, the diff, masks, the request,
+freshness, the condition's field names and values (orgpolicy/cel/resource.py writes
+each of SETTINGS by its `rest` and `to_rest`), the Defaults import writes and the
+local server's update paths follow from the entry.
 """
 
 from __future__ import annotations
