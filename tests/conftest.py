@@ -20,6 +20,17 @@ from tests.server_support import ResourceManager, resource_manager, running_loca
 from tests.wheelhouse import gather
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` run first, in their collection order, the rest after.
+
+    pytest-xdist (`--dist load`) hands tests out in collection order; a long test
+    collected late can start on one worker when the other is nearly done, and the suite
+    then waits for it alone. Started first, the long tests overlap one another and the
+    many short ones fill the gaps. A stable sort: every worker collects the same order,
+    as xdist requires."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 @pytest.fixture
 def local_server() -> Iterator[Any]:
     """An in-memory `LocalServer` on a free loopback port, stopped after the test: the

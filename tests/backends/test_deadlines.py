@@ -91,6 +91,7 @@ def test_apply_with_a_snapshot_against_unreachable_google_cloud(
     assert_clean_failure(result, f"Error: cannot reach Google Cloud at {blackhole} (")
 
 
+@pytest.mark.slow
 def test_import_and_policy_pull_against_unreachable_google_cloud(
     reconcile_process: Run, blackhole: str, fake_key: Path, tmp_path: Path
 ) -> None:
@@ -109,6 +110,7 @@ def test_import_and_policy_pull_against_unreachable_google_cloud(
     assert not (tmp_path / "pulled.yaml").exists()
 
 
+@pytest.mark.slow
 def test_only_the_services_a_command_calls_are_dialled(
     reconcile_process: Run, blackholes: Callable[[], str], fake_key: Path, tmp_path: Path
 ) -> None:
@@ -128,6 +130,7 @@ def test_only_the_services_a_command_calls_are_dialled(
     assert pubsub not in pulled.stderr  # policy pull never needs Pub/Sub
 
 
+@pytest.mark.slow
 def test_apply_of_a_saved_plan_against_a_blackholed_emulator(
     reconcile_process: Run, spec_dir: Path, tmp_path: Path
 ) -> None:

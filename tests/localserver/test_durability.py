@@ -141,6 +141,7 @@ def _spec_tree(root: Path, count: int) -> None:
     (specs / "topics.yaml").write_text(yaml.safe_dump_all(docs))
 
 
+@pytest.mark.slow
 def test_apply_on_a_full_disk_reports_failures_and_loses_nothing(
     small_fs: Path, run_cli: Callable[..., Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
