@@ -723,7 +723,6 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
     generated=[(condition("labels", 0, 1), "ALLOW", ["CREATE"], "enforced")],
     org_cmek=True, snapshot=False, level="folder",
 )
-@pytest.mark.slow
 def test_plan_agrees_with_the_local_server(
     world: Any, run_cli: Any, tmp_path_factory: pytest.TempPathFactory,
     tree: list[tuple[dict[str, Any] | None, dict[str, Any]]], generated: list[Any],
