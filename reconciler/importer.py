@@ -60,7 +60,8 @@ from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, search_bound
 from reconciler.spec.documents import API_VERSION, DefaultsDoc
 from reconciler.spec.export import policy_value, settings_key
 from reconciler.spec.loader import discover, load_tree
-from reconciler.spec.orgrules import TOPIC, OrgFacts, Standing, existing_problems, locate
+from reconciler.spec.orgexisting import Standing, existing_problems
+from reconciler.spec.orgrules import TOPIC, OrgFacts, locate
 from reconciler.spec.profiles import profile_from_settings
 from reconciler.spec.tree import Located, SpecTree
 from reconciler.topic import StoragePolicy, is_regionless, norm_policy
@@ -361,14 +362,16 @@ def other_tools_notices(
                     "what it manages: hand it over before you apply the plan that adopts "
                     f"it ({tool.let_go}; {ADOPTION_GUIDE}); the label is left out of the spec"
                 )
-                notes.setdefault(project, {}).setdefault(
-                    topic.name.rsplit("/", 1)[-1], []
-                ).append(
-                    f"managed by {tool.name} too (label {tool.label}, left out of this "
-                    f"spec): hand it over before applying the plan that adopts it "
-                    f"({ADOPTION_GUIDE})"
-                )
+                _note(notes, project, topic.name,
+                      f"managed by {tool.name} too (label {tool.label}, left out of this "
+                      f"spec): hand it over before applying the plan that adopts it "
+                      f"({ADOPTION_GUIDE})")
     return warnings
+
+
+def _note(notes: dict[str, dict[str, list[str]]], project: str, topic: str, text: str) -> None:
+    """A comment line above topic `projects/P/topics/T` in project P's file."""
+    notes.setdefault(project, {}).setdefault(topic.rsplit("/", 1)[-1], []).append(text)
 
 
 def refused_adoption_notices(
@@ -395,10 +398,7 @@ def refused_adoption_notices(
                     f"plan refuses the UpdateTopic that adopts it ({REFUSED}); to adopt "
                     f"it, {fix_hint(constraint)}"
                 )
-                notes.setdefault(project, {}).setdefault(
-                    topic.name.rsplit("/", 1)[-1], []
-                ).append(
-                    f"breaks custom constraint {cid} (methodTypes UPDATE): the plan that "
-                    f"adopts it is refused ({REFUSED}) until the topic complies"
-                )
+                _note(notes, project, topic.name,
+                      f"breaks custom constraint {cid} (methodTypes UPDATE): the plan that "
+                      f"adopts it is refused ({REFUSED}) until the topic complies")
     return warnings

@@ -5,121 +5,33 @@ Plan, apply and import compare topics only through this type, so they agree on w
 "the same" means: regions are a sorted set, `enforce_in_transit` false equals absent,
 `policy is None` means the topic carries no storage policy at all, a retention is the
 service's seconds (`172800s`), and a field that is None is not set. The protobuf
-`Topic` is converted to and from it only in `reconciler.backends`; the field names
-below are also the plan's JSON keys and the update-mask paths (plan/model.py).
+`Topic` is converted to and from it only in `reconciler.backends`; its fields' names
+(the plan's JSON keys, the update-mask paths) and conversions are the table's,
+reconciler/topicfields.py; the value types are reconciler/topicvalues.py's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from operator import attrgetter
 from typing import Any
 
 from reconciler.ownership import PLAN_LABEL, is_reserved
+from reconciler.topicfields import LABELS, SETTINGS, STORAGE_POLICY
+from reconciler.topicvalues import IN_TRANSIT as IN_TRANSIT
+from reconciler.topicvalues import REGIONS as REGIONS
+from reconciler.topicvalues import SchemaSettings as SchemaSettings
+from reconciler.topicvalues import StoragePolicy as StoragePolicy
+from reconciler.topicvalues import is_regionless as is_regionless
+from reconciler.topicvalues import norm_policy as norm_policy
+from reconciler.topicvalues import policy_json as policy_json
+from reconciler.topicvalues import region_set as region_set
 
-LABELS = "labels"
-STORAGE_POLICY = "message_storage_policy"
-REGIONS = "allowed_persistence_regions"
-IN_TRANSIT = "enforce_in_transit"
-RETENTION = "message_retention_duration"
-KMS_KEY = "kms_key_name"
-SCHEMA_SETTINGS = "schema_settings"
-# The fields reconcile does not manage, by their REST JSON names (`unmanaged_json`).
-INGESTION = "ingestionDataSourceSettings"
-TRANSFORMS = "messageTransforms"
-# The only paths a plan ever masks (top level), in the order a mask names them.
-MASK_PATHS = (LABELS, STORAGE_POLICY, RETENTION, KMS_KEY, SCHEMA_SETTINGS)
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaSettings:
-    """A topic's schema settings in the service's form: the schema's name, the
-    encoding (`JSON`, `BINARY`) and the revision range ("" = that side open)."""
-
-    schema: str
-    encoding: str
-    first_revision_id: str = ""
-    last_revision_id: str = ""
-
-    def to_json(self) -> dict[str, str]:
-        return {
-            "schema": self.schema, "encoding": self.encoding,
-            "first_revision_id": self.first_revision_id,
-            "last_revision_id": self.last_revision_id,
-        }
-
-    def to_rest(self) -> dict[str, str]:
-        """The REST JSON form, which specs and custom constraints' conditions read: the
-        revision ids only when set."""
-        out = {"schema": self.schema, "encoding": self.encoding}
-        if self.first_revision_id:
-            out["firstRevisionId"] = self.first_revision_id
-        if self.last_revision_id:
-            out["lastRevisionId"] = self.last_revision_id
-        return out
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> SchemaSettings | None:
-        """A plan/request settings object as read; None when absent or null."""
-        if not data:
-            return None
-        return cls(
-            str(data.get("schema") or ""), str(data.get("encoding") or ""),
-            str(data.get("first_revision_id") or ""), str(data.get("last_revision_id") or ""),
-        )
-
-
-@dataclass(frozen=True)
-class StoragePolicy:
-    """Allowed persistence regions (sorted, no duplicates) and in-transit enforcement."""
-
-    regions: tuple[str, ...] = ()
-    enforce_in_transit: bool = False
-
-    @classmethod
-    def of(cls, regions: Iterable[str], enforce_in_transit: bool | None = False) -> StoragePolicy:
-        return cls(tuple(sorted(set(regions))), bool(enforce_in_transit))
-
-    @property
-    def is_empty(self) -> bool:
-        """No region and not enforced: the same as no policy for every comparison."""
-        return not self.regions and not self.enforce_in_transit
-
-    @property
-    def region_set(self) -> frozenset[str] | None:
-        """The regions; None = every region (no region list)."""
-        return frozenset(self.regions) if self.regions else None
-
-    def to_json(self) -> dict[str, Any]:
-        return {REGIONS: list(self.regions), IN_TRANSIT: self.enforce_in_transit}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any] | None) -> StoragePolicy | None:
-        """A plan/request policy object as read; None when absent, null or `{}`."""
-        if not data:
-            return None
-        return cls.of(data.get(REGIONS) or (), data.get(IN_TRANSIT) or False)
-
-
-def is_regionless(policy: StoragePolicy | None) -> bool:
-    """A storage policy that is set but lists no region. The Pub/Sub proto defines an
-    empty allowed_persistence_regions as allowing no region, "not a valid
-    configuration": it never means "every region" (that is no policy at all)."""
-    return policy is not None and not policy.regions
-
-
-def norm_policy(policy: StoragePolicy | None) -> StoragePolicy | None:
-    """The comparable form: an empty policy (no regions, not enforced) == no policy."""
-    return None if policy is None or policy.is_empty else policy
-
-
-def policy_json(policy: StoragePolicy | None) -> dict[str, Any] | None:
-    return None if policy is None else policy.to_json()
-
-
-def region_set(policy: StoragePolicy | None) -> frozenset[str] | None:
-    """A policy's regions; None = every region (no policy, or no region list)."""
-    return None if policy is None else policy.region_set
+# One value per entry of topicfields.SETTINGS, in its order (None: not set): the
+# retention, key and schema settings as TopicShape holds them.
+Settings = tuple[Any, ...]
+_SETTINGS_OF = attrgetter(*(entry.shape for entry in SETTINGS))
 
 
 @dataclass(frozen=True)
@@ -153,42 +65,46 @@ class TopicShape:
 
     def settings_json(self) -> dict[str, Any]:
         """The retention, key and schema settings that are set, by their JSON keys."""
-        return settings_json(self.retention, self.kms_key_name, self.schema_settings)
+        return settings_json(*self.settings())
+
+    def settings(self) -> Settings:
+        """The retention, key and schema settings: one value per entry of
+        topicfields.SETTINGS, in its order (None: not set)."""
+        values: Settings = _SETTINGS_OF(self)
+        return values
 
     def body(self, name: str) -> dict[str, Any]:
         """An observed topic's body: the policy exactly as set (None = unset)."""
-        return {"name": name, LABELS: dict(self.labels), STORAGE_POLICY: policy_json(self.policy),
-                **self.settings_json()}
+        return {"name": name, LABELS.proto: dict(self.labels),
+                STORAGE_POLICY.proto: policy_json(self.policy), **self.settings_json()}
 
     @classmethod
     def from_json(cls, body: Mapping[str, Any]) -> TopicShape:
         """A topic body (plan `before`/`after`, a request, an observed topic)."""
         return cls(
-            dict(body.get(LABELS) or {}), StoragePolicy.from_json(body.get(STORAGE_POLICY)),
-            body.get(RETENTION) or None, body.get(KMS_KEY) or None,
-            SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)),
+            dict(body.get(LABELS.proto) or {}),
+            StoragePolicy.from_json(body.get(STORAGE_POLICY.proto)),
+            *(f.from_json(body.get(f.proto) or None) for f in SETTINGS),
         )
 
 
-def settings_json(
-    retention: str | None, kms_key_name: str | None, schema: SchemaSettings | None
-) -> dict[str, Any]:
-    """The fields of a topic besides labels and the storage policy that are set, as
-    the plan and the requests write them (a field not set has no key)."""
+
+
+def settings_json(*values: Any) -> dict[str, Any]:
+    """The fields of a topic besides labels and the storage policy (`values`: one per
+    entry of topicfields.SETTINGS) that are set, as the plan and the requests write
+    them (a field not set has no key)."""
     out: dict[str, Any] = {}
-    if retention is not None:
-        out[RETENTION] = retention
-    if kms_key_name is not None:
-        out[KMS_KEY] = kms_key_name
-    if schema is not None:
-        out[SCHEMA_SETTINGS] = schema.to_json()
+    for entry, value in zip(SETTINGS, values, strict=True):
+        if value is not None:
+            out[entry.proto] = entry.to_json(value)
     return out
 
 
 def shape_json(labels: Mapping[str, str], policy: StoragePolicy | None) -> dict[str, Any]:
     """`TopicShape(labels, policy).to_json()` without the shape (the plan writes one
     for every declared topic); `labels` (a dict) is used as given, not copied."""
-    return {LABELS: labels, STORAGE_POLICY: policy_json(norm_policy(policy))}
+    return {LABELS.proto: labels, STORAGE_POLICY.proto: policy_json(norm_policy(policy))}
 
 
 def is_managed_key(key: str, declared: Mapping[str, str]) -> bool:
@@ -203,18 +119,18 @@ def request_body(
     """A CreateTopic/UpdateTopic body: only the fields given (None = not sent)."""
     body: dict[str, Any] = {"name": name}
     if labels is not None:
-        body[LABELS] = dict(labels)
+        body[LABELS.proto] = dict(labels)
     if policy is not None:
-        body[STORAGE_POLICY] = policy.to_json()
+        body[STORAGE_POLICY.proto] = policy.to_json()
     return body
 
 
 def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, StoragePolicy | None]:
     """Inverse of request_body: (labels or None when not sent, policy or None); the
     other fields a request sends are read by `TopicShape.from_json`."""
-    labels = body.get(LABELS)
+    labels = body.get(LABELS.proto)
     return (None if labels is None else dict(labels)), StoragePolicy.from_json(
-        body.get(STORAGE_POLICY)
+        body.get(STORAGE_POLICY.proto)
     )
 
 
@@ -298,7 +214,7 @@ class ObservedTopic:
     def shape(self) -> TopicShape:
         if self._shape is None:
             shape = TopicShape.from_json(self.body)
-            self._shape = TopicShape(dict(sorted(shape.labels.items())), shape.policy)
+            self._shape = replace(shape, labels=dict(sorted(shape.labels.items())))
         return self._shape
 
     def __eq__(self, other: object) -> bool:

@@ -6,6 +6,8 @@ test files. Each builder writes the text exactly as the tests' positions expect 
     location_policy_doc(parent, allowed)
                                     a gcp.resourceLocations snapshot document
     in_transit_policy_doc(parent)   an enforcing pubsub.enforceInTransitRegions one
+    cmek_snapshot(project, org)     a snapshot whose gcp.restrictNonCmekServices denies
+                                    pubsub on `project`, placed under `org`
     location_policy(parent, allowed)
                                     the same policy as the dict `Policy.from_dict` takes
     Tree                            a spec tree and its snapshot in a directory
@@ -104,6 +106,21 @@ def in_transit_policy_doc(parent: str) -> str:
         "spec:\n"
         "  rules:\n"
         "    - enforce: true\n"
+    )
+
+
+def cmek_snapshot(project: str, org: str) -> str:
+    """A snapshot file: `constraints/gcp.restrictNonCmekServices` denying
+    pubsub.googleapis.com on `project` (CMEK required), the project under `org`."""
+    return (
+        f"name: projects/{project}/policies/gcp.restrictNonCmekServices\n"
+        "spec:\n"
+        "  rules:\n"
+        "    - values:\n"
+        "        deniedValues: [pubsub.googleapis.com]\n"
+        "---\n"
+        "ancestry:\n"
+        f"  projects/{project}: {org}\n"
     )
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.specs_support import cmek_snapshot
+
 ROOT = Path(__file__).parents[1]
 GOOD = (ROOT / "examples" / "specs" / "minimal.yaml").read_text()
 BAD = GOOD.replace("name: hello", "name: goog-hello")
@@ -70,16 +72,7 @@ def test_hook_passes_good_specs_and_fails_bad_ones(
     ) in failed.stdout
 
 
-CMEK_SNAPSHOT = """\
-name: projects/acme-payments/policies/gcp.restrictNonCmekServices
-spec:
-  rules:
-    - values:
-        deniedValues: [pubsub.googleapis.com]
----
-ancestry:
-  projects/acme-payments: organizations/1001
-"""
+CMEK_SNAPSHOT = cmek_snapshot("acme-payments", "organizations/1001")
 ACCEPTED = """\
 apiVersion: reconcile.pubsub/v1
 kind: Topic

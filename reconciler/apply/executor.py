@@ -40,7 +40,8 @@ from reconciler.apply.retry import (
 from reconciler.backends.base import ObservedTopic
 from reconciler.ownership import DEFAULT_OWNER, OWNER_LABEL, is_owned_by, owner_of, plan_marker
 from reconciler.plan.model import Plan, ResourceChange
-from reconciler.topic import LABELS, TopicShape, norm_policy, request_shape
+from reconciler.topic import TopicShape, norm_policy, request_shape
+from reconciler.topicfields import LABELS
 
 DEFAULT_CONCURRENCY = 8
 # Read-back after CreateTopic: a new topic may answer NOT_FOUND for a while (Terraform
@@ -196,7 +197,7 @@ class Executor:
                 labels = fresh_labels(rc, request.label_merge, live.shape)
             except StaleTopic as exc:
                 raise _Refused(f"stale: {exc}; not updated (make a new plan)") from None
-            body[LABELS] = self._marked(request.marker_label, labels)
+            body[LABELS.proto] = self._marked(request.marker_label, labels)
         return self.backend.update_topic(body, mask, attempts)
 
     def _marked(self, label: str | None, labels: Mapping[str, str]) -> dict[str, str]:
@@ -212,7 +213,7 @@ class Executor:
         body = _with_name(rc)  # what the plan declares (compared on read-back)
         sent = dict(body)
         if rc.request.marker_label is not None:
-            sent[LABELS] = self._marked(rc.request.marker_label, body.get(LABELS) or {})
+            sent[LABELS.proto] = self._marked(rc.request.marker_label, body.get(LABELS.proto) or {})
         try:
             self.backend.create_topic(sent, attempts)
         except StopRequested:

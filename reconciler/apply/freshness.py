@@ -44,18 +44,9 @@ from reconciler.ownership import PLAN_LABEL, is_reserved, plan_marker
 from reconciler.plan.model import LabelMerge, Plan, ResourceChange
 from reconciler.plan.observation import org_fingerprint, org_parts, topic_fingerprint
 from reconciler.plan.observe import read_topics
-from reconciler.topic import (
-    KMS_KEY,
-    LABELS,
-    RETENTION,
-    SCHEMA_SETTINGS,
-    STORAGE_POLICY,
-    StoragePolicy,
-    TopicShape,
-    norm_policy,
-)
+from reconciler.topic import TopicShape
+from reconciler.topicfields import LABELS, SENT
 
-SETTINGS_PATHS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
 # What a project's org fingerprint covers (plan/observation.py: org_fingerprint).
 ORG_INPUTS = (
     f"constraints/{RESOURCE_LOCATIONS}, in-transit enforcement, "
@@ -155,7 +146,7 @@ def _topic_moved(
             address, f"{address}: already changed by this plan ({PLAN_LABEL}={marker})",
             Found.APPLIED,
         )
-    before: Mapping[str, str] = ((rc.change.before or {}) if rc else {}).get(LABELS) or {}
+    before: Mapping[str, str] = ((rc.change.before or {}) if rc else {}).get(LABELS.proto) or {}
     if now is not None and now != before.get(PLAN_LABEL):
         return Moved(
             address,
@@ -232,7 +223,7 @@ def fresh_labels(rc: ResourceChange, merge: LabelMerge, live: TopicShape) -> dic
     """The label map to send: the fresh read with the request's `merge` applied;
     StaleTopic when a managed label or the planned storage policy moved since the
     plan (`rc.change.before`)."""
-    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
+    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS.proto) or {}
     now = dict(live.labels)
     changed = set(merge.set) | set(merge.remove)
     keys = set(before) | set(merge.set)
@@ -240,15 +231,10 @@ def fresh_labels(rc: ResourceChange, merge: LabelMerge, live: TopicShape) -> dic
     moved = sorted(k for k in managed if now.get(k) != before.get(k))
     if moved:
         raise StaleTopic(f"label {', '.join(moved)} changed since the plan")
-    if STORAGE_POLICY in rc.update_mask:
-        planned = norm_policy(StoragePolicy.from_json((rc.change.before or {}).get(STORAGE_POLICY)))
-        if norm_policy(live.policy) != planned:
-            raise StaleTopic("message_storage_policy changed since the plan")
-    settings = [p for p in SETTINGS_PATHS if p in rc.update_mask]
-    if settings:
-        planned_settings = TopicShape.from_json(rc.change.before or {}).settings_json()
-        fresh = live.settings_json()
-        for path in settings:
-            if fresh.get(path) != planned_settings.get(path):
-                raise StaleTopic(f"{path} changed since the plan")
+    planned = rc.change.before or {}
+    for entry in SENT:  # the other fields the update sets (the table's comparison)
+        if entry is LABELS or entry.proto not in rc.update_mask:
+            continue
+        if not entry.same(getattr(live, entry.shape), entry.from_json(planned.get(entry.proto))):
+            raise StaleTopic(f"{entry.proto} changed since the plan")
     return merge.onto(now)

@@ -7,19 +7,29 @@ from __future__ import annotations
 
 import hashlib
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf import json_format
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
-from reconciler.topic import INGESTION, TRANSFORMS, TopicShape, request_shape
+from reconciler.topic import TopicShape, request_shape
+from reconciler.topicfields import (
+    INGESTION,
+    KMS_KEY,
+    RETENTION,
+    SCHEMA_SETTINGS,
+    SETTINGS,
+    STORAGE_POLICY,
+    TRANSFORMS,
+)
 from reconciler.topicrules import NANOS, duration_text, parse_duration_ns
+from reconciler.topicvalues import SchemaSettings
 
-_POLICY_FIELD = "message_storage_policy"
-_RETENTION_FIELD = "message_retention_duration"
-_SCHEMA_FIELD = "schema_settings"
+_POLICY_FIELD = STORAGE_POLICY.proto
+_RETENTION_FIELD = RETENTION.proto
+_SCHEMA_FIELD = SCHEMA_SETTINGS.proto
 _INGESTION_FIELD = "ingestion_data_source_settings"
 _ENCODINGS = {0: "ENCODING_UNSPECIFIED", 1: "JSON", 2: "BINARY"}  # pubsub.proto Encoding
 _ENCODING_NUMBERS = {name: number for number, name in _ENCODINGS.items()}
@@ -123,6 +133,32 @@ def _unmanaged(pb: Any) -> list[str]:
     return out
 
 
+def _set_retention(pb: Any, retention: str) -> None:
+    seconds, nanos = divmod(parse_duration_ns(retention), NANOS)
+    pb.message_retention_duration.seconds = seconds
+    pb.message_retention_duration.nanos = nanos
+
+
+def _set_kms_key(pb: Any, name: str) -> None:
+    pb.kms_key_name = name
+
+
+def _set_schema(pb: Any, settings: SchemaSettings) -> None:
+    pb.schema_settings.schema = settings.schema
+    pb.schema_settings.encoding = _ENCODING_NUMBERS[settings.encoding]
+    pb.schema_settings.first_revision_id = settings.first_revision_id
+    pb.schema_settings.last_revision_id = settings.last_revision_id
+
+
+# How each of the table's settings is written on the wire type, by its proto name (a
+# field added to topicfields.SETTINGS is added here, and read in `settings_row`).
+_TO_PROTO: dict[str, Callable[[Any, Any], None]] = {
+    RETENTION.proto: _set_retention,
+    KMS_KEY.proto: _set_kms_key,
+    SCHEMA_SETTINGS.proto: _set_schema,
+}
+
+
 def topic_to_proto(body: Mapping[str, Any]) -> Topic:
     """A plan request body as a Topic; a missing/None field is left unset."""
     labels, policy = request_shape(body)
@@ -132,16 +168,8 @@ def topic_to_proto(body: Mapping[str, Any]) -> Topic:
         topic.message_storage_policy.enforce_in_transit = policy.enforce_in_transit
     shape = TopicShape.from_json(body)
     pb = Topic.pb(topic)
-    if shape.retention is not None:
-        seconds, nanos = divmod(parse_duration_ns(shape.retention), NANOS)
-        pb.message_retention_duration.seconds = seconds
-        pb.message_retention_duration.nanos = nanos
-    if shape.kms_key_name is not None:
-        pb.kms_key_name = shape.kms_key_name
-    if shape.schema_settings is not None:
-        settings = shape.schema_settings
-        pb.schema_settings.schema = settings.schema
-        pb.schema_settings.encoding = _ENCODING_NUMBERS[settings.encoding]
-        pb.schema_settings.first_revision_id = settings.first_revision_id
-        pb.schema_settings.last_revision_id = settings.last_revision_id
+    for entry in SETTINGS:
+        value = getattr(shape, entry.shape)
+        if value is not None:
+            _TO_PROTO[entry.proto](pb, value)
     return topic

@@ -63,7 +63,8 @@ from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.plan.topicstate import topic_state
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner
 from reconciler.spec.durations import age_text
-from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
+from reconciler.topic import StoragePolicy, region_set
+from reconciler.topicfields import STORAGE_POLICY
 
 PULL_KINDS = ("pull",)
 PRUNE_SUBSCRIBED_FLAG = "--prune-subscribed"
@@ -95,14 +96,14 @@ class AffectedPolicy:
 def _policy(state: Mapping[str, Any] | None) -> StoragePolicy | None:
     if state is None:
         return None
-    value = state.get(STORAGE_POLICY)
+    value = state.get(STORAGE_POLICY.proto)
     return None if value is None else StoragePolicy.from_json(value)
 
 
 def affected_regions(rc: ResourceChange) -> AffectedPolicy | None:
     """None unless an update changes where messages may be stored or processed in a
     way that can affect consumers or stored messages."""
-    if rc.action != "update" or STORAGE_POLICY not in rc.update_mask:
+    if rc.action != "update" or STORAGE_POLICY.proto not in rc.update_mask:
         return None
     return affected_by(_policy(rc.change.before), _policy(rc.change.after))
 

@@ -73,14 +73,8 @@ from reconciler.spec.customrules import (
 )
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.resource import PLAN_MARKER_PLACEHOLDER, declared_resource
-from reconciler.topic import (
-    KMS_KEY,
-    RETENTION,
-    SCHEMA_SETTINGS,
-    STORAGE_POLICY,
-    SchemaSettings,
-    StoragePolicy,
-)
+from reconciler.topic import StoragePolicy
+from reconciler.topicfields import SETTINGS, STORAGE_POLICY
 
 NOT_CHECKED = Why.NOT_READ.code
 
@@ -109,18 +103,17 @@ def resources(
     merge = request.label_merge if request is not None else None
     labels = merge.onto(shape.labels) if merge is not None else dict(shape.labels)
     labels[PLAN_LABEL] = PLAN_MARKER_PLACEHOLDER
-    sent_retention = body.get(RETENTION) if RETENTION in mask else None
-    sent_key = body.get(KMS_KEY) if KMS_KEY in mask else None
-    sent_schema = (
-        SchemaSettings.from_json(body.get(SCHEMA_SETTINGS)) if SCHEMA_SETTINGS in mask else None
-    )
+    # each setting as the call sends it, else as the topic has it (the table's order)
+    settings = [
+        entry.from_json(body.get(entry.proto)) if entry.proto in mask else None
+        for entry in SETTINGS
+    ]
     after = topic_resource(
         live.name, labels,
-        StoragePolicy.from_json(body.get(STORAGE_POLICY)) if STORAGE_POLICY in mask
+        StoragePolicy.from_json(body.get(STORAGE_POLICY.proto)) if STORAGE_POLICY.proto in mask
         else shape.policy,
-        shape.retention if sent_retention is None else sent_retention,
-        shape.kms_key_name if sent_key is None else sent_key,
-        shape.schema_settings if sent_schema is None else sent_schema,
+        [now if sent is None else sent
+         for sent, now in zip(settings, shape.settings(), strict=True)],
         shape.unmanaged_json,
     )
     return "UPDATE", after, before
@@ -246,8 +239,7 @@ def adopted_resource(live: ObservedTopic, owner: str) -> dict[str, Any]:
         **shape.labels, **ownership_labels(owner), PLAN_LABEL: PLAN_MARKER_PLACEHOLDER
     }
     return topic_resource(
-        live.name, labels, shape.policy, shape.retention, shape.kms_key_name,
-        shape.schema_settings, shape.unmanaged_json,
+        live.name, labels, shape.policy, shape.settings(), shape.unmanaged_json
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from reconciler.codec import to_data
 from reconciler.names import split_topic_name
 from reconciler.plan.model import Request, ResourceChange
-from reconciler.topic import MASK_PATHS
+from reconciler.topicfields import MASK_PATHS
 
 
 def _shape_problems(rc: ResourceChange) -> list[str]:

@@ -20,6 +20,7 @@ Stable entry points (make_plan and apply use them):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from operator import attrgetter
 from typing import Any
 
 from reconciler.backends.base import ObservedTopic
@@ -57,13 +58,7 @@ from reconciler.plan.topicstate import topic_state
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts
 from reconciler.topic import (
-    KMS_KEY,
-    LABELS,
-    MASK_PATHS,
-    RETENTION,
-    SCHEMA_SETTINGS,
-    STORAGE_POLICY,
-    SchemaSettings,
+    Settings,
     StoragePolicy,
     TopicShape,
     is_regionless,
@@ -71,6 +66,7 @@ from reconciler.topic import (
     policy_json,
     region_set,
 )
+from reconciler.topicfields import LABELS, MASK_PATHS, SETTINGS, STORAGE_POLICY
 
 LABEL_BUDGET = "label-budget"  # the diagnostic code
 MAX_NAMED = 20  # foreign label keys named in a label-budget error
@@ -108,41 +104,39 @@ def comparable(
 ) -> dict[str, Any]:
     """The one shape both sides are compared in (keys are update-mask paths); `keys`:
     desired_labels(desired), when the caller has them already. A field the spec
-    omits is not in it: unmanaged, it can never reach a mask."""
+    omits is not in it: unmanaged, it can never reach a mask. The labels (only the
+    managed keys) and the storage policy (as `live_policy_of` gives it) have their
+    rules; every other field of the table is its value, compared as is."""
     declared = desired_labels(desired) if keys is None else keys
-    shape: dict[str, Any] = {LABELS: topic.managed_labels(declared)}
+    shape: dict[str, Any] = {LABELS.proto: topic.managed_labels(declared)}
     if desired.storage.mode != "unmanaged":
-        shape[STORAGE_POLICY] = policy_json(live_policy_of(topic.policy))
-    if desired.message_retention_duration is not None:
-        shape[RETENTION] = topic.retention
-    if desired.kms_key_name is not None:
-        shape[KMS_KEY] = topic.kms_key_name
-    if desired.schema_settings is not None:
-        shape[SCHEMA_SETTINGS] = topic.schema_settings
+        shape[STORAGE_POLICY.proto] = policy_json(live_policy_of(topic.policy))
+    for entry in SETTINGS:
+        if getattr(desired, entry.desired) is not None:
+            shape[entry.proto] = getattr(topic, entry.shape)
     return shape
 
 
-Settings = tuple[str | None, str | None, SchemaSettings | None]
+_DECLARED_SETTINGS = attrgetter(*(entry.desired for entry in SETTINGS))
+_UNDECLARED: Settings = (None,) * len(SETTINGS)
 
 
 def live_settings(live: TopicShape) -> Settings:
-    return live.retention, live.kms_key_name, live.schema_settings
+    return live.settings()
 
 
 def wanted_settings(desired: DesiredTopic, live: Settings) -> Settings:
-    """The retention, key and schema settings after an update: each declared one as
-    declared, each omitted one as it is on the live topic (never sent)."""
-    retention, key, schema = live
-    return (
-        retention if desired.message_retention_duration is None
-        else desired.message_retention_duration,
-        key if desired.kms_key_name is None else desired.kms_key_name,
-        schema if desired.schema_settings is None else desired.schema_settings,
-    )
+    """The settings after an update: each declared one as declared, each omitted one
+    as it is on the live topic (never sent)."""
+    declared = declared_settings(desired)
+    if declared == _UNDECLARED:  # most topics: every one unmanaged
+        return live
+    return tuple(now if want is None else want for want, now in zip(declared, live, strict=True))
 
 
 def declared_settings(desired: DesiredTopic) -> Settings:
-    return desired.message_retention_duration, desired.kms_key_name, desired.schema_settings
+    settings: Settings = _DECLARED_SETTINGS(desired)
+    return settings
 
 
 def live_policy_of(policy: StoragePolicy | None) -> StoragePolicy | None:
@@ -262,15 +256,16 @@ def diff_topic(
     )
     if not mask:
         return _no_op(desired, before, live_shape.unmanaged)
-    after_labels = merged_labels(live_shape, keys) if LABELS in mask else dict(live_shape.labels)
+    labelled = LABELS.proto in mask
+    after_labels = merged_labels(live_shape, keys) if labelled else dict(live_shape.labels)
     reasons: list[Reason] = []
     warnings: list[str] = []
     computed: list[str] = []
-    if LABELS in mask:
+    if LABELS.proto in mask:
         reasons += _adoption(live_shape.labels, owner)
-    if STORAGE_POLICY in mask:
+    if STORAGE_POLICY.proto in mask:
         if mode == "inherit":
-            computed.append(STORAGE_POLICY)
+            computed.append(STORAGE_POLICY.proto)
             found = drift_category(live_policy, facts)
             reasons.append(Reason(DRIFT_REASONS[found[0]]) if found else IN_TRANSIT_REASON)
         if is_regionless(live_policy):
@@ -392,7 +387,7 @@ def _create(desired: DesiredTopic, facts: OrgFacts, owner: str) -> ResourceChang
             actions=ONE_ACTION["create"],
             before=None,
             after=topic_state(labels, after_policy, declared_settings(desired)),
-            computed=[] if explicit else [STORAGE_POLICY],  # type: ignore[list-item]
+            computed=[] if explicit else [STORAGE_POLICY.proto],  # type: ignore[list-item]
         ),
         source=_source(desired),
     )
@@ -427,7 +422,7 @@ def label_budget(desired: DesiredTopic, rc: ResourceChange) -> Diagnostic | None
     the call ("at most 64 labels"); the plan says so first, naming the foreign keys."""
     if rc.action not in ("create", "update"):
         return None
-    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS.proto) or {}
     total = len(after) + (PLAN_LABEL not in after)
     if total <= MAX_LABELS:
         return None

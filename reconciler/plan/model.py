@@ -51,13 +51,8 @@ from reconciler.localstate import shown
 from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
 from reconciler.plan.reasons import Reason
 from reconciler.plan.topicstate import SourceJSON, TopicJSON
-from reconciler.topic import (
-    LABELS,
-    MASK_PATHS,
-    STORAGE_POLICY,
-    StoragePolicy,
-    region_set,
-)
+from reconciler.topic import StoragePolicy, region_set
+from reconciler.topicfields import LABELS, MASK_PATHS, STORAGE_POLICY
 
 FORMAT_VERSION = "4.7"
 DIGEST_PREFIX = "sha256:"
@@ -71,9 +66,9 @@ Action = Literal["create", "update", "delete", "no-op"]
 ACTION_ORDER: tuple[Action, ...] = typing.get_args(Action)
 ONE_ACTION: dict[Action, Sequence[Action]] = {a: FrozenList([a]) for a in ACTION_ORDER}
 Method = Literal["CreateTopic", "UpdateTopic", "DeleteTopic"]
-MaskPath = Literal[  # reconciler.topic.MASK_PATHS
+MaskPath = Literal[  # reconciler.topicfields.MASK_PATHS, written out for mypy (a test
     "labels", "message_storage_policy", "message_retention_duration", "kms_key_name",
-    "schema_settings",
+    "schema_settings",  # holds the two equal: tests/test_topicfields.py)
 ]
 
 # The three console categories (docs/storage-policy.md) of a topic out of step with the org policy.
@@ -232,8 +227,8 @@ class ResourceChange(Record, frozen=True):
     change: Change
     update_mask: Annotated[
         Sequence[MaskPath],
-        doc("Top-level proto paths an update sends: labels, message_storage_policy (empty "
-            "for create, delete and no-op)."),
+        doc(f"Top-level proto paths an update sends (any of {', '.join(MASK_PATHS)}; "
+            "empty for create, delete and no-op)."),
     ] = always(EMPTY)
     request: Annotated[
         Request | None,
@@ -548,7 +543,7 @@ def shown_paths(rc: ResourceChange) -> list[str]:
         return [p for p in MASK_PATHS if p in rc.update_mask]
     if rc.action == "create":
         after = rc.change.after or {}
-        return [p for p in MASK_PATHS if p == LABELS or after.get(p) is not None]
+        return [p for p in MASK_PATHS if p == LABELS.proto or after.get(p) is not None]
     return []
 
 
@@ -566,21 +561,21 @@ def derive_request(rc: ResourceChange) -> Request | None:
     body: dict[str, Any] = {"name": rc.address}
     paths = shown_paths(rc)
     for path in paths:
-        if path == LABELS and rc.action == "update":
+        if path == LABELS.proto and rc.action == "update":
             continue  # made from label_merge when sent
         if path not in rc.change.computed and after.get(path) is not None:
             body[path] = after[path]
     if rc.action == "create":
         return Request("CreateTopic", body, marker_label=PLAN_LABEL)
-    mask = [p for p in MASK_PATHS if p in paths or p == LABELS]
+    mask = [p for p in MASK_PATHS if p in paths or p == LABELS.proto]
     return Request("UpdateTopic", body, mask, label_merge(rc), PLAN_LABEL)
 
 
 def label_merge(rc: ResourceChange) -> LabelMerge:
     """The label changes of an update, before -> after (none when it changes only the
     storage policy)."""
-    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS) or {}
-    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS) or {}
+    before: Mapping[str, str] = (rc.change.before or {}).get(LABELS.proto) or {}
+    after: Mapping[str, str] = (rc.change.after or {}).get(LABELS.proto) or {}
     changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
     return LabelMerge(
         {k: after[k] for k in changed if k in after}, [k for k in changed if k not in after]
@@ -590,10 +585,10 @@ def label_merge(rc: ResourceChange) -> LabelMerge:
 def _sets(before: Any, after: Any, path: str) -> tuple[list[str], list[str]]:
     """Members added and removed: label keys, or regions (none when a side allows
     every region; none for a path that holds one value)."""
-    if path == LABELS:
+    if path == LABELS.proto:
         b, a = set(before or {}), set(after or {})
         return sorted(a - b), sorted(b - a)
-    if path != STORAGE_POLICY:
+    if path != STORAGE_POLICY.proto:
         return [], []
     rb = region_set(StoragePolicy.from_json(before))
     ra = region_set(StoragePolicy.from_json(after))
@@ -613,7 +608,7 @@ def derive_fields(rc: ResourceChange) -> list[FieldChange]:
     out = []
     for path in paths:
         b, a = before.get(path), after.get(path)
-        if path == LABELS and rc.action == "create":
+        if path == LABELS.proto and rc.action == "create":
             b = {}
         added, removed = _sets(b, a, path)
         note = None

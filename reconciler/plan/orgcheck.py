@@ -14,7 +14,7 @@ plan leaves as it is (no key under CMEK, a key of a project the org no longer al
 a region the location constraint no longer allows, in-transit enforcement off under
 the in-transit constraint, a publishers' endpoint outside the topic's regions with
 enforcement on: reconcile's own guard, as the service refuses no label) is reported
-once per rule and topic, in the existing family (`orgrules.existing_problems`), and
+once per rule and topic, in the existing family (`orgexisting.existing_problems`), and
 changed only where the spec asks.
 
 A plan of many topics meets few distinct subjects: the rules' verdict on a subject
@@ -33,6 +33,7 @@ from reconciler.hedging.labels import endpoint as endpoint_label
 from reconciler.plan.differ import live_policy_of
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.orgexisting import Standing, existing_problems
 from reconciler.spec.orgrules import (
     EXISTING_CMEK,
     EXISTING_ENDPOINT,
@@ -42,13 +43,12 @@ from reconciler.spec.orgrules import (
     OrgFacts,
     OrgProblem,
     OrgSubject,
-    Standing,
-    existing_problems,
     org_problems,
     subject_of,
 )
 from reconciler.spec.positions import position
-from reconciler.topic import STORAGE_POLICY, StoragePolicy, region_set
+from reconciler.topic import StoragePolicy, region_set
+from reconciler.topicfields import STORAGE_POLICY
 
 # The refusals a topic that exists does not meet on a call that leaves the value: the
 # standing verdict (`existing_problems`) speaks for them instead.
@@ -80,7 +80,7 @@ class OrgCheck:
         problems = self.problems(desired, facts)
         if live is None:
             return _diagnostics(desired, problems)
-        sends_policy = STORAGE_POLICY in change.update_mask
+        sends_policy = STORAGE_POLICY.proto in change.update_mask
         kept = live_policy_of(live.shape.policy)
         has = endpoint_label(live.shape.labels)
         endpoint = has if has is not None and has == desired.publisher_endpoint else None
@@ -125,7 +125,7 @@ def _carried(problem: OrgProblem, kept: StoragePolicy | None, change: ResourceCh
     """A region refusal met by the UpdateTopic of a topic that exists: said as what it
     is, the call that sets the storage policy (and why it does) while the region
     stays, not as a creation."""
-    after = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY))
+    after = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY.proto))
     if after is None:
         why = "the org policy's, recomputed"
     elif region_set(kept) != region_set(after):

@@ -13,14 +13,13 @@ from typing_extensions import TypedDict  # msgspec reads its keys on Python 3.11
 
 from reconciler.frozen import FrozenDict, freeze
 from reconciler.topic import (
-    LABELS,
-    STORAGE_POLICY,
-    SchemaSettings,
+    Settings,
     StoragePolicy,
     norm_policy,
     policy_json,
     settings_json,
 )
+from reconciler.topicfields import LABELS, SETTINGS, STORAGE_POLICY
 
 Strings = Sequence[str]
 
@@ -73,22 +72,22 @@ else:
 def topic_state(
     labels: Mapping[str, str],
     policy: StoragePolicy | None,
-    settings: tuple[str | None, str | None, SchemaSettings | None] | None = None,
+    settings: Settings | None = None,
 ) -> FrozenDict[str, Any]:
     """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
     JSON once per distinct policy (most topics share a few), the labels copied once;
     `settings`: the retention, key and schema settings, each there when set."""
-    state = {LABELS: FrozenDict(labels), STORAGE_POLICY: _policy_state(policy)}
+    state = {LABELS.proto: FrozenDict(labels), STORAGE_POLICY.proto: _policy_state(policy)}
     if settings is not None and settings != _NO_SETTINGS:
         state.update(_settings_state(settings))
     return FrozenDict(state)
 
 
-_NO_SETTINGS = (None, None, None)
+_NO_SETTINGS: Settings = (None,) * len(SETTINGS)
 
 
 @lru_cache(maxsize=1024)
-def _settings_state(settings: tuple[str | None, str | None, SchemaSettings | None]) -> Any:
+def _settings_state(settings: Settings) -> Any:
     return freeze(settings_json(*settings))
 
 

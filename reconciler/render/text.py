@@ -16,14 +16,8 @@ from reconciler.plan.reasons import Reason, ReasonKind
 from reconciler.render import diagnostics as report
 from reconciler.render.escape import text as esc
 from reconciler.render.findings import drift_summary, sources, where_declared
-from reconciler.topic import (
-    IN_TRANSIT,
-    LABELS,
-    MASK_PATHS,
-    REGIONS,
-    STORAGE_POLICY,
-    StoragePolicy,
-)
+from reconciler.topic import IN_TRANSIT, REGIONS, StoragePolicy
+from reconciler.topicfields import LABELS, MASK_PATHS, STORAGE_POLICY
 
 SYMBOL = {"create": "+", "update": "~", "delete": "-", "no-op": " "}
 # ANSI SGR foreground colours (green, yellow, red, magenta) and the reset after them.
@@ -149,12 +143,12 @@ def _block(rc: ResourceChange, style: Style, marker: str) -> list[str]:
     if rc.action == "delete":
         before = rc.change.before or {}
         for key in MASK_PATHS:
-            if key in (LABELS, STORAGE_POLICY) or key in before:
+            if key in (LABELS.proto, STORAGE_POLICY.proto) or key in before:
                 out.append(style("-", f"      - {key} = {_q(before.get(key))}"))
     for fc in rc.change.fields:
-        if fc.path == LABELS:
+        if fc.path == LABELS.proto:
             out.extend(_labels(fc, sym, style))
-        elif fc.path == STORAGE_POLICY:
+        elif fc.path == STORAGE_POLICY.proto:
             out.extend(_policy(fc, sym, style))
         else:
             out.append(_value(fc, sym, style))
@@ -234,7 +228,7 @@ def _regions_text(regions: list[str], policy: StoragePolicy | None) -> str:
 def _policy(fc: FieldChange, sym: str, style: Style) -> list[str]:
     before: dict[str, Any] | None = fc.before
     after: dict[str, Any] | None = fc.after
-    out = [style(sym, f"      {sym} {STORAGE_POLICY} = {{")]
+    out = [style(sym, f"      {sym} {STORAGE_POLICY.proto} = {{")]
     if fc.note:
         out.append(f"          # {esc(fc.note)}")
     if after is None:

@@ -32,6 +32,7 @@ For each constraint the project enforces (or dry-runs: then a warning) on topics
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +49,7 @@ from reconciler.orgpolicy.cel import (
     outermost,
     project,
 )
+from reconciler.orgpolicy.cel.resource import STORAGE
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import ENFORCE_IN_TRANSIT
 from reconciler.orgpolicy.store import Enforcement, PolicyStore
@@ -57,6 +59,7 @@ from reconciler.spec.documents import TopicDoc
 from reconciler.spec.orgrules import PLAN_DECIDES
 from reconciler.spec.resource import declared_resource, managed_fields
 from reconciler.spec.tree import Located
+from reconciler.topicfields import SENT
 from reconciler.yamlio import Document, PathKey
 
 REFUSED = "org-custom-constraint"
@@ -64,30 +67,30 @@ EXISTING_REFUSED = "existing-custom-constraint"  # plan/customcheck.py
 UNEVALUABLE = Why.UNEVALUABLE.code
 AT_PLAN = Why.AT_PLAN.code
 NAME: PathKey = ("metadata", "name")
-# Where in a Topic document each resource field is declared.
+# Where in a Topic document each resource field, and each member a condition may read
+# of one, is declared (the table's REST names: a spec key is the same word).
 SPEC_PATHS: dict[str, PathKey] = {
     "name": NAME,
-    "labels": ("spec", "labels"),
-    "messageStoragePolicy": ("spec", "messageStoragePolicy"),
-    "messageStoragePolicy.allowedPersistenceRegions": (
-        "spec", "messageStoragePolicy", "allowedPersistenceRegions",
-    ),
-    "messageStoragePolicy.enforceInTransit": (
-        "spec", "messageStoragePolicy", "enforceInTransit",
-    ),
-    "messageRetentionDuration": ("spec", "messageRetentionDuration"),
-    "kmsKeyName": ("spec", "kmsKeyName"),
-    "schemaSettings": ("spec", "schemaSettings"),
-    "schemaSettings.schema": ("spec", "schemaSettings", "schema"),
-    "schemaSettings.encoding": ("spec", "schemaSettings", "encoding"),
-    "schemaSettings.firstRevisionId": ("spec", "schemaSettings", "firstRevisionId"),
-    "schemaSettings.lastRevisionId": ("spec", "schemaSettings", "lastRevisionId"),
+    **{f.rest: f.spec_path for f in SENT},
+    **{f"{f.rest}.{part}": (*f.spec_path, part) for f in SENT for part in f.parts},
 }
 
 
 # A constraint the project enforces or dry-runs, its condition, and the top-level
 # resource fields the condition reads.
 _Applicable = tuple[CustomConstraint, Enforcement, Condition, frozenset[str]]
+
+
+# A storage policy declared `inherit` is sent as none, and the service computes one: a
+# topic that exists has its live policy, so a condition reading it is plan's to judge.
+_INHERIT_NOTE = (
+    " (or leave to the service: `messageStoragePolicy: inherit`; plan judges a new "
+    "topic's CreateTopic without one)"
+)
+
+
+def _reads_storage(fields: Iterable[str]) -> bool:
+    return any(f.split(".")[0] == STORAGE for f in fields)
 
 
 @dataclass
@@ -113,6 +116,7 @@ class _Deferred:
     fields: set[str] = field(default_factory=set)
     topics: int = 0
     first: Diagnostic | None = None  # where the note goes: the first such topic
+    inherit: bool = False  # a topic among them declares `messageStoragePolicy: inherit`
 
 
 def spec_path(read: str, doc: Document) -> PathKey:
@@ -370,6 +374,7 @@ class CustomRules:
             deferred = self._deferred[constraint.constraint_id] = _Deferred()
         deferred.fields |= fields
         deferred.topics += 1
+        deferred.inherit |= topic.storage.mode == "inherit" and _reads_storage(fields)
         if deferred.first is None:
             m = doc.mark_for(NAME)
             deferred.first = Diagnostic(
@@ -391,7 +396,7 @@ class CustomRules:
             self.diags.add(Diagnostic(
                 first.file, first.line, first.col, Severity.WARNING, AT_PLAN,
                 f"custom constraint {constraint_id} reads {fields}, which the specs do "
-                f"not manage, so it is decided at plan time against each live topic "
-                f"({which})",
+                f"not manage{_INHERIT_NOTE if deferred.inherit else ''}, so it is "
+                f"decided at plan time against each live topic ({which})",
                 "run `reconcile plan` to see its verdict",
             ))

@@ -1,14 +1,20 @@
-"""Defaults documents: one per directory, applying to it and every directory below."""
+"""Defaults documents: one per directory, applying to it and every directory below; the
+one inheritance rule of a field a Defaults document gives whole (the table's NEAREST
+fields, reconciler/topicfields.py): the topic's own value, else the nearest
+document's (`nearest`). Labels, the one MERGED field, merge outer documents first
+(spec/topics.py); import works out the same values (spec/inherited.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.spec.documents import DefaultsDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
+from reconciler.topicfields import TopicField
 
 
 def index_defaults(
@@ -37,3 +43,20 @@ def defaults_chain(
         return []
     resolved = directory.resolve()
     return [defaults[d] for d in (resolved, *resolved.parents) if d in defaults]
+
+
+def nearest(
+    value: Any, entry: TopicField, rep: PositionedDiagnostics,
+    chain: list[Located[DefaultsDoc]],
+) -> tuple[Any, PositionedDiagnostics]:
+    """A NEAREST field's (`entry.inherit`) value for a topic whose own is `value`
+    (None: not declared), and where to report it: the topic's own value, else the
+    nearest Defaults document's of `chain` (nearest first). A value of the topic's
+    that did not parse is not replaced by a default: it was reported."""
+    if value is not None or rep.silent(entry.spec_path):
+        return value, rep
+    for defaults in chain:
+        found = getattr(defaults.model.spec, entry.attr)
+        if found is not None:
+            return found, PositionedDiagnostics(defaults, rep.diags)
+    return None, rep

@@ -15,10 +15,12 @@ from __future__ import annotations
 from typing import Any
 
 from reconciler.spec.documents import API_VERSION
+from reconciler.topicfields import NEAREST, SENT
 
 Doc = dict[str, Any]
-# Topic spec keys a Defaults document can carry as a whole value.
-WHOLE_VALUES = ("messageStoragePolicy", "messageRetentionDuration", "kmsKeyName", "schemaSettings")
+# Topic spec keys a Defaults document can carry as a whole value, of the fields import
+# writes from the live topic's (the publishers block is decoded from its labels).
+WHOLE_VALUES = tuple(f.spec for f in SENT if f.inherit == NEAREST)
 MIN_TOPICS = 2  # one topic repeats nothing
 
 

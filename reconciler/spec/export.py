@@ -46,6 +46,14 @@ from reconciler.topic import (
     TopicShape,
     norm_policy,
 )
+from reconciler.topicfields import (
+    HEDGING,
+    KMS_KEY,
+    LABELS,
+    RETENTION,
+    SCHEMA_SETTINGS,
+    STORAGE_POLICY,
+)
 from reconciler.topicrules import DELETED_SCHEMA, written_duration
 from reconciler.yamltext import dump_all
 
@@ -154,26 +162,26 @@ def topic_doc(
         if not is_reserved(k) and not is_other_tools_label(k)
     }
     if user:
-        spec["labels"] = user
+        spec[LABELS.spec] = user
     policy = policy_value(shape.policy, computed)
     if policy is not None:
-        spec["messageStoragePolicy"] = policy
+        spec[STORAGE_POLICY.spec] = policy
     elif shape.policy is not None:
         warnings.append(
             f"{topic.name}: its storage policy lists no region; left unmanaged in the spec"
         )
     if shape.retention is not None:
-        spec["messageRetentionDuration"] = written_duration(shape.retention)
+        spec[RETENTION.spec] = written_duration(shape.retention)
     if shape.kms_key_name:
-        spec["kmsKeyName"] = shape.kms_key_name
+        spec[KMS_KEY.spec] = shape.kms_key_name
     if shape.schema_settings is not None:
         if shape.schema_settings.schema == DELETED_SCHEMA:
             notes.append(
-                "unmanaged: schemaSettings (the topic's schema was deleted; the service "
+                f"unmanaged: {SCHEMA_SETTINGS.spec} (the topic's schema was deleted; the service "
                 f"shows it as {DELETED_SCHEMA}); left as it is"
             )
         else:
-            spec["schemaSettings"] = shape.schema_settings.to_rest()
+            spec[SCHEMA_SETTINGS.spec] = SCHEMA_SETTINGS.to_rest(shape.schema_settings)
     notes.extend(f"unmanaged: {text}" for text in shape.unmanaged)
     try:
         decoded = hl.decode(labels)
@@ -184,10 +192,10 @@ def topic_doc(
         )
         decoded = None
     if decoded is not None:
-        spec["publishers"] = publishers_block(project, topic.name, *decoded, profiles, warnings)
+        spec[HEDGING.spec] = publishers_block(project, topic.name, *decoded, profiles, warnings)
     endpoint = hl.endpoint(labels)
     if endpoint is not None:
-        spec.setdefault("publishers", {})["endpoint"] = endpoint
+        spec.setdefault(HEDGING.spec, {})["endpoint"] = endpoint
     return {
         "apiVersion": API_VERSION,
         "kind": "Topic",

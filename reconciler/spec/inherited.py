@@ -25,17 +25,12 @@ from typing import Any
 
 from reconciler.spec.documents import DefaultsDoc, SchemaSettingsSpec, StoragePolicySpec
 from reconciler.spec.tree import Located
+from reconciler.topicfields import FIELDS, HEDGING, NEAREST, STORAGE_POLICY
 
 Doc = dict[str, Any]
 # The fields import writes that a Defaults document gives whole (nearest wins), in the
 # spec's words and the record's attribute names.
-WHOLE_FIELDS = (
-    ("messageStoragePolicy", "message_storage_policy"),
-    ("messageRetentionDuration", "message_retention_duration"),
-    ("kmsKeyName", "kms_key_name"),
-    ("schemaSettings", "schema_settings"),
-    ("publishers", "publishers"),
-)
+WHOLE_FIELDS = tuple((f.spec, f.attr) for f in FIELDS if f.inherit == NEAREST)
 SHOWN_TOPICS = 5  # topic names listed per conflict, the rest counted
 
 
@@ -112,10 +107,10 @@ def keep_live(
     for key, given in inherited.fields.items():
         if key in spec:
             continue
-        if key == "publishers":
-            spec["publishers"] = {}
-        elif key == "messageStoragePolicy" and inherit_matches:
-            spec["messageStoragePolicy"] = "inherit"
+        if key == HEDGING.spec:
+            spec[key] = {}
+        elif key == STORAGE_POLICY.spec and inherit_matches:
+            spec[key] = "inherit"
         else:
             _conflict(conflicts, given, key, topic)
 

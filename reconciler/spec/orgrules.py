@@ -15,7 +15,7 @@ constraint no longer allows is refused only in a call that sets the storage poli
 cannot be decided offline, where nothing says whether the topic exists. `validate`
 reports it as a warning that says so (`plan_decides`); `plan` refuses it for a new
 topic and for a call that carries it, and reports a topic that has the value already
-once, in the `existing-*` family (`existing_problems`), without changing it.
+once, in the `existing-*` family (`spec/orgexisting.py`), without changing it.
 
 A refusal that rests on an inferred value-group membership (`in:us-locations` and
 the other unverified groups of reconciler/data/locations.yaml) is a warning that says
@@ -50,20 +50,18 @@ from reconciler.orgpolicy.publishing import (
     Landing,
     Refusal,
     land,
-    receiving_region,
-    refuses_in_transit,
 )
 from reconciler.orgpolicy.store import PolicyStore, ancestry_chain
 from reconciler.spec.desired import DesiredTopic, StorageIntent
-from reconciler.topic import StoragePolicy
+from reconciler.topicfields import HEDGING, KMS_KEY, STORAGE_POLICY
 from reconciler.topicrules import split_kms_key
 from reconciler.yamlio import Document, PathKey
 
-POLICY = ("spec", "messageStoragePolicy")
+POLICY = STORAGE_POLICY.spec_path
 REGIONS = (*POLICY, "allowedPersistenceRegions")
-PUBLISHER_REGIONS = ("spec", "publishers", "regions")
-PUBLISHER_ENDPOINT = ("spec", "publishers", "endpoint")
-KMS_KEY = ("spec", "kmsKeyName")
+PUBLISHER_REGIONS = (*HEDGING.spec_path, "regions")
+PUBLISHER_ENDPOINT = (*HEDGING.spec_path, "endpoint")
+KMS_KEY_PATH = KMS_KEY.spec_path
 TOPIC = ("metadata", "name")
 # Every diagnostic that rests on inferred group membership carries this phrase; it is
 # how `promote_inferred` finds them again (one place writes it, one place reads it).
@@ -372,7 +370,7 @@ def org_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:
     return out
 
 
-def _allowed_key_projects(facts: OrgFacts) -> str:
+def allowed_key_projects(facts: OrgFacts) -> str:
     assert facts.key_projects is not None
     return ", ".join(
         v for r in facts.key_projects.rules if not r.condition for v in r.allowed_values
@@ -396,7 +394,7 @@ def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgPro
             hint="declare kmsKeyName here or in a Defaults document",
             existing=EXISTING_CMEK,
         )]
-    verdict = _key_verdict(key, facts)
+    verdict = key_verdict(key, facts)
     if verdict is None:
         return []
     key_project = verdict[1]
@@ -405,9 +403,9 @@ def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgPro
             Severity.ERROR, "org-cmek-key-project",
             f"kmsKeyName of {TOPIC_WORDS} is a key of {key_project}, which the effective "
             f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not "
-            f"allow (allowed: {_allowed_key_projects(facts)}); the service refuses to "
+            f"allow (allowed: {allowed_key_projects(facts)}); the service refuses to "
             "create a topic protected by it. Use a key from an allowed project",
-            KMS_KEY,
+            KMS_KEY_PATH,
             existing=EXISTING_KEY_PROJECT,
         )]
     if verdict[0] == "unknown":
@@ -415,16 +413,16 @@ def cmek_problems(project: str, key: str | None, facts: OrgFacts) -> list[OrgPro
             Severity.WARNING, "org-cmek-key-project",
             f"cannot tell whether constraints/{RESTRICT_KEY_PROJECTS} of project "
             f"{project} allows keys of {key_project} (allowed: "
-            f"{_allowed_key_projects(facts)}), the key of {TOPIC_WORDS}: the org-policy "
+            f"{allowed_key_projects(facts)}), the key of {TOPIC_WORDS}: the org-policy "
             f"snapshot does not say where {key_project} sits in the hierarchy. "
             f"Add `ancestry: {{{key_project}: folders/F}}` (and its folders) to the "
             "snapshot, or name the project itself in the policy",
-            KMS_KEY,
+            KMS_KEY_PATH,
         )]
     return []
 
 
-def _key_verdict(key: str, facts: OrgFacts) -> tuple[str, str] | None:
+def key_verdict(key: str, facts: OrgFacts) -> tuple[str, str] | None:
     """(verdict, the key's project) under the effective restrictCmekCryptoKeyProjects;
     None when no such policy applies or the key name is malformed (reported as such
     already)."""
@@ -436,109 +434,6 @@ def _key_verdict(key: str, facts: OrgFacts) -> tuple[str, str] | None:
     key_project = f"projects/{split[0]}"
     chain = ancestry_chain(facts.ancestry, key_project)
     return key_project_verdict(facts.key_projects, chain), key_project
-
-
-@dataclass(frozen=True)
-class Standing:
-    """A topic that exists, as the plan leaves it, as far as the org's rules read it:
-    its key, its storage policy, and whether the plan's call sends the policy (then
-    the call is judged, not the standing value) and whether the spec declares regions
-    (an unmanaged policy out of step with the org is reported as drift instead)."""
-
-    project: str
-    kms_key_name: str | None
-    policy: StoragePolicy | None
-    policy_sent: bool
-    regions_declared: bool
-    # The publishers' endpoint (`reconcile-publish-endpoint`) the topic has and the
-    # spec declares, so the plan leaves it (None: none, or the plan sets another).
-    endpoint: str | None = None
-
-
-def existing_problems(standing: Standing, facts: OrgFacts) -> list[OrgProblem]:
-    """The existing family: what the effective org policy would refuse of a new topic,
-    on a topic that has it and keeps it (one problem per rule and topic). None of them
-    stops a plan: the CMEK constraints bind only creation (Google's "CMEK organization
-    policies" page) and the location constraint only what is created or set (its
-    "Restricting resource locations" page; the Pub/Sub page: org policy changes do not
-    propagate to existing topics); the plan leaves the value as it is (docs/validate.md,
-    "Existing topics")."""
-    out: list[OrgProblem] = []
-    project = standing.project
-    key = standing.kms_key_name
-    if key is None and facts.cmek_required:
-        out.append(OrgProblem(
-            Severity.WARNING, EXISTING_CMEK,
-            f"{TOPIC_WORDS} exists without a customer-managed key, which the effective "
-            f"constraints/{RESTRICT_NON_CMEK} of project {project} requires of a new "
-            f"{PUBSUB_SERVICE} topic; the constraint binds only creation, so the plan's "
-            "calls are not refused, and the plan leaves the topic without a key",
-            TOPIC,
-            hint="to comply, declare kmsKeyName (UpdateTopic sets it) or recreate the "
-            "topic with a key",
-        ))
-    if key is not None and (verdict := _key_verdict(key, facts)) and verdict[0] == "denied":
-        out.append(OrgProblem(
-            Severity.WARNING, EXISTING_KEY_PROJECT,
-            f"{TOPIC_WORDS} is protected by a key of {verdict[1]}, which the effective "
-            f"constraints/{RESTRICT_KEY_PROJECTS} of project {project} does not allow "
-            f"for a new topic (allowed: {_allowed_key_projects(facts)}); the constraint "
-            "binds only creation, so the plan's calls are not refused, and the key stays",
-            KMS_KEY,
-            hint="to comply, declare a kmsKeyName of an allowed project",
-        ))
-    policy = standing.policy
-    if policy is None or standing.policy_sent or not policy.regions:
-        return out
-    restriction = facts.restriction
-    if standing.regions_declared:
-        refused = [r for r in policy.regions if not restriction.allows(r)]
-        if refused:
-            inferred = sorted({
-                f"in:{g.name}" for r in refused for g in restriction.inferred_basis(r)
-            })
-            maybe = (
-                f" (resting on inferred value-group membership of {', '.join(inferred)}: "
-                "they may be allowed)" if inferred else ""
-            )
-            listed = ", ".join(repr(r) for r in refused)
-            out.append(OrgProblem(
-                Severity.WARNING, EXISTING_LOCATION,
-                f"{TOPIC_WORDS} exists with region{'s' if len(refused) > 1 else ''} "
-                f"{listed} in its storage policy, which the effective "
-                f"constraints/gcp.resourceLocations of project {project} does not allow"
-                f"{maybe}{allowed_text(restriction.allowed_regions())}; the plan leaves the "
-                "policy as it is, which the service does not refuse, but it refuses any "
-                "change of the policy that keeps a disallowed region",
-                REGIONS, refused[0],
-                hint="to comply, drop the region from allowedPersistenceRegions, or "
-                "write `messageStoragePolicy: inherit`",
-            ))
-    if standing.endpoint is not None and policy.enforce_in_transit and refuses_in_transit(
-        receiving_region(standing.endpoint), policy.regions, True
-    ):
-        host = f"{standing.endpoint}-pubsub.googleapis.com"
-        out.append(OrgProblem(
-            Severity.WARNING, EXISTING_ENDPOINT,
-            f"{TOPIC_WORDS} exists with publishers.endpoint {standing.endpoint!r} ({host}) "
-            f"outside its storage policy's regions ({', '.join(policy.regions)}) and "
-            "enforceInTransit on: publishing through it fails with FAILED_PRECONDITION, "
-            "today as after the plan; the endpoint is reconcile's label, which the "
-            "service does not refuse, so the plan leaves it as it is",
-            PUBLISHER_ENDPOINT, standing.endpoint,
-            hint="to comply, declare an endpoint in one of the topic's regions",
-        ))
-    if facts.enforce_in_transit and not policy.enforce_in_transit:
-        out.append(OrgProblem(
-            Severity.WARNING, EXISTING_IN_TRANSIT,
-            f"{TOPIC_WORDS} exists with enforceInTransit off, and "
-            f"constraints/{ENFORCE_IN_TRANSIT} is enforced for project {project} now; "
-            "the plan leaves it off (the org policy does not reach existing topics), "
-            "and the service turns it on with any call that sets the storage policy",
-            (*POLICY, "enforceInTransit"),
-            hint="to comply, write `enforceInTransit: true`",
-        ))
-    return out
 
 
 def _publisher_problems(topic: OrgSubject, facts: OrgFacts) -> list[OrgProblem]:

@@ -14,23 +14,16 @@ only for explicit regions (`inherit` sends none: the service computes it), with
 `enforceInTransit` true when the spec or the organization's in-transit policy says
 so; `messageRetentionDuration`, `kmsKeyName` and `schemaSettings` when declared. A
 field the spec does not manage is not sent, so it is absent here; `managed_fields`
-says which are decided, so that a condition reading another field is decided
-against the live topic by `plan`.
+says which are decided (the storage policy only when its regions are explicit), so
+that a condition reading another field is decided against the live topic by `plan`.
 """
 
 from __future__ import annotations
 
+from operator import attrgetter
 from typing import Any
 
-from reconciler.orgpolicy.cel.resource import (
-    KMS_KEY,
-    LABELS,
-    NAME,
-    RETENTION,
-    SCHEMA,
-    STORAGE,
-    topic_resource,
-)
+from reconciler.orgpolicy.cel.resource import LABELS, NAME, STORAGE, topic_resource
 from reconciler.ownership import (
     MARKER_DIGITS,
     OWNER_LABEL,
@@ -40,23 +33,25 @@ from reconciler.ownership import (
 )
 from reconciler.spec.desired import DesiredTopic
 from reconciler.topic import StoragePolicy
+from reconciler.topicfields import SETTINGS
 
 PLAN_MARKER_PLACEHOLDER = "0" * MARKER_DIGITS
 _ALWAYS = frozenset({NAME, LABELS})
+# The desired topic's settings (the table's SETTINGS, in order) and their REST names.
+_SETTINGS_OF = attrgetter(*(entry.desired for entry in SETTINGS))
+_SETTING_NAMES = tuple(entry.rest for entry in SETTINGS)
 
 
 def managed_fields(topic: DesiredTopic) -> frozenset[str]:
     """The resource's top-level fields whose value the spec decides (an omitted
     field, the storage policy included, is left as it is: unmanaged)."""
     fields = set(_ALWAYS)
-    if topic.storage.mode != "unmanaged":
+    # `inherit` sends no policy, and the service computes one: what a topic that
+    # exists has is the live one, so only plan can judge a condition that reads it.
+    if topic.storage.mode == "explicit":
         fields.add(STORAGE)
-    if topic.message_retention_duration is not None:
-        fields.add(RETENTION)
-    if topic.kms_key_name is not None:
-        fields.add(KMS_KEY)
-    if topic.schema_settings is not None:
-        fields.add(SCHEMA)
+    values = _SETTINGS_OF(topic)
+    fields.update(n for n, v in zip(_SETTING_NAMES, values, strict=True) if v is not None)
     return frozenset(fields)
 
 
@@ -77,7 +72,4 @@ def declared_resource(
         policy = StoragePolicy(
             storage.regions, org_enforces_in_transit or bool(storage.enforce_in_transit)
         )
-    return topic_resource(
-        topic.address, labels, policy, topic.message_retention_duration,
-        topic.kms_key_name, topic.schema_settings,
-    )
+    return topic_resource(topic.address, labels, policy, _SETTINGS_OF(topic))

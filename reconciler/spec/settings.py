@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.spec.defaults import nearest
 from reconciler.spec.documents import DefaultsDoc, SchemaSettingsSpec, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.topic import SchemaSettings
+from reconciler.topicfields import KMS_KEY, RETENTION, SCHEMA_SETTINGS
 from reconciler.topicrules import (
     DurationProblem,
     canonical_retention,
@@ -25,9 +26,9 @@ from reconciler.topicrules import (
 )
 from reconciler.yamlio import PathKey
 
-RETENTION: PathKey = ("spec", "messageRetentionDuration")
-KMS_KEY: PathKey = ("spec", "kmsKeyName")
-SCHEMA: PathKey = ("spec", "schemaSettings")
+RETENTION_PATH: PathKey = RETENTION.spec_path
+KMS_KEY_PATH: PathKey = KMS_KEY.spec_path
+SCHEMA_PATH: PathKey = SCHEMA_SETTINGS.spec_path
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,30 +61,14 @@ def check_settings(
                 rep.error(path, code, message)
         return settings
     rep = PositionedDiagnostics(located, diags)
-    retention, retention_rep = _declared(retention, "message_retention_duration", RETENTION,
-                                         rep, chain)
-    kms, kms_rep = _declared(kms, "kms_key_name", KMS_KEY, rep, chain)
-    schema, schema_rep = _declared(schema, "schema_settings", SCHEMA, rep, chain)
+    retention, retention_rep = nearest(retention, RETENTION, rep, chain)
+    kms, kms_rep = nearest(kms, KMS_KEY, rep, chain)
+    schema, schema_rep = nearest(schema, SCHEMA_SETTINGS, rep, chain)
     settings, problems = _evaluate(retention, kms, _schema_key(schema))
-    reps = {RETENTION: retention_rep, KMS_KEY: kms_rep, SCHEMA: schema_rep}
+    reps = {RETENTION_PATH: retention_rep, KMS_KEY_PATH: kms_rep, SCHEMA_PATH: schema_rep}
     for path, code, message in problems:
         reps[path[:2]].error(path, code, message)
     return settings
-
-
-def _declared(
-    value: Any, attr: str, path: PathKey, rep: PositionedDiagnostics,
-    chain: list[Located[DefaultsDoc]],
-) -> tuple[Any, PositionedDiagnostics]:
-    """The topic's own value, else the nearest Defaults document's (a value of the
-    topic's that did not parse is not replaced by a default: it was reported)."""
-    if value is not None or rep.silent(path):
-        return value, rep
-    for defaults in chain:
-        found = getattr(defaults.model.spec, attr)
-        if found is not None:
-            return found, PositionedDiagnostics(defaults, rep.diags)
-    return None, rep
 
 
 def _schema_key(model: SchemaSettingsSpec | None) -> SchemaKey | None:
@@ -108,16 +93,16 @@ def _evaluate(
         try:
             canonical = canonical_retention(retention)
         except DurationProblem as exc:
-            problems.append((RETENTION, "retention", f"messageRetentionDuration: {exc}"))
+            problems.append((RETENTION_PATH, "retention", f"{RETENTION.spec}: {exc}"))
     if kms is not None and (problem := kms_key_problem(kms)):
-        problems.append((KMS_KEY, "kms-key-name", problem))
+        problems.append((KMS_KEY_PATH, "kms-key-name", problem))
     settings = None
     if schema is not None:
         name, encoding, first, last = schema
         if problem := schema_name_problem(name):
-            problems.append(((*SCHEMA, "schema"), "schema-name", problem))
+            problems.append(((*SCHEMA_PATH, "schema"), "schema-name", problem))
         if problem := encoding_problem(encoding):
-            problems.append(((*SCHEMA, "encoding"), "schema-encoding", problem))
-        if all(p[0][:2] != SCHEMA for p in problems):
+            problems.append(((*SCHEMA_PATH, "encoding"), "schema-encoding", problem))
+        if all(p[0][:2] != SCHEMA_PATH for p in problems):
             settings = SchemaSettings(name, encoding, first, last)
     return TopicSettings(canonical, kms, settings), tuple(problems)

@@ -19,6 +19,7 @@ from reconciler.names import (
     topic_id_problem,
 )
 from reconciler.ownership import OWN_LABELS
+from reconciler.spec.defaults import nearest
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
@@ -26,9 +27,10 @@ from reconciler.spec.profiles import Profiles, profile_from_settings, report_pro
 from reconciler.spec.regions import check_endpoint, check_regions
 from reconciler.spec.settings import check_settings
 from reconciler.spec.tree import Located
+from reconciler.topicfields import HEDGING, STORAGE_POLICY
 from reconciler.yamlio import PathKey
 
-PUBLISHERS: PathKey = ("spec", "publishers")
+PUBLISHERS: PathKey = HEDGING.spec_path
 
 
 def check_topic(
@@ -69,25 +71,12 @@ def check_topic(
     check_labels(doc.spec.labels, rep, ("spec", "labels"))
     labels.update(doc.spec.labels)
 
-    storage_model = doc.spec.message_storage_policy
-    storage_rep = rep
-    if storage_model is None and not rep.silent(("spec", "messageStoragePolicy")):
-        for d in chain:
-            if d.model.spec.message_storage_policy is not None:
-                storage_model = d.model.spec.message_storage_policy
-                storage_rep = PositionedDiagnostics(d, diags)
-                break
+    storage_model, storage_rep = nearest(doc.spec.message_storage_policy, STORAGE_POLICY,
+                                         rep, chain)
     storage = check_storage(storage_model, storage_rep)
     settings = check_settings(located, chain, diags)
 
-    publishers = doc.spec.publishers
-    publishers_rep = rep
-    if publishers is None and not rep.silent(PUBLISHERS):
-        for d in chain:
-            if d.model.spec.publishers is not None:
-                publishers = d.model.spec.publishers
-                publishers_rep = PositionedDiagnostics(d, diags)
-                break
+    publishers, publishers_rep = nearest(doc.spec.publishers, HEDGING, rep, chain)
     hedging = None
     publisher_regions: tuple[str, ...] = ()
     ordering = False
@@ -157,7 +146,7 @@ def check_storage(
     if model == "inherit":
         return StorageIntent("inherit")
     assert isinstance(model, StoragePolicySpec)
-    base: PathKey = ("spec", "messageStoragePolicy", "allowedPersistenceRegions")
+    base: PathKey = (*STORAGE_POLICY.spec_path, "allowedPersistenceRegions")
     if not model.allowed_persistence_regions:
         rep.error(
             base, "storage-empty-regions",

@@ -9,8 +9,6 @@ serve them (no public proto has them)."""
 from __future__ import annotations
 
 import base64
-import subprocess
-import sys
 import zlib
 from pathlib import Path
 from typing import Any
@@ -19,6 +17,7 @@ import grpc
 import pytest
 from rest_support import rest
 from test_gcloud import GCLOUD, gcloud
+from udf_support import no_engine_server
 
 PROJECT = "proj-alpha"
 VALIDATE = f"/v1/projects/{PROJECT}:validateMessageTransform"
@@ -166,24 +165,10 @@ def test_the_grpc_face_does_not_serve_them(local_server: Any) -> None:
     assert info.value.code() is grpc.StatusCode.UNIMPLEMENTED
 
 
-NO_ENGINE_SERVER = """
-import sys
-sys.modules["quickjs"] = None  # as if the optional engine were not installed
-from reconciler.localserver import LocalServer
-with LocalServer() as server:
-    print(server.address, flush=True)
-    sys.stdin.read()
-"""
 
 
 def test_without_the_engine_a_udf_is_refused_saying_why() -> None:
-    proc = subprocess.Popen(
-        [sys.executable, "-c", NO_ENGINE_SERVER], stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE, text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        address = proc.stdout.readline().strip()
+    with no_engine_server() as address:
         given = {"messageTransform": udf("f", "function f(m) {}")}
         answer = rest(address, "POST", VALIDATE, given)
         assert answer.status == 400
@@ -207,10 +192,6 @@ def test_without_the_engine_a_udf_is_refused_saying_why() -> None:
         assert answer.status == 200
         data = answer.body["transformedMessages"][0]["transformedMessage"]["data"]
         assert zlib.decompress(base64.b64decode(data)) == b"abc"
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=60)
 
 
 def test_a_subscriptions_transforms_and_data_that_does_not_decompress(

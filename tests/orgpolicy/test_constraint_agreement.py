@@ -340,7 +340,7 @@ def _unmanaged_reads(text: str, topic: dict[str, Any]) -> set[str]:
         what = READS[field][0]
         if what in ("ingestion", "transforms") or (
             what in ("retention", "kms", "schema") and topic[what] is None
-        ):
+        ) or (what == "messageStoragePolicy" and topic["regions"] is None):  # inherit
             out.add(field)
     return out
 

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.plan.test_ci_reporters import valid_sarif
+from tests.specs_support import cmek_snapshot
 
 ORG = "organizations/4600"
 PROJECT = "proj-accept"
@@ -180,16 +181,7 @@ def test_a_saved_plan_keeps_its_accepted_findings_for_show_and_apply(
     assert topic == 1  # the ownership labels: the accepted finding stops nothing
 
 
-SNAPSHOT = f"""\
-name: projects/{PROJECT}/policies/gcp.restrictNonCmekServices
-spec:
-  rules:
-    - values:
-        deniedValues: [pubsub.googleapis.com]
----
-ancestry:
-  projects/{PROJECT}: {ORG}
-"""
+SNAPSHOT = cmek_snapshot(PROJECT, ORG)
 
 
 def test_a_plan_refused_by_validation_still_lists_what_the_tree_accepts(

@@ -21,7 +21,8 @@ from reconciler.plan.policy import computed_policy
 from reconciler.spec.checks import OrgFacts
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.orgrules import org_problems, subject_of
-from reconciler.topic import MASK_PATHS, is_managed_key, policy_json
+from reconciler.topic import is_managed_key, policy_json
+from reconciler.topicfields import MASK_PATHS
 
 REGIONS = ["us-central1", "us-east1", "europe-west1", "asia-east1", "europe-west4"]
 USER_KEYS = ["team", "env", "cost-center"]

@@ -12,17 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from tests.plan.test_ci_reporters import valid_sarif
+from tests.specs_support import cmek_snapshot
 
-CMEK_POLICY = """\
-name: projects/acme-payments/policies/gcp.restrictNonCmekServices
-spec:
-  rules:
-    - values:
-        deniedValues: [pubsub.googleapis.com]
----
-ancestry:
-  projects/acme-payments: organizations/1001
-"""
+CMEK_POLICY = cmek_snapshot("acme-payments", "organizations/1001")
 NO_POLICIES = "ancestry: {projects/acme-payments: organizations/1001}\n"
 
 

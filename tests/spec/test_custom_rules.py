@@ -82,9 +82,11 @@ def test_a_refusal_is_an_error_at_the_deciding_field(run_cli: Any, tmp_path: Pat
     )
     assert result.exit_code == 1
     errors = [line for line in result.stdout.splitlines() if "error[" in line]
-    # orders lists us-east1 (line 7, the region list); inherited sends no storage policy.
-    assert len(errors) == 2, result.stdout
-    orders, inherited = errors
+    # orders lists us-east1 (line 7, the region list); inherited sends no storage
+    # policy, and one that exists has the policy the service computed: plan decides.
+    assert len(errors) == 1, result.stdout
+    (orders,) = errors
+    (inherited,) = [line for line in result.stdout.splitlines() if "org-custom-at-plan" in line]
     assert orders.startswith(f"{tmp_path}/specs/topics.yaml:7:")
     assert "error[org-custom-constraint]" in orders
     assert "topic projects/shop-prod/topics/orders breaks custom constraint custom.euOnly" in orders
@@ -94,8 +96,8 @@ def test_a_refusal_is_an_error_at_the_deciding_field(run_cli: Any, tmp_path: Pat
         in orders
     )
     assert "refuse CreateTopic with FAILED_PRECONDITION" in orders
-    assert "topics.yaml:21:" in inherited and "topics/inherited" in inherited
-    assert "resource.messageStoragePolicy.allowedPersistenceRegions = not set" in inherited
+    assert "warning[org-custom-at-plan]" in inherited and "topics/inherited" in inherited
+    assert "leave to the service: `messageStoragePolicy: inherit`; plan judges" in inherited
     assert "refunds" not in result.stdout
 
 

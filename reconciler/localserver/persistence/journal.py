@@ -48,7 +48,7 @@ DELETE_SUBSCRIPTION = 8
 DETACH_SUBSCRIPTION = 9
 PUBLISH = 10  # a Publish request as received, with its IDs, time, region, receivers
 ACK = 11
-NEXT_MESSAGE_ID = 12  # snapshot only
+NEXT_MESSAGE_ID = 12  # in a snapshot; live after a Publish whose topic transforms filtered some
 BACKLOG = 13  # snapshot only: a subscription's unacked and retained acked messages
 # Schemas (`schemas.registry` encodes their values: every revision of one schema).
 PUT_SCHEMA = 14

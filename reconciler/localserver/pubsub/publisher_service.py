@@ -7,6 +7,7 @@ exists`, the update-mask sentences) and say more where it is silent.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -27,6 +28,12 @@ from reconciler.localserver.api.wire import publish_response
 from reconciler.localserver.pubsub import masks
 from reconciler.localserver.pubsub.constraints import check_call
 from reconciler.localserver.pubsub.limits import check_labels, check_publish
+from reconciler.localserver.pubsub.publish_transforms import (
+    Transformed,
+    enabled,
+    response_ids,
+    transform_request,
+)
 from reconciler.localserver.pubsub.state import ServerState
 from reconciler.localserver.pubsub.subscriber_service import (
     declared_region,
@@ -54,17 +61,17 @@ from reconciler.orgpolicy.model import (
     RESTRICT_NON_CMEK,
 )
 from reconciler.orgpolicy.publishing import Landing, Refusal, land
+from reconciler.topicfields import (
+    KMS_KEY,
+    LABELS,
+    MASK_PATHS,
+    RETENTION,
+    SENT,
+)
 from reconciler.topicrules import KMS_KEY_FORMAT, NANOS, retention_problem, split_kms_key
 
-UPDATABLE_PATHS = (
-    "labels",
-    "message_storage_policy",
-    "message_retention_duration",
-    "schema_settings",
-    "kms_key_name",
-    INGESTION,
-    TRANSFORMS,
-)
+# The fields reconcile manages (the table's) and those it does not.
+UPDATABLE_PATHS = (*MASK_PATHS, INGESTION, TRANSFORMS)
 # A mask may name a field inside these too (`masks`): python-pubsub's
 # update-topic-schema sample sends "schemaSettings.firstRevisionId,...", and Google's
 # emulator takes each part of schema_settings.
@@ -101,9 +108,36 @@ def _described(topic: Any, given: Any, fields: tuple[str, ...]) -> Any:
     return described
 
 
+def _check_labels(topic: Any) -> None:
+    check_labels(topic.labels, "topic")
+
+
+def _check_retention(topic: Any) -> None:
+    if topic.HasField(RETENTION.proto):
+        d = topic.message_retention_duration
+        if problem := retention_problem(d.seconds * NANOS + d.nanos):
+            raise invalid(f"{RETENTION.proto} out of bounds: {problem}")
+
+
+def _check_kms_key(topic: Any) -> None:
+    key = topic.kms_key_name
+    if key and split_kms_key(key) is None:
+        raise invalid(f"Invalid {KMS_KEY.proto} {key!r}: expected {KMS_KEY_FORMAT}.")
+
+
+# The checks a field's value gets wherever a call sets it, by the table's proto names
+# (the schema settings are checked against the schema store, under the write lock).
+_FIELD_CHECKS: dict[str, Callable[[Any], None]] = {
+    LABELS.proto: _check_labels,
+    RETENTION.proto: _check_retention,
+    KMS_KEY.proto: _check_kms_key,
+}
+
+
 class _SchemaCheck(Exception):
-    """Raised under the write lock when a Publish must be validated against the
-    topic's schema settings (first seen, or changed since they were checked)."""
+    """Raised under the write lock when a Publish must be transformed by the topic's
+    message transforms or validated against its schema settings (first seen, or
+    changed since the request was prepared)."""
 
     def __init__(self, topic: Any) -> None:
         super().__init__(topic.name)
@@ -223,15 +257,13 @@ class PublisherService:
 
     @staticmethod
     def _check_fields(topic: Any, fields: tuple[str, ...]) -> None:
-        if "labels" in fields:
-            check_labels(topic.labels, "topic")
-        if "message_retention_duration" in fields and topic.HasField("message_retention_duration"):
-            d = topic.message_retention_duration
-            if problem := retention_problem(d.seconds * NANOS + d.nanos):
-                raise invalid(f"message_retention_duration out of bounds: {problem}")
-        key = topic.kms_key_name
-        if "kms_key_name" in fields and key and split_kms_key(key) is None:
-            raise invalid(f"Invalid kms_key_name {key!r}: expected {KMS_KEY_FORMAT}.")
+        """The service's rules (reconciler/topicrules.py) for the table's fields that
+        `fields` names and that have one here, in the table's order; then those of the
+        fields reconcile does not manage."""
+        for entry in SENT:
+            check = _FIELD_CHECKS.get(entry.proto)
+            if check is not None and entry.proto in fields:
+                check(topic)
         if TRANSFORMS in fields:
             check_transforms(topic.message_transforms)
         if INGESTION in fields:
@@ -348,7 +380,8 @@ class PublisherService:
     def publish(self, request: Any, call: CallInfo) -> Any:
         """The hot path. The gRPC face hands over the request parsed as
         `protos.WirePublishRequest` (messages left serialized: checked from their
-        bytes; the request's bytes are stored as they came) and takes the
+        bytes; the request's bytes are stored as they came, or as the topic's message
+        transforms made them: `publish_transforms`) and takes the
         response's bytes; REST hands over a PublishRequest and its bytes, and takes
         a message."""
         raw = call.raw or request.SerializeToString()
@@ -363,48 +396,71 @@ class PublisherService:
         declared = declared_region(call)
         landed: list[Landing] = []
         checked: list[Any] = [None]  # the schema settings `raw` was validated against
+        received = raw
+        applied: list[tuple[Any, ...]] = [()]  # the enabled transforms `raw` went through
+        transformed: list[Transformed | None] = [None]
+
+        def prepare(topic: Any) -> bytes:
+            """Outside the write lock: `received` after the topic's enabled transforms
+            (run first: the transformed message is what is stored), then validated
+            against its schema settings."""
+            steps = enabled(topic.message_transforms)
+            out = received
+            transformed[0] = None
+            if steps:
+                done = transform_request(name, steps, received)
+                transformed[0], out = done, done.raw
+            applied[0] = steps
+            checked[0] = None
+            if has_schema(topic) and (transformed[0] is None or transformed[0].kept):
+                out = validate_request(topic, self.state.schemas.revisions, out)
+                checked[0] = topic.schema_settings
+            return out
 
         def place(topic: Any) -> str:
             settings = topic.schema_settings if has_schema(topic) else None
             if (settings is not None or checked[0] is not None) and settings != checked[0]:
+                raise _SchemaCheck(topic)
+            if (topic.message_transforms or applied[0]) and enabled(
+                topic.message_transforms
+            ) != applied[0]:
                 raise _SchemaCheck(topic)
             landing = self._land(name, topic, declared, ordering)
             landed.append(landing)
             assert landing.stored is not None  # _land raises for a refused one
             return landing.stored
 
-        received = raw
         known = self.state.get_topic(name)
-        if known is not None and has_schema(known):
-            # Checked before the write lock is first taken (a topic with a schema has
-            # it checked every time): `place` then finds the settings it was checked
-            # against, unless they changed meanwhile.
-            raw = validate_request(known, self.state.schemas.revisions, received)
-            checked[0] = known.schema_settings
+        if known is not None and (has_schema(known) or known.message_transforms):
+            # Transformed and checked before the write lock is first taken: `place`
+            # then finds the transforms and settings it was prepared with, unless
+            # they changed meanwhile.
+            raw = prepare(known)
         for _ in range(3):
+            kept = count if transformed[0] is None else len(transformed[0].kept)
             try:
-                stored = self.state.subs.publish(name, raw, count, place)
+                stored = self.state.subs.publish(
+                    name, raw, kept, place, reserve=count - kept
+                )
                 break
             except _SchemaCheck as need:
-                # Checked outside the write lock; `place` sees whether the settings
-                # are still those checked once the lock is held.
-                topic = need.topic
-                if has_schema(topic):
-                    raw = validate_request(topic, self.state.schemas.revisions, received)
-                    checked[0] = topic.schema_settings
-                else:
-                    raw, checked[0] = received, None
+                # Prepared outside the write lock; `place` sees whether the topic's
+                # transforms and schema settings are still those once the lock is held.
+                raw = prepare(need.topic)
         else:
             raise ServiceError(
                 grpc.StatusCode.ABORTED,
-                f"The schema settings of {name} kept changing while the request was "
-                "validated; retry.",
+                f"The message transforms or schema settings of {name} kept changing while "
+                "the request was prepared; retry.",
             )
         if stored is None:
             raise not_found("Topic not found")
         first, _ = stored
         if landed[0].rerouted:
             self.rerouted.incr(name, amount=count)
+        if transformed[0] is not None and transformed[0].filtered:
+            reply = response_ids(first, transformed[0])
+            return reply if call.serialized_reply else protos.PublishResponse.FromString(reply)
         reply = publish_response(first, count)  # the IDs are consecutive
         return reply if call.serialized_reply else protos.PublishResponse.FromString(reply)
 

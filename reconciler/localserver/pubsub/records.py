@@ -3,11 +3,14 @@ frames them; `subscriptions` writes and replays them): little-endian binary, IDs
 u64, times as u64 nanoseconds since the epoch, names as UTF-8 with their length.
 
 - PUBLISH: first message ID, publish time, region, the subscriptions receiving it,
-  then the Publish request's bytes as received;
+  then the Publish request's bytes as received (or as the topic's message transforms
+  made them: a replay never runs a transform);
 - ACK: when, then the message IDs acknowledged;
 - BACKLOG (snapshot only): a subscription's unacknowledged message IDs, then its
   retained acknowledged ones with their ack times;
-- NEXT_MESSAGE_ID (snapshot only): the next message ID to number;
+- NEXT_MESSAGE_ID (in a snapshot, and after a Publish whose topic's transforms
+  filtered messages: the IDs they were given are never reused): the next message ID
+  to number;
 - DELIVERY_ATTEMPTS: (message ID, attempts so far as u32) pairs;
 - DEAD_LETTERED: when the source acknowledged which IDs, the dead-letter topic's
   name, then its PUBLISH value.

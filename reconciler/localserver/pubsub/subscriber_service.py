@@ -35,6 +35,7 @@ from reconciler.localserver.pubsub import ackids, deadletter, masks
 from reconciler.localserver.pubsub.ackids import AckIds
 from reconciler.localserver.pubsub.backlog import Delivered
 from reconciler.localserver.pubsub.constraints import check_call
+from reconciler.localserver.pubsub.delivery_transforms import at_delivery, check_runnable
 from reconciler.localserver.pubsub.filters import FilterError, compile_filter, describe
 from reconciler.localserver.pubsub.limits import (
     DEFAULT_ACK_DEADLINE_S,
@@ -258,6 +259,7 @@ class SubscriberService:
                 f"{MAX_PULL_MESSAGES} messages."
             )
         sub = self._pullable("Pull", name, call)
+        check_runnable(sub.message_transforms)
         wait = 0.0 if request.return_immediately else PULL_WAIT_S
         got = self.subs.pull(
             name,
@@ -268,8 +270,18 @@ class SubscriberService:
         if got is None:
             raise not_found("Subscription does not exist")
         response = protos.PullResponse()
-        _fill(response.received_messages, got, sub.HasField("dead_letter_policy"))
+        got, messages = at_delivery(sub.message_transforms, got, *self.settlers(name, sub))
+        _fill(response.received_messages, got, sub.HasField("dead_letter_policy"), messages)
         return response
+
+    def settlers(self, name: str, sub: Any) -> tuple[Callable[[list[str]], Any], Any]:
+        """How `delivery_transforms` acknowledges ack IDs of `name` (a transform
+        filtered them) and nacks them (one failed; only with a dead-letter policy)."""
+        nack = lambda sent: self.subs.modify(name, self.ack_ids(name, sent), 0)  # noqa: E731
+        return (
+            lambda sent: self.subs.ack(name, self.ack_ids(name, sent)),
+            nack if sub.HasField("dead_letter_policy") else None,
+        )
 
     def ack_ids(self, name: str, sent: Any) -> AckIds:
         """The ack IDs a request sends `name`, parsed; INVALID_ARGUMENT for one that is
@@ -438,21 +450,26 @@ def exactly_once_failure(stale: list[str]) -> ServiceError:
     return ServiceError(grpc.StatusCode.INVALID_ARGUMENT, EXACTLY_ONCE_FAILURE, (info,))
 
 
-def _fill(out: Any, got: list[Delivered], attempts: bool) -> None:
+def _fill(out: Any, got: list[Delivered], attempts: bool, messages: Any = None) -> None:
     """ReceivedMessages for what a pull leased (delivery_attempt only with a
-    dead-letter policy, as the service)."""
+    dead-letter policy, as the service), carrying `messages` when given (what the
+    subscription's transforms made of them)."""
     add = out.add
     stamped = None
     batch = None
-    for d in got:
-        if d.batch is not batch:
-            batch = d.batch
-            stamped = batch.stamped()
-        assert stamped is not None
-        if attempts:
-            add(ack_id=d.ack_id, message=stamped[d.index], delivery_attempt=d.attempt)
+    for i, d in enumerate(got):
+        if messages is not None:
+            message = messages[i]
         else:
-            add(ack_id=d.ack_id, message=stamped[d.index])
+            if d.batch is not batch:
+                batch = d.batch
+                stamped = batch.stamped()
+            assert stamped is not None
+            message = stamped[d.index]
+        if attempts:
+            add(ack_id=d.ack_id, message=message, delivery_attempt=d.attempt)
+        else:
+            add(ack_id=d.ack_id, message=message)
 
 
 class PullStream:
@@ -592,6 +609,8 @@ class PullStream:
                 return
             if self.subs.stopping.is_set():
                 raise unavailable("local server is stopping")
+            config = self.subs.raw(self.name) or self.sub
+            check_runnable(config.message_transforms)
             with self._lock:
                 confirmations, self._confirmations = self._confirmations, []
             for response in confirmations:
@@ -611,13 +630,16 @@ class PullStream:
             )
             if got is None:
                 raise not_found("Subscription does not exist")
+            got, messages = at_delivery(
+                config.message_transforms, got, *self.service.settlers(self.name, config)
+            )
             if not got:
                 continue
             with self._lock:
                 for d in got:
                     self._delivered[d.batch.first_id + d.index] = d.batch.size(d.index)
             response = protos.StreamingPullResponse(subscription_properties=properties)
-            _fill(response.received_messages, got, attempts)
+            _fill(response.received_messages, got, attempts, messages)
             yield response
 
 

@@ -275,13 +275,20 @@ class Subscriptions:
     # -------------------------------------------------------------------- publish
 
     def publish(
-        self, topic_name: str, raw: bytes, count: int, place: Callable[[Any], str]
+        self,
+        topic_name: str,
+        raw: bytes,
+        count: int,
+        place: Callable[[Any], str],
+        reserve: int = 0,
     ) -> tuple[int, str] | None:
         """Store a checked Publish request of `count` messages, given as its bytes
         (durable first), in the region `place(topic)` names (it raises to refuse them;
         called under the write lock, so the topic's storage policy cannot change
         between the decision and the write); (the first of their consecutive IDs,
-        that region), or None when the topic does not exist."""
+        that region), or None when the topic does not exist. `reserve` more IDs
+        follow them, never stored (the IDs of messages a topic's transform filtered):
+        a NEXT_MESSAGE_ID record keeps them from being reused after a restart."""
         state = self.state
         with state.wlock:
             topic = state.get_topic(topic_name)
@@ -290,13 +297,20 @@ class Subscriptions:
             region = place(topic)
             receivers = self.index.receivers(topic_name, topic)
             first = self._next_id
-            self._next_id += count
+            self._next_id += count + reserve
             publish_ns = time.time_ns()
             ticket = 0
             if state.durable:
-                head = encode_publish(first, publish_ns, region, receivers)
-                value = head + raw
-                ticket = state.write_grouped([(j.PUBLISH, topic_name, value)])
+                records: list[j.Record] = []
+                if count:
+                    head = encode_publish(first, publish_ns, region, receivers)
+                    records.append((j.PUBLISH, topic_name, head + raw))
+                if reserve:
+                    records.append((j.NEXT_MESSAGE_ID, "", encode_next_id(self._next_id)))
+                ticket = state.write_grouped(records)
+        if not count:
+            state.sync_grouped(ticket, lambda: None)
+            return first, region
         batch = Batch(topic_name, first, publish_ns, region, raw, count)
         state.sync_grouped(ticket, lambda: self._deliver(batch, receivers))
         return first, region

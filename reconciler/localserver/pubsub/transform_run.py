@@ -14,7 +14,11 @@ the message after each enabled transform in turn, until one filters it or fails.
   `attributes`) replaces it, anything else fails the transform. Without the engine a
   UDF cannot be run: `engine()` is None and the callers refuse, saying so.
 - AI Inference: never run (the server sends nothing to a model): the transform fails,
-  saying so.
+  saying so. (Publish and delivery leave it out and pass the message unchanged:
+  `publish_transforms.enabled`.)
+
+Publish (`publish_transforms`) and delivery (`delivery_transforms`) run transforms
+through `run_transforms` too: one engine for the test RPC and the message path.
 """
 
 from __future__ import annotations

@@ -1,0 +1,118 @@
+"""A topic's field values that are more than text: its schema settings and its storage
+policy, as immutable values with their plan/request JSON (proto field names) and REST
+JSON forms.
+
+They sit below the table of topic fields (reconciler/topicfields.py), whose
+conversions call them, and below the topic's shape (reconciler/topic.py), which holds
+them; reconciler/topic.py re-exports them, the name every layer imports them by.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+REGIONS = "allowed_persistence_regions"
+IN_TRANSIT = "enforce_in_transit"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSettings:
+    """A topic's schema settings in the service's form: the schema's name, the
+    encoding (`JSON`, `BINARY`) and the revision range ("" = that side open)."""
+
+    schema: str
+    encoding: str
+    first_revision_id: str = ""
+    last_revision_id: str = ""
+
+    def to_json(self) -> dict[str, str]:
+        return {
+            "schema": self.schema, "encoding": self.encoding,
+            "first_revision_id": self.first_revision_id,
+            "last_revision_id": self.last_revision_id,
+        }
+
+    def to_rest(self) -> dict[str, str]:
+        """The REST JSON form, which specs and custom constraints' conditions read: the
+        revision ids only when set."""
+        out = {"schema": self.schema, "encoding": self.encoding}
+        if self.first_revision_id:
+            out["firstRevisionId"] = self.first_revision_id
+        if self.last_revision_id:
+            out["lastRevisionId"] = self.last_revision_id
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> SchemaSettings | None:
+        """A plan/request settings object as read; None when absent or null."""
+        if not data:
+            return None
+        return cls(
+            str(data.get("schema") or ""), str(data.get("encoding") or ""),
+            str(data.get("first_revision_id") or ""), str(data.get("last_revision_id") or ""),
+        )
+
+
+@dataclass(frozen=True)
+class StoragePolicy:
+    """Allowed persistence regions (sorted, no duplicates) and in-transit enforcement."""
+
+    regions: tuple[str, ...] = ()
+    enforce_in_transit: bool = False
+
+    @classmethod
+    def of(cls, regions: Iterable[str], enforce_in_transit: bool | None = False) -> StoragePolicy:
+        return cls(tuple(sorted(set(regions))), bool(enforce_in_transit))
+
+    @property
+    def is_empty(self) -> bool:
+        """No region and not enforced: the same as no policy for every comparison."""
+        return not self.regions and not self.enforce_in_transit
+
+    @property
+    def region_set(self) -> frozenset[str] | None:
+        """The regions; None = every region (no region list)."""
+        return frozenset(self.regions) if self.regions else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {REGIONS: list(self.regions), IN_TRANSIT: self.enforce_in_transit}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> StoragePolicy | None:
+        """A plan/request policy object as read; None when absent, null or `{}`."""
+        if not data:
+            return None
+        return cls.of(data.get(REGIONS) or (), data.get(IN_TRANSIT) or False)
+
+
+def is_regionless(policy: StoragePolicy | None) -> bool:
+    """A storage policy that is set but lists no region. The Pub/Sub proto defines an
+    empty allowed_persistence_regions as allowing no region, "not a valid
+    configuration": it never means "every region" (that is no policy at all)."""
+    return policy is not None and not policy.regions
+
+
+def norm_policy(policy: StoragePolicy | None) -> StoragePolicy | None:
+    """The comparable form: an empty policy (no regions, not enforced) == no policy."""
+    return None if policy is None or policy.is_empty else policy
+
+
+def policy_json(policy: StoragePolicy | None) -> dict[str, Any] | None:
+    return None if policy is None else policy.to_json()
+
+
+def region_set(policy: StoragePolicy | None) -> frozenset[str] | None:
+    """A policy's regions; None = every region (no policy, or no region list)."""
+    return None if policy is None else policy.region_set
+
+
+def rest_policy(regions: Iterable[str], enforce_in_transit: bool) -> dict[str, Any]:
+    """A storage policy in the REST JSON shape, as a custom constraint's condition sees
+    it: `enforceInTransit` only when true (the wire has no false: proto3 JSON leaves it
+    out, and the local server's REST JSON the same way)."""
+    policy: dict[str, Any] = {"allowedPersistenceRegions": list(regions)}
+    if enforce_in_transit:
+        policy["enforceInTransit"] = True
+    return policy
