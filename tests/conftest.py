@@ -20,6 +20,32 @@ from tests.server_support import ResourceManager, resource_manager, running_loca
 from tests.wheelhouse import gather
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `slow` spread evenly over the first half of the order, the
+    other tests around them in their collection order.
+
+    pytest-xdist (`--dist load`) gives each worker a contiguous first slice of the
+    collection (a quarter of it in all), then hands out the rest as workers finish. A
+    long test collected last can start on one worker when the other is nearly done, and
+    the suite waits for it alone; all the long ones at the front would all go to the
+    first worker's slice. Spread over the first half, each first slice gets its share,
+    the rest are done by mid-run, and the short tests of the second half even the
+    workers out. Deterministic, as xdist requires (every worker sorts alike)."""
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if not slow:
+        return
+    rest = [item for item in items if item.get_closest_marker("slow") is None]
+    span = max(0, len(items) // 2 - len(slow))  # the short tests they are spread among
+    ordered: list[pytest.Item] = []
+    taken = 0
+    for i, item in enumerate(slow):
+        until = i * span // len(slow)
+        ordered += rest[taken:until]
+        taken = max(taken, until)
+        ordered.append(item)
+    items[:] = ordered + rest[taken:]
+
+
 @pytest.fixture
 def local_server() -> Iterator[Any]:
     """An in-memory `LocalServer` on a free loopback port, stopped after the test: the

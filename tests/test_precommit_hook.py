@@ -85,7 +85,7 @@ metadata:
 
 @pytest.mark.slow
 def test_hook_lists_an_accepted_finding_and_refuses_one_without_a_reason(
-    tmp_path: Path,
+    tmp_path: Path, local_wheels: dict[str, str]
 ) -> None:
     """The hook validates the staged tree: an acceptance with a reason passes and is
     counted, under the repository's own path; one without a reason fails the commit
@@ -95,6 +95,7 @@ def test_hook_lists_an_accepted_finding_and_refuses_one_without_a_reason(
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
     env = _git_env(tmp_path / "pre-commit-home")
+    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
     subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
     (repo / "specs" / "org-policy.yaml").write_text(CMEK_SNAPSHOT)
     topic = repo / "specs" / "ledger.yaml"

@@ -227,6 +227,7 @@ def _check_outcome(world: World, run: Any) -> None:
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(data=st.data())
+@pytest.mark.slow
 def test_any_damage_is_a_clear_error_or_a_correct_apply(
     tree: Tree, monkeypatch: pytest.MonkeyPatch, data: st.DataObject
 ) -> None:

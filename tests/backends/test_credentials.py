@@ -205,6 +205,7 @@ def loads_without_network(info: Any) -> bool:
     return True
 
 
+@pytest.mark.slow
 def test_no_value_of_the_key_file_in_any_message(
     run_cli: Any, spec_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -44,6 +44,7 @@ def test_the_convention_is_in_use() -> None:
                 assert block.directives["skip"], block.where
 
 
+@pytest.mark.slow
 def test_the_quick_start_after_the_main_job_starts_empty_and_leaves_the_clone_as_it_was(
     tmp_path: Path, local_server: Any
 ) -> None:

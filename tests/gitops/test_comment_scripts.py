@@ -164,6 +164,7 @@ def test_covered_says_whether_the_reviewed_plan_showed_every_change(tmp_path: Pa
     assert extra.returncode == 1 and "t/c" in extra.stdout
 
 
+@pytest.mark.slow
 def test_gitlab_child_pipeline_has_a_job_per_touched_project(tmp_path: Path) -> None:
     (tmp_path / "projects.json").write_text(json.dumps({"touched": ["acme-payments", "acme-x"]}))
     for mode in ("plan", "apply"):
@@ -235,6 +236,7 @@ def drift_repo(tmp_path: Path, server: Any) -> Repo:
     return make_repo(tmp_path, server.address, prepare)
 
 
+@pytest.mark.slow
 def test_github_drift_schedule_keeps_one_issue_per_drifting_project(
     tmp_path: Path, local_server: Any, publisher_client: Any
 ) -> None:
@@ -273,6 +275,7 @@ def test_github_drift_schedule_keeps_one_issue_per_drifting_project(
     assert any("No drift any more" in c["body"] for c in repo.github["comments"])
 
 
+@pytest.mark.slow
 def test_github_drift_schedule_fails_on_an_error_rather_than_closing(
     tmp_path: Path, local_server: Any
 ) -> None:
@@ -282,6 +285,7 @@ def test_github_drift_schedule_fails_on_an_error_rather_than_closing(
     assert plan.code == 1 and "drift" not in plan.outputs
 
 
+@pytest.mark.slow
 def test_gitlab_drift_schedule_opens_updates_and_closes_issues(
     tmp_path: Path, local_server: Any, publisher_client: Any
 ) -> None:

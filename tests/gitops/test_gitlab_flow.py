@@ -93,6 +93,7 @@ def merged(repo: Repo, api: type[GitLabApi], mr: int, branch: str) -> str:
     return sha
 
 
+@pytest.mark.slow
 def test_a_merge_request_is_noted_then_applied_on_merge(
     lab: tuple[Repo, type[GitLabApi], str], local_server: Any, publisher_client: Any
 ) -> None:
@@ -127,6 +128,7 @@ def test_a_partial_failure_fails_the_job_and_is_noted(
     assert (outcome["outcome"], outcome["exit_code"]) == ("partial-failure", 3)
 
 
+@pytest.mark.slow
 def test_queued_jobs_in_any_order_leave_no_merge_unsettled(
     lab: tuple[Repo, type[GitLabApi], str], publisher_client: Any
 ) -> None:

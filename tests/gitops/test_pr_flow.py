@@ -161,6 +161,7 @@ def sticky(repo: Repo, number: int) -> str:
     return found[0]
 
 
+@pytest.mark.slow
 def test_a_pull_request_is_planned_for_what_it_touches_and_applied_on_merge(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -210,6 +211,7 @@ def test_an_untouched_pull_request_plans_nothing_and_passes_the_required_check(
     assert "add-or-update" not in repo.github.get("labels", {}).get("1", [])
 
 
+@pytest.mark.slow
 def test_validation_errors_and_plan_warnings_reach_the_comment(repo: Repo) -> None:
     number, branch = repo.open_pr([
         ("specs/acme-platform/topics.yaml", "[us-east4, us-west1, europe-west1]",
@@ -282,6 +284,7 @@ def hand_edit(client: Any, topic: str, key: str, value: str) -> None:
                                  "update_mask": {"paths": ["labels"]}})
 
 
+@pytest.mark.slow
 def test_a_stale_plan_whose_changes_were_reviewed_is_applied_from_a_fresh_plan(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -296,6 +299,7 @@ def test_a_stale_plan_whose_changes_were_reviewed_is_applied_from_a_fresh_plan(
     assert labels(publisher_client)["orders"]["tier"] == "gold"
 
 
+@pytest.mark.slow
 def test_a_stale_plan_with_unreviewed_changes_is_not_applied_and_says_how_to_apply_it(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -354,6 +358,7 @@ def test_a_digest_mismatch_is_refused_and_nothing_is_applied(
     assert labels(publisher_client)["orders"]["tier"] == "critical"
 
 
+@pytest.mark.slow
 def test_three_quick_merges_every_pull_request_ends_with_a_comment(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -389,6 +394,7 @@ def test_three_quick_merges_every_pull_request_ends_with_a_comment(
     assert b_sha != c_sha
 
 
+@pytest.mark.slow
 def test_a_run_overtaken_by_a_later_merge_waits_and_is_settled_by_it(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -414,6 +420,7 @@ def test_a_run_overtaken_by_a_later_merge_waits_and_is_settled_by_it(
     assert labels(publisher_client)["refunds"]["owner"] == "refunds-team"
 
 
+@pytest.mark.slow
 def test_a_push_without_a_reviewed_plan_applies_nothing(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:
@@ -433,6 +440,7 @@ def test_a_push_without_a_reviewed_plan_applies_nothing(
 OTHER_APP = {"type": "Bot", "login": "other-app[bot]"}
 
 
+@pytest.mark.slow
 def test_a_file_name_or_another_bot_cannot_choose_the_plan_a_merge_applies(
     repo: Repo, local_server: Any, publisher_client: Any
 ) -> None:

@@ -64,6 +64,7 @@ def gcloud(address: str, config: Path, *args: str, project: str = PROJECT) -> Ru
     return Run(proc.returncode, proc.stdout, proc.stderr)
 
 
+@pytest.mark.slow
 def test_gcloud_topics_and_subscriptions_against_the_local_server(
     local_server: Any, tmp_path: Path
 ) -> None:
@@ -166,6 +167,7 @@ SAME = [
 ]
 
 
+@pytest.mark.slow
 def test_the_same_gcloud_commands_answer_as_googles_emulator(
     local_server: Any, google_emulator: str, tmp_path: Path
 ) -> None:
@@ -190,6 +192,7 @@ def test_the_same_gcloud_commands_answer_as_googles_emulator(
             assert "NOT_FOUND: Topic not found" in theirs_err, theirs_err
 
 
+@pytest.mark.slow
 def test_gcloud_iam_policy_commands_against_the_local_server(
     local_server: Any, tmp_path: Path
 ) -> None:
@@ -227,6 +230,7 @@ def test_gcloud_iam_policy_commands_against_the_local_server(
 DEAD = f"projects/{PROJECT}/topics/orders-dead"
 
 
+@pytest.mark.slow
 def test_gcloud_dead_lettering_end_to_end_and_after_a_restart(tmp_path: Path) -> None:
     """Created and changed with gcloud's dead-letter flags, nacked five times by a
     subscriber (the Python client), read back with gcloud from the dead-letter

@@ -132,10 +132,17 @@ def _insecure_rm_clients(address: str) -> list[Any]:
 
 
 @pytest.fixture
-def both(local_server: Any) -> Iterator[dict[str, Clients]]:
+def both(local_server: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Clients]]:
     """The REST clients in one project, the gRPC clients in another, each project set
-    up alike (over gRPC)."""
+    up alike (over gRPC).
+
+    A Pull that finds nothing is held open 1 s instead of the server's 10 s: the cases
+    that expect no message (Acknowledge's second Pull) get the same empty answer, and
+    an acked message is not delivered again within either (its ack deadline is 30 s)."""
     from reconciler.backends import clients as made_for
+    from reconciler.localserver.pubsub import subscriber_service
+
+    monkeypatch.setattr(subscriber_service, "PULL_WAIT_S", 1.0)
 
     address = local_server.address
     grpc_clients = Clients(

@@ -9,6 +9,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from reconciler.backends.clients import publisher_client
 from reconciler.localserver import LocalServer
 from reconciler.localserver.api import protos
@@ -158,6 +160,7 @@ def test_format_1_state_is_read_and_migrated_keeping_the_old_files(
     assert "migrated" not in again.stop()
 
 
+@pytest.mark.slow
 def test_damaged_format_1_state_is_refused_and_recoverable(
     tmp_path: Path, server_process: Any, refused_start: Any
 ) -> None:
