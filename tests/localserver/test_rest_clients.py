@@ -58,6 +58,15 @@ def _promql_is_no_grpc_method() -> bool:
     return not hasattr(QueryServiceClient, "query_prometheus")
 
 
+def _no_transform_calls_in_the_python_client() -> bool:
+    from google.pubsub_v1 import PublisherClient
+
+    return not any(
+        hasattr(PublisherClient, name)
+        for name in ("validate_message_transform", "test_message_transforms")
+    )
+
+
 # Methods the server publishes that Google's Python clients cannot call both ways.
 NO_REST_TWIN: dict[str, tuple[str, Callable[[], bool]]] = {
     "StreamingPull": ("Pub/Sub's REST surface has no StreamingPull", _no_streaming_pull_over_rest),
@@ -71,6 +80,15 @@ NO_REST_TWIN: dict[str, tuple[str, Callable[[], bool]]] = {
         "(tests/localserver/test_promql.py)",
         _promql_is_no_grpc_method,
     ),
+    **{
+        method: (
+            "REST only: the installed google-cloud-pubsub has no client method or gRPC "
+            "definition for it (tests/localserver/test_transform_rpcs.py calls it through "
+            "the real gcloud)",
+            _no_transform_calls_in_the_python_client,
+        )
+        for method in ("ValidateMessageTransform", "TestMessageTransforms")
+    },
 }
 
 
