@@ -43,17 +43,24 @@ def _pre_commit(
     )
 
 
-@pytest.mark.slow
-def test_hook_passes_good_specs_and_fails_bad_ones(
-    tmp_path: Path, local_wheels: dict[str, str]
-) -> None:
+def _spec_repository(tmp_path: Path, wheels: dict[str, str]) -> tuple[Path, dict[str, str]]:
+    """An empty git repository with a specs/ folder, and the environment to commit in
+    it (its own pre-commit home; the hook environment's dependencies from `wheels`)."""
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
     repo = tmp_path / "specs-repo"
     (repo / "specs").mkdir(parents=True)
     env = _git_env(tmp_path / "pre-commit-home")
-    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
+    env.update(wheels)
     subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    return repo, env
+
+
+@pytest.mark.slow
+def test_hook_passes_good_specs_and_fails_bad_ones(
+    tmp_path: Path, local_wheels: dict[str, str]
+) -> None:
+    repo, env = _spec_repository(tmp_path, local_wheels)
     (repo / "specs" / "good.yaml").write_text(GOOD)
     subprocess.run(["git", "add", "-A"], cwd=repo, env=env, check=True)
 
@@ -90,13 +97,7 @@ def test_hook_lists_an_accepted_finding_and_refuses_one_without_a_reason(
     """The hook validates the staged tree: an acceptance with a reason passes and is
     counted, under the repository's own path; one without a reason fails the commit
     at its line."""
-    if shutil.which("git") is None:
-        pytest.fail("git is required for the pre-commit test")
-    repo = tmp_path / "specs-repo"
-    (repo / "specs").mkdir(parents=True)
-    env = _git_env(tmp_path / "pre-commit-home")
-    env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
-    subprocess.run(["git", "init", "-q"], cwd=repo, env=env, check=True)
+    repo, env = _spec_repository(tmp_path, local_wheels)
     (repo / "specs" / "org-policy.yaml").write_text(CMEK_SNAPSHOT)
     topic = repo / "specs" / "ledger.yaml"
     topic.write_text(ACCEPTED.replace("REASON", 'reason="keys rotate in Q3"'))

@@ -39,15 +39,26 @@ def _change(data: dict[str, Any], address: str = T) -> dict[str, Any]:
 
 
 
+def _narrowing_with_messages_left(
+    seed: Any, specs: Any, publisher_client: Any, subscriber_client: Any, count: int
+) -> tuple[str, Any]:
+    """orders in us-east1 and us-central1 with a pull subscription holding `count`
+    messages published in us-east1, and a spec narrowing it to us-central1: the
+    subscription's name and the spec tree."""
+    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
+    sub = "projects/proj-a/subscriptions/orders-pull"
+    subscriber_client.create_subscription(request={"name": sub, "topic": T})
+    publish_from(publisher_client, T, "us-east1", count)
+    return sub, specs(topic_doc("orders", storage=(["us-central1"], False)))
+
+
 def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_acked(
     run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
     publisher_client: Any, subscriber_client: Any,
 ) -> None:
-    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    sub = "projects/proj-a/subscriptions/orders-pull"
-    subscriber_client.create_subscription(request={"name": sub, "topic": T})
-    publish_from(publisher_client, T, "us-east1", 3)
-    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    sub, root = _narrowing_with_messages_left(
+        seed, specs, publisher_client, subscriber_client, 3
+    )
     policy = org_policy_file(["us-central1", "us-east1"])
 
     rc = _change(_json(run_cli, local_server, root, policy))
@@ -96,11 +107,9 @@ def test_one_message_left_behind_is_said_in_the_singular(
     publisher_client: Any, subscriber_client: Any,
 ) -> None:
     """Issue 46: "1 distinct message stay stored" read wrong; the verb agrees."""
-    seed("orders", labels=OWN, regions=["us-east1", "us-central1"], eit=False)
-    sub = "projects/proj-a/subscriptions/orders-pull"
-    subscriber_client.create_subscription(request={"name": sub, "topic": T})
-    publish_from(publisher_client, T, "us-east1", 1)
-    root = specs(topic_doc("orders", storage=(["us-central1"], False)))
+    _, root = _narrowing_with_messages_left(
+        seed, specs, publisher_client, subscriber_client, 1
+    )
     text = _plan(run_cli, local_server, root, org_policy_file(["us-central1", "us-east1"])).stdout
     assert (
         "1 unacknowledged copy (10 B) in 1 subscription backlog: 1 distinct message "
