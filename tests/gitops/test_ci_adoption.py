@@ -112,7 +112,6 @@ ORIGINS = {
 def test_the_install_line_is_one_pip_accepts_for_every_origin_or_says_what_to_fill_in(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, origin: str
 ) -> None:
-    from pip._internal.exceptions import InstallationError
     from pip._internal.req.constructors import install_req_from_line
 
     from reconciler.install_source import from_direct_url
@@ -130,9 +129,9 @@ def test_the_install_line_is_one_pip_accepts_for_every_origin_or_says_what_to_fi
         assert (
             f"pass --install 'pubsub-reconcile @ git+https://HOST/OWNER/REPO@{commit}'"
         ) in found.why
-        # The old line, for the record: pip's own parser refuses it.
-        with pytest.raises(InstallationError, match="Invalid requirement"):
-            install_req_from_line(f"pubsub-reconcile @ git+{origin}@{commit}")
+        # No line: a path names this machine's disk, which a CI runner does not have
+        # (pip 23 to 25 refused the old `git+/srv/...` line outright; pip 26 parses it
+        # as a plain path, not a git URL: either way it installs nothing in CI).
         return
     assert found.spec == f"pubsub-reconcile @ git+{expected}@{commit}"
     assert "SECRET" not in found.spec
