@@ -247,11 +247,7 @@ def _with_surrogates(cls: type[T], text: bytes | str) -> T:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise DocumentError("", f"not JSON: {exc}") from None
-    try:
-        result: T = msgspec.convert(data, cls, dec_hook=_decode_text)
-    except msgspec.ValidationError as exc:
-        raise _problem(str(exc)) from None
-    return result
+    return from_data(cls, data)
 
 
 # msgspec's errors say the path last ("... - at `$.a.b[2]`"), and name the member a
