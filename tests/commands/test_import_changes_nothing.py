@@ -248,6 +248,16 @@ def _defaults_doc(spec: dict[str, Any]) -> str:
      ("has(resource.labels.tier) && resource.labels.tier == 'yes'", "ALLOW",
       ("CREATE", "UPDATE"), True)],
 ))
+# Two constraints restricting UPDATE that the topic breaks: validate refuses the tree
+# offline with two findings on one topic, compared as one (code, topic).
+@example(estate=Estate(
+    [{"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
+                                               "enforce_in_transit": False}}],
+    None, False, False, None, None, False,
+    [("'team' in resource.labels", "ALLOW", ("CREATE", "UPDATE"), True),
+     ("has(resource.labels.tier) && resource.labels.tier == 'yes'", "ALLOW",
+      ("CREATE", "UPDATE"), True)],
+))
 # Two constraints binding creation that the topic breaks: two findings, one mark.
 @example(estate=Estate(
     [{"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
@@ -299,10 +309,11 @@ def test_import_then_plan_adds_only_the_ownership_labels(
                             "--detailed-exitcode")
         assert planned.exit_code in ((1,) if refused else (0, 2)), planned.stdout + planned.stderr
         plan = json.loads(planned.stdout)
-        errors = sorted(
+        # Distinct (code, topic): two constraints refusing one topic are two findings.
+        errors = sorted({
             (d["code"], d["topic"].rsplit("/", 1)[-1])
             for d in plan["diagnostics"] if d["severity"] == "error"
-        )
+        })
         if offline:  # the tree is refused as validate refuses it, before any read
             assert errors == offline, (errors, text)
             return
