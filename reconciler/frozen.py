@@ -36,6 +36,11 @@ class FrozenDict(dict[K, V]):
     def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[K, V]:
         return self
 
+    def __hash__(self) -> int:  # type: ignore[override]  # read-only, so a safe default
+        # (a topic's transforms and ingestion source are held so, and the plan caches
+        # by the settings that hold them)
+        return hash(frozenset(self.items()))
+
 
 class FrozenList(list[T]):
     """A list that refuses changes (a list, not a tuple: it equals the list it was)."""

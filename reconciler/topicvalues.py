@@ -13,6 +13,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.frozen import freeze
+
 REGIONS = "allowed_persistence_regions"
 IN_TRANSIT = "enforce_in_transit"
 
@@ -116,3 +118,57 @@ def rest_policy(regions: Iterable[str], enforce_in_transit: bool) -> dict[str, A
     if enforce_in_transit:
         policy["enforceInTransit"] = True
     return policy
+
+
+# -- the fields held in their REST JSON shape (message transforms, ingestion, tags) ----
+
+# Members a spec may write that the service returns without (proto3 JSON leaves a
+# default out): dropped from both sides, so `disabled: false` equals no `disabled`.
+_DEFAULTS: tuple[Any, ...] = (None, False, "", 0, [])
+# What the service returns but a request never sets: an ingestion source's `state`
+# (OUTPUT_ONLY in google/pubsub/v1/pubsub.proto).
+_OUTPUT_ONLY = frozenset({"state"})
+# Free-form members (a google.protobuf.Struct): taken exactly as written.
+_VERBATIM = frozenset({"parameters"})
+
+
+def rest_value(value: Any, *, drop: frozenset[str] = frozenset()) -> Any:
+    """`value` (REST JSON, camelCase) in the one form both sides are compared in:
+    read-only (reconciler/frozen.py), members at their proto3 default left out, the
+    keys in `drop` left out at every depth; a Struct's `parameters` as written."""
+    return freeze(_normal(value, drop))
+
+
+def _normal(value: Any, drop: frozenset[str]) -> Any:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, member in value.items():
+            if key in drop:
+                continue
+            if key in _VERBATIM:
+                out[key] = member
+                continue
+            normal = _normal(member, drop)
+            if not any(normal is d or (type(normal) is type(d) and normal == d)
+                       for d in _DEFAULTS):
+                out[key] = normal
+        return out
+    if isinstance(value, list | tuple):
+        return [_normal(member, drop) for member in value]
+    return value
+
+
+def canonical_transforms(value: Any) -> Any:
+    """A topic's `messageTransforms` (a list) as compared and held; None stays None."""
+    return None if value is None else rest_value(list(value))
+
+
+def canonical_ingestion(value: Any) -> Any:
+    """A topic's `ingestionDataSourceSettings` as compared and held, its source's
+    output-only `state` left out; None stays None."""
+    return None if value is None else rest_value(value, drop=_OUTPUT_ONLY)
+
+
+def canonical_tags(value: Any) -> Any:
+    """A topic's `tags` (tag key -> tag value short name), read-only; None stays None."""
+    return None if value is None else rest_value({str(k): str(v) for k, v in value.items()})
