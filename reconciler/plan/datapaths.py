@@ -25,28 +25,24 @@ from reconciler.spec.positions import position
 from reconciler.topic import StoragePolicy, TopicShape, region_set
 from reconciler.topicfields import INGESTION, STORAGE_POLICY, TRANSFORMS
 
-TRANSFORMS_PROTO = "message_transforms"
-INGESTION_PROTO = "ingestion_data_source_settings"
-
 
 def declared_extras(
     topic: DesiredTopic,
 ) -> tuple[Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None]:
     """The transforms and the ingestion source a spec declares (None: unmanaged)."""
-    return (getattr(topic, "message_transforms", None), getattr(topic, "ingestion", None))
+    return topic.message_transforms, topic.ingestion
 
 
 def live_extras(
     shape: TopicShape,
 ) -> tuple[Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None]:
     """A live topic's transforms and ingestion source in their REST JSON shape (None:
-    it has none)."""
-    transforms = getattr(shape, "message_transforms", None)
-    ingestion = getattr(shape, "ingestion", None)
-    if transforms is None and ingestion is None and shape.unmanaged_json:
-        transforms = shape.unmanaged_json.get(TRANSFORMS)
-        ingestion = shape.unmanaged_json.get(INGESTION)
-    return transforms or None, ingestion or None
+    it has none); the source with the service's `state`, which the shape leaves out
+    (output-only) and the REST JSON read of the topic keeps."""
+    ingestion = shape.ingestion
+    if ingestion is not None and shape.unmanaged_json:
+        ingestion = shape.unmanaged_json.get(INGESTION.rest, ingestion)
+    return shape.message_transforms or None, ingestion or None
 
 
 def _without_state(ingestion: Mapping[str, Any] | None) -> Any:
@@ -78,9 +74,9 @@ def path_verdicts(
     if live is None:
         sets_t, sets_i = bool(transforms), bool(ingestion)
     else:
-        sets_t = TRANSFORMS_PROTO in mask or (
+        sets_t = TRANSFORMS.proto in mask or (
             declared_t is not None and list(declared_t) != list(had_t or ()))
-        sets_i = INGESTION_PROTO in mask or (
+        sets_i = INGESTION.proto in mask or (
             declared_i is not None and _without_state(declared_i) != _without_state(had_i))
     policy = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY.proto))
     if policy is None and live is not None:

@@ -65,8 +65,7 @@ def check_paths(
     diags: Diagnostics,
 ) -> None:
     """The findings on one valid topic, at their lines."""
-    transforms = getattr(topic, "message_transforms", None)
-    ingestion = getattr(topic, "ingestion", None)
+    transforms, ingestion = topic.message_transforms, topic.ingestion
     if not transforms and not ingestion:
         return
     doc = located.doc

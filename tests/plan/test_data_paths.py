@@ -185,3 +185,147 @@ def test_residency_shows_where_message_data_goes(
         "      written by BigQuery export (destination location not in the Pub/Sub API) "
         "[ACTIVE]: projects/proj-a/subscriptions/to-bq\n"
     ) in text.stdout
+
+
+# -- declared in the spec: validate offline, plan live ----------------------------------
+
+API = "apiVersion: reconcile.pubsub/v1\nkind: Topic\nmetadata: {project: proj-a, name: orders}\n"
+
+
+def _declared(endpoints: list[str], *, eit: bool = True, kinesis: bool = False) -> str:
+    """A Topic document: us-central1 with enforceInTransit (line 5-7), its AI
+    Inference transforms (`messageTransforms:` line 8, the first item line 9, its
+    endpoint line 10), or a Kinesis source without them (`awsKinesis:` line 9, its
+    body line 10)."""
+    lines = [
+        "spec:",
+        "  messageStoragePolicy:",
+        "    allowedPersistenceRegions: [us-central1]",
+        f"    enforceInTransit: {str(eit).lower()}",
+    ]
+    if endpoints:
+        lines.append("  messageTransforms:")
+    for endpoint in endpoints:
+        lines += ["    - aiInference:", f"        endpoint: {endpoint}"]
+    if kinesis:
+        lines += ["  ingestionDataSourceSettings:", "    awsKinesis:"]
+        lines += [f"      {_camel(k)}: {v}" for k, v in KINESIS.items()]
+    return API + "\n".join(lines) + "\n"
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def test_validate_a_declared_model_outside_the_allowed_regions(
+    run_cli: Any, specs: Any, tmp_path: Path,
+) -> None:
+    root = specs(_declared([EU_MODEL]))
+    result = run_cli("validate", str(root), "--org-policy", str(_policy(tmp_path)))
+    assert result.exit_code == 0, result.output
+    [line] = _lines(result.output, "transform-model-region")
+    assert line.startswith(f"{root / 'topics.yaml'}:10:")  # the endpoint
+    assert "sends each message to a Vertex AI model in 'europe-west4', outside the " \
+        "topic's allowed regions (us-central1) while enforceInTransit is on" in line
+    # The exports are live: named as left to plan, at the transforms.
+    [exports] = _lines(result.output, "transform-exports-at-plan")
+    assert exports.startswith(f"{root / 'topics.yaml'}:9:")
+    assert "which exports the topic has is known only live [the topic may exist, so " \
+        "`reconcile plan` decides: it reads the topic's export subscriptions" in exports
+
+
+def test_the_managed_constraint_validate_leaves_to_plan_and_plan_refuses_a_new_topic(
+    run_cli: Any, local_server: Any, specs: Any, tmp_path: Path,
+) -> None:
+    root = specs(_declared([US_MODEL]))
+    policy = _policy(tmp_path, _managed())
+    checked = run_cli("validate", str(root), "--org-policy", str(policy))
+    assert checked.exit_code == 0, checked.output
+    [line] = _lines(checked.output, "org-transforms-disabled")
+    assert line.startswith(f"{root / 'topics.yaml'}:9:") and "warning[" in line
+    assert "[the topic may exist, so `reconcile plan` decides: a new topic, or a call " \
+        "that sets the transforms, is refused" in line
+    local_server.counters.reset()
+    result = _plan(run_cli, local_server, root, policy)
+    assert result.exit_code == 1
+    [refused] = _lines(result.output, "org-transforms-disabled")
+    assert refused.startswith(f"{root / 'topics.yaml'}:9:")
+    assert "error[org-transforms-disabled]: " \
+        "constraints/pubsub.managed.disableTopicMessageTransforms is enforced for project " \
+        f"proj-a: the service refuses a call that sets message transforms on topic {T} " \
+        "(FAILED_PRECONDITION)" in refused
+    assert "plan decides" not in refused
+    assert local_server.counters.get("CreateTopic") == 0
+
+
+def test_plan_a_change_that_puts_an_export_into_vertex_ai_location_restriction(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any,
+    subscriber_client: Any, tmp_path: Path,
+) -> None:
+    _seed(publisher_client, [], regions=["us-central1"], eit=False)
+    subscriber_client.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/to-bq", "topic": T,
+        "bigquery_config": {"table": "proj-a.sales.orders"},
+    })
+    # Models in two locations: no table is in both.
+    root = specs(_declared([US_MODEL, EU_MODEL], eit=False))
+    result = _plan(run_cli, local_server, root, _policy(tmp_path))
+    assert result.exit_code == 0, result.output
+    [line] = _lines(result.output, "export-location-restriction")
+    assert line.startswith(f"{root / 'topics.yaml'}:9:")
+    assert (
+        f"BigQuery export projects/proj-a/subscriptions/to-bq of topic {T} will read "
+        "VERTEX_AI_LOCATION_RESTRICTION: the models are in europe-west4, us-central1, and "
+        "its destination cannot be in all of them"
+    ) in line
+    # One model: where the table is is not in the Pub/Sub API, so it is not judged.
+    root = specs(_declared([US_MODEL], eit=False))
+    one = _plan(run_cli, local_server, root, _policy(tmp_path))
+    assert one.exit_code == 0, one.output
+    assert _lines(one.output, "export-location-restriction") == []
+    [unjudged] = _lines(one.output, "export-location-unjudged")
+    assert "delivers only if its destination is in us-central1 (elsewhere it reads " \
+        "VERTEX_AI_LOCATION_RESTRICTION); the destination's location is not in the " \
+        "Pub/Sub API, so this was not judged" in unjudged
+
+
+def test_an_ingestion_source_s_region_is_named_as_not_judged(
+    run_cli: Any, local_server: Any, specs: Any, tmp_path: Path,
+) -> None:
+    root = specs(_declared([], eit=False, kinesis=True))
+    policy = _policy(tmp_path)
+    checked = run_cli("validate", str(root), "--org-policy", str(policy))
+    assert checked.exit_code == 0, checked.output
+    [line] = _lines(checked.output, "ingestion-region-unjudged")
+    assert line.startswith(f"{root / 'topics.yaml'}:10:")
+    assert (
+        f"whether the Amazon Kinesis ingestion source of topic {T} conflicts with a "
+        "Regional Access Boundary (CONFLICTING_REGION_CONSTRAINTS) was not judged"
+    ) in line
+    result = _plan(run_cli, local_server, root, policy)
+    assert result.exit_code == 0, result.output
+    [planned] = _lines(result.output, "ingestion-region-unjudged")
+    assert planned.startswith(f"{root / 'topics.yaml'}:10:") and "plan decides" not in planned
+
+
+def test_plan_a_model_outside_the_regions_pauses_every_export_one_way_or_the_other(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any,
+    subscriber_client: Any, tmp_path: Path,
+) -> None:
+    _seed(publisher_client, [], regions=["us-central1"], eit=True)
+    subscriber_client.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/to-gcs", "topic": T,
+        "cloud_storage_config": {"bucket": "orders-archive"},
+    })
+    root = specs(_declared([EU_MODEL], eit=True))
+    result = _plan(run_cli, local_server, root, _policy(tmp_path))
+    assert result.exit_code == 0, result.output
+    [line] = _lines(result.output, "export-location-restriction")
+    assert (
+        f"Cloud Storage export projects/proj-a/subscriptions/to-gcs of topic {T} will read "
+        "VERTEX_AI_LOCATION_RESTRICTION (a destination outside europe-west4) or "
+        "IN_TRANSIT_LOCATION_RESTRICTION (a destination in europe-west4, which the topic's "
+        "allowed regions, us-central1, leave out under enforceInTransit)"
+    ) in line
+    assert len(_lines(result.output, "transform-model-region")) == 1
