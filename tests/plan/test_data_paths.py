@@ -329,3 +329,18 @@ def test_plan_a_model_outside_the_regions_pauses_every_export_one_way_or_the_oth
         "allowed regions, us-central1, leave out under enforceInTransit)"
     ) in line
     assert len(_lines(result.output, "transform-model-region")) == 1
+
+
+def test_a_team_that_knows_where_its_exports_are_accepts_the_unjudged_finding(
+    run_cli: Any, specs: Any, tmp_path: Path,
+) -> None:
+    doc = _declared([US_MODEL]).replace(
+        "spec:\n",
+        "# reconcile: accept transform-exports-at-plan reason=\"exports in us-central1\"\n"
+        "spec:\n", 1)
+    root = specs(doc)
+    result = run_cli("validate", str(root), "--org-policy", str(_policy(tmp_path)))
+    assert result.exit_code == 0, result.output
+    [line] = _lines(result.output, "transform-exports-at-plan")
+    assert ": accepted[transform-exports-at-plan]: " in line
+    assert "warning[transform-exports-at-plan]" not in result.output
