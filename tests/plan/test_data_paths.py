@@ -185,6 +185,13 @@ def test_residency_shows_where_message_data_goes(
         "      written by BigQuery export (destination location not in the Pub/Sub API) "
         "[ACTIVE]: projects/proj-a/subscriptions/to-bq\n"
     ) in text.stdout
+    markdown = run_cli(*args, "--format", "markdown")
+    assert markdown.exit_code == 0, markdown.stderr
+    assert (
+        "**Where message data also goes**\n\n"
+        f"- `{T}`: taken from `Amazon Kinesis` in `aws:us-east-1` [`ACTIVE`]: "
+        f"`streamArn {KINESIS['stream_arn']}`\n"
+    ) in markdown.stdout
 
 
 # -- declared in the spec: validate offline, plan live ----------------------------------
