@@ -12,7 +12,7 @@ look at each (the common case of a large plan).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from reconciler.backends.base import ObservedSubscription, ObservedTopic
@@ -60,10 +60,11 @@ def path_verdicts(
     facts: OrgFacts,
     live: ObservedTopic | None,
     change: ResourceChange,
-    subs: Sequence[ObservedSubscription] | None,
+    subscriptions_of: Callable[[str], Sequence[ObservedSubscription] | None],
 ) -> list[Diagnostic]:
     """The findings on `desired` and the call `change` makes (a create when `live`
-    is None)."""
+    is None); `subscriptions_of(address)`: a topic's subscriptions (None: unknown),
+    asked only of a topic with transforms or a source."""
     declared_t, declared_i = declared_extras(desired)
     had_t, had_i = live_extras(live.shape) if live is not None else (None, None)
     if not (declared_t or declared_i or had_t or had_i):
@@ -87,7 +88,8 @@ def path_verdicts(
     )
     call = Call(True, live is not None, sets_t, sets_i)
     found = path_findings(
-        desired.address, desired.project, transforms, ingestion, subs, bounds, call
+        desired.address, desired.project, transforms, ingestion,
+        subscriptions_of(desired.address), bounds, call,
     )
     out = []
     for f in found:

@@ -119,9 +119,7 @@ def make_plan(
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
         change = differ.diff_topic(diffed, live, facts, owner.name)
         problems = org.verdicts(topic, facts, live, change)
-        problems += path_verdicts(
-            topic, facts, live, change, observation.subscriptions_of(topic.address)
-        )
+        problems += path_verdicts(topic, facts, live, change, observation.subscriptions_of)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):
