@@ -85,3 +85,13 @@ def freeze(value: Any) -> Any:
             return EMPTY
         return FrozenList([freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
     return value
+
+
+def thawed(value: Any) -> Any:
+    """`value` with every dict and list plain again (a copy all the way down): for
+    what takes only plain ones (protobuf's json_format, a YAML writer)."""
+    if isinstance(value, dict):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thawed(v) for v in value]
+    return value

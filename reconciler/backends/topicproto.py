@@ -14,6 +14,7 @@ from google.protobuf import json_format
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
+from reconciler.frozen import thawed  # json_format takes plain dicts and lists only
 from reconciler.topic import TopicShape, request_shape
 from reconciler.topicfields import (
     INGESTION,
@@ -151,20 +152,11 @@ def _set_kms_key(pb: Any, name: str) -> None:
 
 def _set_transforms(pb: Any, transforms: Any) -> None:
     for transform in transforms:
-        json_format.ParseDict(_thawed(transform), pb.message_transforms.add())
+        json_format.ParseDict(thawed(transform), pb.message_transforms.add())
 
 
 def _set_ingestion(pb: Any, settings: Any) -> None:
-    json_format.ParseDict(_thawed(settings), pb.ingestion_data_source_settings)
-
-
-def _thawed(value: Any) -> Any:
-    """Plain dicts and lists (json_format writes a Struct from them, not subclasses)."""
-    if isinstance(value, dict):
-        return {k: _thawed(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_thawed(v) for v in value]
-    return value
+    json_format.ParseDict(thawed(settings), pb.ingestion_data_source_settings)
 
 
 def _set_schema(pb: Any, settings: SchemaSettings) -> None:

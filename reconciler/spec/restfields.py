@@ -35,8 +35,10 @@ TAGS_PATH: PathKey = TAGS.spec_path
 _NAMED = re.compile(r"messageTransforms(?:\[(\d+)\])?((?:\.[A-Za-z]+)*)")
 # Member names that say a value is a secret: never in a spec (a transform's parameters
 # are stored on the topic, readable by whoever may get it, and shown by every plan).
+# (`max_tokens`, a model's parameter, is not one; `token`, `id_token`, `apiKey` are.)
 SECRET_NAME = re.compile(
-    r"secret|passw|credential|token|private.?key|api.?key|access.?key|client.?secret",
+    r"secret|passw|credential|private.?key|api.?key|access.?(?:key|token)|bearer"
+    r"|authori[sz]ation|auth.?(?:token|key)|(?:refresh|session).?token|(?:^|[_-])token$",
     re.IGNORECASE,
 )
 
@@ -89,7 +91,7 @@ def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
     for index, transform in enumerate(rest):
         parameters = ((transform.get("aiInference") or {}).get("unstructuredInference")
                       or {}).get("parameters")
-        for name in _secret_names(parameters):
+        for name in secret_names(parameters):
             rep.error(
                 (*TRANSFORMS_PATH, index, "aiInference", "unstructuredInference",
                  "parameters", name), "secret-in-spec",
@@ -115,15 +117,16 @@ def _transform_path(problem: str) -> tuple[PathKey, str]:
     return tuple(path), ""
 
 
-def _secret_names(value: Any) -> Iterable[str]:
+def secret_names(value: Any) -> Iterable[str]:
+    """The member names, at any depth of `value`, that say their value is a secret."""
     if isinstance(value, Mapping):
         for key, member in value.items():
             if SECRET_NAME.search(str(key)):
                 yield str(key)
-            yield from _secret_names(member)
+            yield from secret_names(member)
     elif isinstance(value, list):
         for member in value:
-            yield from _secret_names(member)
+            yield from secret_names(member)
 
 
 def _ingestion(model: Any, rep: PositionedDiagnostics) -> Any:
