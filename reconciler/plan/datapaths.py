@@ -65,8 +65,12 @@ def path_verdicts(
     """The findings on `desired` and the call `change` makes (a create when `live`
     is None); `subscriptions_of(address)`: a topic's subscriptions (None: unknown),
     asked only of a topic with transforms or a source."""
-    declared_t, declared_i = declared_extras(desired)
-    had_t, had_i = live_extras(live.shape) if live is not None else (None, None)
+    declared_t, declared_i = desired.message_transforms, desired.ingestion
+    shape = live.shape if live is not None else None
+    if declared_t is None and declared_i is None and (
+            shape is None or (shape.message_transforms is None and shape.ingestion is None)):
+        return []  # the common case: nothing sends or takes message data elsewhere
+    had_t, had_i = live_extras(shape) if shape is not None else (None, None)
     if not (declared_t or declared_i or had_t or had_i):
         return []
     transforms = declared_t if declared_t is not None else had_t
