@@ -315,6 +315,8 @@ class LocalServer:
         and no handler runs against the closing state."""
         self.faults.stop()
         self.state.subs.stop()  # waiting pulls and streams end now
+        if grace:  # the woken calls answer before gRPC's shutdown GOAWAY goes out
+            self.faults.wait_woken(grace)
         self._stop_serving(grace)
         self.state.close()
 
@@ -327,7 +329,7 @@ class LocalServer:
         if self._front is not None:
             if grace:  # as gRPC's grace: REST calls in flight may finish (None: abort)
                 self._rest_calls.wait_idle(grace)
-            self._front.stop()
+            self._front.stop(grace or 0.0)
             self._front = None
         self._remove_socket_dir()
 
