@@ -409,6 +409,14 @@ class LocalServer:
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
         self.state.subs.set_location(key, location)
 
+    def set_ingestion_state(self, topic: str, state: str | None) -> None:
+        """Test hook: make `topic`'s ingestion source read `state` (e.g.
+        "CONFLICTING_REGION_CONSTRAINTS", a Regional Access Boundary conflict the
+        server cannot see) on every read until None forgets it; never reachable from a
+        client (the API drops the output-only state a request sends). ValueError for
+        a name that is no source state."""
+        self.publisher.ingestion_states.set(topic, state)
+
     def rerouted(self, topic: str) -> int:
         """Messages of `topic` published from a region its storage policy excludes and
         stored elsewhere (rerouted, as the service does without in-transit enforcement)."""
