@@ -56,6 +56,10 @@ from reconciler.localserver.resourcemanager.service import (
     OrganizationsService,
     ProjectsService,
 )
+from reconciler.localserver.resourcemanager.tagbindings import (
+    TAG_BINDINGS_SERVICE,
+    TagBindingsService,
+)
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.front import Front, InFlight, Limits
 from reconciler.localserver.transport.grpc_face import GrpcFace, add_port
@@ -116,6 +120,7 @@ def method_names() -> list[str]:
         ProjectsService(state, operations),
         FoldersService(state, operations),
         OrganizationsService(state),
+        TagBindingsService(state),
         operations,
     )
 
@@ -209,6 +214,7 @@ class LocalServer:
         self.projects = ProjectsService(self.state, self.operations)
         self.folders = FoldersService(self.state, self.operations)
         self.organizations = OrganizationsService(self.state)
+        self.tag_bindings = TagBindingsService(self.state)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
         self._server: grpc.Server | None = None
@@ -227,7 +233,8 @@ class LocalServer:
         return _method_names(
             self.publisher, self.subscriber, self.schema_service, self.snapshots,
             self.transforms, self.iam, self.orgpolicy, self.custom_constraints,
-            self.monitoring, self.projects, self.folders, self.organizations, self.operations,
+            self.monitoring, self.projects, self.folders, self.organizations,
+            self.tag_bindings, self.operations,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -300,6 +307,7 @@ class LocalServer:
             PROJECTS_SERVICE: self.projects.rpcs(),
             FOLDERS_SERVICE: self.folders.rpcs(),
             ORGANIZATIONS_SERVICE: self.organizations.rpcs(),
+            TAG_BINDINGS_SERVICE: self.tag_bindings.rpcs(),
             OPERATIONS_SERVICE: self.operations.rpcs(),
         }
 

@@ -11,8 +11,10 @@ the service returns.
   the server does not model: a test declares one for a topic through the server's
   own hook (`LocalServer.set_ingestion_state`, `IngestionStates`), never through the
   API, and every read of the topic shows it while the source has such a state.
-- `tags` are input-only and immutable: taken on CreateTopic, never returned, and an
-  update mask naming them is refused as a mask naming an immutable field is.
+- `tags` are input-only and immutable: taken on CreateTopic and stored with the topic
+  (Resource Manager's ListTagBindings reads them: `resourcemanager.tagbindings`),
+  never returned by the Publisher service (`IngestionStates.shown` drops them), and
+  an update mask naming them is refused as a mask naming an immutable field is.
 """
 
 from __future__ import annotations
@@ -53,9 +55,8 @@ def check_ingestion(topic: Any) -> None:
 
 
 def settle_output_fields(topic: Any) -> None:
-    """What the service returns of the stored topic: no tags (input-only), the
-    ingestion source ACTIVE (its state is output-only)."""
-    topic.ClearField(TAGS)
+    """The stored topic's output-only fields: the ingestion source ACTIVE (its state
+    is output-only). Its tags stay stored (see the module docstring)."""
     if not topic.HasField(INGESTION):
         return
     settings = topic.ingestion_data_source_settings
@@ -104,19 +105,23 @@ class IngestionStates:
                 self._declared[topic] = state
 
     def shown(self, topic: Any) -> Any:
-        """`topic` as a read shows it: a copy whose source reads the declared state when
-        one is declared and the source's kind has that state (a kind without it, e.g.
-        STREAM_NOT_FOUND on a Cloud Storage source, reads ACTIVE as stored); else
-        `topic` itself."""
+        """`topic` as a read shows it: without its tags (input-only), and its source
+        reading the declared state when one is declared and the source's kind has that
+        state (a kind without it, e.g. STREAM_NOT_FOUND on a Cloud Storage source,
+        reads ACTIVE as stored). A copy when either applies, else `topic` itself."""
         with self._lock:
             state = self._declared.get(topic.name)
-        if state is None or not topic.HasField(INGESTION):
-            return topic
-        which = topic.ingestion_data_source_settings.WhichOneof("source")
-        if which is None or state not in self._kinds[which]:
+        which = None
+        if state is not None and topic.HasField(INGESTION):
+            which = topic.ingestion_data_source_settings.WhichOneof("source")
+            if which is not None and state not in self._kinds[which]:
+                which = None
+        if which is None and not len(topic.tags):
             return topic
         out = type(topic)()
         out.CopyFrom(topic)
-        source = getattr(out.ingestion_data_source_settings, which)
-        source.state = type(source).State.Value(state)
+        out.ClearField(TAGS)
+        if which is not None and state is not None:
+            source = getattr(out.ingestion_data_source_settings, which)
+            source.state = type(source).State.Value(state)
         return out
