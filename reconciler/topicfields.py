@@ -57,6 +57,7 @@ from reconciler.topicvalues import (
     canonical_transforms,
     norm_policy,
     policy_json,
+    redacted,
     rest_policy,
 )
 
@@ -89,6 +90,12 @@ def _schema_json(schema: SchemaSettings) -> dict[str, str]:
 
 def _schema_rest(schema: SchemaSettings) -> dict[str, str]:
     return schema.to_rest()
+
+
+def _same_redacted(a: Any, b: Any) -> bool:
+    """A plan shows transforms with any secret-named member redacted (topicvalues.
+    redacted): the live value is the planned one when both read the same so."""
+    return bool(redacted(a) == redacted(b))
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +178,7 @@ HEDGING = TopicField(  # reconcile's own: the profile is recorded on the topic a
 TRANSFORMS = TopicField(
     spec="messageTransforms", attr="message_transforms", desired="message_transforms",
     shape="message_transforms", rest="messageTransforms", proto="message_transforms",
-    inherit=NEAREST, from_json=canonical_transforms,
+    inherit=NEAREST, from_json=canonical_transforms, to_json=redacted, same=_same_redacted,
 )
 INGESTION = TopicField(
     spec="ingestionDataSourceSettings", attr="ingestion_data_source_settings",

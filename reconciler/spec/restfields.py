@@ -10,7 +10,6 @@ document declares it (unmanaged).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,7 +23,7 @@ from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.tagrules import tag_key_problem, tag_value_problem
 from reconciler.topicfields import INGESTION, TAGS, TRANSFORMS
-from reconciler.topicvalues import canonical_tags, rest_value
+from reconciler.topicvalues import canonical_tags, rest_value, secret_names
 from reconciler.transformrules import MAX_TRANSFORMS, transform_problems
 from reconciler.yamlio import PathKey
 
@@ -33,16 +32,6 @@ INGESTION_PATH: PathKey = INGESTION.spec_path
 TAGS_PATH: PathKey = TAGS.spec_path
 # `messageTransforms[1].javascriptUdf.code ...`: the member a rule's message names.
 _NAMED = re.compile(r"messageTransforms(?:\[(\d+)\])?((?:\.[A-Za-z]+)*)")
-# Member names that say a value is a secret: never in a spec (a transform's parameters
-# are stored on the topic, readable by whoever may get it, and shown by every plan).
-# (`max_tokens`, a model's parameter, is not one; `token`, `id_token`, `apiKey` are.)
-SECRET_NAME = re.compile(
-    r"secret|passw|credential|private.?key|api.?key|access.?(?:key|token)|bearer"
-    r"|authori[sz]ation|auth.?(?:token|key)|(?:refresh|session).?token|(?:^|[_-])token$",
-    re.IGNORECASE,
-)
-
-
 @dataclass(frozen=True, slots=True)
 class RestFields:
     """The three fields as the desired state holds them (None: unmanaged)."""
@@ -115,18 +104,6 @@ def _transform_path(problem: str) -> tuple[PathKey, str]:
         path.append(int(match.group(1)))
     path.extend(part for part in match.group(2).split(".") if part)
     return tuple(path), ""
-
-
-def secret_names(value: Any) -> Iterable[str]:
-    """The member names, at any depth of `value`, that say their value is a secret."""
-    if isinstance(value, Mapping):
-        for key, member in value.items():
-            if SECRET_NAME.search(str(key)):
-                yield str(key)
-            yield from secret_names(member)
-    elif isinstance(value, list):
-        for member in value:
-            yield from secret_names(member)
 
 
 def _ingestion(model: Any, rep: PositionedDiagnostics) -> Any:
