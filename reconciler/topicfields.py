@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reconciler.frozen import EMPTY
 from reconciler.topicvalues import (
     SchemaSettings,
     StoragePolicy,
@@ -94,8 +95,9 @@ def _schema_rest(schema: SchemaSettings) -> dict[str, str]:
 
 def _same_redacted(a: Any, b: Any) -> bool:
     """A plan shows transforms with any secret-named member redacted (topicvalues.
-    redacted): the live value is the planned one when both read the same so."""
-    return bool(redacted(a) == redacted(b))
+    redacted): the live value is the planned one when both read the same so (no
+    transforms and an empty list are the same)."""
+    return bool(redacted(a or EMPTY) == redacted(b or EMPTY))
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,9 @@ class TopicField:
     parts: tuple[str, ...] = ()
     # Sent only in CreateTopic, never in a mask nor read back (input-only, immutable).
     create_only: bool = False
+    # What an unset live value compares as (a repeated field unset is empty: a spec's
+    # `messageTransforms: []` is a topic without transforms).
+    blank: Any = None
     # Where a Topic or Defaults document declares it: ("spec", spec).
     spec_path: tuple[str, str] = field(init=False, repr=False, compare=False)
 
@@ -179,6 +184,7 @@ TRANSFORMS = TopicField(
     spec="messageTransforms", attr="message_transforms", desired="message_transforms",
     shape="message_transforms", rest="messageTransforms", proto="message_transforms",
     inherit=NEAREST, from_json=canonical_transforms, to_json=redacted, same=_same_redacted,
+    blank=EMPTY,
 )
 INGESTION = TopicField(
     spec="ingestionDataSourceSettings", attr="ingestion_data_source_settings",

@@ -16,7 +16,7 @@ from typing import Any
 import msgspec
 
 from reconciler.diagnostics import Diagnostics
-from reconciler.ingestionrules import ingestion_problems, source_kind
+from reconciler.ingestionrules import SOURCES, ingestion_problems, source_kind
 from reconciler.spec.defaults import nearest
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
@@ -111,11 +111,22 @@ def _ingestion(model: Any, rep: PositionedDiagnostics) -> Any:
         return None  # reported by its shape
     rest = _rest(model)
     kind = source_kind(rest)
-    where = (*INGESTION_PATH, kind) if kind else INGESTION_PATH
+    if kind is None:
+        rep.error(
+            INGESTION_PATH, "ingestion-source",
+            f"{INGESTION.spec} names no source: give one of {', '.join(SOURCES)}. A spec "
+            "cannot remove a topic's source (omitted, it is left as it is): to stop "
+            "ingesting, remove the key and run `gcloud pubsub topics update TOPIC "
+            "--clear-ingestion-data-source-settings`",
+            key=True,
+        )
+        return None
+    where = (*INGESTION_PATH, kind)
     for problem in ingestion_problems(rest):
         rep.error(
             where, "ingestion-source",
-            f"{problem}; set them under {INGESTION.spec}.{kind}" if kind else problem,
+            f"{problem}; set them under {INGESTION.spec}.{kind}"
+            if problem.startswith("Missing") else problem,
         )
     return rest
 

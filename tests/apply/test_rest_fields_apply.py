@@ -122,6 +122,9 @@ def test_an_update_names_only_the_field_that_changed(
     assert change["update_mask"] == ["message_transforms"]  # `[]` removes them all
     _apply(local_server)
     assert len(client.get_topic(topic=tree.address("orders")).message_transforms) == 0
+    again = reconcile("plan", "specs", *_target(local_server), "--detailed-exitcode")
+    assert again.exit_code == 0, again.output  # none live is what `[]` declares
+    assert "No changes" in again.stdout
 
 
 def test_omitted_fields_are_never_sent_and_tags_on_a_live_topic_are_a_warning(
