@@ -63,6 +63,7 @@ from reconciler.plan.othertopics import (
     undeclared_tools_note,
 )
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
+from reconciler.plan.tagcheck import tags_unverified
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import PLAN_DECIDES, promote_inferred
@@ -146,6 +147,8 @@ def make_plan(
         if (other := differ.taken_from(change)) is not None:
             diagnostics.append(takeover_warning(topic, other, owner))
         diagnostics.extend(other_tool_warnings(topic, live))
+        if live is not None and topic.tags:
+            diagnostics.append(tags_unverified(topic))
         changes.append(change)
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)
