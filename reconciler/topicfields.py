@@ -49,6 +49,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reconciler.frozen import EMPTY
 from reconciler.topicvalues import (
     SchemaSettings,
     StoragePolicy,
@@ -57,6 +58,7 @@ from reconciler.topicvalues import (
     canonical_transforms,
     norm_policy,
     policy_json,
+    redacted,
     rest_policy,
 )
 
@@ -91,6 +93,13 @@ def _schema_rest(schema: SchemaSettings) -> dict[str, str]:
     return schema.to_rest()
 
 
+def _same_redacted(a: Any, b: Any) -> bool:
+    """A plan shows transforms with any secret-named member redacted (topicvalues.
+    redacted): the live value is the planned one when both read the same so (no
+    transforms and an empty list are the same)."""
+    return bool(redacted(a or EMPTY) == redacted(b or EMPTY))
+
+
 @dataclass(frozen=True, slots=True)
 class TopicField:
     """One managed field of a topic, as every layer names and treats it (above)."""
@@ -109,6 +118,9 @@ class TopicField:
     parts: tuple[str, ...] = ()
     # Sent only in CreateTopic, never in a mask nor read back (input-only, immutable).
     create_only: bool = False
+    # What an unset live value compares as (a repeated field unset is empty: a spec's
+    # `messageTransforms: []` is a topic without transforms).
+    blank: Any = None
     # Where a Topic or Defaults document declares it: ("spec", spec).
     spec_path: tuple[str, str] = field(init=False, repr=False, compare=False)
 
@@ -171,7 +183,8 @@ HEDGING = TopicField(  # reconcile's own: the profile is recorded on the topic a
 TRANSFORMS = TopicField(
     spec="messageTransforms", attr="message_transforms", desired="message_transforms",
     shape="message_transforms", rest="messageTransforms", proto="message_transforms",
-    inherit=NEAREST, from_json=canonical_transforms,
+    inherit=NEAREST, from_json=canonical_transforms, to_json=redacted, same=_same_redacted,
+    blank=EMPTY,
 )
 INGESTION = TopicField(
     spec="ingestionDataSourceSettings", attr="ingestion_data_source_settings",

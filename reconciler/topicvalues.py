@@ -9,7 +9,10 @@ them; reconciler/topic.py re-exports them, the name every layer imports them by.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -172,3 +175,58 @@ def canonical_ingestion(value: Any) -> Any:
 def canonical_tags(value: Any) -> Any:
     """A topic's `tags` (tag key -> tag value short name), read-only; None stays None."""
     return None if value is None else rest_value({str(k): str(v) for k, v in value.items()})
+
+
+# -- secrets: never written to a spec, a plan or an output ------------------------
+
+# Member names that say a value is a secret. No field of an ingestion source is one
+# (the sources authenticate by identity federation: role ARNs, client and tenant IDs,
+# identity pool IDs, service accounts); a transform's free-form `parameters` could
+# hold one. (`max_tokens`, a model's parameter, is not one; `token`, `id_token`,
+# `apiKey` are.)
+SECRET_NAME = re.compile(
+    r"secret|passw|credential|private.?key|api.?key|access.?(?:key|token)|bearer"
+    r"|authori[sz]ation|auth.?(?:token|key)|(?:refresh|session).?token|(?:^|[_-])token$",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted sha256:"
+
+
+def secret_names(value: Any) -> Iterator[str]:
+    """The member names, at any depth of `value`, that say their value is a secret."""
+    if isinstance(value, Mapping):
+        for key, member in value.items():
+            if SECRET_NAME.search(str(key)):
+                yield str(key)
+            yield from secret_names(member)
+    elif isinstance(value, list | tuple):
+        for member in value:
+            yield from secret_names(member)
+
+
+def redacted(value: Any) -> Any:
+    """`value` with each member a secret's name names replaced by `<redacted
+    sha256:…>` (the first 12 hex digits of its JSON's digest: two values compare as
+    they did, and nothing of the secret is shown); `value` itself when none is (the
+    common case: no copy). Already redacted members stay as they are."""
+    if not any(secret_names(value)):
+        return value
+    return freeze(_redact(value))
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: _hidden(v) if SECRET_NAME.search(str(k)) else _redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact(v) for v in value]
+    return value
+
+
+def _hidden(value: Any) -> str:
+    if isinstance(value, str) and value.startswith(REDACTED):
+        return value
+    text = json.dumps(value, sort_keys=True, default=str)
+    return f"{REDACTED}{hashlib.sha256(text.encode()).hexdigest()[:12]}>"

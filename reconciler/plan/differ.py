@@ -114,7 +114,8 @@ def comparable(
         shape[STORAGE_POLICY.proto] = policy_json(live_policy_of(topic.policy))
     for entry in SETTINGS:
         if getattr(desired, entry.desired) is not None:
-            shape[entry.proto] = getattr(topic, entry.shape)
+            value = getattr(topic, entry.shape)
+            shape[entry.proto] = entry.blank if value is None else value
     return shape
 
 

@@ -44,7 +44,6 @@ from reconciler.ownership import is_reserved
 from reconciler.spec.defaults_export import factor_defaults
 from reconciler.spec.documents import API_VERSION
 from reconciler.spec.inherited import Conflict, Inherited, keep_live
-from reconciler.spec.restfields import secret_names
 from reconciler.topic import (
     ObservedTopic,
     StoragePolicy,
@@ -62,6 +61,7 @@ from reconciler.topicfields import (
     TRANSFORMS,
 )
 from reconciler.topicrules import DELETED_SCHEMA, written_duration
+from reconciler.topicvalues import secret_names
 from reconciler.yamltext import dump_all
 
 Doc = dict[str, Any]

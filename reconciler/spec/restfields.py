@@ -10,21 +10,20 @@ document declares it (unmanaged).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 
 from reconciler.diagnostics import Diagnostics
-from reconciler.ingestionrules import ingestion_problems, source_kind
+from reconciler.ingestionrules import SOURCES, ingestion_problems, source_kind
 from reconciler.spec.defaults import nearest
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.tagrules import tag_key_problem, tag_value_problem
 from reconciler.topicfields import INGESTION, TAGS, TRANSFORMS
-from reconciler.topicvalues import canonical_tags, rest_value
+from reconciler.topicvalues import canonical_tags, rest_value, secret_names
 from reconciler.transformrules import MAX_TRANSFORMS, transform_problems
 from reconciler.yamlio import PathKey
 
@@ -33,16 +32,6 @@ INGESTION_PATH: PathKey = INGESTION.spec_path
 TAGS_PATH: PathKey = TAGS.spec_path
 # `messageTransforms[1].javascriptUdf.code ...`: the member a rule's message names.
 _NAMED = re.compile(r"messageTransforms(?:\[(\d+)\])?((?:\.[A-Za-z]+)*)")
-# Member names that say a value is a secret: never in a spec (a transform's parameters
-# are stored on the topic, readable by whoever may get it, and shown by every plan).
-# (`max_tokens`, a model's parameter, is not one; `token`, `id_token`, `apiKey` are.)
-SECRET_NAME = re.compile(
-    r"secret|passw|credential|private.?key|api.?key|access.?(?:key|token)|bearer"
-    r"|authori[sz]ation|auth.?(?:token|key)|(?:refresh|session).?token|(?:^|[_-])token$",
-    re.IGNORECASE,
-)
-
-
 @dataclass(frozen=True, slots=True)
 class RestFields:
     """The three fields as the desired state holds them (None: unmanaged)."""
@@ -117,28 +106,27 @@ def _transform_path(problem: str) -> tuple[PathKey, str]:
     return tuple(path), ""
 
 
-def secret_names(value: Any) -> Iterable[str]:
-    """The member names, at any depth of `value`, that say their value is a secret."""
-    if isinstance(value, Mapping):
-        for key, member in value.items():
-            if SECRET_NAME.search(str(key)):
-                yield str(key)
-            yield from secret_names(member)
-    elif isinstance(value, list):
-        for member in value:
-            yield from secret_names(member)
-
-
 def _ingestion(model: Any, rep: PositionedDiagnostics) -> Any:
     if model is None or rep.located.invalid_within(INGESTION_PATH):
         return None  # reported by its shape
     rest = _rest(model)
     kind = source_kind(rest)
-    where = (*INGESTION_PATH, kind) if kind else INGESTION_PATH
+    if kind is None:
+        rep.error(
+            INGESTION_PATH, "ingestion-source",
+            f"{INGESTION.spec} names no source: give one of {', '.join(SOURCES)}. A spec "
+            "cannot remove a topic's source (omitted, it is left as it is): to stop "
+            "ingesting, remove the key and run `gcloud pubsub topics update TOPIC "
+            "--clear-ingestion-data-source-settings`",
+            key=True,
+        )
+        return None
+    where = (*INGESTION_PATH, kind)
     for problem in ingestion_problems(rest):
         rep.error(
             where, "ingestion-source",
-            f"{problem}; set them under {INGESTION.spec}.{kind}" if kind else problem,
+            f"{problem}; set them under {INGESTION.spec}.{kind}"
+            if problem.startswith("Missing") else problem,
         )
     return rest
 

@@ -122,6 +122,9 @@ def test_an_update_names_only_the_field_that_changed(
     assert change["update_mask"] == ["message_transforms"]  # `[]` removes them all
     _apply(local_server)
     assert len(client.get_topic(topic=tree.address("orders")).message_transforms) == 0
+    again = reconcile("plan", "specs", *_target(local_server), "--detailed-exitcode")
+    assert again.exit_code == 0, again.output  # none live is what `[]` declares
+    assert "No changes" in again.stdout
 
 
 def test_omitted_fields_are_never_sent_and_tags_on_a_live_topic_are_a_warning(
@@ -151,3 +154,25 @@ def test_omitted_fields_are_never_sent_and_tags_on_a_live_topic_are_a_warning(
     topic: Topic = client.get_topic(topic=tree.address("orders"))
     assert len(topic.message_transforms) == 1
     assert topic.ingestion_data_source_settings.cloud_storage.bucket == "b"
+
+
+def test_transforms_holding_a_secret_are_replaced_without_showing_it(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
+    client.create_topic(request={
+        "name": tree.address("orders"), "message_transforms": [{"ai_inference": {
+            "endpoint": ENDPOINT,
+            "unstructured_inference": {"parameters": {"api_key": "sk-never-shown"}}}}],
+    })
+    tree.write({"orders": {"messageTransforms": TRANSFORMS[2:]}})
+    (change,) = _plan_json(local_server)["resource_changes"]
+    assert change["update_mask"] == ["labels", "message_transforms"]  # adopted, replaced
+    text = reconcile("plan", "specs", *_target(local_server), "--out", "p.plan")
+    assert text.exit_code == 0, text.output
+    assert "sk-never-shown" not in text.output + json.dumps(change)
+    # The redacted `before` still tells apply whether the topic moved since the plan.
+    applied = reconcile("apply", "p.plan", *_target(local_server))
+    assert applied.exit_code == 0, applied.output
+    assert "sk-never-shown" not in applied.output
+    (only,) = client.get_topic(topic=tree.address("orders")).message_transforms
+    assert only.compression.compression_algorithm == only.compression.CompressionAlgorithm.ZLIB

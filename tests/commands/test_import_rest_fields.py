@@ -117,6 +117,17 @@ def test_parameters_that_look_like_secrets_are_named_never_written(
     assert "sk-do-not-print" not in text + imported.stdout + imported.stderr
     assert "# unmanaged: messageTransforms (their parameters name 'apiKey'" in text
     assert "messageTransforms:" not in text
-    plan = run_cli("plan", str(out), "--emulator", addr)
-    assert plan.exit_code == 0, plan.stderr
-    assert "sk-do-not-print" not in plan.stdout + plan.stderr
+    for form in ("text", "json"):
+        plan = run_cli("plan", str(out), "--emulator", addr, "--format", form)
+        assert plan.exit_code == 0, plan.stderr
+        assert "sk-do-not-print" not in plan.stdout + plan.stderr
+    (change,) = json.loads(plan.stdout)["resource_changes"]
+    (transform,) = change["change"]["before"]["message_transforms"]
+    shown = transform["aiInference"]["unstructuredInference"]["parameters"]["apiKey"]
+    assert shown.startswith("<redacted sha256:")  # the live value, never printed
+    applied = run_cli("apply", str(out), "--emulator", addr, "--auto-approve")
+    assert applied.exit_code == 0, applied.stderr
+    assert "sk-do-not-print" not in applied.stdout + applied.stderr
+    live = publisher_client.get_topic(topic=f"{P}/topics/leaky")
+    assert live.message_transforms[0].ai_inference.unstructured_inference.parameters[
+        "apiKey"] == "sk-do-not-print"  # unmanaged: never sent, never changed

@@ -129,6 +129,10 @@ def test_declared_fields_reach_the_desired_state_in_the_rest_shape(tmp_path: Pat
           "  azureEventHubs: {namespace: n}"],
          "cloudStorage", "ingestion-source",
          "names cloudStorage and azureEventHubs; a topic ingests from exactly one source"),
+        (["ingestionDataSourceSettings:", "  platformLogsSettings: {severity: INFO}"],
+         "ingestionDataSourceSettings:", "ingestion-source",
+         "names no source: give one of awsKinesis, cloudStorage, azureEventHubs, awsMsk, "
+         "confluentCloud. A spec cannot remove a topic's source"),
         (["tags: {environment: production}"], "environment", "tag-key",
          "tag key 'environment' is not a namespaced tag key"),
         (["tags: {'123/environment': tagValues/456}"], "123/environment", "tag-value",
