@@ -25,7 +25,7 @@ from reconciler.backends.base import (
 from reconciler.backends.residency_reads import ProjectReads
 from reconciler.backlogs import Backlog, ages_out_within, clears_line, distinct_bounds
 from reconciler.frozen import FrozenDict
-from reconciler.messagepaths import data_paths
+from reconciler.messagepaths import VERTEX_AI_STATE, data_paths
 from reconciler.plan.datapaths import live_extras
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
@@ -153,7 +153,7 @@ def _residency(
     paused = [
         PausedExport(s.name, s.kind, s.state)
         for s in sorted(subs or (), key=lambda s: s.name)
-        if s.delivery_paused
+        if s.delivery_paused or s.state == VERTEX_AI_STATE
     ]
     return TopicResidency(
         address, project, topic_id, True, declared_topic,

@@ -84,7 +84,8 @@ class RegionStore(Record, frozen=True):
 
 class PausedExport(Record, frozen=True):
     """An export or push subscription whose delivery is paused by in-transit
-    restriction."""
+    restriction, or an export whose destination is not where the topic's AI
+    Inference models are (VERTEX_AI_LOCATION_RESTRICTION): `state` says which."""
 
     name: str
     kind: SubscriptionKind

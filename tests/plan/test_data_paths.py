@@ -351,3 +351,25 @@ def test_a_team_that_knows_where_its_exports_are_accepts_the_unjudged_finding(
     [line] = _lines(result.output, "transform-exports-at-plan")
     assert ": accepted[transform-exports-at-plan]: " in line
     assert "warning[transform-exports-at-plan]" not in result.output
+
+
+def test_residency_counts_an_export_in_vertex_ai_location_restriction_as_paused(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any,
+    subscriber_client: Any, tmp_path: Path,
+) -> None:
+    _seed(publisher_client, [US_MODEL])
+    local_server.set_destination_location("storage:orders-archive", "europe-west4")
+    subscriber_client.create_subscription(request={
+        "name": "projects/proj-a/subscriptions/to-gcs", "topic": T,
+        "cloud_storage_config": {"bucket": "orders-archive"},
+    })
+    root = specs(topic_doc("orders"))
+    args = ("residency", str(root), "--emulator", local_server.address, "--org-policy",
+            str(_policy(tmp_path)), "--detailed-exitcode")
+    result = run_cli(*args)
+    assert result.exit_code == 2, result.output
+    assert "    export projects/proj-a/subscriptions/to-gcs (cloud_storage) paused: " \
+        "VERTEX_AI_LOCATION_RESTRICTION\n" in result.stdout
+    assert "1 paused exports" in result.stdout
+    local_server.set_destination_location("storage:orders-archive", "us-central1")
+    assert run_cli(*args).exit_code == 0
