@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from reconciler.backends.deadline import DEFAULT_TIMEOUT
+from reconciler.names import project_id_problem
 from reconciler.orgpolicy.unjudged import AllowUnjudged, AllowUnjudgedError
 from reconciler.render import FORMATS
 
@@ -116,10 +117,27 @@ def target_options(fn: F) -> F:
     return server_options(fn)
 
 
+def project_ids(
+    _ctx: click.Context, param: click.Parameter, value: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Each --project P a valid project ID, checked before anything is read or
+    written: a mistyped ID would otherwise read as a project with nothing in it."""
+    for project in value:
+        if problem := project_id_problem(project):
+            raise click.BadParameter(
+                f"{problem}; nothing was read or written. Name the project by its ID "
+                "(`gcloud projects list`), not its number or display name",
+                param=param,
+            )
+    return value
+
+
 def project_option(help: str = PROJECT_HELP) -> Callable[[F], F]:
     """--project P, repeatable: only the declared topics of these projects (plan and
     apply's meaning by default; residency passes its own)."""
-    return click.option("--project", "projects", multiple=True, metavar="P", help=help)
+    return click.option(
+        "--project", "projects", multiple=True, metavar="P", help=help, callback=project_ids
+    )
 
 
 def prune_subscribed_option(fn: F) -> F:

@@ -27,7 +27,7 @@ import click
 
 from reconciler.backends.base import TargetOptions
 from reconciler.commands import output
-from reconciler.commands._options import server_options
+from reconciler.commands._options import project_ids, server_options
 from reconciler.errors import EXIT_OK, BackendError, InputError, UsageError
 from reconciler.fileio import write_atomically
 from reconciler.importer import (
@@ -54,6 +54,7 @@ from reconciler.spec.inherited import inherited_values
     required=True,
     metavar="P",
     help="Project to import (repeatable); writes DIR/<project>.yaml.",
+    callback=project_ids,
 )
 @click.option(
     "--topic",

@@ -18,7 +18,7 @@ import click
 from reconciler.backends.base import TargetOptions
 from reconciler.backends.connect import open_backend
 from reconciler.commands import output
-from reconciler.commands._options import server_options
+from reconciler.commands._options import project_ids, server_options
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import EXIT_OK, InputError, UsageError
 from reconciler.orgpolicy.snapshot import dump_snapshot, read_snapshot
@@ -40,6 +40,7 @@ def command() -> None:
     required=True,
     metavar="P",
     help="Project whose effective org policy to pull (repeatable).",
+    callback=project_ids,
 )
 @click.option(
     "--out",

@@ -56,6 +56,10 @@ from reconciler.localserver.resourcemanager.service import (
     OrganizationsService,
     ProjectsService,
 )
+from reconciler.localserver.resourcemanager.tagbindings import (
+    TAG_BINDINGS_SERVICE,
+    TagBindingsService,
+)
 from reconciler.localserver.transport.dispatch import Dispatcher
 from reconciler.localserver.transport.front import Front, InFlight, Limits
 from reconciler.localserver.transport.grpc_face import GrpcFace, add_port
@@ -116,6 +120,7 @@ def method_names() -> list[str]:
         ProjectsService(state, operations),
         FoldersService(state, operations),
         OrganizationsService(state),
+        TagBindingsService(state),
         operations,
     )
 
@@ -209,6 +214,7 @@ class LocalServer:
         self.projects = ProjectsService(self.state, self.operations)
         self.folders = FoldersService(self.state, self.operations)
         self.organizations = OrganizationsService(self.state)
+        self.tag_bindings = TagBindingsService(self.state)
         self.faults = Faults(seed=fault_seed, methods=self.method_names())
         self.dispatcher = Dispatcher(self.counters, self.faults, self.outcomes)
         self._server: grpc.Server | None = None
@@ -227,7 +233,8 @@ class LocalServer:
         return _method_names(
             self.publisher, self.subscriber, self.schema_service, self.snapshots,
             self.transforms, self.iam, self.orgpolicy, self.custom_constraints,
-            self.monitoring, self.projects, self.folders, self.organizations, self.operations,
+            self.monitoring, self.projects, self.folders, self.organizations,
+            self.tag_bindings, self.operations,
         )
 
     # ----------------------------------------------------------------------- lifecycle
@@ -300,6 +307,7 @@ class LocalServer:
             PROJECTS_SERVICE: self.projects.rpcs(),
             FOLDERS_SERVICE: self.folders.rpcs(),
             ORGANIZATIONS_SERVICE: self.organizations.rpcs(),
+            TAG_BINDINGS_SERVICE: self.tag_bindings.rpcs(),
             OPERATIONS_SERVICE: self.operations.rpcs(),
         }
 
@@ -315,6 +323,8 @@ class LocalServer:
         and no handler runs against the closing state."""
         self.faults.stop()
         self.state.subs.stop()  # waiting pulls and streams end now
+        if grace:  # the woken calls answer before gRPC's shutdown GOAWAY goes out
+            self.faults.wait_woken(grace)
         self._stop_serving(grace)
         self.state.close()
 
@@ -327,7 +337,7 @@ class LocalServer:
         if self._front is not None:
             if grace:  # as gRPC's grace: REST calls in flight may finish (None: abort)
                 self._rest_calls.wait_idle(grace)
-            self._front.stop()
+            self._front.stop(grace or 0.0)
             self._front = None
         self._remove_socket_dir()
 
@@ -406,6 +416,14 @@ class LocalServer:
         """Declare where an export or push destination is (see `pubsub.exports`): e.g.
         "bigquery:my-project.my_dataset" -> "EU"; None forgets it."""
         self.state.subs.set_location(key, location)
+
+    def set_ingestion_state(self, topic: str, state: str | None) -> None:
+        """Test hook: make `topic`'s ingestion source read `state` (e.g.
+        "CONFLICTING_REGION_CONSTRAINTS", a Regional Access Boundary conflict the
+        server cannot see) on every read until None forgets it; never reachable from a
+        client (the API drops the output-only state a request sends). ValueError for
+        a name that is no source state."""
+        self.publisher.ingestion_states.set(topic, state)
 
     def rerouted(self, topic: str) -> int:
         """Messages of `topic` published from a region its storage policy excludes and

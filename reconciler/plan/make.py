@@ -48,6 +48,7 @@ from reconciler.ownership import (
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
 from reconciler.plan.customcheck import Unjudged, existing_refusals, judge_change
+from reconciler.plan.datapaths import path_verdicts
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import (
     Observation,
@@ -119,6 +120,7 @@ def make_plan(
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
         change = differ.diff_topic(diffed, live, facts, owner.name)
         problems = org.verdicts(topic, facts, live, change)
+        problems += path_verdicts(topic, facts, live, change, observation.subscriptions_of)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):

@@ -228,11 +228,85 @@ def _udf(code: str = "function f(m) { return m; }", name: str = "f") -> dict[str
     return {"javascript_udf": {"function_name": name, "code": code}}
 
 
+UPPER = "function up(m) { return {data: m.data.toUpperCase(), attributes: m.attributes}; }"
+THROWS = "function bad(m) { throw new Error('no ' + m.data); }"
+
+
+def _topic_udf_on_publish(p: Probe, code: str, name: str, data: bytes) -> str:
+    """A topic with the UDF, one message published and pulled: its data, or the
+    Publish's status."""
+    topic, sub = p.name("topics", "transformed"), p.name("subscriptions", "transformed")
+    p.publisher.create_topic(request={"name": topic, "message_transforms": [_udf(code, name)]},
+                             **CALL)
+    p.subscriber.create_subscription(name=sub, topic=topic, **CALL)
+    status = _outcome(lambda: p.publisher.publish(
+        topic=topic, messages=[{"data": data}], **CALL))
+    if status != "OK":
+        return status
+    got = p.subscriber.pull(subscription=sub, max_messages=1, **CALL).received_messages
+    stored = got[0].message.data
+    return stored.decode() if len(stored) <= 100 else f"stored {len(stored)} bytes"
+
+
+def _dead_letter_after_a_failing_udf(p: Probe) -> str:
+    """A subscription whose UDF throws, with a dead-letter policy of 5 attempts: what
+    each of 5 pulls hands out (nacked at once), then what the dead-letter subscription
+    gets (the attributes the service adds, each named)."""
+    dead_topic, dead_sub = p.name("topics", "dead"), p.name("subscriptions", "dead-sub")
+    source = p.name("subscriptions", "udf-source")
+    p.publisher.create_topic(name=dead_topic, **CALL)
+    p.subscriber.create_subscription(name=dead_sub, topic=dead_topic, **CALL)
+    p.subscriber.create_subscription(request={
+        "name": source, "topic": p.topic, "message_transforms": [_udf(THROWS, "bad")],
+        "dead_letter_policy": {"dead_letter_topic": dead_topic, "max_delivery_attempts": 5}},
+        **CALL)
+    p.publisher.publish(topic=p.topic, messages=[{"data": b"poison"}], **CALL)
+    handed = 0
+    for _ in range(6):  # Google's emulator forwards at the pull after the fifth nack
+        got = p.subscriber.pull(request={
+            "subscription": source, "max_messages": 1, "return_immediately": True},
+            **CALL).received_messages
+        handed += len(got)
+        if got:
+            p.subscriber.modify_ack_deadline(
+                subscription=source, ack_ids=[got[0].ack_id], ack_deadline_seconds=0, **CALL)
+    got = p.subscriber.pull(subscription=dead_sub, max_messages=1, **CALL).received_messages
+    if not got:
+        return f"handed out {handed}, not forwarded"
+    names = ", ".join(sorted(k for k in got[0].message.attributes if k.startswith("CloudPubSub")))
+    return f"handed out {handed}, forwarded: {names}"
+
+
+def _tag_bindings(p: Probe) -> str:
+    """Resource Manager's ListTagBindings for a topic created with a tag."""
+    from google.cloud.resourcemanager_v3 import TagBindingsClient
+    from google.cloud.resourcemanager_v3.services.tag_bindings.transports import (
+        TagBindingsGrpcTransport,
+    )
+
+    from reconciler.backends.clients import insecure_channel
+
+    name = p.name("topics", "tagged")
+    p.publisher.create_topic(request={"name": name, "tags": {"123/environment": "production"}},
+                             **CALL)
+    client = TagBindingsClient(
+        transport=TagBindingsGrpcTransport(channel=insecure_channel(p.address)))
+    found: list[str] = []
+    status = _outcome(lambda: found.extend(
+        b.tag_value_namespaced_name for b in client.list_tag_bindings(
+            request={"parent": f"//pubsub.googleapis.com/{name}"}, **CALL)))
+    return ", ".join(found) if status == "OK" else status
+
+
 DELIVERY_COUNT = "CloudPubSubDeadLetterSourceDeliveryCount"
-DEAD_LETTER_ATTRIBUTES = (
-    f"forwarded 5: {DELIVERY_COUNT}, CloudPubSubDeadLetterSourceSubscription, "
+FORWARD = (
+    f"{DELIVERY_COUNT}, CloudPubSubDeadLetterSourceSubscription, "
     "CloudPubSubDeadLetterSourceSubscriptionProject, CloudPubSubDeadLetterSourceTopicPublishTime"
 )
+DEAD_LETTER_ATTRIBUTES = f"forwarded 5: {FORWARD}"
+# The attribute the service adds when a subscription's transform failed on the message
+SMT_FORWARD = FORWARD.replace(
+    "Count, ", "Count, CloudPubSubDeadLetterSourceSMTErrorMessage, ", 1)
 
 
 @dataclass
@@ -349,6 +423,16 @@ ROWS = [
         "OK", "INVALID_ARGUMENT"),
     Row("tags and ingestion state returned by GetTopic", _returned_extras,
         "no tags, ACTIVE", "tags returned, CONFLICTING_REGION_CONSTRAINTS"),
+    Row("message transforms: a topic UDF on Publish", lambda p: _topic_udf_on_publish(
+        p, UPPER, "up", b"abc"), "ABC", "abc"),
+    Row("message transforms: a UDF making a message of 10,000,001 bytes", lambda p:
+        _topic_udf_on_publish(p, "function big(m) { return {data: 'x'.repeat(10000001)}; }",
+                              "big", b"abc"), "INVALID_ARGUMENT", "abc"),
+    Row("message transforms: a subscription UDF that throws, dead-lettered",
+        _dead_letter_after_a_failing_udf, f"handed out 0, forwarded: {SMT_FORWARD}",
+        f"handed out 5, forwarded: {FORWARD}"),
+    Row("tags: ListTagBindings of a topic created with tags", _tag_bindings,
+        "123/environment/production", "UNIMPLEMENTED"),
     Row("update mask tags", lambda p: _outcome(lambda: p.publisher.update_topic(request={
         "topic": {"name": p.topic, "tags": {"123/environment": "test"}},
         "update_mask": {"paths": ["tags"]}}, **CALL)), "INVALID_ARGUMENT", "INVALID_ARGUMENT"),

@@ -187,9 +187,6 @@ def test_stops_at_once_while_a_delayed_call_is_in_flight(sig: signal.Signals) ->
     assert "Local server stopped." in err
     error = delayed.exception(timeout=60)
     assert error is not None and error.code().name == "UNAVAILABLE"
-    # The woken handler answers "local server is stopping"; it races the server's own
-    # shutdown, whose GOAWAY can reach the client first (seen once in three CI runs):
-    # either way the call is answered UNAVAILABLE, never left waiting.
-    assert error.details() == "local server is stopping" or (
-        "GOAWAY" in error.details() and "Server shutdown" in error.details()
-    ), error.details()
+    # The woken handler's own answer, not gRPC's shutdown GOAWAY: the stop waits a
+    # short grace for woken calls' answers to reach their clients (issue 48).
+    assert error.details() == "local server is stopping", error.details()

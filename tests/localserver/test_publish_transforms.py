@@ -264,3 +264,53 @@ def test_a_topic_udf_sees_the_ordering_key_and_ai_inference_passes(
     # No ID or publish time yet: the message is not stored when the topic's UDF runs.
     assert json.loads(message.data) == {"ordering_key": "k1"}
     assert message.ordering_key == "k1"
+
+
+# A message the transforms make is checked again against a message's limits (nothing
+# public says whether the service does; docs/local-server.md): 9,999,995 bytes of data
+# make a PubsubMessage of exactly 10,000,000 bytes (1 tag byte, a 4-byte length).
+def grow(name: str, size: int) -> dict[str, Any]:
+    return udf(name, f"function {name}(m) {{ return {{data: 'x'.repeat({size})}}; }}")
+
+
+TAGS_101 = """function tags(m) {
+  const attributes = {};
+  for (let i = 0; i < 101; i++) { attributes['k' + i] = 'v'; }
+  return {data: m.data, attributes: attributes};
+}"""
+DECOMPRESS = {"compression": {"compression_algorithm": "ZLIB", "compression_mode": "DECOMPRESS"}}
+
+
+@pytest.mark.parametrize(
+    ("transform", "sent", "words"),
+    [
+        (grow("grow", 9_999_996), b"x",
+         "The transformed message is not one Pub/Sub takes: it is 10000001 bytes; the maximum "
+         "is 10000000 bytes."),
+        (udf("tags", TAGS_101), b"x",
+         "The transformed message is not one Pub/Sub takes: it has 101 attributes; the maximum "
+         "is 100."),
+        # 20 MB of zeros in about 20 KB: stopped at the limit, never held whole
+        (DECOMPRESS, zlib.compress(bytes(20_000_000)),
+         "The message data decompresses to more than 10000000 bytes, more than a message may "
+         "hold."),
+    ],
+    ids=["data", "attributes", "decompressed"],
+)
+def test_a_transformed_message_past_a_limit_fails_the_publish(
+    publisher_client: Any, subscriber_client: Any, transform: Any, sent: bytes, words: str
+) -> None:
+    topic_with(publisher_client, subscriber_client, [transform])
+    with pytest.raises(exceptions.InvalidArgument) as info:
+        publisher_client.publish(topic=TOPIC, messages=[{"data": sent}], timeout=120)
+    assert words in str(info.value.message)
+    assert pulled(subscriber_client) == []
+
+
+def test_a_transformed_message_at_the_limit_is_stored(
+    publisher_client: Any, subscriber_client: Any
+) -> None:
+    topic_with(publisher_client, subscriber_client, [grow("grow", 9_999_995)])
+    publisher_client.publish(topic=TOPIC, messages=[{"data": b"x"}], timeout=120)
+    [message] = pulled(subscriber_client)
+    assert message.data == b"x" * 9_999_995  # with its ID and publish time it is delivered

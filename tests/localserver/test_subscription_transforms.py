@@ -118,16 +118,26 @@ def test_a_failing_message_reaches_the_dead_letter_topic(
         "message_transforms": [{"javascript_udf": {"function_name": "tag", "code": TAG}}],
         "dead_letter_policy": {"dead_letter_topic": dead, "max_delivery_attempts": 5},
     })
-    publisher_client.publish(topic=TOPIC, messages=[{"data": b"bad"}])
+    publisher_client.publish(topic=TOPIC, messages=[{"data": b"bad"}, {"data": b"good"}])
     for _ in range(5):  # each failure is a delivery attempt (nacked at once)
-        assert pulled(subscriber_client, SUB) == []
+        got_here = pulled(subscriber_client, SUB)
+        # "good" passes the transform; its subscriber nacks it: no SMT failure
+        assert [m.message.data for m in got_here] == [b"GOOD"]
+        subscriber_client.modify_ack_deadline(request={
+            "subscription": SUB, "ack_ids": [got_here[0].ack_id], "ack_deadline_seconds": 0})
     got: list[Any] = []
-    for _ in range(10):  # the forward runs on the server's own thread
+    for _ in range(10):  # the forwards run on the server's own thread
         got += subscriber_client.pull(
             request={"subscription": dead_sub, "max_messages": 10}, timeout=30
         ).received_messages
-        if got:
+        if len(got) == 2:
             break
-    [forwarded] = got
-    assert forwarded.message.data == b"bad"  # as stored: the SMT made nothing of it
-    assert forwarded.message.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    by_data = {m.message.data: m.message for m in got}
+    assert sorted(by_data) == [b"bad", b"good"]
+    forwarded = by_data[b"bad"]  # as stored: the SMT made nothing of it
+    assert forwarded.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    # Why the transform failed, in the attribute the service adds for it
+    assert "cannot tag bad" in forwarded.attributes["CloudPubSubDeadLetterSourceSMTErrorMessage"]
+    nacked = by_data[b"good"]  # nacked by its subscriber: stored as published, no SMT error
+    assert nacked.attributes["CloudPubSubDeadLetterSourceDeliveryCount"] == "5"
+    assert "CloudPubSubDeadLetterSourceSMTErrorMessage" not in nacked.attributes

@@ -239,3 +239,63 @@ def test_an_export_away_from_the_model_reads_vertex_ai_location_restriction(
     local_server.set_destination_location("bigquery:proj-alpha.sales", "asia-east1")
     got = subscriber_client.get_subscription(subscription=SUB)
     assert got.bigquery_config.state.name == "ACTIVE"
+
+
+def test_a_storage_export_of_a_subscription_model_and_in_transit_first(
+    local_server: Any, publisher_client: Any, subscriber_client: Any
+) -> None:
+    """The subscription's own AI Inference transform decides too; a destination outside
+    the in-transit regions reads IN_TRANSIT_LOCATION_RESTRICTION, judged first."""
+    publisher_client.create_topic(request={"name": TOPIC, "message_storage_policy": {
+        "allowed_persistence_regions": ["europe-west1"], "enforce_in_transit": True}})
+    local_server.set_destination_location("storage:landing", "europe-west1")
+    sub = subscriber_client.create_subscription(request={
+        "name": SUB, "topic": TOPIC, "cloud_storage_config": {"bucket": "landing"},
+        "message_transforms": [{"ai_inference": {"endpoint": MODEL}}]})
+    assert sub.cloud_storage_config.state.name == "VERTEX_AI_LOCATION_RESTRICTION"
+    local_server.set_destination_location("storage:landing", "europe-west4")  # the model's
+    got = subscriber_client.get_subscription(subscription=SUB)
+    assert got.cloud_storage_config.state.name == "IN_TRANSIT_LOCATION_RESTRICTION"
+    local_server.set_destination_location("storage:landing", "asia-east1")  # both wrong
+    got = subscriber_client.get_subscription(subscription=SUB)
+    assert got.cloud_storage_config.state.name == "IN_TRANSIT_LOCATION_RESTRICTION"
+
+
+def test_a_declared_ingestion_state_shows_on_every_read(
+    local_server: Any, publisher_client: Any
+) -> None:
+    """The test hook stands for what the server cannot see (a Regional Access Boundary
+    on the service account); a client cannot set it, every read shows it."""
+    from tests.localserver.rest_support import rest
+
+    client = publisher_client
+    client.create_topic(request={
+        "name": TOPIC, "ingestion_data_source_settings": {"aws_kinesis": KINESIS}})
+    local_server.set_ingestion_state(TOPIC, "CONFLICTING_REGION_CONSTRAINTS")
+    conflicting = "CONFLICTING_REGION_CONSTRAINTS"
+    assert client.get_topic(topic=TOPIC).ingestion_data_source_settings.aws_kinesis.state.name \
+        == conflicting
+    listed = list(client.list_topics(project=f"projects/{PROJECT}"))
+    assert listed[0].ingestion_data_source_settings.aws_kinesis.state.name == conflicting
+    answer = rest(local_server.address, "GET", f"/v1/{TOPIC}")
+    assert answer.status == 200
+    assert answer.body["ingestionDataSourceSettings"]["awsKinesis"]["state"] == conflicting
+    # A state the source's kind has not (Cloud Storage has no STREAM_NOT_FOUND) leaves
+    # it ACTIVE; a source kind that has it shows it after an update.
+    local_server.set_ingestion_state(TOPIC, "STREAM_NOT_FOUND")
+    updated = client.update_topic(request={
+        "topic": {"name": TOPIC, "ingestion_data_source_settings": {
+            "cloud_storage": {"bucket": "landing"}}},
+        "update_mask": {"paths": ["ingestion_data_source_settings"]},
+    })
+    assert updated.ingestion_data_source_settings.cloud_storage.state.name == "ACTIVE"
+    local_server.set_ingestion_state(TOPIC, "BUCKET_NOT_FOUND")
+    got = client.get_topic(topic=TOPIC)
+    assert got.ingestion_data_source_settings.cloud_storage.state.name == "BUCKET_NOT_FOUND"
+    local_server.set_ingestion_state(TOPIC, None)
+    got = client.get_topic(topic=TOPIC)
+    assert got.ingestion_data_source_settings.cloud_storage.state.name == "ACTIVE"
+    with pytest.raises(ValueError, match="'SLEEPING' is not an ingestion source state"):
+        local_server.set_ingestion_state(TOPIC, "SLEEPING")
+    with pytest.raises(ValueError, match="is not a topic name"):
+        local_server.set_ingestion_state("orders", "BUCKET_NOT_FOUND")

@@ -263,6 +263,11 @@ GetOrganizationRequest = LazyMessage(_ORGANIZATIONS, "GetOrganizationRequest")
 SearchOrganizationsRequest = LazyMessage(_ORGANIZATIONS, "SearchOrganizationsRequest")
 SearchOrganizationsResponse = LazyMessage(_ORGANIZATIONS, "SearchOrganizationsResponse")
 
+_TAG_BINDINGS = "google.cloud.resourcemanager_v3.types.tag_bindings"
+TagBinding = LazyMessage(_TAG_BINDINGS, "TagBinding")
+ListTagBindingsRequest = LazyMessage(_TAG_BINDINGS, "ListTagBindingsRequest")
+ListTagBindingsResponse = LazyMessage(_TAG_BINDINGS, "ListTagBindingsResponse")
+
 # google.longrunning (CreateProject, CreateFolder and MoveProject answer Operations).
 Operation: Any = operations_pb2.Operation
 GetOperationRequest: Any = operations_pb2.GetOperationRequest

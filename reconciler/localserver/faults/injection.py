@@ -14,10 +14,11 @@ command-line form is parsed by `faultspec`).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import random
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TypedDict, Unpack
 
@@ -176,6 +177,8 @@ class Faults:
         self._holds: list[Hold] = []
         self._random = random.Random(seed)
         self._stopping = threading.Event()
+        self._parked = 0  # calls held or in a delay now (under _waking)
+        self._waking = threading.Condition()
 
     def stop(self) -> None:
         """The server is stopping: injected delays end now and their calls answer
@@ -183,6 +186,14 @@ class Faults:
         in its delay would keep the process from exiting)."""
         self._stopping.set()
         self.end_holds("UNAVAILABLE", STOPPING)
+
+    def wait_woken(self, timeout: float) -> bool:
+        """After `stop`: wait up to `timeout` seconds until every call it woke has left
+        its hold or delay (on its way to answer). The server waits for this before
+        gRPC's own shutdown begins, so that those answers go out on a serving
+        connection instead of racing the shutdown's GOAWAY. True when none is left."""
+        with self._waking:
+            return self._waking.wait_for(lambda: self._parked == 0, timeout)
 
     def add(self, method: str = "*", **options: Unpack[RuleOptions]) -> FaultRule:
         """Add a rule (checked by `make_rule`).
@@ -321,11 +332,27 @@ class Faults:
         caught = self._catch(method, resource)
         if caught is not None:
             call, cap = caught
-            answer = call._wait(cap)
+            with self._parking():
+                answer = call._wait(cap)
             if answer is not None:
                 raise answer
         delay, failure = self.decide(method, resource)
-        if delay > 0 and self._stopping.wait(delay):
-            raise ServiceError(grpc.StatusCode.UNAVAILABLE, STOPPING)
+        if delay > 0:
+            with self._parking():
+                stopping = self._stopping.wait(delay)
+            if stopping:
+                raise ServiceError(grpc.StatusCode.UNAVAILABLE, STOPPING)
         if failure is not None:
             raise failure
+
+    @contextlib.contextmanager
+    def _parking(self) -> Iterator[None]:
+        """Count the calling handler as parked (held or delayed) while inside."""
+        with self._waking:
+            self._parked += 1
+        try:
+            yield
+        finally:
+            with self._waking:
+                self._parked -= 1
+                self._waking.notify_all()

@@ -55,6 +55,9 @@ DELIVERY_COUNT = "CloudPubSubDeadLetterSourceDeliveryCount"
 SOURCE_SUBSCRIPTION = "CloudPubSubDeadLetterSourceSubscription"
 SOURCE_PROJECT = "CloudPubSubDeadLetterSourceSubscriptionProject"
 SOURCE_PUBLISH_TIME = "CloudPubSubDeadLetterSourceTopicPublishTime"
+# Added when the message's last attempt failed in the subscription's message transforms
+# (Pub/Sub's "Troubleshooting a subscription with SMTs"; its text is not public).
+SMT_ERROR = "CloudPubSubDeadLetterSourceSMTErrorMessage"
 
 MIN_ATTEMPTS = 5
 MAX_ATTEMPTS = 100
@@ -137,9 +140,12 @@ def _publish_time_text(publish_ns: int) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis:03d}Z"
 
 
-def forwarded_message(source: str, batch: Batch, index: int, attempts: int) -> Any:
+def forwarded_message(
+    source: str, batch: Batch, index: int, attempts: int, smt_error: str | None = None
+) -> Any:
     """The message a forward publishes: the source message's data, attributes and
-    ordering key, and the attributes that say where it comes from."""
+    ordering key, and the attributes that say where it comes from (and why its
+    subscription's transforms failed on it, when they did on its last attempt)."""
     original = batch.stamped()[index]
     _, project, _, sub_id = source.split("/", 3)
     message = protos.PubsubMessage(
@@ -149,6 +155,8 @@ def forwarded_message(source: str, batch: Batch, index: int, attempts: int) -> A
     message.attributes[SOURCE_SUBSCRIPTION] = sub_id
     message.attributes[SOURCE_PROJECT] = project
     message.attributes[SOURCE_PUBLISH_TIME] = _publish_time_text(batch.publish_ns)
+    if smt_error is not None:
+        message.attributes[SMT_ERROR] = smt_error
     return message
 
 
@@ -162,12 +170,19 @@ _REFUSAL_TEXT = {
 
 
 def plan_forwards(
-    source: str, topic_name: str, topic: Any | None, held: list[Exhausted], revisions_of: Any
+    source: str,
+    topic_name: str,
+    topic: Any | None,
+    held: list[Exhausted],
+    revisions_of: Any,
+    smt_errors: dict[int, str] | None = None,
 ) -> tuple[list[tuple[Forward, bytes]], list[int]]:
     """Where the exhausted messages of `source` go: the forwards (each with its
     request's bytes, as a Publish to the dead-letter `topic` would store them), and
     the IDs whose forward is refused (logged with the reason: no such topic, its
-    storage policy, its schema)."""
+    storage policy, its schema). `smt_errors`: why the transforms failed on a
+    message's last attempt, by message ID."""
+    errors = smt_errors or {}
     if topic is None:
         _refused(source, topic_name, [i for i, _ in held], "it does not exist")
         return [], [i for i, _ in held]
@@ -179,7 +194,7 @@ def plan_forwards(
     by_region: dict[str, Forward] = {}
     refused: list[int] = []
     for msg_id, (batch, index, attempts) in held:
-        message = forwarded_message(source, batch, index, attempts)
+        message = forwarded_message(source, batch, index, attempts, errors.get(msg_id))
         landing = land(batch.region, allowed, enforce_in_transit=enforce,
                        ordering=bool(message.ordering_key))
         if landing.stored is None:
@@ -309,6 +324,9 @@ class DeadLetters:
         self.subs = subs
         self._counting: set[str] = set()  # subscriptions with a policy
         self._replayed: dict[str, dict[int, int]] = {}  # applied once loaded
+        # Why the transforms failed on a message's last attempt (in memory: after a
+        # restart the next attempt runs them again), by subscription and message ID.
+        self._smt_errors: dict[str, dict[int, str]] = {}
         self._ready = False
         self._stopping = stopping
         self.sweeper = Sweeper(self._sweep, stopping)
@@ -329,6 +347,23 @@ class DeadLetters:
         """Under `lock`: the subscription is gone."""
         self._counting.discard(name)
         self._replayed.pop(name, None)
+        self._smt_errors.pop(name, None)
+
+    def smt_failed(
+        self, name: str, failed: list[tuple[Delivered, str]], passed: list[Delivered]
+    ) -> None:
+        """A delivery's transforms failed on `failed` (why, each) and passed `passed`:
+        what a forward of each says (`SMT_ERROR`) if its next nack is its last."""
+        with self.state.lock:
+            if name not in self._counting:
+                return
+            errors = self._smt_errors.setdefault(name, {})
+            for d in passed:
+                errors.pop(d.batch.first_id + d.index, None)
+            for d, why in failed:
+                errors[d.batch.first_id + d.index] = why
+            if not errors:
+                del self._smt_errors[name]
 
     def reset(self, name: str) -> None:
         """Under `lock`, while the journal is replayed: the attempts replayed so far
@@ -416,9 +451,13 @@ class DeadLetters:
             if backlog is None or config is None or not backlog.exhausted:
                 return
             held = list(backlog.exhausted.items())
+            errors = self._smt_errors.get(name, {})
+            smt_errors = {i: errors.pop(i) for i, _ in held if i in errors}
         topic_name = config.dead_letter_policy.dead_letter_topic
         topic = state.get_topic(topic_name)
-        forwards, refused = plan_forwards(name, topic_name, topic, held, state.schema_revisions)
+        forwards, refused = plan_forwards(
+            name, topic_name, topic, held, state.schema_revisions, smt_errors
+        )
         if refused:
             with state.lock:
                 backlog.unexhaust(refused)

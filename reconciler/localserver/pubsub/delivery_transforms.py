@@ -10,11 +10,13 @@ cited in docs/local-server.md), by the engine that answers TestMessageTransforms
   never sent to subscribers").
 - A message a transform fails on is not sent. With a dead-letter policy it is
   nacked at once: each failure is a delivery attempt, so it reaches the dead-letter
-  topic after max_delivery_attempts (the service routes such failures to the
-  dead-letter topic; when, and the error attribute it adds,
-  `CloudPubSubDeadLetterSourceSMTErrorMessage`, are not modelled: a local-server
-  choice). Without one it stays leased until its ack deadline, like a delivery not
-  acknowledged, and is tried again then (not at once: a stream would spin on it).
+  topic after max_delivery_attempts (when the service forwards such a failure is not
+  public: a local-server choice), carrying the attribute
+  `CloudPubSubDeadLetterSourceSMTErrorMessage` with the failure's text (the
+  attribute's name is the service's; its text is not public: here the transform's
+  own error, as TestMessageTransforms reports it; `deadletter`). Without one it
+  stays leased until its ack deadline, like a delivery not acknowledged, and is
+  tried again then (not at once: a stream would spin on it).
 - AI Inference passes the message unchanged (`publish_transforms.enabled`).
 - Without the JavaScript engine a subscription with an enabled UDF refuses Pull and
   StreamingPull (FAILED_PRECONDITION naming the `udf` extra), before leasing anything:
@@ -41,23 +43,28 @@ def check_runnable(transforms: Any) -> None:
         raise ServiceError(grpc_status_from_name("FAILED_PRECONDITION"), NO_ENGINE)
 
 
+# How the failed deliveries are released: (delivery, why it failed) each, and the
+# deliveries that passed (so that an earlier failure's text is forgotten).
+Release = Callable[[list[tuple[Delivered, str]], list[Delivered]], Any]
+
+
 def at_delivery(
     transforms: Any,
     got: list[Delivered],
     acknowledge: Callable[[list[str]], Any],
-    release: Callable[[list[str]], Any] | None = None,
+    release: Release | None = None,
 ) -> tuple[list[Delivered], list[Any] | None]:
     """The deliveries to send and the message each carries, transformed (None: as
     stored, no transform runs); the filtered ones acknowledged through
-    `acknowledge(ack_ids)`, the failed ones released through `release(ack_ids)`
-    (a nack) when given, else left leased."""
+    `acknowledge(ack_ids)`, the failed ones released through `release(failed,
+    sent)` (a nack) when given, else left leased."""
     steps = enabled(transforms) if got else ()
     if not steps:
         return got, None
     sent: list[Delivered] = []
     messages: list[Any] = []
     filtered: list[str] = []
-    failed: list[str] = []
+    failed: list[tuple[Delivered, str]] = []
     for d in got:
         message = d.batch.stamped()[d.index]
         ran = run_transforms(steps, message)
@@ -71,9 +78,9 @@ def at_delivery(
             sent.append(d)
             messages.append(last.message)
         else:
-            failed.append(d.ack_id)
+            failed.append((d, str(last.error)))
     if filtered:
         acknowledge(filtered)
     if failed and release is not None:
-        release(failed)
+        release(failed, sent)
     return sent, messages

@@ -22,7 +22,7 @@ import operator
 from functools import lru_cache
 from typing import Any
 
-from reconciler.localserver.api.status import invalid
+from reconciler.localserver.api.status import ServiceError, invalid
 from reconciler.localserver.api.wire import data_only_head, varint
 from reconciler.names import MAX_LABELS, label_key_problem, label_value_problem
 
@@ -175,6 +175,21 @@ def _check_attributes(i: int, attributes: Any) -> None:
                 f"Message {i}: the value of attribute {key!r} is {_utf8_len(value)} bytes; "
                 f"the maximum is {MAX_ATTRIBUTE_VALUE_BYTES} bytes."
             )
+
+
+def message_problem(message: Any) -> str | None:
+    """Why a PubsubMessage a transform made is one the service would not take (over
+    10,000,000 bytes, or past an attribute limit), or None. Whether the service
+    checks a transformed message again is not public; the server does (docs)."""
+    size = message.ByteSize()
+    if size > MAX_PUBLISH_BYTES:
+        return f"it is {size} bytes; the maximum is {MAX_PUBLISH_BYTES} bytes"
+    if message.attributes:
+        try:
+            _check_attributes(0, message.attributes)
+        except ServiceError as err:
+            return err.message.replace("Message 0: ", "", 1).replace("Message 0 ", "it ", 1)
+    return None
 
 
 def duration_seconds(duration: Any) -> float:

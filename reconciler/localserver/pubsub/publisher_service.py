@@ -45,6 +45,7 @@ from reconciler.localserver.pubsub.topicextras import (
     INGESTION,
     TAGS,
     TRANSFORMS,
+    IngestionStates,
     check_ingestion,
     check_transforms,
     settle_output_fields,
@@ -152,6 +153,8 @@ class PublisherService:
         # Messages accepted from a region the topic's storage policy excludes (no
         # in-transit enforcement): the service reroutes them to an allowed region.
         self.rerouted = RpcCounters()  # keyed by topic name
+        # Ingestion states a test declared (`LocalServer.set_ingestion_state`).
+        self.ingestion_states = IngestionStates()
 
     # ------------------------------------------------------------------ org policy view
 
@@ -299,14 +302,14 @@ class PublisherService:
         created = self.state.create_topic(request.name, build)
         if created is None:
             raise already_exists("Topic already exists")
-        return created
+        return self.ingestion_states.shown(created)
 
     def get_topic(self, request: Any, call: CallInfo) -> Any:
         parse_topic(request.topic)
         topic = self.state.get_topic(request.topic)
         if topic is None:
             raise not_found("Topic not found")
-        return topic
+        return self.ingestion_states.shown(topic)
 
     def update_topic(self, request: Any, call: CallInfo) -> Any:
         given = request.topic
@@ -340,14 +343,14 @@ class PublisherService:
         updated = self.state.update_topic(given.name, change)
         if updated is None:
             raise not_found("Topic not found.")
-        return updated
+        return self.ingestion_states.shown(updated)
 
     def list_topics(self, request: Any, call: CallInfo) -> Any:
         project = parse_project(request.project)
         size = page_size(request.page_size)
         after = decode_token(request.page_token, topics_prefix(project))
         topics, last = self.state.list_topics(project, after, size)
-        response = protos.ListTopicsResponse(topics=topics)
+        response = protos.ListTopicsResponse(topics=map(self.ingestion_states.shown, topics))
         if last:
             response.next_page_token = encode_token(last)
         return response

@@ -276,8 +276,13 @@ class SubscriberService:
 
     def settlers(self, name: str, sub: Any) -> tuple[Callable[[list[str]], Any], Any]:
         """How `delivery_transforms` acknowledges ack IDs of `name` (a transform
-        filtered them) and nacks them (one failed; only with a dead-letter policy)."""
-        nack = lambda sent: self.subs.modify(name, self.ack_ids(name, sent), 0)  # noqa: E731
+        filtered them) and nacks them (one failed; only with a dead-letter policy,
+        which keeps why, for the forward's SMT error attribute)."""
+
+        def nack(failed: list[tuple[Delivered, str]], passed: list[Delivered]) -> None:
+            self.subs.dead_letters.smt_failed(name, failed, passed)
+            self.subs.modify(name, self.ack_ids(name, [d.ack_id for d, _ in failed]), 0)
+
         return (
             lambda sent: self.subs.ack(name, self.ack_ids(name, sent)),
             nack if sub.HasField("dead_letter_policy") else None,

@@ -29,6 +29,8 @@ import zlib
 from dataclasses import dataclass
 from typing import Any
 
+from reconciler.localserver.pubsub.limits import MAX_PUBLISH_BYTES, message_problem
+
 UDF_CPU_LIMIT_S = 0.5
 UDF_MEMORY_LIMIT = 64 * 1024 * 1024
 ENGINE_MODULE = "quickjs"  # what the quickjs-ng distribution installs
@@ -89,6 +91,10 @@ def run_transforms(transforms: Any, message: Any) -> list[Step]:
         if result is None:
             steps.append(Step(filtered=True))
             break
+        if problem := message_problem(result):
+            made = TransformFailed(f"The transformed message is not one Pub/Sub takes: {problem}.")
+            steps.append(Step(error=made))
+            break
         steps.append(Step(message=result))
         current = result
     return steps
@@ -117,10 +123,20 @@ def _compression(settings: Any, message: Any) -> Any:
     if mode == "COMPRESS":
         out.data = zlib.compress(message.data)
     else:
+        # Bounded: data that would decompress past a message's limit stops there (and
+        # fails the message check) instead of filling the server's memory.
+        unzip = zlib.decompressobj()
         try:
-            out.data = zlib.decompress(message.data)
+            out.data = unzip.decompress(message.data, MAX_PUBLISH_BYTES + 1)
         except zlib.error as exc:
             raise TransformFailed(f"The message data is not zlib-compressed data: {exc}.") from None
+        if len(out.data) > MAX_PUBLISH_BYTES:
+            raise TransformFailed(
+                f"The message data decompresses to more than {MAX_PUBLISH_BYTES} bytes, more "
+                "than a message may hold."
+            )
+        if not unzip.eof:
+            raise TransformFailed("The message data is not zlib-compressed data: it ends early.")
     return out
 
 

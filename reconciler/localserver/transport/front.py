@@ -106,6 +106,7 @@ class Front:
         self._tls_logged: float | None = None  # when a TLS refusal was last logged
         self._lock = threading.Lock()
         self._live: set[socket.socket] = set()
+        self._relays: set[threading.Event] = set()  # see `stop`
         self._wake_r, self._wake_w = socket.socketpair()
         self._closing = False
         self._thread = threading.Thread(target=self._accept_loop, name="localserver-front")
@@ -206,10 +207,16 @@ class Front:
 
     def _to_grpc(self, conn: socket.socket, head: bytes) -> None:
         upstream = _connect(self.upstream)
+        delivered = threading.Event()
+        with self._lock:
+            self._relays.add(delivered)
         try:
             upstream.sendall(head)
-            relay(conn, upstream)
+            relay(conn, upstream, delivered)
         finally:
+            delivered.set()
+            with self._lock:
+                self._relays.discard(delivered)
             upstream.close()
 
     # -------------------------------------------------------------------- stopping
@@ -226,9 +233,19 @@ class Front:
             for listener in self._listeners:
                 listener.close()
 
-    def stop(self) -> None:
-        """Close the listeners and end every open connection."""
+    def stop(self, grace: float = 0.0) -> None:
+        """Close the listeners and end every open connection; first wait up to `grace`
+        seconds for each gRPC connection's relay to hand the client every byte the
+        (stopped) gRPC server sent it. Without that wait, a call answered during gRPC's
+        own shutdown grace lost its answer when its connection was shut down here, and
+        its client saw only the shutdown GOAWAY."""
         self.close_listeners()
+        deadline = time.monotonic() + grace
+        with self._lock:
+            relays = list(self._relays)
+        for delivered in relays:
+            if not delivered.wait(max(0.0, deadline - time.monotonic())):
+                break
         with self._lock:
             live = list(self._live)
         for conn in live:

@@ -59,9 +59,9 @@ def _copy_pump(src: socket.socket, dst: socket.socket) -> None:
 _PUMP = _splice_pump if _SPLICE is not None else _copy_pump
 
 
-def _pump(src: socket.socket, dst: socket.socket) -> None:
+def _pump(src: socket.socket, dst: socket.socket, done: threading.Event | None = None) -> None:
     """Move bytes until `src` ends (then half-close `dst`) or either side fails
-    (then shut both down, which ends the other direction too)."""
+    (then shut both down, which ends the other direction too); then set `done`."""
     try:
         _PUMP(src, dst)
     except OSError:  # reset, broken pipe, or shut down by the front's stop
@@ -69,16 +69,25 @@ def _pump(src: socket.socket, dst: socket.socket) -> None:
             with contextlib.suppress(OSError):
                 sock.shutdown(socket.SHUT_RDWR)
         return
-    with contextlib.suppress(OSError):
-        dst.shutdown(socket.SHUT_WR)
+    else:
+        with contextlib.suppress(OSError):
+            dst.shutdown(socket.SHUT_WR)
+    finally:
+        if done is not None:
+            done.set()
 
 
-def relay(client: socket.socket, upstream: socket.socket) -> None:
-    """Relay until both directions end; closes neither socket (the caller does)."""
+def relay(
+    client: socket.socket, upstream: socket.socket, delivered: threading.Event | None = None
+) -> None:
+    """Relay until both directions end; closes neither socket (the caller does).
+    `delivered` is set once the upstream side has ended and every byte it sent has
+    been handed to the client (or the relay failed): the front's stop waits for it,
+    so that the gRPC server's last answers are not cut off with the connection."""
     client.settimeout(None)  # splice needs blocking descriptors
     upstream.settimeout(None)
     back = threading.Thread(
-        target=_pump, args=(upstream, client), name="localserver-relay", daemon=True
+        target=_pump, args=(upstream, client, delivered), name="localserver-relay", daemon=True
     )
     back.start()
     _pump(client, upstream)
