@@ -206,7 +206,8 @@ def _rest_fields() -> list[str]:
         "| a tag key is `PARENT/SHORT_NAME` (an organization's numeric ID or a project's "
         "ID: `123/environment`, `my-project/environment`); a value is a tag value's short "
         "name (`production`); short names are 1-63 letters, digits, `-`, `_`, `.`, "
-        "starting and ending with a letter or digit | `Topic.tags` in the same proto "
+        "starting and ending with a letter or digit; or both by ID (`tagKeys/123: "
+        "tagValues/456`), as Resource Manager names them | `Topic.tags` in the same proto "
         "(\"123/environment\": \"production\"); Resource Manager v3's "
         "`GetNamespacedTagKeyRequest` and `TagKey.short_name`/`TagValue.short_name` "
         "(https://cloud.google.com/python/docs/reference/cloudresourcemanager/latest) |",
