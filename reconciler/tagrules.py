@@ -6,10 +6,11 @@ Sources (docs/spec-reference.md cites them for users): googleapis
 directly bound to this resource. For example: "123/environment": "production"");
 Resource Manager v3's `GetNamespacedTagKeyRequest` (a namespaced key is
 `{parentId}/{tagKeyShort}`: an organization's numeric ID or a project's ID, then the
-key's short name; the ID forms `tagKeys/{id}` and `tagValues/{id}` are how `TagKey.name`
-and `TagBinding.tag_value` name them) and `TagKey.short_name` / `TagValue.short_name` ("1-63 characters,
-beginning and ending with an alphanumeric character ([a-z0-9A-Z]) with dashes (-),
-underscores (_), dots (.), and alphanumerics between").
+key's short name; the ID forms `tagKeys/{id}` and `tagValues/{id}` are how
+`TagKey.name` and `TagBinding.tag_value` name them) and `TagKey.short_name` /
+`TagValue.short_name` ("1-63 characters, beginning and ending with an alphanumeric
+character ([a-z0-9A-Z]) with dashes (-), underscores (_), dots (.), and
+alphanumerics between").
 """
 
 from __future__ import annotations
