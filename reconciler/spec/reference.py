@@ -223,8 +223,11 @@ def _rest_fields() -> list[str]:
         "does (https://cloud.google.com/pubsub/docs/change-topic-type).",
         "- `tags` are input-only and immutable (`Topic.tags`: INPUT_ONLY, IMMUTABLE, in "
         f"{_PROTO}): sent in CreateTopic only, never in an update mask. A live topic "
-        "never shows them, so for a topic that exists `plan` sends none and warns "
-        "(`tags-unverified`) at the `tags` line that it cannot verify them.",
+        "never shows them, so for a topic that exists `plan` sends none and reads its "
+        "tag bindings (Resource Manager's `ListTagBindings`, parent "
+        "`//pubsub.googleapis.com/projects/P/topics/T`): a declared tag not bound is a "
+        "warning at the `tags` line (`tags-unbound`), and so is not being able to read "
+        "them (`tags-unverified`, with the reason).",
         "- In `Defaults`: `messageTransforms` is given whole (the nearest document's, "
         "unless the topic writes its own: two lists do not merge, their order being "
         "the order they run in); `tags` merge as labels do; `ingestionDataSourceSettings` "
