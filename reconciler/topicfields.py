@@ -1,6 +1,7 @@
 """The table of a topic's managed fields: one entry per field of
 `google.pubsub.v1.Topic` that reconcile manages (labels, the message storage policy,
-the retention, the KMS key, the schema settings) and one for reconcile's own field,
+the retention, the KMS key, the schema settings, the message transforms, the
+ingestion source, the tags) and one for reconcile's own field,
 the hedging profile (`publishers`, which lands on the topic as labels).
 
 Each entry declares, once, how every layer names and treats the field:
@@ -14,9 +15,12 @@ Each entry declares, once, how every layer names and treats the field:
                  and `parts`, the REST names of its members a condition may read
     proto        the proto field name: the update-mask path, the plan's JSON key and
                  the field apply's request sets ("": not a field of Topic, nor `rest`)
-    inherit      how a `Defaults` document supplies it: MERGED (labels: outer
-                 documents first, the topic's own keys last) or NEAREST (the topic's
-                 own value, else the nearest document's)
+    inherit      how a `Defaults` document supplies it: MERGED (labels, tags: outer
+                 documents first, the topic's own keys last), NEAREST (the topic's
+                 own value, else the nearest document's) or PER_TOPIC (never: a
+                 Defaults document declaring it is an error at its line)
+    create_only  sent in CreateTopic alone, never in a mask, never read back (tags)
+    blank        what an unset live value compares as (an empty list of transforms)
     to_json / from_json   canonical value <-> the plan's and the request's JSON
     to_rest      canonical value -> the REST JSON a condition sees
     same         whether two canonical values are the same (what the diff and the
@@ -29,12 +33,14 @@ reconciler/topicvalues.py. This module imports no layer, and every layer may rea
 names.
 
 Adding a field of Topic that holds one value (as the key name does): its entry here,
-in SETTINGS; its rules (topicrules.py) and their check at the spec line
-(spec/settings.py); its key in the spec format (spec/documents.py); where the
-desired state and a live topic hold it (spec/desired.py, set in spec/topics.py;
-topic.py's TopicShape and ObservedTopic.from_row); its wire read and write
-(backends/topicproto.py); the plan format's MaskPath (plan/model.py) and TopicState
-(plan/topicstate.py), then docs/plan.schema.json regenerated; how import writes it (spec/export.py);
+in SETTINGS; its rules (topicrules.py; transformrules.py, ingestionrules.py and
+tagrules.py for the REST JSON fields) and their check at the spec line
+(spec/settings.py; spec/restfields.py for the REST JSON fields); its key in the
+spec format (spec/documents.py); where the desired state and a live topic hold it
+(spec/desired.py, set in spec/topics.py; topic.py's TopicShape and
+ObservedTopic.from_row); its wire read and write (backends/topicproto.py); the plan
+format's MaskPath (plan/model.py) and TopicState (plan/topicstate.py), then
+docs/plan.schema.json regenerated; how import writes it (spec/export.py);
 and the local server's check when the service has one (localserver/pubsub/
 publisher_service.py's _FIELD_CHECKS). Inheritance, the diff, masks, the request,
 freshness, the condition's field names and values (orgpolicy/cel/resource.py writes

@@ -107,3 +107,12 @@ def test_every_setting_goes_to_the_wire_and_back() -> None:
     for entry in SETTINGS:
         assert getattr(back, entry.shape) == getattr(shape, entry.shape), entry
     assert (back.labels, back.policy) == (shape.labels, shape.policy)
+
+
+def test_a_condition_reading_tags_is_never_judged_from_a_live_topic() -> None:
+    """Tags are input-only: a live topic never shows them, so a custom constraint's
+    condition reading them cannot be judged from what a plan reads."""
+    from reconciler.orgpolicy.cel.resource import LIVE_FIELDS
+
+    assert "tags" not in LIVE_FIELDS
+    assert {"messageTransforms", "ingestionDataSourceSettings"} <= LIVE_FIELDS

@@ -130,6 +130,9 @@ class GuardedBackend:
     def list_subscriptions(self, project: str) -> SubscriptionListing:
         return self.guard.run(project, lambda: self.inner.list_subscriptions(project))
 
+    def tag_bindings(self, names: Sequence[str]) -> dict[str, frozenset[str] | str]:
+        return self.inner.tag_bindings(names)  # read only, each failure a value
+
     def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
         return self.inner.stored(queries)  # Cloud Monitoring: see the module's docstring
 

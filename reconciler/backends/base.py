@@ -272,6 +272,11 @@ class Reads(Protocol):
         """One paged ListSubscriptions; why not, as a value, when it cannot be read."""
         ...
 
+    def tag_bindings(self, names: Sequence[str]) -> dict[str, frozenset[str] | str]:
+        """The tags bound to each topic named (`tagValues/ID` and `PARENT/KEY/VALUE`),
+        or why they could not be read."""
+        ...
+
     def stored(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
         """Where messages are stored, by the by-region gauges: one answer per query, in
         its order, the queries read at once (unavailable: why not, as a value)."""

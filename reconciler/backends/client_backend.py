@@ -244,6 +244,7 @@ class ClientBackend:
         promql_client: Callable[[float], PromQLReader] | None = None,
         subscriber: Any | None = None,
         resourcemanager: Callable[[], tuple[Any, Any]] | None = None,
+        tagbindings: Callable[[], Any] | None = None,
         client_retry: bool = True,
         timeout: float = DEFAULT_TIMEOUT,
     ) -> None:
@@ -270,6 +271,8 @@ class ClientBackend:
         self._resourcemanager = resourcemanager
         self._hierarchy: HierarchyReader | None = None
         self._hierarchy_lock = threading.Lock()
+        self._tagbindings = tagbindings
+        self._tag_client: Any = None
 
     @property
     def _rpc(self) -> dict[str, Any]:
@@ -424,6 +427,35 @@ class ClientBackend:
             reader = self._hierarchy
         return reader.ancestry(project)
 
+    def tag_bindings(self, names: Sequence[str]) -> dict[str, frozenset[str] | str]:
+        """The tags bound to each topic (projects/P/topics/T), by Resource Manager's
+        ListTagBindings (parent `//pubsub.googleapis.com/NAME`): each binding's tag
+        value as `tagValues/ID` and, when given, as `PARENT/KEY/VALUE`; or why they
+        could not be read (a topic's `tags` are input-only: GetTopic never shows them)."""
+        if self._tagbindings is None:
+            why = f"{self.info.label} serves no Resource Manager tag bindings"
+            return dict.fromkeys(names, why)
+        with self._hierarchy_lock:
+            if self._tag_client is None:
+                self._tag_client = self._tagbindings()
+            client = self._tag_client
+        out: dict[str, frozenset[str] | str] = {}
+        for name in names:
+            parent = f"//pubsub.googleapis.com/{name}"
+
+            def run(parent: str = parent) -> frozenset[str]:
+                pager = client.list_tag_bindings(request={"parent": parent}, **self._rpc)
+                return frozenset(
+                    value for b in pager
+                    for value in (b.tag_value, b.tag_value_namespaced_name) if value
+                )
+
+            try:
+                out[name] = _call(self.deadline, "list tag bindings", parent, run)
+            except BackendError as exc:
+                out[name] = exc.message
+        return out
+
     def list_custom_constraints(self, organization: str) -> list[CustomConstraint]:
         """Every custom constraint of `organization` (organizations/ORG), all pages."""
         if self.orgpolicy is None:
@@ -539,7 +571,8 @@ class ClientBackend:
                 reader.close()
         hierarchy = self._hierarchy
         rm_clients = () if hierarchy is None else (hierarchy.projects, hierarchy.folders)
-        for client in (self.publisher, self.orgpolicy, self.subscriber, *rm_clients):
+        for client in (self.publisher, self.orgpolicy, self.subscriber, *rm_clients,
+                       self._tag_client):
             close_client(client)
         if self._on_close is not None:
             self._on_close()

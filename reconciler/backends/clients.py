@@ -99,6 +99,17 @@ def resourcemanager_clients(address: str) -> tuple[Any, Any]:
     )
 
 
+def tagbindings_client(address: str) -> Any:
+    """Resource Manager v3's `TagBindingsClient` talking to `address` (what a topic's
+    tags are bound as: `Topic.tags` is input-only)."""
+    from google.cloud.resourcemanager_v3 import TagBindingsClient
+    from google.cloud.resourcemanager_v3.services.tag_bindings.transports import (
+        TagBindingsGrpcTransport,
+    )
+
+    return TagBindingsClient(transport=TagBindingsGrpcTransport(channel=insecure_channel(address)))
+
+
 def monitoring_client(address: str) -> Any:
     """A `google.cloud.monitoring_v3.MetricServiceClient` talking to `address` in
     plaintext (the local server serves `ListTimeSeries` on its one port)."""
@@ -171,3 +182,10 @@ def cloud_monitoring_client(credentials: Any) -> tuple[Any, str]:
     from google.cloud.monitoring_v3 import MetricServiceClient
 
     return _cloud(MetricServiceClient, credentials, MONITORING_ENDPOINT_ENV)
+
+
+def cloud_tagbindings_client(credentials: Any) -> tuple[Any, str]:
+    """Resource Manager v3's TagBindingsClient for Google Cloud, and its endpoint."""
+    from google.cloud.resourcemanager_v3 import TagBindingsClient
+
+    return _cloud(TagBindingsClient, credentials, RESOURCEMANAGER_ENDPOINT_ENV)

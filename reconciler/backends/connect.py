@@ -41,11 +41,13 @@ from reconciler.backends.clients import (
     cloud_publisher_client,
     cloud_resourcemanager_clients,
     cloud_subscriber_client,
+    cloud_tagbindings_client,
     monitoring_client,
     orgpolicy_client,
     publisher_client,
     resourcemanager_clients,
     subscriber_client,
+    tagbindings_client,
 )
 from reconciler.backends.credentials import default_credentials
 from reconciler.backends.deadline import ConnectFirst, seconds_text, wait_ready
@@ -99,6 +101,25 @@ def _clients(address: str, with_orgpolicy: bool) -> tuple[Any, Any]:
     return publisher_client(address), orgpolicy
 
 
+def open_tag_bindings(options: TargetOptions) -> ClientBackend:
+    """A backend that only reads tag bindings (`tag_bindings`), for a plan whose live
+    state the read-ahead process read (not for --local: the read-ahead never serves
+    it)."""
+    address = emulator_address(options.emulator)
+    if address is not None:
+        return ClientBackend(
+            None, None, BackendInfo(kind="emulator", address=address),
+            tagbindings=lambda: tagbindings_client(address), timeout=options.timeout,
+        )
+    credentials = default_credentials()
+    return ClientBackend(
+        None, None, BackendInfo(),
+        tagbindings=lambda: ConnectFirst(*cloud_tagbindings_client(credentials),
+                                         options.timeout),
+        timeout=options.timeout,
+    )
+
+
 def _local(
     options: dict[str, Any], info: BackendInfo, seed: PolicyStore | None, state_dir: Path
 ) -> ClientBackend:
@@ -139,6 +160,7 @@ def _local(
         promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber_client(address),
         resourcemanager=_resourcemanager(address, options),
+        tagbindings=lambda: tagbindings_client(address),
         **options,
     )
 
@@ -238,6 +260,7 @@ def _over(
         promql_client=lambda timeout: local_promql(address, timeout),
         subscriber=subscriber,
         resourcemanager=served,
+        tagbindings=None if info.google_emulator else lambda: tagbindings_client(address),
         **options,
     )
 
@@ -279,6 +302,7 @@ def _google_cloud(options: dict[str, Any], info: BackendInfo) -> ClientBackend:
         promql_client=lambda timeout: cloud_promql(credentials, timeout),
         subscriber=ConnectFirst(*cloud_subscriber_client(credentials), timeout),
         resourcemanager=resourcemanager,
+        tagbindings=lambda: ConnectFirst(*cloud_tagbindings_client(credentials), timeout),
         **options,
     )
 

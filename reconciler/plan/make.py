@@ -64,7 +64,7 @@ from reconciler.plan.othertopics import (
     undeclared_tools_note,
 )
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
-from reconciler.plan.tagcheck import tags_unverified
+from reconciler.plan.tagcheck import tags_finding
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import PLAN_DECIDES, promote_inferred
@@ -150,7 +150,9 @@ def make_plan(
             diagnostics.append(takeover_warning(topic, other, owner))
         diagnostics.extend(other_tool_warnings(topic, live))
         if live is not None and topic.tags:
-            diagnostics.append(tags_unverified(topic))
+            tagged = tags_finding(topic, observation.tag_bindings.get(topic.address))
+            if tagged is not None:
+                diagnostics.append(tagged)
         changes.append(change)
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)

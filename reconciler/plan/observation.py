@@ -95,6 +95,9 @@ class Observation:
     stale: dict[str, list[str]] = field(default_factory=dict)
     stale_ancestry: dict[str, tuple[int, str]] = field(default_factory=dict)
     snapshot_file: str = ""
+    # topic -> the tags bound to it, or why they could not be read: read only for the
+    # live topics whose spec declares tags (a topic's tags are input-only)
+    tag_bindings: dict[str, frozenset[str] | str] = field(default_factory=dict)
 
     _facts: dict[str, OrgFacts] = field(default_factory=dict, repr=False, compare=False)
 

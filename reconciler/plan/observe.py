@@ -65,6 +65,10 @@ def observe(
     listings = {p: background.submit(reads.list_subscriptions, p) for p in names}
     _collect_topics(out, *started, custom_failures=True)
     _compare_snapshot(out, snapshot)
+    # The tags of the live topics that declare some: a live topic never shows them.
+    tagged = [t.address for t in desired.topics if t.tags and t.address in out.topics]
+    if tagged:
+        out.tag_bindings = reads.tag_bindings(tagged)
     # The left-behind gauges, read while the subscriptions still are.
     queries = gauge_queries(desired, out)
     left_behind = background.submit(reads.stored, queries) if queries else None

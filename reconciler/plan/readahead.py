@@ -339,6 +339,19 @@ class ReadAheadReads(Reads):
             self._read.update(zip(asked, found, strict=True))
         return [self._read[q] for q in queries]
 
+    def tag_bindings(self, names: Sequence[str]) -> dict[str, frozenset[str] | str]:
+        """Read in this process, through a Resource Manager client of its own (the
+        child reads none: few topics declare tags)."""
+        if self._target is None:
+            return dict.fromkeys(names, "no target to read tag bindings from")
+        from reconciler.backends.connect import open_tag_bindings  # google-cloud: on need
+
+        backend = open_tag_bindings(self._target)
+        try:
+            return backend.tag_bindings(names)
+        finally:
+            backend.close()
+
     def _read_here(self, queries: Sequence[GaugeQuery]) -> list[StoredMessages]:
         if self._target is None:
             return [StoredMessages({}, {}, unavailable="no target to read metrics from")

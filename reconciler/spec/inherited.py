@@ -135,4 +135,6 @@ def _shown(value: object) -> str:
         return f"(schema {value.schema_}, encoding {value.encoding})"
     if isinstance(value, str):
         return value
+    if isinstance(value, list):  # messageTransforms
+        return f"({len(value)} message transform(s))"
     return "(a publishers block)"

@@ -18,6 +18,8 @@ from typing import Any
 
 import msgspec
 
+from reconciler import ingestionrules as ingestion_rules
+from reconciler import transformrules as transform_rules
 from reconciler.hedging import labels as hedge_labels
 from reconciler.hedging import profile as hedging
 from reconciler.ownership import DEFAULT_OWNER, MARKER_DIGITS, OWNER_LABEL, PLAN_LABEL
@@ -145,8 +147,102 @@ def render() -> str:
               f"| `{hedge_labels.MAX_TOKENS}` | `maxTokens` |",
               f"| `{hedge_labels.REFILL}` | `refillRatio` in parts per million |",
               f"| `{hedge_labels.RETRY_INITIAL}` | `retry.initialRpcTimeout` in milliseconds |",
-              f"| `{hedge_labels.RETRY_TOTAL}` | `retry.totalTimeout` in milliseconds |", ""]
+              f"| `{hedge_labels.RETRY_TOTAL}` | `retry.totalTimeout` in milliseconds |", "",
+              *_rest_fields()]
     return "\n".join(lines)
+
+
+_PROTO = "googleapis `google/pubsub/v1/pubsub.proto`"
+
+
+def _rest_fields() -> list[str]:
+    """The rules of the message transforms, ingestion sources and tags, and their
+    sources: the numbers are the rule modules' own (one fact, one place)."""
+    required = "; ".join(
+        f"{kind} " + ", ".join(f"`{f}`" for f in fields)
+        for kind, fields in ingestion_rules.REQUIRED.items() if fields
+    )
+    return [
+        "## Message transforms, ingestion sources and tags", "",
+        "`messageTransforms`, `ingestionDataSourceSettings` and `tags` are written in the "
+        "REST API's JSON shape (camelCase, as `gcloud ... --format json` shows them). "
+        "Omitted, each is unmanaged: never sent, never compared; what the live topic has "
+        "is shown as `# unmanaged:` by `plan`. `validate` checks the service's rules "
+        "(the same functions the local server refuses with: `reconciler/"
+        "transformrules.py`, `reconciler/ingestionrules.py`; tags: `reconciler/"
+        "tagrules.py`), each problem at the line of the member it is about. `import` "
+        "writes the transforms and the ingestion source as the topic has them (an "
+        "ingestion source's output-only `state` left out), so the next plan is "
+        "\"No changes\"; it cannot write tags.", "",
+        "| rule | source |", "| --- | --- |",
+        f"| at most {transform_rules.MAX_TRANSFORMS} enabled transforms a topic (disabled "
+        "ones do not count) | Pub/Sub's \"Create a topic with SMTs\" "
+        "(https://cloud.google.com/pubsub/docs/smts/create-topic-smt); Google's emulator "
+        "counts only the enabled ones |",
+        "| a transform is exactly one of "
+        + ", ".join(f"`{k}`" for k in transform_rules.KINDS)
+        + "; `disabled: true` keeps it on the topic unapplied | the `transform` oneof of "
+        f"`MessageTransform` in {_PROTO} |",
+        "| a JavaScript UDF needs `functionName` and `code`, and the UDFs of a topic have "
+        f"distinct function names | `JavaScriptUDF` (REQUIRED fields) and "
+        f"`MessageTransform.javascript_udf` in {_PROTO} |",
+        f"| a UDF's code is at most {transform_rules.MAX_UDF_CODE_BYTES} bytes (20 KB) | "
+        "the \"Limitations\" of Pub/Sub's UDF overview (https://cloud.google.com/pubsub/"
+        "docs/smts/udfs-overview#limitations): its text was not in the public copies at "
+        "hand; a public third-party note quotes it as \"20 KB code\", and the bound is "
+        "taken from that quote |",
+        "| an AI Inference `endpoint` is "
+        + " or ".join(f"`{f}`" for f in transform_rules.ENDPOINT_FORMATS)
+        + f"; its location is where each message is sent | `AIInference.endpoint` in "
+        f"{_PROTO} |",
+        "| a Compression transform names `compressionAlgorithm` (`ZLIB`) and "
+        "`compressionMode` (`COMPRESS` or `DECOMPRESS`) | `Compression` (REQUIRED "
+        f"fields, added 2026-08) in {_PROTO} |",
+        f"| an ingestion source's required fields: {required}; every Cloud Storage and "
+        "Azure Event Hubs field is optional | the REQUIRED fields of "
+        f"`IngestionDataSourceSettings` in {_PROTO} |",
+        "| exactly one source (`" + "`, `".join(ingestion_rules.SOURCES) + "`) | the "
+        f"`source` oneof of `IngestionDataSourceSettings` in {_PROTO} |",
+        "| a tag key is `PARENT/SHORT_NAME` (an organization's numeric ID or a project's "
+        "ID: `123/environment`, `my-project/environment`); a value is a tag value's short "
+        "name (`production`); short names are 1-63 letters, digits, `-`, `_`, `.`, "
+        "starting and ending with a letter or digit; or both by ID (`tagKeys/123: "
+        "tagValues/456`), as Resource Manager names them | `Topic.tags` in the same proto "
+        "(\"123/environment\": \"production\"); Resource Manager v3's "
+        "`GetNamespacedTagKeyRequest` and `TagKey.short_name`/`TagValue.short_name` "
+        "(https://cloud.google.com/python/docs/reference/cloudresourcemanager/latest) |",
+        "", "Planned:", "",
+        "- `message_transforms` and `ingestion_data_source_settings` are update-mask "
+        "paths, each replaced whole: the list of transforms (its order is the order they "
+        "run in), the ingestion settings with every member, the source's kind included "
+        "(Google's sample \"Change the type of a topic\", https://cloud.google.com/pubsub/"
+        "docs/samples/pubsub-update-topic-type, updates a topic's source with the mask "
+        "`ingestion_data_source_settings`). `messageTransforms: []` removes every "
+        "transform. A spec cannot remove an ingestion source (omitted, it is left as it "
+        "is): `gcloud pubsub topics update TOPIC --clear-ingestion-data-source-settings` "
+        "does (https://cloud.google.com/pubsub/docs/change-topic-type).",
+        "- `tags` are input-only and immutable (`Topic.tags`: INPUT_ONLY, IMMUTABLE, in "
+        f"{_PROTO}): sent in CreateTopic only, never in an update mask. A live topic "
+        "never shows them, so for a topic that exists `plan` sends none and reads its "
+        "tag bindings (Resource Manager's `ListTagBindings`, parent "
+        "`//pubsub.googleapis.com/projects/P/topics/T`): a declared tag not bound is a "
+        "warning at the `tags` line (`tags-unbound`), and so is not being able to read "
+        "them (`tags-unverified`, with the reason).",
+        "- In `Defaults`: `messageTransforms` is given whole (the nearest document's, "
+        "unless the topic writes its own: two lists do not merge, their order being "
+        "the order they run in); `tags` merge as labels do; `ingestionDataSourceSettings` "
+        "is an error (`ingestion-in-defaults`): a source given to every topic of a "
+        "directory would ingest each message once per topic.",
+        "", "Secrets: no field of an ingestion source is a secret. Each source "
+        "authenticates by identity federation (the proto's \"Federated Identity "
+        "authentication\"): an AWS role ARN with a Google service account (Kinesis, "
+        "MSK), an Azure application's client and tenant IDs (Event Hubs), a Confluent "
+        "identity pool ID (Confluent Cloud). An AI Inference transform's free-form "
+        "`parameters` could hold one: a member whose name looks like a secret "
+        "(`apiKey`, `token`, `password`, ...) is an error in a spec (`secret-in-spec`), "
+        "`import` does not write such transforms (it names them in a comment), and a "
+        "plan shows such a live member as `<redacted sha256:...>`.", "",
+    ]
 
 
 if __name__ == "__main__":

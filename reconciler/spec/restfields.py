@@ -32,6 +32,8 @@ INGESTION_PATH: PathKey = INGESTION.spec_path
 TAGS_PATH: PathKey = TAGS.spec_path
 # `messageTransforms[1].javascriptUdf.code ...`: the member a rule's message names.
 _NAMED = re.compile(r"messageTransforms(?:\[(\d+)\])?((?:\.[A-Za-z]+)*)")
+
+
 @dataclass(frozen=True, slots=True)
 class RestFields:
     """The three fields as the desired state holds them (None: unmanaged)."""
@@ -47,6 +49,8 @@ _UNMANAGED = RestFields()
 def check_rest_fields(
     located: Located[TopicDoc], chain: list[Located[DefaultsDoc]], diags: Diagnostics
 ) -> RestFields:
+    """The topic's three fields, each problem reported at its line (`chain`: the
+    Defaults documents that apply, nearest first)."""
     spec = located.model.spec
     transforms, ingestion, tags = (
         spec.message_transforms, spec.ingestion_data_source_settings, spec.tags

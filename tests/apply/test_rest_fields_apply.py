@@ -2,8 +2,10 @@
 applied through the real clients on the local server: created with the topic; an
 update sends a mask naming only the field that changed (besides `labels`, for
 reconcile's own marker); an ingestion source's output-only `state` is never a change;
-tags go in CreateTopic only, and a spec's tags on a topic that exists are a warning
-at their line, never silent and never sent; an omitted field is never sent."""
+tags go in CreateTopic only; on a topic that exists they are never sent, and are
+checked against its tag bindings (Resource Manager): a declared tag not bound is a
+warning at their line, one that could not be checked too; an omitted field is never
+sent."""
 
 from __future__ import annotations
 
@@ -80,9 +82,10 @@ def test_create_with_transforms_ingestion_and_tags_then_no_changes(
     again = reconcile("plan", "specs", *_target(local_server), "--detailed-exitcode")
     assert again.exit_code == 0, again.output  # `state: ACTIVE` is no change
     assert "No changes" in again.stdout
-    # The tags cannot be read back: said at their line, every time.
-    assert "tags-unverified" in again.output
-    assert "topics.yaml:" in again.output
+    # The tags cannot be read back from the topic; its tag bindings (Resource
+    # Manager) show them bound: nothing to say.
+    assert "tags-un" not in again.output
+    assert local_server.counters.snapshot().get("ListTagBindings", 0) == 1
     assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
@@ -145,11 +148,12 @@ def test_omitted_fields_are_never_sent_and_tags_on_a_live_topic_are_a_warning(
     assert sorted(change["unmanaged"]) == [
         "1 message transform(s): javascript_udf redact", "ingestion data source (cloud_storage)"
     ]
-    (warning,) = [d for d in plan["diagnostics"] if d["code"] == "tags-unverified"]
+    (warning,) = [d for d in plan["diagnostics"] if d["code"] == "tags-unbound"]
     assert warning["severity"] == "warning"
     assert warning["line"] == 10  # the tags, in specs/topics.yaml
     assert warning["file"].endswith("topics.yaml")
-    assert "cannot verify them" in warning["message"]
+    assert "without the tags 123/environment=production bound to it" in warning["message"]
+    assert "gcloud resource-manager tags bindings create" in warning["hint"]
     _apply(local_server)
     topic: Topic = client.get_topic(topic=tree.address("orders"))
     assert len(topic.message_transforms) == 1
@@ -176,3 +180,49 @@ def test_transforms_holding_a_secret_are_replaced_without_showing_it(
     assert "sk-never-shown" not in applied.output
     (only,) = client.get_topic(topic=tree.address("orders")).message_transforms
     assert only.compression.compression_algorithm == only.compression.CompressionAlgorithm.ZLIB
+
+
+def test_tags_given_by_id_are_found_among_the_bindings(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
+    client.create_topic(request={
+        "name": tree.address("orders"), "tags": {"tagKeys/77": "tagValues/456"}})
+    tree.write({"orders": {"tags": {"tagKeys/77": "tagValues/456"}}})
+    plan = _plan_json(local_server)
+    assert [d["code"] for d in plan["diagnostics"] if d["code"].startswith("tags-")] == []
+    tree.write({"orders": {"tags": {"tagKeys/77": "tagValues/457"}}})
+    plan = _plan_json(local_server)
+    (warning,) = [d for d in plan["diagnostics"] if d["code"].startswith("tags-")]
+    assert warning["code"] == "tags-unbound"
+    assert "tagKeys/77=tagValues/457" in warning["message"]
+
+
+def test_tag_bindings_that_cannot_be_read_are_said_never_silent(
+    local_server: Any, tree: Tree, client: Any
+) -> None:
+    client.create_topic(request={
+        "name": tree.address("orders"), "tags": {"123/environment": "production"}})
+    tree.write({"orders": {"tags": {"123/environment": "production"}}})
+    local_server.faults.add(method="ListTagBindings", error="PERMISSION_DENIED")
+    made = reconcile("plan", "specs", *_target(local_server), "--format", "json")
+    assert made.exit_code == 0, made.output  # a warning: the plan is still made
+    (warning,) = [d for d in json.loads(made.stdout)["diagnostics"]
+                  if d["code"].startswith("tags-")]
+    assert warning["code"] == "tags-unverified"
+    assert "cannot verify them" in warning["message"]
+    assert "PERMISSION_DENIED" in warning["message"] or "permission" in warning["message"]
+
+
+def test_a_read_ahead_plan_reads_the_tag_bindings_too(
+    local_server: Any, tree: Tree, client: Any, monkeypatch: Any
+) -> None:
+    from reconciler.plan.readahead import START_ENV
+
+    monkeypatch.setenv(START_ENV, "0")  # the live state read by the read-ahead process
+    client.create_topic(request={
+        "name": tree.address("orders"), "tags": {"123/environment": "production"}})
+    tree.write({"orders": {"tags": {"123/environment": "production", "123/team": "ops"}}})
+    plan = _plan_json(local_server)
+    (warning,) = [d for d in plan["diagnostics"] if d["code"].startswith("tags-")]
+    assert warning["code"] == "tags-unbound"
+    assert "123/team=ops" in warning["message"] and "production" not in warning["message"]

@@ -48,7 +48,7 @@ def test_declared_fields_reach_the_desired_state_in_the_rest_shape(tmp_path: Pat
         "ingestionDataSourceSettings:",
         "  cloudStorage: {bucket: landing, textFormat: {delimiter: ','}}",
         "  platformLogsSettings: {severity: WARNING}",
-        "tags: {'123/environment': production}",
+        "tags: {'123/environment': production, 'tagKeys/77': tagValues/456}",
     ) + "---\n" + _topic("plain"))
     result = validate_paths([tmp_path])
     # No problem; what only plan or nobody can judge of where the data goes is named
@@ -71,7 +71,7 @@ def test_declared_fields_reach_the_desired_state_in_the_rest_shape(tmp_path: Pat
         "platformLogsSettings": {"severity": "WARNING"},
     }
     assert isinstance(orders.ingestion, FrozenDict)
-    assert orders.tags == {"123/environment": "production"}
+    assert orders.tags == {"123/environment": "production", "tagKeys/77": "tagValues/456"}
     plain = by_name["plain"]  # omitted: unmanaged
     assert (plain.message_transforms, plain.ingestion, plain.tags) == (None, None, None)
 
@@ -137,6 +137,8 @@ def test_declared_fields_reach_the_desired_state_in_the_rest_shape(tmp_path: Pat
          "tag key 'environment' is not a namespaced tag key"),
         (["tags: {'123/environment': tagValues/456}"], "123/environment", "tag-value",
          "is not a tag value's short name"),
+        (["tags: {'tagKeys/123': production}"], "tagKeys/123", "tag-value",
+         "a key given by its ID takes a value given by its ID, `tagValues/456`"),
     ],
 )
 def test_each_rule_is_an_error_at_its_line(

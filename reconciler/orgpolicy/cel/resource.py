@@ -40,7 +40,10 @@ _SETTINGS = tuple((entry.rest, entry.to_rest) for entry in fields.SETTINGS)
 _CANONICAL = {rest: fields.BY_REST[rest].from_json for rest in fields.UNMANAGED_REST}
 # The top-level fields the topic value carries: what a plan reads of a live topic (a
 # condition reading another field of one cannot be judged from the plan's reads).
-LIVE_FIELDS = frozenset({NAME, *(f.rest for f in fields.SENT), *fields.UNMANAGED_REST})
+# (Not `tags`: input-only, a live topic never shows them.)
+LIVE_FIELDS = frozenset({
+    NAME, *(f.rest for f in fields.SENT if not f.create_only), *fields.UNMANAGED_REST
+})
 
 
 def topic_resource(
