@@ -1,7 +1,6 @@
-"""reconciler/messagepaths.py on plain values: what the local server cannot make (a
-source in CONFLICTING_REGION_CONSTRAINTS: it models no Regional Access Boundary) and
-the edges of what each path says (a disabled transform sends nothing, a source is
-never named by a credential, an ARN's region)."""
+"""reconciler/messagepaths.py on plain values: the edges of what each path says (a
+disabled transform sends nothing, a source is never named by a credential, an ARN's
+region)."""
 
 from __future__ import annotations
 
@@ -34,7 +33,8 @@ class Sub(NamedTuple):
     state: str
 
 
-def test_a_source_in_conflicting_region_constraints_is_said_live() -> None:
+def test_a_source_in_conflicting_region_constraints_is_said_once() -> None:
+    """(Through the clients: tests/plan/test_data_paths.py.) Said, and nothing more."""
     found = path_findings(T, "p", None, AZURE, [], US_ONLY, Call(True, True, False, False))
     assert [(f.severity, f.code, f.spec_path) for f in found] == [
         (Severity.WARNING, INGESTION_CONFLICT,

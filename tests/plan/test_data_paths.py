@@ -373,3 +373,29 @@ def test_residency_counts_an_export_in_vertex_ai_location_restriction_as_paused(
     assert "1 paused exports" in result.stdout
     local_server.set_destination_location("storage:orders-archive", "us-central1")
     assert run_cli(*args).exit_code == 0
+
+
+def test_a_source_in_conflicting_region_constraints_in_plan_and_residency(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any, tmp_path: Path,
+) -> None:
+    _seed(publisher_client, [], kinesis=True)
+    local_server.set_ingestion_state(T, "CONFLICTING_REGION_CONSTRAINTS")
+    root = specs(topic_doc("orders"))
+    policy = _policy(tmp_path)
+    result = _plan(run_cli, local_server, root, policy)
+    assert result.exit_code == 0, result.output
+    [line] = _lines(result.output, "ingestion-region-conflict")
+    assert line.startswith(f"{root / 'topics.yaml'}:{NAME_LINE}:")
+    assert (
+        f"warning[ingestion-region-conflict]: the Amazon Kinesis ingestion source of topic "
+        f"{T} reads CONFLICTING_REGION_CONSTRAINTS: its ingestion region is not permitted by "
+        "the Regional Access Boundary on the project's service account; nothing is ingested"
+    ) in line
+    shown = run_cli("residency", str(root), "--emulator", local_server.address,
+                    "--org-policy", str(policy))
+    assert shown.exit_code == 0, shown.output
+    assert "taken from Amazon Kinesis in aws:us-east-1 [CONFLICTING_REGION_CONSTRAINTS]: " \
+        in shown.stdout
+    local_server.set_ingestion_state(T, None)  # ACTIVE again: nothing to say
+    assert _lines(_plan(run_cli, local_server, root, policy).output,
+                  "ingestion-region-conflict") == []
