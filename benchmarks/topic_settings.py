@@ -1,4 +1,6 @@
-"""What declaring retention, a key and schema settings on every topic costs (issue 36):
+"""What declaring retention, a key and schema settings on every topic costs (issue 36),
+or, with `--set transforms`, two message transforms (a JavaScript UDF and an AI
+Inference endpoint: issue 48's "every topic declaring a transform"):
 `validate` of 100,000 topics and `plan` of 50,000 topics, each on scale.py's tree and
 on the same tree with `messageRetentionDuration`, `kmsKeyName` and `schemaSettings`
 added to every topic, in alternating pairs (A B, then B A), each command its own
@@ -18,6 +20,7 @@ any check. `over_floor` is, per pair, the command's extra CPU (with - without) l
 the bare read's, as a share of the command's CPU without the fields.
 
     python benchmarks/topic_settings.py [--pairs 7] [--only validate-100k plan-50k]
+                                        [--set settings|transforms]
     python benchmarks/topic_settings.py --smoke   # 1/1000 of the sizes, one pair: that it runs
 
 The last line printed is one JSON object with every figure.
@@ -49,7 +52,15 @@ SETTINGS = """\
   kmsKeyName: projects/{project}/locations/us-east1/keyRings/pubsub/cryptoKeys/topics
   schemaSettings: {{schema: projects/{project}/schemas/events, encoding: JSON}}
 """
-
+TRANSFORMS = """\
+  messageTransforms:
+  - javascriptUdf:
+      functionName: redact
+      code: "function redact(message, metadata) {{ return message; }}"
+  - aiInference:
+      endpoint: projects/{project}/locations/us-east1/publishers/google/models/gemini-2.0-flash
+"""
+FIELD_SETS = {"settings": SETTINGS, "transforms": TRANSFORMS}
 
 DEFAULTS = """\
 apiVersion: reconcile.pubsub/v1
@@ -61,16 +72,17 @@ spec:
 """
 
 
-def make_tree(directory: Path, topics: int, settings: bool, defaults: bool = False) -> Path:
-    """scale.py's tree; with `settings`, the three fields on every topic; with
-    `defaults`, in one Defaults document at the tree's root instead."""
+def make_tree(directory: Path, topics: int, settings: bool, defaults: bool = False,
+              fields: str = SETTINGS) -> Path:
+    """scale.py's tree; with `settings`, `fields` on every topic; with `defaults`, the
+    three settings in one Defaults document at the tree's root instead."""
     if defaults:
         scale.make_tree(directory, topics)
         (directory / "defaults.yaml").write_text(DEFAULTS)
         return directory
     template = scale.TOPIC
     if settings:
-        template = template.replace("  publishers:\n", SETTINGS + "  publishers:\n")
+        template = template.replace("  publishers:\n", fields + "  publishers:\n")
     original = scale.TOPIC
     scale.TOPIC = template
     try:
@@ -139,6 +151,8 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pairs", type=int, default=7)
     parser.add_argument("--only", nargs="*", default=list(SCENARIOS), choices=SCENARIOS)
+    parser.add_argument("--set", dest="field_set", default="settings", choices=FIELD_SETS,
+                        help="the fields every topic declares on the `with` side")
     parser.add_argument("--smoke", action="store_true",
                         help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
@@ -146,7 +160,7 @@ def main() -> None:
     if args.smoke:
         args.pairs = 1
     compileall.compile_dir(ROOT / "reconciler", quiet=1)
-    figures: dict[str, Any] = {}
+    figures: dict[str, Any] = {"set": args.field_set}
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         work = Path(tmp)
         commands: dict[str, dict[str, list[str]]] = {}
@@ -154,8 +168,9 @@ def main() -> None:
         if "validate-100k" in args.only:
             trees["validate-100k"] = {
                 side: make_tree(work / f"v-{side}", 100_000 // divisor, side == "with",
-                                side == "defaults")
+                                side == "defaults", FIELD_SETS[args.field_set])
                 for side in ("without", "with", "defaults")
+                if side != "defaults" or args.field_set == "settings"
             }
             commands["validate-100k"] = {
                 side: reconcile("validate", str(tree))
@@ -163,7 +178,8 @@ def main() -> None:
             }
         if "plan-50k" in args.only:
             trees["plan-50k"] = {
-                side: make_tree(work / f"p-{side}", 50_000 // divisor, side == "with")
+                side: make_tree(work / f"p-{side}", 50_000 // divisor, side == "with",
+                                fields=FIELD_SETS[args.field_set])
                 for side in ("without", "with")
             }
             commands["plan-50k"] = {

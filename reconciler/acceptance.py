@@ -54,6 +54,12 @@ FAMILIES: tuple[tuple[str, ...], ...] = (
     ("drift-allows-disallowed-locations",),
     ("drift-misses-allowed-locations",),
     ("drift-allowed-and-disallowed-stale",),
+    # Where message data goes (reconciler/messagepaths.py): a team that knows where its
+    # model, its exports' destinations and its source's boundary are may say so.
+    ("org-transforms-disabled", "existing-transforms-disabled"),
+    ("transform-model-region",),
+    ("transform-exports-at-plan", "export-location-unjudged"),
+    ("ingestion-region-unjudged",),
 )
 ACCEPTABLE: frozenset[str] = frozenset(code for family in FAMILIES for code in family)
 # The codes only a plan reports (it reads the live topics): validate never sees them.

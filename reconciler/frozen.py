@@ -36,6 +36,11 @@ class FrozenDict(dict[K, V]):
     def __deepcopy__(self, memo: dict[int, Any]) -> FrozenDict[K, V]:
         return self
 
+    def __hash__(self) -> int:  # type: ignore[override]  # read-only, so a safe default
+        # (a topic's transforms and ingestion source are held so, and the plan caches
+        # by the settings that hold them)
+        return hash(frozenset(self.items()))
+
 
 class FrozenList(list[T]):
     """A list that refuses changes (a list, not a tuple: it equals the list it was)."""
@@ -79,4 +84,14 @@ def freeze(value: Any) -> Any:
         if not value:
             return EMPTY
         return FrozenList([freeze(v) if isinstance(v, _CONTAINERS) else v for v in value])
+    return value
+
+
+def thawed(value: Any) -> Any:
+    """`value` with every dict and list plain again (a copy all the way down): for
+    what takes only plain ones (protobuf's json_format, a YAML writer)."""
+    if isinstance(value, dict):
+        return {k: thawed(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thawed(v) for v in value]
     return value

@@ -240,7 +240,9 @@ def header(source: str, stamp: str, project: str, count: int) -> str:
         "(expect only reconcile's ownership labels, reconcile-managed and "
         "reconcile-owner, to be added, and a warning for each value marked "
         f"`# {MARK}`: the live value, kept, which the org policy would refuse on a "
-        "new topic)."
+        "new topic).\n"
+        "Tags are not written: a topic's tags are input-only (the service never returns "
+        "them), so the topics' tags, if any, are not in this file."
     )
 
 

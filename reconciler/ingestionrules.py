@@ -47,6 +47,10 @@ def ingestion_problems(settings: Mapping[str, Any]) -> list[str]:
     """What the service refuses in the settings: the required fields missing, in
     Google's emulator's words (`Missing required fields for AwsKinesis ingestion
     settings: consumer_arn`)."""
+    given = [kind for kind in SOURCES if kind in settings]
+    if len(given) > 1:  # a oneof on the wire: only a spec can name two
+        return [f"ingestionDataSourceSettings names {' and '.join(given)}; a topic "
+                "ingests from exactly one source"]
     kind = source_kind(settings)
     if kind is None:
         return []

@@ -18,7 +18,7 @@ from operator import attrgetter
 from typing import Any
 
 from reconciler.ownership import PLAN_LABEL, is_reserved
-from reconciler.topicfields import LABELS, SETTINGS, STORAGE_POLICY
+from reconciler.topicfields import INGESTION, LABELS, SETTINGS, STORAGE_POLICY, TRANSFORMS
 from reconciler.topicvalues import IN_TRANSIT as IN_TRANSIT
 from reconciler.topicvalues import REGIONS as REGIONS
 from reconciler.topicvalues import SchemaSettings as SchemaSettings
@@ -48,8 +48,21 @@ class TopicShape:
     retention: str | None = None
     kms_key_name: str | None = None
     schema_settings: SchemaSettings | None = None
+    # REST JSON, read-only (topicfields.TRANSFORMS, INGESTION); None = unset.
+    message_transforms: Any = None
+    ingestion: Any = None
     unmanaged: tuple[str, ...] = ()
     unmanaged_json: Mapping[str, Any] | None = None
+
+    def unmanaged_notes(self, declared: Any) -> tuple[str, ...]:
+        """`unmanaged` less the fields a spec declares (`declared(rest_name)` true):
+        one note per key of `unmanaged_json`, in its order."""
+        if not self.unmanaged or self.unmanaged_json is None:
+            return self.unmanaged
+        return tuple(
+            note for rest, note in zip(self.unmanaged_json, self.unmanaged, strict=False)
+            if not declared(rest)
+        )
 
     def managed_labels(self, declared: Mapping[str, str]) -> dict[str, str]:
         """Keys reconcile manages on this topic: the declared ones and every reserved key."""
@@ -189,16 +202,18 @@ class ObservedTopic:
         enforce_in_transit] or None, digest, retention_seconds, settings] (plain values:
         backends/topicproto.py reads them from the wire; settings: [retention as the
         service writes it, key name, [schema, encoding, first, last] or None, what is
-        not managed, described, and in the REST JSON shape or None], or None when the
-        topic has none of them)."""
+        not managed, described, and in the REST JSON shape or None, the message
+        transforms and the ingestion source in the REST JSON shape or None], or None
+        when the topic has none of them)."""
         name, labels, regions, digest, retention, settings = row
         policy = None if regions is None else StoragePolicy(tuple(regions[0]), regions[1])
         if settings is None:
             shape = TopicShape(labels, policy)
         else:
-            text, key, schema, unmanaged, unmanaged_json = settings
+            text, key, schema, unmanaged, unmanaged_json, transforms, ingestion = settings
             shape = TopicShape(
                 labels, policy, text, key, None if schema is None else SchemaSettings(*schema),
+                TRANSFORMS.from_json(transforms), INGESTION.from_json(ingestion),
                 tuple(unmanaged), unmanaged_json,
             )
         return cls(name, digest=digest, shape=shape, retention_seconds=retention)

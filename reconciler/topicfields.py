@@ -49,17 +49,23 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from reconciler.frozen import EMPTY
 from reconciler.topicvalues import (
     SchemaSettings,
     StoragePolicy,
+    canonical_ingestion,
+    canonical_tags,
+    canonical_transforms,
     norm_policy,
     policy_json,
+    redacted,
     rest_policy,
 )
 
-Inherit = Literal["merged", "nearest"]
+Inherit = Literal["merged", "nearest", "topic"]
 MERGED: Inherit = "merged"
 NEAREST: Inherit = "nearest"
+PER_TOPIC: Inherit = "topic"  # a topic's own only: a Defaults document may not give it
 
 
 def _same_value(value: Any) -> Any:
@@ -87,6 +93,13 @@ def _schema_rest(schema: SchemaSettings) -> dict[str, str]:
     return schema.to_rest()
 
 
+def _same_redacted(a: Any, b: Any) -> bool:
+    """A plan shows transforms with any secret-named member redacted (topicvalues.
+    redacted): the live value is the planned one when both read the same so (no
+    transforms and an empty list are the same)."""
+    return bool(redacted(a or EMPTY) == redacted(b or EMPTY))
+
+
 @dataclass(frozen=True, slots=True)
 class TopicField:
     """One managed field of a topic, as every layer names and treats it (above)."""
@@ -103,6 +116,11 @@ class TopicField:
     to_rest: Callable[[Any], Any] = _same_value
     same: Callable[[Any, Any], bool] = operator.eq
     parts: tuple[str, ...] = ()
+    # Sent only in CreateTopic, never in a mask nor read back (input-only, immutable).
+    create_only: bool = False
+    # What an unset live value compares as (a repeated field unset is empty: a spec's
+    # `messageTransforms: []` is a topic without transforms).
+    blank: Any = None
     # Where a Topic or Defaults document declares it: ("spec", spec).
     spec_path: tuple[str, str] = field(init=False, repr=False, compare=False)
 
@@ -143,17 +161,57 @@ HEDGING = TopicField(  # reconcile's own: the profile is recorded on the topic a
     rest="", proto="", inherit=NEAREST,
 )
 
+# The REST JSON fields (docs/spec-reference.md cites the sources of each choice). The
+# canonical value is the REST JSON shape (camelCase, as a spec, a custom constraint's
+# condition and the REST API write it), read-only (reconciler/frozen.py), members at
+# their proto3 default left out (topicvalues.rest_value); None: the spec omits it
+# (unmanaged: nothing sent, nothing compared, the live value shown as `# unmanaged:`).
+#
+# - messageTransforms: NEAREST. A directory of topics often shares one pipeline
+#   (compress everything, one redaction UDF); a topic that writes its own list
+#   replaces the default whole, since the list's order is the order they run in and
+#   merging two lists would have no meaning.
+# - ingestionDataSourceSettings: the topic's own only (PER_TOPIC). A source feeds one
+#   topic: the same stream, bucket or cluster given to every topic of a directory would
+#   ingest every message once per topic, so a Defaults document declaring it is an
+#   error at its line.
+# - tags: MERGED, as labels (outer documents first, the topic's own keys last): tags
+#   are bound per key, and an organisation's tags (environment, cost centre) are
+#   what a Defaults document is for. Input-only and immutable (pubsub.proto `Topic.
+#   tags`: INPUT_ONLY, IMMUTABLE): sent in CreateTopic only, never in a mask, and
+#   never read back by GetTopic.
+TRANSFORMS = TopicField(
+    spec="messageTransforms", attr="message_transforms", desired="message_transforms",
+    shape="message_transforms", rest="messageTransforms", proto="message_transforms",
+    inherit=NEAREST, from_json=canonical_transforms, to_json=redacted, same=_same_redacted,
+    blank=EMPTY,
+)
+INGESTION = TopicField(
+    spec="ingestionDataSourceSettings", attr="ingestion_data_source_settings",
+    desired="ingestion", shape="ingestion", rest="ingestionDataSourceSettings",
+    proto="ingestion_data_source_settings", inherit=PER_TOPIC,
+    from_json=canonical_ingestion,
+)
+TAGS = TopicField(
+    spec="tags", attr="tags", desired="tags", shape="", rest="tags", proto="tags",
+    inherit=MERGED, from_json=canonical_tags, create_only=True,
+)
+
 # Every entry, in the order masks, plans and documents name them.
-FIELDS = (LABELS, STORAGE_POLICY, RETENTION, KMS_KEY, SCHEMA_SETTINGS, HEDGING)
+FIELDS = (
+    LABELS, STORAGE_POLICY, RETENTION, KMS_KEY, SCHEMA_SETTINGS, TRANSFORMS, INGESTION,
+    HEDGING, TAGS,
+)
 # The fields of Topic reconcile sets (each has a proto name).
 SENT = tuple(f for f in FIELDS if f.proto)
 # Those held as one plain value each, None when a spec leaves them unmanaged, and
-# sent only when declared: the retention, the key and the schema settings.
-SETTINGS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS)
+# sent only when declared: the retention, the key, the schema settings, the message
+# transforms and the ingestion source.
+SETTINGS = (RETENTION, KMS_KEY, SCHEMA_SETTINGS, TRANSFORMS, INGESTION)
 # The only paths a plan ever masks (top level), in the order a mask names them.
-MASK_PATHS = tuple(f.proto for f in SENT)
+MASK_PATHS = tuple(f.proto for f in SENT if not f.create_only)
 BY_PROTO: Mapping[str, TopicField] = {f.proto: f for f in SENT}
-# The fields of Topic reconcile does not manage but shows, by their REST JSON names.
-INGESTION = "ingestionDataSourceSettings"
-TRANSFORMS = "messageTransforms"
-UNMANAGED_REST = (INGESTION, TRANSFORMS)
+BY_REST: Mapping[str, TopicField] = {f.rest: f for f in SENT}
+# The fields of Topic a live topic may have that a spec may leave unmanaged and that
+# are shown then (`# unmanaged:`), by their REST JSON names.
+UNMANAGED_REST = (INGESTION.rest, TRANSFORMS.rest)

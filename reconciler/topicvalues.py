@@ -9,9 +9,14 @@ them; reconciler/topic.py re-exports them, the name every layer imports them by.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from reconciler.frozen import freeze
 
 REGIONS = "allowed_persistence_regions"
 IN_TRANSIT = "enforce_in_transit"
@@ -116,3 +121,112 @@ def rest_policy(regions: Iterable[str], enforce_in_transit: bool) -> dict[str, A
     if enforce_in_transit:
         policy["enforceInTransit"] = True
     return policy
+
+
+# -- the fields held in their REST JSON shape (message transforms, ingestion, tags) ----
+
+# Members a spec may write that the service returns without (proto3 JSON leaves a
+# default out): dropped from both sides, so `disabled: false` equals no `disabled`.
+_DEFAULTS: tuple[Any, ...] = (None, False, "", 0, [])
+# What the service returns but a request never sets: an ingestion source's `state`
+# (OUTPUT_ONLY in google/pubsub/v1/pubsub.proto).
+_OUTPUT_ONLY = frozenset({"state"})
+# Free-form members (a google.protobuf.Struct): taken exactly as written.
+_VERBATIM = frozenset({"parameters"})
+
+
+def rest_value(value: Any, *, drop: frozenset[str] = frozenset()) -> Any:
+    """`value` (REST JSON, camelCase) in the one form both sides are compared in:
+    read-only (reconciler/frozen.py), members at their proto3 default left out, the
+    keys in `drop` left out at every depth; a Struct's `parameters` as written."""
+    return freeze(_normal(value, drop))
+
+
+def _normal(value: Any, drop: frozenset[str]) -> Any:
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, member in value.items():
+            if key in drop:
+                continue
+            if key in _VERBATIM:
+                out[key] = member
+                continue
+            normal = _normal(member, drop)
+            if not any(normal is d or (type(normal) is type(d) and normal == d)
+                       for d in _DEFAULTS):
+                out[key] = normal
+        return out
+    if isinstance(value, list | tuple):
+        return [_normal(member, drop) for member in value]
+    return value
+
+
+def canonical_transforms(value: Any) -> Any:
+    """A topic's `messageTransforms` (a list) as compared and held; None stays None."""
+    return None if value is None else rest_value(list(value))
+
+
+def canonical_ingestion(value: Any) -> Any:
+    """A topic's `ingestionDataSourceSettings` as compared and held, its source's
+    output-only `state` left out; None stays None."""
+    return None if value is None else rest_value(value, drop=_OUTPUT_ONLY)
+
+
+def canonical_tags(value: Any) -> Any:
+    """A topic's `tags` (tag key -> tag value short name), read-only; None stays None."""
+    return None if value is None else rest_value({str(k): str(v) for k, v in value.items()})
+
+
+# -- secrets: never written to a spec, a plan or an output ------------------------
+
+# Member names that say a value is a secret. No field of an ingestion source is one
+# (the sources authenticate by identity federation: role ARNs, client and tenant IDs,
+# identity pool IDs, service accounts); a transform's free-form `parameters` could
+# hold one. (`max_tokens`, a model's parameter, is not one; `token`, `id_token`,
+# `apiKey` are.)
+SECRET_NAME = re.compile(
+    r"secret|passw|credential|private.?key|api.?key|access.?(?:key|token)|bearer"
+    r"|authori[sz]ation|auth.?(?:token|key)|(?:refresh|session).?token|(?:^|[_-])token$",
+    re.IGNORECASE,
+)
+REDACTED = "<redacted sha256:"
+
+
+def secret_names(value: Any) -> Iterator[str]:
+    """The member names, at any depth of `value`, that say their value is a secret."""
+    if isinstance(value, Mapping):
+        for key, member in value.items():
+            if SECRET_NAME.search(str(key)):
+                yield str(key)
+            yield from secret_names(member)
+    elif isinstance(value, list | tuple):
+        for member in value:
+            yield from secret_names(member)
+
+
+def redacted(value: Any) -> Any:
+    """`value` with each member a secret's name names replaced by `<redacted
+    sha256:…>` (the first 12 hex digits of its JSON's digest: two values compare as
+    they did, and nothing of the secret is shown); `value` itself when none is (the
+    common case: no copy). Already redacted members stay as they are."""
+    if not any(secret_names(value)):
+        return value
+    return freeze(_redact(value))
+
+
+def _redact(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: _hidden(v) if SECRET_NAME.search(str(k)) else _redact(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [_redact(v) for v in value]
+    return value
+
+
+def _hidden(value: Any) -> str:
+    if isinstance(value, str) and value.startswith(REDACTED):
+        return value
+    text = json.dumps(value, sort_keys=True, default=str)
+    return f"{REDACTED}{hashlib.sha256(text.encode()).hexdigest()[:12]}>"

@@ -15,8 +15,18 @@ from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import DefaultsSpec, TopicSpec
 from reconciler.topic import ObservedTopic, SchemaSettings, StoragePolicy, TopicShape
 from reconciler.topicfields import FIELDS, MASK_PATHS, SENT, SETTINGS
+from reconciler.topicvalues import canonical_ingestion, canonical_transforms
 
 NAME = "projects/p/topics/t"
+TRANSFORMS_JSON = [
+    {"javascriptUdf": {"functionName": "f", "code": "function f(m, x) { return m; }"}},
+    {"aiInference": {"endpoint": "projects/p/locations/us-central1/endpoints/e",
+                     "unstructuredInference": {"parameters": {"k": 1.5, "on": False}}},
+     "disabled": True},
+    {"compression": {"compressionAlgorithm": "ZLIB", "compressionMode": "COMPRESS"}},
+]
+INGESTION_JSON = {"cloudStorage": {"bucket": "b", "textFormat": {"delimiter": ","}},
+                  "platformLogsSettings": {"severity": "WARNING"}}
 
 
 def test_every_sent_field_is_a_field_of_the_services_topic_by_both_names() -> None:
@@ -38,7 +48,7 @@ def test_every_field_is_declared_by_topic_and_defaults_documents_and_held_by_the
                                strict=True))
             assert encoded[entry.attr] == entry.spec, entry
         assert entry.desired in DesiredTopic.__dataclass_fields__, entry
-        if entry.proto:
+        if entry.proto and not entry.create_only:  # tags: input-only, never read back
             assert entry.shape in TopicShape.__dataclass_fields__, entry
 
 
@@ -46,7 +56,7 @@ def test_the_plans_mask_paths_are_the_tables() -> None:
     assert typing.get_args(MaskPath) == MASK_PATHS
     assert MASK_PATHS == (
         "labels", "message_storage_policy", "message_retention_duration", "kms_key_name",
-        "schema_settings",
+        "schema_settings", "message_transforms", "ingestion_data_source_settings",
     )
 
 
@@ -66,18 +76,23 @@ def test_a_live_topic_built_from_its_body_keeps_every_field_in_its_shape() -> No
 
 def test_the_settings_convert_to_the_plans_and_the_conditions_json() -> None:
     schema = SchemaSettings("projects/p/schemas/s", "BINARY")
-    values = ("172800s", "projects/p/locations/l/keyRings/r/cryptoKeys/k", schema)
+    values = ("172800s", "projects/p/locations/l/keyRings/r/cryptoKeys/k", schema,
+              canonical_transforms(TRANSFORMS_JSON), canonical_ingestion(INGESTION_JSON))
     shape = TopicShape({}, None, *values)
     assert shape.settings_json() == {
         "message_retention_duration": "172800s",
         "kms_key_name": "projects/p/locations/l/keyRings/r/cryptoKeys/k",
         "schema_settings": {"schema": "projects/p/schemas/s", "encoding": "BINARY",
                             "first_revision_id": "", "last_revision_id": ""},
+        "message_transforms": TRANSFORMS_JSON,
+        "ingestion_data_source_settings": INGESTION_JSON,
     }
     assert TopicShape.from_json(shape.body(NAME)) == shape
     rest = {e.rest: e.to_rest(v) for e, v in zip(SETTINGS, values, strict=True)}
     assert rest["schemaSettings"] == {"schema": "projects/p/schemas/s", "encoding": "BINARY"}
     assert rest["messageRetentionDuration"] == "172800s"
+    assert rest["messageTransforms"] == TRANSFORMS_JSON
+    assert rest["ingestionDataSourceSettings"] == INGESTION_JSON
 
 
 def test_every_setting_goes_to_the_wire_and_back() -> None:
@@ -85,7 +100,9 @@ def test_every_setting_goes_to_the_wire_and_back() -> None:
 
     schema = SchemaSettings("projects/p/schemas/s", "BINARY", "a", "b")
     shape = TopicShape({"a": "1"}, StoragePolicy.of(["us-east1"], True), "600.500s",
-                       "projects/p/locations/l/keyRings/r/cryptoKeys/k", schema)
+                       "projects/p/locations/l/keyRings/r/cryptoKeys/k", schema,
+                       canonical_transforms(TRANSFORMS_JSON),
+                       canonical_ingestion(INGESTION_JSON))
     back = observed(topic_to_proto(shape.body(NAME))).shape
     for entry in SETTINGS:
         assert getattr(back, entry.shape) == getattr(shape, entry.shape), entry

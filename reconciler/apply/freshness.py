@@ -50,7 +50,8 @@ from reconciler.topicfields import LABELS, SENT
 # What a project's org fingerprint covers (plan/observation.py: org_fingerprint).
 ORG_INPUTS = (
     f"constraints/{RESOURCE_LOCATIONS}, in-transit enforcement, "
-    f"constraints/{RESTRICT_NON_CMEK}, constraints/{RESTRICT_KEY_PROJECTS}, the custom "
+    f"constraints/{RESTRICT_NON_CMEK}, constraints/{RESTRICT_KEY_PROJECTS}, "
+    "constraints/pubsub.managed.disableTopicMessageTransforms, the custom "
     "constraints on topics and their enforcement, or the project's folders and "
     "organization"
 )

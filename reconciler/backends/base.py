@@ -49,13 +49,16 @@ class OrgInputs:
     topics may store messages (`resource_locations`, `enforce_in_transit`) and what
     the CMEK constraints ask of a new topic (`restrict_non_cmek`:
     gcp.restrictNonCmekServices, `key_projects`: gcp.restrictCmekCryptoKeyProjects;
-    reconciler/orgpolicy/cmek.py reads them)."""
+    reconciler/orgpolicy/cmek.py reads them), and whether topics may have message
+    transforms (`disable_topic_transforms`: the managed
+    pubsub.managed.disableTopicMessageTransforms; reconciler/messagepaths.py)."""
 
     resource_locations: PolicySpec | None
     enforce_in_transit: PolicySpec | None
     source: str  # "api", "snapshot FILE"
     restrict_non_cmek: PolicySpec | None = None
     key_projects: PolicySpec | None = None
+    disable_topic_transforms: PolicySpec | None = None
 
 
 @dataclass(frozen=True)

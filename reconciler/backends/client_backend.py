@@ -53,6 +53,7 @@ from reconciler.errors import BackendError, is_propagation_message
 from reconciler.localserver import CAPABILITIES_METHOD, SERVER_NAME
 from reconciler.orgpolicy.custom import TOPIC, CustomConstraint
 from reconciler.orgpolicy.model import (
+    DISABLE_TOPIC_TRANSFORMS,
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
     RESTRICT_KEY_PROJECTS,
@@ -359,6 +360,7 @@ class ClientBackend:
                 source=self.policy_source,
                 restrict_non_cmek=store.effective_spec(RESTRICT_NON_CMEK, resource),
                 key_projects=store.effective_spec(RESTRICT_KEY_PROJECTS, resource),
+                disable_topic_transforms=store.effective_spec(DISABLE_TOPIC_TRANSFORMS, resource),
             )
         if self.orgpolicy is None:
             raise BackendError(
@@ -375,6 +377,7 @@ class ClientBackend:
             source="api",
             restrict_non_cmek=read(RESTRICT_NON_CMEK),
             key_projects=read(RESTRICT_KEY_PROJECTS),
+            disable_topic_transforms=read(DISABLE_TOPIC_TRANSFORMS),
         )
 
     def read_effective_policy(self, project: str, constraint: str) -> Policy | None:

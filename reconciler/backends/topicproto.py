@@ -14,6 +14,7 @@ from google.protobuf import json_format
 from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
+from reconciler.frozen import thawed  # json_format takes plain dicts and lists only
 from reconciler.topic import TopicShape, request_shape
 from reconciler.topicfields import (
     INGESTION,
@@ -22,6 +23,7 @@ from reconciler.topicfields import (
     SCHEMA_SETTINGS,
     SETTINGS,
     STORAGE_POLICY,
+    TAGS,
     TRANSFORMS,
 )
 from reconciler.topicrules import NANOS, duration_text, parse_duration_ns
@@ -30,7 +32,7 @@ from reconciler.topicvalues import SchemaSettings
 _POLICY_FIELD = STORAGE_POLICY.proto
 _RETENTION_FIELD = RETENTION.proto
 _SCHEMA_FIELD = SCHEMA_SETTINGS.proto
-_INGESTION_FIELD = "ingestion_data_source_settings"
+_INGESTION_FIELD = INGESTION.proto
 _ENCODINGS = {0: "ENCODING_UNSPECIFIED", 1: "JSON", 2: "BINARY"}  # pubsub.proto Encoding
 _ENCODING_NUMBERS = {name: number for number, name in _ENCODINGS.items()}
 
@@ -95,24 +97,29 @@ def settings_row(pb: Any) -> list[Any] | None:
                   ss.first_revision_id, ss.last_revision_id]
     unmanaged: list[str] = []
     unmanaged_json = None
+    transforms = ingestion = None
     if pb.HasField(_INGESTION_FIELD) or len(pb.message_transforms):
         unmanaged = _unmanaged(pb)
         unmanaged_json = _unmanaged_json(pb)
+        transforms = unmanaged_json.get(TRANSFORMS.rest)
+        ingestion = unmanaged_json.get(INGESTION.rest)
     key = sys.intern(pb.kms_key_name) if pb.kms_key_name else None
     if retention is None and key is None and schema is None and not unmanaged:
         return None
-    return [retention, key, schema, unmanaged, unmanaged_json]
+    return [retention, key, schema, unmanaged, unmanaged_json, transforms, ingestion]
 
 
 def _unmanaged_json(pb: Any) -> dict[str, Any]:
     """The ingestion source and message transforms the topic sets, by their REST JSON
-    names (`ingestionDataSourceSettings`, `messageTransforms`), as the service's
-    REST JSON writes them: what a custom constraint's condition reads of them."""
+    names (`ingestionDataSourceSettings`, `messageTransforms`, in that order: the
+    order of `_unmanaged`'s notes), as the service's REST JSON writes them: what a
+    custom constraint's condition reads of them, and what a spec declaring them is
+    compared with."""
     out: dict[str, Any] = {}
     if pb.HasField(_INGESTION_FIELD):
-        out[INGESTION] = json_format.MessageToDict(pb.ingestion_data_source_settings)
+        out[INGESTION.rest] = json_format.MessageToDict(pb.ingestion_data_source_settings)
     if len(pb.message_transforms):
-        out[TRANSFORMS] = [json_format.MessageToDict(t) for t in pb.message_transforms]
+        out[TRANSFORMS.rest] = [json_format.MessageToDict(t) for t in pb.message_transforms]
     return out
 
 
@@ -143,6 +150,15 @@ def _set_kms_key(pb: Any, name: str) -> None:
     pb.kms_key_name = name
 
 
+def _set_transforms(pb: Any, transforms: Any) -> None:
+    for transform in transforms:
+        json_format.ParseDict(thawed(transform), pb.message_transforms.add())
+
+
+def _set_ingestion(pb: Any, settings: Any) -> None:
+    json_format.ParseDict(thawed(settings), pb.ingestion_data_source_settings)
+
+
 def _set_schema(pb: Any, settings: SchemaSettings) -> None:
     pb.schema_settings.schema = settings.schema
     pb.schema_settings.encoding = _ENCODING_NUMBERS[settings.encoding]
@@ -156,6 +172,8 @@ _TO_PROTO: dict[str, Callable[[Any, Any], None]] = {
     RETENTION.proto: _set_retention,
     KMS_KEY.proto: _set_kms_key,
     SCHEMA_SETTINGS.proto: _set_schema,
+    TRANSFORMS.proto: _set_transforms,
+    INGESTION.proto: _set_ingestion,
 }
 
 
@@ -172,4 +190,7 @@ def topic_to_proto(body: Mapping[str, Any]) -> Topic:
         value = getattr(shape, entry.shape)
         if value is not None:
             _TO_PROTO[entry.proto](pb, value)
+    tags = body.get(TAGS.proto)
+    if tags:  # CreateTopic only (input-only, immutable): never in an update's body
+        pb.tags.update(dict(tags))
     return topic

@@ -20,6 +20,7 @@ Stable entry points (make_plan and apply use them):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from operator import attrgetter
 from typing import Any
 
@@ -66,7 +67,7 @@ from reconciler.topic import (
     policy_json,
     region_set,
 )
-from reconciler.topicfields import LABELS, MASK_PATHS, SETTINGS, STORAGE_POLICY
+from reconciler.topicfields import BY_REST, LABELS, MASK_PATHS, SETTINGS, STORAGE_POLICY
 
 LABEL_BUDGET = "label-budget"  # the diagnostic code
 MAX_NAMED = 20  # foreign label keys named in a label-budget error
@@ -113,7 +114,8 @@ def comparable(
         shape[STORAGE_POLICY.proto] = policy_json(live_policy_of(topic.policy))
     for entry in SETTINGS:
         if getattr(desired, entry.desired) is not None:
-            shape[entry.proto] = getattr(topic, entry.shape)
+            value = getattr(topic, entry.shape)
+            shape[entry.proto] = entry.blank if value is None else value
     return shape
 
 
@@ -248,14 +250,17 @@ def diff_topic(
     want = wanted_settings(desired, now)
     # the live labels come sorted
     before = topic_state(live_shape.labels, live_policy, now)
+    unmanaged = live_shape.unmanaged
+    if unmanaged:
+        unmanaged = live_shape.unmanaged_notes(partial(_declares, desired))
     if want == now and _settled(live_shape, keys, live_policy, want_policy):
-        return _no_op(desired, before, live_shape.unmanaged)
+        return _no_op(desired, before, unmanaged)
     mask = mask_of(
         comparable(live_shape, desired, keys),
         comparable(TopicShape(keys, want_policy, *want), desired, keys),
     )
     if not mask:
-        return _no_op(desired, before, live_shape.unmanaged)
+        return _no_op(desired, before, unmanaged)
     labelled = LABELS.proto in mask
     after_labels = merged_labels(live_shape, keys) if labelled else dict(live_shape.labels)
     reasons: list[Reason] = []
@@ -286,8 +291,13 @@ def diff_topic(
         reasons=reasons,
         warnings=warnings,
         source=_source(desired),
-        unmanaged=live_shape.unmanaged,
+        unmanaged=unmanaged,
     )
+
+
+def _declares(desired: DesiredTopic, rest: str) -> bool:
+    """Does the spec manage the field of this REST name (one `# unmanaged:` shows)?"""
+    return getattr(desired, BY_REST[rest].desired) is not None
 
 
 def wanted_policy(
@@ -386,7 +396,7 @@ def _create(desired: DesiredTopic, facts: OrgFacts, owner: str) -> ResourceChang
         change=Change(
             actions=ONE_ACTION["create"],
             before=None,
-            after=topic_state(labels, after_policy, declared_settings(desired)),
+            after=topic_state(labels, after_policy, declared_settings(desired), desired.tags),
             computed=[] if explicit else [STORAGE_POLICY.proto],  # type: ignore[list-item]
         ),
         source=_source(desired),

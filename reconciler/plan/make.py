@@ -48,6 +48,7 @@ from reconciler.ownership import (
 from reconciler.plan import differ
 from reconciler.plan.consumers import consumer_step, outside_review, undeclared
 from reconciler.plan.customcheck import Unjudged, existing_refusals, judge_change
+from reconciler.plan.datapaths import path_verdicts
 from reconciler.plan.model import Drift, Fingerprints, Plan, ResourceChange
 from reconciler.plan.observation import (
     Observation,
@@ -63,6 +64,7 @@ from reconciler.plan.othertopics import (
     undeclared_tools_note,
 )
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
+from reconciler.plan.tagcheck import tags_unverified
 from reconciler.spec.customrules import REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import PLAN_DECIDES, promote_inferred
@@ -118,6 +120,7 @@ def make_plan(
             diffed = replace(topic, storage=StorageIntent("unmanaged"))
         change = differ.diff_topic(diffed, live, facts, owner.name)
         problems = org.verdicts(topic, facts, live, change)
+        problems += path_verdicts(topic, facts, live, change, observation.subscriptions_of)
         if problems:  # rare: the common case skips two generators a topic
             diagnostics.extend(d for d in problems if (d.file, d.code, d.message) not in already)
             if any(d.is_error for d in problems):
@@ -146,6 +149,8 @@ def make_plan(
         if (other := differ.taken_from(change)) is not None:
             diagnostics.append(takeover_warning(topic, other, owner))
         diagnostics.extend(other_tool_warnings(topic, live))
+        if live is not None and topic.tags:
+            diagnostics.append(tags_unverified(topic))
         changes.append(change)
         if live is not None and topic.storage.mode == "unmanaged":
             drift = differ.unmanaged_drift(topic, live, facts)

@@ -52,9 +52,9 @@ from reconciler.ownership import DEFAULT_OWNER, PLAN_LABEL
 from reconciler.plan.reasons import Reason
 from reconciler.plan.topicstate import SourceJSON, TopicJSON
 from reconciler.topic import StoragePolicy, region_set
-from reconciler.topicfields import LABELS, MASK_PATHS, STORAGE_POLICY
+from reconciler.topicfields import LABELS, MASK_PATHS, STORAGE_POLICY, TAGS
 
-FORMAT_VERSION = "4.7"
+FORMAT_VERSION = "4.8"
 DIGEST_PREFIX = "sha256:"
 DIGEST_PATTERN = r"^sha256:[0-9a-f]{64}$"
 MAJOR = FORMAT_VERSION.split(".")[0]
@@ -68,7 +68,8 @@ ONE_ACTION: dict[Action, Sequence[Action]] = {a: FrozenList([a]) for a in ACTION
 Method = Literal["CreateTopic", "UpdateTopic", "DeleteTopic"]
 MaskPath = Literal[  # reconciler.topicfields.MASK_PATHS, written out for mypy (a test
     "labels", "message_storage_policy", "message_retention_duration", "kms_key_name",
-    "schema_settings",  # holds the two equal: tests/test_topicfields.py)
+    "schema_settings", "message_transforms",  # holds the two equal:
+    "ingestion_data_source_settings",  # tests/test_topicfields.py)
 ]
 
 # The three console categories (docs/storage-policy.md) of a topic out of step with the org policy.
@@ -566,6 +567,8 @@ def derive_request(rc: ResourceChange) -> Request | None:
         if path not in rc.change.computed and after.get(path) is not None:
             body[path] = after[path]
     if rc.action == "create":
+        if after.get(TAGS.proto):  # input-only, immutable: CreateTopic alone sends them
+            body[TAGS.proto] = after[TAGS.proto]
         return Request("CreateTopic", body, marker_label=PLAN_LABEL)
     mask = [p for p in MASK_PATHS if p in paths or p == LABELS.proto]
     return Request("UpdateTopic", body, mask, label_merge(rc), PLAN_LABEL)

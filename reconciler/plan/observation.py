@@ -35,7 +35,9 @@ from reconciler.backends.base import (
 )
 from reconciler.codec import canonical_json
 from reconciler.orgpolicy.cmek import cmek_required, key_projects_restricted
+from reconciler.orgpolicy.locations import enforce_in_transit
 from reconciler.orgpolicy.model import (
+    DISABLE_TOPIC_TRANSFORMS,
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
     RESTRICT_KEY_PROJECTS,
@@ -163,7 +165,7 @@ def facts_of(inputs: OrgInputs, ancestry: Mapping[str, str] | None = None) -> Or
     a key's project sits)."""
     return facts_from_specs(
         inputs.resource_locations, inputs.enforce_in_transit, inputs.restrict_non_cmek,
-        inputs.key_projects, ancestry,
+        inputs.key_projects, ancestry, inputs.disable_topic_transforms,
     )
 
 
@@ -239,6 +241,8 @@ def _org_inputs(
     }
     if cmek_required(inputs.restrict_non_cmek):
         data[RESTRICT_NON_CMEK] = True
+    if enforce_in_transit(inputs.disable_topic_transforms):  # enforced: else nothing added
+        data[DISABLE_TOPIC_TRANSFORMS] = True
     key_projects = key_projects_restricted(inputs.key_projects)
     if key_projects is not None:
         data[RESTRICT_KEY_PROJECTS] = key_projects._asdict()

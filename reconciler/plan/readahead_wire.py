@@ -65,7 +65,10 @@ def _spec_of(row: dict[str, Any] | None) -> PolicySpec | None:
     return Policy.from_dict({"name": "projects/_/policies/_", "spec": row}).spec
 
 
-_SPECS = ("resource_locations", "enforce_in_transit", "restrict_non_cmek", "key_projects")
+_SPECS = (
+    "resource_locations", "enforce_in_transit", "restrict_non_cmek", "key_projects",
+    "disable_topic_transforms",
+)
 
 
 def org_row(inputs: OrgInputs) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from reconciler.topic import (
     policy_json,
     settings_json,
 )
-from reconciler.topicfields import LABELS, SETTINGS, STORAGE_POLICY
+from reconciler.topicfields import LABELS, SETTINGS, STORAGE_POLICY, TAGS
 
 Strings = Sequence[str]
 
@@ -43,13 +43,19 @@ class SchemaState(TypedDict):
 class TopicState(TypedDict):
     """A topic as the plan compares it, with proto field names (the names of update
     masks); null when the topic does not exist. The retention (the service's seconds,
-    e.g. `172800s`), key and schema settings are there when they are set."""
+    e.g. `172800s`), key and schema settings are there when they are set, and so are
+    the message transforms and the ingestion source (in the REST JSON shape, camelCase
+    inside, as a spec writes them). `tags`: a create's only (input-only: never read
+    back from a live topic)."""
 
     labels: Mapping[str, str]
     message_storage_policy: PolicyState | None
     message_retention_duration: NotRequired[str]
     kms_key_name: NotRequired[str]
     schema_settings: NotRequired[SchemaState]
+    message_transforms: NotRequired[Sequence[Mapping[str, Any]]]
+    ingestion_data_source_settings: NotRequired[Mapping[str, Any]]
+    tags: NotRequired[Mapping[str, str]]
 
 
 class Source(TypedDict):
@@ -73,6 +79,7 @@ def topic_state(
     labels: Mapping[str, str],
     policy: StoragePolicy | None,
     settings: Settings | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> FrozenDict[str, Any]:
     """A `before`/`after` (`reconciler.topic.shape_json`) made read-only: the policy's
     JSON once per distinct policy (most topics share a few), the labels copied once;
@@ -80,6 +87,8 @@ def topic_state(
     state = {LABELS.proto: FrozenDict(labels), STORAGE_POLICY.proto: _policy_state(policy)}
     if settings is not None and settings != _NO_SETTINGS:
         state.update(_settings_state(settings))
+    if tags:
+        state[TAGS.proto] = FrozenDict(tags)
     return FrozenDict(state)
 
 

@@ -8,7 +8,12 @@ from reconciler.adoption import by_project, import_command
 from reconciler.backlogs import Backlog, backlog_text, copies_text, distinct_text
 from reconciler.render.escape import md_code, md_prose
 from reconciler.render.escape import text as esc
-from reconciler.residency.model import RegionStore, ResidencyReport, TopicResidency
+from reconciler.residency.model import (
+    DataPathRecord,
+    RegionStore,
+    ResidencyReport,
+    TopicResidency,
+)
 from reconciler.spec.durations import age_text as duration
 
 RULE_TEXT = {"live": "live policy", "declared": "declared policy", "org": "org policy"}
@@ -19,7 +24,8 @@ QUIET_LISTED = 20
 
 def _quiet(t: TopicResidency) -> bool:
     """Nothing stored, nothing paused, nothing unknown: nothing to show but the name."""
-    return t.exists and not t.regions and not t.paused_exports and not t.unknown
+    return (t.exists and not t.regions and not t.paused_exports and not t.unknown
+            and not t.paths)
 
 
 def _shown(report: ResidencyReport) -> tuple[list[TopicResidency], int]:
@@ -124,7 +130,26 @@ def _topic_text(t: TopicResidency) -> list[str]:
         f"    export {esc(p.name)} ({p.kind}) paused: {esc(p.state)}" for p in t.paused_exports
     ]
     out += [f"    unknown: {esc(u)}" for u in t.unknown]
+    if t.paths:
+        out.append("    message data also goes:")
+        out += [f"      {path_text(p)}" for p in t.paths]
     return out
+
+
+_DIRECTION = {"model": "sent to", "source": "taken from", "export": "written by"}
+
+
+def path_text(p: DataPathRecord, code: bool = False) -> str:
+    """`sent to messageTransforms[0] AI Inference in us-central1: ENDPOINT`; `code`:
+    markdown (each piece of data as code), else a terminal's escaping."""
+    def show(value: str) -> str:
+        return md_code(value) if code else esc(value)
+
+    where = (f" in {show(p.location)}" if p.location is not None
+             else " (destination location not in the Pub/Sub API)" if p.kind == "export"
+             else " (location not known)")
+    state = f" [{show(p.state)}]" if p.state else ""
+    return f"{_DIRECTION[p.kind]} {show(p.what)}{where}{state}: {show(p.detail)}"
 
 
 def _heading(report: ResidencyReport) -> str:
@@ -204,6 +229,10 @@ def markdown(report: ResidencyReport) -> str:
             f"- {md_code(p.name)} ({p.kind}) on {md_code(t.address)}: {md_code(p.state)}"
             for t, p in paused
         ]
+    paths = [(t, p) for t in report.topics for p in t.paths]
+    if paths:
+        lines += ["", "**Where message data also goes**", ""]
+        lines += [f"- {md_code(t.address)}: {path_text(p, code=True)}" for t, p in paths]
     unknown = [(t, u) for t in report.topics for u in t.unknown]
     if report.notes or unknown:
         lines += ["", "**Unknown**", ""]

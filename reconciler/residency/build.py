@@ -25,9 +25,12 @@ from reconciler.backends.base import (
 from reconciler.backends.residency_reads import ProjectReads
 from reconciler.backlogs import Backlog, ages_out_within, clears_line, distinct_bounds
 from reconciler.frozen import FrozenDict
+from reconciler.messagepaths import data_paths
+from reconciler.plan.datapaths import live_extras
 from reconciler.plan.observation import facts_of
 from reconciler.plan.policy import expected_policy
 from reconciler.residency.model import (
+    DataPathRecord,
     PausedExport,
     RegionStore,
     ResidencyReport,
@@ -162,7 +165,22 @@ def _residency(
         subscriptions=None if subs is None else len(subs),
         unknown=unknown,
         source=source,
+        paths=_paths(live, subs),
     )
+
+
+def _paths(live: ObservedTopic, subs: Sequence[ObservedSubscription] | None
+           ) -> list[DataPathRecord]:
+    """Where the topic's message data goes besides its stored copies: shown for a
+    topic with transforms or an ingestion source (its exports then too: where the
+    models' output is written)."""
+    transforms, ingestion = live_extras(live.shape)
+    if not transforms and not ingestion:
+        return []
+    return [
+        DataPathRecord(p.kind, p.what, p.location, p.detail, p.state)
+        for p in data_paths(transforms, ingestion, subs)
+    ]
 
 
 def _backlogs(

@@ -91,6 +91,33 @@ class PausedExport(Record, frozen=True):
     state: str
 
 
+class DataPathRecord(Record, frozen=True):
+    """One way message data leaves or enters the topic besides its stored copies
+    (reconciler/messagepaths.py): a model an AI Inference transform sends each
+    message to, the ingestion source it takes messages from, an export that writes
+    them out."""
+
+    kind: Annotated[
+        Literal["model", "source", "export"],
+        doc("model: an enabled AI Inference transform's Vertex AI model; source: the "
+            "ingestion source; export: a BigQuery or Cloud Storage subscription."),
+    ]
+    what: Annotated[str, doc("The transform, the source's kind, or the export's kind.")]
+    location: Annotated[
+        str | None,
+        doc("Where, when its name says it (the model's location; an AWS source's "
+            "region, as aws:REGION); null: not known (an export's destination location "
+            "is not in the Pub/Sub API)."),
+    ]
+    detail: Annotated[
+        str, doc("The model endpoint, what names the source (never a credential), or the "
+                 "export subscription.")]
+    state: Annotated[
+        str | None, doc("The service's state of the source or export (e.g. ACTIVE, "
+                        "VERTEX_AI_LOCATION_RESTRICTION, CONFLICTING_REGION_CONSTRAINTS).")
+    ] = None
+
+
 class TopicResidency(Record, frozen=True):
     """One topic: where its messages are, and what is outside the allowed."""
 
@@ -122,6 +149,11 @@ class TopicResidency(Record, frozen=True):
         doc("Why some figures are unknown (metrics, subscriptions); absent when none."),
     ] = EMPTY
     source: SourceJSON = always(None)
+    paths: Annotated[
+        Sequence[DataPathRecord],
+        doc("Where message data goes and comes from besides the stored copies (models, "
+            "the ingestion source, exports); absent when none."),
+    ] = EMPTY
 
     @property
     def has_findings(self) -> bool:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from reconciler.diagnostics import Diagnostic, Diagnostics
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.spec.acceptances import owner_acceptances, with_topics
+from reconciler.spec.datapaths import check_paths
 from reconciler.spec.defaults import defaults_chain, index_defaults
 from reconciler.spec.desired import DesiredState, DesiredTopic
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
@@ -81,6 +82,7 @@ def check_tree(
         if facts is not None:
             _check_against_org(topic, located, facts, diags, reported_groups)
         if valid:
+            check_paths(topic, located, facts, diags)
             if rules is not None:
                 rules.check(topic, located)
             state.topics.append(topic)

@@ -14,7 +14,7 @@ from reconciler.diagnostics import Diagnostics
 from reconciler.spec.documents import DefaultsDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
-from reconciler.topicfields import TopicField
+from reconciler.topicfields import INGESTION, TopicField
 
 
 def index_defaults(
@@ -32,7 +32,21 @@ def index_defaults(
             )
             continue
         out[directory] = located
+        check_defaults_rest_fields(located, diags)
     return out
+
+
+def check_defaults_rest_fields(located: Located[DefaultsDoc], diags: Diagnostics) -> None:
+    """A Defaults document may not declare an ingestion source (the table's PER_TOPIC):
+    said once, at its line."""
+    if located.model.spec.ingestion_data_source_settings is not None:
+        PositionedDiagnostics(located, diags).error(
+            INGESTION.spec_path, "ingestion-in-defaults",
+            f"{INGESTION.spec} is a topic's own, not a default: a source given to every "
+            "topic of a directory would ingest each message once per topic; move it to "
+            "the one Topic document that ingests from it",
+            key=True,
+        )
 
 
 def defaults_chain(

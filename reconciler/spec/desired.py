@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
-from typing import Literal
+from typing import Any, Literal
 
 from reconciler.acceptance import Acceptance
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts
@@ -93,6 +93,11 @@ class DesiredTopic:
     message_retention_duration: str | None = None  # seconds, e.g. "172800s"
     kms_key_name: str | None = None  # projects/P/locations/L/keyRings/R/cryptoKeys/K
     schema_settings: SchemaSettings | None = None
+    # REST JSON (camelCase), read-only (reconciler/frozen.py): a list of transforms, the
+    # ingestion settings, tag key -> tag value short name (topicfields.py).
+    message_transforms: Any = None
+    ingestion: Any = None
+    tags: Any = None
     file: str = ""
     line: int = 0
     # projects/P/topics/T, worked out once: a plan sorts and looks up by it.

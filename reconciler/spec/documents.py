@@ -148,6 +148,184 @@ class SchemaSettingsSpec(_Shape, kw_only=True, frozen=True):
     )] = None
 
 
+# The REST JSON fields (reconciler/topicfields.py: TRANSFORMS, INGESTION, TAGS), as
+# googleapis `google/pubsub/v1/pubsub.proto` names them in camelCase. A member the proto
+# marks REQUIRED is optional here: its absence is reported in the service's words by
+# reconciler/transformrules.py or ingestionrules.py (the rules the local server
+# applies), at its line.
+_UDF_CODE = Meta(description=(
+    "JavaScript defining the function `functionName` names, "
+    "`function NAME(message, metadata)`; at most 20 KB."
+))
+
+
+class JavaScriptUdfSpec(_Shape, kw_only=True, frozen=True):
+    function_name: Annotated[str, Meta(
+        description="The function the code defines; unique among a topic's UDFs.",
+    )] = ""
+    code: Annotated[str, _UDF_CODE] = ""
+
+
+class UnstructuredInferenceSpec(_Shape, kw_only=True, frozen=True):
+    parameters: Annotated[dict[str, Any] | None, Meta(
+        description="A JSON object sent with each message's data in every request.",
+    )] = None
+
+
+class AiInferenceSpec(_Shape, kw_only=True, frozen=True):
+    endpoint: Annotated[str, Meta(
+        description="The Vertex AI model each message is sent to: "
+        "`projects/P/locations/L/endpoints/E` or "
+        "`projects/P/locations/L/publishers/PUB/models/M`.",
+    )] = ""
+    unstructured_inference: Annotated[UnstructuredInferenceSpec | None, Meta(
+        description="Requests and responses are any JSON object.",
+    )] = None
+    service_account_email: Annotated[str | None, Meta(
+        description="The service account the requests are made as; omitted: Pub/Sub's "
+        "service agent.",
+    )] = None
+
+
+class CompressionSpec(_Shape, kw_only=True, frozen=True):
+    compression_algorithm: Annotated[str, Meta(description="`ZLIB`.")] = ""
+    compression_mode: Annotated[str, Meta(description="`COMPRESS` or `DECOMPRESS`.")] = ""
+
+
+class MessageTransformSpec(_Shape, kw_only=True, frozen=True):
+    javascript_udf: Annotated[JavaScriptUdfSpec | None, Meta(
+        description="A JavaScript user-defined function.",
+    )] = None
+    ai_inference: Annotated[AiInferenceSpec | None, Meta(
+        description="Send each message to a Vertex AI model (data leaves for the "
+        "model's location).",
+    )] = None
+    compression: Annotated[CompressionSpec | None, Meta(
+        description="Compress or decompress each message's data.",
+    )] = None
+    disabled: Annotated[bool | None, Meta(
+        description="Kept on the topic but not applied; absent and `false` are equal.",
+    )] = None
+    enabled: Annotated[bool | None, Meta(
+        description="Deprecated by the API in favour of `disabled`; kept as the topic "
+        "has it.",
+    )] = None
+
+
+class AwsKinesisSpec(_Shape, kw_only=True, frozen=True):
+    stream_arn: Annotated[str, Meta(description="The Kinesis stream's ARN.")] = ""
+    consumer_arn: Annotated[str, Meta(
+        description="The enhanced fan-out consumer's ARN.",
+    )] = ""
+    aws_role_arn: Annotated[str, Meta(
+        description="The AWS role assumed through identity federation (not a secret).",
+    )] = ""
+    gcp_service_account: Annotated[str, Meta(
+        description="The service account federated with the role.",
+    )] = ""
+
+
+class TextFormatSpec(_Shape, kw_only=True, frozen=True):
+    delimiter: Annotated[str | None, Meta(description="Omitted: a newline.")] = None
+
+
+class EmptySpec(_Shape, kw_only=True, frozen=True):
+    pass
+
+
+class CloudStorageSpec(_Shape, kw_only=True, frozen=True):
+    bucket: Annotated[str, Meta(description="The bucket, without `gs://`.")] = ""
+    text_format: Annotated[TextFormatSpec | None, Meta(
+        description="Each line of an object is a message (the default).",
+    )] = None
+    avro_format: Annotated[EmptySpec | None, Meta(description="Avro objects: `{}`.")] = None
+    pubsub_avro_format: Annotated[EmptySpec | None, Meta(
+        description="Objects a Cloud Storage subscription wrote: `{}`.",
+    )] = None
+    minimum_object_create_time: Annotated[str | None, Meta(
+        description="Only objects created at or after this RFC 3339 time.",
+    )] = None
+    match_glob: Annotated[str | None, Meta(description="Only objects matching this glob.")] = None
+
+
+class AzureEventHubsSpec(_Shape, kw_only=True, frozen=True):
+    resource_group: Annotated[str, Meta(description="The Azure resource group.")] = ""
+    namespace: Annotated[str, Meta(description="The Event Hubs namespace.")] = ""
+    event_hub: Annotated[str, Meta(description="The event hub.")] = ""
+    client_id: Annotated[str, Meta(
+        description="The Azure application's client ID (federated; not a secret).",
+    )] = ""
+    tenant_id: Annotated[str, Meta(description="The Azure tenant ID.")] = ""
+    subscription_id: Annotated[str, Meta(description="The Azure subscription ID.")] = ""
+    gcp_service_account: Annotated[str, Meta(
+        description="The service account federated with the application.",
+    )] = ""
+
+
+class AwsMskSpec(_Shape, kw_only=True, frozen=True):
+    cluster_arn: Annotated[str, Meta(description="The MSK cluster's ARN.")] = ""
+    topic: Annotated[str, Meta(description="The Kafka topic read.")] = ""
+    aws_role_arn: Annotated[str, Meta(
+        description="The AWS role assumed through identity federation (not a secret).",
+    )] = ""
+    gcp_service_account: Annotated[str, Meta(
+        description="The service account federated with the role.",
+    )] = ""
+
+
+class ConfluentCloudSpec(_Shape, kw_only=True, frozen=True):
+    bootstrap_server: Annotated[str, Meta(description="`host:port`.")] = ""
+    cluster_id: Annotated[str, Meta(description="The Confluent cluster's ID.")] = ""
+    topic: Annotated[str, Meta(description="The Kafka topic read.")] = ""
+    identity_pool_id: Annotated[str, Meta(
+        description="The Confluent identity pool federated with the service account "
+        "(not a secret).",
+    )] = ""
+    gcp_service_account: Annotated[str, Meta(
+        description="The service account federated with the pool.",
+    )] = ""
+
+
+class PlatformLogsSettingsSpec(_Shape, kw_only=True, frozen=True):
+    severity: Annotated[
+        Literal["SEVERITY_UNSPECIFIED", "DISABLED", "DEBUG", "INFO", "WARNING", "ERROR"] | None,
+        Meta(description="The lowest severity of the platform logs written."),
+    ] = None
+
+
+class IngestionSpec(_Shape, kw_only=True, frozen=True):
+    aws_kinesis: Annotated[AwsKinesisSpec | None, Meta(
+        description="Amazon Kinesis Data Streams.",
+    )] = None
+    cloud_storage: Annotated[CloudStorageSpec | None, Meta(description="Cloud Storage.")] = None
+    azure_event_hubs: Annotated[AzureEventHubsSpec | None, Meta(
+        description="Azure Event Hubs.",
+    )] = None
+    aws_msk: Annotated[AwsMskSpec | None, Meta(description="Amazon MSK.")] = None
+    confluent_cloud: Annotated[ConfluentCloudSpec | None, Meta(
+        description="Confluent Cloud.",
+    )] = None
+    platform_logs_settings: Annotated[PlatformLogsSettingsSpec | None, Meta(
+        description="Platform logs of ingestion failures.",
+    )] = None
+
+
+_TRANSFORMS = Meta(description=(
+    "The message transforms applied, in order, to each message published (at most 5 "
+    "enabled; each exactly one of `javascriptUdf`, `aiInference`, `compression`). "
+    "Omitted: unmanaged (never sent, never compared)."
+))
+_INGESTION = Meta(description=(
+    "Where the topic ingests messages from: exactly one source. A topic's own only "
+    "(not in `Defaults`). Omitted: unmanaged."
+))
+_TAGS = Meta(description=(
+    "Tags bound when the topic is created: `PARENT/KEY: VALUE` (`123/environment: "
+    "production`). Input-only and immutable: sent only in CreateTopic; on an existing "
+    "topic they cannot be read back nor changed. Omitted: none sent."
+))
+
+
 class Retry(_Shape, kw_only=True, frozen=True):
     initial_rpc_timeout: Annotated[DurationMs | None, Meta(
         description="Initial RPC timeout; must exceed the hedge delay.",
@@ -203,7 +381,10 @@ class TopicSpec(_Shape, kw_only=True, frozen=True):
     message_retention_duration: Annotated[Retention | None, _RETENTION] = None
     kms_key_name: Annotated[str | None, _KMS_KEY] = None
     schema_settings: Annotated[SchemaSettingsSpec | None, _SCHEMA_SETTINGS] = None
+    message_transforms: Annotated[list[MessageTransformSpec] | None, _TRANSFORMS] = None
+    ingestion_data_source_settings: Annotated[IngestionSpec | None, _INGESTION] = None
     publishers: Annotated[Publishers | None, _PUBLISHERS] = None
+    tags: Annotated[dict[str, str] | None, _TAGS] = None
 
 
 class TopicDoc(_Shape, kw_only=True, frozen=True):
@@ -246,7 +427,10 @@ class DefaultsSpec(_Shape, kw_only=True, frozen=True):
     message_retention_duration: Annotated[Retention | None, _RETENTION] = None
     kms_key_name: Annotated[str | None, _KMS_KEY] = None
     schema_settings: Annotated[SchemaSettingsSpec | None, _SCHEMA_SETTINGS] = None
+    message_transforms: Annotated[list[MessageTransformSpec] | None, _TRANSFORMS] = None
+    ingestion_data_source_settings: Annotated[IngestionSpec | None, _INGESTION] = None
     publishers: Annotated[Publishers | None, _PUBLISHERS] = None
+    tags: Annotated[dict[str, str] | None, _TAGS] = None
 
 
 class DefaultsDoc(_Shape, kw_only=True, frozen=True):

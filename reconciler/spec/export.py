@@ -13,9 +13,12 @@ regions and enforceInTransit, `false` included (the policy omitted when the topi
 none), the message
 retention (in the largest unit that holds it: `172800s` is written `2d`), the key
 name and the schema settings as set, and a `publishers:` block decoded from the
-hedging labels. What reconcile does not manage (an ingestion source, message
-transforms, the settings of a deleted schema) is named in a comment above the topic
-(`notes`), never dropped without a word. Values every topic shares are written once,
+hedging labels, the message transforms and the ingestion source in the REST JSON
+shape (the source's output-only `state` left out). What a spec cannot hold (the
+settings of a deleted schema, transforms whose parameters look like secrets) is named
+in a comment above the topic (`notes`), never dropped without a word. Tags are never
+written: the service does not return them (input-only), so an imported file says so
+in its header comment. Values every topic shares are written once,
 in a `Defaults` document, when the caller says the directory allows it
 (`spec/defaults_export.py`). Where a Defaults document already applies (`inherited`),
 each topic is written so that it keeps its live values under it, or the value it
@@ -32,6 +35,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from reconciler.frozen import thawed
 from reconciler.hedging import labels as hl
 from reconciler.hedging.profile import HedgingProfile, RetryTimeouts, format_ms
 from reconciler.names import split_topic_name
@@ -48,13 +52,16 @@ from reconciler.topic import (
 )
 from reconciler.topicfields import (
     HEDGING,
+    INGESTION,
     KMS_KEY,
     LABELS,
     RETENTION,
     SCHEMA_SETTINGS,
     STORAGE_POLICY,
+    TRANSFORMS,
 )
 from reconciler.topicrules import DELETED_SCHEMA, written_duration
+from reconciler.topicvalues import secret_names
 from reconciler.yamltext import dump_all
 
 Doc = dict[str, Any]
@@ -182,7 +189,8 @@ def topic_doc(
             )
         else:
             spec[SCHEMA_SETTINGS.spec] = SCHEMA_SETTINGS.to_rest(shape.schema_settings)
-    notes.extend(f"unmanaged: {text}" for text in shape.unmanaged)
+    written = _rest_fields(topic.name, shape, spec, notes)
+    notes.extend(f"unmanaged: {text}" for text in shape.unmanaged_notes(written.__contains__))
     try:
         decoded = hl.decode(labels)
     except hl.LabelDecodeError as exc:
@@ -202,6 +210,31 @@ def topic_doc(
         "metadata": {"project": project, "name": _topic_id(topic.name)},
         "spec": spec,
     }
+
+
+def _rest_fields(name: str, shape: TopicShape, spec: Doc, notes: list[str]) -> set[str]:
+    """Write the live message transforms and ingestion source as the spec declares
+    them (the REST JSON shape; an ingestion source's output-only `state` left out);
+    the REST names written. Transforms whose parameters name what looks like a secret
+    are not written (a spec is no place for one: validate refuses it), but named in a
+    note. Tags cannot be written: a live topic never shows them (input-only)."""
+    written: set[str] = set()
+    if shape.message_transforms is not None:
+        secrets = sorted(set(secret_names(shape.message_transforms)))
+        if secrets:
+            notes.append(
+                f"unmanaged: {TRANSFORMS.spec} (their parameters name "
+                f"{', '.join(repr(s[:40]) for s in secrets[:3])}, which look like secrets: "
+                "not written to a spec)"
+            )
+            written.add(TRANSFORMS.rest)  # said here, not again as unmanaged
+        else:
+            spec[TRANSFORMS.spec] = thawed(shape.message_transforms)
+            written.add(TRANSFORMS.rest)
+    if shape.ingestion is not None:
+        spec[INGESTION.spec] = thawed(shape.ingestion)
+        written.add(INGESTION.rest)
+    return written
 
 
 def publishers_block(

@@ -40,6 +40,7 @@ from reconciler.orgpolicy.locations import (
     location_restriction,
 )
 from reconciler.orgpolicy.model import (
+    DISABLE_TOPIC_TRANSFORMS,
     ENFORCE_IN_TRANSIT,
     RESOURCE_LOCATIONS,
     RESTRICT_KEY_PROJECTS,
@@ -98,6 +99,8 @@ class OrgFacts:
     cmek_required: bool = False
     key_projects: PolicySpec | None = None
     ancestry: Mapping[str, str] = field(default_factory=dict, compare=False)
+    # pubsub.managed.disableTopicMessageTransforms enforced (reconciler/messagepaths.py)
+    transforms_disabled: bool = False
 
 
 def facts_from_specs(
@@ -106,10 +109,12 @@ def facts_from_specs(
     non_cmek: PolicySpec | None = None,
     key_projects: PolicySpec | None = None,
     ancestry: Mapping[str, str] | None = None,
+    disable_transforms: PolicySpec | None = None,
 ) -> OrgFacts:
     return OrgFacts(
         location_restriction(resource_locations), enforce_in_transit(in_transit),
         cmek_required(non_cmek), key_projects, ancestry or {},
+        enforce_in_transit(disable_transforms),  # a boolean constraint, read the same way
     )
 
 
@@ -123,6 +128,7 @@ def org_facts(store: PolicyStore | None, project: str) -> OrgFacts | None:
         store.effective_spec(RESTRICT_NON_CMEK, resource),
         store.effective_spec(RESTRICT_KEY_PROJECTS, resource),
         store.ancestry,
+        store.effective_spec(DISABLE_TOPIC_TRANSFORMS, resource),
     )
 
 
@@ -187,11 +193,14 @@ def allowed_text(regions: Iterable[str]) -> str:
     return f" (allowed: {', '.join(regions) or 'none'})"
 
 
-def locate(doc: Document, path: tuple[str, ...], value: str | None) -> PathKey:
+def locate(doc: Document, path: tuple[str | int, ...], value: str | None) -> PathKey:
     """The path of `value` inside the list at `path` in this document (a region may be
     declared here or come from a Defaults document: then the topic itself is blamed)."""
     node = doc.data_for_message()
     for part in path:
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            continue
         if not isinstance(node, dict) or part not in node:
             return ("metadata", "name")
         node = node[part]

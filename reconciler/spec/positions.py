@@ -32,7 +32,7 @@ def _documents(file: str, mtime_ns: int, size: int) -> list[Document]:
 
 
 def position(
-    file: str, line: int, path: tuple[str, ...], value: str | None
+    file: str, line: int, path: tuple[str | int, ...], value: str | None
 ) -> tuple[str, int, int] | None:
     """(file, line, column) of `path`/`value` for the topic whose document starts at
     `line` of `file`: in that document, or in the Defaults document it inherits the
@@ -60,10 +60,13 @@ def _read(file: str) -> list[Document]:
         return []
 
 
-def _holds(doc: Document, path: tuple[str, ...]) -> bool:
-    """The document writes `path` itself."""
+def _holds(doc: Document, path: tuple[str | int, ...]) -> bool:
+    """The document writes `path` itself (an int: an item of a list)."""
     node = doc.data_for_message()
     for part in path:
+        if isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            continue
         if not isinstance(node, dict) or part not in node:
             return False
         node = node[part]

@@ -62,6 +62,8 @@ def _type(kind: Any, defs: dict[str, Any]) -> dict[str, Any]:
             defs[kind.__name__] = {}  # a placeholder while its fields are written
             defs[kind.__name__] = _struct(kind, defs)
         return {"$ref": f"#/$defs/{kind.__name__}"}
+    if kind is Any:  # a free JSON value (a transform's `parameters`)
+        return {}
     return {"type": _SIMPLE[kind]}
 
 

@@ -181,6 +181,8 @@ class _Check:
         if normal is not value and _accepts(kind, normal):
             parent[key] = normal
             return
+        # a list or mapping, or one as the member of a union (`list[X] | None`)
+        kind = next((m for m in members(kind) if typing.get_origin(m) is type(value)), kind)
         origin = typing.get_origin(kind)
         if origin is list and type(value) is list:
             item = struct_in(bare(typing.get_args(kind)[0]))

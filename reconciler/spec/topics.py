@@ -25,6 +25,7 @@ from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.profiles import Profiles, profile_from_settings, report_profile_problems
 from reconciler.spec.regions import check_endpoint, check_regions
+from reconciler.spec.restfields import check_rest_fields
 from reconciler.spec.settings import check_settings
 from reconciler.spec.tree import Located
 from reconciler.topicfields import HEDGING, STORAGE_POLICY
@@ -75,6 +76,7 @@ def check_topic(
                                          rep, chain)
     storage = check_storage(storage_model, storage_rep)
     settings = check_settings(located, chain, diags)
+    extras = check_rest_fields(located, chain, diags)
 
     publishers, publishers_rep = nearest(doc.spec.publishers, HEDGING, rep, chain)
     hedging = None
@@ -111,6 +113,9 @@ def check_topic(
         message_retention_duration=settings.retention,
         kms_key_name=settings.kms_key_name,
         schema_settings=settings.schema_settings,
+        message_transforms=extras.message_transforms,
+        ingestion=extras.ingestion,
+        tags=extras.tags,
         file=located.doc.file,
         line=located.doc.start.line,
     )

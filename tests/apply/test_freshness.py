@@ -97,6 +97,7 @@ def test_an_org_policy_change_is_named(
         f"projects/{PROJECT}: effective org policy changed since the plan "
         "(constraints/gcp.resourceLocations, in-transit enforcement, "
         "constraints/gcp.restrictNonCmekServices, constraints/gcp.restrictCmekCryptoKeyProjects, "
+        "constraints/pubsub.managed.disableTopicMessageTransforms, "
         "the custom constraints on topics and their enforcement, or the project's folders "
         "and organization)"
     ]

@@ -288,7 +288,7 @@ def test_live_org_policy_forbidding_a_region_is_an_error_before_any_call(
     assert "no plan made, nothing changed" in result.stderr
     assert result.stdout == ""
     counts = local_server.counters.snapshot()
-    assert counts.get("GetEffectivePolicy", 0) == 4  # the four constraints, from the API
+    assert counts.get("GetEffectivePolicy", 0) == 5  # the five constraints, from the API
     assert counts.get("CreateTopic", 0) == 0 and counts.get("UpdateTopic", 0) == 0
 
 

@@ -230,7 +230,10 @@ def test_malformed_acceptances_are_errors_at_their_lines(
         "specs/topics.yaml:48:3: error[acceptance-invalid]: 'duplicate-topic' is not a "
         "finding that can be accepted"
     )
-    assert errors[8].endswith("region-restricted; an error never is)")
+    assert errors[8].endswith(
+        "region-restricted, transform-exports-at-plan, transform-model-region; an error "
+        "never is)"
+    )
     assert len(errors) == 9
 
 

@@ -60,6 +60,12 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None) -> A
         return st.just(schema["const"])
     if "enum" in schema:
         return st.sampled_from(schema["enum"])
+    if "type" not in schema:  # any JSON value (a transform's parameters)
+        scalars = st.none() | st.booleans() | st.text(max_size=20) | st.integers(-99, 99)
+        return st.recursive(
+            scalars, lambda inner: st.lists(inner, max_size=3)
+            | st.dictionaries(st.text(max_size=10), inner, max_size=3), max_leaves=6,
+        )
     kind = schema["type"]
     if kind == "string":
         if "pattern" in schema:
@@ -84,6 +90,8 @@ def from_schema(schema: dict[str, Any], root: dict[str, Any] | None = None) -> A
     properties = schema.get("properties", {})
     required = set(schema.get("required", ()))
     extra = schema.get("additionalProperties", True)
+    if not properties and extra is False:  # an empty message (`avroFormat: {}`)
+        return st.just({})
     if not properties:
         assert isinstance(extra, dict)
         return st.dictionaries(st.text(max_size=70), from_schema(extra, root), max_size=6)

@@ -35,6 +35,9 @@ NAME = "name"
 LABELS = fields.LABELS.rest
 STORAGE = fields.STORAGE_POLICY.rest
 _SETTINGS = tuple((entry.rest, entry.to_rest) for entry in fields.SETTINGS)
+# Those the live topic's `others` also carries, as the service writes them (with what
+# the canonical value leaves out: an ingestion source's output-only `state`).
+_CANONICAL = {rest: fields.BY_REST[rest].from_json for rest in fields.UNMANAGED_REST}
 # The top-level fields the topic value carries: what a plan reads of a live topic (a
 # condition reading another field of one cannot be judged from the plan's reads).
 LIVE_FIELDS = frozenset({NAME, *(f.rest for f in fields.SENT), *fields.UNMANAGED_REST})
@@ -63,6 +66,9 @@ def topic_resource(
         resource[STORAGE] = shown
     for (rest, to_rest), value in zip(_SETTINGS, settings, strict=False):  # () = none set
         if value is not None:
+            canonical = _CANONICAL.get(rest)
+            if canonical and others and rest in others and canonical(others[rest]) == value:
+                continue  # the live value, as the service shows it
             resource[rest] = to_rest(value)
     return resource
 
