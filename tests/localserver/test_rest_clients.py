@@ -101,6 +101,7 @@ class Clients:
     projects: Any
     folders: Any
     organizations: Any
+    tag_bindings: Any
     project: str
 
     @property
@@ -111,7 +112,7 @@ class Clients:
         return f"projects/{self.project}/{kind}/{resource}"
 
 
-RM_CLIENTS = ("ProjectsClient", "FoldersClient", "OrganizationsClient")
+RM_CLIENTS = ("ProjectsClient", "FoldersClient", "OrganizationsClient", "TagBindingsClient")
 
 
 def _rest_clients(address: str, project: str) -> Clients:
@@ -130,7 +131,7 @@ def _rest_clients(address: str, project: str) -> Clients:
 
 
 def _insecure_rm_clients(address: str) -> list[Any]:
-    """Resource Manager's three clients on gRPC, in plaintext."""
+    """Resource Manager's four clients on gRPC, in plaintext."""
     import grpc
     from google.cloud import resourcemanager_v3 as rm
     from google.cloud.resourcemanager_v3.services.folders.transports import FoldersGrpcTransport
@@ -140,12 +141,16 @@ def _insecure_rm_clients(address: str) -> list[Any]:
     from google.cloud.resourcemanager_v3.services.projects.transports import (
         ProjectsGrpcTransport,
     )
+    from google.cloud.resourcemanager_v3.services.tag_bindings.transports import (
+        TagBindingsGrpcTransport,
+    )
 
     channel = grpc.insecure_channel(address)
     return [
         rm.ProjectsClient(transport=ProjectsGrpcTransport(channel=channel)),
         rm.FoldersClient(transport=FoldersGrpcTransport(channel=channel)),
         rm.OrganizationsClient(transport=OrganizationsGrpcTransport(channel=channel)),
+        rm.TagBindingsClient(transport=TagBindingsGrpcTransport(channel=channel)),
     ]
 
 
@@ -325,6 +330,15 @@ def _revision_deleted(c: Clients) -> Any:
     return c.schemas.delete_schema_revision(
         name=f"{_schema(c)}@{oldest.revision_id}", **CALL
     )
+
+
+def _tag_bindings(c: Clients) -> Any:
+    """The bindings of a topic created with tags (tests/localserver/test_tag_bindings.py)."""
+    topic = c.name("topics", "tagged")
+    c.publisher.create_topic(request={"name": topic, "tags": {"123/environment": "prod"}},
+                             **CALL)
+    return list(c.tag_bindings.list_tag_bindings(
+        parent=f"//pubsub.googleapis.com/{topic}", **CALL))
 
 
 def _policy(c: Clients) -> str:
@@ -546,6 +560,9 @@ CASES = [
     Case("SearchOrganizations", lambda c: list(c.organizations.search_organizations(
         query=f"directoryCustomerId:C{c.org.removeprefix('organizations/')}", **CALL))),
     Case("GetOperation", _operation),
+    Case("ListTagBindings", _tag_bindings),
+    Case("ListTagBindings-not-a-full-name", lambda c: list(c.tag_bindings.list_tag_bindings(
+        parent=c.name("topics", "orders"), **CALL)), exceptions.BadRequest),
 ]
 
 # Per-call values: IDs, times, etags (their presence is compared, not their value).

@@ -74,3 +74,18 @@ def test_parents_without_bindings_and_a_malformed_one(local_server: Any) -> None
     with pytest.raises(exceptions.InvalidArgument) as info:
         listed(client, TOPIC)
     assert "expected a full resource name" in str(info.value.message)
+
+
+def test_googles_rest_client_lists_them(local_server: Any) -> None:
+    """`GET /v3/tagBindings?parent=...` (tag_bindings.proto's binding), sent by the
+    client library's own REST transport."""
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud.resourcemanager_v3 import TagBindingsClient
+
+    make_publisher(local_server.address).create_topic(request={"name": TOPIC, "tags": TAGS})
+    client = TagBindingsClient(
+        transport="rest", credentials=AnonymousCredentials(),
+        client_options=ClientOptions(api_endpoint=f"http://{local_server.address}"),
+    )
+    assert listed(client) == EXPECTED

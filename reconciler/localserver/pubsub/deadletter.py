@@ -342,6 +342,7 @@ class DeadLetters:
                 self.sweeper.poke()
         else:
             self._counting.discard(name)
+            self._smt_errors.pop(name, None)  # no forward will carry them
 
     def forget(self, name: str) -> None:
         """Under `lock`: the subscription is gone."""

@@ -1,9 +1,10 @@
 """The REST face's routes: the `google.api.http` bindings of the methods behind it, as
 Google's own REST clients send them (google/pubsub/v1/pubsub.proto and schema.proto
 with the IAM mixin's bindings of pubsub_v1.yaml, google/cloud/orgpolicy/v2/
-orgpolicy.proto, google/cloud/resourcemanager/v3/projects.proto, folders.proto and
-organizations.proto, google/monitoring/v3/metric_service.proto, and the transform
-calls gcloud's generated Pub/Sub client binds), and finding the route of a request.
+orgpolicy.proto, google/cloud/resourcemanager/v3/projects.proto, folders.proto,
+organizations.proto and tag_bindings.proto, google/monitoring/v3/metric_service.proto,
+and the transform calls gcloud's generated Pub/Sub client binds), and finding the
+route of a request.
 
 A route whose method the server does not serve answers as its gRPC twin does
 (UNIMPLEMENTED).
@@ -28,6 +29,7 @@ MONITORING = "google.monitoring.v3.MetricService"
 PROJECTS = "google.cloud.resourcemanager.v3.Projects"
 FOLDERS = "google.cloud.resourcemanager.v3.Folders"
 ORGANIZATIONS = "google.cloud.resourcemanager.v3.Organizations"
+TAG_BINDINGS = "google.cloud.resourcemanager.v3.TagBindings"
 OPERATIONS = "google.longrunning.Operations"
 
 _TOPIC = "projects/*/topics/*"
@@ -187,6 +189,7 @@ ROUTES: tuple[tuple[str, str, str, str, str], ...] = (
     ("POST", "/v3/folders", FOLDERS, "CreateFolder", "folder"),
     ("GET", "/v3/{name=organizations/*}", ORGANIZATIONS, "GetOrganization", ""),
     ("GET", "/v3/organizations:search", ORGANIZATIONS, "SearchOrganizations", ""),
+    ("GET", "/v3/tagBindings", TAG_BINDINGS, "ListTagBindings", ""),
     ("GET", "/v3/{name=operations/*}", OPERATIONS, "GetOperation", ""),
 )
 _VARIABLE = re.compile(r"\{([a-z_.]+)=([^}]+)\}")
