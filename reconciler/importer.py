@@ -48,6 +48,7 @@ from reconciler.backends.base import CustomConstraints, ObservedTopic, TargetOpt
 from reconciler.backends.connect import open_backend
 from reconciler.diagnostics import Diagnostic, Diagnostics, Severity
 from reconciler.hedging.labels import endpoint as endpoint_label
+from reconciler.messagepaths import Bounds, Call, disabled_findings
 from reconciler.names import topic_name, topics_prefix
 from reconciler.othertools import ADOPTION_GUIDE, managed_by
 from reconciler.ownership import DEFAULT_OWNER
@@ -288,6 +289,16 @@ def standing_findings(
             )
             found = [
                 Finding(p.code, p.path, p.value) for p in existing_problems(standing, known)
+            ]
+            # Transforms the import writes as the topic has them: no call sets them, so
+            # the managed constraint forbidding them is the existing family's warning.
+            found += [
+                Finding(p.code, tuple(str(part) for part in p.spec_path))
+                for p in disabled_findings(
+                    topic.name, project, topic.shape.message_transforms,
+                    Bounds(None, False, known.transforms_disabled),
+                    Call(live=True, exists=True, sets_transforms=False),
+                )
             ]
             constraints = custom.get(project, ())
             # A topic whose adopting call is refused is not planned: the plan judges

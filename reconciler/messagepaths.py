@@ -215,7 +215,7 @@ def path_findings(
     out: list[PathFinding] = []
     models = model_paths(transforms)
     out += _model_findings(address, models, bounds)
-    out += _disabled_findings(address, project, transforms, bounds, call)
+    out += disabled_findings(address, project, transforms, bounds, call)
     if call.live:
         out += _export_findings(address, models, exports, bounds, call)
     elif models:
@@ -251,7 +251,7 @@ def _model_findings(address: str, models: list[DataPath], bounds: Bounds) -> lis
     ]
 
 
-def _disabled_findings(
+def disabled_findings(
     address: str, project: str, transforms: Sequence[Mapping[str, Any]] | None,
     bounds: Bounds, call: Call,
 ) -> list[PathFinding]:

@@ -122,6 +122,31 @@ def test_the_managed_constraint_is_read_from_the_org_policy_api(
     assert local_server.counters.get("GetEffectivePolicy") == 5
 
 
+def test_import_marks_transforms_the_managed_constraint_forbids_where_plan_warns(
+    run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path,
+) -> None:
+    from reconciler.orgpolicy.model import Policy
+
+    _seed(publisher_client, [US_MODEL])
+    local_server.put_policy(Policy.from_dict({
+        "name": "projects/proj-a/policies/pubsub.managed.disableTopicMessageTransforms",
+        "spec": {"rules": [{"enforce": True}]},
+    }))
+    out = tmp_path / "imported"
+    imported = run_cli("import", "--project", "proj-a", "--out", str(out),
+                       "--emulator", local_server.address)
+    assert imported.exit_code == 0, imported.stderr
+    written = out / "proj-a.yaml"
+    lines = written.read_text().splitlines()
+    [marked] = [i + 1 for i, x in enumerate(lines)
+                if x.endswith("# plan warns: existing-transforms-disabled")]
+    assert lines[marked - 2] == "  messageTransforms:", lines
+    result = run_cli("plan", str(out), "--emulator", local_server.address)
+    assert result.exit_code == 0, result.stderr
+    [line] = _lines(result.output, "existing-transforms-disabled")
+    assert line.startswith(f"{written}:{marked}:"), (line, marked)
+
+
 def test_an_export_in_vertex_ai_location_restriction(
     run_cli: Any, local_server: Any, specs: Any, publisher_client: Any,
     subscriber_client: Any, tmp_path: Path,
