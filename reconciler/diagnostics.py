@@ -72,6 +72,12 @@ class Diagnostics:
     def has_errors(self) -> bool:
         return any(d.severity is Severity.ERROR for d in self.items)
 
+    def has_errors_since(self, start: int) -> bool:
+        """Whether an error was added after the first `start` items: what one topic's
+        checks found, asked in time of that topic's findings only (counting every
+        item for every topic made a tree where each topic has a warning quadratic)."""
+        return any(d.severity is Severity.ERROR for d in self.items[start:])
+
     def sorted(self) -> list[Diagnostic]:
         seen: set[Diagnostic] = set()
         unique = []

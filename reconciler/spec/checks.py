@@ -64,11 +64,11 @@ def check_tree(
     for located in tree.topics:
         if located.directory not in chains:
             chains[located.directory] = defaults_chain(located.directory, defaults)
-        errors_before = diags.counts()[0]
+        start = len(diags.items)
         topic = check_topic(located, profiles, chains[located.directory], diags)
         if topic is None:
             continue
-        valid = diags.counts()[0] == errors_before and not located.partial
+        valid = not diags.has_errors_since(start) and not located.partial
         if located.invalid_within(("metadata",)):
             continue  # its name or project is unknown: nothing to compare or place
         key = (topic.project, topic.topic)
