@@ -1,6 +1,7 @@
 """What declaring retention, a key and schema settings on every topic costs (issue 36),
 or, with `--set transforms`, two message transforms (a JavaScript UDF and an AI
-Inference endpoint: issue 48's "every topic declaring a transform"):
+Inference endpoint: issue 48's "every topic declaring a transform"; `--set udf`, the
+UDF alone):
 `validate` of 100,000 topics and `plan` of 50,000 topics, each on scale.py's tree and
 on the same tree with `messageRetentionDuration`, `kmsKeyName` and `schemaSettings`
 added to every topic, in alternating pairs (A B, then B A), each command its own
@@ -20,7 +21,7 @@ any check. `over_floor` is, per pair, the command's extra CPU (with - without) l
 the bare read's, as a share of the command's CPU without the fields.
 
     python benchmarks/topic_settings.py [--pairs 7] [--only validate-100k plan-50k]
-                                        [--set settings|transforms]
+                                        [--set settings|transforms|udf]
     python benchmarks/topic_settings.py --smoke   # 1/1000 of the sizes, one pair: that it runs
 
 The last line printed is one JSON object with every figure.
@@ -60,7 +61,8 @@ TRANSFORMS = """\
   - aiInference:
       endpoint: projects/{project}/locations/us-east1/publishers/google/models/gemini-2.0-flash
 """
-FIELD_SETS = {"settings": SETTINGS, "transforms": TRANSFORMS}
+UDF = TRANSFORMS.split("  - aiInference:")[0]  # the JavaScript UDF alone
+FIELD_SETS = {"settings": SETTINGS, "transforms": TRANSFORMS, "udf": UDF}
 
 DEFAULTS = """\
 apiVersion: reconcile.pubsub/v1

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from tests.cli_support import CliResult, reconcile
+from tests.hooksource import HookSource, shared_hook_source
 from tests.server_support import ResourceManager, resource_manager, running_local_server
 from tests.wheelhouse import gather
 
@@ -203,6 +204,16 @@ def google_emulator(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+
+
+@pytest.fixture(scope="session")
+def hook_source(tmp_path_factory: pytest.TempPathFactory) -> HookSource:
+    """The working tree as a one-commit repository and one pre-commit home, shared by
+    the session's pre-commit tests (tests/hooksource.py)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, shared by its workers
+    return shared_hook_source(base / "reconcile-hook-source")
 
 
 @pytest.fixture(scope="session")

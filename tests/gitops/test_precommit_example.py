@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.gitops.repo_support import run_git, working_tree_repository
+from tests.gitops.repo_support import git_env, run_git
 from tests.gitops.workflow_lines import PRE_COMMIT_EXAMPLE, ROOT
+from tests.hooksource import HookSource
 
 SNAPSHOT = """\
 name: projects/acme-analytics/policies/gcp.resourceLocations
@@ -48,11 +49,14 @@ def _config_from_example(source: Path, rev: str) -> str:
 
 @pytest.mark.slow
 def test_example_config_blocks_a_broken_spec_and_lets_a_clean_tree_in(
-    tmp_path: Path, local_wheels: dict[str, str]
+    tmp_path: Path, local_wheels: dict[str, str], hook_source: HookSource
 ) -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required for the pre-commit test")
-    source, env, rev = working_tree_repository(tmp_path)
+    source, rev = hook_source.repo, hook_source.rev
+    env = git_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    env["PRE_COMMIT_HOME"] = str(hook_source.home)  # the hook environment, built once
     env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
 
     repo = tmp_path / "specs-repo"
@@ -113,12 +117,15 @@ def test_example_config_blocks_a_broken_spec_and_lets_a_clean_tree_in(
 
 @pytest.mark.slow
 def test_the_hook_checks_what_is_committed_not_the_working_tree(
-    tmp_path: Path, local_wheels: dict[str, str]
+    tmp_path: Path, local_wheels: dict[str, str], hook_source: HookSource
 ) -> None:
     """An untracked file does not block a commit that leaves it out; a staged deletion
     blocks one although the file is still on disk; one validation of the whole staged
     tree, not one per staged file (the topic's profile is in a file it does not stage)."""
-    source, env, rev = working_tree_repository(tmp_path)
+    source, rev = hook_source.repo, hook_source.rev
+    env = git_env(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    env["PRE_COMMIT_HOME"] = str(hook_source.home)  # the hook environment, built once
     env.update(local_wheels)  # the hook environment's dependencies from the session's wheels
     repo = tmp_path / "specs-repo"
     shutil.copytree(ROOT / "examples" / "specs", repo / "specs")
