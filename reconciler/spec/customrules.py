@@ -289,10 +289,11 @@ class CustomRules:
             resource = declared_resource(
                 topic, self.owner, org_enforces_in_transit=self._in_transit[topic.project]
             )
+            kept = self._kept(topic)
             group = self._group(topic.project, managed_fields(topic))
             if group.shared is not None:
                 for judgement in group.shared.objections(resource, "CREATE"):
-                    self._object(judgement, group.modes, resource, topic, doc)
+                    self._object(judgement, group.modes, resource, topic, doc, kept)
             if group.own is not None:  # kept until then: only what they read
                 named.append((group, project(resource, group.own_reads), topic, doc))
             for constraint, fields in group.deferred:
@@ -301,22 +302,40 @@ class CustomRules:
         for group, resource, topic, doc in named:
             assert group.own is not None
             for judgement in group.own.objections(resource, "CREATE"):
-                self._object(judgement, group.modes, resource, topic, doc)
+                self._object(judgement, group.modes, resource, topic, doc, self._kept(topic))
+
+    def _kept(self, topic: DesiredTopic) -> dict[str, Any] | None:
+        """The topic as an existing one that keeps the spec's `enforceInTransit: false`
+        is after the plan's update, where the org's in-transit policy would make a new
+        one's true (None where the two are the same): the plan keeps a live topic's
+        value as written (existing-in-transit-off), so a constraint restricting UPDATE
+        judges this resource, not the one CreateTopic would send."""
+        storage = topic.storage
+        if not (self._in_transit[topic.project] and storage.mode == "explicit"
+                and not storage.enforce_in_transit):
+            return None
+        return declared_resource(topic, self.owner, org_enforces_in_transit=False)
 
     def _object(
         self, judgement: Judgement, modes: dict[str, Enforcement], resource: dict[str, Any],
-        topic: DesiredTopic, doc: Document,
+        topic: DesiredTopic, doc: Document, kept: dict[str, Any] | None = None,
     ) -> None:
         constraint = judgement.constraint
         mode = modes[constraint.name]
         if judgement.verdict is Verdict.UNDECIDED:
             self._unevaluable(constraint, mode, judgement.outcome, topic, doc)
-        else:
-            self._refused(constraint, mode, condition_for(constraint), resource, topic, doc)
+            return
+        # Refused as a new topic; an existing one keeping its values may not be.
+        existing_passes = kept is not None and not ConstraintSet([constraint]).objections(
+            kept, "UPDATE"
+        )
+        self._refused(constraint, mode, condition_for(constraint), resource, topic, doc,
+                      existing_passes=existing_passes)
 
     def _refused(
         self, constraint: CustomConstraint, mode: Enforcement, condition: Condition,
         resource: dict[str, Any], topic: DesiredTopic, doc: Document,
+        *, existing_passes: bool = False,
     ) -> None:
         m = doc.mark_for(deciding_path(specific(condition.reads), doc))
         if mode == "dry-run":
@@ -330,6 +349,16 @@ class CustomRules:
             consequence = (
                 "the service would refuse CreateTopic with FAILED_PRECONDITION"
                 + left_to_plan(f"reports an existing one as {EXISTING_REFUSED}")
+            )
+        elif existing_passes:
+            severity = Severity.WARNING
+            consequence = (
+                "the service would refuse CreateTopic with FAILED_PRECONDITION (the org's "
+                "in-transit policy makes a new topic's enforceInTransit true)"
+                + left_to_plan(
+                    "an existing topic that keeps enforceInTransit off, as this spec "
+                    "writes it, passes the constraint's UPDATE check"
+                )
             )
         else:
             severity = Severity.ERROR

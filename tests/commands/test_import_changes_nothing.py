@@ -248,6 +248,28 @@ def _defaults_doc(spec: dict[str, Any]) -> str:
      ("has(resource.labels.tier) && resource.labels.tier == 'yes'", "ALLOW",
       ("CREATE", "UPDATE"), True)],
 ))
+# In-transit enforced by the org, a topic keeping enforceInTransit off, and a custom
+# constraint restricting UPDATE that reads whether enforceInTransit is set (CI's draws).
+@example(estate=Estate(
+    [{"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
+                                               "enforce_in_transit": True}},
+     {"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
+                                               "enforce_in_transit": False}}],
+    None, True, False, None, None, False,
+    [("has(resource.messageStoragePolicy) && "
+      "has(resource.messageStoragePolicy.enforceInTransit)", "ALLOW", ("CREATE", "UPDATE"),
+      True)],
+))
+@example(estate=Estate(
+    [{"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
+                                               "enforce_in_transit": False}},
+     {"labels": {}, "message_storage_policy": {"allowed_persistence_regions": ["us-east1"],
+                                               "enforce_in_transit": True}}],
+    None, True, False, None, None, False,
+    [("has(resource.messageStoragePolicy) && "
+      "has(resource.messageStoragePolicy.enforceInTransit)", "DENY", ("CREATE", "UPDATE"),
+      True)],
+))
 # Two constraints restricting UPDATE that the topic breaks: validate refuses the tree
 # offline with two findings on one topic, compared as one (code, topic).
 @example(estate=Estate(
@@ -320,6 +342,9 @@ def test_import_then_plan_adds_only_the_ownership_labels(
         # The plan refuses exactly the calls import warned of; it adopts the others.
         assert errors == [("org-custom-constraint", t) for t in refused], (errors, text)
         changes = [rc for rc in plan["resource_changes"] if rc["change"]["actions"] != ["no-op"]]
+        if refused:  # a plan with an error is refused whole: no change, none applied
+            assert changes == [], (changes, text)
+            return
         assert len(changes) == len(estate.topics) - len(refused), (plan["resource_changes"], text)
         for rc in changes:
             assert rc["change"]["actions"] == ["update"], (rc, text)
