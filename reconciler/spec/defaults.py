@@ -1,12 +1,13 @@
 """Defaults documents: one per directory, applying to it and every directory below; the
-one inheritance rule of a field a Defaults document gives whole (the table's NEAREST
-fields, reconciler/topicfields.py): the topic's own value, else the nearest
-document's (`nearest`). Labels, the one MERGED field, merge outer documents first
-(spec/topics.py); import works out the same values (spec/inherited.py)."""
+two inheritance rules of the table's fields (reconciler/topicfields.py): a field a
+Defaults document gives whole (NEAREST) is the topic's own value, else the nearest
+document's (`nearest`); a MERGED one (labels, tags) merges every document's keys,
+outer documents first and the topic's own last (`merged`). Import works out the same
+values (spec/inherited.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from reconciler.spec.documents import DefaultsDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
 from reconciler.topicfields import INGESTION, TopicField
+from reconciler.yamlio import PathKey
 
 
 def index_defaults(
@@ -74,3 +76,21 @@ def nearest(
         if found is not None:
             return found, PositionedDiagnostics(defaults, rep.diags)
     return None, rep
+
+
+def merged(
+    entry: TopicField, located: Located[Any], chain: list[Located[DefaultsDoc]],
+    diags: Diagnostics,
+    check: Callable[[Mapping[str, str], PositionedDiagnostics, PathKey], None],
+) -> dict[str, str] | None:
+    """A MERGED field's (`entry.inherit`) keys for a topic: each document's of `chain`
+    (nearest first), outermost first, then the topic's own, each document's checked
+    by `check` where it is written; None when no document declares the field."""
+    out: dict[str, str] | None = None
+    for doc in [*reversed(chain), located]:
+        given = getattr(doc.model.spec, entry.attr)
+        if given is None:
+            continue
+        check(given, PositionedDiagnostics(doc, diags), entry.spec_path)
+        out = {**(out or {}), **given}
+    return out

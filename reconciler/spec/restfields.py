@@ -17,7 +17,7 @@ import msgspec
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.ingestionrules import SOURCES, ingestion_problems, source_kind
-from reconciler.spec.defaults import nearest
+from reconciler.spec.defaults import merged, nearest
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
 from reconciler.spec.tree import Located
@@ -29,7 +29,6 @@ from reconciler.yamlio import PathKey
 
 TRANSFORMS_PATH: PathKey = TRANSFORMS.spec_path
 INGESTION_PATH: PathKey = INGESTION.spec_path
-TAGS_PATH: PathKey = TAGS.spec_path
 # `messageTransforms[1].javascriptUdf.code ...`: the member a rule's message names.
 _NAMED = re.compile(r"messageTransforms(?:\[(\d+)\])?((?:\.[A-Za-z]+)*)")
 
@@ -138,22 +137,14 @@ def _ingestion(model: Any, rep: PositionedDiagnostics) -> Any:
 def _tags(
     located: Located[TopicDoc], chain: list[Located[DefaultsDoc]], diags: Diagnostics
 ) -> Any:
-    """MERGED, as labels: outer documents first, the topic's own keys last."""
-    merged: dict[str, str] = {}
-    docs: list[Located[Any]] = [*reversed(chain), located]
-    for doc in docs:
-        given = doc.model.spec.tags
-        if not given:
-            continue
-        rep = PositionedDiagnostics(doc, diags)
-        for key, value in given.items():
-            if problem := tag_key_problem(key):
-                rep.error((*TAGS_PATH, key), "tag-key", problem, key=True)
-            elif problem := tag_value_problem(key, value):
-                rep.error((*TAGS_PATH, key), "tag-value", problem)
-        merged.update(given)
-    if not merged and located.model.spec.tags is None and not any(
-        d.model.spec.tags is not None for d in chain
-    ):
-        return None
-    return canonical_tags(merged)
+    """MERGED, as labels (spec/defaults.py `merged`); None when no document has tags."""
+    tags = merged(TAGS, located, chain, diags, _check_tags)
+    return None if tags is None else canonical_tags(tags)
+
+
+def _check_tags(given: Any, rep: PositionedDiagnostics, base: PathKey) -> None:
+    for key, value in given.items():
+        if problem := tag_key_problem(key):
+            rep.error((*base, key), "tag-key", problem, key=True)
+        elif problem := tag_value_problem(key, value):
+            rep.error((*base, key), "tag-value", problem)

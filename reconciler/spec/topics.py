@@ -19,7 +19,7 @@ from reconciler.names import (
     topic_id_problem,
 )
 from reconciler.ownership import OWN_LABELS
-from reconciler.spec.defaults import nearest
+from reconciler.spec.defaults import merged, nearest
 from reconciler.spec.desired import DesiredTopic, StorageIntent
 from reconciler.spec.documents import DefaultsDoc, Publishers, StoragePolicySpec, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
@@ -28,7 +28,7 @@ from reconciler.spec.regions import check_endpoint, check_regions
 from reconciler.spec.restfields import check_rest_fields
 from reconciler.spec.settings import check_settings
 from reconciler.spec.tree import Located
-from reconciler.topicfields import HEDGING, STORAGE_POLICY
+from reconciler.topicfields import HEDGING, LABELS, STORAGE_POLICY
 from reconciler.yamlio import PathKey
 
 PUBLISHERS: PathKey = HEDGING.spec_path
@@ -64,13 +64,7 @@ def check_topic(
     if problem := topic_id_problem(doc.metadata.name):
         rep.error(("metadata", "name"), "topic-id", problem)
 
-    # Labels: defaults (outermost first) then the topic's own.
-    labels: dict[str, str] = {}
-    for d in reversed(chain):
-        check_labels(d.model.spec.labels, PositionedDiagnostics(d, diags), ("spec", "labels"))
-        labels.update(d.model.spec.labels)
-    check_labels(doc.spec.labels, rep, ("spec", "labels"))
-    labels.update(doc.spec.labels)
+    labels = merged(LABELS, located, chain, diags, check_labels) or {}
 
     storage_model, storage_rep = nearest(doc.spec.message_storage_policy, STORAGE_POLICY,
                                          rep, chain)
