@@ -26,13 +26,6 @@ from reconciler.topic import StoragePolicy, TopicShape, region_set
 from reconciler.topicfields import INGESTION, STORAGE_POLICY, TRANSFORMS
 
 
-def declared_extras(
-    topic: DesiredTopic,
-) -> tuple[Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None]:
-    """The transforms and the ingestion source a spec declares (None: unmanaged)."""
-    return topic.message_transforms, topic.ingestion
-
-
 def live_extras(
     shape: TopicShape,
 ) -> tuple[Sequence[Mapping[str, Any]] | None, Mapping[str, Any] | None]:
@@ -43,16 +36,6 @@ def live_extras(
     if ingestion is not None and shape.unmanaged_json:
         ingestion = shape.unmanaged_json.get(INGESTION.rest, ingestion)
     return shape.message_transforms or None, ingestion or None
-
-
-def _without_state(ingestion: Mapping[str, Any] | None) -> Any:
-    """The settings as a call sets them: a source's `state` is the service's."""
-    if not ingestion:
-        return None
-    return {
-        k: ({kk: vv for kk, vv in v.items() if kk != "state"} if isinstance(v, Mapping) else v)
-        for k, v in ingestion.items()
-    }
 
 
 def path_verdicts(
@@ -78,11 +61,12 @@ def path_verdicts(
     mask = change.update_mask
     if live is None:
         sets_t, sets_i = bool(transforms), bool(ingestion)
-    else:
+    else:  # what the diff compares (the table's `same`; the live shape has no `state`)
+        assert shape is not None
         sets_t = TRANSFORMS.proto in mask or (
-            declared_t is not None and list(declared_t) != list(had_t or ()))
+            declared_t is not None and not TRANSFORMS.same(declared_t, shape.message_transforms))
         sets_i = INGESTION.proto in mask or (
-            declared_i is not None and _without_state(declared_i) != _without_state(had_i))
+            declared_i is not None and not INGESTION.same(declared_i, shape.ingestion))
     policy = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY.proto))
     if policy is None and live is not None:
         policy = live.shape.policy
