@@ -37,7 +37,7 @@ from typing import Any, Literal, Protocol
 
 from reconciler.diagnostics import Severity
 from reconciler.ingestionrules import source_kind
-from reconciler.transformrules import endpoint_location
+from reconciler.transformrules import ai_endpoints, endpoint_location
 
 VERTEX_AI_STATE = "VERTEX_AI_LOCATION_RESTRICTION"
 IN_TRANSIT_STATE = "IN_TRANSIT_LOCATION_RESTRICTION"
@@ -136,22 +136,15 @@ class PathFinding:
     at_plan: bool = False
 
 
-def _enabled(transforms: Sequence[Mapping[str, Any]] | None) -> list[tuple[int, Mapping[str, Any]]]:
-    return [(i, t) for i, t in enumerate(transforms or ()) if not t.get("disabled")]
-
-
 def model_paths(transforms: Sequence[Mapping[str, Any]] | None) -> list[DataPath]:
     """Each enabled AI Inference transform: the model every message is sent to."""
-    out = []
-    for index, transform in _enabled(transforms):
-        endpoint = (transform.get("aiInference") or {}).get("endpoint")
-        if not isinstance(endpoint, str):
-            continue
-        out.append(DataPath(
+    return [
+        DataPath(
             "model", f"messageTransforms[{index}] AI Inference", endpoint_location(endpoint),
             endpoint, (*TRANSFORMS_PATH, index, "aiInference", "endpoint"),
-        ))
-    return out
+        )
+        for index, endpoint in ai_endpoints(transforms)
+    ]
 
 
 def arn_region(arn: str) -> str | None:

@@ -49,15 +49,25 @@ def endpoint_location(endpoint: str) -> str | None:
     return match.group(1) if match else None
 
 
+def ai_endpoints(transforms: Sequence[Mapping[str, Any]] | None) -> list[tuple[int, str]]:
+    """The enabled AI Inference transforms' endpoints, with each one's index: the
+    models every message is sent to, in the order they run."""
+    out: list[tuple[int, str]] = []
+    for index, transform in enumerate(transforms or ()):
+        if transform.get("disabled"):
+            continue
+        endpoint = (transform.get("aiInference") or {}).get("endpoint")
+        if isinstance(endpoint, str):
+            out.append((index, endpoint))
+    return out
+
+
 def model_locations(transforms: Sequence[Mapping[str, Any]]) -> list[str]:
     """The locations of the enabled AI Inference transforms' models, in order, each
     once: where the messages go for inference."""
     out: list[str] = []
-    for transform in transforms:
-        if transform.get("disabled"):
-            continue
-        endpoint = (transform.get("aiInference") or {}).get("endpoint", "")
-        where = endpoint_location(endpoint) if isinstance(endpoint, str) else None
+    for _, endpoint in ai_endpoints(transforms):
+        where = endpoint_location(endpoint)
         if where is not None and where not in out:
             out.append(where)
     return out
