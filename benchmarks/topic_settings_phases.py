@@ -16,6 +16,7 @@ Phases, each including the ones before it but the first two:
   live topics are read in the same process).
 
     python benchmarks/topic_settings_phases.py [--only bare compose ...]
+                                               [--set settings|transforms|udf]
     python benchmarks/topic_settings_phases.py --smoke   # each phase's command once on 20
                                                          # topics, without valgrind: that it runs
 
@@ -101,6 +102,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--only", nargs="*", default=list(PHASES), choices=PHASES)
+    parser.add_argument("--set", dest="field_set", default="settings",
+                        choices=topic_settings.FIELD_SETS,
+                        help="the fields every topic declares on the `with` side "
+                             "(topic_settings.py's sets)")
     parser.add_argument("--smoke", action="store_true",
                         help="seconds at tiny sizes: checks that the script runs (no figures)")
     args = parser.parse_args()
@@ -108,8 +113,9 @@ def main() -> None:
         smoke(args.only)
         return
     with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
+        fields = topic_settings.FIELD_SETS[args.field_set]
         trees = {(size, side): topic_settings.make_tree(Path(tmp) / f"{side}-{size}", size,
-                                                        side == "with")
+                                                        side == "with", fields=fields)
                  for size in SIZES for side in ("without", "with")}
         servers = ({tree: topic_settings.seeded_server(stack, tree) for tree in trees.values()}
                    if "plan" in args.only else {})

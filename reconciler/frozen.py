@@ -21,9 +21,9 @@ def _refuse(self: object, *args: object, **kwargs: object) -> NoReturn:
 
 
 class FrozenDict(dict[K, V]):
-    """A dict that refuses changes."""
+    """A dict that refuses changes (its hash worked out once: it cannot change)."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
     __setitem__ = __delitem__ = __ior__ = _refuse
     clear = pop = popitem = setdefault = update = _refuse
 
@@ -38,14 +38,19 @@ class FrozenDict(dict[K, V]):
 
     def __hash__(self) -> int:  # type: ignore[override]  # read-only, so a safe default
         # (a topic's transforms and ingestion source are held so, and the plan caches
-        # by the settings that hold them)
-        return hash(frozenset(self.items()))
+        # by the settings that hold them, once per topic)
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash: int = hash(frozenset(self.items()))
+            return self._hash
 
 
 class FrozenList(list[T]):
-    """A list that refuses changes (a list, not a tuple: it equals the list it was)."""
+    """A list that refuses changes (a list, not a tuple: it equals the list it was;
+    its hash worked out once)."""
 
-    __slots__ = ()
+    __slots__ = ("_hash",)
     __setitem__ = __delitem__ = __iadd__ = __imul__ = _refuse
     append = clear = extend = insert = pop = remove = reverse = sort = _refuse
 
@@ -59,7 +64,11 @@ class FrozenList(list[T]):
         return self
 
     def __hash__(self) -> int:  # type: ignore[override]  # read-only, so a safe default
-        return hash(tuple(self))
+        try:
+            return self._hash
+        except AttributeError:
+            self._hash: int = hash(tuple(self))
+            return self._hash
 
 
 EMPTY: FrozenList[Any] = FrozenList()

@@ -136,15 +136,31 @@ class PathFinding:
     at_plan: bool = False
 
 
-def model_paths(transforms: Sequence[Mapping[str, Any]] | None) -> list[DataPath]:
-    """Each enabled AI Inference transform: the model every message is sent to."""
-    return [
+def model_paths(transforms: Sequence[Mapping[str, Any]] | None) -> tuple[DataPath, ...]:
+    """Each enabled AI Inference transform: the model every message is sent to.
+    Remembered by the transforms' identity: they are read-only (topicvalues), and a
+    spec's topics that declare the same list share one (spec/restfields.py)."""
+    if not transforms:
+        return ()
+    seen = _MODELS_SEEN.get(id(transforms))
+    if seen is not None and seen[0] is transforms:
+        return seen[1]
+    found = tuple(
         DataPath(
             "model", f"messageTransforms[{index}] AI Inference", endpoint_location(endpoint),
             endpoint, (*TRANSFORMS_PATH, index, "aiInference", "endpoint"),
         )
         for index, endpoint in ai_endpoints(transforms)
-    ]
+    )
+    if len(_MODELS_SEEN) >= _SEEN_MAX:
+        _MODELS_SEEN.clear()
+    _MODELS_SEEN[id(transforms)] = (transforms, found)  # held: its id stays its own
+    return found
+
+
+# id(transforms) -> (the transforms, their model paths); bounded, emptied when full.
+_MODELS_SEEN: dict[int, tuple[Any, tuple[DataPath, ...]]] = {}
+_SEEN_MAX = 4096
 
 
 def arn_region(arn: str) -> str | None:
@@ -225,7 +241,47 @@ def path_findings(
     return out
 
 
-def _model_findings(address: str, models: list[DataPath], bounds: Bounds) -> list[PathFinding]:
+# path_findings of a topic without export subscriptions, by all it depends on: the
+# transforms and the source (by identity: read-only values, one object for each
+# distinct one in a spec's topics and in the live ones, spec/restfields.py and
+# topic.py), the bounds, the call, the project. A tree's topics repeat a few
+# combinations: each is judged once, worded with TOPIC where the topic's name goes
+# (`for_topic`). Held, so that an id stays its object's; bounded, emptied when full.
+TOPIC = "\x00"  # a message never holds a control character of its own (escaped)
+_JUDGED: dict[tuple[Any, ...], tuple[Any, Any, tuple[PathFinding, ...]]] = {}
+
+
+def judged_findings(
+    project: str,
+    transforms: Sequence[Mapping[str, Any]] | None,
+    ingestion: Mapping[str, Any] | None,
+    exports: Sequence[ExportLike] | None,
+    bounds: Bounds,
+    call: Call,
+    address: str,
+) -> Sequence[PathFinding]:
+    """`path_findings`, judged once for the topics that share what it reads: each
+    message and hint with TOPIC for the name of topic `address` (`for_topic`)."""
+    if exports:  # the topic's own subscriptions: judged for it
+        return path_findings(TOPIC, project, transforms, ingestion, exports, bounds, call)
+    key = (id(transforms), id(ingestion), exports is None, bounds, call, project)
+    seen = _JUDGED.get(key)
+    if seen is None or seen[0] is not transforms or seen[1] is not ingestion:
+        if len(_JUDGED) >= _SEEN_MAX:
+            _JUDGED.clear()
+        seen = _JUDGED[key] = (transforms, ingestion, tuple(path_findings(
+            TOPIC, project, transforms, ingestion, exports, bounds, call)))
+    return seen[2]
+
+
+def for_topic(text: str, address: str) -> str:
+    """A judged finding's message or hint, for topic `address`."""
+    return text.replace(TOPIC, address)
+
+
+def _model_findings(
+    address: str, models: Sequence[DataPath], bounds: Bounds
+) -> list[PathFinding]:
     """A model outside the allowed regions while in-transit enforcement is on."""
     if not bounds.enforce_in_transit or bounds.allowed is None:
         return []
@@ -273,7 +329,7 @@ def disabled_findings(
 
 
 def _export_findings(
-    address: str, models: list[DataPath], exports: Sequence[ExportLike] | None,
+    address: str, models: Sequence[DataPath], exports: Sequence[ExportLike] | None,
     bounds: Bounds, call: Call,
 ) -> list[PathFinding]:
     """What the models (after the call) do to the topic's exports."""

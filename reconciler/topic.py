@@ -147,6 +147,32 @@ def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, Stora
     )
 
 
+# (the row's notes, transforms, source) -> the shape's, by identity: a row's are one
+# object for each distinct value (backends/topicproto.py `_extras`, and marshal keeps
+# them shared), so each is made canonical once. Held, so that an id stays its
+# object's; bounded, emptied when full.
+_Extras = tuple[Any, Any, tuple[str, ...]]
+_EXTRAS_SEEN: dict[tuple[int, int, int], tuple[Any, Any, Any, _Extras]] = {}
+_SEEN_MAX = 4096
+
+
+def _canonical_extras(
+    unmanaged: Sequence[str], transforms: Any, ingestion: Any
+) -> _Extras:
+    """A live topic's transforms and source as the table holds them, and its notes."""
+    key = (id(unmanaged), id(transforms), id(ingestion))
+    seen = _EXTRAS_SEEN.get(key)
+    if seen is not None and seen[0] is unmanaged and seen[1] is transforms and (
+            seen[2] is ingestion):
+        return seen[3]
+    made = (TRANSFORMS.from_json(transforms), INGESTION.from_json(ingestion),
+            tuple(unmanaged))
+    if len(_EXTRAS_SEEN) >= _SEEN_MAX:
+        _EXTRAS_SEEN.clear()
+    _EXTRAS_SEEN[key] = (unmanaged, transforms, ingestion, made)
+    return made
+
+
 class ObservedTopic:
     """A live topic: `body` is the managed shape as JSON and `shape` the same as a
     TopicShape (either is worked out from the other when first asked for); `raw` is
@@ -213,8 +239,7 @@ class ObservedTopic:
             text, key, schema, unmanaged, unmanaged_json, transforms, ingestion = settings
             shape = TopicShape(
                 labels, policy, text, key, None if schema is None else SchemaSettings(*schema),
-                TRANSFORMS.from_json(transforms), INGESTION.from_json(ingestion),
-                tuple(unmanaged), unmanaged_json,
+                *_canonical_extras(unmanaged, transforms, ingestion), unmanaged_json,
             )
         return cls(name, digest=digest, shape=shape, retention_seconds=retention)
 

@@ -102,8 +102,10 @@ def _schema_rest(schema: SchemaSettings) -> dict[str, str]:
 def _same_redacted(a: Any, b: Any) -> bool:
     """A plan shows transforms with any secret-named member redacted (topicvalues.
     redacted): the live value is the planned one when both read the same so (no
-    transforms and an empty list are the same)."""
-    return bool(redacted(a or EMPTY) == redacted(b or EMPTY))
+    transforms and an empty list are the same). Equal values read the same: only
+    unequal ones are redacted to be compared (a plan compares each topic's)."""
+    a, b = a or EMPTY, b or EMPTY
+    return bool(a == b or redacted(a) == redacted(b))
 
 
 @dataclass(frozen=True, slots=True)

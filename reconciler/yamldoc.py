@@ -27,11 +27,16 @@ class Document:
     hundreds of thousands of values and almost no problems: a document read with
     `positions=False` records none, and the first diagnostic that asks for one
     (`positions()`, `mark_for`, `written`) reads its file again with positions, once
-    per file (see `Source`). `release()` drops the data once it has been validated
-    (`data` is then None); `data_for_message()` gets it back from that same reading of
-    the file, for a message that must place or quote a value."""
+    per file (see `Source`). A finding about a whole member of `spec` (an AI Inference
+    transform's "plan decides", on every such topic) reads nothing again: where those
+    members sit is kept from the first read (`layout`, shared by documents laid out
+    alike). `release()` drops the data once it has been validated (`data` is then
+    None); `data_for_message()` gets it back from that same reading of the file, for a
+    message that must place or quote a value."""
 
-    __slots__ = ("_marks", "_released", "_source", "data", "file", "index", "problems", "start")
+    __slots__ = (
+        "_marks", "_released", "_source", "data", "file", "index", "layout", "problems", "start",
+    )
 
     def __init__(
         self,
@@ -51,6 +56,9 @@ class Document:
         self._released = False
         self._marks: _Marks | None = None if source is not None else _Marks()
         self._source = source
+        # Where the members of `spec` sit, for a document read without positions
+        # (SpecLayout); None: not recorded (read with positions, or `spec` no mapping).
+        self.layout: SpecLayout | None = None
 
     def release(self) -> None:
         """Drop the data (a document loaded without positions: `data_for_message()`
@@ -87,6 +95,10 @@ class Document:
     def mark_for(self, path: PathKey, *, prefer_key: bool = False) -> Mark:
         """The best position for a problem at `path`: the value, else the key, else the
         nearest enclosing node, else the document start."""
+        if self._marks is None and self.layout is not None and len(path) == 2:
+            found = self.layout.mark(self.start.line, path, prefer_key)
+            if found is not None:
+                return found
         marks = self.positions()
         probe = tuple(path)
         while True:
@@ -104,6 +116,32 @@ class Document:
 
     def key_mark(self, path: PathKey) -> Mark:
         return self.mark_for(path, prefer_key=True)
+
+
+class SpecLayout:
+    """Where each member of a document's `spec` mapping sits: its key and its value,
+    lines counted from the document's start (so that documents laid out alike, as a
+    tree's topics mostly are, share one; `yamlio.spec_layout`). For a path
+    `("spec", member)` it gives what the full positions would (`Document.mark_for`);
+    for any other path nothing, and the file is read again."""
+
+    __slots__ = ("names", "places")
+
+    def __init__(self, names: tuple[str, ...], places: tuple[int, ...]) -> None:
+        self.names = names  # the members, in the mapping's order
+        self.places = places  # per member: key line, key col, value line, value col
+
+    def mark(self, start_line: int, path: PathKey, prefer_key: bool) -> Mark | None:
+        if path[0] != "spec":
+            return None
+        try:
+            at = 4 * self.names.index(path[1])
+        except ValueError:
+            return None
+        places = self.places
+        if not prefer_key:
+            at += 2
+        return Mark(start_line + places[at], places[at + 1])
 
 
 _NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)

@@ -17,7 +17,17 @@ import yaml
 
 from reconciler.fileio import FileProblem
 from reconciler.fileio import read_text as _read_text
-from reconciler.yamldoc import Document, Mark, PathKey, Source, YamlProblem, _mark, _Marks, _pair
+from reconciler.yamldoc import (
+    Document,
+    Mark,
+    PathKey,
+    Source,
+    SpecLayout,
+    YamlProblem,
+    _mark,
+    _Marks,
+    _pair,
+)
 from reconciler.yamltext import JSON_FLOAT, MergeError, check_flow_depth, merge_pairs, tab_at
 
 try:  # libyaml is much faster; the pure loader gives the same nodes.
@@ -318,6 +328,38 @@ class _Converter:
         )
 
 
+# Layouts seen, shared by the documents laid out alike (bounded: a tree repeats few).
+_LAYOUTS: dict[tuple[tuple[str, ...], tuple[int, ...]], SpecLayout] = {}
+_LAYOUTS_MAX = 4096
+_SPEC = "spec"
+
+
+def _spec_layout(root: yaml.Node, converter: _Converter) -> SpecLayout | None:
+    """Where the members of the document's `spec` sit (see SpecLayout), from the
+    nodes just converted (so the keys are valid and merges already flattened)."""
+    if root.__class__ is not yaml.MappingNode:
+        return None
+    spec = next((value for key, value in converter._flatten_merge(root, 0)
+                 if key.value == _SPEC and key.__class__ is _ScalarNode), None)
+    if spec.__class__ is not yaml.MappingNode:
+        return None
+    top = root.start_mark.line
+    names: list[str] = []
+    places: list[int] = []
+    for key_node, value_node in converter._flatten_merge(spec, 1):
+        key_mark, value_mark = key_node.start_mark, value_node.start_mark
+        names.append(key_node.value)
+        places += (key_mark.line - top, key_mark.column + 1,
+                   value_mark.line - top, value_mark.column + 1)
+    shape = (tuple(names), tuple(places))
+    layout = _LAYOUTS.get(shape)
+    if layout is None:
+        layout = SpecLayout(*shape)
+        if len(_LAYOUTS) < _LAYOUTS_MAX:
+            _LAYOUTS[shape] = layout
+    return layout
+
+
 def _reread(path: Path, display: str) -> list[Document]:
     """The file's documents with positions, for documents first read without them."""
     try:
@@ -374,6 +416,7 @@ def load_documents(
                     doc.data = converter.convert(node, (), 0)
                 else:
                     doc.data = converter.plain(node, 0)
+                    doc.layout = _spec_layout(node, converter)
                     source.documents.append(doc)
                 docs.append(doc)
                 index += 1

@@ -95,18 +95,40 @@ def settings_row(pb: Any) -> list[Any] | None:
         ss = pb.schema_settings
         schema = [sys.intern(ss.schema), _ENCODINGS.get(ss.encoding, str(ss.encoding)),
                   ss.first_revision_id, ss.last_revision_id]
-    unmanaged: list[str] = []
-    unmanaged_json = None
-    transforms = ingestion = None
+    extras: list[Any] = _NO_EXTRAS
     if pb.HasField(_INGESTION_FIELD) or len(pb.message_transforms):
-        unmanaged = _unmanaged(pb)
-        unmanaged_json = _unmanaged_json(pb)
-        transforms = unmanaged_json.get(TRANSFORMS.rest)
-        ingestion = unmanaged_json.get(INGESTION.rest)
+        extras = _extras(pb)
     key = sys.intern(pb.kms_key_name) if pb.kms_key_name else None
-    if retention is None and key is None and schema is None and not unmanaged:
+    if retention is None and key is None and schema is None and not extras[0]:
         return None
-    return [retention, key, schema, unmanaged, unmanaged_json, transforms, ingestion]
+    return [retention, key, schema, *extras]
+
+
+_NO_EXTRAS: list[Any] = [[], None, None, None]
+# The wire form of a topic's source and transforms -> `_extras`' answer. An estate's
+# topics repeat a few transform lists: each distinct one goes through json_format once
+# and is one object in every row that has it (so the read-ahead answer sends it once,
+# marshal keeping shared objects shared, and `ObservedTopic.from_row` makes it
+# canonical once). Never changed once made; bounded, emptied when full.
+_EXTRAS_SEEN: dict[tuple[bytes | None, ...], list[Any]] = {}
+_SEEN_MAX = 4096
+
+
+def _extras(pb: Any) -> list[Any]:
+    """[what is not managed, described; the same in the REST JSON shape; the
+    transforms and the ingestion source in it (None when unset)]."""
+    source = (pb.ingestion_data_source_settings.SerializeToString(deterministic=True)
+              if pb.HasField(_INGESTION_FIELD) else None)
+    wire = (source, *(t.SerializeToString(deterministic=True) for t in pb.message_transforms))
+    extras = _EXTRAS_SEEN.get(wire)
+    if extras is None:
+        unmanaged_json = _unmanaged_json(pb)
+        extras = [_unmanaged(pb), unmanaged_json, unmanaged_json.get(TRANSFORMS.rest),
+                  unmanaged_json.get(INGESTION.rest)]
+        if len(_EXTRAS_SEEN) >= _SEEN_MAX:
+            _EXTRAS_SEEN.clear()
+        _EXTRAS_SEEN[wire] = extras
+    return extras
 
 
 def _unmanaged_json(pb: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from reconciler.backends.base import ObservedSubscription, ObservedTopic
 from reconciler.diagnostics import Diagnostic
-from reconciler.messagepaths import Bounds, Call, path_findings
+from reconciler.messagepaths import Bounds, Call, for_topic, judged_findings
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.orgrules import OrgFacts
@@ -67,24 +67,52 @@ def path_verdicts(
             declared_t is not None and not TRANSFORMS.same(declared_t, shape.message_transforms))
         sets_i = INGESTION.proto in mask or (
             declared_i is not None and not INGESTION.same(declared_i, shape.ingestion))
-    policy = StoragePolicy.from_json((change.change.after or {}).get(STORAGE_POLICY.proto))
-    if policy is None and live is not None:
-        policy = live.shape.policy
-    bounds = Bounds(
-        region_set(policy), bool(policy and policy.enforce_in_transit),
-        facts.transforms_disabled,
-    )
-    call = Call(True, live is not None, sets_t, sets_i)
-    found = path_findings(
-        desired.address, desired.project, transforms, ingestion,
-        subscriptions_of(desired.address), bounds, call,
+    after = (change.change.after or {}).get(STORAGE_POLICY.proto)
+    if after:
+        bounds = _bounds_after(after, facts.transforms_disabled)
+    else:
+        bounds = _bounds(live.shape.policy if live is not None else None,
+                         facts.transforms_disabled)
+    call = _CALLS[True, live is not None, sets_t, sets_i]
+    address = desired.address
+    found = judged_findings(
+        desired.project, transforms, ingestion, subscriptions_of(address), bounds, call, address
     )
     out = []
     for f in found:
         where, line, col = position(desired.file, desired.line, f.spec_path, None) or (
-            desired.file or desired.address, desired.line, 1 if desired.line else 0
+            desired.file or address, desired.line, 1 if desired.line else 0
         )
         out.append(Diagnostic(
-            where, line, col, f.severity, f.code, f.message, f.hint, topic=desired.address,
+            where, line, col, f.severity, f.code, for_topic(f.message, address),
+            f.hint and for_topic(f.hint, address), topic=address,
         ))
     return out
+
+
+def _bounds(policy: StoragePolicy | None, transforms_disabled: bool) -> Bounds:
+    return Bounds(region_set(policy), bool(policy and policy.enforce_in_transit),
+                  transforms_disabled)
+
+
+# A change's `after` policy (one read-only object for each distinct policy,
+# plan/topicstate.py) -> the bounds it gives, by identity; held, bounded.
+_BOUNDS_SEEN: dict[tuple[int, bool], tuple[Any, Bounds]] = {}
+
+
+def _bounds_after(after: Mapping[str, Any], transforms_disabled: bool) -> Bounds:
+    """The bounds of the policy the call leaves the topic with."""
+    key = (id(after), transforms_disabled)
+    seen = _BOUNDS_SEEN.get(key)
+    if seen is None or seen[0] is not after:
+        if len(_BOUNDS_SEEN) >= 1024:
+            _BOUNDS_SEEN.clear()
+        seen = _BOUNDS_SEEN[key] = (
+            after, _bounds(StoragePolicy.from_json(after), transforms_disabled))
+    return seen[1]
+
+
+_CALLS = {
+    (True, exists, sets_t, sets_i): Call(True, exists, sets_t, sets_i)
+    for exists in (False, True) for sets_t in (False, True) for sets_i in (False, True)
+}

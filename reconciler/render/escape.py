@@ -75,6 +75,10 @@ def text(value: object, backslash: bool = True) -> str:
     """`value` as one line of inert text (see the module docstring); `backslash=False`
     leaves backslashes alone (for JSON-quoted values, already unambiguous)."""
     s = str(value)
+    # Printable ASCII (0x20-0x7E, as most paths, names and messages are) needs nothing
+    # but its backslashes escaped: decided in C, not a character at a time.
+    if s.isascii() and s.isprintable() and not (backslash and "\\" in s):
+        return s
     if not any(_needs_escape(ch, backslash) for ch in s):
         return s
     return "".join(ch if not _needs_escape(ch, backslash) else _escape_char(ch) for ch in s)

@@ -18,7 +18,9 @@ from reconciler.messagepaths import (
     Bounds,
     Call,
     PathFinding,
-    path_findings,
+    for_topic,
+    judged_findings,
+    model_paths,
 )
 from reconciler.spec.desired import DesiredTopic
 from reconciler.spec.documents import TopicDoc
@@ -66,16 +68,20 @@ def check_paths(
 ) -> None:
     """The findings on one valid topic, at their lines."""
     transforms, ingestion = topic.message_transforms, topic.ingestion
-    if not transforms and not ingestion:
-        return
-    doc = located.doc
-    found = path_findings(
-        topic.address, topic.project, transforms, ingestion, None, bounds_of(topic, facts),
-        Call(live=False),
-    )
-    for f in found:
+    if not ingestion and not model_paths(transforms) and not (
+        facts is not None and facts.transforms_disabled
+    ):
+        return  # no model, no source, transforms allowed: nothing to say offline
+    doc, address = located.doc, topic.address
+    for f in judged_findings(
+        topic.project, transforms, ingestion, None, bounds_of(topic, facts), _OFFLINE, address
+    ):
         mark = doc.mark_for(f.spec_path)
         diags.add(Diagnostic(
-            doc.file, mark.line, mark.col, f.severity, f.code, worded(f), f.hint,
-            topic=topic.address,
+            doc.file, mark.line, mark.col, f.severity, f.code,
+            for_topic(worded(f), address), f.hint and for_topic(f.hint, address),
+            topic=address,
         ))
+
+
+_OFFLINE = Call(live=False)

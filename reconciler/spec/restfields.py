@@ -73,26 +73,49 @@ def _rest(model: Any) -> Any:
     return rest_value(msgspec.to_builtins(model))
 
 
+# A spec's transforms, by their encoding -> (their REST JSON, the problems with them:
+# path, code, message, at the key). A tree repeats a few transform lists across its
+# topics (a Defaults document's, or one copied per topic): each distinct one is made
+# canonical and checked once. Bounded: emptied when full.
+_Problem = tuple[PathKey, str, str, bool]
+_TRANSFORMS_SEEN: dict[bytes, tuple[Any, tuple[_Problem, ...]]] = {}
+_SEEN_MAX = 4096
+
+
 def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
     if model is None or rep.located.invalid_within(TRANSFORMS_PATH):
         return None  # reported by its shape
-    rest = _rest(model)
+    encoded = msgspec.msgpack.encode(model)
+    seen = _TRANSFORMS_SEEN.get(encoded)
+    if seen is None:
+        if len(_TRANSFORMS_SEEN) >= _SEEN_MAX:
+            _TRANSFORMS_SEEN.clear()
+        rest = _rest(model)
+        seen = _TRANSFORMS_SEEN[encoded] = (rest, tuple(_transform_problems(rest)))
+    rest, problems = seen
+    for path, code, message, key in problems:
+        rep.error(path, code, message, key=key)
+    return rest
+
+
+def _transform_problems(rest: Any) -> list[_Problem]:
+    """The problems with a list of transforms (the REST JSON), where each is."""
+    out: list[_Problem] = []
     for problem in transform_problems(rest, TRANSFORMS.spec):
         path, hint = _transform_path(problem)
-        rep.error(path, "message-transform", problem + hint, key=path == TRANSFORMS_PATH)
+        out.append((path, "message-transform", problem + hint, path == TRANSFORMS_PATH))
     for index, transform in enumerate(rest):
         parameters = ((transform.get("aiInference") or {}).get("unstructuredInference")
                       or {}).get("parameters")
-        for name in secret_names(parameters):
-            rep.error(
-                (*TRANSFORMS_PATH, index, "aiInference", "unstructuredInference",
-                 "parameters", name), "secret-in-spec",
-                f"{name!r} looks like a secret: a transform's parameters are stored on "
-                "the topic, readable by whoever may get it, and shown by every plan; give "
-                "the model its credentials another way (its service account)",
-                key=True,
-            )
-    return rest
+        out.extend(
+            ((*TRANSFORMS_PATH, index, "aiInference", "unstructuredInference",
+              "parameters", name), "secret-in-spec",
+             f"{name!r} looks like a secret: a transform's parameters are stored on "
+             "the topic, readable by whoever may get it, and shown by every plan; give "
+             "the model its credentials another way (its service account)", True)
+            for name in secret_names(parameters)
+        )
+    return out
 
 
 def _transform_path(problem: str) -> tuple[PathKey, str]:

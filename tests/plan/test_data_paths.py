@@ -424,3 +424,42 @@ def test_a_source_in_conflicting_region_constraints_in_plan_and_residency(
     local_server.set_ingestion_state(T, None)  # ACTIVE again: nothing to say
     assert _lines(_plan(run_cli, local_server, root, policy).output,
                   "ingestion-region-conflict") == []
+
+
+def test_topics_sharing_one_transform_list_each_have_their_own_finding(
+    run_cli: Any, local_server: Any, specs: Any, publisher_client: Any, tmp_path: Path,
+) -> None:
+    """The findings of topics that declare the same transforms are judged once
+    (messagepaths.judged_findings): each is still about its own topic, at its own
+    line, in validate and in plan, in a second project too."""
+    names = [("proj-a", "alpha"), ("proj-a", "beta"), ("proj-b", "gamma")]
+    for project, name in names:
+        topic = Topic(name=f"projects/{project}/topics/{name}", labels=OWN)
+        topic.message_storage_policy.allowed_persistence_regions = ["us-central1"]
+        topic.message_storage_policy.enforce_in_transit = True
+        topic.message_transforms.append({"ai_inference": {"endpoint": EU_MODEL}})
+        publisher_client.create_topic(request=topic)
+    transforms = f"  messageTransforms:\n  - aiInference: {{endpoint: {EU_MODEL}}}\n"
+    root = specs("---\n".join(
+        topic_doc(name, project, storage=(["us-central1"], True)) + "\n" + transforms
+        for project, name in names
+    ))
+    text = (root / "topics.yaml").read_text().splitlines()
+    model_lines = [i for i, line in enumerate(text, 1) if "- aiInference" in line]
+    for command in (["validate", str(root), "--format", "json"],
+                    ["plan", str(root), "--emulator", local_server.address,
+                     "--org-policy", str(_policy(tmp_path)), "--format", "json"]):
+        result = run_cli(*command)
+        assert result.exit_code == 0, result.stderr
+        document = json.loads(result.stdout)
+        # validate's JSON is the list of findings; the plan's holds it
+        found = document if isinstance(document, list) else document["diagnostics"]
+        regions = [d for d in found if d["code"] == "transform-model-region"]
+        assert [(d["topic"], d["line"]) for d in regions] == [
+            (f"projects/{project}/topics/{name}", line)
+            for (project, name), line in zip(names, model_lines, strict=True)
+        ], command[0]
+        for d in regions:
+            assert f"of topic {d['topic']} sends" in d["message"]
+            assert all(other not in d["message"] for _, other in names
+                       if not d["topic"].endswith("/" + other))

@@ -117,5 +117,69 @@ def test_a_file_that_vanished_before_a_message_gives_the_document_start(
     path.write_text(many_topics(3, {}))
     docs = load_documents(path, positions=False)
     path.unlink()
-    assert docs[1].mark_for(("spec", "labels")) == docs[1].start
+    assert docs[1].mark_for(("spec", "labels", "team")) == docs[1].start
     assert docs[1].start.line == LINES_PER_TOPIC + 1
+
+
+SPEC_MEMBERS = """apiVersion: reconcile.pubsub/v1
+kind: Topic
+metadata: {{project: acme-payments, name: topic-{i}}}
+base: &base
+  messageStoragePolicy:
+    allowedPersistenceRegions: [europe-west1]
+spec:
+  <<: *base
+  labels:
+    team: payments
+  messageTransforms:
+  - javascriptUdf: {{functionName: f, code: "function f(m, d) {{ return m; }}"}}
+{extra}"""
+
+
+@pytest.mark.parametrize("prefer_key", [False, True])
+def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefer_key: bool
+) -> None:
+    """Where each member of `spec` sits is kept from the position-less read (an AI
+    Inference transform's warning is on every such topic): the same marks the full
+    read gives, merged members included, and no second read for them."""
+    extras = ["", "  tags: {env: prod}\n", "\n\n  publishers: {regions: [europe-west1]}\n"]
+    text = "---\n".join(SPEC_MEMBERS.format(i=i, extra=extras[i % 3]) for i in range(7))
+    path = tmp_path / "t.yaml"
+    path.write_text(text)
+    full = load_documents(path)
+    reads: list[Path] = []
+    real = yamlio._reread
+
+    def counting(p: Path, display: str) -> list[yamlio.Document]:
+        reads.append(p)
+        return real(p, display)
+
+    monkeypatch.setattr(yamlio, "_reread", counting)
+    docs = load_documents(path, positions=False)
+    members = [
+        ("spec", key) for key in
+        ("messageStoragePolicy", "labels", "messageTransforms", "tags", "publishers")
+    ]
+    seen = 0
+    for quick, whole in zip(docs, full, strict=True):
+        for member in members:
+            if member[1] in whole.data["spec"]:
+                seen += 1
+                assert quick.mark_for(member, prefer_key=prefer_key) == whole.mark_for(
+                    member, prefer_key=prefer_key)
+    assert seen == 7 * 3 + 2 + 2
+    assert reads == []
+    assert docs[3].mark_for(("spec", "labels", "team")) == full[3].mark_for(
+        ("spec", "labels", "team"))
+    assert reads == [path]  # a deeper path: the file once, with positions
+
+
+def test_documents_laid_out_alike_share_one_layout(tmp_path: Path) -> None:
+    path = tmp_path / "t.yaml"
+    path.write_text(many_topics(40, {7: "  labels:\n    team: payments\n"}))
+    docs = load_documents(path, positions=False)
+    layouts = {id(doc.layout) for doc in docs}
+    assert len(layouts) == 2  # document 7 writes its labels over two lines
+    assert docs[7].mark_for(("spec", "labels")).line == 7 * LINES_PER_TOPIC + 8
+    assert docs[8].mark_for(("spec", "labels")).line == 8 * LINES_PER_TOPIC + 7 + 1
