@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from reconciler.diagnostics import Severity
 from reconciler.ingestionrules import source_kind
@@ -57,6 +57,11 @@ INGESTION_CONFLICT = "ingestion-region-conflict"
 
 TRANSFORMS_PATH: tuple[str | int, ...] = ("spec", "messageTransforms")
 INGESTION_PATH: tuple[str | int, ...] = ("spec", "ingestionDataSourceSettings")
+# The members of `spec` whose declaring topics nearly all get a finding offline (an
+# AI Inference transform's exports, a source's boundary: known only live, or never):
+# their documents keep where spec's members sit from the first, position-less read
+# (yamlio.load_documents `layout_of`), so those findings read no file again.
+FOUND_ON_EVERY_TOPIC = frozenset({str(TRANSFORMS_PATH[1]), str(INGESTION_PATH[1])})
 _SOURCE_TEXT = {
     "awsKinesis": "Amazon Kinesis", "cloudStorage": "Cloud Storage",
     "azureEventHubs": "Azure Event Hubs", "awsMsk": "Amazon MSK",
@@ -100,19 +105,18 @@ class DataPath:
     state: str | None = None
 
 
-@dataclass(frozen=True)
-class Bounds:
+class Bounds(NamedTuple):
     """What the paths are judged against: the regions the topic allows (None: every
     one), whether in-transit enforcement is on, and whether the org enforces
-    pubsub.managed.disableTopicMessageTransforms on its project."""
+    pubsub.managed.disableTopicMessageTransforms on its project. (A NamedTuple, as
+    `Call`: one is made, and hashed as a key of `judged_findings`, per topic.)"""
 
     allowed: frozenset[str] | None
     enforce_in_transit: bool
     transforms_disabled: bool = False
 
 
-@dataclass(frozen=True)
-class Call:
+class Call(NamedTuple):
     """What is known of the call: `live` (False: offline, nothing says whether the
     topic exists), whether it exists, and whether the call sets the transforms or
     the ingestion source (a create with them, an update whose mask names them)."""

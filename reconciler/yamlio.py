@@ -384,12 +384,17 @@ def load_documents(
     *,
     positions: bool = True,
     text_read: Callable[[str], None] | None = None,
+    layout_of: frozenset[str] = frozenset(),
 ) -> list[Document]:
     """All documents of one file; raises YamlProblem with a position on any defect.
     `budget` (one per file by default) records the work spent converting it. With
     `positions=False` (only when the file itself is read, `text` None) the documents
     record no positions until a diagnostic asks for one (see `Document`).
-    `text_read` is handed the file's text as read, for what YAML drops (comments)."""
+    `text_read` is handed the file's text as read, for what YAML drops (comments).
+    `layout_of`: for a document read without positions whose `spec` mapping has one
+    of these members, where each member of `spec` sits is kept (yamldoc.SpecLayout),
+    so that a finding at one reads the file no second time; for the others, nothing
+    is kept (a walk of the nodes costs every document ~3% of validate)."""
     name = display or str(path)
     if text is None:
         text = read_text(path)
@@ -415,8 +420,11 @@ def load_documents(
                 if source is None:
                     doc.data = converter.convert(node, (), 0)
                 else:
-                    doc.data = converter.plain(node, 0)
-                    doc.layout = _spec_layout(node, converter)
+                    data = doc.data = converter.plain(node, 0)
+                    if layout_of and type(data) is dict:
+                        spec = data.get(_SPEC)
+                        if type(spec) is dict and not layout_of.isdisjoint(spec):
+                            doc.layout = _spec_layout(node, converter)
                     source.documents.append(doc)
                 docs.append(doc)
                 index += 1

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.messagepaths import FOUND_ON_EVERY_TOPIC
 from reconciler.spec.acceptances import InlineReader
 from reconciler.spec.discover import SNAPSHOT_NAMES, SPEC_SUFFIXES, discover_tree, find_snapshot
 from reconciler.spec.documents import API_VERSION, KINDS, HedgingProfileDoc, OwnerDoc, TopicDoc
@@ -58,7 +59,8 @@ def load_tree(
         texts: list[str] = []
         try:
             documents = load_documents(
-                path, display=display, positions=False, text_read=texts.append
+                path, display=display, positions=False, text_read=texts.append,
+                layout_of=FOUND_ON_EVERY_TOPIC,
             )
         except YamlProblem as exc:
             diags.error(display, exc.mark.line, exc.mark.col, exc.code, exc.message)

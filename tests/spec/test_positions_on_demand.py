@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import reconciler.yamlio as yamlio
+from reconciler.messagepaths import FOUND_ON_EVERY_TOPIC
 from reconciler.yamlio import load_documents
 
 TOPIC = """\
@@ -156,7 +157,7 @@ def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
         return real(p, display)
 
     monkeypatch.setattr(yamlio, "_reread", counting)
-    docs = load_documents(path, positions=False)
+    docs = load_documents(path, positions=False, layout_of=FOUND_ON_EVERY_TOPIC)
     members = [
         ("spec", key) for key in
         ("messageStoragePolicy", "labels", "messageTransforms", "tags", "publishers")
@@ -178,7 +179,9 @@ def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
 def test_documents_laid_out_alike_share_one_layout(tmp_path: Path) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(many_topics(40, {7: "  labels:\n    team: payments\n"}))
-    docs = load_documents(path, positions=False)
+    # kept only for the documents whose spec has one of the members named
+    assert {doc.layout for doc in load_documents(path, positions=False)} == {None}
+    docs = load_documents(path, positions=False, layout_of=frozenset({"labels"}))
     layouts = {id(doc.layout) for doc in docs}
     assert len(layouts) == 2  # document 7 writes its labels over two lines
     assert docs[7].mark_for(("spec", "labels")).line == 7 * LINES_PER_TOPIC + 8
