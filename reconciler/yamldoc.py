@@ -121,7 +121,7 @@ class Document:
 class SpecLayout:
     """Where each member of a document's `spec` mapping sits: its key and its value,
     lines counted from the document's start (so that documents laid out alike, as a
-    tree's topics mostly are, share one; `yamlio.spec_layout`). For a path
+    tree's topics mostly are, share one; `yamlio._spec_layout`). For a path
     `("spec", member)` it gives what the full positions would (`Document.mark_for`);
     for any other path nothing, and the file is read again."""
 
@@ -129,19 +129,22 @@ class SpecLayout:
 
     def __init__(self, names: tuple[str, ...], places: tuple[int, ...]) -> None:
         self.names = names  # the members, in the mapping's order
-        self.places = places  # per member: key line, key col, value line, value col
+        # For n members: the keys' lines, the keys' columns, the values' lines, the
+        # values' columns (0-based), n of each.
+        self.places = places
 
     def mark(self, start_line: int, path: PathKey, prefer_key: bool) -> Mark | None:
         if path[0] != "spec":
             return None
         try:
-            at = 4 * self.names.index(path[1])
+            at = self.names.index(path[1])
         except ValueError:
             return None
-        places = self.places
+        count = len(self.names)
         if not prefer_key:
-            at += 2
-        return Mark(start_line + places[at], places[at + 1])
+            at += 2 * count
+        places = self.places
+        return Mark(start_line + places[at], places[at + count] + 1)
 
 
 _NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)

@@ -336,22 +336,25 @@ _SPEC = "spec"
 
 def _spec_layout(root: yaml.Node, converter: _Converter) -> SpecLayout | None:
     """Where the members of the document's `spec` sit (see SpecLayout), from the
-    nodes just converted (so the keys are valid and merges already flattened)."""
-    if root.__class__ is not yaml.MappingNode:
-        return None
-    spec = next((value for key, value in converter._flatten_merge(root, 0)
-                 if key.value == _SPEC and key.__class__ is _ScalarNode), None)
-    if spec.__class__ is not yaml.MappingNode:
+    nodes just converted (so the keys are valid, and a mapping with `<<` merges has
+    its flattened pairs in `converter.merged`)."""
+    merged = converter.merged
+    spec: Any = None
+    for key_node, value_node in merged.get(id(root)) or root.value:
+        if key_node.value == _SPEC:
+            spec = value_node
+            break
+    if not isinstance(spec, yaml.MappingNode):
         return None
     top = root.start_mark.line
-    names: list[str] = []
-    places: list[int] = []
-    for key_node, value_node in converter._flatten_merge(spec, 1):
-        key_mark, value_mark = key_node.start_mark, value_node.start_mark
-        names.append(key_node.value)
-        places += (key_mark.line - top, key_mark.column + 1,
-                   value_mark.line - top, value_mark.column + 1)
-    shape = (tuple(names), tuple(places))
+    pairs = merged.get(id(spec)) or spec.value
+    keys = [key_node.start_mark for key_node, _ in pairs]
+    values = [value_node.start_mark for _, value_node in pairs]
+    shape = (
+        tuple([key_node.value for key_node, _ in pairs]),
+        tuple([m.line - top for m in keys] + [m.column for m in keys]
+              + [m.line - top for m in values] + [m.column for m in values]),
+    )
     layout = _LAYOUTS.get(shape)
     if layout is None:
         layout = SpecLayout(*shape)
