@@ -27,10 +27,10 @@ class Document:
     hundreds of thousands of values and almost no problems: a document read with
     `positions=False` records none, and the first diagnostic that asks for one
     (`positions()`, `mark_for`, `written`) reads its file again with positions, once
-    per file (see `Source`). A finding about a whole member of `spec` (an AI Inference
-    transform's "plan decides", on every such topic) reads nothing again: where those
-    members sit is kept from the first read (`layout`, shared by documents laid out
-    alike). `release()` drops the data once it has been validated (`data` is then
+    per file (see `Source`). A finding at a member of `spec` that nearly every topic
+    declaring it has (an AI Inference transform's "plan decides") reads nothing
+    again: where such members sit is kept from the first read (`layout`, shared by
+    documents laid out alike). `release()` drops the data once it has been validated (`data` is then
     None); `data_for_message()` gets it back from that same reading of the file, for a
     message that must place or quote a value."""
 
@@ -119,32 +119,29 @@ class Document:
 
 
 class SpecLayout:
-    """Where each member of a document's `spec` mapping sits: its key and its value,
-    lines counted from the document's start (so that documents laid out alike, as a
-    tree's topics mostly are, share one; `yamlio._spec_layout`). For a path
-    `("spec", member)` it gives what the full positions would (`Document.mark_for`);
-    for any other path nothing, and the file is read again."""
+    """Where some members of a document's `spec` mapping sit (those a tree's topics
+    nearly all have a finding at: yamlio.load_documents `layout_of`): each one's key
+    and value, lines counted from the document's start (so that documents laid out
+    alike, as a tree's topics mostly are, share one). For a path `("spec", member)`
+    of those it gives what the full positions would (`Document.mark_for`); for any
+    other path nothing, and the file is read again."""
 
     __slots__ = ("names", "places")
 
     def __init__(self, names: tuple[str, ...], places: tuple[int, ...]) -> None:
-        self.names = names  # the members, in the mapping's order
-        # For n members: the keys' lines, the keys' columns, the values' lines, the
-        # values' columns (0-based), n of each.
-        self.places = places
+        self.names = names  # the members kept, in the mapping's order
+        self.places = places  # per member: key line, key col, value line, value col
 
     def mark(self, start_line: int, path: PathKey, prefer_key: bool) -> Mark | None:
         if path[0] != "spec":
             return None
         try:
-            at = self.names.index(path[1])
+            at = 4 * self.names.index(path[1])
         except ValueError:
             return None
-        count = len(self.names)
         if not prefer_key:
-            at += 2 * count
-        places = self.places
-        return Mark(start_line + places[at], places[at + count] + 1)
+            at += 2
+        return Mark(start_line + self.places[at], self.places[at + 1])
 
 
 _NO_PROBLEMS: list[Any] = []  # never appended to (see _Converter._key)

@@ -334,8 +334,10 @@ _LAYOUTS_MAX = 4096
 _SPEC = "spec"
 
 
-def _spec_layout(root: yaml.Node, converter: _Converter) -> SpecLayout | None:
-    """Where the members of the document's `spec` sit (see SpecLayout), from the
+def _spec_layout(
+    root: yaml.Node, converter: _Converter, members: frozenset[str]
+) -> SpecLayout | None:
+    """Where the `members` of the document's `spec` sit (see SpecLayout), from the
     nodes just converted (so the keys are valid, and a mapping with `<<` merges has
     its flattened pairs in `converter.merged`)."""
     merged = converter.merged
@@ -347,14 +349,15 @@ def _spec_layout(root: yaml.Node, converter: _Converter) -> SpecLayout | None:
     if not isinstance(spec, yaml.MappingNode):
         return None
     top = root.start_mark.line
-    pairs = merged.get(id(spec)) or spec.value
-    keys = [key_node.start_mark for key_node, _ in pairs]
-    values = [value_node.start_mark for _, value_node in pairs]
-    shape = (
-        tuple([key_node.value for key_node, _ in pairs]),
-        tuple([m.line - top for m in keys] + [m.column for m in keys]
-              + [m.line - top for m in values] + [m.column for m in values]),
-    )
+    names: list[str] = []
+    places: list[int] = []
+    for key_node, value_node in merged.get(id(spec)) or spec.value:
+        if key_node.value in members:
+            key_mark, value_mark = key_node.start_mark, value_node.start_mark
+            names.append(key_node.value)
+            places += (key_mark.line - top, key_mark.column + 1,
+                       value_mark.line - top, value_mark.column + 1)
+    shape = (tuple(names), tuple(places))
     layout = _LAYOUTS.get(shape)
     if layout is None:
         layout = SpecLayout(*shape)
@@ -395,9 +398,9 @@ def load_documents(
     record no positions until a diagnostic asks for one (see `Document`).
     `text_read` is handed the file's text as read, for what YAML drops (comments).
     `layout_of`: for a document read without positions whose `spec` mapping has one
-    of these members, where each member of `spec` sits is kept (yamldoc.SpecLayout),
-    so that a finding at one reads the file no second time; for the others, nothing
-    is kept (a walk of the nodes costs every document ~3% of validate)."""
+    of these members, where they sit is kept (yamldoc.SpecLayout), so that a finding
+    at one reads the file no second time; for the others, nothing is kept (a walk of
+    the nodes cost every document ~3% of validate)."""
     name = display or str(path)
     if text is None:
         text = read_text(path)
@@ -427,7 +430,7 @@ def load_documents(
                     if layout_of and type(data) is dict:
                         spec = data.get(_SPEC)
                         if type(spec) is dict and not layout_of.isdisjoint(spec):
-                            doc.layout = _spec_layout(node, converter)
+                            doc.layout = _spec_layout(node, converter, layout_of)
                     source.documents.append(doc)
                 docs.append(doc)
                 index += 1

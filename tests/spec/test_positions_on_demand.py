@@ -157,11 +157,9 @@ def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
         return real(p, display)
 
     monkeypatch.setattr(yamlio, "_reread", counting)
-    docs = load_documents(path, positions=False, layout_of=FOUND_ON_EVERY_TOPIC)
-    members = [
-        ("spec", key) for key in
-        ("messageStoragePolicy", "labels", "messageTransforms", "tags", "publishers")
-    ]
+    names = ("messageStoragePolicy", "labels", "messageTransforms", "tags", "publishers")
+    docs = load_documents(path, positions=False, layout_of=frozenset(names))
+    members = [("spec", key) for key in names]
     seen = 0
     for quick, whole in zip(docs, full, strict=True):
         for member in members:
@@ -174,6 +172,14 @@ def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
     assert docs[3].mark_for(("spec", "labels", "team")) == full[3].mark_for(
         ("spec", "labels", "team"))
     assert reads == [path]  # a deeper path: the file once, with positions
+    # As validate reads a tree: only the transforms' (and a source's) place is kept.
+    reads.clear()
+    docs = load_documents(path, positions=False, layout_of=FOUND_ON_EVERY_TOPIC)
+    assert docs[5].mark_for(("spec", "messageTransforms")) == full[5].mark_for(
+        ("spec", "messageTransforms"))
+    assert reads == []
+    assert docs[5].mark_for(("spec", "labels")) == full[5].mark_for(("spec", "labels"))
+    assert reads == [path]
 
 
 def test_documents_laid_out_alike_share_one_layout(tmp_path: Path) -> None:
