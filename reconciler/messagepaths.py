@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple, Protocol
 
 from reconciler.diagnostics import Severity
+from reconciler.frozen import READ_ONLY, FrozenList
 from reconciler.ingestionrules import source_kind
 from reconciler.transformrules import ai_endpoints, endpoint_location
 
@@ -146,20 +147,26 @@ def model_paths(transforms: Sequence[Mapping[str, Any]] | None) -> tuple[DataPat
     spec's topics that declare the same list share one (spec/restfields.py)."""
     if not transforms:
         return ()
+    if type(transforms) is not FrozenList:  # may change: not remembered
+        return _model_paths(transforms)
     seen = _MODELS_SEEN.get(id(transforms))
     if seen is not None and seen[0] is transforms:
         return seen[1]
-    found = tuple(
+    found = _model_paths(transforms)
+    if len(_MODELS_SEEN) >= _SEEN_MAX:
+        _MODELS_SEEN.clear()
+    _MODELS_SEEN[id(transforms)] = (transforms, found)  # held: its id stays its own
+    return found
+
+
+def _model_paths(transforms: Sequence[Mapping[str, Any]]) -> tuple[DataPath, ...]:
+    return tuple(
         DataPath(
             "model", f"messageTransforms[{index}] AI Inference", endpoint_location(endpoint),
             endpoint, (*TRANSFORMS_PATH, index, "aiInference", "endpoint"),
         )
         for index, endpoint in ai_endpoints(transforms)
     )
-    if len(_MODELS_SEEN) >= _SEEN_MAX:
-        _MODELS_SEEN.clear()
-    _MODELS_SEEN[id(transforms)] = (transforms, found)  # held: its id stays its own
-    return found
 
 
 # id(transforms) -> (the transforms, their model paths); bounded, emptied when full.
@@ -262,11 +269,11 @@ def judged_findings(
     exports: Sequence[ExportLike] | None,
     bounds: Bounds,
     call: Call,
-    address: str,
 ) -> Sequence[PathFinding]:
     """`path_findings`, judged once for the topics that share what it reads: each
-    message and hint with TOPIC for the name of topic `address` (`for_topic`)."""
-    if exports:  # the topic's own subscriptions: judged for it
+    message and hint with TOPIC where the topic's name goes (`for_topic`)."""
+    if exports or not (_read_only(transforms) and _read_only(ingestion)):
+        # the topic's own subscriptions, or values that may change: judged for it
         return path_findings(TOPIC, project, transforms, ingestion, exports, bounds, call)
     key = (id(transforms), id(ingestion), exports is None, bounds, call, project)
     seen = _JUDGED.get(key)
@@ -276,6 +283,10 @@ def judged_findings(
         seen = _JUDGED[key] = (transforms, ingestion, tuple(path_findings(
             TOPIC, project, transforms, ingestion, exports, bounds, call)))
     return seen[2]
+
+
+def _read_only(value: Any) -> bool:
+    return value is None or type(value) in READ_ONLY
 
 
 def for_topic(text: str, address: str) -> str:

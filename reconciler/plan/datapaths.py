@@ -76,7 +76,7 @@ def path_verdicts(
     call = _CALLS[True, live is not None, sets_t, sets_i]
     address = desired.address
     found = judged_findings(
-        desired.project, transforms, ingestion, subscriptions_of(address), bounds, call, address
+        desired.project, transforms, ingestion, subscriptions_of(address), bounds, call
     )
     out = []
     for f in found:

@@ -74,7 +74,7 @@ def check_paths(
         return  # no model, no source, transforms allowed: nothing to say offline
     doc, address = located.doc, topic.address
     for f in judged_findings(
-        topic.project, transforms, ingestion, None, bounds_of(topic, facts), _OFFLINE, address
+        topic.project, transforms, ingestion, None, bounds_of(topic, facts), _OFFLINE
     ):
         mark = doc.mark_for(f.spec_path)
         diags.add(Diagnostic(
