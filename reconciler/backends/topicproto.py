@@ -112,6 +112,7 @@ _NO_EXTRAS: list[Any] = [[], None, None, None]
 # canonical once). Never changed once made; bounded, emptied when full.
 _EXTRAS_SEEN: dict[tuple[bytes | None, ...], list[Any]] = {}
 _SEEN_MAX = 4096
+_SEEN_BYTES = 16 * 1024  # what a key may hold: a UDF may be large
 
 
 def _extras(pb: Any) -> list[Any]:
@@ -125,9 +126,10 @@ def _extras(pb: Any) -> list[Any]:
         unmanaged_json = _unmanaged_json(pb)
         extras = [_unmanaged(pb), unmanaged_json, unmanaged_json.get(TRANSFORMS.rest),
                   unmanaged_json.get(INGESTION.rest)]
-        if len(_EXTRAS_SEEN) >= _SEEN_MAX:
-            _EXTRAS_SEEN.clear()
-        _EXTRAS_SEEN[wire] = extras
+        if sum(len(part) for part in wire if part) <= _SEEN_BYTES:  # a large UDF: once
+            if len(_EXTRAS_SEEN) >= _SEEN_MAX:
+                _EXTRAS_SEEN.clear()
+            _EXTRAS_SEEN[wire] = extras
     return extras
 
 

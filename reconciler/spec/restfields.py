@@ -76,10 +76,12 @@ def _rest(model: Any) -> Any:
 # A spec's transforms, by their encoding -> (their REST JSON, the problems with them:
 # path, code, message, at the key). A tree repeats a few transform lists across its
 # topics (a Defaults document's, or one copied per topic): each distinct one is made
-# canonical and checked once. Bounded: emptied when full.
+# canonical and checked once. Bounded: emptied when full, and only lists whose encoding
+# is at most _SEEN_BYTES kept.
 _Problem = tuple[PathKey, str, str, bool]
 _TRANSFORMS_SEEN: dict[bytes, tuple[Any, tuple[_Problem, ...]]] = {}
 _SEEN_MAX = 4096
+_SEEN_BYTES = 16 * 1024  # a UDF may be large: its encoding is not kept a second time
 
 
 def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
@@ -88,10 +90,12 @@ def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
     encoded = msgspec.msgpack.encode(model)
     seen = _TRANSFORMS_SEEN.get(encoded)
     if seen is None:
-        if len(_TRANSFORMS_SEEN) >= _SEEN_MAX:
-            _TRANSFORMS_SEEN.clear()
         rest = _rest(model)
-        seen = _TRANSFORMS_SEEN[encoded] = (rest, tuple(_transform_problems(rest)))
+        seen = (rest, tuple(_transform_problems(rest)))
+        if len(encoded) <= _SEEN_BYTES:  # a large one is kept once, by its topic
+            if len(_TRANSFORMS_SEEN) >= _SEEN_MAX:
+                _TRANSFORMS_SEEN.clear()
+            _TRANSFORMS_SEEN[encoded] = seen
     rest, problems = seen
     for path, code, message, key in problems:
         rep.error(path, code, message, key=key)
