@@ -309,10 +309,12 @@ class CustomRules:
         is after the plan's update, where the org's in-transit policy would make a new
         one's true (None where the two are the same): the plan keeps a live topic's
         value as written (existing-in-transit-off), so a constraint restricting UPDATE
-        judges this resource, not the one CreateTopic would send."""
+        judges this resource, not the one CreateTopic would send. Only a written
+        `false`: a spec that omits it has the plan turn it on (plan/policy.py
+        `keeps_in_transit_off`), and the UPDATE check sees it on."""
         storage = topic.storage
         if not (self._in_transit[topic.project] and storage.mode == "explicit"
-                and not storage.enforce_in_transit):
+                and storage.enforce_in_transit is False):  # as plan/policy.py keeps it
             return None
         return declared_resource(topic, self.owner, org_enforces_in_transit=False)
 

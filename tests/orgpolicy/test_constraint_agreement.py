@@ -408,6 +408,13 @@ trees = st.lists(st.tuples(topics, st.booleans()), min_size=1, max_size=2,
     generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
     org_in_transit=False, org_cmek=False,
 )
+@example(  # enforceInTransit not written under the org's in-transit policy: the plan
+    # turns it on for an existing topic too, so an UPDATE-binding refusal is an error
+    tree=[(_topic(name="orders-test", regions=["europe-west1"]), False)],
+    generated=[("has(resource.messageStoragePolicy.enforceInTransit)", "DENY",
+                ["CREATE", "UPDATE"], "enforced")],
+    org_in_transit=True, org_cmek=False,
+)
 @example(  # the org's in-transit policy sends enforceInTransit: true
     tree=[(_topic(regions=["us-east1"]), False)],
     generated=[(condition("in_transit"), "DENY", ["CREATE"], "enforced")],
