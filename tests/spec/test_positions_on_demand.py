@@ -24,6 +24,20 @@ spec:
 LINES_PER_TOPIC = TOPIC.count("\n") + 1  # the `---` separator
 
 
+@pytest.fixture
+def reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Each file yamlio reads again for positions, in order (its `_reread`, counted)."""
+    seen: list[Path] = []
+    real = yamlio._reread
+
+    def counting(p: Path, display: str) -> list[yamlio.Document]:
+        seen.append(p)
+        return real(p, display)
+
+    monkeypatch.setattr(yamlio, "_reread", counting)
+    return seen
+
+
 def many_topics(count: int, broken: dict[int, str]) -> str:
     """`count` topics; document i's labels line replaced by broken[i]."""
     docs = []
@@ -69,18 +83,10 @@ def test_a_semantic_check_after_loading_still_points_at_the_value(
 
 
 def test_positions_are_recovered_once_per_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, reads: list[Path]
 ) -> None:
     path = tmp_path / "topics.yaml"
     path.write_text(many_topics(30, {}))
-    reads: list[Path] = []
-    real = yamlio._reread
-
-    def counting(p: Path, display: str) -> list[yamlio.Document]:
-        reads.append(p)
-        return real(p, display)
-
-    monkeypatch.setattr(yamlio, "_reread", counting)
     docs = load_documents(path, positions=False)
     marks = [doc.key_mark(("metadata", "name")) for doc in docs]
     assert reads == [path]
@@ -89,18 +95,10 @@ def test_positions_are_recovered_once_per_file(
 
 
 def test_released_data_comes_back_for_a_message_and_data_never_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, reads: list[Path]
 ) -> None:
     path = tmp_path / "t.yaml"
     path.write_text(many_topics(3, {}))
-    reads: list[Path] = []
-    real = yamlio._reread
-
-    def counting(p: Path, display: str) -> list[yamlio.Document]:
-        reads.append(p)
-        return real(p, display)
-
-    monkeypatch.setattr(yamlio, "_reread", counting)
     docs = load_documents(path, positions=False)
     for doc in docs:
         doc.release()
@@ -139,7 +137,7 @@ spec:
 
 @pytest.mark.parametrize("prefer_key", [False, True])
 def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, prefer_key: bool
+    tmp_path: Path, reads: list[Path], prefer_key: bool
 ) -> None:
     """Where each member of `spec` sits is kept from the position-less read (an AI
     Inference transform's warning is on every such topic): the same marks the full
@@ -149,14 +147,6 @@ def test_a_finding_at_a_spec_member_reads_the_file_no_second_time(
     path = tmp_path / "t.yaml"
     path.write_text(text)
     full = load_documents(path)
-    reads: list[Path] = []
-    real = yamlio._reread
-
-    def counting(p: Path, display: str) -> list[yamlio.Document]:
-        reads.append(p)
-        return real(p, display)
-
-    monkeypatch.setattr(yamlio, "_reread", counting)
     names = ("messageStoragePolicy", "labels", "messageTransforms", "tags", "publishers")
     docs = load_documents(path, positions=False, layout_of=frozenset(names))
     members = [("spec", key) for key in names]
