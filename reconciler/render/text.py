@@ -85,7 +85,15 @@ def custom_constraint_lines(plan: Plan) -> list[str]:
 
 
 def summary_line(plan: Plan) -> str:
+    """The plan's last line. A plan with errors is never applied: it says so, not "No
+    changes" (the refused topics are left out of its changes, so it may have none)."""
     counts = plan.counts()
+    if plan.has_errors:
+        errors = len(plan.errors)
+        return (
+            f"{errors} error{'' if errors == 1 else 's'}: this plan cannot be applied. Fix "
+            "the errors and plan again."
+        )
     if not plan.has_changes:
         return "No changes. The live topics match the specs."
     return (

@@ -58,6 +58,12 @@ def test_apply_refuses_what_plan_refuses(
         assert "error[publisher-ordering-region]" in result.stderr
         assert "membership not verified for in:us-locations" in result.stderr
         assert says in result.stderr
+    # The plan apply shows never says it matches: its refused topics are not changes.
+    assert "No changes" not in applied.stdout
+    if not snapshot:
+        assert applied.stdout.splitlines()[-1] == (
+            "1 error: this plan cannot be applied. Fix the errors and plan again."
+        )
     assert mutating_calls(local_server) == {"CreateTopic": 0, "UpdateTopic": 0, "DeleteTopic": 0}
 
 
