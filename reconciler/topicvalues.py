@@ -9,7 +9,6 @@ them; reconciler/topic.py re-exports them, the name every layer imports them by.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -228,5 +227,7 @@ def _redact(value: Any) -> Any:
 def _hidden(value: Any) -> str:
     if isinstance(value, str) and value.startswith(REDACTED):
         return value
+    import hashlib  # here: secret-looking parameters are rare, and validate starts cold
+
     text = json.dumps(value, sort_keys=True, default=str)
     return f"{REDACTED}{hashlib.sha256(text.encode()).hexdigest()[:12]}>"
