@@ -11,6 +11,8 @@ A diagnostic about a topic names it (`Diagnostic.topic`, and its message says
 `topic projects/P/topics/T` or the name alone). Two such diagnostics are one finding
 when severity, code, project and the words around the name (message and hint) are
 the same; the group's message says "each of these N topics" where each said its own.
+A finding that names its topic anywhere else (a value the condition saw, a command in
+its hint) is its own: grouped, the stand-in would replace the evidence too.
 
     grouped(diagnostics) -> [Diagnostic | Group]   in order, each group where its
                                                     first topic was
@@ -50,8 +52,13 @@ def _key(d: Diagnostic) -> tuple[object, ...] | None:
     """What makes two diagnostics one finding; None for one that is not about a topic
     (or does not name it)."""
     topic = d.topic
-    if topic is None or topic not in d.message:
+    if topic is None or d.message.count(topic) != 1:
+        # Not about a topic, or names it besides as its subject (a condition that saw
+        # resource.name quotes it): "each of these N topics" would stand in for the
+        # evidence too, so each topic's finding is said on its own.
         return None
+    if d.hint is not None and d.hint.replace(f"topic {topic}", "").count(topic):
+        return None  # the hint names it in a command or a value: its own, too
     split = split_topic_name(topic)
     if split is None:
         return None

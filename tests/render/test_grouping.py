@@ -73,3 +73,42 @@ def test_a_group_escapes_its_data() -> None:
     text = report.text(found)
     assert "\x1b" not in text
     assert "  specs/\\x1b[2Jevil.yaml:3:9: projects/proj-a/topics/orders" in text
+
+
+def _refused_by_name(name: str, line: int) -> Diagnostic:
+    """A custom constraint on resource.name: the message quotes the name it saw."""
+    address = f"projects/proj-a/topics/{name}"
+    return Diagnostic(
+        "specs/t.yaml", line, 42, Severity.ERROR, "org-custom-constraint",
+        f"topic {address} breaks custom constraint custom.noTestTopics; the condition saw "
+        f'resource.name = "{address}"', None, topic=address,
+    )
+
+
+def test_a_finding_that_quotes_its_topic_as_evidence_is_not_grouped() -> None:
+    """Once grouped as 'the condition saw resource.name = "each of these 2 topics"':
+    the value a condition saw is evidence, and differs from topic to topic."""
+    found = [_refused_by_name("a-test", 3), _refused_by_name("b-test", 7)]
+    assert all(isinstance(d, Diagnostic) for d in grouped(found))
+    lines = report.text(found).splitlines()
+    assert lines == [
+        'specs/t.yaml:3:42: error[org-custom-constraint]: topic projects/proj-a/topics/a-test '
+        'breaks custom constraint custom.noTestTopics; the condition saw resource.name = '
+        '"projects/proj-a/topics/a-test"',
+        'specs/t.yaml:7:42: error[org-custom-constraint]: topic projects/proj-a/topics/b-test '
+        'breaks custom constraint custom.noTestTopics; the condition saw resource.name = '
+        '"projects/proj-a/topics/b-test"',
+    ]
+    assert "each of these" not in report.text(found)
+
+
+def test_a_hint_that_names_the_topic_in_a_command_is_not_grouped() -> None:
+    def one(name: str, line: int) -> Diagnostic:
+        address = f"projects/proj-a/topics/{name}"
+        return Diagnostic(
+            "specs/t.yaml", line, 9, Severity.WARNING, "existing-cmek-required",
+            f"topic {address} exists without a key", f"run `gcloud pubsub topics describe "
+            f"{address}`", topic=address,
+        )
+
+    assert all(isinstance(d, Diagnostic) for d in grouped([one("a", 3), one("b", 9)]))
