@@ -65,7 +65,7 @@ from reconciler.plan.othertopics import (
 )
 from reconciler.plan.staleness import stale_ancestry_warning, stale_warning
 from reconciler.plan.tagcheck import tags_finding
-from reconciler.spec.customrules import REFUSED, UNEVALUABLE
+from reconciler.spec.customrules import AT_PLAN, REFUSED, UNEVALUABLE
 from reconciler.spec.desired import DesiredState, DesiredTopic, Owner, StorageIntent
 from reconciler.spec.orgrules import PLAN_DECIDES, promote_inferred
 
@@ -222,7 +222,12 @@ def _decided_here(d: Diagnostic, planned: set[str], observation: Observation) ->
     """A finding validation left to plan (the topic may exist) that a plan decides
     again from the live topic: this one for the topics it plans (the org-policy rules,
     and the custom constraints where it read them for the topic's project), the plan
-    of its own project for a topic of a project this one leaves out (--project)."""
+    of its own project for a topic of a project this one leaves out (--project).
+    Validate's note that a custom constraint reads fields only the live topics have
+    (AT_PLAN, "run `reconcile plan` to see its verdict") is never a plan's: the plan
+    judges the constraint on each live topic, or says why it could not."""
+    if d.code == AT_PLAN:
+        return True
     if d.topic is None or PLAN_DECIDES not in d.message:
         return False
     split = split_topic_name(d.topic)

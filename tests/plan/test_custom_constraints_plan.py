@@ -143,6 +143,36 @@ def test_an_unmanaged_field_is_decided_on_create(
     assert "resource.kmsKeyName = not set" in result.stderr
 
 
+def test_validate_leaves_an_unmanaged_field_to_plan_and_plan_does_not_repeat_that(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, tree: Any
+) -> None:
+    """Validate says a constraint on a field the specs do not manage is decided at plan
+    time ("run `reconcile plan` to see its verdict"); the plan gives the verdict, and
+    once said that note in its own output, pointing at the command being run."""
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    constraint = _constraint("custom.cmek", "has(resource.kmsKeyName)")
+    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=constraint)
+    _enforce(local_server, "custom.cmek")
+    root = tree(topic_doc("orders", storage=(["europe-west1"], None)), extra=(
+        f"name: {constraint['name']}\nresourceTypes: [pubsub.googleapis.com/Topic]\n"
+        "methodTypes: [CREATE, UPDATE]\ncondition: has(resource.kmsKeyName)\n"
+        "actionType: ALLOW\ndescription: custom.cmek says no.\n---\n"
+        f"name: projects/{PROJECT}/policies/custom.cmek\nspec: {{rules: [{{enforce: true}}]}}\n"
+        "---\n"
+    ))
+    validated = run_cli("validate", str(root))
+    assert validated.exit_code == 0, validated.stdout
+    assert "warning[org-custom-at-plan]" in validated.stdout
+    assert "run `reconcile plan` to see its verdict" in validated.stdout
+    for fmt in ("text", "json"):
+        result = _plan(run_cli, local_server, root, "--format", fmt)
+        assert result.exit_code == 1, result.stderr
+        said = result.stdout + result.stderr
+        assert "org-custom-at-plan" not in said
+        assert "reconcile plan` to see" not in said
+        assert "custom.cmek" in said and "resource.kmsKeyName = not set" in said
+
+
 @pytest.mark.parametrize("read_ahead", ["0", "off"])
 def test_an_update_is_judged_with_the_live_ingestion_source_and_transforms(
     run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any,
