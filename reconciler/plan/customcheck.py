@@ -181,9 +181,14 @@ def existing_refusals(
     """The enforced constraints that bind only creation, on a topic that exists as the
     plan leaves it (after its UpdateTopic, or as it is): the service judges no call of
     the plan by them, so what they would refuse is reported, once a constraint, and
-    never stops the plan. A condition that reads a field the plan does not read, or
-    that cannot be evaluated, says nothing here: nothing is refused either way."""
-    if live is None or rc.action not in ("update", "no-op") or not _create_only(constraints):
+    never stops the plan. So are those that bind updates too, on a topic the plan makes
+    no call to (a call is judged by `judge_change`). A condition that reads a field the
+    plan does not read, or that cannot be evaluated, says nothing here: nothing is
+    refused either way."""
+    if live is None or rc.action not in ("update", "no-op"):
+        return []
+    untouched = _binding_updates(constraints) if rc.action == "no-op" else []
+    if not untouched and not _create_only(constraints):
         return []
     _, after, before = resources(rc, desired, live, owner, org_enforces_in_transit)
     standing = after if rc.action == "update" or before is None else before
@@ -197,7 +202,29 @@ def existing_refusals(
             f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
             f"to comply, {fix_hint(constraint)}",
         ))
+    for constraint in untouched:
+        if _unread(constraint) != []:
+            continue  # a field the plan does not read, or a condition that does not compile
+        judgement = judge(constraint, dict(standing), "UPDATE")
+        if judgement is None or judgement.verdict is not Verdict.REFUSED:
+            continue
+        out.append(_diagnostic(
+            desired, Severity.WARNING, EXISTING_REFUSED,
+            f"topic {rc.address} exists and breaks custom constraint "
+            f"{describe(constraint)}, which binds updates too: the plan makes no call to "
+            "the topic, so nothing is refused now, but the service refuses any change of "
+            "it that does not fix this; the condition sees "
+            f"{seen(standing, condition_for(constraint).reads)}",
+            f"to comply, {fix_hint(constraint)}",
+        ))
     return out
+
+
+def _binding_updates(
+    constraints: Sequence[tuple[CustomConstraint, Enforcement]],
+) -> list[CustomConstraint]:
+    """The enforced constraints that judge a topic's UpdateTopic."""
+    return [c for c, mode in constraints if mode == "enforced" and c.applies_to(TOPIC, "UPDATE")]
 
 
 def _create_only(

@@ -220,24 +220,24 @@ def make_plan(
 
 def _decided_here(d: Diagnostic, planned: set[str], observation: Observation) -> bool:
     """A finding validation left to plan (the topic may exist) that a plan decides
-    again from the live topic: this one for the topics it plans (the org-policy rules,
-    and the custom constraints where it read them for the topic's project), the plan
-    of its own project for a topic of a project this one leaves out (--project).
+    again from the live topic: this one for the topics it plans, the plan of its own
+    project for a topic of a project this one leaves out (--project). A custom
+    constraint's verdict from the snapshot is the plan's to give wherever it read the
+    project's constraints live (the snapshot may say dry run where the live policy
+    enforces: the live verdict stands alone).
     Validate's note that a custom constraint reads fields only the live topics have
     (AT_PLAN, "run `reconcile plan` to see its verdict") is never a plan's: the plan
     judges the constraint on each live topic, or says why it could not."""
     if d.code == AT_PLAN:
         return True
-    if d.topic is None or PLAN_DECIDES not in d.message:
-        return False
-    split = split_topic_name(d.topic)
+    split = split_topic_name(d.topic) if d.topic is not None else None
     if split is None:
         return False
-    if split[0] not in planned:
-        return True
-    if d.code in (REFUSED, UNEVALUABLE):
+    if d.code in (REFUSED, UNEVALUABLE) and split[0] in planned:
+        # A custom constraint's verdict from the snapshot (a dry run, one binding only
+        # creation), where the plan judged the project's constraints as they are live.
         return bool(observation.custom.get(split[0]))
-    return True
+    return PLAN_DECIDES in d.message
 
 
 def takeover_warning(topic: DesiredTopic, other: str, owner: Owner) -> Diagnostic:

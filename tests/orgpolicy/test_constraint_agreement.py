@@ -657,6 +657,30 @@ plan_trees = st.lists(st.tuples(live_topics, topics), min_size=1, max_size=2,
                       unique_by=lambda entry: entry[1]["name"])
 
 
+def _agrees_on_a_change(
+    publisher: Any, name: str, mine: list[dict[str, Any]], binds_updates: set[str]
+) -> None:
+    """A live topic the plan makes no call to: the server refuses an UpdateTopic that
+    sets its labels as they are exactly when it breaks an enforced constraint binding
+    updates, which the plan then reports as an existing violation (or as a condition
+    it could not evaluate on the topic)."""
+    said = [d for d in mine if d["code"] == "existing-custom-constraint"
+            and _ID.search(d["message"]).group(1) in binds_updates]  # type: ignore[union-attr]
+    labels = dict(publisher.get_topic(topic=name).labels)
+    try:
+        publisher.update_topic(request={
+            "topic": {"name": name, "labels": labels}, "update_mask": {"paths": ["labels"]},
+        })
+    except exceptions.FailedPrecondition as exc:
+        if exc.reason == "CUSTOM_ORG_POLICY_VIOLATION":
+            assert said or [d for d in mine if d["code"] == "org-custom-unevaluable"], (
+                f"the server refuses changing {name} ({exc.message}); the plan said nothing",
+                mine,
+            )
+        return
+    assert not said, f"the server lets {name} change; the plan says it would not: {said}"
+
+
 def _live(**fields: Any) -> dict[str, Any]:
     """A live topic's shape, for the explicit examples."""
     out: dict[str, Any] = {"labels": {}, "regions": None, "retention": None, "kms": None,
@@ -725,6 +749,11 @@ def _plan_json(run_cli: Any, server: Any, root: Path) -> tuple[int, dict[str, An
     generated=[(condition("schema", 0, 1), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
     org_cmek=False, snapshot=True, level="project",
 )
+@example(  # a topic that already violates one binding updates, and no call: reported
+    tree=[(_live(), _topic())],
+    generated=[(condition("ingestion", 0, 0), "ALLOW", ["CREATE", "UPDATE"], "enforced")],
+    org_cmek=False, snapshot=False, level="organization",
+)
 @example(  # what binds only creation: the new topic refused, the existing one reported
     tree=[(_live(), _topic(labels={"team": "pay"})), (None, _topic(name="audit"))],
     generated=[(condition("labels", 0, 1), "ALLOW", ["CREATE"], "enforced")],
@@ -788,6 +817,8 @@ def test_plan_agrees_with_the_local_server(
     assert code == (1 if any(d["severity"] == "error" for d in diagnostics) else 0), stderr
     create_only = {f"custom.rule{i}" for i, g in enumerate(generated)
                    if "UPDATE" not in g[2] and g[3] == "enforced"}
+    binds_updates = {f"custom.rule{i}" for i, g in enumerate(generated)
+                     if "UPDATE" in g[2] and g[3] == "enforced"}
     for live, topic in tree:
         name = f"projects/{project}/topics/{topic['name']}"
         mine = [d for d in diagnostics if d["topic"] == name]
@@ -813,11 +844,19 @@ def test_plan_agrees_with_the_local_server(
             assert [d["code"] for d in existing].count("existing-cmek-required") == keyless
             assert not [d for d in mine if d["code"] == "org-cmek-required"], mine
             for d in existing:
-                if d["code"] == "existing-custom-constraint":
-                    assert _ID.search(d["message"]).group(1) in create_only, d  # type: ignore[union-attr]
+                if d["code"] != "existing-custom-constraint":
+                    continue
+                constraint = _ID.search(d["message"]).group(1)  # type: ignore[union-attr]
+                if constraint in create_only:
+                    continue
+                # One that binds updates too: said of a topic the plan makes no call to
+                # (the server's verdict on changing it: below).
+                assert constraint in binds_updates and calls[name]["request"] is None, d
         rc = calls[name]
-        if rc["request"] is None:  # nothing to send: nothing to judge
+        if rc["request"] is None:  # nothing to send: nothing refused
             assert not errors
+            if live is not None:  # ... but what would the service say of changing it?
+                _agrees_on_a_change(publisher, name, mine, binds_updates)
             continue
         body = dict(rc["request"]["topic"])
         if rc["request"]["method"] == "CreateTopic":

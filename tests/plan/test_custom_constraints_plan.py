@@ -9,6 +9,7 @@ named, difference by difference."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -171,6 +172,39 @@ def test_validate_leaves_an_unmanaged_field_to_plan_and_plan_does_not_repeat_tha
         assert "org-custom-at-plan" not in said
         assert "reconcile plan` to see" not in said
         assert "custom.cmek" in said and "resource.kmsKeyName = not set" in said
+
+
+def test_a_verdict_from_a_stale_snapshot_gives_way_to_the_live_one(
+    run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any,
+    tree: Any,
+) -> None:
+    """The snapshot has the constraint in dry run ("the service would log the violation
+    and create the topic"); live it is enforced. The plan once said both of an existing
+    topic; it says the live verdict, and that the snapshot is stale."""
+    publisher_client.create_topic(request={
+        "name": f"projects/{PROJECT}/topics/orders-test",
+        "labels": {"reconcile-managed": "true", "reconcile-owner": "default"},
+        "message_storage_policy": {"allowed_persistence_regions": ["europe-west1"]},
+    })
+    local_server.set_ancestry(f"projects/{PROJECT}", ORG)
+    condition = "resource.name.endsWith('-test')"
+    constraint = _constraint("custom.noTest", condition, "DENY")
+    orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint=constraint)
+    _enforce(local_server, "custom.noTest")
+    root = tree(topic_doc("orders-test", storage=(["europe-west1"], None)), extra=(
+        f"name: {constraint['name']}\nresourceTypes: [pubsub.googleapis.com/Topic]\n"
+        f'methodTypes: [CREATE, UPDATE]\ncondition: "{condition}"\n'
+        "actionType: DENY\ndescription: custom.noTest says no.\n---\n"
+        f"name: projects/{PROJECT}/policies/custom.noTest\n"
+        "dryRunSpec: {rules: [{enforce: true}]}\n---\n"
+    ))
+    validated = run_cli("validate", str(root))
+    assert "the constraint is in dry run" in validated.stdout, validated.stdout
+    result = _plan(run_cli, local_server, root, "--format", "json")
+    codes = [(d["code"], d["message"]) for d in json.loads(result.stdout)["diagnostics"]]
+    assert not [m for _, m in codes if "in dry run" in m], codes
+    assert any(c == "existing-custom-constraint" for c, _ in codes), codes
+    assert any(c == "org-policy-stale" for c, _ in codes), codes
 
 
 @pytest.mark.parametrize("read_ahead", ["0", "off"])
