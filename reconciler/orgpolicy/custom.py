@@ -152,6 +152,29 @@ def _key(data: Mapping[str, Any], camel: str) -> str:
     return camel if camel in data else _snake(camel)
 
 
+def _pubsub_type_problems(
+    types: list[str], path: tuple[str | int, ...]
+) -> list[tuple[tuple[str | int, ...], str]]:
+    """A Pub/Sub resource type the service does not know (a case or a letter off, as
+    `pubsub.googleapis.com/topic`): the service refuses such a constraint, and read as
+    written it would bind no topic, a pass it never gives. Other services' types are
+    theirs to check (a snapshot holds the organization's every constraint)."""
+    out: list[tuple[tuple[str | int, ...], str]] = []
+    for i, value in enumerate(types):
+        if value.split("/")[0].lower() == "pubsub.googleapis.com" and (
+            value not in PUBSUB_RESOURCE_TYPES
+        ):
+            near = [t for t in PUBSUB_RESOURCE_TYPES if t.lower() == value.lower()]
+            out.append(((*path, i), (
+                f"unknown Pub/Sub resource type {value!r}"
+                + (f" (did you mean {near[0]!r}?)" if near else "")
+                + f"; the service knows {', '.join(PUBSUB_RESOURCE_TYPES)}"
+            )))
+    if len(set(types)) != len(types):
+        out.append((path, "`resourceTypes` names a value twice"))
+    return out
+
+
 def constraint_problems(data: Any) -> list[tuple[tuple[str | int, ...], str]]:
     """Every rule the constraint document breaks, each with the path it is at (unknown
     keys are the snapshot reader's to report: it has the suggestions)."""
@@ -209,6 +232,8 @@ def constraint_problems(data: Any) -> list[tuple[tuple[str | int, ...], str]]:
             ((_key(data, "resourceTypes"),),
              "`resourceTypes` must be a list like [pubsub.googleapis.com/Topic]")
         )
+    else:
+        out += _pubsub_type_problems(resource_types, (_key(data, "resourceTypes"),))
     methods = choices("methodTypes", METHOD_TYPES, "method types")
     if methods and "CREATE" not in methods and "UPDATE" in methods:
         out.append(

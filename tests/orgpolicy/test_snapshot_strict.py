@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from google.api_core import exceptions
 
 from reconciler.errors import InputError
 from reconciler.orgpolicy.snapshot import load_snapshot
@@ -251,3 +252,46 @@ def test_a_policy_on_an_undefined_constraint(run_cli: Any, tmp_path: Path) -> No
     required = _validate(run_cli, specs, snap, "--require-org-policy")
     assert required.exit_code == 1, required.stdout
     assert f"{where} error[policy-constraint]" in required.stdout
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("[pubsub.googleapis.com/topic]", "unknown Pub/Sub resource type "
+     "'pubsub.googleapis.com/topic' (did you mean 'pubsub.googleapis.com/Topic'?)"),
+    ("[PubSub.googleapis.com/Topic]", "unknown Pub/Sub resource type "
+     "'PubSub.googleapis.com/Topic' (did you mean 'pubsub.googleapis.com/Topic'?)"),
+    ("[pubsub.googleapis.com/Topics]", "unknown Pub/Sub resource type "
+     "'pubsub.googleapis.com/Topics'; the service knows pubsub.googleapis.com/Topic"),
+    ("[pubsub.googleapis.com/Topic, pubsub.googleapis.com/Topic]",
+     "`resourceTypes` names a value twice"),
+])
+def test_a_resource_type_off_by_a_letter_is_an_error_not_a_constraint_that_binds_nothing(
+    run_cli: Any, tmp_path: Path, orgpolicy_client: Any, written: str, message: str
+) -> None:
+    """Once read as written: a constraint on `pubsub.googleapis.com/topic` bound no
+    topic, and `validate --require-org-policy` passed what the service would refuse."""
+    text = DENY_TEAM.replace("resourceTypes: [pubsub.googleapis.com/Topic]",
+                             f"resourceTypes: {written}")
+    specs, snap = _tree(tmp_path, text)
+    result = _validate(run_cli, specs, snap, "--require-org-policy")
+    assert result.exit_code == 1, result.stdout
+    assert f"{snap}:2:" in result.stdout and message in result.stdout, result.stdout
+    # The Org Policy API of the local server refuses it with the same words.
+    with pytest.raises(exceptions.InvalidArgument) as refused:
+        orgpolicy_client.create_custom_constraint(parent=ORG, custom_constraint={
+            "name": f"{ORG}/customConstraints/custom.noTeam",
+            "resource_types": written.strip("[]").split(", "),
+            "method_types": ["CREATE"], "condition": "true", "action_type": "DENY",
+        })
+    assert message.split(";")[0] in str(refused.value.message)
+
+
+def test_another_service_s_resource_type_is_its_own_to_check(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """A snapshot holds the organization's every custom constraint: one on Compute
+    Engine's instances is read and binds no topic."""
+    text = DENY_TEAM.replace("resourceTypes: [pubsub.googleapis.com/Topic]",
+                             "resourceTypes: [compute.googleapis.com/Instance]")
+    specs, snap = _tree(tmp_path, text)
+    result = _validate(run_cli, specs, snap, "--require-org-policy")
+    assert result.exit_code == 0, result.stdout
