@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reconciler.diagnostics import Diagnostics
+from reconciler.errors import InputError
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 SNAPSHOT_NAMES = ("org-policy.yaml", "org-policy.yml")
@@ -95,6 +96,8 @@ def _walk(root: Path, found: list[Path], diags: Diagnostics) -> None:
             except OSError as exc:
                 diags.error(str(path), 0, 0, "path-unreadable", f"cannot read: {exc.strerror}")
                 continue
+            if is_dir and entry.name in SNAPSHOT_NAMES and directory == root:
+                continue  # taken for the snapshot, whose reader says it is a folder
             if is_dir:
                 real = os.path.realpath(path)
                 if real in ancestors:
@@ -160,12 +163,19 @@ def find_snapshot_looked(start: Path) -> tuple[Path | None, list[Path]]:
     looked: list[Path] = []
     for directory in (here, *here.parents):
         looked.append(directory)
-        for name in SNAPSHOT_NAMES:
-            candidate = directory / name
-            # Anything there but a folder is the snapshot: one that is a FIFO or a
-            # device is reported by the reader, not taken for "no snapshot".
-            if candidate.exists() and not candidate.is_dir():
-                return candidate, looked
+        # Anything there is the snapshot: a folder, a FIFO or a device is reported by
+        # the reader, not taken for "no snapshot" (nor a folder's files for specs).
+        present = [directory / n for n in SNAPSHOT_NAMES if os.path.lexists(directory / n)]
+        if len(present) > 1:
+            raise InputError(
+                f"{directory}: two org-policy snapshots, {present[0].name} and "
+                f"{present[1].name}; which one the org's constraints are is ambiguous, so "
+                "neither is read",
+                hint="keep one (`reconcile policy pull --out` writes org-policy.yaml) and "
+                "delete or rename the other",
+            )
+        if present:
+            return present[0], looked
         if directory == bound:
             break
     return None, looked

@@ -94,6 +94,37 @@ def test_the_snapshot_at_the_spec_root(
     assert "org-policy-missing" not in result.stdout  # found, and named: not "missing"
 
 
+def test_a_folder_named_as_the_snapshot_is_the_snapshot_and_not_specs(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """Once "no org-policy snapshot found" (exit 0), and the files in the folder were
+    read as specs."""
+    root = tree(tmp_path)
+    (root / "org-policy.yaml").mkdir()
+    (root / "org-policy.yaml" / "x.yaml").write_text("ancestry: {}\n")
+    result = run_cli("validate", str(root))
+    assert result.exit_code == 1
+    assert (f"{root / 'org-policy.yaml'}: error[file-not-regular]: this path is a "
+            "directory") in result.stdout
+    assert "org-policy-missing" not in result.stdout and "x.yaml" not in result.stdout
+
+
+@pytest.mark.parametrize("verb", ["validate", "plan"])
+def test_two_snapshots_at_one_root_are_ambiguous_and_neither_is_read(
+    verb: str, run_cli: Any, tmp_path: Path
+) -> None:
+    """Once org-policy.yaml was read and org-policy.yml, holding a denying constraint,
+    was never mentioned: a pass."""
+    root = tree(tmp_path)
+    (root / "org-policy.yaml").write_text("ancestry:\n  projects/acme-payments: none\n")
+    (root / "org-policy.yml").write_text("ancestry:\n  projects/acme-payments: none\n")
+    result = run_cli(verb, str(root), *(["--local"] if verb == "plan" else []))
+    assert result.exit_code == 1
+    assert (f"Error: {root}: two org-policy snapshots, org-policy.yaml and "
+            "org-policy.yml") in result.stderr
+    assert "keep one" in result.stderr
+
+
 @pytest.mark.parametrize("kind", SPECIAL_KINDS)
 @pytest.mark.parametrize("verb", ["validate", "plan"])
 def test_org_policy_file(
