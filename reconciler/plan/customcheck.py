@@ -458,11 +458,10 @@ def _placing_hint(project: str, observation: Observation) -> str:
 
 def _why_not(error: ConditionError) -> str:
     return (
-        f"uses what reconcile's CEL library does not have ({error.message}, line "
-        f"{error.line}, column {error.column} of the condition)"
+        f"uses what reconcile's CEL library does not have ({error.message}, "
+        f"{error.place})"
         if error.unsupported else
-        f"does not compile ({error.message}, line {error.line}, column {error.column} of "
-        "the condition)"
+        f"does not compile ({error.message}, {error.place})"
     )
 
 

@@ -184,3 +184,28 @@ def test_a_condition_the_library_cannot_compile(
     assert allowed.exit_code == 0, allowed.stdout
     (row,) = _rows(allowed.stdout, "org-custom-unjudged-allowed")
     assert "custom.lower in shop-prod" in row
+
+
+@pytest.mark.parametrize(("condition", "said"), [
+    ("(" * 33 + "true" + ")" * 33, "Expression recursion limit exceeded. limit: 32"),
+    ("size(resource.name) " + "+ 1 " * 40 + "> 0",
+     "Exceeded max recursion depth of 32 when parsing."),
+])
+def test_a_condition_deeper_than_the_library_nests_is_not_judged_not_refused(
+    run_cli: Any, tmp_path: Path, condition: str, said: str
+) -> None:
+    """Valid CEL within the service's 1,000 characters, deeper than the library's 32
+    levels: once `custom-condition` "is not valid CEL ... the service refuses it too"
+    at a made-up column 1 (CEL's conformance asks for at least 12 levels, and nothing
+    public gives the service's limit)."""
+    text = LOWER.replace("resource.name.lowerAscii().endsWith('-tmp')", condition).replace(
+        "MODE", "spec")
+    specs, snap = _tree(tmp_path, text)
+    warned = _validate(run_cli, specs, snap)
+    assert warned.exit_code == 0, warned.stdout
+    assert "custom-condition" not in warned.stdout and "refuses it too" not in warned.stdout
+    (row,) = _rows(warned.stdout, "org-custom-uncompilable")
+    assert (f"({said} (a nesting limit of reconcile's CEL library), the condition as a "
+            "whole)") in row, row
+    required = _validate(run_cli, specs, snap, "--require-org-policy")
+    assert required.exit_code == 1 and "error[org-custom-uncompilable]" in required.stdout

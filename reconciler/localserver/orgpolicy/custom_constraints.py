@@ -77,7 +77,7 @@ def from_proto(pb: Any) -> CustomConstraint:
             return constraint
         raise invalid(
             f"Invalid custom constraint {pb.name}: the condition does not compile: "
-            f"{exc.message} (line {exc.line}, column {exc.column})"
+            f"{exc.message} ({exc.place})"
         ) from None
     return constraint
 

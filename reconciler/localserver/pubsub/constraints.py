@@ -188,7 +188,7 @@ def _uncompilable(
     saying the server cannot evaluate it; never a pass, never a crash."""
     reason = (
         f"its condition does not compile with the local server's CEL library: "
-        f"{error.message} (line {error.line}, column {error.column})"
+        f"{error.message} ({error.place})"
     )
     if mode == "dry-run":
         log.info(

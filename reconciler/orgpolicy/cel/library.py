@@ -23,13 +23,22 @@ class ConditionError(ValueError):
     type, an unknown variable), which the service refuses too."""
 
     def __init__(
-        self, message: str, line: int, column: int, *, unsupported: bool = False
+        self, message: str, line: int, column: int, *, unsupported: bool = False,
+        placed: bool = True,
     ) -> None:
         super().__init__(message)
         self.message = message
         self.line = line
         self.column = column
         self.unsupported = unsupported
+        self.placed = placed  # False: the library names no place (line and column 1)
+
+    @property
+    def place(self) -> str:
+        """Where in the condition, as a message says it."""
+        if not self.placed:
+            return "the condition as a whole"
+        return f"line {self.line}, column {self.column} of the condition"
 
 
 # --------------------------------------------------------------------------- library
@@ -79,10 +88,25 @@ def compile_text(text: str, variables: tuple[tuple[str, str], ...] = ()) -> Any:
             raise condition_error(str(exc), text) from None
 
 
+# The library's own nesting limits (32 levels: "Exceeded max recursion depth of 32 when
+# parsing", "Expression recursion limit exceeded"). CEL's conformance tests ask for a
+# minimum (cel-spec's parse.textproto: nested calls, lists, maps and messages "up to 12
+# levels deep"), not a maximum, and nothing public gives the service's, so a deeper
+# condition is one this library cannot judge, not one the service refuses.
+_LIBRARY_LIMIT = re.compile(r"recursion (?:depth|limit)", re.IGNORECASE)
+
+
 def condition_error(error: str, source: str) -> ConditionError:
+    if _LIBRARY_LIMIT.search(error):
+        message = re.sub(r"^(?:ERROR: )?<input>:-?\d+:-?\d+: ", "", clean_message(error))
+        message = message.removesuffix(" [CANCELLED]").removeprefix("CANCELLED: ")
+        return ConditionError(
+            f"{message} (a nesting limit of reconcile's CEL library)", 1, 1,
+            unsupported=True, placed=False,
+        )
     match = _POSITION.search(error)
     if match is None:
-        return ConditionError(clean_message(error), 1, 1)
+        return ConditionError(clean_message(error), 1, 1, placed=False)
     line, column, message = match.groups()
     message = message.strip().removesuffix(" [INVALID_ARGUMENT]").replace(
         " (in container '')", ""

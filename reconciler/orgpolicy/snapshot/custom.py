@@ -74,8 +74,8 @@ def not_judged(
                 gate.severity(why, mode, cid, f"{cid} in {project}"), why.code,
                 f"custom constraint {cid} ({mode} in project {project}) is not judged: its "
                 f"condition uses what reconcile's CEL library does not have ("
-                f"{error.message}, line {error.line}, column {error.column} of the "
-                "condition), so the project's topics were not judged against it"
+                f"{error.message}, {error.place}), so the project's topics were not "
+                "judged against it"
                 + gate.note(why, mode, cid),
                 uncompilable_hint(error),
             ))
@@ -123,8 +123,7 @@ def custom_constraint(
                 checker.diags.error(
                     checker.doc.file, mark.line, mark.col, "custom-condition",
                     f"the condition of {str(name).rsplit('/', 1)[-1]} is not valid CEL: "
-                    f"{exc.message} (line {exc.line}, column {exc.column} of the "
-                    "condition); the service refuses it too",
+                    f"{exc.message} ({exc.place}); the service refuses it too",
                 )
     if error_count(checker.diags) != errors:
         name = plain.get("name")
