@@ -123,11 +123,11 @@ class Read:
 
 
 
-def error_count(diags: Diagnostics) -> int:
-    return sum(1 for d in diags.items if d.severity is Severity.ERROR)
-
-
-def structural_errors(diags: Diagnostics) -> int:
-    """Errors that make a policy unusable; an unknown value keeps it (the spec checks
-    then name the value for each project it affects)."""
-    return sum(1 for d in diags.items if d.severity == "error" and d.code != "policy-value")
+def structural_errors_since(diags: Diagnostics, start: int) -> bool:
+    """Whether an error that makes a policy unusable was added after the first `start`
+    items; an unknown value keeps it (the spec checks then name the value for each
+    project it affects). Asked of one policy's findings only: counting every item for
+    every policy made a snapshot of many policies quadratic to read."""
+    return any(
+        d.severity is Severity.ERROR and d.code != "policy-value" for d in diags.items[start:]
+    )

@@ -16,7 +16,6 @@ from reconciler.orgpolicy.snapshot.checker import (
     NO_PARENT,
     Checker,
     Read,
-    error_count,
 )
 from reconciler.orgpolicy.store import PolicyStore
 from reconciler.orgpolicy.unjudged import ALLOW_HINT, Gate, Why, uncompilable_hint
@@ -97,7 +96,7 @@ def custom_constraint(
     """A CustomConstraint document: its fields, its rules, its condition's CEL."""
     from reconciler.orgpolicy import custom
 
-    errors = error_count(checker.diags)
+    start = len(checker.diags.items)
     fields = checker.mapping(item, base, custom.FIELDS, "a custom constraint")
     plain = {k: v for k, (v, _) in fields.items()}
     problems = custom.constraint_problems(plain)
@@ -125,7 +124,7 @@ def custom_constraint(
                     f"the condition of {str(name).rsplit('/', 1)[-1]} is not valid CEL: "
                     f"{exc.message} ({exc.place}); the service refuses it too",
                 )
-    if error_count(checker.diags) != errors:
+    if checker.diags.has_errors_since(start):
         name = plain.get("name")
         if isinstance(name, str):
             read.broken.add(name)

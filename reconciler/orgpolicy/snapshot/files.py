@@ -11,7 +11,12 @@ from reconciler.errors import InputError
 from reconciler.fileio import write_atomically
 from reconciler.orgpolicy.model import Policy, is_custom
 from reconciler.orgpolicy.snapshot.ancestry import ancestry_loops, read_ancestry
-from reconciler.orgpolicy.snapshot.checker import NO_PARENT, Checker, Read, structural_errors
+from reconciler.orgpolicy.snapshot.checker import (
+    NO_PARENT,
+    Checker,
+    Read,
+    structural_errors_since,
+)
 from reconciler.orgpolicy.snapshot.custom import (
     custom_constraint,
     custom_policy_target,
@@ -59,9 +64,9 @@ def read_snapshot(
             if is_custom_constraint(item):
                 custom_constraint(checker, item, base, store, lines, read)
                 continue
-            errors = structural_errors(diags)
+            start = len(diags.items)
             policy = read_policy(checker, item, base, projects)
-            if policy is None or structural_errors(diags) != errors:
+            if policy is None or structural_errors_since(diags, start):
                 continue
             if policy.name in store.policies:
                 checker.error(
