@@ -124,6 +124,14 @@ def _value_problem(value: str, named: str, sized: str) -> str | None:
 # -- resource names ---------------------------------------------------------------
 
 
+def is_resource_number(text: str) -> bool:
+    """Is `text` a resource number as the service writes it (organizations/123,
+    folders/456, projects/789): ASCII digits without a leading zero. `01001` would be
+    another key than the organization 1001 while meaning it, and `١٢٣` (Arabic-Indic
+    digits, which str.isdigit takes) names nothing."""
+    return text.isascii() and text.isdigit() and not text.startswith("0")
+
+
 def topic_name(project: str, topic_id: str) -> str:
     """`projects/P/topics/T`."""
     return f"projects/{project}/topics/{topic_id}"

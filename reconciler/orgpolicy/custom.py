@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from reconciler.codec import Record, derive, from_data, to_data
+from reconciler.names import is_resource_number
 from reconciler.orgpolicy.model import CUSTOM_PREFIX, PolicyFormatError
 
 MAX_ID = 70
@@ -73,8 +74,11 @@ def name_problem(name: str) -> str | None:
             "organizations/ORG/customConstraints/custom.NAME"
         )
     org, constraint_id = match.groups()
-    if not org.isdigit():
-        return f"in {name!r}: organizations are named by number, e.g. organizations/123456"
+    if not is_resource_number(org):
+        return (
+            f"in {name!r}: organizations are named by number, without leading zeros, e.g. "
+            "organizations/123456"
+        )
     return id_problem(constraint_id)
 
 

@@ -295,3 +295,22 @@ def test_another_service_s_resource_type_is_its_own_to_check(
     specs, snap = _tree(tmp_path, text)
     result = _validate(run_cli, specs, snap, "--require-org-policy")
     assert result.exit_code == 0, result.stdout
+
+
+@pytest.mark.parametrize(("old", "new", "message"), [
+    ("projects/shop-prod: organizations/123", "projects/shop-prod: organizations/0123",
+     "organizations are named by number, without leading zeros"),
+    ("name: organizations/123/customConstraints", "name: organizations/0123/customConstraints",
+     "organizations are named by number, without leading zeros"),
+    ("projects/shop-prod: organizations/123", "projects/shop-prod: organizations/١٢٣",
+     "organizations are named by number, without leading zeros"),
+])
+def test_a_number_written_otherwise_than_the_service_writes_it_is_an_error(
+    run_cli: Any, tmp_path: Path, old: str, new: str, message: str
+) -> None:
+    """Once `organizations/0123` was read as another organization than 123: its
+    constraints applied to no project, a pass with no word said."""
+    specs, snap = _tree(tmp_path, DENY_TEAM.replace(old, new))
+    result = _validate(run_cli, specs, snap)
+    assert result.exit_code == 1, result.stdout
+    assert message in result.stdout, result.stdout

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from reconciler.names import project_id_problem
+from reconciler.names import is_resource_number, project_id_problem
 from reconciler.orgpolicy.snapshot.checker import (
     _CHILDREN,
     _PARENTS,
@@ -85,12 +85,12 @@ def _ancestry_problem(child: Any, parent: Any) -> str | None:
             return f"ancestry entry {child}: {parent}: {text!r} cannot be a {role}; {shape}"
         kind, node = match.groups()
         if kind == "projects":
-            if not node.isdigit() and (problem := project_id_problem(node)):
+            if not is_resource_number(node) and (problem := project_id_problem(node)):
                 return f"ancestry entry {child}: {problem}"
-        elif not node.isdigit():
+        elif not is_resource_number(node):
             return (
-                f"ancestry entry {child}: {parent}: {kind} are named by number, e.g. "
-                f"{kind}/123456"
+                f"ancestry entry {child}: {parent}: {kind} are named by number, without "
+                f"leading zeros, e.g. {kind}/123456"
             )
     if parent == NO_PARENT and not child.startswith("projects/"):
         return (

@@ -9,7 +9,7 @@ import re
 from collections.abc import Collection
 from typing import Any
 
-from reconciler.names import project_id_problem
+from reconciler.names import is_resource_number, project_id_problem
 from reconciler.orgpolicy.locations import catalog
 from reconciler.orgpolicy.model import (
     RESOURCE_LOCATIONS,
@@ -73,7 +73,7 @@ def _name(checker: Checker, name: Any, path: PathKey, projects: Collection[str])
         )
         return None
     kind, node, _, constraint = match.groups()
-    if kind == "projects" and not node.isdigit():
+    if kind == "projects" and not is_resource_number(node):
         if problem := project_id_problem(node):
             checker.error(path, "policy-name", f"in policy name {name!r}: {problem}")
         elif projects and node not in projects:
@@ -84,10 +84,11 @@ def _name(checker: Checker, name: Any, path: PathKey, projects: Collection[str])
                 f"policy for project {node!r}, which no spec uses{hint} (its rules check "
                 "nothing)",
             )
-    elif kind != "projects" and not node.isdigit():
+    elif kind != "projects" and not is_resource_number(node):
         checker.error(
             path, "policy-name",
-            f"in policy name {name!r}: {kind} are named by number, e.g. {kind}/123456",
+            f"in policy name {name!r}: {kind} are named by number, without leading zeros, "
+            f"e.g. {kind}/123456",
         )
     if constraint in READ_CONSTRAINTS:
         return constraint
