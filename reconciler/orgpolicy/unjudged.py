@@ -180,20 +180,32 @@ class Gate:
             "decides at the call"
         )
 
-    def report(self, where: str | None = None) -> Diagnostic | None:
+    def report(
+        self, where: str | None = None, known: Iterable[str] | None = None,
+        known_as: str = "that the org-policy snapshot defines",
+    ) -> Diagnostic | None:
         """The opt-out's own report, whenever it was given: what it let through (each
         finding is also marked), or that it let nothing through; at `where` (default:
-        the gate's)."""
+        the gate's). `known`: the ids of the custom constraints the run read (the
+        snapshot's, or those in effect for the planned projects: `known_as` says
+        which): a named one that is not among them is said to be unknown, with the
+        nearest known id (a misspelt opt-out in CI would otherwise read as one that is
+        no longer needed)."""
         if not self.allow:
             return None
-        if self.let_through:
+        unknown = _unknown(self.allow.constraints, known, known_as)
+        if unknown and not self.let_through:
+            message = (
+                f"{self.allow.describe()} was given, and let nothing through: {unknown}"
+            )
+        elif self.let_through:
             n = len(self.let_through)
             named = ", ".join(dict.fromkeys(self.let_through))
             message = (
                 f"{self.allow.describe()}: {n} custom-constraint finding"
                 f"{'s' if n != 1 else ''} that reconcile could not judge did not stop "
                 f"this run ({named}); the service decides them when the calls are made"
-            )
+            ) + (f"; {unknown}" if unknown else "")
         else:
             message = (
                 f"{self.allow.describe()} was given, and let nothing through: every "
@@ -203,3 +215,22 @@ class Gate:
             self.where if where is None else where, 0, 0, Severity.WARNING, ALLOWED, message,
             f"remove {FLAG} once reconcile can judge these constraints",
         )
+
+
+def _unknown(named: frozenset[str], known: Iterable[str] | None, known_as: str) -> str:
+    """What a report says of the named constraints that are not `known` ("" when each
+    one is, or when nothing was read to know them by)."""
+    if known is None:
+        return ""
+    ids = sorted(set(known))
+    missing = sorted(named - set(ids))
+    if not missing:
+        return ""
+    import difflib
+
+    said = []
+    for constraint_id in missing:
+        close = difflib.get_close_matches(constraint_id, ids, n=1, cutoff=0.6)
+        said.append(constraint_id + (f" (did you mean {close[0]}?)" if close else ""))
+    verb = "is" if len(missing) == 1 else "are"
+    return f"{', '.join(said)} {verb} not a custom constraint {known_as}"

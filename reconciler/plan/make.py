@@ -193,7 +193,10 @@ def make_plan(
     }
     if options.strict_groups:
         diagnostics = promote_inferred(diagnostics)
-    report = gate.report()
+    known = None if any(observation.custom_unknown(p) for p in planned) else [
+        c.constraint_id for found in observation.custom.values() for c, _ in found
+    ]
+    report = gate.report(known=known, known_as="in effect for the projects planned")
     if report is not None:
         diagnostics.append(report)
     diagnostics, drifts, accepted = _settled(diagnostics, drifts, desired)

@@ -85,7 +85,10 @@ def validate_paths(
     if strict_groups:
         diags.items = promote_inferred(diags.items)
     if not gate.live:
-        report = gate.report(str(paths[0]) if paths else str(DEFAULT_PATH))
+        known = None if store is None else [
+            c.constraint_id for c in store.custom_constraints.values()
+        ]
+        report = gate.report(str(paths[0]) if paths else str(DEFAULT_PATH), known)
         if report is not None:
             diags.add(report)
     return ValidationResult(desired, diags, store, source, tree.files)

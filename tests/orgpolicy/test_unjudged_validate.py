@@ -144,6 +144,22 @@ def test_an_opt_out_that_lets_nothing_through_is_still_reported(
     assert result.exit_code == 0, result.stdout
     (row,) = _rows(result.stdout, "org-custom-unjudged-allowed")
     assert "--allow-unjudged custom.euOnly was given, and let nothing through" in row
+    # It names a constraint the snapshot does not define: said so, not "judged".
+    assert ("custom.euOnly is not a custom constraint that the org-policy snapshot "
+            "defines") in row, row
+    assert "every constraint it names was judged" not in row
+
+
+def test_a_misspelt_opt_out_is_said_to_name_nothing_with_the_nearest_id(
+    run_cli: Any, tmp_path: Path
+) -> None:
+    """Once "let nothing through: every constraint it names was judged or needed no
+    judging" for a typo: a CI opt-out that looked valid."""
+    specs, snap = _tree(tmp_path, LOWER.replace("MODE", "spec"))
+    result = _validate(run_cli, specs, snap, "--allow-unjudged", "custom.lowr")
+    (row,) = _rows(result.stdout, "org-custom-unjudged-allowed")
+    assert ("custom.lowr (did you mean custom.lower?) is not a custom constraint that the "
+            "org-policy snapshot defines") in row, row
 
 
 def test_a_value_that_names_no_constraint_is_a_usage_error(

@@ -173,6 +173,21 @@ def test_with_the_ancestry_the_constraint_is_judged(
     assert _calls(org) == {"CreateTopic": 0, "UpdateTopic": 0}
 
 
+def test_a_misspelt_opt_out_is_said_to_name_no_constraint_in_effect(
+    run_cli: Any, org: Any, tmp_path: Path
+) -> None:
+    root = _specs(tmp_path, ancestry=True)
+    result = run_cli("plan", str(root), "--emulator", org.address, "--format", "json",
+                     "--allow-unjudged", "custom.noTeamLabl")
+    (report,) = [d for d in json.loads(result.stdout)["diagnostics"]
+                 if d["code"] == "org-custom-unjudged-allowed"]
+    assert report["message"] == (
+        "--allow-unjudged custom.noTeamLabl was given, and let nothing through: "
+        "custom.noTeamLabl (did you mean custom.noTeamLabel?) is not a custom constraint "
+        "in effect for the projects planned"
+    )
+
+
 @pytest.mark.parametrize("dry_run", [False, True])
 def test_a_live_condition_the_library_cannot_compile(
     run_cli: Any, local_server: Any, orgpolicy_client: Any, publisher_client: Any,
