@@ -189,6 +189,8 @@ def settle(
         else:
             active.append(a)
     used: set[int] = set()  # of the acceptances, by id
+    # An acceptance whose findings an earlier one took -> that one (a duplicate).
+    shadowed: dict[int, Acceptance] = {}
     out: list[Diagnostic] = []
     for d in findings:
         covering = next((a for a in active if a.covers(d)), None)
@@ -196,6 +198,9 @@ def settle(
             out.append(d)
             continue
         used.add(id(covering))
+        for later in active:
+            if later is not covering and id(later) not in shadowed and later.covers(d):
+                shadowed[id(later)] = covering
         if d.severity is Severity.ERROR:
             out.append(replace(d, message=d.message + _not_hidden(covering)))
         else:
@@ -203,7 +208,8 @@ def settle(
                 d.file, d.line, d.col, d.severity, d.code, d.message, d.hint, d.topic,
                 acceptance=covering,
             ))
-    own += [_unused(a) for a in active if id(a) not in used and judged(a)]
+    own += [_unused(a, shadowed.get(id(a))) for a in active
+            if id(a) not in used and judged(a)]
     return out + own
 
 
@@ -259,7 +265,14 @@ def _expired(a: Acceptance) -> Diagnostic:
     )
 
 
-def _unused(a: Acceptance) -> Diagnostic:
+def _unused(a: Acceptance, taken_by: Acceptance | None = None) -> Diagnostic:
+    if taken_by is not None:  # a duplicate: its findings are accepted, by another
+        return Diagnostic(
+            a.file, a.line, a.col, Severity.WARNING, UNUSED,
+            f"the acceptance of {a.code} for {a.scope} accepts no finding: each one it "
+            f"covers is accepted already, by the acceptance at {taken_by.where}",
+            "remove one of the two, or narrow its topics",
+        )
     return Diagnostic(
         a.file, a.line, a.col, Severity.WARNING, UNUSED,
         f"the acceptance of {a.code} for {a.scope} accepts no finding: there is none "

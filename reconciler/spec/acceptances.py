@@ -21,6 +21,7 @@ YAML drops comments, so the loader hands each file's text here
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
@@ -52,7 +53,7 @@ def problem(code: str, reason: str | None, until: str | None) -> str | None:
             f"{code!r} is not a finding that can be accepted{did_you_mean(code, ACCEPTABLE)} "
             f"(accepted can be: {', '.join(sorted(ACCEPTABLE))}; an error never is)"
         )
-    if reason is None or not reason.strip():
+    if reason is None or not _legible(reason):
         return (
             f"the acceptance of {code} has no reason: say why it is accepted "
             '(reason="..."), for the reviewer and the auditor'
@@ -60,6 +61,26 @@ def problem(code: str, reason: str | None, until: str | None) -> str | None:
     if until is not None and not is_day(until):
         return f"until {until!r} is not a date: write YYYY-MM-DD, e.g. 2027-03-31"
     return None
+
+
+def _written_empty(owner: Located[OwnerDoc], index: int) -> bool:
+    """Does entry `index` write `topics: []` (the model reads it as omitted)?"""
+    data = owner.doc.data
+    spec = data.get("spec") if isinstance(data, dict) else None
+    entries = spec.get("acceptedFindings") if isinstance(spec, dict) else None
+    if not isinstance(entries, list) or index >= len(entries):
+        return False
+    entry = entries[index]
+    return isinstance(entry, dict) and entry.get("topics") == []
+
+
+def _legible(reason: str) -> bool:
+    """Does the reason hold a character a reader sees? (Not only spaces, nor only
+    format characters such as a zero-width space, which look like no reason.)"""
+    return any(
+        not ch.isspace() and ch.isprintable() and unicodedata.category(ch) != "Cf"
+        for ch in reason
+    )
 
 
 class InlineReader:
@@ -152,6 +173,14 @@ def owner_acceptances(
         if owner.invalid_within(path):
             continue  # its shape is reported already
         found = problem(entry.code, entry.reason, entry.until)
+        if found is None and not entry.topics and _written_empty(owner, i):
+            report.error(
+                (*path, "topics"), INVALID,
+                f"the acceptance of {entry.code} lists no topics: an empty `topics` "
+                "accepts nothing here (a list a template left empty?); omit `topics` to "
+                "accept every such finding in the tree, or list the topics",
+            )
+            continue
         if found is None:
             bad = [(t, entry_problem(t)) for t in entry.topics]
             bad = [(t, p) for t, p in bad if p is not None]

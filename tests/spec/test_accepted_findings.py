@@ -253,3 +253,49 @@ def test_until_is_the_last_day_it_holds_and_must_be_a_calendar_day() -> None:
     assert [is_day(t) for t in ("2028-02-29", "2027-02-29", "2100-02-29", "2027-4-30")] == [
         True, False, False, False,
     ]
+
+
+OWNER_HEAD = (
+    "apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {name: platform}\nspec:\n"
+    "  acceptedFindings:\n"
+)
+
+
+def test_an_empty_topics_list_accepts_nothing_and_is_an_error(
+    run_cli: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Once read as omitted: `topics: []` (a templated list that came out empty)
+    accepted every such finding in the tree."""
+    tree(tmp_path, OWNER_HEAD + '    - {code: org-cmek-required, reason: "x", topics: []}\n',
+         topic("orders"))
+    result = validate(run_cli, tmp_path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    assert ("specs/topics.yaml:6:54: error[acceptance-invalid]: the acceptance of "
+            "org-cmek-required lists no topics") in result.stdout
+    assert "accepted[" not in result.stdout and "warning[org-cmek-required]" in result.stdout
+
+
+def test_a_reason_of_invisible_characters_is_no_reason(
+    run_cli: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    tree(tmp_path, OWNER_HEAD + '    - {code: org-cmek-required, reason: "\\u200b\\u2060 "}\n',
+         topic("orders"))
+    result = validate(run_cli, tmp_path, monkeypatch)
+    assert result.exit_code == 1, result.output
+    assert "the acceptance of org-cmek-required has no reason" in result.stdout
+
+
+def test_a_duplicate_acceptance_names_the_one_that_took_its_findings(
+    run_cli: Any, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Once "there is none to accept", beside the finding the first one accepted."""
+    entry = '    - {code: org-cmek-required, reason: "x"}\n'
+    tree(tmp_path, OWNER_HEAD + entry + entry, topic("orders"))
+    result = validate(run_cli, tmp_path, monkeypatch)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == (
+        "specs/topics.yaml:7:7: warning[acceptance-unused]: the acceptance of "
+        "org-cmek-required for the whole spec tree accepts no finding: each one it covers "
+        "is accepted already, by the acceptance at specs/topics.yaml:6 (remove one of the "
+        "two, or narrow its topics)"
+    )
