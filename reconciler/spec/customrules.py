@@ -165,7 +165,9 @@ def seen(resource: dict[str, Any], reads: tuple[str, ...]) -> str:
                 break
         shown = "not set" if value is None else json.dumps(value, sort_keys=True)
         parts.append(f"resource{'.' + read if read else ''} = {shown}")
-    return "; ".join(parts)
+    # A condition that reads nothing (`false`, `true`): its verdict is the same for
+    # every topic, and "the condition saw" is followed by that, not by nothing.
+    return "; ".join(parts) or "no field of the topic (it reads none)"
 
 
 def create_only(constraint: CustomConstraint) -> bool:

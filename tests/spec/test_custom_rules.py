@@ -311,3 +311,15 @@ def test_a_condition_whose_answer_depends_on_an_undocumented_presentation_is_pla
     ))
     result = run_cli("validate", str(specs), "--org-policy", str(snapshot))
     assert result.exit_code == 0, result.stdout
+
+
+def test_a_condition_that_reads_nothing_says_so(run_cli: Any, tmp_path: Path) -> None:
+    """Once "the condition saw ; the service would refuse": an always-false ALLOW."""
+    result = _validate(run_cli, tmp_path, _constraint("custom.never", "false"),
+                       _policy("custom.never"))
+    assert result.exit_code == 1
+    refused = [line for line in result.stdout.splitlines() if "org-custom-constraint" in line]
+    assert refused and all(
+        "the condition saw no field of the topic (it reads none); the service would refuse"
+        in line for line in refused), result.stdout
+    assert "saw ;" not in result.stdout
