@@ -96,8 +96,11 @@ def clears_line(
     topic_retains: bool,
     ages_out_within_seconds: int | None,
     now: datetime | None,
+    project: str = "PROJECT",
 ) -> str:
-    """One line a person can act on: what clears `region` of the topic's messages."""
+    """One line a person can act on: what clears `region` of the topic's messages.
+    `project`: the topic's, which holds the subscriptions named (gcloud would take a
+    bare ID in its own default project)."""
     ways: list[str] = []
     if backlogs is None:
         ways.append("acknowledge the backlogs of the topic's subscriptions or seek them to "
@@ -112,8 +115,9 @@ def clears_line(
             ways.append(
                 f"acknowledge {_names(unacked)}'s backlog{'' if one else 's'} or seek "
                 f"{'it' if one else 'them'} to now (`gcloud pubsub subscriptions seek {sub} "
-                f"--time=$(date -u +%FT%TZ)`{each}), or detach {'it' if one else 'them'} "
-                f"(`gcloud pubsub topics detach-subscription {sub}`: drops what it stores)"
+                f"--project {project} --time=$(date -u +%FT%TZ)`{each}), or detach "
+                f"{'it' if one else 'them'} (`gcloud pubsub topics detach-subscription "
+                f"{sub} --project {project}`: drops what it stores)"
             )
         if acked:
             ways.append(f"detach {_names(acked)} (it retains acknowledged messages, which "

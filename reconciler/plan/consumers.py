@@ -319,6 +319,7 @@ def left_behind(
     backlogs: Mapping[str, Sequence[Backlog]] | None = None,
     retentions: Sequence[int] = (),
     topic_retains: bool = False,
+    project: str = "PROJECT",
 ) -> tuple[list[LeftBehind], str | None, list[str], list[str]]:
     """What is stored in the regions the change removes: the figures, why they are
     unknown, the warnings that say it in the residency report's words
@@ -343,7 +344,7 @@ def left_behind(
         held = None if backlogs is None else list(backlogs.get(r.region, ()))
         low, high = distinct_bounds(held) if held else (None, None)
         clears = clears_line(r.region, held, topic_retains,
-                             ages_out_within(retentions, r.oldest_age_seconds), None)
+                             ages_out_within(retentions, r.oldest_age_seconds), None, project)
         found.append(LeftBehind(
             r.region, r.messages, r.bytes, r.oldest_age_seconds,
             backlogs=None if held is None else [
@@ -546,6 +547,7 @@ def consumer_step(
         figures, unknown, more, notes = left_behind(
             policy, measured, why, held,
             [retention, *(s.retention_seconds for s in subs or ())], retention > 0,
+            rc.project,
         )
         out[i] = replace(
             rc,

@@ -145,7 +145,8 @@ def _residency(
             backlogs=None if found is None else _records(found),
             distinct_messages_min=low,
             distinct_messages_max=high,
-            clears=clears_line(region, found, topic_retention > 0, ages_out, inputs.now)
+            clears=clears_line(region, found, topic_retention > 0, ages_out, inputs.now,
+                               project)
             if rules else None,
         ))
     outside = [r for r in regions if r.not_allowed_by]

@@ -78,8 +78,9 @@ def test_narrowing_reports_messages_left_in_the_removed_region_then_none_once_ac
     assert (
         "a policy change does not move stored messages; to clear us-east1: acknowledge "
         "orders-pull's backlog or seek it to now (`gcloud pubsub subscriptions seek "
-        "orders-pull --time=$(date -u +%FT%TZ)`), or detach it (`gcloud pubsub topics "
-        "detach-subscription orders-pull`: drops what it stores); otherwise retention "
+        "orders-pull --project proj-a --time=$(date -u +%FT%TZ)`), or detach it (`gcloud "
+        "pubsub topics detach-subscription orders-pull --project proj-a`: drops what it "
+        "stores); otherwise retention "
         "removes the last message within "
     ) in text
     assert "orders-pull (pull)" in text

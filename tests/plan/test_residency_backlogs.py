@@ -54,8 +54,9 @@ def test_two_subscriptions_hold_copies_and_what_clears_them_is_named(
     assert lines[at + 2].startswith("      orders-bi: 80 unacknowledged (800 B, oldest ")
     assert lines[at + 3].startswith(
         "      to clear europe-west4: acknowledge orders-audit and orders-bi's backlogs or "
-        "seek them to now (`gcloud pubsub subscriptions seek SUB --time=$(date -u +%FT%TZ)`, "
-        "for each), or detach them (`gcloud pubsub topics detach-subscription SUB`: drops "
+        "seek them to now (`gcloud pubsub subscriptions seek SUB --project proj-a "
+        "--time=$(date -u +%FT%TZ)`, for each), or detach them (`gcloud pubsub topics "
+        "detach-subscription SUB --project proj-a`: drops "
         "what it stores); otherwise retention removes the last message within ")
 
     # One backlog acknowledged: the other is what is left, and the only one named.

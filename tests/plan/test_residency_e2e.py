@@ -89,8 +89,9 @@ def test_messages_left_in_a_removed_region_are_reported_then_nothing_once_acked(
             in result.stdout)
     assert "      orders-pull: 4 unacknowledged (40 B, oldest " in result.stdout
     assert ("      to clear us-east1: acknowledge orders-pull's backlog or seek it to now "
-            "(`gcloud pubsub subscriptions seek orders-pull --time=$(date -u +%FT%TZ)`), or "
-            "detach it (`gcloud pubsub topics detach-subscription orders-pull`: drops what it "
+            "(`gcloud pubsub subscriptions seek orders-pull --project proj-a "
+            "--time=$(date -u +%FT%TZ)`), or detach it (`gcloud pubsub topics "
+            "detach-subscription orders-pull --project proj-a`: drops what it "
             "stores); otherwise retention removes the last message within ") in result.stdout
     md = residency(run_cli, local_server, root, policy, "--format", "markdown").stdout
     assert "| `projects/proj-a/topics/orders` | `us-east1` | 4 | 40 B | " in md
