@@ -244,3 +244,25 @@ def test_the_json_matches_the_published_schema(
         "docs/residency.schema.json is stale: run `python -m reconciler.residency.schema "
         "> docs/residency.schema.json`"
     )
+
+
+def test_residency_applies_the_tree_s_acceptances_as_validate_does(
+    run_cli: Any, local_server: Any, seed: Any, specs: Any, org_policy_file: Any,
+) -> None:
+    """Once residency printed an accepted finding as a plain warning and said nothing of
+    an acceptance that had expired: a compliance run the team could not act on."""
+    seed("orders", labels=OWN, regions=["us-east1"], eit=False)
+    owner = (
+        "apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {name: default}\nspec:\n"
+        "  acceptedFindings:\n"
+        '    - {code: org-location-denied, reason: "SEC-3: legacy US publishers"}\n'
+        '    - {code: org-in-transit, reason: "old", until: 2001-01-31}\n'
+    )
+    root = specs(owner, topic_doc("orders", storage=(["us-east1"], False)))
+    policy = org_policy_file(["in:eu-locations"], enforce=True)
+    validated = run_cli("validate", str(root), "--org-policy", str(policy))
+    result = residency(run_cli, local_server, root, policy)
+    for said in (validated.stdout, result.stderr):
+        assert "accepted[org-location-denied]" in said, said
+        assert "warning[org-location-denied]" not in said, said
+        assert "warning[acceptance-expired]" in said, said
