@@ -253,7 +253,7 @@ def test_residency_applies_the_tree_s_acceptances_as_validate_does(
     an acceptance that had expired: a compliance run the team could not act on."""
     seed("orders", labels=OWN, regions=["us-east1"], eit=False)
     owner = (
-        "apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {name: default}\nspec:\n"
+        "apiVersion: reconcile.pubsub/v1\nkind: Owner\nmetadata: {name: platform}\nspec:\n"
         "  acceptedFindings:\n"
         '    - {code: org-location-denied, reason: "SEC-3: legacy US publishers"}\n'
         '    - {code: org-in-transit, reason: "old", until: 2001-01-31}\n'
@@ -262,6 +262,7 @@ def test_residency_applies_the_tree_s_acceptances_as_validate_does(
     policy = org_policy_file(["in:eu-locations"], enforce=True)
     validated = run_cli("validate", str(root), "--org-policy", str(policy))
     result = residency(run_cli, local_server, root, policy)
+    assert result.exit_code == 0, result.stderr
     for said in (validated.stdout, result.stderr):
         assert "accepted[org-location-denied]" in said, said
         assert "warning[org-location-denied]" not in said, said
