@@ -98,6 +98,13 @@ def run(
     files = {p: out_dir / f"{p}.yaml" for p in names}
     if out_dir.exists() and not out_dir.is_dir():
         raise UsageError(f"--out {out_dir} exists and is not a directory")
+    if not out_dir.exists() and out_dir.suffix.lower() in (".yaml", ".yml"):
+        raise UsageError(
+            f"--out {out_dir} looks like a file name, and --out is the directory that "
+            "receives one file per project (PROJECT.yaml); nothing was written",
+            hint=f"pass a directory, e.g. --out {out_dir.parent / 'specs'}"
+            if out_dir.parent != out_dir else "pass a directory, e.g. --out specs",
+        )
     clash = [str(path) for path in files.values() if path.exists()]
     if clash and not force:
         raise UsageError(

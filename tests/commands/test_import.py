@@ -191,6 +191,22 @@ def test_unknown_topic_is_an_error_and_writes_nothing(
     assert not out.exists()
 
 
+def test_an_out_that_names_a_file_is_refused_before_any_read(
+    run_cli: Any, local_server: Any, tmp_path: Path
+) -> None:
+    """Once `--out specs/acme.yaml` made a directory named acme.yaml holding
+    specs/acme.yaml/PROJECT.yaml."""
+    out = tmp_path / "specs" / "acme.yaml"
+    local_server.counters.reset()
+    result = run_cli("import", "--project", PROJECT, "--out", str(out),
+                     "--emulator", local_server.address)
+    assert result.exit_code == 1
+    assert f"--out {out} looks like a file name" in result.stderr
+    assert "nothing was written" in result.stderr
+    assert not out.exists() and not out.parent.exists()
+    assert local_server.counters.get("ListTopics") == 0
+
+
 def test_damaged_hedging_labels_are_reported_not_fatal(
     run_cli: Any, local_server: Any, publisher_client: Any, tmp_path: Path
 ) -> None:
