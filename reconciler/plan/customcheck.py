@@ -66,12 +66,15 @@ from reconciler.plan.observation import Observation
 from reconciler.spec.customrules import (
     EXISTING_REFUSED,
     REFUSED,
+    deciding_path,
     describe,
     fix_hint,
     seen,
+    specific,
     unevaluable_hint,
 )
 from reconciler.spec.desired import DesiredTopic
+from reconciler.spec.positions import topic_document
 from reconciler.spec.resource import PLAN_MARKER_PLACEHOLDER, declared_resource
 from reconciler.topic import StoragePolicy
 from reconciler.topicfields import SETTINGS, STORAGE_POLICY
@@ -200,7 +203,7 @@ def existing_refusals(
             f"{describe(constraint)}, which binds only creation (methodTypes: CREATE): "
             f"the service judges none of the plan's calls by it, and the plan leaves the "
             f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
-            f"to comply, {fix_hint(constraint)}",
+            f"to comply, {fix_hint(constraint)}", condition_for(constraint).reads,
         ))
     for constraint in untouched:
         if _unread(constraint) != []:
@@ -215,7 +218,7 @@ def existing_refusals(
             "the topic, so nothing is refused now, but the service refuses any change of "
             "it that does not fix this; the condition sees "
             f"{seen(standing, condition_for(constraint).reads)}",
-            f"to comply, {fix_hint(constraint)}",
+            f"to comply, {fix_hint(constraint)}", condition_for(constraint).reads,
         ))
     return out
 
@@ -318,29 +321,36 @@ def _refusal(
         "ahead" if dry_run else f"the service would refuse the {call} with FAILED_PRECONDITION"
     )
     values = seen(after, condition_for(constraint).reads)
+    reads = condition_for(constraint).reads
     if judgement.already_violating:
         return _diagnostic(
             desired, severity, REFUSED,
             f"topic {address} already violates custom constraint {describe(constraint)}, "
             "and the service refuses changing a topic while it does unless the change "
             f"fixes it; after this change the condition still sees {values}; {consequence}",
-            f"include the fix in the change: {fix_hint(constraint)}",
+            f"include the fix in the change: {fix_hint(constraint)}", reads,
         )
     return _diagnostic(
         desired, severity, REFUSED,
         f"the {call} of {address} breaks custom constraint {describe(constraint)}; the "
         f"condition would see {values}; {consequence}",
-        fix_hint(constraint),
+        fix_hint(constraint), reads,
     )
 
 
 def _diagnostic(
-    desired: DesiredTopic, severity: Severity, code: str, message: str, hint: str
+    desired: DesiredTopic, severity: Severity, code: str, message: str, hint: str,
+    reads: tuple[str, ...] = (),
 ) -> Diagnostic:
-    return Diagnostic(
-        desired.file or desired.address, desired.line, 1 if desired.line else 0,
-        severity, code, message, hint, topic=desired.address,
-    )
+    """At the topic's start, or, for a verdict the condition's `reads` decided, where
+    validate places it: the first of them the topic's document declares, else its
+    name (the file read again: topics a plan reports on are few)."""
+    file, line, col = desired.file or desired.address, desired.line, 1 if desired.line else 0
+    doc = topic_document(desired.file, desired.line) if reads else None
+    if doc is not None:
+        mark = doc.mark_for(deciding_path(specific(reads), doc))
+        line, col = mark.line, mark.col
+    return Diagnostic(file, line, col, severity, code, message, hint, topic=desired.address)
 
 
 class Unjudged:

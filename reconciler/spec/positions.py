@@ -4,6 +4,7 @@ state, reads the topic's file again for the rare topic it reports on, so that it
 org-policy errors point at the value as validate's do.
 
     position(file, line, path, value) -> (file, line, col) | None
+    topic_document(file, line) -> Document | None   the topic's document, read again
 
 A value the topic does not write itself comes from a Defaults document of its
 directory or one above it (nearest first, up to the repository root: the directories
@@ -58,6 +59,13 @@ def _read(file: str) -> list[Document]:
         return _documents(file, stat.st_mtime_ns, stat.st_size)
     except (OSError, YamlProblem):
         return []
+
+
+def topic_document(file: str, line: int) -> Document | None:
+    """The topic's document, read again: the one that starts at `line` of `file`."""
+    if not file or not line:
+        return None
+    return next((doc for doc in _read(file) if doc.start.line == line), None)
 
 
 def _holds(doc: Document, path: tuple[str | int, ...]) -> bool:

@@ -414,6 +414,14 @@ trees = st.lists(st.tuples(topics, st.booleans()), min_size=1, max_size=2,
     ],
     org_in_transit=True, org_cmek=False,
 )
+@example(  # the same, on a topic that exists with it on: the UPDATE check refuses it
+    tree=[(_topic(name="orders", regions=["europe-west1"], in_transit=False), True)],
+    generated=[
+        ("has(resource.messageStoragePolicy.enforceInTransit)", "DENY", ["CREATE", "UPDATE"],
+         "enforced"),
+    ],
+    org_in_transit=True, org_cmek=False,
+)
 @example(  # reconcile's own three labels count: one declared label makes four
     tree=[(_topic(labels={"team": "pay"}, regions=["us-east1"]), False)],
     generated=[("size(resource.labels) <= 3", "ALLOW", ["CREATE"], "enforced")],
@@ -566,7 +574,9 @@ def test_validate_agrees_with_the_local_server(
             deferred_enforced &= updates
             deferred_dry &= updates
             dry_warned &= updates
-            left, cmek = set(), []
+            # What validate left to plan binds the UpdateTopic only where the spec keeps
+            # enforceInTransit off (above); the rest binds creation alone.
+            left, cmek = (left & updates if kept_off else set()), []
             call = lambda request=request: publisher.update_topic(  # noqa: E731
                 request={"topic": {"name": request["name"], "labels": request["labels"]},
                          "update_mask": {"paths": ["labels"]}})
