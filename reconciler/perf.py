@@ -70,7 +70,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "output is validate's cold start)",
     "reconciler.render.sarif": "the documents' codec only when a SARIF log is written",
     "reconciler.orgpolicy.unjudged": "the custom constraints' rules only when "
-    "--allow-unjudged is given (every validate parses the option)",
+    "--allow-unjudged is given (every validate parses the option), difflib only for an "
+    "opt-out that names no constraint the run read",
     "reconciler.orgpolicy.cel.library": "the CEL library only when a custom constraint's "
     "condition is compiled (a snapshot or the live org holds custom constraints)",
     "reconciler.plan.readahead": "google-cloud only when a plan reads metrics (a change that "
@@ -108,6 +109,8 @@ DEFERRED_IMPORTS: dict[str, str] = {
     "reconciler.hedging": "the publisher's google-cloud classes only when one is asked for",
     "reconciler.hedging.channels": "the GAPIC client only for a locational endpoint",
     "reconciler.hedging.plot": "matplotlib (an optional extra) only for --plot",
+    "reconciler.topicvalues": "hashlib only when a secret-looking parameter is redacted "
+    "(validate's cold start)",
 }
 
 

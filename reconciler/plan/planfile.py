@@ -34,6 +34,7 @@ from typing import Any
 from reconciler.codec import DocumentError, first_difference, from_json
 from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
+from reconciler.names import project_id_problem, split_topic_name
 from reconciler.plan import derive
 from reconciler.plan.model import DIGEST_PATTERN, FORMAT_VERSION, MAJOR, Plan, digest_of
 
@@ -221,6 +222,16 @@ def inconsistencies(plan: Plan) -> list[str]:
             out.append(f"{rc.address}: not in the plan's projects ({', '.join(plan.projects)})")
         seen.add(rc.address)
         out += [f"{rc.address}: {problem}" for problem in derive.problems(rc)]
+    # What apply reads again to re-check the fingerprints: real names only (an edited
+    # key such as '' would be read as the project '' and fail at the service).
+    prints = plan.fingerprints
+    out += [f"fingerprints.topics: {a!r} is not a topic name (projects/P/topics/T)"
+            for a in prints.topics if split_topic_name(a) is None]
+    out += [f"fingerprints.{field}: {p!r} is not a project id"
+            for field, keys in (("org_policy", prints.org_policy),
+                                ("organizations", prints.organizations or {}),
+                                ("org_policy_parts", prints.org_policy_parts or {}))
+            for p in keys if project_id_problem(p) is not None]
     return out
 
 

@@ -119,6 +119,11 @@ CASES = [
     (_set("digest", value="md5:abc"), "field digest: expected `str` matching regex"),
     (_drop("digest"), "field digest: missing"),
     (_set("prune", value=False), "a delete in a plan made without --prune"),
+    # Once applied: the key '' read as the project '' (CI's hypothesis draw).
+    (_set("fingerprints", "topics", value={"": ""}),
+     "fingerprints.topics: '' is not a topic name (projects/P/topics/T)"),
+    (_set("fingerprints", "org_policy", value={"": "x"}),
+     "fingerprints.org_policy: '' is not a project id"),
 ]
 
 
