@@ -34,7 +34,7 @@ from typing import Any
 from reconciler.codec import DocumentError, first_difference, from_json
 from reconciler.errors import PlanRefused, Refusal, UsageError
 from reconciler.fileio import FileProblem, read_bytes, write_atomically
-from reconciler.names import project_id_problem, split_topic_name
+from reconciler.names import split_topic_name
 from reconciler.plan import derive
 from reconciler.plan.model import DIGEST_PATTERN, FORMAT_VERSION, MAJOR, Plan, digest_of
 
@@ -231,7 +231,7 @@ def inconsistencies(plan: Plan) -> list[str]:
             for field, keys in (("org_policy", prints.org_policy),
                                 ("organizations", prints.organizations or {}),
                                 ("org_policy_parts", prints.org_policy_parts or {}))
-            for p in keys if project_id_problem(p) is not None]
+            for p in keys if not p or "/" in p or p != p.strip()]
     return out
 
 
