@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
-from reconciler.acceptance import AcceptedDiagnostic, seen_by_validate, settle
+from reconciler.acceptance import AcceptedDiagnostic, settle
 from reconciler.backends.base import Backend, BackendInfo, Reads, TargetOptions
 from reconciler.commands import output
 from reconciler.diagnostics import Diagnostic
@@ -68,11 +68,7 @@ def validate_specs(
             result.diagnostics.items, result.desired.acceptances, lambda a: False
         )
     elif not planned:  # a report made from the tree (residency): as validate says them
-        org_checked = result.policy_store is not None
-        result.diagnostics.items = settle(
-            result.diagnostics.items, result.desired.acceptances,
-            lambda a: seen_by_validate(a, org_checked),
-        )
+        result.settle_acceptances()
     diagnostics = result.diagnostics.sorted()
     if diagnostics and (not planned or result.diagnostics.has_errors):
         output.stderr().document(report.text(diagnostics))

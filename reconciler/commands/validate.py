@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import click
 
-from reconciler.acceptance import AcceptedDiagnostic, seen_by_validate, settle
+from reconciler.acceptance import AcceptedDiagnostic
 from reconciler.commands import output
 from reconciler.commands._options import (
     allow_unjudged_option,
@@ -118,12 +118,7 @@ def _validated(options: ValidateOptions) -> tuple[list[Diagnostic], int]:
         strict_groups=options.strict_groups,
         gate=Gate(require=options.require_org_policy, allow=options.allow_unjudged),
     )
-    org_checked = result.policy_store is not None
-    result.diagnostics.items = settle(
-        result.diagnostics.items,
-        result.desired.acceptances,
-        lambda a: seen_by_validate(a, org_checked),
-    )
+    result.settle_acceptances()
     return result.diagnostics.sorted(), result.files
 
 

@@ -205,12 +205,7 @@ def existing_refusals(
             f"topic so; the condition sees {seen(standing, condition_for(constraint).reads)}",
             f"to comply, {fix_hint(constraint)}", condition_for(constraint).reads,
         ))
-    for constraint in untouched:
-        if _unread(constraint) != []:
-            continue  # a field the plan does not read, or a condition that does not compile
-        judgement = judge(constraint, dict(standing), "UPDATE")
-        if judgement is None or judgement.verdict is not Verdict.REFUSED:
-            continue
+    for constraint in _refusing(standing, untouched, "UPDATE"):
         out.append(_diagnostic(
             desired, Severity.WARNING, EXISTING_REFUSED,
             f"topic {rc.address} exists and breaks custom constraint "
@@ -250,11 +245,20 @@ def standing_refusals(
     judged; a condition that reads a field the plan does not read, or that does not
     compile or cannot be evaluated, refuses nothing here. The one rule for the plan's
     `existing-custom-constraint` and the marks `import` writes for it."""
+    return _refusing(standing, _create_only(constraints), "CREATE")
+
+
+def _refusing(
+    standing: Mapping[str, Any], constraints: Sequence[CustomConstraint], method: str
+) -> list[CustomConstraint]:
+    """Those of `constraints` that refuse the topic `standing` as a `method` call of it
+    would be judged; one that reads a field the plan does not read, or that does not
+    compile or cannot be evaluated, refuses nothing here."""
     out = []
-    for constraint in _create_only(constraints):
+    for constraint in constraints:
         if _unread(constraint) != []:
             continue  # a field the plan does not read, or a condition that does not compile
-        judgement = judge(constraint, dict(standing), "CREATE")
+        judgement = judge(constraint, dict(standing), method)
         if judgement is not None and judgement.verdict is Verdict.REFUSED:
             out.append(constraint)
     return out
@@ -320,8 +324,8 @@ def _refusal(
         "the constraint is in dry run for the project: the service would log it and go "
         "ahead" if dry_run else f"the service would refuse the {call} with FAILED_PRECONDITION"
     )
-    values = seen(after, condition_for(constraint).reads)
     reads = condition_for(constraint).reads
+    values = seen(after, reads)
     if judgement.already_violating:
         return _diagnostic(
             desired, severity, REFUSED,

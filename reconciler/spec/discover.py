@@ -96,8 +96,8 @@ def _walk(root: Path, found: list[Path], diags: Diagnostics) -> None:
             except OSError as exc:
                 diags.error(str(path), 0, 0, "path-unreadable", f"cannot read: {exc.strerror}")
                 continue
-            if is_dir and entry.name in SNAPSHOT_NAMES and directory == root:
-                continue  # taken for the snapshot, whose reader says it is a folder
+            if entry.name in SNAPSHOT_NAMES and directory == root:
+                continue  # the snapshot, not a spec (a folder of that name: its reader says so)
             if is_dir:
                 real = os.path.realpath(path)
                 if real in ancestors:
@@ -117,8 +117,6 @@ def _walk(root: Path, found: list[Path], diags: Diagnostics) -> None:
                     subfolders.append((path, (*ancestors, real)))
                 continue
             if not entry.name.endswith(SPEC_SUFFIXES):
-                continue
-            if entry.name in SNAPSHOT_NAMES and directory == root:
                 continue
             if len(found) >= MAX_FILES:
                 diags.error(

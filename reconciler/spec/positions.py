@@ -39,9 +39,7 @@ def position(
     `line` of `file`: in that document, or in the Defaults document it inherits the
     value from; None when the file cannot be read again or no longer has that
     document."""
-    if not file or not line:
-        return None
-    topic = next((doc for doc in _read(file) if doc.start.line == line), None)
+    topic = topic_document(file, line)
     if topic is None:
         return None
     if not _holds(topic, path):

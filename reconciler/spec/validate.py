@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from reconciler.acceptance import seen_by_validate, settle
 from reconciler.diagnostics import Diagnostics
 from reconciler.errors import InputError
 from reconciler.orgpolicy.snapshot import read_snapshot
@@ -37,6 +38,16 @@ class ValidationResult:
     policy_store: PolicyStore | None
     policy_source: Path | None
     files: int
+
+    def settle_acceptances(self) -> None:
+        """The tree's acceptances applied to its findings as validate reports them
+        (reconciler/acceptance.py): an unused one is said where validate could have
+        seen its finding (not an org-policy one when no snapshot was read)."""
+        org_checked = self.policy_store is not None
+        self.diagnostics.items = settle(
+            self.diagnostics.items, self.desired.acceptances,
+            lambda a: seen_by_validate(a, org_checked),
+        )
 
 
 def validate_paths(
