@@ -38,6 +38,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 from reconciler.diagnostics import Severity
 from reconciler.frozen import READ_ONLY, FrozenList
 from reconciler.ingestionrules import source_kind
+from reconciler.memo import MEMO_ENTRIES
 from reconciler.transformrules import ai_endpoints, endpoint_location
 
 VERTEX_AI_STATE = "VERTEX_AI_LOCATION_RESTRICTION"
@@ -153,7 +154,7 @@ def model_paths(transforms: Sequence[Mapping[str, Any]] | None) -> tuple[DataPat
     if seen is not None and seen[0] is transforms:
         return seen[1]
     found = _model_paths(transforms)
-    if len(_MODELS_SEEN) >= _SEEN_MAX:
+    if len(_MODELS_SEEN) >= MEMO_ENTRIES:
         _MODELS_SEEN.clear()
     _MODELS_SEEN[id(transforms)] = (transforms, found)  # held: its id stays its own
     return found
@@ -171,7 +172,6 @@ def _model_paths(transforms: Sequence[Mapping[str, Any]]) -> tuple[DataPath, ...
 
 # id(transforms) -> (the transforms, their model paths); bounded, emptied when full.
 _MODELS_SEEN: dict[int, tuple[Any, tuple[DataPath, ...]]] = {}
-_SEEN_MAX = 4096
 
 
 def arn_region(arn: str) -> str | None:
@@ -278,7 +278,7 @@ def judged_findings(
     key = (id(transforms), id(ingestion), exports is None, bounds, call, project)
     seen = _JUDGED.get(key)
     if seen is None or seen[0] is not transforms or seen[1] is not ingestion:
-        if len(_JUDGED) >= _SEEN_MAX:
+        if len(_JUDGED) >= MEMO_ENTRIES:
             _JUDGED.clear()
         seen = _JUDGED[key] = (transforms, ingestion, tuple(path_findings(
             TOPIC, project, transforms, ingestion, exports, bounds, call)))

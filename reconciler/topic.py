@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from operator import attrgetter
 from typing import Any
 
+from reconciler.memo import MEMO_ENTRIES
 from reconciler.ownership import PLAN_LABEL, is_reserved
 from reconciler.topicfields import INGESTION, LABELS, SETTINGS, STORAGE_POLICY, TRANSFORMS
 from reconciler.topicvalues import IN_TRANSIT as IN_TRANSIT
@@ -153,7 +154,6 @@ def request_shape(body: Mapping[str, Any]) -> tuple[dict[str, str] | None, Stora
 # object's; bounded, emptied when full.
 _Extras = tuple[Any, Any, tuple[str, ...]]
 _EXTRAS_SEEN: dict[tuple[int, int, int], tuple[Any, Any, Any, _Extras]] = {}
-_SEEN_MAX = 4096
 
 
 def _canonical_extras(
@@ -167,7 +167,7 @@ def _canonical_extras(
         return seen[3]
     made = (TRANSFORMS.from_json(transforms), INGESTION.from_json(ingestion),
             tuple(unmanaged))
-    if len(_EXTRAS_SEEN) >= _SEEN_MAX:
+    if len(_EXTRAS_SEEN) >= MEMO_ENTRIES:
         _EXTRAS_SEEN.clear()
     _EXTRAS_SEEN[key] = (unmanaged, transforms, ingestion, made)
     return made

@@ -17,6 +17,7 @@ import yaml
 
 from reconciler.fileio import FileProblem
 from reconciler.fileio import read_text as _read_text
+from reconciler.memo import MEMO_ENTRIES
 from reconciler.yamldoc import (
     Document,
     Mark,
@@ -330,7 +331,6 @@ class _Converter:
 
 # Layouts seen, shared by the documents laid out alike (bounded: a tree repeats few).
 _LAYOUTS: dict[tuple[tuple[str, ...], tuple[int, ...]], SpecLayout] = {}
-_LAYOUTS_MAX = 4096
 _SPEC = "spec"
 
 
@@ -361,7 +361,7 @@ def _spec_layout(
     layout = _LAYOUTS.get(shape)
     if layout is None:
         layout = SpecLayout(*shape)
-        if len(_LAYOUTS) < _LAYOUTS_MAX:
+        if len(_LAYOUTS) < MEMO_ENTRIES:
             _LAYOUTS[shape] = layout
     return layout
 

@@ -15,6 +15,7 @@ from google.pubsub_v1.types import Topic
 
 from reconciler.backends.base import ObservedTopic
 from reconciler.frozen import thawed  # json_format takes plain dicts and lists only
+from reconciler.memo import MEMO_ENTRIES, MEMO_KEY_BYTES
 from reconciler.topic import TopicShape, request_shape
 from reconciler.topicfields import (
     INGESTION,
@@ -111,8 +112,6 @@ _NO_EXTRAS: list[Any] = [[], None, None, None]
 # marshal keeping shared objects shared, and `ObservedTopic.from_row` makes it
 # canonical once). Never changed once made; bounded, emptied when full.
 _EXTRAS_SEEN: dict[tuple[bytes | None, ...], list[Any]] = {}
-_SEEN_MAX = 4096
-_SEEN_BYTES = 16 * 1024  # what a key may hold: a UDF may be large
 
 
 def _extras(pb: Any) -> list[Any]:
@@ -126,8 +125,8 @@ def _extras(pb: Any) -> list[Any]:
         unmanaged_json = _unmanaged_json(pb)
         extras = [_unmanaged(pb), unmanaged_json, unmanaged_json.get(TRANSFORMS.rest),
                   unmanaged_json.get(INGESTION.rest)]
-        if sum(len(part) for part in wire if part) <= _SEEN_BYTES:  # a large UDF: once
-            if len(_EXTRAS_SEEN) >= _SEEN_MAX:
+        if sum(len(part) for part in wire if part) <= MEMO_KEY_BYTES:  # a large UDF: once
+            if len(_EXTRAS_SEEN) >= MEMO_ENTRIES:
                 _EXTRAS_SEEN.clear()
             _EXTRAS_SEEN[wire] = extras
     return extras

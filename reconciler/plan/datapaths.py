@@ -17,6 +17,7 @@ from typing import Any
 
 from reconciler.backends.base import ObservedSubscription, ObservedTopic
 from reconciler.diagnostics import Diagnostic
+from reconciler.memo import MEMO_ENTRIES
 from reconciler.messagepaths import Bounds, Call, for_topic, judged_findings
 from reconciler.plan.model import ResourceChange
 from reconciler.spec.desired import DesiredTopic
@@ -105,7 +106,7 @@ def _bounds_after(after: Mapping[str, Any], transforms_disabled: bool) -> Bounds
     key = (id(after), transforms_disabled)
     seen = _BOUNDS_SEEN.get(key)
     if seen is None or seen[0] is not after:
-        if len(_BOUNDS_SEEN) >= 1024:
+        if len(_BOUNDS_SEEN) >= MEMO_ENTRIES:
             _BOUNDS_SEEN.clear()
         seen = _BOUNDS_SEEN[key] = (
             after, _bounds(StoragePolicy.from_json(after), transforms_disabled))

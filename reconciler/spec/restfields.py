@@ -17,6 +17,7 @@ import msgspec
 
 from reconciler.diagnostics import Diagnostics
 from reconciler.ingestionrules import SOURCES, ingestion_problems, source_kind
+from reconciler.memo import MEMO_ENTRIES, MEMO_KEY_BYTES
 from reconciler.spec.defaults import merged, nearest
 from reconciler.spec.documents import DefaultsDoc, TopicDoc
 from reconciler.spec.positioned import PositionedDiagnostics
@@ -77,11 +78,9 @@ def _rest(model: Any) -> Any:
 # path, code, message, at the key). A tree repeats a few transform lists across its
 # topics (a Defaults document's, or one copied per topic): each distinct one is made
 # canonical and checked once. Bounded: emptied when full, and only lists whose encoding
-# is at most _SEEN_BYTES kept.
+# is at most MEMO_KEY_BYTES kept.
 _Problem = tuple[PathKey, str, str, bool]
 _TRANSFORMS_SEEN: dict[bytes, tuple[Any, tuple[_Problem, ...]]] = {}
-_SEEN_MAX = 4096
-_SEEN_BYTES = 16 * 1024  # a UDF may be large: its encoding is not kept a second time
 
 
 def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
@@ -92,8 +91,8 @@ def _transforms(model: list[Any] | None, rep: PositionedDiagnostics) -> Any:
     if seen is None:
         rest = _rest(model)
         seen = (rest, tuple(_transform_problems(rest)))
-        if len(encoded) <= _SEEN_BYTES:  # a large one is kept once, by its topic
-            if len(_TRANSFORMS_SEEN) >= _SEEN_MAX:
+        if len(encoded) <= MEMO_KEY_BYTES:  # a large one is kept once, by its topic
+            if len(_TRANSFORMS_SEEN) >= MEMO_ENTRIES:
                 _TRANSFORMS_SEEN.clear()
             _TRANSFORMS_SEEN[encoded] = seen
     rest, problems = seen
